@@ -1,0 +1,266 @@
+//! Byte layout of the `.pathprof` file and of the per-module descriptor the pass emits for the runtime.
+//!
+//! This module is `no_std` and allocation-free: the runtime (`rt/`) writes and merges files with it, the pass
+//! emits descriptors matching [`ModuleDesc`], and the reader in [`crate::read`] decodes the same layout. Any change
+//! here bumps [`FILE_VERSION`] (file) or [`DESC_VERSION`] (descriptor).
+//!
+//! # File layout (all integers little-endian, every section 8-byte aligned)
+//! ```text
+//! FileHeader   (FILE_HEADER_LEN = 40 bytes)
+//!   0  magic        [u8; 8] = MAGIC
+//!   8  version      u32     = FILE_VERSION
+//!   12 flags        u32     (reserved, 0)
+//!   16 num_modules  u32
+//!   20 reserved     u32     (0)
+//!   24 payload_len  u64     bytes after the header (sum of all record_len)
+//!   32 checksum     u64     fnv1a64 of the payload
+//! ModuleRecord × num_modules, each:
+//!   RecordHeader (RECORD_HEADER_LEN = 64 bytes)
+//!     0  record_len    u64  whole record including this header
+//!     8  meta_hash     u64  fnv1a64 of the metadata bytes: identifies the module build
+//!     16 meta_len      u64
+//!     24 num_counters  u64
+//!     32 num_sparse    u64  number of SparseEntry (path counts held in runtime hash tables)
+//!     40 flags         u64  RECORD_FLAG_*
+//!     48 runs          u64  process runs summed into this record
+//!     56 name_hash     u64  fnv1a64 of the module name: same name + other meta_hash = a stale build
+//!   meta bytes (meta_len), zero-padded to a multiple of 8
+//!   counters: u64 × num_counters
+//!   sparse entries: SparseEntry × num_sparse (SPARSE_ENTRY_LEN = 32 bytes each):
+//!     0 function u64 (index into the metadata's function list), 8 path_lo u64, 16 path_hi u64, 24 count u64
+//! ```
+
+/// File magic: high byte 0xFF and a final byte that is invalid UTF-8, so text files never look like profiles.
+pub const MAGIC: [u8; 8] = [0xFF, b'p', b'a', b't', b'h', b'p', b'r', 0x81];
+/// Current file format version; readers refuse any other.
+pub const FILE_VERSION: u32 = 1;
+/// Bytes in the file header.
+pub const FILE_HEADER_LEN: usize = 40;
+/// Bytes in a module record header.
+pub const RECORD_HEADER_LEN: usize = 64;
+/// Bytes in one sparse (hash-table) path count entry.
+pub const SPARSE_ENTRY_LEN: usize = 32;
+
+/// Record flag: at least one run ended in a way the profile cannot vouch for (for example a fatal signal with
+/// the opt-in flush): counts are a lower bound, not exact.
+pub const RECORD_FLAG_INCOMPLETE: u64 = 1 << 0;
+/// Record flag: the counters were updated non-atomically by more than one thread, so increments may be lost.
+pub const RECORD_FLAG_THREADED_NONATOMIC: u64 = 1 << 1;
+
+/// Version of [`ModuleDesc`]; the runtime ignores (with a warning) descriptors of another version.
+pub const DESC_VERSION: u32 = 1;
+/// Descriptor flag: counters are updated with atomic read-modify-write.
+pub const DESC_FLAG_ATOMIC: u32 = 1 << 0;
+
+/// Per-module registration record. The pass emits one as a mutable global and passes its address to
+/// `__pathprof_register_module` from a constructor; the runtime links descriptors through `next` without
+/// allocating. Field order and types are the contract with the pass (LLVM type
+/// `{ i32, i32, ptr, i64, i64, i64, ptr, i64, ptr, ptr, i64 }`).
+#[repr(C)]
+pub struct ModuleDesc {
+    /// Must equal [`DESC_VERSION`].
+    pub version: u32,
+    /// `DESC_FLAG_*`.
+    pub flags: u32,
+    /// Metadata bytes (a [`crate`] metadata blob), copied verbatim into the profile.
+    pub meta: *const u8,
+    /// Length of `meta`.
+    pub meta_len: u64,
+    /// fnv1a64 of the metadata, computed at compile time.
+    pub meta_hash: u64,
+    /// fnv1a64 of the module name (see [`RecordHeader::name_hash`]).
+    pub name_hash: u64,
+    /// The module's dense counter array.
+    pub counters: *mut u64,
+    /// Number of dense counters.
+    pub num_counters: u64,
+    /// Runtime-owned link in the list of registered modules (null when emitted).
+    pub next: *mut ModuleDesc,
+    /// Reserved for path-mode hash tables (null until path mode uses them).
+    pub tables: *mut u8,
+    /// Number of entries in `tables`.
+    pub num_tables: u64,
+}
+
+/// 64-bit FNV-1a: a tiny, well-specified hash that the pass, runtime and reader all compute identically.
+pub const fn fnv1a64(bytes: &[u8]) -> u64 {
+    fnv1a64_continue(FNV_OFFSET, bytes)
+}
+
+/// FNV-1a offset basis: the starting state for [`fnv1a64_continue`].
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Continues an FNV-1a hash over more bytes, so a writer can hash a payload it emits in pieces.
+pub const fn fnv1a64_continue(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    h
+}
+
+/// Rounds `n` up to a multiple of 8 (`None` on overflow).
+pub const fn pad8(n: u64) -> Option<u64> {
+    match n.checked_add(7) {
+        Some(v) => Some(v & !7),
+        None => None,
+    }
+}
+
+/// Length of a whole record with the given sizes (`None` on overflow), shared by writer, reader and runtime.
+pub fn record_len(meta_len: u64, num_counters: u64, num_sparse: u64) -> Option<u64> {
+    let meta = pad8(meta_len)?;
+    let counters = num_counters.checked_mul(8)?;
+    let sparse = num_sparse.checked_mul(SPARSE_ENTRY_LEN as u64)?;
+    (RECORD_HEADER_LEN as u64).checked_add(meta)?.checked_add(counters)?.checked_add(sparse)
+}
+
+/// The decoded fixed-size file header.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FileHeader {
+    /// Format version.
+    pub version: u32,
+    /// Reserved flags.
+    pub flags: u32,
+    /// Module records that follow.
+    pub num_modules: u32,
+    /// Bytes after the header.
+    pub payload_len: u64,
+    /// fnv1a64 of the payload.
+    pub checksum: u64,
+}
+
+impl FileHeader {
+    /// Encodes the header (magic included).
+    pub fn encode(&self) -> [u8; FILE_HEADER_LEN] {
+        let mut b = [0u8; FILE_HEADER_LEN];
+        put(&mut b, 0, &MAGIC);
+        put(&mut b, 8, &self.version.to_le_bytes());
+        put(&mut b, 12, &self.flags.to_le_bytes());
+        put(&mut b, 16, &self.num_modules.to_le_bytes());
+        put(&mut b, 24, &self.payload_len.to_le_bytes());
+        put(&mut b, 32, &self.checksum.to_le_bytes());
+        b
+    }
+
+    /// Decodes a header; `None` if the magic is wrong. The version is returned as read, for the caller to gate.
+    pub fn decode(b: &[u8; FILE_HEADER_LEN]) -> Option<FileHeader> {
+        let mut magic = [0u8; 8];
+        magic.copy_from_slice(&b[0..8]);
+        if magic != MAGIC {
+            return None;
+        }
+        Some(FileHeader {
+            version: u32_at(b, 8),
+            flags: u32_at(b, 12),
+            num_modules: u32_at(b, 16),
+            payload_len: u64_at(b, 24),
+            checksum: u64_at(b, 32),
+        })
+    }
+}
+
+/// The decoded fixed-size module record header.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RecordHeader {
+    /// Whole record length.
+    pub record_len: u64,
+    /// fnv1a64 of the metadata.
+    pub meta_hash: u64,
+    /// Metadata length (unpadded).
+    pub meta_len: u64,
+    /// Dense counters.
+    pub num_counters: u64,
+    /// Sparse entries.
+    pub num_sparse: u64,
+    /// `RECORD_FLAG_*`.
+    pub flags: u64,
+    /// Runs summed into the record.
+    pub runs: u64,
+    /// fnv1a64 of the module name, so the runtime can recognise a stale build of the same module.
+    pub name_hash: u64,
+}
+
+impl RecordHeader {
+    /// Encodes the header.
+    pub fn encode(&self) -> [u8; RECORD_HEADER_LEN] {
+        let mut b = [0u8; RECORD_HEADER_LEN];
+        put(&mut b, 0, &self.record_len.to_le_bytes());
+        put(&mut b, 8, &self.meta_hash.to_le_bytes());
+        put(&mut b, 16, &self.meta_len.to_le_bytes());
+        put(&mut b, 24, &self.num_counters.to_le_bytes());
+        put(&mut b, 32, &self.num_sparse.to_le_bytes());
+        put(&mut b, 40, &self.flags.to_le_bytes());
+        put(&mut b, 48, &self.runs.to_le_bytes());
+        put(&mut b, 56, &self.name_hash.to_le_bytes());
+        b
+    }
+
+    /// Decodes a header. Consistency with `record_len` is the caller's check ([`record_len`]).
+    pub fn decode(b: &[u8; RECORD_HEADER_LEN]) -> RecordHeader {
+        RecordHeader {
+            record_len: u64_at(b, 0),
+            meta_hash: u64_at(b, 8),
+            meta_len: u64_at(b, 16),
+            num_counters: u64_at(b, 24),
+            num_sparse: u64_at(b, 32),
+            flags: u64_at(b, 40),
+            runs: u64_at(b, 48),
+            name_hash: u64_at(b, 56),
+        }
+    }
+}
+
+fn put(b: &mut [u8], at: usize, v: &[u8]) {
+    b[at..at + v.len()].copy_from_slice(v);
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a64_reference_values() {
+        // Reference vectors from the FNV specification (draft-eastlake-fnv).
+        assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn headers_round_trip() {
+        let h = FileHeader { version: 1, flags: 0, num_modules: 3, payload_len: 99, checksum: 7 };
+        assert_eq!(FileHeader::decode(&h.encode()), Some(h));
+        let r = RecordHeader {
+            record_len: 64,
+            meta_hash: 5,
+            meta_len: 0,
+            num_counters: 0,
+            num_sparse: 0,
+            flags: 1,
+            runs: 2,
+            name_hash: 9,
+        };
+        assert_eq!(RecordHeader::decode(&r.encode()), r);
+    }
+
+    #[test]
+    fn record_len_checks_overflow() {
+        assert_eq!(record_len(1, 2, 1), Some(64 + 8 + 16 + 32));
+        assert_eq!(record_len(0, u64::MAX, 0), None);
+    }
+}

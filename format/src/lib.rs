@@ -1,0 +1,16 @@
+//! pathprof-format: the one reader and writer of pathprof's on-disk and in-binary data.
+//!
+//! # Layers
+//! - [`layout`] (`no_std`, no allocation): file and record headers, the descriptor the pass emits for the
+//!   runtime, the checksum. The runtime writes and merges files with nothing else.
+//! - [`meta`] (std): the per-module metadata blob the pass embeds and the tools decode.
+//! - [`profile`] (std): reading a whole profile from untrusted bytes (never panics), writing, merging.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+
+pub mod layout;
+
+#[cfg(feature = "std")]
+pub mod meta;
+#[cfg(feature = "std")]
+pub mod profile;

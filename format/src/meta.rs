@@ -1,0 +1,168 @@
+//! Per-module metadata: what the pass knew when it instrumented the module, embedded in the binary and copied
+//! into every profile so that `pathprof` needs neither the binary nor the sources.
+//!
+//! Encoding: [`META_MAGIC`], a little-endian `u32` [`META_VERSION`], then the [`ModuleMeta`] value in `postcard`
+//! encoding. The blob is opaque to the runtime; its fnv1a64 identifies the module build.
+
+use pathprof_core::Cfg;
+use serde::{Deserialize, Serialize};
+
+/// First bytes of every metadata blob.
+pub const META_MAGIC: [u8; 4] = *b"PPMD";
+/// Version of the metadata schema below; readers refuse others.
+pub const META_VERSION: u32 = 1;
+
+/// What the module's counters measure.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// Optimal edge profiling (Ball & Larus 1994): one counter per spanning-tree chord.
+    Edge,
+    /// Ball–Larus path profiling (1996): one counter per acyclic path.
+    Path,
+}
+
+impl Mode {
+    /// The name used on the command line, in `PATHPROF_MODE` and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Edge => "edge",
+            Mode::Path => "path",
+        }
+    }
+}
+
+/// Everything the tools need to interpret one module's counters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModuleMeta {
+    /// The module identifier (usually the source file as given to the compiler).
+    pub module_name: String,
+    /// What the counters measure.
+    pub mode: Mode,
+    /// The weighting used for the spanning tree (`uniform`, `bl94`, `llvm`, `profile:FILE`): affects cost only.
+    pub weighting: String,
+    /// Whether counters were updated atomically (exact under threads).
+    pub atomic: bool,
+    /// Instrumented functions, in module order.
+    pub functions: Vec<FunctionMeta>,
+}
+
+/// One instrumented function.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionMeta {
+    /// Linkage (mangled) name: the identity used to match functions across profiles.
+    pub name: String,
+    /// Source-level name from debug info (demangled for C++), empty without debug info.
+    pub display_name: String,
+    /// Source file from debug info, empty without debug info.
+    pub file: String,
+    /// Line of the function's declaration (DISubprogram line), 0 without debug info; sample-profile export
+    /// computes line offsets from it.
+    pub start_line: u32,
+    /// The graph the counters were placed on: real blocks in IR order, virtual EXIT, all edges.
+    pub cfg: Cfg,
+    /// Per real block (IR order): its source description.
+    pub blocks: Vec<BlockMeta>,
+    /// For each edge of `cfg` (EdgeId order): the index of its counter relative to `counter_base`, or `None`
+    /// for spanning-tree edges whose count is derived.
+    pub edge_counters: Vec<Option<u32>>,
+    /// Index of this function's first counter in the module's dense counter array.
+    pub counter_base: u64,
+    /// Number of dense counters this function owns.
+    pub num_counters: u32,
+    /// Blocks that contain a `returns_twice` call (setjmp): their termination edge may be negative, because
+    /// control can re-enter them.
+    pub reentry_blocks: Vec<u32>,
+    /// Hash of `cfg` (structure only), for matching the same code across builds (PGO use).
+    pub cfg_hash: u64,
+}
+
+/// Source information for one basic block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockMeta {
+    /// The distinct source lines of the block's instructions, in order of first appearance (empty without
+    /// debug info).
+    pub lines: Vec<u32>,
+}
+
+/// Why a metadata blob cannot be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    /// The blob does not start with [`META_MAGIC`].
+    #[error("module metadata has a bad magic number")]
+    BadMagic,
+    /// A version this reader does not understand.
+    #[error("module metadata version {0} is not supported (this pathprof reads version {META_VERSION})")]
+    UnsupportedVersion(u32),
+    /// The postcard payload is malformed or truncated.
+    #[error("module metadata is corrupt: {0}")]
+    Corrupt(String),
+    /// The decoded value violates an invariant (e.g. an edge counter index out of range).
+    #[error("module metadata is inconsistent: {0}")]
+    Inconsistent(String),
+}
+
+impl ModuleMeta {
+    /// Encodes the blob that the pass embeds in the binary.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1024);
+        out.extend_from_slice(&META_MAGIC);
+        out.extend_from_slice(&META_VERSION.to_le_bytes());
+        // Serialising plain owned data into a Vec cannot fail.
+        let payload = postcard::to_allocvec(self).expect("postcard serialisation of metadata");
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    /// Decodes and validates a blob read from an untrusted profile; never panics.
+    pub fn decode(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
+        let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
+        if magic != META_MAGIC {
+            return Err(MetaError::BadMagic);
+        }
+        let ver = bytes.get(4..8).ok_or_else(|| MetaError::Corrupt("truncated header".into()))?;
+        let ver = u32::from_le_bytes([ver[0], ver[1], ver[2], ver[3]]);
+        if ver != META_VERSION {
+            return Err(MetaError::UnsupportedVersion(ver));
+        }
+        let payload = bytes.get(8..).unwrap_or(&[]);
+        let (meta, rest): (ModuleMeta, &[u8]) =
+            postcard::take_from_bytes(payload).map_err(|e| MetaError::Corrupt(e.to_string()))?;
+        if !rest.is_empty() {
+            return Err(MetaError::Corrupt(format!("{} trailing bytes", rest.len())));
+        }
+        meta.validate()?;
+        Ok(meta)
+    }
+
+    /// Checks the cross-field invariants the tools rely on, so later code may index without panicking.
+    pub fn validate(&self) -> Result<(), MetaError> {
+        for f in &self.functions {
+            let bad = |what: &str| Err(MetaError::Inconsistent(format!("function {}: {what}", f.name)));
+            // Re-validate the graph: deserialisation bypasses Cfg::new.
+            if let Err(e) = Cfg::new(f.cfg.num_blocks() as u32, f.cfg.edges().to_vec()) {
+                return bad(&e.to_string());
+            }
+            if f.blocks.len() != f.cfg.num_blocks() {
+                return bad("block list does not match the graph");
+            }
+            if f.edge_counters.len() != f.cfg.num_edges() {
+                return bad("edge counter list does not match the graph");
+            }
+            // Bound the allocation below by the graph size before trusting the count.
+            if self.mode == Mode::Edge && f.num_counters as usize > f.cfg.num_edges() {
+                return bad("more counters than edges");
+            }
+            let mut seen = vec![false; f.num_counters as usize];
+            for c in f.edge_counters.iter().flatten() {
+                match seen.get_mut(*c as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => return bad("edge counter index out of range or shared"),
+                }
+            }
+            if f.reentry_blocks.iter().any(|&b| b as usize >= f.cfg.num_blocks()) {
+                return bad("re-entry block out of range");
+            }
+        }
+        Ok(())
+    }
+}
