@@ -6,8 +6,25 @@
 //!
 //! # Modules
 //! - [`graph`]: the CFG multigraph with virtual EXIT (Ball & Larus, TOPLAS 1994, §2).
+//! - [`dfs`]: iterative depth-first search, back edges.
+//! - [`loops`]: natural loops (for the BL94 §5 weighting).
+//! - [`weighting`]: edge weightings that steer the spanning tree.
+//! - [`spanning`]: maximum spanning tree with forced edges (Knuth–Stevenson / BL94 §3.2).
+//! - [`placement`]: optimal edge-counter placement, Eprof(Ecnt).
+//! - [`propagate`]: deriving every edge and block count from the chord counts (BL94 Figure 6).
+//! - [`dag`], [`numbering`], [`increments`], [`regenerate`]: Ball–Larus path profiling (MICRO 1996).
 #![deny(missing_docs)]
 
+pub mod dag;
+pub mod dfs;
 pub mod graph;
+pub mod increments;
+pub mod loops;
+pub mod numbering;
+pub mod placement;
+pub mod propagate;
+pub mod regenerate;
+pub mod spanning;
+pub mod weighting;
 
 pub use graph::{Adjacency, BlockId, Cfg, CfgError, Edge, EdgeId, EdgeKind};
