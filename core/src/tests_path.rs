@@ -1,0 +1,938 @@
+//! Tests for Ball–Larus path profiling (`dag`, `numbering`, `increments`, `regenerate`): the lecture oracle of
+//! the BL96 notes (C.2–C.5), cuts for huge path spaces, and property tests on random CFGs that simulate the
+//! instrumented program exactly as the pass will emit it.
+
+use crate::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag, DEFAULT_PATH_BUDGET};
+use crate::dfs::depth_first;
+use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
+use crate::increments::{IncrementError, Increments};
+use crate::numbering::{Numbering, NumberingError};
+use crate::regenerate::{
+    check_path, decode, edge_counts_from_paths, encode, to_cfg_path, DecodeError, PathEnd, PathStart,
+};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, VecDeque};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Fixtures and checkers
+// ---------------------------------------------------------------------------------------------------------------
+
+fn b(i: u32) -> BlockId {
+    BlockId(i)
+}
+
+fn d(i: u32) -> DagEdgeId {
+    DagEdgeId(i)
+}
+
+fn dag_of(cfg: &Cfg) -> PathDag {
+    let adj = cfg.adjacency();
+    PathDag::build(cfg, &adj, &depth_first(cfg, &adj))
+}
+
+fn dag_with_budget(cfg: &Cfg, budget: u128) -> Result<PathDag, DagError> {
+    let adj = cfg.adjacency();
+    PathDag::build_with_budget(cfg, &adj, &depth_first(cfg, &adj), budget)
+}
+
+/// Small deterministic PRNG (xorshift64*), so property tests stay reproducible from their seed.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn below_u128(&mut self, n: u128) -> u128 {
+        ((u128::from(self.next()) << 64) | u128::from(self.next())) % n
+    }
+}
+
+/// Every ENTRY→EXIT path of the DAG by brute force (an ENTRY self-loop only as first edge); `None` above `limit`.
+fn enumerate_paths(dag: &PathDag, limit: usize) -> Option<Vec<Vec<DagEdgeId>>> {
+    let mut paths = Vec::new();
+    let mut stack: Vec<(BlockId, Vec<DagEdgeId>)> = vec![(dag.entry(), Vec::new())];
+    while let Some((v, path)) = stack.pop() {
+        if v == dag.exit() {
+            paths.push(path);
+            if paths.len() > limit {
+                return None;
+            }
+            continue;
+        }
+        for &e in dag.out_edges(v).iter().rev() {
+            let ed = dag.edge(e);
+            if ed.from == ed.to && !path.is_empty() {
+                continue;
+            }
+            let mut p = path.clone();
+            p.push(e);
+            stack.push((ed.to, p));
+        }
+        if stack.len() > 100 * limit {
+            return None;
+        }
+    }
+    Some(paths)
+}
+
+fn val_sum(n: &Numbering, path: &[DagEdgeId]) -> u128 {
+    path.iter().map(|&e| n.val(e)).sum()
+}
+
+fn inc_sum(inc: &Increments, path: &[DagEdgeId]) -> i128 {
+    path.iter().map(|&e| inc.inc(e)).sum()
+}
+
+/// Structural invariants of a [`PathDag`] built from `cfg` (see the `dag.rs` module docs).
+fn check_dag(cfg: &Cfg, dag: &PathDag) {
+    let adj = cfg.adjacency();
+    let dfs = depth_first(cfg, &adj);
+    let (entry, exit) = (dag.entry(), dag.exit());
+    assert_eq!(dag.num_vertices(), cfg.num_vertices());
+    assert_eq!(dag.num_cfg_edges(), cfg.num_edges());
+    // Ids grouped by source vertex; EXIT->ENTRY last.
+    let e2e = dag.exit_to_entry();
+    assert_eq!(e2e.index(), dag.num_edges() - 1);
+    assert_eq!(*dag.edge(e2e), crate::dag::DagEdge { from: exit, to: entry, kind: DagEdgeKind::ExitToEntry });
+    assert!(dag.edges().windows(2).all(|w| w[0].from <= w[1].from), "ids not grouped by source");
+    // Topological order.
+    let topo = dag.topological_order();
+    assert_eq!(topo.first(), Some(&entry));
+    assert_eq!(topo.last(), Some(&exit));
+    let mut pos = vec![None; dag.num_vertices()];
+    for (i, &v) in topo.iter().enumerate() {
+        assert!(pos[v.index()].is_none(), "{v} twice in topological order");
+        pos[v.index()] = Some(i);
+    }
+    for v in cfg.vertices() {
+        assert_eq!(pos[v.index()].is_some(), v == exit || dfs.is_reachable(v), "{v} membership");
+        assert_eq!(dag.contains_vertex(v), pos[v.index()].is_some());
+    }
+    for e in dag.edge_ids().filter(|&e| e != e2e) {
+        let ed = dag.edge(e);
+        assert!(dag.out_edges(ed.from).contains(&e) && dag.in_edges(ed.to).contains(&e));
+        if ed.from == ed.to {
+            assert_eq!(ed.from, entry, "only ENTRY may have self-loops");
+            assert!(matches!(ed.kind, DagEdgeKind::EntrySurrogate { .. }));
+        } else {
+            assert!(pos[ed.from.index()].unwrap() < pos[ed.to.index()].unwrap(), "{e} goes backwards");
+        }
+        // Kinds agree with the cfg.
+        let ce = |x: EdgeId| *cfg.edge(x);
+        match ed.kind {
+            DagEdgeKind::Real(x) => assert_eq!((ed.from, ed.to), (ce(x).from, ce(x).to)),
+            DagEdgeKind::EntrySurrogate { back } => {
+                assert!(dfs.is_back_edge(back));
+                assert_eq!((ed.from, ed.to), (entry, ce(back).to));
+            }
+            DagEdgeKind::ExitSurrogate { back } => {
+                assert!(dfs.is_back_edge(back));
+                assert_eq!((ed.from, ed.to), (ce(back).from, exit));
+            }
+            DagEdgeKind::SplitEntry { edge } => {
+                assert!(dag.cut_edges().contains(&edge));
+                assert_eq!((ed.from, ed.to), (entry, ce(edge).to));
+            }
+            DagEdgeKind::SplitExit { edge } => {
+                assert!(dag.cut_vertices().contains(&ce(edge).from));
+                assert_eq!((ed.from, ed.to), (ce(edge).from, exit));
+            }
+            DagEdgeKind::ExitToEntry => panic!("second EXIT->ENTRY edge {e}"),
+        }
+    }
+    // Recorded successor order: slot edges by EdgeId, then surrogates by EdgeId (entry side first), then
+    // ENTRY self-loops.
+    for &v in topo {
+        let key = |e: DagEdgeId| {
+            let ed = dag.edge(e);
+            let id = ed.kind.cfg_edge().unwrap();
+            match ed.kind {
+                DagEdgeKind::Real(_) | DagEdgeKind::SplitExit { .. } => (0, id, 0),
+                _ if ed.from == ed.to => (2, id, 0),
+                DagEdgeKind::ExitSurrogate { .. } => (1, id, 1),
+                _ => (1, id, 0),
+            }
+        };
+        let keys: Vec<_> = dag.out_edges(v).iter().map(|&e| key(e)).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "successor order of {v}: {keys:?}");
+    }
+    // Roles.
+    for e in cfg.edge_ids() {
+        let ce = cfg.edge(e);
+        let role = dag.cfg_edge_role(e);
+        match role {
+            CfgEdgeRole::Unreachable => {
+                assert!(ce.kind != EdgeKind::ExitToEntry && !dfs.is_reachable(ce.from))
+            }
+            CfgEdgeRole::Real(x) => assert_eq!(dag.edge(x).kind, DagEdgeKind::Real(e)),
+            CfgEdgeRole::Back { exit: x, entry: n } => {
+                assert_eq!(dag.edge(x).kind, DagEdgeKind::ExitSurrogate { back: e });
+                assert_eq!(dag.edge(n).kind, DagEdgeKind::EntrySurrogate { back: e });
+                assert!(dag.back_edges().contains(&e));
+            }
+            CfgEdgeRole::Cut { exit: x, entry: n } => {
+                assert_eq!(dag.edge(x).kind, DagEdgeKind::SplitExit { edge: e });
+                assert_eq!(dag.edge(n).kind, DagEdgeKind::SplitEntry { edge: e });
+            }
+            CfgEdgeRole::ExitToEntry(x) => assert_eq!(x, e2e),
+        }
+    }
+    assert_eq!(dag.back_edges(), dfs.back_edges.as_slice());
+}
+
+/// Numbering is dense and bijective, and decode/encode are inverse; returns all paths (if enumerable).
+fn check_numbering(dag: &PathDag, n: &Numbering, limit: usize) -> Option<Vec<Vec<DagEdgeId>>> {
+    let paths = enumerate_paths(dag, limit)?;
+    assert_eq!(paths.len() as u128, n.num_paths(), "NumPaths(ENTRY) vs brute force");
+    let mut numbers: Vec<u128> = paths.iter().map(|p| val_sum(n, p)).collect();
+    numbers.sort_unstable();
+    assert!(numbers.iter().enumerate().all(|(i, &x)| x == i as u128), "numbering not dense: {numbers:?}");
+    for p in &paths {
+        let r = encode(dag, n, p).unwrap();
+        assert_eq!(decode(dag, n, r).unwrap(), *p, "decode(encode(p)) for r = {r}");
+        check_path(dag, p).unwrap();
+        to_cfg_path(dag, p).unwrap();
+    }
+    assert!(matches!(decode(dag, n, n.num_paths()), Err(DecodeError::OutOfRange { .. })));
+    Some(paths)
+}
+
+/// One recorded path segment of a simulated execution: its DAG edges, blocks and real cfg edges.
+#[derive(Default, Clone, Debug)]
+struct Segment {
+    dag: Vec<DagEdgeId>,
+    blocks: Vec<BlockId>,
+    edges: Vec<EdgeId>,
+}
+
+/// What a simulated execution measured (through the instrumentation) and what really happened.
+struct Simulation {
+    /// `count[r]` as the instrumented program would leave it.
+    counted: BTreeMap<u128, u64>,
+    /// The actual path segments (split at back and cut edges).
+    segments: Vec<Segment>,
+    edge_counts: Vec<u128>,
+    block_counts: Vec<u128>,
+}
+
+/// Distance (in edges) from every vertex to EXIT, ignoring EXIT->entry; `usize::MAX` if EXIT is unreachable.
+fn distance_to_exit(cfg: &Cfg) -> Vec<usize> {
+    let adj = cfg.adjacency();
+    let mut dist = vec![usize::MAX; cfg.num_vertices()];
+    dist[cfg.exit().index()] = 0;
+    let mut q = VecDeque::from([cfg.exit()]);
+    while let Some(v) = q.pop_front() {
+        for &e in adj.in_edges(v) {
+            let ed = cfg.edge(e);
+            if ed.kind != EdgeKind::ExitToEntry && dist[ed.from.index()] == usize::MAX {
+                dist[ed.from.index()] = dist[v.index()] + 1;
+                q.push_back(ed.from);
+            }
+        }
+    }
+    dist
+}
+
+/// Random walks entry→EXIT through the cfg, instrumented exactly as the pass does it: r = 0 on entry,
+/// `r += Inc` on each DAG edge, at a back/cut edge `count[r + Inc(exit surrogate)]++; r = Inc(entry
+/// surrogate)`, on an edge into EXIT `count[r + Inc]++`. Every reachable block must reach EXIT.
+fn simulate(
+    cfg: &Cfg,
+    dag: &PathDag,
+    inc: &Increments,
+    rng: &mut Rng,
+    invocations: usize,
+    max_steps: usize,
+) -> Simulation {
+    let adj = cfg.adjacency();
+    let dist = distance_to_exit(cfg);
+    let (entry, exit) = (cfg.entry(), cfg.exit());
+    let mut counted = BTreeMap::new();
+    let mut segments = Vec::new();
+    let mut edge_counts = vec![0u128; cfg.num_edges()];
+    let mut block_counts = vec![0u128; cfg.num_vertices()];
+    for _ in 0..invocations {
+        edge_counts[cfg.exit_to_entry().index()] += 1;
+        block_counts[entry.index()] += 1;
+        let mut v = entry;
+        let mut r: i128 = 0;
+        let mut seg = Segment { blocks: vec![entry], ..Segment::default() };
+        let mut steps = 0;
+        while v != exit {
+            let outs = adj.out_edges(v);
+            assert!(!outs.is_empty() && dist[v.index()] != usize::MAX, "walk stuck at {v}");
+            let e = if steps < max_steps {
+                outs[rng.below(outs.len())]
+            } else {
+                *outs.iter().find(|&&e| dist[cfg.edge(e).to.index()] < dist[v.index()]).unwrap()
+            };
+            steps += 1;
+            let to = cfg.edge(e).to;
+            edge_counts[e.index()] += 1;
+            block_counts[to.index()] += 1;
+            match dag.cfg_edge_role(e) {
+                CfgEdgeRole::Real(de) => {
+                    r += inc.inc(de);
+                    seg.dag.push(de);
+                    seg.edges.push(e);
+                    if to == exit {
+                        bump(&mut counted, r);
+                        segments.push(std::mem::take(&mut seg));
+                    } else {
+                        seg.blocks.push(to);
+                    }
+                }
+                CfgEdgeRole::Back { exit: x, entry: n } | CfgEdgeRole::Cut { exit: x, entry: n } => {
+                    seg.dag.push(x);
+                    bump(&mut counted, r + inc.inc(x));
+                    segments.push(std::mem::take(&mut seg));
+                    seg = Segment { dag: vec![n], blocks: vec![to], edges: Vec::new() };
+                    r = inc.inc(n);
+                }
+                role => panic!("executed {e} with role {role:?}"),
+            }
+            v = to;
+        }
+    }
+    Simulation { counted, segments, edge_counts, block_counts }
+}
+
+fn bump(counted: &mut BTreeMap<u128, u64>, r: i128) {
+    let r = u128::try_from(r).expect("path register went negative at a count");
+    *counted.entry(r).or_insert(0) += 1;
+}
+
+/// Runs [`simulate`] and checks counts, segments and derived edge/block counts against the truth.
+fn check_simulation(cfg: &Cfg, dag: &PathDag, n: &Numbering, inc: &Increments, seed: u64, invocations: usize) {
+    let mut rng = Rng::new(seed);
+    let sim = simulate(cfg, dag, inc, &mut rng, invocations, 40);
+    let mut truth: BTreeMap<u128, u64> = BTreeMap::new();
+    for s in &sim.segments {
+        check_path(dag, &s.dag).unwrap();
+        *truth.entry(val_sum(n, &s.dag)).or_insert(0) += 1;
+        let cp = to_cfg_path(dag, &s.dag).unwrap();
+        assert_eq!(cp.blocks, s.blocks, "blocks of segment {:?}", s.dag);
+        assert_eq!(cp.edges, s.edges, "edges of segment {:?}", s.dag);
+        let first = dag.edge(s.dag[0]).kind;
+        assert_eq!(cp.starts_at_loop_header(), first.starts_segment());
+        assert_eq!(cp.ends_at_back_edge(), dag.edge(*s.dag.last().unwrap()).kind.ends_segment());
+    }
+    assert_eq!(sim.counted, truth, "instrumented counts vs. brute-force path counts");
+    let derived = edge_counts_from_paths(cfg, dag, n, sim.counted.iter().map(|(&r, &c)| (r, c))).unwrap();
+    assert_eq!(derived.edges, sim.edge_counts, "edge counts from paths");
+    assert_eq!(derived.blocks, sim.block_counts, "block counts from paths");
+    assert_eq!(derived.invocations, invocations as u128);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The lecture example (notes C.2–C.5)
+// ---------------------------------------------------------------------------------------------------------------
+
+const A: u32 = 0;
+const B: u32 = 1;
+const C: u32 = 2;
+const D: u32 = 3;
+const E: u32 = 4;
+const F: u32 = 5;
+
+/// A→B, A→C, B→C, B→D, C→D, D→E, D→F, E→F with the successor order the slides imply (A: C then B; B: C then
+/// D; D: F then E); the lecture's exit F returns to our virtual EXIT (vertex 6).
+/// DAG edges: d0 A→C, d1 A→B, d2 B→C, d3 B→D, d4 C→D, d5 D→F, d6 D→E, d7 E→F, d8 F→EXIT, d9 EXIT→A.
+fn lecture() -> Cfg {
+    test_cfg(6, &[(A, C), (A, B), (B, C), (B, D), (C, D), (D, F), (D, E), (E, F)], &[F])
+}
+
+fn lecture_path(blocks: &[u32]) -> Vec<DagEdgeId> {
+    let dag = dag_of(&lecture());
+    let mut path: Vec<DagEdgeId> = blocks
+        .windows(2)
+        .map(|w| *dag.out_edges(b(w[0])).iter().find(|&&e| dag.edge(e).to == b(w[1])).unwrap())
+        .collect();
+    path.push(d(8));
+    path
+}
+
+#[test]
+fn ball_larus_1996_lecture_dag_shape() {
+    let cfg = lecture();
+    let dag = dag_of(&cfg);
+    check_dag(&cfg, &dag);
+    assert_eq!(dag.num_edges(), 10);
+    assert_eq!(dag.out_edges(b(A)), &[d(0), d(1)]);
+    assert_eq!(dag.out_edges(b(D)), &[d(5), d(6)]);
+    assert_eq!(dag.in_edges(b(F)), &[d(5), d(7)]);
+    assert!(dag.back_edges().is_empty() && dag.cut_edges().is_empty());
+    assert_eq!(dag.topological_order().first(), Some(&b(A)));
+}
+
+#[test]
+fn ball_larus_1996_lecture_numbering() {
+    let dag = dag_of(&lecture());
+    let n = Numbering::compute(&dag).unwrap();
+    let np: Vec<u128> = (0..7).map(|v| n.num_paths_from(b(v))).collect();
+    assert_eq!(np, vec![6, 4, 2, 2, 1, 1, 1], "NumPaths A..F, EXIT");
+    assert_eq!(n.num_paths(), 6);
+    // Val: D→E = 1, B→D = 2, A→B = 2, all others 0.
+    assert_eq!(n.vals(), &[0, 2, 0, 2, 0, 0, 1, 0, 0, 0]);
+    assert_eq!(n.num_paths_per_vertex().iter().take(6).sum::<u128>(), 16, "notes C.6: Σ NumPaths = 16");
+}
+
+#[test]
+fn ball_larus_1996_lecture_encoding_table() {
+    let dag = dag_of(&lecture());
+    let n = Numbering::compute(&dag).unwrap();
+    let table: [(&[u32], u128); 6] = [
+        (&[A, C, D, F], 0),
+        (&[A, C, D, E, F], 1),
+        (&[A, B, C, D, F], 2),
+        (&[A, B, C, D, E, F], 3),
+        (&[A, B, D, F], 4),
+        (&[A, B, D, E, F], 5),
+    ];
+    for (blocks, r) in table {
+        let p = lecture_path(blocks);
+        assert_eq!(encode(&dag, &n, &p).unwrap(), r, "{blocks:?}");
+        assert_eq!(decode(&dag, &n, r).unwrap(), p, "r = {r}");
+        let cp = to_cfg_path(&dag, &p).unwrap();
+        assert_eq!(cp.blocks, blocks.iter().map(|&x| b(x)).collect::<Vec<_>>());
+        assert_eq!(cp.start, PathStart::Entry);
+        assert_eq!(cp.end, PathEnd::Exit { edge: EdgeId(8) });
+    }
+    check_numbering(&dag, &n, 100).unwrap();
+}
+
+#[test]
+fn ball_larus_1996_lecture_regeneration() {
+    // Notes C.5: r = 4 → ABDF, r = 1 → ACDEF.
+    let dag = dag_of(&lecture());
+    let n = Numbering::compute(&dag).unwrap();
+    let blocks = |r| to_cfg_path(&dag, &decode(&dag, &n, r).unwrap()).unwrap().blocks;
+    assert_eq!(blocks(4), vec![b(A), b(B), b(D), b(F)]);
+    assert_eq!(blocks(1), vec![b(A), b(C), b(D), b(E), b(F)]);
+    assert_eq!(decode(&dag, &n, 6), Err(DecodeError::OutOfRange { r: 6, num_paths: 6 }));
+}
+
+/// Weights in DAG-edge order d0 A→C, d1 A→B, d2 B→C, d3 B→D, d4 C→D, d5 D→F, d6 D→E, d7 E→F, d8 F→EXIT,
+/// d9 EXIT→A; F→EXIT stands in for the lecture's F (= exit) and gets the top weight so it is a tree edge.
+fn lecture_increments(w: [f64; 10]) -> (Increments, Vec<i128>) {
+    let dag = dag_of(&lecture());
+    let n = Numbering::compute(&dag).unwrap();
+    let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
+    for p in enumerate_paths(&dag, 10).unwrap() {
+        assert_eq!(inc_sum(&inc, &p), val_sum(&n, &p) as i128);
+    }
+    let v = inc.increments().to_vec();
+    (inc, v)
+}
+
+#[test]
+fn ball_larus_1996_lecture_oracle1_uniform_increments() {
+    // A→B ½, A→C ½, B→C ¼, B→D ¼, C→D ¾, D→E ½, D→F ½, E→F ½, F→A 1.
+    let (inc, v) = lecture_increments([0.5, 0.5, 0.25, 0.25, 0.75, 0.5, 0.5, 0.5, 1.0, 1.0]);
+    // Tree {F→A, C→D, A→C, A→B, D→E} (+ F→EXIT); chords B→C = 2, B→D = 4, D→F = 0, E→F = 1.
+    assert_eq!(inc.chords().collect::<Vec<_>>(), vec![d(2), d(3), d(5), d(7)]);
+    assert_eq!((v[2], v[3], v[5], v[7]), (2, 4, 0, 1));
+    for t in [0, 1, 4, 6, 8, 9] {
+        assert!(inc.in_tree(d(t)) && v[t as usize] == 0);
+    }
+}
+
+#[test]
+fn ball_larus_1996_lecture_oracle2_hot_path_increments() {
+    // Hot path ABCDEF: A→B .9, A→C .1, B→C .8, B→D .1, C→D .9, D→E .8, D→F .2, E→F .8.
+    let (inc, v) = lecture_increments([0.1, 0.9, 0.8, 0.1, 0.9, 0.2, 0.8, 0.8, 1.0, 1.0]);
+    // Tree {F→A, A→B, C→D, B→C, D→E}; chords A→C = −2, B→D = 2, D→F = 2, E→F = 3.
+    assert_eq!(inc.chords().collect::<Vec<_>>(), vec![d(0), d(3), d(5), d(7)]);
+    assert_eq!((v[0], v[3], v[5], v[7]), (-2, 2, 2, 3));
+    // The hottest path crosses a single chord (E→F).
+    let hot = lecture_path(&[A, B, C, D, E, F]);
+    assert_eq!(hot.iter().filter(|&&e| inc.is_chord(e)).count(), 1);
+}
+
+#[test]
+fn ball_larus_1996_lecture_instrumented_runs() {
+    let cfg = lecture();
+    let dag = dag_of(&cfg);
+    let n = Numbering::compute(&dag).unwrap();
+    let inc = Increments::compute(&dag, &n, &[0.5, 0.5, 0.25, 0.25, 0.75, 0.5, 0.5, 0.5, 1.0, 1.0], &[]).unwrap();
+    check_simulation(&cfg, &dag, &n, &inc, 7, 50);
+}
+
+#[test]
+fn ball_larus_1996_all_spanning_trees_with_exit_to_entry_encode_exactly() {
+    // Notes C.3: every spanning tree containing EXIT→ENTRY gives exact encodings; without it, from_tree refuses.
+    let dag = dag_of(&lecture());
+    let n = Numbering::compute(&dag).unwrap();
+    let paths = enumerate_paths(&dag, 10).unwrap();
+    let m = dag.num_edges();
+    let mut trees = 0;
+    for mask in 0u32..(1 << m) {
+        if mask.count_ones() != 6 {
+            continue;
+        }
+        let in_tree: Vec<bool> = (0..m).map(|i| mask & (1 << i) != 0).collect();
+        match Increments::from_tree(&dag, &n, in_tree) {
+            Ok(inc) => {
+                trees += 1;
+                for p in &paths {
+                    assert_eq!(inc_sum(&inc, p), val_sum(&n, p) as i128);
+                }
+            }
+            Err(IncrementError::TreeCycle { .. }) | Err(IncrementError::ExitToEntryNotInTree) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // Trees with F→EXIT are the lecture's 40 trees through F→A; trees without it hang EXIT off A and span the
+    // lecture graph without F→A (the notes' other 24 trees): 64 in all.
+    assert_eq!(trees, 64);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Loops, odd graphs, errors
+// ---------------------------------------------------------------------------------------------------------------
+
+#[test]
+fn ball_larus_1996_loop_surrogates_and_instrumentation() {
+    // 0 → 1 (header), 1 → 2, 2 → 1 (back), 2 → 3, 3 → EXIT; plus a second back edge 3 → 1 into the same header.
+    let cfg = test_cfg(4, &[(0, 1), (1, 2), (2, 1), (2, 3), (3, 1)], &[3]);
+    let dag = dag_of(&cfg);
+    check_dag(&cfg, &dag);
+    assert_eq!(dag.back_edges(), &[EdgeId(2), EdgeId(4)]);
+    let n = Numbering::compute(&dag).unwrap();
+    // Paths: {ENTRY, via 2→1, via 3→1} × ends {2→1 back, 3→1 back, 3→EXIT} = 3 × 3.
+    assert_eq!(n.num_paths(), 9);
+    let paths = check_numbering(&dag, &n, 100).unwrap();
+    let headers = paths.iter().filter(|p| to_cfg_path(&dag, p).unwrap().starts_at_loop_header()).count();
+    assert_eq!(headers, 6);
+    let inc = Increments::compute(&dag, &n, &vec![1.0; dag.num_edges()], &[]).unwrap();
+    check_simulation(&cfg, &dag, &n, &inc, 11, 30);
+}
+
+#[test]
+fn entry_block_as_loop_header_uses_an_entry_self_loop() {
+    // LLVM forbids it, Cfg::new accepts it: 0 → 1, 1 → 0 (back edge into the entry), 1 → EXIT, 0 → 0.
+    let cfg = test_cfg(2, &[(0, 1), (1, 0), (0, 0)], &[1]);
+    let dag = dag_of(&cfg);
+    check_dag(&cfg, &dag);
+    let n = Numbering::compute(&dag).unwrap();
+    // From ENTRY without a self-loop: 0→1→EXIT, 0→1→(back)EXIT, 0→(self back)EXIT = 3; times (1 + 2 loops).
+    assert_eq!(n.num_paths(), 9);
+    let paths = check_numbering(&dag, &n, 100).unwrap();
+    let cp: Vec<_> = paths.iter().map(|p| to_cfg_path(&dag, p).unwrap()).collect();
+    assert!(cp.iter().any(|c| c.start == PathStart::LoopHeader { back: EdgeId(1) } && c.blocks[0] == b(0)));
+    let inc = Increments::compute(&dag, &n, &vec![1.0; dag.num_edges()], &[]).unwrap();
+    check_simulation(&cfg, &dag, &n, &inc, 3, 20);
+}
+
+#[test]
+fn unreachable_blocks_dead_ends_and_exitless_loops_do_not_panic() {
+    // 0 → 1 ⇄ 2 (no exit), 0 → 3 (no successors at all), 4 unreachable → 1, 0 → 5 → EXIT.
+    let cfg = test_cfg(6, &[(0, 1), (1, 2), (2, 1), (0, 3), (4, 1), (4, 4), (0, 5)], &[5]);
+    let dag = dag_of(&cfg);
+    check_dag(&cfg, &dag);
+    assert!(!dag.contains_vertex(b(4)));
+    assert_eq!(dag.cfg_edge_role(EdgeId(4)), CfgEdgeRole::Unreachable);
+    let n = Numbering::compute(&dag).unwrap();
+    assert_eq!(n.num_paths_from(b(3)), 0, "dead end");
+    // ENTRY→1→2→(back) | ENTRY→5→EXIT | (back)→1→2→(back)
+    assert_eq!(n.num_paths(), 3);
+    check_numbering(&dag, &n, 100).unwrap();
+    let inc = Increments::compute(&dag, &n, &vec![1.0; dag.num_edges()], &[]).unwrap();
+    for p in enumerate_paths(&dag, 100).unwrap() {
+        assert_eq!(inc_sum(&inc, &p), val_sum(&n, &p) as i128);
+    }
+    // A function with no way out at all has no paths.
+    let lone = Cfg::new(1, vec![Edge { from: b(1), to: b(0), kind: EdgeKind::ExitToEntry }]).unwrap();
+    let dag = dag_of(&lone);
+    let n = Numbering::compute(&dag).unwrap();
+    assert_eq!(n.num_paths(), 0);
+    assert!(matches!(decode(&dag, &n, 0), Err(DecodeError::OutOfRange { .. })));
+}
+
+#[test]
+fn termination_edges_end_paths() {
+    // 0 → 1, 1 → 0? no: 0 → 1 → 2, 1 may terminate abnormally (Termination 1 → EXIT), 2 returns.
+    let edges = vec![
+        Edge { from: b(0), to: b(1), kind: EdgeKind::Branch { succ: 0 } },
+        Edge { from: b(1), to: b(3), kind: EdgeKind::Termination },
+        Edge { from: b(3), to: b(0), kind: EdgeKind::ExitToEntry },
+        Edge { from: b(1), to: b(2), kind: EdgeKind::Branch { succ: 0 } },
+        Edge { from: b(2), to: b(3), kind: EdgeKind::Return },
+    ];
+    let cfg = Cfg::new(3, edges).unwrap();
+    let dag = dag_of(&cfg);
+    check_dag(&cfg, &dag);
+    let n = Numbering::compute(&dag).unwrap();
+    assert_eq!(n.num_paths(), 2);
+    let ends: Vec<PathEnd> = (0..2).map(|r| to_cfg_path(&dag, &decode(&dag, &n, r).unwrap()).unwrap().end).collect();
+    // Slot order = EdgeId order at block 1: the Termination edge (e1) comes before 1 → 2 (e3).
+    assert_eq!(ends, vec![PathEnd::Exit { edge: EdgeId(1) }, PathEnd::Exit { edge: EdgeId(4) }]);
+    // The pass forces Termination edges into the tree; ExitToEntry is forced anyway.
+    let term = match dag.cfg_edge_role(EdgeId(1)) {
+        CfgEdgeRole::Real(x) => x,
+        r => panic!("{r:?}"),
+    };
+    let inc = Increments::compute(&dag, &n, &vec![0.0; dag.num_edges()], &[term]).unwrap();
+    assert!(inc.in_tree(term));
+    check_simulation(&cfg, &dag, &n, &inc, 5, 10);
+}
+
+#[test]
+fn errors_are_reported_not_panicked() {
+    let cfg = lecture();
+    let dag = dag_of(&cfg);
+    let n = Numbering::compute(&dag).unwrap();
+    let w = vec![1.0; dag.num_edges()];
+    // Forced edges closing a cycle with EXIT→ENTRY: A→C, C→D, D→F, F→EXIT.
+    assert_eq!(
+        Increments::compute(&dag, &n, &w, &[d(0), d(4), d(5), d(8)]),
+        Err(IncrementError::ForcedCycle { edge: d(8) })
+    );
+    assert_eq!(Increments::compute(&dag, &n, &w, &[d(99)]), Err(IncrementError::ForcedOutOfRange(d(99))));
+    assert!(matches!(Increments::compute(&dag, &n, &w[1..], &[]), Err(IncrementError::LengthMismatch { .. })));
+    let mut nan = w.clone();
+    nan[3] = f64::NAN;
+    assert!(matches!(Increments::compute(&dag, &n, &nan, &[]), Err(IncrementError::Spanning(_))));
+    let mut no_e2e = vec![false; dag.num_edges()];
+    no_e2e[0] = true;
+    assert_eq!(Increments::from_tree(&dag, &n, no_e2e), Err(IncrementError::ExitToEntryNotInTree));
+    // Invalid paths.
+    assert_eq!(encode(&dag, &n, &[]), Err(DecodeError::InvalidPath { position: 0 }));
+    assert_eq!(encode(&dag, &n, &[d(0), d(5)]), Err(DecodeError::InvalidPath { position: 1 }));
+    assert_eq!(encode(&dag, &n, &[d(0), d(4), d(5)]), Err(DecodeError::InvalidPath { position: 3 }));
+    assert_eq!(encode(&dag, &n, &[d(9)]), Err(DecodeError::InvalidPath { position: 0 }));
+    assert_eq!(encode(&dag, &n, &[d(1000)]), Err(DecodeError::InvalidPath { position: 0 }));
+    // A numbering of another DAG.
+    let other = Numbering::compute(&dag_of(&test_cfg(1, &[], &[0]))).unwrap();
+    assert_eq!(decode(&dag, &other, 0), Err(DecodeError::Mismatch));
+    assert_eq!(Increments::compute(&dag, &other, &w, &[]), Err(IncrementError::NumberingMismatch));
+    // Undecodable path numbers in a profile.
+    assert!(matches!(
+        edge_counts_from_paths(&cfg, &dag, &n, [(0u128, 1u64), (17, 1)]),
+        Err(DecodeError::OutOfRange { r: 17, .. })
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Huge path spaces: cuts
+// ---------------------------------------------------------------------------------------------------------------
+
+/// `k` sequential if-diamonds: head 3i → 3i+1, 3i+2 → head 3(i+1); the last head returns. 2^k paths.
+fn diamonds(k: u32) -> Cfg {
+    let mut edges = Vec::new();
+    for i in 0..k {
+        let h = 3 * i;
+        edges.extend([(h, h + 1), (h, h + 2), (h + 1, h + 3), (h + 2, h + 3)]);
+    }
+    test_cfg(3 * k + 1, &edges, &[3 * k])
+}
+
+/// A random ENTRY→EXIT path of the DAG (uniform choice among successors that reach EXIT).
+fn random_dag_path(dag: &PathDag, n: &Numbering, rng: &mut Rng) -> Vec<DagEdgeId> {
+    let mut v = dag.entry();
+    let mut p = Vec::new();
+    while v != dag.exit() {
+        let outs: Vec<DagEdgeId> = dag
+            .out_edges(v)
+            .iter()
+            .copied()
+            .filter(|&e| n.num_paths_from(dag.edge(e).to) > 0 && (dag.edge(e).from != dag.edge(e).to || p.is_empty()))
+            .collect();
+        let e = outs[rng.below(outs.len())];
+        p.push(e);
+        v = dag.edge(e).to;
+    }
+    p
+}
+
+#[test]
+fn ball_larus_1996_80_diamonds_cut_to_a_2_pow_63_budget() {
+    let cfg = diamonds(80);
+    // Uncut: 2^80 paths, still a valid u128 numbering.
+    let uncut = dag_of(&cfg);
+    assert_eq!(Numbering::compute(&uncut).unwrap().num_paths(), 1u128 << 80);
+    let dag = dag_with_budget(&cfg, DEFAULT_PATH_BUDGET).unwrap();
+    check_dag(&cfg, &dag);
+    assert!(!dag.cut_vertices().is_empty());
+    let n = Numbering::compute(&dag).unwrap();
+    for &v in dag.topological_order() {
+        assert!(n.num_paths_from(v) <= DEFAULT_PATH_BUDGET, "{v}: {}", n.num_paths_from(v));
+    }
+    assert!(n.num_paths() > 1 << 62, "cuts should not be needlessly aggressive: {}", n.num_paths());
+    let mut rng = Rng::new(80);
+    for _ in 0..300 {
+        let r = rng.below_u128(n.num_paths());
+        let p = decode(&dag, &n, r).unwrap();
+        assert_eq!(encode(&dag, &n, &p).unwrap(), r);
+        let q = random_dag_path(&dag, &n, &mut rng);
+        assert_eq!(decode(&dag, &n, encode(&dag, &n, &q).unwrap()).unwrap(), q);
+    }
+    // The instrumented program: every run is cut at the cut edges and reassembles exactly.
+    let w: Vec<f64> = (0..dag.num_edges()).map(|i| (i % 7) as f64).collect();
+    let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
+    check_simulation(&cfg, &dag, &n, &inc, 80, 1000);
+    // Deterministic.
+    assert_eq!(dag_with_budget(&cfg, DEFAULT_PATH_BUDGET).unwrap(), dag);
+}
+
+#[test]
+fn more_paths_than_u128_is_an_error_uncut_and_fine_with_a_budget() {
+    let cfg = diamonds(130);
+    assert!(matches!(Numbering::compute(&dag_of(&cfg)), Err(NumberingError::TooManyPaths { .. })));
+    let dag = dag_with_budget(&cfg, DEFAULT_PATH_BUDGET).unwrap();
+    let n = Numbering::compute(&dag).unwrap();
+    assert!(n.num_paths() <= DEFAULT_PATH_BUDGET);
+    let mut rng = Rng::new(130);
+    for _ in 0..50 {
+        let q = random_dag_path(&dag, &n, &mut rng);
+        assert_eq!(decode(&dag, &n, encode(&dag, &n, &q).unwrap()).unwrap(), q);
+    }
+}
+
+#[test]
+fn tiny_budget_round_trips_every_path() {
+    // 0 → 1 → {2, 3} → 4 → 5 → {6, 7, 8} → 9 → EXIT: 2 · 3 = 6 paths uncut. Budget 5: only cutting 4 → 5
+    // works (2 + 3 paths); the threshold passes over-cut, the greedy phase finds it.
+    let cfg = test_cfg(
+        10,
+        &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 5), (5, 6), (5, 7), (5, 8), (6, 9), (7, 9), (8, 9)],
+        &[9],
+    );
+    assert_eq!(Numbering::compute(&dag_of(&cfg)).unwrap().num_paths(), 6);
+    let dag = dag_with_budget(&cfg, 5).unwrap();
+    check_dag(&cfg, &dag);
+    assert_eq!(dag.cut_vertices(), &[b(4)]);
+    assert_eq!(dag.cut_edges(), &[EdgeId(5)]);
+    assert!(matches!(dag.cfg_edge_role(EdgeId(5)), CfgEdgeRole::Cut { .. }));
+    let n = Numbering::compute(&dag).unwrap();
+    assert_eq!(n.num_paths(), 5);
+    let paths = check_numbering(&dag, &n, 1000).unwrap();
+    let cps: Vec<_> = paths.iter().map(|p| to_cfg_path(&dag, p).unwrap()).collect();
+    assert_eq!(cps.iter().filter(|c| c.start == PathStart::AfterCut { edge: EdgeId(5) }).count(), 3);
+    assert_eq!(cps.iter().filter(|c| c.end == PathEnd::Cut { edge: EdgeId(5) }).count(), 2);
+    for r in 0..n.num_paths() {
+        assert_eq!(encode(&dag, &n, &decode(&dag, &n, r).unwrap()).unwrap(), r);
+    }
+    let inc = Increments::compute(&dag, &n, &vec![1.0; dag.num_edges()], &[]).unwrap();
+    check_simulation(&cfg, &dag, &n, &inc, 4, 30);
+    // Budget 4 cannot be met: segments cost distinct numbers (2 + 3 > 4).
+    assert!(matches!(dag_with_budget(&cfg, 4), Err(DagError::BudgetUnreachable { budget: 4, achieved: 5 })));
+
+    // With a loop around it (9 → 0) and budget 16, paths still round-trip exactly.
+    let mut edges =
+        vec![(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 5), (5, 6), (5, 7), (5, 8), (6, 9), (7, 9), (8, 9)];
+    edges.push((9, 1));
+    let cfg = test_cfg(10, &edges, &[9]);
+    let dag = dag_with_budget(&cfg, 16).unwrap();
+    check_dag(&cfg, &dag);
+    let n = Numbering::compute(&dag).unwrap();
+    assert!(n.num_paths() <= 16 && !dag.cut_edges().is_empty());
+    check_numbering(&dag, &n, 1000).unwrap();
+    let inc = Increments::compute(&dag, &n, &vec![1.0; dag.num_edges()], &[]).unwrap();
+    check_simulation(&cfg, &dag, &n, &inc, 9, 30);
+}
+
+#[test]
+fn unreachable_budget_is_an_error() {
+    // The entry has three returning successors: three paths whatever is cut.
+    let cfg = test_cfg(4, &[(0, 1), (0, 2), (0, 3)], &[1, 2, 3]);
+    assert_eq!(dag_with_budget(&cfg, 3).unwrap(), dag_of(&cfg));
+    assert!(matches!(dag_with_budget(&cfg, 2), Err(DagError::BudgetUnreachable { budget: 2, achieved: 3 })));
+    assert!(matches!(dag_with_budget(&cfg, 0), Err(DagError::BudgetUnreachable { .. })));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Property tests on random CFGs
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Raw material for a random CFG: `n` blocks; per block i ≥ 1 an optional parent edge from a block < i (so most
+/// blocks are reachable; `None` leaves it to chance); extra branch pairs; every branch with a sort key that
+/// shuffles terminator order; returning blocks; terminating blocks; the position of the EXIT→entry edge.
+type RawCfg = (u32, Vec<Option<u32>>, Vec<(u32, u32)>, Vec<u8>, Vec<u32>, Vec<u32>, usize);
+
+fn raw_cfg() -> impl Strategy<Value = RawCfg> {
+    (1u32..=8).prop_flat_map(|n| {
+        (
+            Just(n),
+            prop::collection::vec(prop::option::weighted(0.9, any::<u32>()), (n - 1) as usize),
+            prop::collection::vec((0..n, 0..n), 0..=10),
+            prop::collection::vec(any::<u8>(), 20),
+            prop::collection::vec(0..n, 0..=3),
+            prop::collection::vec(0..n, 0..=2),
+            0usize..24,
+        )
+    })
+}
+
+/// Builds the cfg; with `walkable`, every block without a way to EXIT gets an extra `Return` edge so random
+/// executions terminate.
+fn make_cfg(raw: &RawCfg, walkable: bool) -> Cfg {
+    let (n, parents, extra, keys, rets, terms, e2e_pos) = raw;
+    let mut pairs: Vec<(u32, u32)> = parents
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.map(|p| (p % (i as u32 + 1), i as u32 + 1)))
+        .chain(extra.iter().copied())
+        .collect();
+    let mut keyed: Vec<(u8, usize)> = (0..pairs.len()).map(|i| (keys[i % keys.len()], i)).collect();
+    keyed.sort();
+    pairs = keyed.iter().map(|&(_, i)| pairs[i]).collect();
+    let mut succ = vec![0u32; *n as usize];
+    let mut edges = Vec::new();
+    for &(f, t) in &pairs {
+        edges.push(Edge { from: b(f), to: b(t), kind: EdgeKind::Branch { succ: succ[f as usize] } });
+        succ[f as usize] += 1;
+    }
+    for &x in rets {
+        edges.push(Edge { from: b(x), to: b(*n), kind: EdgeKind::Return });
+    }
+    for &x in terms {
+        edges.push(Edge { from: b(x), to: b(*n), kind: EdgeKind::Termination });
+    }
+    let pos = e2e_pos % (edges.len() + 1);
+    edges.insert(pos, Edge { from: b(*n), to: b(0), kind: EdgeKind::ExitToEntry });
+    let mut cfg = Cfg::new(*n, edges.clone()).unwrap();
+    if walkable {
+        let dist = distance_to_exit(&cfg);
+        for v in 0..*n {
+            if dist[v as usize] == usize::MAX {
+                edges.push(Edge { from: b(v), to: b(*n), kind: EdgeKind::Return });
+            }
+        }
+        cfg = Cfg::new(*n, edges).unwrap();
+    }
+    cfg
+}
+
+/// The DAG to test: uncut (`choice` 0), or cut to a budget below the uncut path count N: N − 1, N − 2, 7N/8,
+/// 3N/4 or N/2 (`choice` 1..=5), at least 2. `None` when the budget is unreachable (which must then be reported as such).
+fn build_for(cfg: &Cfg, choice: usize) -> Option<(PathDag, Option<u128>)> {
+    let uncut = dag_of(cfg);
+    let total = Numbering::compute(&uncut).unwrap().num_paths();
+    let budget = match choice {
+        0 => return Some((uncut, None)),
+        1 => total.saturating_sub(1),
+        2 => total.saturating_sub(2),
+        3 => total * 7 / 8,
+        4 => total * 3 / 4,
+        _ => total / 2,
+    }
+    .max(2);
+    match dag_with_budget(cfg, budget) {
+        Ok(dag) => Some((dag, Some(budget))),
+        Err(DagError::BudgetUnreachable { budget: b2, achieved }) => {
+            assert_eq!(b2, budget);
+            assert!(achieved > budget);
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Dense bijective numbering, decode/encode inverse, DAG invariants, budget respected.
+    #[test]
+    fn numbering_is_dense_and_decoding_round_trips(raw in raw_cfg(), bi in 0usize..6) {
+        let cfg = make_cfg(&raw, false);
+        let Some((dag, budget)) = build_for(&cfg, bi) else { return Ok(()) };
+        check_dag(&cfg, &dag);
+        let n = Numbering::compute(&dag).unwrap();
+        if let Some(budget) = budget {
+            for &v in dag.topological_order() {
+                prop_assert!(n.num_paths_from(v) <= budget);
+            }
+        }
+        if let Some(paths) = check_numbering(&dag, &n, 3000) {
+            for r in 0..n.num_paths() {
+                let p = decode(&dag, &n, r).unwrap();
+                prop_assert_eq!(encode(&dag, &n, &p).unwrap(), r);
+                prop_assert!(paths.contains(&p));
+            }
+        }
+    }
+
+    /// Increments from any spanning tree containing EXIT→ENTRY (random weights, random extra forced edges)
+    /// give every path its number.
+    #[test]
+    fn increments_from_any_tree_encode_every_path(
+        raw in raw_cfg(),
+        bi in 0usize..6,
+        weights in prop::collection::vec(-3i8..10, 1..40),
+        forced in prop::collection::vec(0u32..40, 0..3),
+    ) {
+        let cfg = make_cfg(&raw, false);
+        let Some((dag, _)) = build_for(&cfg, bi) else { return Ok(()) };
+        let n = Numbering::compute(&dag).unwrap();
+        let w: Vec<f64> = (0..dag.num_edges()).map(|i| f64::from(weights[i % weights.len()])).collect();
+        let forced: Vec<DagEdgeId> = forced.iter().map(|&f| DagEdgeId(f % dag.num_edges() as u32)).collect();
+        let inc = match Increments::compute(&dag, &n, &w, &forced) {
+            Ok(inc) => inc,
+            Err(IncrementError::ForcedCycle { .. }) => return Ok(()),
+            Err(e) => panic!("{e}"),
+        };
+        prop_assert!(inc.in_tree(dag.exit_to_entry()));
+        for f in &forced {
+            prop_assert!(inc.in_tree(*f));
+        }
+        for e in dag.edge_ids() {
+            prop_assert!(inc.is_chord(e) != inc.in_tree(e));
+            if inc.in_tree(e) {
+                prop_assert_eq!(inc.inc(e), 0);
+            }
+        }
+        if let Some(paths) = enumerate_paths(&dag, 3000) {
+            for p in &paths {
+                prop_assert_eq!(inc_sum(&inc, p), val_sum(&n, p) as i128);
+            }
+        }
+    }
+
+    /// Simulated executions instrumented as the pass will do it count exactly the brute-force path segments,
+    /// and the path counts reproduce the true edge and block counts.
+    #[test]
+    fn instrumented_walks_count_exact_paths_and_edges(
+        raw in raw_cfg(),
+        bi in 0usize..6,
+        weights in prop::collection::vec(0u8..10, 1..40),
+        seed in any::<u64>(),
+        invocations in 1usize..4,
+    ) {
+        let cfg = make_cfg(&raw, true);
+        let Some((dag, _)) = build_for(&cfg, bi) else { return Ok(()) };
+        let n = Numbering::compute(&dag).unwrap();
+        let w: Vec<f64> = (0..dag.num_edges()).map(|i| f64::from(weights[i % weights.len()])).collect();
+        let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
+        check_simulation(&cfg, &dag, &n, &inc, seed, invocations);
+    }
+
+    /// A `DfsInfo` of another graph must not make anything panic.
+    #[test]
+    fn mismatched_dfs_never_panics(raw in raw_cfg(), other in raw_cfg(), budget in 0u128..20) {
+        let cfg = make_cfg(&raw, false);
+        let foreign = make_cfg(&other, false);
+        let adj = cfg.adjacency();
+        let dfs = depth_first(&foreign, &foreign.adjacency());
+        let dag = PathDag::build(&cfg, &adj, &dfs);
+        let _ = PathDag::build_with_budget(&cfg, &adj, &dfs, budget);
+        if let Ok(n) = Numbering::compute(&dag) {
+            for r in 0..n.num_paths().min(64) {
+                if let Ok(p) = decode(&dag, &n, r) {
+                    let _ = to_cfg_path(&dag, &p);
+                    let _ = encode(&dag, &n, &p);
+                }
+            }
+            let _ = Increments::compute(&dag, &n, &vec![1.0; dag.num_edges()], &[]);
+        }
+    }
+}
