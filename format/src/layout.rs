@@ -1,7 +1,7 @@
 //! Byte layout of the `.pathprof` file and of the per-module descriptor the pass emits for the runtime.
 //!
 //! This module is `no_std` and allocation-free: the runtime (`rt/`) writes and merges files with it, the pass
-//! emits descriptors matching [`ModuleDesc`], and the reader in [`crate::read`] decodes the same layout. Any change
+//! emits descriptors matching [`ModuleDesc`], and the reader in [`crate::profile::read`] decodes the same layout. Any change
 //! here bumps [`FILE_VERSION`] (file) or [`DESC_VERSION`] (descriptor).
 //!
 //! # File layout (all integers little-endian, every section 8-byte aligned)

@@ -1,1 +1,544 @@
-//! placeholder
+//! Whole `.pathprof` files: reading untrusted bytes, writing, merging, and turning counters into counts.
+//!
+//! # Reading
+//! [`read`] decodes the layout described in [`crate::layout`] from bytes that may be truncated, corrupt or not a
+//! profile at all. It never panics, never loops longer than the input, and allocates at most a small multiple of
+//! the input size: every length is checked against the bytes that are actually there before anything is read or
+//! allocated (the order compiler-rt's `__llvm_profile_check_compatibility` gets wrong), every size computation is
+//! checked arithmetic, and the file checksum is verified before any record is interpreted. The module denies the
+//! clippy lints that would let a panic in (`indexing_slicing`, `unwrap_used`, `expect_used`, `panic`,
+//! `arithmetic_side_effects`).
+//!
+//! Checks, in order: length ≥ header, magic, version, header flags and reserved word, `payload_len` equals the
+//! bytes after the header, checksum; then per record: header present, `record_len` equals
+//! [`layout::record_len`] of its sizes and fits in the remaining bytes, metadata padding is zero, `meta_hash` is
+//! the fnv1a64 of the metadata, `name_hash` the fnv1a64 of the module name, the metadata decodes, every function's
+//! counters lie inside the record, the metadata validates, every function's `cfg_hash` matches its graph, every
+//! sparse entry names a function of the module; finally, no two records share a `meta_hash` and no bytes follow
+//! the last record.
+//!
+//! # Writing and merging
+//! [`write()`] produces exactly the bytes the runtime writes (so `read(write(p)) == p`). [`merge`] adds the counts of
+//! profiles of the same binary with checked arithmetic and refuses profiles of different builds.
+//!
+//! # Analysis
+//! [`function_edge_counts`] derives every edge and block count of an edge-mode function from its chord counters
+//! (Ball & Larus, "Optimally Profiling and Tracing Programs", TOPLAS 16(3), 1994, Figure 6, implemented in
+//! [`pathprof_core::propagate`]) and says whether the result is exact.
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+
+mod analysis;
+mod merge;
+
+pub use analysis::{function_edge_counts, AnalysisError, FunctionCounts, InexactReason};
+pub use merge::{merge, MergeError};
+
+use crate::layout::{self, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION, MAGIC, RECORD_HEADER_LEN};
+use crate::meta::{MetaError, ModuleMeta, META_MAGIC, META_VERSION};
+use pathprof_core::{Cfg, EdgeKind};
+use std::collections::HashSet;
+
+/// A whole profile: one record per instrumented module, in file order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Profile {
+    /// The module records.
+    pub modules: Vec<ModuleProfile>,
+}
+
+/// The counts of one instrumented module (one build of one translation unit).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModuleProfile {
+    /// The decoded metadata: functions, graphs, counter placement.
+    pub meta: ModuleMeta,
+    /// The metadata exactly as embedded in the binary; [`write()`] writes these bytes, not a re-encoding of `meta`.
+    pub meta_bytes: Vec<u8>,
+    /// fnv1a64 of `meta_bytes`: identifies the module build.
+    pub meta_hash: u64,
+    /// fnv1a64 of `meta.module_name`: the same name with another `meta_hash` is another build of the module.
+    pub name_hash: u64,
+    /// The dense counter array (per function: `counters[counter_base..counter_base + num_counters]`).
+    pub counters: Vec<u64>,
+    /// Path counts the runtime kept in hash tables.
+    pub sparse: Vec<SparseEntry>,
+    /// `layout::RECORD_FLAG_*`.
+    pub flags: u64,
+    /// Process runs summed into this record.
+    pub runs: u64,
+}
+
+/// One path count held outside the dense counters.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SparseEntry {
+    /// Index of the function in the module metadata's function list.
+    pub function: u64,
+    /// Ball–Larus path number.
+    pub path: u128,
+    /// How often the path ran.
+    pub count: u64,
+}
+
+impl ModuleProfile {
+    /// Builds a record for `meta` with consistent derived fields: encodes the metadata and computes both hashes.
+    pub fn new(meta: ModuleMeta, counters: Vec<u64>, sparse: Vec<SparseEntry>, flags: u64, runs: u64) -> Self {
+        let meta_bytes = meta.encode();
+        ModuleProfile {
+            meta_hash: layout::fnv1a64(&meta_bytes),
+            name_hash: layout::fnv1a64(meta.module_name.as_bytes()),
+            meta,
+            meta_bytes,
+            counters,
+            sparse,
+            flags,
+            runs,
+        }
+    }
+
+    /// The name used in messages: the module name from the metadata.
+    pub fn name(&self) -> &str {
+        &self.meta.module_name
+    }
+}
+
+/// Why bytes are not a readable profile. Every message is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The input has no bytes at all.
+    #[error("empty file: not a pathprof profile")]
+    Empty,
+    /// The input does not start with [`MAGIC`].
+    #[error("not a pathprof profile (bad magic)")]
+    BadMagic,
+    /// A section extends past the end of the input.
+    #[error("truncated profile: expected {needed} bytes at offset {offset}, found {available}")]
+    Truncated {
+        /// Where the section starts.
+        offset: u64,
+        /// Bytes the section needs.
+        needed: u64,
+        /// Bytes actually there.
+        available: u64,
+    },
+    /// A format version this reader does not understand.
+    #[error("unsupported profile version {found} (this pathprof reads version {FILE_VERSION})")]
+    UnsupportedVersion {
+        /// The version in the file.
+        found: u32,
+    },
+    /// Header flags are reserved and must be zero in this version.
+    #[error("unsupported profile header flags {0:#x} (this pathprof reads version {FILE_VERSION}, which has none)")]
+    UnsupportedFlags(u32),
+    /// The header's reserved word is not zero.
+    #[error("corrupt profile header: reserved word is {0:#x}, expected 0")]
+    NonZeroReserved(u32),
+    /// More bytes follow the header than it declares.
+    #[error("profile length mismatch: the header declares {declared} payload bytes but {actual} follow it")]
+    PayloadLenMismatch {
+        /// `payload_len` from the header.
+        declared: u64,
+        /// Bytes after the header.
+        actual: u64,
+    },
+    /// The payload does not hash to the header's checksum.
+    #[error("checksum mismatch: the profile is corrupt")]
+    ChecksumMismatch {
+        /// Checksum in the header.
+        stored: u64,
+        /// fnv1a64 of the payload.
+        computed: u64,
+    },
+    /// A record's sizes do not add up to its declared length.
+    #[error(
+        "corrupt profile: record {record} at offset {offset} declares {declared} bytes, its sizes need {expected}"
+    )]
+    RecordLenMismatch {
+        /// Record index (0-based).
+        record: u32,
+        /// Offset of the record in the file.
+        offset: u64,
+        /// `record_len` from its header.
+        declared: u64,
+        /// [`layout::record_len`] of its sizes.
+        expected: u64,
+    },
+    /// A record's sizes overflow 64 bits.
+    #[error("corrupt profile: record {record} at offset {offset} has impossibly large sizes")]
+    RecordSizeOverflow {
+        /// Record index (0-based).
+        record: u32,
+        /// Offset of the record in the file.
+        offset: u64,
+    },
+    /// The padding after the metadata is not zero.
+    #[error("corrupt profile: record {record} has nonzero padding after its metadata")]
+    NonZeroPadding {
+        /// Record index (0-based).
+        record: u32,
+    },
+    /// The metadata bytes do not hash to the record's `meta_hash`.
+    #[error("corrupt profile: record {record} metadata does not match its hash")]
+    MetaHashMismatch {
+        /// Record index (0-based).
+        record: u32,
+    },
+    /// The metadata cannot be decoded or is inconsistent.
+    #[error("corrupt profile: record {record}: {error}")]
+    Meta {
+        /// Record index (0-based).
+        record: u32,
+        /// What is wrong with the metadata.
+        error: MetaError,
+    },
+    /// The record's `name_hash` is not the fnv1a64 of its module name.
+    #[error("corrupt profile: module {module} has a name hash that does not match its name")]
+    NameHashMismatch {
+        /// Module name.
+        module: String,
+    },
+    /// A function's counters extend past the record's counter array.
+    #[error(
+        "corrupt profile: function {function} of module {module} uses {count} counters from index {base}, \
+         but the module has {available}"
+    )]
+    CounterRange {
+        /// Module name.
+        module: String,
+        /// Function (linkage) name.
+        function: String,
+        /// `counter_base`.
+        base: u64,
+        /// `num_counters`.
+        count: u32,
+        /// Counters in the record.
+        available: u64,
+    },
+    /// A function's `cfg_hash` is not [`cfg_hash`] of its graph.
+    #[error("corrupt profile: function {function} of module {module} has a CFG hash that does not match its graph")]
+    CfgHashMismatch {
+        /// Module name.
+        module: String,
+        /// Function (linkage) name.
+        function: String,
+    },
+    /// A sparse entry names a function the module does not have.
+    #[error("corrupt profile: module {module} has a path count for function #{function}, but only {num_functions} functions")]
+    SparseFunctionOutOfRange {
+        /// Module name.
+        module: String,
+        /// The function index in the entry.
+        function: u64,
+        /// Functions in the metadata.
+        num_functions: usize,
+    },
+    /// Two records have the same `meta_hash`; a writer merges such records.
+    #[error("corrupt profile: module {module} appears twice")]
+    DuplicateModule {
+        /// Module name.
+        module: String,
+    },
+    /// Bytes follow the last record.
+    #[error("corrupt profile: {count} bytes follow the last of {num_modules} module records")]
+    TrailingBytes {
+        /// Bytes left over.
+        count: u64,
+        /// Records the header declares.
+        num_modules: u32,
+    },
+}
+
+/// A cursor over the input that cannot panic: every read is `get`-checked, and on failure the cursor empties
+/// itself (as `object`'s `Bytes` does) so a caller that ignored the error could not keep parsing garbage.
+struct Reader<'a> {
+    rest: &'a [u8],
+    /// Absolute offset of `rest` in the file, for messages.
+    offset: u64,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], offset: u64) -> Self {
+        Reader { rest: bytes, offset }
+    }
+
+    fn take(&mut self, n: u64) -> Result<&'a [u8], ProfileError> {
+        let split = usize::try_from(n).ok().and_then(|n| Some((self.rest.get(..n)?, self.rest.get(n..)?)));
+        match split {
+            Some((head, tail)) => {
+                self.rest = tail;
+                // Cannot overflow: the offset stays within the input's length.
+                self.offset = self.offset.saturating_add(n);
+                Ok(head)
+            }
+            None => {
+                let err = ProfileError::Truncated { offset: self.offset, needed: n, available: self.rest.len() as u64 };
+                self.rest = &[];
+                Err(err)
+            }
+        }
+    }
+
+    fn take_array<const N: usize>(&mut self) -> Result<&'a [u8; N], ProfileError> {
+        let s = self.take(N as u64)?;
+        // `take` returned exactly N bytes, so the conversion cannot fail; map it anyway instead of unwrapping.
+        s.try_into().map_err(|_| ProfileError::Truncated { offset: self.offset, needed: N as u64, available: 0 })
+    }
+
+    fn remaining(&self) -> u64 {
+        self.rest.len() as u64
+    }
+}
+
+fn u64_le(chunk: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    for (d, s) in a.iter_mut().zip(chunk) {
+        *d = *s;
+    }
+    u64::from_le_bytes(a)
+}
+
+/// Decodes a profile from untrusted bytes; see the module docs for the checks. Never panics.
+pub fn read(bytes: &[u8]) -> Result<Profile, ProfileError> {
+    if bytes.is_empty() {
+        return Err(ProfileError::Empty);
+    }
+    // Only compare the magic bytes that are there, so a short text file is "bad magic", not "truncated".
+    let have = bytes.len().min(MAGIC.len());
+    if bytes.get(..have) != MAGIC.get(..have) {
+        return Err(ProfileError::BadMagic);
+    }
+    let mut r = Reader::new(bytes, 0);
+    let raw = r.take_array::<FILE_HEADER_LEN>()?;
+    let header = FileHeader::decode(raw).ok_or(ProfileError::BadMagic)?;
+    if header.version != FILE_VERSION {
+        return Err(ProfileError::UnsupportedVersion { found: header.version });
+    }
+    if header.flags != 0 {
+        return Err(ProfileError::UnsupportedFlags(header.flags));
+    }
+    // FileHeader does not decode the reserved word at offset 20; it is part of the header all the same.
+    let reserved = raw.get(20..24).map_or(0, |b| u64_le(b) as u32);
+    if reserved != 0 {
+        return Err(ProfileError::NonZeroReserved(reserved));
+    }
+    let actual = r.remaining();
+    if header.payload_len > actual {
+        return Err(ProfileError::Truncated {
+            offset: FILE_HEADER_LEN as u64,
+            needed: header.payload_len,
+            available: actual,
+        });
+    }
+    if header.payload_len != actual {
+        return Err(ProfileError::PayloadLenMismatch { declared: header.payload_len, actual });
+    }
+    let computed = layout::fnv1a64(r.rest);
+    if computed != header.checksum {
+        return Err(ProfileError::ChecksumMismatch { stored: header.checksum, computed });
+    }
+
+    let mut modules: Vec<ModuleProfile> = Vec::new();
+    let mut seen: HashSet<u64> = HashSet::new();
+    for record in 0..header.num_modules {
+        let m = read_record(&mut r, record)?;
+        if !seen.insert(m.meta_hash) {
+            return Err(ProfileError::DuplicateModule { module: m.meta.module_name });
+        }
+        modules.push(m);
+    }
+    if r.remaining() != 0 {
+        return Err(ProfileError::TrailingBytes { count: r.remaining(), num_modules: header.num_modules });
+    }
+    Ok(Profile { modules })
+}
+
+fn read_record(r: &mut Reader<'_>, record: u32) -> Result<ModuleProfile, ProfileError> {
+    let offset = r.offset;
+    let h = RecordHeader::decode(r.take_array::<RECORD_HEADER_LEN>()?);
+    let expected = layout::record_len(h.meta_len, h.num_counters, h.num_sparse)
+        .ok_or(ProfileError::RecordSizeOverflow { record, offset })?;
+    if expected != h.record_len {
+        return Err(ProfileError::RecordLenMismatch { record, offset, declared: h.record_len, expected });
+    }
+    // record_len >= RECORD_HEADER_LEN by construction of layout::record_len.
+    let body_len = h.record_len.saturating_sub(RECORD_HEADER_LEN as u64);
+    if body_len > r.remaining() {
+        return Err(ProfileError::Truncated {
+            offset,
+            needed: h.record_len,
+            available: r.remaining().saturating_add(RECORD_HEADER_LEN as u64),
+        });
+    }
+    let mut body = Reader::new(r.take(body_len)?, r.offset.saturating_sub(body_len));
+
+    // Every size below was bounded by record_len, which fits in the input: allocations are input-bounded.
+    let meta_bytes = body.take(h.meta_len)?;
+    let padded = layout::pad8(h.meta_len).ok_or(ProfileError::RecordSizeOverflow { record, offset })?;
+    let padding = body.take(padded.saturating_sub(h.meta_len))?;
+    if padding.iter().any(|&b| b != 0) {
+        return Err(ProfileError::NonZeroPadding { record });
+    }
+    let counter_bytes =
+        body.take(h.num_counters.checked_mul(8).ok_or(ProfileError::RecordSizeOverflow { record, offset })?)?;
+    let counters: Vec<u64> = counter_bytes.chunks_exact(8).map(u64_le).collect();
+    let sparse_bytes = body.take(
+        h.num_sparse
+            .checked_mul(layout::SPARSE_ENTRY_LEN as u64)
+            .ok_or(ProfileError::RecordSizeOverflow { record, offset })?,
+    )?;
+    let sparse: Vec<SparseEntry> = sparse_bytes
+        .chunks_exact(layout::SPARSE_ENTRY_LEN)
+        .map(|e| {
+            let word = |i: usize| e.get(i..).map_or(0, u64_le);
+            SparseEntry { function: word(0), path: u128::from(word(8)) | (u128::from(word(16)) << 64), count: word(24) }
+        })
+        .collect();
+
+    if layout::fnv1a64(meta_bytes) != h.meta_hash {
+        return Err(ProfileError::MetaHashMismatch { record });
+    }
+    let meta = decode_meta(meta_bytes, counters.len() as u64, record)?;
+    let module = || meta.module_name.clone();
+    if layout::fnv1a64(meta.module_name.as_bytes()) != h.name_hash {
+        return Err(ProfileError::NameHashMismatch { module: module() });
+    }
+    for f in &meta.functions {
+        if cfg_hash(&f.cfg) != f.cfg_hash {
+            return Err(ProfileError::CfgHashMismatch { module: module(), function: f.name.clone() });
+        }
+    }
+    let num_functions = meta.functions.len();
+    if let Some(bad) = sparse.iter().find(|s| !matches!(usize::try_from(s.function), Ok(i) if i < num_functions)) {
+        return Err(ProfileError::SparseFunctionOutOfRange { module: module(), function: bad.function, num_functions });
+    }
+    Ok(ModuleProfile {
+        meta,
+        meta_bytes: meta_bytes.to_vec(),
+        meta_hash: h.meta_hash,
+        name_hash: h.name_hash,
+        counters,
+        sparse,
+        flags: h.flags,
+        runs: h.runs,
+    })
+}
+
+/// [`ModuleMeta::decode`], with the record's counter ranges checked between decoding and
+/// [`ModuleMeta::validate`]: `validate` allocates a table of `num_counters` entries per function, and in path
+/// mode nothing but the record's own counter array bounds that number, so it must be checked first to keep
+/// allocation proportional to the input. The blob encoding is that of [`crate::meta`] (magic, version,
+/// postcard); errors are the same [`MetaError`]s `decode` returns.
+fn decode_meta(bytes: &[u8], available: u64, record: u32) -> Result<ModuleMeta, ProfileError> {
+    let err = |error| ProfileError::Meta { record, error };
+    if bytes.get(0..4) != Some(&META_MAGIC[..]) {
+        return Err(err(MetaError::BadMagic));
+    }
+    let ver = bytes.get(4..8).map(u64_le).ok_or_else(|| err(MetaError::Corrupt("truncated header".into())))?;
+    if ver != u64::from(META_VERSION) {
+        return Err(err(MetaError::UnsupportedVersion(ver as u32)));
+    }
+    let payload = bytes.get(8..).unwrap_or(&[]);
+    let (meta, rest): (ModuleMeta, &[u8]) =
+        postcard::take_from_bytes(payload).map_err(|e| err(MetaError::Corrupt(e.to_string())))?;
+    if !rest.is_empty() {
+        return Err(err(MetaError::Corrupt(format!("{} trailing bytes", rest.len()))));
+    }
+    for f in &meta.functions {
+        let end = f.counter_base.checked_add(u64::from(f.num_counters));
+        if !matches!(end, Some(end) if end <= available) {
+            return Err(ProfileError::CounterRange {
+                module: meta.module_name.clone(),
+                function: f.name.clone(),
+                base: f.counter_base,
+                count: f.num_counters,
+                available,
+            });
+        }
+    }
+    meta.validate().map_err(err)?;
+    Ok(meta)
+}
+
+/// Encodes a profile exactly as the runtime writes it: file header, records in order (header, metadata bytes
+/// zero-padded to 8, counters, sparse entries), checksum over everything after the header.
+///
+/// The record header fields are taken from the record (`meta_hash`, `name_hash`, `flags`, `runs`) and from the
+/// lengths of its vectors; `meta_bytes` is written as is. A profile returned by [`read`] or [`merge`], or built
+/// with [`ModuleProfile::new`], is consistent, and then `read(&write(p)) == Ok(p)`.
+///
+/// # Panics
+/// Only if the profile has more than `u32::MAX` modules, which would need hundreds of gigabytes of memory.
+pub fn write(p: &Profile) -> Vec<u8> {
+    // One profile in memory: these sizes are bounded by memory, so plain arithmetic cannot overflow u64.
+    #![allow(clippy::arithmetic_side_effects)]
+    let mut payload = Vec::new();
+    for m in &p.modules {
+        let meta_len = m.meta_bytes.len() as u64;
+        let num_counters = m.counters.len() as u64;
+        let num_sparse = m.sparse.len() as u64;
+        let record_len = layout::record_len(meta_len, num_counters, num_sparse).unwrap_or(u64::MAX);
+        let h = RecordHeader {
+            record_len,
+            meta_hash: m.meta_hash,
+            meta_len,
+            num_counters,
+            num_sparse,
+            flags: m.flags,
+            runs: m.runs,
+            name_hash: m.name_hash,
+        };
+        payload.extend_from_slice(&h.encode());
+        payload.extend_from_slice(&m.meta_bytes);
+        let pad = (8 - m.meta_bytes.len() % 8) % 8;
+        payload.resize(payload.len() + pad, 0);
+        for c in &m.counters {
+            payload.extend_from_slice(&c.to_le_bytes());
+        }
+        for s in &m.sparse {
+            payload.extend_from_slice(&s.function.to_le_bytes());
+            payload.extend_from_slice(&(s.path as u64).to_le_bytes());
+            payload.extend_from_slice(&((s.path >> 64) as u64).to_le_bytes());
+            payload.extend_from_slice(&s.count.to_le_bytes());
+        }
+    }
+    #[allow(clippy::expect_used)]
+    let num_modules = u32::try_from(p.modules.len()).expect("more than u32::MAX modules in one profile");
+    let header = FileHeader {
+        version: FILE_VERSION,
+        flags: 0,
+        num_modules,
+        payload_len: payload.len() as u64,
+        checksum: layout::fnv1a64(&payload),
+    };
+    let mut out = Vec::with_capacity(FILE_HEADER_LEN + payload.len());
+    out.extend_from_slice(&header.encode());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// Structural fingerprint of a CFG, stored in `FunctionMeta::cfg_hash` by the pass and checked by [`read`];
+/// matches the same code across builds (PGO use), like LLVM's `computeCFGHash`.
+///
+/// fnv1a64 over a fixed-width little-endian encoding: `num_blocks` as `u32`, then per edge in `EdgeId` order
+/// `from: u32`, `to: u32`, a kind tag `u8` (0 Branch, 1 Return, 2 Termination, 3 ExitToEntry) and `succ: u32`
+/// (0 for non-branch edges). Changing this encoding invalidates every stored profile: bump the format version.
+pub fn cfg_hash(cfg: &Cfg) -> u64 {
+    let mut h = layout::FNV_OFFSET;
+    h = layout::fnv1a64_continue(h, &(cfg.num_blocks() as u32).to_le_bytes());
+    for e in cfg.edges() {
+        let (tag, succ) = match e.kind {
+            EdgeKind::Branch { succ } => (0u8, succ),
+            EdgeKind::Return => (1, 0),
+            EdgeKind::Termination => (2, 0),
+            EdgeKind::ExitToEntry => (3, 0),
+        };
+        h = layout::fnv1a64_continue(h, &e.from.0.to_le_bytes());
+        h = layout::fnv1a64_continue(h, &e.to.0.to_le_bytes());
+        h = layout::fnv1a64_continue(h, &[tag]);
+        h = layout::fnv1a64_continue(h, &succ.to_le_bytes());
+    }
+    h
+}

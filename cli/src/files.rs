@@ -1,0 +1,52 @@
+//! Reading profiles from disk and replacing files atomically.
+
+use anyhow::{Context, Result};
+use pathprof_format::profile::{self, Profile};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Reads and fully validates a profile; errors name the file.
+pub fn read_profile(path: &Path) -> Result<Profile> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    profile::read(&bytes).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Replaces `path` with `bytes` so that readers see the old file or the new one, never a partial one: the bytes
+/// go to a new temporary file in the same directory, are synced, and the file is renamed over `path`.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let what = || format!("writing {}", path.display());
+    let name = path.file_name().with_context(|| format!("{} is not a file name", path.display())).with_context(what)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (tmp, mut file) = create_temp(&dir, name).with_context(what)?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all()).and_then(|()| {
+        drop(file);
+        fs::rename(&tmp, path)
+    });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e).with_context(what);
+    }
+    Ok(())
+}
+
+/// Creates `.NAME.PID.N.tmp` in `dir` with `create_new`, trying a few `N` in case of leftovers.
+fn create_temp(dir: &Path, name: &std::ffi::OsStr) -> std::io::Result<(PathBuf, fs::File)> {
+    let pid = std::process::id();
+    let mut last = None;
+    for n in 0..100 {
+        let mut file_name = std::ffi::OsString::from(".");
+        file_name.push(name);
+        file_name.push(format!(".{pid}.{n}.tmp"));
+        let tmp = dir.join(file_name);
+        match fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("cannot create a temporary file")))
+}

@@ -1,0 +1,82 @@
+//! `pathprof`: inspect and combine `.pathprof` profiles.
+//!
+//! `main` only parses the command line and dispatches; each subcommand is one `run` function in its own module.
+//!
+//! # Exit status
+//! 0 on success (also when stdout is closed early, as in `pathprof show p | head`), 2 on any error, with exactly
+//! one line on stderr: `pathprof: error: ` and the error's context chain joined with `": "`. Usage errors follow
+//! the same rule; `--help` and `--version` exit 0.
+
+mod files;
+mod merge;
+mod show;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exact edge and path profiles (Ball & Larus).
+#[derive(Parser)]
+#[command(name = "pathprof", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print every function's entry, block and edge counts.
+    Show(show::Args),
+    /// Add up profiles of the same binary into one.
+    Merge(merge::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
+    let result = match cli.command {
+        Command::Show(args) => show::run(&args),
+        Command::Merge(args) => merge::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `{:#}` joins the context chain with ": "; keep it on one line whatever the paths contain.
+            eprintln!("pathprof: error: {}", one_line(&format!("{err:#}")));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `--help`/`--version` print normally and exit 0; every real usage error becomes one line and exit 2.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        // Printing help to a closed stdout is not worth an error.
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        eprintln!("pathprof: error: a subcommand is required: show or merge (see 'pathprof --help')");
+        return ExitCode::from(2);
+    }
+    // clap's message is a paragraph ("error: ...:\n  <FILE>") followed by tips and usage: keep the paragraph.
+    let text = e.to_string();
+    let paragraph: Vec<&str> =
+        text.lines().map(str::trim).skip_while(|l| l.is_empty()).take_while(|l| !l.is_empty()).collect();
+    let message = paragraph.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let message = if message.is_empty() { "invalid command line" } else { message };
+    eprintln!("pathprof: error: {} (see 'pathprof --help')", one_line(message));
+    ExitCode::from(2)
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().filter_map(|c| c.downcast_ref::<std::io::Error>()).any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}

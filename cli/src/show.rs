@@ -1,0 +1,225 @@
+//! `pathprof show FILE [--json] [--function NAME]`: every function's entry, block and edge counts.
+//!
+//! One report model ([`Report`]) is built from the profile and rendered either as JSON (serde) or as text, so the
+//! two outputs cannot disagree. Counts that are not exact and negative are `null` in JSON and `?` in text: a
+//! negative "count" is evidence of a broken profile, not a number to act on.
+
+use crate::files;
+use anyhow::{bail, Context, Result};
+use pathprof_core::{EdgeId, EdgeKind};
+use pathprof_format::meta::FunctionMeta;
+use pathprof_format::profile::{self, FunctionCounts, ModuleProfile};
+use serde::Serialize;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+/// Arguments of `pathprof show`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The profile to show.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Show only the functions with this linkage or display name.
+    #[arg(long, value_name = "NAME")]
+    function: Option<String>,
+}
+
+/// The whole output: `{"functions": [...]}`.
+#[derive(Serialize)]
+struct Report {
+    functions: Vec<FunctionReport>,
+}
+
+#[derive(Serialize)]
+struct FunctionReport {
+    /// Linkage name.
+    name: String,
+    /// Source-level name (empty without debug info).
+    display_name: String,
+    module: String,
+    mode: &'static str,
+    file: String,
+    start_line: u32,
+    /// Invocations (the EXIT→entry count).
+    entry_count: Option<u64>,
+    exact: bool,
+    inexact_reasons: Vec<String>,
+    blocks: Vec<BlockReport>,
+    /// Real edges only (branches and returns); virtual edges are summarised in `abnormal_exits`.
+    edges: Vec<EdgeReport>,
+    /// Blocks left abnormally (exit, longjmp, exception through a call): Termination edges with a count > 0.
+    abnormal_exits: Vec<BlockCount>,
+    /// setjmp blocks re-entered more often than left abnormally: minus their (negative) Termination count.
+    net_reentries: Vec<BlockCount>,
+}
+
+#[derive(Serialize)]
+struct BlockReport {
+    id: u32,
+    lines: Vec<u32>,
+    count: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct EdgeReport {
+    from: u32,
+    /// For a return edge, the EXIT index (the number of blocks).
+    to: u32,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    succ: Option<u32>,
+    count: Option<u64>,
+    /// Whether the count was measured by a counter on this edge (otherwise it was derived).
+    instrumented: bool,
+}
+
+#[derive(Serialize)]
+struct BlockCount {
+    block: u32,
+    count: u64,
+}
+
+/// Reads the profile, derives the counts of every (selected) function and prints them.
+pub fn run(args: &Args) -> Result<()> {
+    let profile = files::read_profile(&args.file)?;
+    let mut functions = Vec::new();
+    for module in &profile.modules {
+        for (index, f) in module.meta.functions.iter().enumerate() {
+            let selected = match args.function.as_deref() {
+                None => true,
+                Some(n) => n == f.name || n == f.display_name,
+            };
+            if selected {
+                let counts = profile::function_edge_counts(module, index)
+                    .with_context(|| format!("showing {}", args.file.display()))?;
+                functions.push(function_report(module, f, &counts));
+            }
+        }
+    }
+    if let (Some(name), true) = (&args.function, functions.is_empty()) {
+        bail!("no function named {name} in {}", args.file.display());
+    }
+    let report = Report { functions };
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        write_text(&mut out, &report)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts) -> FunctionReport {
+    let cfg = &f.cfg;
+    let blocks = f
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| BlockReport { id: i as u32, lines: b.lines.clone(), count: c.blocks.get(i).copied().flatten() })
+        .collect();
+    let mut edges = Vec::new();
+    let mut abnormal_exits = Vec::new();
+    let mut net_reentries = Vec::new();
+    for id in cfg.edge_ids() {
+        let e = cfg.edge(id);
+        let count = c.edges.get(id.index()).copied().flatten();
+        let (kind, succ) = match e.kind {
+            EdgeKind::Branch { succ } => ("branch", Some(succ)),
+            EdgeKind::Return => ("return", None),
+            EdgeKind::Termination => {
+                match (count, raw(c, id)) {
+                    (Some(n), _) if n > 0 => abnormal_exits.push(BlockCount { block: e.from.0, count: n }),
+                    (None, r) if r < 0 && f.reentry_blocks.contains(&e.from.0) => {
+                        net_reentries.push(BlockCount { block: e.from.0, count: r.unsigned_abs() as u64 })
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            EdgeKind::ExitToEntry => continue,
+        };
+        edges.push(EdgeReport {
+            from: e.from.0,
+            to: e.to.0,
+            kind,
+            succ,
+            count,
+            instrumented: c.measured.get(id.index()).copied().unwrap_or(false),
+        });
+    }
+    FunctionReport {
+        name: f.name.clone(),
+        display_name: f.display_name.clone(),
+        module: module.meta.module_name.clone(),
+        mode: module.meta.mode.name(),
+        file: f.file.clone(),
+        start_line: f.start_line,
+        entry_count: c.entry,
+        exact: c.exact,
+        inexact_reasons: c.inexact_reasons.iter().map(ToString::to_string).collect(),
+        blocks,
+        edges,
+        abnormal_exits,
+        net_reentries,
+    }
+}
+
+fn raw(c: &FunctionCounts, id: EdgeId) -> i128 {
+    c.raw_edges.get(id.index()).copied().unwrap_or(0)
+}
+
+/// A count for text output: `?` when it is not a count.
+fn n(count: Option<u64>) -> String {
+    count.map_or_else(|| "?".to_string(), |v| v.to_string())
+}
+
+fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
+    for (i, f) in report.functions.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        let shown = if f.display_name.is_empty() { &f.name } else { &f.display_name };
+        let file = if f.file.is_empty() { "<unknown file>" } else { &f.file };
+        write!(out, "{shown}")?;
+        if shown != &f.name {
+            write!(out, " [{}]", f.name)?;
+        }
+        writeln!(out, "  {file}:{}  (module {}, {} mode)", f.start_line, f.module, f.mode)?;
+        writeln!(out, "  entry count: {}", n(f.entry_count))?;
+        if !f.exact {
+            writeln!(out, "  INEXACT: {}", f.inexact_reasons.join("; "))?;
+        }
+        writeln!(out, "  blocks:")?;
+        for b in &f.blocks {
+            let lines = if b.lines.is_empty() {
+                "-".to_string()
+            } else {
+                b.lines.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            };
+            write!(out, "    bb{:<4} lines {:<12} count {}", b.id, lines, n(b.count))?;
+            if let Some(a) = f.abnormal_exits.iter().find(|a| a.block == b.id) {
+                write!(out, "  abnormal exits {}", a.count)?;
+            }
+            if let Some(r) = f.net_reentries.iter().find(|r| r.block == b.id) {
+                write!(out, "  net setjmp re-entries {}", r.count)?;
+            }
+            writeln!(out)?;
+        }
+        writeln!(out, "  edges (* = counter):")?;
+        for e in &f.edges {
+            let to = if e.kind == "return" { "EXIT".to_string() } else { format!("bb{}", e.to) };
+            let kind = match e.succ {
+                Some(s) => format!("branch {s}"),
+                None => e.kind.to_string(),
+            };
+            let star = if e.instrumented { " *" } else { "" };
+            writeln!(out, "    {:<16} {:<10} count {}{star}", format!("bb{} -> {to}", e.from), kind, n(e.count))?;
+        }
+    }
+    Ok(())
+}

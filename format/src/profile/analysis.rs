@@ -1,0 +1,223 @@
+//! From a module's chord counters to every edge and block count of one function, with an honest "exact" flag.
+
+use super::ModuleProfile;
+use crate::layout::{RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
+use crate::meta::Mode;
+use pathprof_core::propagate::{derive_counts, PropagateError};
+use pathprof_core::{BlockId, EdgeId, EdgeKind};
+use std::fmt;
+
+/// All counts of one edge-mode function. Counts that are negative (or above `u64::MAX`) are `None`: they are
+/// evidence that the profile is inexact, never numbers to show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionCounts {
+    /// Per edge in `EdgeId` order (virtual edges included): how often it was taken.
+    pub edges: Vec<Option<u64>>,
+    /// Per edge: the value propagation derived, possibly negative. For diagnostics only.
+    pub raw_edges: Vec<i128>,
+    /// Per edge: whether the count was measured by a counter (a chord) rather than derived.
+    pub measured: Vec<bool>,
+    /// Per real block (EXIT excluded): how often it ran, the sum of its incoming edge counts (for the entry
+    /// block this includes the EXIT→entry edge, i.e. the invocations).
+    pub blocks: Vec<Option<u64>>,
+    /// Invocations: the derived count of the EXIT→entry edge.
+    pub entry: Option<u64>,
+    /// True when every count above is exact: no reasons below.
+    pub exact: bool,
+    /// Why the counts are not exact; empty when `exact`.
+    pub inexact_reasons: Vec<InexactReason>,
+}
+
+/// One reason a function's counts cannot be trusted as exact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InexactReason {
+    /// Propagation derived a negative count for an edge that cannot legitimately be negative.
+    NegativeEdge {
+        /// The edge.
+        edge: EdgeId,
+        /// Its source.
+        from: BlockId,
+        /// Its target.
+        to: BlockId,
+        /// The derived value.
+        value: i128,
+    },
+    /// Propagation derived a count above `u64::MAX` for an edge.
+    TooLarge {
+        /// The edge.
+        edge: EdgeId,
+        /// The derived value.
+        value: i128,
+    },
+    /// A block's execution count (the sum of its incoming edges) is above `u64::MAX`.
+    BlockTooLarge {
+        /// The block.
+        block: BlockId,
+        /// The derived value.
+        value: i128,
+    },
+    /// In-flow differs from out-flow at a block after propagation.
+    ConservationViolation {
+        /// The block.
+        block: BlockId,
+    },
+    /// A run ended in a way the runtime could not vouch for (`RECORD_FLAG_INCOMPLETE`).
+    Incomplete,
+    /// Counters were updated non-atomically by several threads (`RECORD_FLAG_THREADED_NONATOMIC`).
+    ThreadedNonatomic,
+    /// The record carries flags this pathprof does not know.
+    UnknownFlags(u64),
+}
+
+impl fmt::Display for InexactReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // The value itself is not shown: a negative "count" must never be read as a number.
+            InexactReason::NegativeEdge { edge, from, to, .. } => {
+                write!(f, "edge {edge} ({from}->{to}) derived as negative")
+            }
+            InexactReason::TooLarge { edge, value } => write!(f, "edge {edge} derived as {value}, above 2^64-1"),
+            InexactReason::BlockTooLarge { block, value } => {
+                write!(f, "block {block} derived as {value}, above 2^64-1")
+            }
+            InexactReason::ConservationViolation { block } => write!(f, "flow is not conserved at {block}"),
+            InexactReason::Incomplete => write!(f, "a run ended abnormally, counts are a lower bound"),
+            InexactReason::ThreadedNonatomic => {
+                write!(f, "counters were updated non-atomically by several threads, increments may be lost")
+            }
+            InexactReason::UnknownFlags(x) => write!(f, "the record has unknown flags {x:#x}"),
+        }
+    }
+}
+
+/// Why counts cannot be derived for a function.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AnalysisError {
+    /// No function with that index.
+    #[error("module {module} has no function #{index} (it has {num_functions})")]
+    FunctionOutOfRange {
+        /// Module name.
+        module: String,
+        /// The index asked for.
+        index: usize,
+        /// Functions in the module.
+        num_functions: usize,
+    },
+    /// Path-mode counters count paths, not chords.
+    #[error("module {module} was profiled in {mode} mode: its counters are not edge counters")]
+    NotEdgeMode {
+        /// Module name.
+        module: String,
+        /// The module's mode name.
+        mode: &'static str,
+    },
+    /// The function's counters are outside the module's counter array (only for hand-built profiles: `read`
+    /// checks this).
+    #[error("function {function} of module {module} has counters outside the module's counter array")]
+    CounterOutOfRange {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+    },
+    /// Propagation refused the graph or the counter placement.
+    #[error("function {function} of module {module}: {error}")]
+    Propagate {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+        /// What propagation reported.
+        error: PropagateError,
+    },
+}
+
+/// Derives every edge and block count of function `func_index` of an edge-mode module from its chord counters
+/// (BL94 Figure 6, via [`derive_counts`]) and decides whether the counts are exact.
+///
+/// Not exact when: a derived edge is negative (except a `Termination` edge of a block in
+/// `FunctionMeta::reentry_blocks`, which `setjmp` re-enters so its net departures can be negative), a derived
+/// edge exceeds `u64::MAX`, flow is not conserved somewhere, or the record has `RECORD_FLAG_INCOMPLETE`,
+/// `RECORD_FLAG_THREADED_NONATOMIC` or unknown flags. A negative count is never returned as a number.
+pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result<FunctionCounts, AnalysisError> {
+    let name = || module.meta.module_name.clone();
+    if module.meta.mode != Mode::Edge {
+        return Err(AnalysisError::NotEdgeMode { module: name(), mode: module.meta.mode.name() });
+    }
+    let f = module.meta.functions.get(func_index).ok_or_else(|| AnalysisError::FunctionOutOfRange {
+        module: name(),
+        index: func_index,
+        num_functions: module.meta.functions.len(),
+    })?;
+    let cfg = &f.cfg;
+    let out_of_range = || AnalysisError::CounterOutOfRange { module: name(), function: f.name.clone() };
+
+    let mut measured_counts: Vec<Option<u64>> = Vec::with_capacity(cfg.num_edges());
+    for slot in &f.edge_counters {
+        measured_counts.push(match slot {
+            Some(i) => {
+                let at = f.counter_base.checked_add(u64::from(*i)).ok_or_else(out_of_range)?;
+                let at = usize::try_from(at).map_err(|_| out_of_range())?;
+                Some(*module.counters.get(at).ok_or_else(out_of_range)?)
+            }
+            None => None,
+        });
+    }
+    if measured_counts.len() != cfg.num_edges() {
+        return Err(out_of_range());
+    }
+    let adj = cfg.adjacency();
+    let derived = derive_counts(cfg, &adj, &measured_counts).map_err(|error| AnalysisError::Propagate {
+        module: name(),
+        function: f.name.clone(),
+        error,
+    })?;
+
+    let mut reasons = Vec::new();
+    let mut edges = Vec::with_capacity(cfg.num_edges());
+    for (i, (&value, e)) in derived.edges.iter().zip(cfg.edges()).enumerate() {
+        let edge = EdgeId::from_index(i);
+        let count = u64::try_from(value).ok();
+        if value < 0 {
+            let reentry = e.kind == EdgeKind::Termination && f.reentry_blocks.contains(&e.from.0);
+            if !reentry {
+                reasons.push(InexactReason::NegativeEdge { edge, from: e.from, to: e.to, value });
+            }
+        } else if count.is_none() {
+            reasons.push(InexactReason::TooLarge { edge, value });
+        }
+        edges.push(count);
+    }
+    for &block in &derived.conservation_violations {
+        reasons.push(InexactReason::ConservationViolation { block });
+    }
+    if module.flags & RECORD_FLAG_INCOMPLETE != 0 {
+        reasons.push(InexactReason::Incomplete);
+    }
+    if module.flags & RECORD_FLAG_THREADED_NONATOMIC != 0 {
+        reasons.push(InexactReason::ThreadedNonatomic);
+    }
+    let unknown = module.flags & !(RECORD_FLAG_INCOMPLETE | RECORD_FLAG_THREADED_NONATOMIC);
+    if unknown != 0 {
+        reasons.push(InexactReason::UnknownFlags(unknown));
+    }
+    let mut blocks = Vec::with_capacity(cfg.num_blocks());
+    for (i, &value) in derived.vertices.iter().take(cfg.num_blocks()).enumerate() {
+        let count = u64::try_from(value).ok();
+        // A negative block count needs a negative in-edge, already reported above.
+        if value > 0 && count.is_none() {
+            reasons.push(InexactReason::BlockTooLarge { block: BlockId::from_index(i), value });
+        }
+        blocks.push(count);
+    }
+    let entry = edges.get(cfg.exit_to_entry().index()).copied().flatten();
+    Ok(FunctionCounts {
+        measured: f.edge_counters.iter().map(Option::is_some).collect(),
+        raw_edges: derived.edges,
+        edges,
+        blocks,
+        entry,
+        exact: reasons.is_empty(),
+        inexact_reasons: reasons,
+    })
+}

@@ -1,0 +1,165 @@
+//! Adding up profiles of the same binary (several runs, several processes).
+
+use super::{ModuleProfile, Profile, SparseEntry};
+use std::collections::{HashMap, HashSet};
+
+/// Why profiles cannot be merged. Input numbers in messages are 1-based, in the order given to [`merge`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    /// No profiles were given.
+    #[error("nothing to merge: no input profiles")]
+    NoInputs,
+    /// The same module name has two different metadata hashes: two builds of one source file.
+    #[error("different builds of module {module}: the profiles come from different binaries")]
+    DifferentBuilds {
+        /// Module name.
+        module: String,
+    },
+    /// One input has a module another lacks.
+    #[error(
+        "module {module} is in input {present} but not in input {missing}: the profiles come from different binaries"
+    )]
+    ModuleMissing {
+        /// Module name.
+        module: String,
+        /// Input (1-based) that has it.
+        present: usize,
+        /// Input (1-based) that lacks it.
+        missing: usize,
+    },
+    /// One input has two records for the same module build.
+    #[error("module {module} appears twice in input {input}")]
+    DuplicateModule {
+        /// Module name.
+        module: String,
+        /// Input (1-based).
+        input: usize,
+    },
+    /// Records of the same build disagree on the number of counters (only possible for hand-built profiles).
+    #[error("module {module} has {first} counters in input 1 but {other} in input {input}")]
+    CounterCountMismatch {
+        /// Module name.
+        module: String,
+        /// Counters in the first input.
+        first: usize,
+        /// Counters in the other input.
+        other: usize,
+        /// The other input (1-based).
+        input: usize,
+    },
+    /// A sum does not fit in 64 bits; the merged profile would be wrong, so none is produced.
+    #[error("count overflow while merging module {module}: {what} exceeds 2^64-1")]
+    Overflow {
+        /// Module name.
+        module: String,
+        /// Which count (`counter 12`, `run count`, `path 7 of function #2`).
+        what: String,
+    },
+}
+
+/// Sums profiles of the same binary: per module (matched by `meta_hash`), counters and sparse path counts are
+/// added with checked arithmetic, flags are ORed and runs added. The result keeps the first input's module order;
+/// sparse entries keep first-appearance order.
+///
+/// Refuses inputs that are not profiles of one binary: a module name with two metadata hashes
+/// ([`MergeError::DifferentBuilds`]) or differing sets of modules ([`MergeError::ModuleMissing`]).
+pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
+    let first = profiles.first().ok_or(MergeError::NoInputs)?;
+
+    // Which build each module name belongs to, over all inputs: the most specific refusal comes first.
+    let mut builds: HashMap<&str, u64> = HashMap::new();
+    let mut per_input: Vec<HashMap<u64, &ModuleProfile>> = Vec::with_capacity(profiles.len());
+    for (i, p) in profiles.iter().enumerate() {
+        let input = i.saturating_add(1);
+        let mut map = HashMap::with_capacity(p.modules.len());
+        for m in &p.modules {
+            if map.insert(m.meta_hash, m).is_some() {
+                return Err(MergeError::DuplicateModule { module: m.name().to_string(), input });
+            }
+            match builds.get(m.name()) {
+                Some(&h) if h != m.meta_hash => {
+                    return Err(MergeError::DifferentBuilds { module: m.name().to_string() });
+                }
+                Some(_) => {}
+                None => {
+                    builds.insert(m.name(), m.meta_hash);
+                }
+            }
+        }
+        per_input.push(map);
+    }
+    let first_set: HashSet<u64> = first.modules.iter().map(|m| m.meta_hash).collect();
+    for (i, p) in profiles.iter().enumerate().skip(1) {
+        let input = i.saturating_add(1);
+        if let Some(m) = p.modules.iter().find(|m| !first_set.contains(&m.meta_hash)) {
+            return Err(MergeError::ModuleMissing { module: m.name().to_string(), present: input, missing: 1 });
+        }
+        if let Some(m) = first.modules.iter().find(|m| !per_input.get(i).is_some_and(|s| s.contains_key(&m.meta_hash)))
+        {
+            return Err(MergeError::ModuleMissing { module: m.name().to_string(), present: 1, missing: input });
+        }
+    }
+
+    let mut out = first.clone();
+    for acc in &mut out.modules {
+        let module = || acc.meta.module_name.clone();
+        // Index the first input's entries (folding any repeated keys), then add the others' into them.
+        let mut sparse_index: HashMap<(u64, u128), usize> = HashMap::with_capacity(acc.sparse.len());
+        let own = std::mem::take(&mut acc.sparse);
+        add_sparse(&mut acc.sparse, &mut sparse_index, &own, &acc.meta.module_name)?;
+        for (i, map) in per_input.iter().enumerate().skip(1) {
+            let input = i.saturating_add(1);
+            let Some(m) = map.get(&acc.meta_hash) else { continue };
+            if m.counters.len() != acc.counters.len() {
+                return Err(MergeError::CounterCountMismatch {
+                    module: module(),
+                    first: acc.counters.len(),
+                    other: m.counters.len(),
+                    input,
+                });
+            }
+            for (k, (a, b)) in acc.counters.iter_mut().zip(&m.counters).enumerate() {
+                *a = a
+                    .checked_add(*b)
+                    .ok_or_else(|| MergeError::Overflow { module: module(), what: format!("counter {k}") })?;
+            }
+            add_sparse(&mut acc.sparse, &mut sparse_index, &m.sparse, &acc.meta.module_name)?;
+            acc.flags |= m.flags;
+            acc.runs = acc
+                .runs
+                .checked_add(m.runs)
+                .ok_or_else(|| MergeError::Overflow { module: module(), what: "run count".into() })?;
+        }
+    }
+    Ok(out)
+}
+
+/// Adds `more` into `acc`, keyed by (function, path); `index` maps each key to its position in `acc`.
+fn add_sparse(
+    acc: &mut Vec<SparseEntry>,
+    index: &mut HashMap<(u64, u128), usize>,
+    more: &[SparseEntry],
+    module: &str,
+) -> Result<(), MergeError> {
+    for s in more {
+        add_entry(acc, index, *s).ok_or_else(|| MergeError::Overflow {
+            module: module.to_string(),
+            what: format!("path {} of function #{}", s.path, s.function),
+        })?;
+    }
+    Ok(())
+}
+
+fn add_entry(acc: &mut Vec<SparseEntry>, index: &mut HashMap<(u64, u128), usize>, s: SparseEntry) -> Option<()> {
+    match index.get(&(s.function, s.path)) {
+        Some(&i) => {
+            let e = acc.get_mut(i)?;
+            e.count = e.count.checked_add(s.count)?;
+        }
+        None => {
+            index.insert((s.function, s.path), acc.len());
+            acc.push(s);
+        }
+    }
+    Some(())
+}

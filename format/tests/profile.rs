@@ -1,0 +1,683 @@
+//! Reader, writer and merge of whole profiles, on synthetic modules built from `test_cfg` graphs.
+//!
+//! The counter placements below are chosen by hand (a spanning tree containing the virtual edges; the chords
+//! carry counters): these tests exercise the format, not placement.
+
+use pathprof_core::graph::test_cfg;
+use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+use pathprof_format::layout::{self, FILE_HEADER_LEN, RECORD_HEADER_LEN};
+use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
+use pathprof_format::profile::{
+    self, merge, read, write, MergeError, ModuleProfile, Profile, ProfileError, SparseEntry,
+};
+use proptest::prelude::*;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Fixtures
+
+/// Loop around a diamond: 0 → 1; 1 → 2 | 3; 2, 3 → 4; 4 → 1 (back edge) | 5; 5 returns.
+/// Edges: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1, e6 4→5, e7 5→EXIT, e8 EXIT→0.
+/// Spanning tree {e8, e0, e1, e3, e4, e7}; chords e2, e5, e6 carry counters 0, 1, 2.
+/// With 2 invocations and 10 loop iterations (7 via bb2, 3 via bb3): e2 = 3, e5 = 8, e6 = 2.
+fn loop_diamond(counter_base: u64) -> FunctionMeta {
+    let cfg = test_cfg(6, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 1), (4, 5)], &[5]);
+    function("loop_diamond", cfg, vec![None, None, Some(0), None, None, Some(1), Some(2), None, None], counter_base, 3)
+}
+
+/// 0 → 1 → 2 → return, and bb1 may leave abnormally (a call to `exit`).
+/// Edges: e0 0→1, e1 1→2, e2 2→EXIT (Return), e3 1→EXIT (Termination), e4 EXIT→0.
+/// Spanning tree {e4, e3, e1}; chords e0, e2 carry counters 0, 1. 5 calls, 1 abnormal exit: e0 = 5, e2 = 4.
+fn early_exit(counter_base: u64) -> FunctionMeta {
+    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
+    let cfg = Cfg::new(
+        3,
+        vec![
+            b(0, 1, EdgeKind::Branch { succ: 0 }),
+            b(1, 2, EdgeKind::Branch { succ: 0 }),
+            b(2, 3, EdgeKind::Return),
+            b(1, 3, EdgeKind::Termination),
+            b(3, 0, EdgeKind::ExitToEntry),
+        ],
+    )
+    .unwrap();
+    function("early_exit", cfg, vec![Some(0), None, Some(1), None, None], counter_base, 2)
+}
+
+fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base: u64, n: u32) -> FunctionMeta {
+    let blocks = (0..cfg.num_blocks()).map(|b| BlockMeta { lines: vec![10 + b as u32, 20 + b as u32] }).collect();
+    FunctionMeta {
+        name: name.to_string(),
+        display_name: format!("{name}()"),
+        file: "t.c".into(),
+        start_line: 9,
+        cfg_hash: profile::cfg_hash(&cfg),
+        cfg,
+        blocks,
+        edge_counters,
+        counter_base,
+        num_counters: n,
+        reentry_blocks: vec![],
+    }
+}
+
+fn module_meta(name: &str) -> ModuleMeta {
+    ModuleMeta {
+        module_name: name.to_string(),
+        mode: Mode::Edge,
+        weighting: "uniform".into(),
+        atomic: false,
+        functions: vec![loop_diamond(0), early_exit(3)],
+    }
+}
+
+fn module(name: &str, counters: Vec<u64>) -> ModuleProfile {
+    ModuleProfile::new(module_meta(name), counters, vec![], 0, 1)
+}
+
+/// Two modules, one with sparse entries, flags and several runs.
+fn sample() -> Profile {
+    let a = module("a.c", vec![3, 8, 2, 5, 4]);
+    let mut b = module("b.c", vec![0, 0, 0, 1, 1]);
+    b.sparse = vec![
+        SparseEntry { function: 0, path: 7, count: 3 },
+        SparseEntry { function: 1, path: u128::MAX - 1, count: 9 },
+    ];
+    b.flags = layout::RECORD_FLAG_INCOMPLETE;
+    b.runs = 4;
+    Profile { modules: vec![a, b] }
+}
+
+/// Rewrites the header checksum so that a deliberate payload change reaches the record checks.
+fn fix_checksum(bytes: &mut [u8]) {
+    let sum = layout::fnv1a64(&bytes[FILE_HEADER_LEN..]);
+    bytes[32..40].copy_from_slice(&sum.to_le_bytes());
+}
+
+fn put_u64(bytes: &mut [u8], at: usize, v: u64) {
+    bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn get_u64(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Round trip and layout
+
+#[test]
+fn round_trip() {
+    let p = sample();
+    assert_eq!(read(&write(&p)).unwrap(), p);
+    let empty = Profile::default();
+    assert_eq!(read(&write(&empty)).unwrap(), empty);
+}
+
+#[test]
+fn written_bytes_follow_the_documented_layout() {
+    let p = Profile { modules: vec![module("a.c", vec![3, 8, 2, 5, 4])] };
+    let b = write(&p);
+    let m = &p.modules[0];
+    let meta_len = m.meta_bytes.len();
+    let padded = meta_len.div_ceil(8) * 8;
+    let record_len = RECORD_HEADER_LEN + padded + 5 * 8;
+    assert_eq!(b.len(), FILE_HEADER_LEN + record_len);
+    assert_eq!(&b[0..8], &layout::MAGIC);
+    assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), layout::FILE_VERSION);
+    assert_eq!(&b[12..16], &[0; 4], "flags");
+    assert_eq!(u32::from_le_bytes(b[16..20].try_into().unwrap()), 1, "num_modules");
+    assert_eq!(&b[20..24], &[0; 4], "reserved");
+    assert_eq!(get_u64(&b, 24), record_len as u64, "payload_len");
+    assert_eq!(get_u64(&b, 32), layout::fnv1a64(&b[40..]), "checksum");
+    let r = FILE_HEADER_LEN;
+    assert_eq!(get_u64(&b, r), record_len as u64);
+    assert_eq!(get_u64(&b, r + 8), layout::fnv1a64(&m.meta_bytes));
+    assert_eq!(get_u64(&b, r + 16), meta_len as u64);
+    assert_eq!(get_u64(&b, r + 24), 5);
+    assert_eq!(get_u64(&b, r + 32), 0);
+    assert_eq!(get_u64(&b, r + 40), 0);
+    assert_eq!(get_u64(&b, r + 48), 1);
+    assert_eq!(get_u64(&b, r + 56), layout::fnv1a64(b"a.c"));
+    let meta_at = r + RECORD_HEADER_LEN;
+    assert_eq!(&b[meta_at..meta_at + meta_len], &m.meta_bytes[..]);
+    assert!(b[meta_at + meta_len..meta_at + padded].iter().all(|&x| x == 0));
+    assert_eq!(get_u64(&b, meta_at + padded), 3);
+    assert_eq!(get_u64(&b, meta_at + padded + 32), 4);
+}
+
+#[test]
+fn sparse_entry_layout() {
+    let mut m = module("a.c", vec![0; 5]);
+    m.sparse = vec![SparseEntry { function: 1, path: (5u128 << 64) | 6, count: 7 }];
+    let b = write(&Profile { modules: vec![m.clone()] });
+    let at = b.len() - 32;
+    assert_eq!([get_u64(&b, at), get_u64(&b, at + 8), get_u64(&b, at + 16), get_u64(&b, at + 24)], [1, 6, 5, 7]);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Every corruption is an error, never a panic
+
+#[test]
+fn truncation_at_every_offset_is_an_error() {
+    let b = write(&sample());
+    for len in 0..b.len() {
+        assert!(read(&b[..len]).is_err(), "truncated to {len} bytes was accepted");
+    }
+}
+
+#[test]
+fn every_single_bit_flip_is_an_error() {
+    let b = write(&sample());
+    for i in 0..b.len() {
+        for bit in 0..8 {
+            let mut c = b.clone();
+            c[i] ^= 1 << bit;
+            assert!(read(&c).is_err(), "flipping bit {bit} of byte {i} was accepted");
+        }
+    }
+}
+
+#[test]
+fn payload_bit_flip_is_a_checksum_mismatch() {
+    let mut b = write(&sample());
+    b[FILE_HEADER_LEN + 100] ^= 4;
+    let e = read(&b).unwrap_err();
+    assert!(matches!(e, ProfileError::ChecksumMismatch { .. }), "{e:?}");
+    assert_eq!(e.to_string(), "checksum mismatch: the profile is corrupt");
+}
+
+#[test]
+fn empty_and_foreign_files() {
+    assert!(matches!(read(b""), Err(ProfileError::Empty)));
+    let e = read(b"hello, world\n").unwrap_err();
+    assert!(matches!(e, ProfileError::BadMagic));
+    assert_eq!(e.to_string(), "not a pathprof profile (bad magic)");
+    assert!(matches!(read(b"\x7fELF"), Err(ProfileError::BadMagic)));
+    // A prefix of the magic is a truncated profile.
+    let e = read(&layout::MAGIC[..5]).unwrap_err();
+    assert_eq!(e.to_string(), "truncated profile: expected 40 bytes at offset 0, found 5");
+    let mut b = write(&sample());
+    b[7] = b'x';
+    assert!(matches!(read(&b), Err(ProfileError::BadMagic)));
+}
+
+#[test]
+fn wrong_version() {
+    let mut b = write(&sample());
+    b[8..12].copy_from_slice(&7u32.to_le_bytes());
+    let e = read(&b).unwrap_err();
+    assert!(matches!(e, ProfileError::UnsupportedVersion { found: 7 }));
+    assert_eq!(e.to_string(), "unsupported profile version 7 (this pathprof reads version 1)");
+    // The version is gated before the length: a newer format may lay out its header differently.
+    assert!(matches!(read(&b[..FILE_HEADER_LEN]), Err(ProfileError::UnsupportedVersion { found: 7 })));
+}
+
+#[test]
+fn header_flags_and_reserved_word_must_be_zero() {
+    let mut b = write(&sample());
+    b[12] = 1;
+    assert!(matches!(read(&b), Err(ProfileError::UnsupportedFlags(1))));
+    let mut b = write(&sample());
+    b[23] = 0x80;
+    assert!(matches!(read(&b), Err(ProfileError::NonZeroReserved(0x8000_0000))));
+}
+
+#[test]
+fn payload_len_mismatch() {
+    let mut b = write(&sample());
+    b.push(0);
+    let e = read(&b).unwrap_err();
+    assert!(matches!(e, ProfileError::PayloadLenMismatch { .. }), "{e:?}");
+    let b = write(&sample());
+    let declared = get_u64(&b, 24);
+    let mut c = b.clone();
+    put_u64(&mut c, 24, declared - 8);
+    assert!(matches!(read(&c), Err(ProfileError::PayloadLenMismatch { actual, .. }) if actual == declared));
+    put_u64(&mut c, 24, u64::MAX);
+    let e = read(&c).unwrap_err();
+    assert!(matches!(e, ProfileError::Truncated { offset: 40, needed: u64::MAX, .. }), "{e:?}");
+}
+
+#[test]
+fn duplicate_module() {
+    let m = module("a.c", vec![3, 8, 2, 5, 4]);
+    let b = write(&Profile { modules: vec![m.clone(), m] });
+    let e = read(&b).unwrap_err();
+    assert!(matches!(&e, ProfileError::DuplicateModule { module } if module == "a.c"), "{e:?}");
+    assert_eq!(e.to_string(), "corrupt profile: module a.c appears twice");
+}
+
+#[test]
+fn module_count_must_match_the_records() {
+    let b = write(&sample());
+    let mut c = b.clone();
+    c[16] = 1; // one record fewer than written: the second is left over
+    assert!(matches!(read(&c), Err(ProfileError::TrailingBytes { num_modules: 1, .. })));
+    let mut c = b.clone();
+    c[16] = 3; // one more: runs out of bytes
+    assert!(matches!(read(&c), Err(ProfileError::Truncated { .. })));
+    let mut c = b;
+    c[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(read(&c), Err(ProfileError::Truncated { .. })));
+}
+
+#[test]
+fn record_length_is_checked_against_its_sizes_and_the_input() {
+    let b = write(&sample());
+    let r = FILE_HEADER_LEN;
+    let mut c = b.clone();
+    put_u64(&mut c, r, get_u64(&b, r) + 8);
+    fix_checksum(&mut c);
+    assert!(matches!(read(&c), Err(ProfileError::RecordLenMismatch { record: 0, offset: 40, .. })));
+
+    // Self-consistent but enormous sizes: refused before anything is allocated.
+    let mut c = b.clone();
+    let n = 1u64 << 40;
+    put_u64(&mut c, r + 24, n);
+    put_u64(&mut c, r, layout::record_len(get_u64(&b, r + 16), n, 0).unwrap());
+    fix_checksum(&mut c);
+    assert!(matches!(read(&c), Err(ProfileError::Truncated { offset: 40, .. })));
+
+    let mut c = b;
+    put_u64(&mut c, r + 32, u64::MAX); // num_sparse: record_len overflows
+    fix_checksum(&mut c);
+    assert!(matches!(read(&c), Err(ProfileError::RecordSizeOverflow { record: 0, .. })));
+}
+
+#[test]
+fn meta_and_name_hashes_are_checked() {
+    let b = write(&sample());
+    let r = FILE_HEADER_LEN;
+    let mut c = b.clone();
+    put_u64(&mut c, r + 8, get_u64(&b, r + 8) ^ 1);
+    fix_checksum(&mut c);
+    assert!(matches!(read(&c), Err(ProfileError::MetaHashMismatch { record: 0 })));
+    let mut c = b;
+    put_u64(&mut c, r + 56, 0);
+    fix_checksum(&mut c);
+    assert!(matches!(read(&c), Err(ProfileError::NameHashMismatch { module }) if module == "a.c"));
+}
+
+#[test]
+fn nonzero_metadata_padding_is_refused() {
+    let m = module("a.c", vec![0; 5]);
+    assert_ne!(m.meta_bytes.len() % 8, 0, "fixture must need padding");
+    let mut b = write(&Profile { modules: vec![m.clone()] });
+    b[FILE_HEADER_LEN + RECORD_HEADER_LEN + m.meta_bytes.len()] = 1;
+    fix_checksum(&mut b);
+    assert!(matches!(read(&b), Err(ProfileError::NonZeroPadding { record: 0 })));
+}
+
+#[test]
+fn corrupt_metadata_is_refused() {
+    let mut m = module("a.c", vec![0; 5]);
+    m.meta_bytes[0] = b'X';
+    m.meta_hash = layout::fnv1a64(&m.meta_bytes);
+    let e = read(&write(&Profile { modules: vec![m] })).unwrap_err();
+    assert!(matches!(e, ProfileError::Meta { record: 0, .. }), "{e:?}");
+    assert_eq!(e.to_string(), "corrupt profile: record 0: module metadata has a bad magic number");
+}
+
+#[test]
+fn function_counters_must_lie_in_the_record() {
+    // Four counters where the metadata needs five.
+    let e = read(&write(&Profile { modules: vec![module("a.c", vec![0; 4])] })).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "corrupt profile: function early_exit of module a.c uses 2 counters from index 3, but the module has 4"
+    );
+    // Path mode: nothing but the record bounds num_counters; it is checked before validation allocates by it.
+    let mut meta = module_meta("p.c");
+    meta.mode = Mode::Path;
+    meta.functions.truncate(1);
+    meta.functions[0].edge_counters = vec![None; meta.functions[0].cfg.num_edges()];
+    meta.functions[0].num_counters = u32::MAX;
+    let m = ModuleProfile::new(meta, vec![], vec![], 0, 1);
+    assert!(matches!(read(&write(&Profile { modules: vec![m] })), Err(ProfileError::CounterRange { .. })));
+    let mut meta = module_meta("q.c");
+    meta.functions[1].counter_base = u64::MAX;
+    let m = ModuleProfile::new(meta, vec![0; 5], vec![], 0, 1);
+    assert!(matches!(read(&write(&Profile { modules: vec![m] })), Err(ProfileError::CounterRange { .. })));
+}
+
+#[test]
+fn cfg_hash_is_verified() {
+    let mut meta = module_meta("a.c");
+    meta.functions[0].cfg_hash ^= 1;
+    let m = ModuleProfile::new(meta, vec![0; 5], vec![], 0, 1);
+    let e = read(&write(&Profile { modules: vec![m] })).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "corrupt profile: function loop_diamond of module a.c has a CFG hash that does not match its graph"
+    );
+}
+
+#[test]
+fn sparse_entries_must_name_a_function() {
+    let mut m = module("a.c", vec![0; 5]);
+    m.sparse = vec![SparseEntry { function: 2, path: 0, count: 1 }];
+    let e = read(&write(&Profile { modules: vec![m] })).unwrap_err();
+    assert!(matches!(e, ProfileError::SparseFunctionOutOfRange { function: 2, num_functions: 2, .. }), "{e:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// cfg_hash
+
+#[test]
+fn cfg_hash_is_structural_and_stable() {
+    let g = test_cfg(3, &[(0, 1), (0, 2), (1, 2)], &[2]);
+    // Pinned: the pass stores this value in binaries, so a change here invalidates existing profiles. Computed
+    // independently (a few lines of Python) from the encoding in `cfg_hash`'s doc comment.
+    assert_eq!(profile::cfg_hash(&g), 0x05f6_9ef4_519f_c14d);
+    let swapped = test_cfg(3, &[(0, 2), (0, 1), (1, 2)], &[2]);
+    assert_ne!(profile::cfg_hash(&g), profile::cfg_hash(&swapped));
+    let more_blocks = test_cfg(4, &[(0, 1), (0, 2), (1, 2)], &[2]);
+    assert_ne!(profile::cfg_hash(&g), profile::cfg_hash(&more_blocks));
+    // Same endpoints, different kind.
+    let mut edges = g.edges().to_vec();
+    edges[3].kind = EdgeKind::Termination;
+    let term = Cfg::new(3, edges).unwrap();
+    assert_ne!(profile::cfg_hash(&g), profile::cfg_hash(&term));
+    // Same endpoints, different successor index.
+    let mut edges = g.edges().to_vec();
+    edges[1].kind = EdgeKind::Branch { succ: 5 };
+    let succ = Cfg::new(3, edges).unwrap();
+    assert_ne!(profile::cfg_hash(&g), profile::cfg_hash(&succ));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Merge
+
+#[test]
+fn merge_sums_counts_ors_flags_and_adds_runs() {
+    let p = sample();
+    let mut q = sample();
+    q.modules[0].counters = vec![1, 1, 1, 1, 1];
+    q.modules[0].flags = layout::RECORD_FLAG_THREADED_NONATOMIC;
+    q.modules[1].sparse = vec![
+        SparseEntry { function: 1, path: u128::MAX - 1, count: 1 },
+        SparseEntry { function: 0, path: 8, count: 2 },
+    ];
+    // Module order may differ between inputs.
+    q.modules.reverse();
+    let m = merge(&[p.clone(), q]).unwrap();
+    assert_eq!(m.modules.len(), 2);
+    let a = &m.modules[0];
+    assert_eq!(a.meta.module_name, "a.c");
+    assert_eq!(a.counters, vec![4, 9, 3, 6, 5]);
+    assert_eq!(a.flags, layout::RECORD_FLAG_THREADED_NONATOMIC);
+    assert_eq!(a.runs, 2);
+    let b = &m.modules[1];
+    assert_eq!(b.counters, vec![0, 0, 0, 2, 2]);
+    assert_eq!(b.runs, 8);
+    assert_eq!(b.flags, layout::RECORD_FLAG_INCOMPLETE);
+    assert_eq!(
+        b.sparse,
+        vec![
+            SparseEntry { function: 0, path: 7, count: 3 },
+            SparseEntry { function: 1, path: u128::MAX - 1, count: 10 },
+            SparseEntry { function: 0, path: 8, count: 2 },
+        ]
+    );
+    // The result is a valid profile.
+    assert_eq!(read(&write(&m)).unwrap(), m);
+    // Merging one profile is the identity.
+    assert_eq!(merge(std::slice::from_ref(&p)).unwrap(), p);
+}
+
+#[test]
+fn merge_refuses_different_builds() {
+    let p = sample();
+    let mut q = sample();
+    let mut meta = module_meta("b.c");
+    meta.functions.swap(0, 1);
+    meta.functions[0].counter_base = 0;
+    meta.functions[1].counter_base = 2;
+    q.modules[1] = ModuleProfile::new(meta, vec![0; 5], vec![], 0, 1);
+    let e = merge(&[p, q]).unwrap_err();
+    assert_eq!(e, MergeError::DifferentBuilds { module: "b.c".into() });
+    assert_eq!(e.to_string(), "different builds of module b.c: the profiles come from different binaries");
+}
+
+#[test]
+fn merge_refuses_different_module_sets() {
+    let p = sample();
+    let mut q = sample();
+    q.modules.pop();
+    let e = merge(&[p.clone(), q.clone()]).unwrap_err();
+    assert_eq!(e, MergeError::ModuleMissing { module: "b.c".into(), present: 1, missing: 2 });
+    let e = merge(&[q, p]).unwrap_err();
+    assert_eq!(e, MergeError::ModuleMissing { module: "b.c".into(), present: 2, missing: 1 });
+    assert_eq!(e.to_string(), "module b.c is in input 2 but not in input 1: the profiles come from different binaries");
+}
+
+#[test]
+fn merge_overflow_is_an_error_not_saturation() {
+    let p = sample();
+    let mut q = sample();
+    q.modules[0].counters[2] = u64::MAX;
+    let e = merge(&[p.clone(), q]).unwrap_err();
+    assert_eq!(e, MergeError::Overflow { module: "a.c".into(), what: "counter 2".into() });
+    let mut q = sample();
+    q.modules[1].runs = u64::MAX;
+    assert!(matches!(merge(&[p.clone(), q]), Err(MergeError::Overflow { .. })));
+    let mut q = sample();
+    q.modules[1].sparse[0].count = u64::MAX;
+    assert!(matches!(merge(&[p, q]), Err(MergeError::Overflow { .. })));
+}
+
+#[test]
+fn merge_needs_inputs_and_distinct_modules() {
+    assert_eq!(merge(&[]), Err(MergeError::NoInputs));
+    let m = module("a.c", vec![0; 5]);
+    let dup = Profile { modules: vec![m.clone(), m] };
+    assert!(matches!(merge(&[sample(), dup]), Err(MergeError::DuplicateModule { input: 2, .. })));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Property tests: read returns on any input
+
+/// Applies `edits` (offset, xor) to a written profile, optionally truncates or extends it, and optionally
+/// repairs payload_len and the checksum so the corruption reaches the record and metadata checks.
+fn mutate(mut b: Vec<u8>, edits: &[(usize, u8)], resize: Option<usize>, repair: bool) -> Vec<u8> {
+    for &(at, x) in edits {
+        let n = b.len();
+        b[at % n] ^= x;
+    }
+    if let Some(len) = resize {
+        b.resize(len % (b.len() * 2), 0xAB);
+    }
+    if repair && b.len() >= FILE_HEADER_LEN {
+        let payload = (b.len() - FILE_HEADER_LEN) as u64;
+        put_u64(&mut b, 24, payload);
+        fix_checksum(&mut b);
+    }
+    b
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn read_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let _ = read(&bytes);
+        // Give arbitrary payloads a valid header too, so they reach the record parser.
+        let mut b = write(&Profile::default());
+        b[16] = bytes.first().copied().unwrap_or(1) % 4;
+        b.extend_from_slice(&bytes);
+        let payload = (b.len() - FILE_HEADER_LEN) as u64;
+        put_u64(&mut b, 24, payload);
+        fix_checksum(&mut b);
+        let _ = read(&b);
+    }
+
+    #[test]
+    fn read_never_panics_on_mutated_profiles(
+        edits in proptest::collection::vec((any::<usize>(), 1u8..), 1..6),
+        resize in proptest::option::of(any::<usize>()),
+        repair in any::<bool>(),
+    ) {
+        let b = mutate(write(&sample()), &edits, resize, repair);
+        if let Ok(p) = read(&b) {
+            // Anything accepted is a consistent profile that writes back to the same bytes.
+            prop_assert_eq!(write(&p), b);
+        }
+    }
+
+    #[test]
+    fn read_never_panics_when_metadata_is_mutated(
+        edits in proptest::collection::vec((any::<usize>(), 1u8..), 1..4),
+    ) {
+        // Corrupt the metadata but keep both hashes consistent, so postcard and validation see the bytes.
+        let mut m = module("a.c", vec![3, 8, 2, 5, 4]);
+        for &(at, x) in &edits {
+            let n = m.meta_bytes.len();
+            m.meta_bytes[at % n] ^= x;
+        }
+        m.meta_hash = layout::fnv1a64(&m.meta_bytes);
+        let _ = read(&write(&Profile { modules: vec![m] }));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Analysis: counts derived from the chord counters
+
+use pathprof_core::EdgeId;
+use pathprof_format::profile::{function_edge_counts, AnalysisError, InexactReason};
+
+#[test]
+fn loop_diamond_counts_are_derived_exactly() {
+    let m = module("a.c", vec![3, 8, 2, 5, 4]);
+    let c = function_edge_counts(&m, 0).unwrap();
+    let some = |v: &[u64]| v.iter().map(|&x| Some(x)).collect::<Vec<_>>();
+    assert_eq!(c.edges, some(&[2, 7, 3, 7, 3, 8, 2, 2, 2]));
+    assert_eq!(c.raw_edges, vec![2, 7, 3, 7, 3, 8, 2, 2, 2]);
+    assert_eq!(c.blocks, some(&[2, 10, 7, 3, 10, 2]));
+    assert_eq!(c.entry, Some(2));
+    assert_eq!(c.measured, [false, false, true, false, false, true, true, false, false]);
+    assert!(c.exact);
+    assert!(c.inexact_reasons.is_empty());
+}
+
+#[test]
+fn early_exit_counts_abnormal_departures() {
+    let m = module("a.c", vec![3, 8, 2, 5, 4]);
+    let c = function_edge_counts(&m, 1).unwrap();
+    assert_eq!(c.edges, [Some(5), Some(4), Some(4), Some(1), Some(5)]);
+    assert_eq!(c.blocks, [Some(5), Some(5), Some(4)]);
+    assert_eq!(c.entry, Some(5));
+    assert!(c.exact);
+}
+
+#[test]
+fn never_executed_function_has_zero_counts() {
+    let m = module("a.c", vec![0; 5]);
+    for f in 0..2 {
+        let c = function_edge_counts(&m, f).unwrap();
+        assert!(c.edges.iter().chain(&c.blocks).all(|&x| x == Some(0)));
+        assert_eq!(c.entry, Some(0));
+        assert!(c.exact);
+    }
+}
+
+#[test]
+fn negative_derived_edges_are_inexact_and_not_numbers() {
+    // e2 = 20 exceeds the 10 entries of bb1, so e1 = e3 = -10.
+    let m = module("a.c", vec![20, 8, 2, 5, 4]);
+    let c = function_edge_counts(&m, 0).unwrap();
+    assert!(!c.exact);
+    assert_eq!(c.edges[1], None);
+    assert_eq!(c.edges[3], None);
+    assert_eq!(c.raw_edges[1], -10);
+    assert_eq!(c.blocks[2], None);
+    assert!(c.inexact_reasons.contains(&InexactReason::NegativeEdge {
+        edge: EdgeId(1),
+        from: BlockId(1),
+        to: BlockId(2),
+        value: -10
+    }));
+    assert_eq!(c.inexact_reasons[0].to_string(), "edge e1 (bb1->bb2) derived as negative");
+}
+
+/// 0 → 1 → 2 → return; bb1 holds a setjmp (re-entry block), bb2 calls a function that longjmps back into bb1.
+/// Edges: e0 0→1, e1 1→2, e2 2→EXIT (Return), e3 1→EXIT (Term), e4 2→EXIT (Term), e5 EXIT→0.
+/// Tree {e5, e3, e4}; chords e0, e1, e2. 5 calls, 2 longjmps: e0 = 5, e1 = 7, e2 = 5, so e3 = -2 (net
+/// re-entries of bb1) and e4 = 2 (abnormal departures from bb2).
+fn setjmp_function(reentry: bool) -> ModuleProfile {
+    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
+    let cfg = Cfg::new(
+        3,
+        vec![
+            b(0, 1, EdgeKind::Branch { succ: 0 }),
+            b(1, 2, EdgeKind::Branch { succ: 0 }),
+            b(2, 3, EdgeKind::Return),
+            b(1, 3, EdgeKind::Termination),
+            b(2, 3, EdgeKind::Termination),
+            b(3, 0, EdgeKind::ExitToEntry),
+        ],
+    )
+    .unwrap();
+    let mut f = function("uses_setjmp", cfg, vec![Some(0), Some(1), Some(2), None, None, None], 0, 3);
+    if reentry {
+        f.reentry_blocks = vec![1];
+    }
+    let mut meta = module_meta("s.c");
+    meta.functions = vec![f];
+    ModuleProfile::new(meta, vec![5, 7, 5], vec![], 0, 1)
+}
+
+#[test]
+fn setjmp_reentry_blocks_may_have_negative_termination_edges() {
+    let c = function_edge_counts(&setjmp_function(true), 0).unwrap();
+    assert!(c.exact, "{:?}", c.inexact_reasons);
+    assert_eq!(c.edges, [Some(5), Some(7), Some(5), None, Some(2), Some(5)]);
+    assert_eq!(c.raw_edges[3], -2);
+    assert_eq!(c.entry, Some(5));
+    // Without the re-entry mark the same counts are evidence of a broken profile.
+    let c = function_edge_counts(&setjmp_function(false), 0).unwrap();
+    assert!(!c.exact);
+    assert!(matches!(c.inexact_reasons[..], [InexactReason::NegativeEdge { edge: EdgeId(3), value: -2, .. }]));
+}
+
+#[test]
+fn record_flags_make_counts_inexact() {
+    let mut m = module("a.c", vec![3, 8, 2, 5, 4]);
+    m.flags = layout::RECORD_FLAG_INCOMPLETE | layout::RECORD_FLAG_THREADED_NONATOMIC | (1 << 7);
+    let c = function_edge_counts(&m, 0).unwrap();
+    assert!(!c.exact);
+    assert_eq!(
+        c.inexact_reasons,
+        [InexactReason::Incomplete, InexactReason::ThreadedNonatomic, InexactReason::UnknownFlags(0x80)]
+    );
+    // The counts are still given: they are a lower bound.
+    assert_eq!(c.entry, Some(2));
+}
+
+#[test]
+fn counts_beyond_u64_are_not_numbers() {
+    let max = u64::MAX;
+    let m = module("a.c", vec![max, max, max, 0, 0]);
+    let c = function_edge_counts(&m, 0).unwrap();
+    // bb1 and bb4 ran 2^65 - 2 times; every edge count fits.
+    assert_eq!(c.blocks[1], None);
+    assert!(c.edges.iter().all(Option::is_some));
+    assert!(c
+        .inexact_reasons
+        .contains(&InexactReason::BlockTooLarge { block: BlockId(1), value: 2 * i128::from(max) }));
+}
+
+#[test]
+fn analysis_errors() {
+    let m = module("a.c", vec![0; 5]);
+    assert!(matches!(
+        function_edge_counts(&m, 2),
+        Err(AnalysisError::FunctionOutOfRange { index: 2, num_functions: 2, .. })
+    ));
+    let mut meta = module_meta("p.c");
+    meta.mode = Mode::Path;
+    let p = ModuleProfile::new(meta, vec![0; 5], vec![], 0, 1);
+    let e = function_edge_counts(&p, 0).unwrap_err();
+    assert_eq!(e.to_string(), "module p.c was profiled in path mode: its counters are not edge counters");
+    // Hand-built record with too few counters (read() refuses these).
+    let short = ModuleProfile::new(module_meta("a.c"), vec![0; 4], vec![], 0, 1);
+    assert!(matches!(function_edge_counts(&short, 1), Err(AnalysisError::CounterOutOfRange { .. })));
+}
