@@ -1,0 +1,122 @@
+// pathprof's C++ shim: plugin registration and LLVM analyses only. Every decision is made in Rust
+// (pass/src), every algorithm lives in pathprof-core; this file only adapts LLVM's C++ API.
+#include "llvm/Analysis/BlockFrequencyInfo.h"
+#include "llvm/Analysis/BranchProbabilityInfo.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm-c/Core.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+
+#include <cstdint>
+
+using namespace llvm;
+
+extern "C" {
+// Implemented in Rust (pass/src/entry.rs). Returns nonzero if the module was changed.
+int pathprof_instrument_module(LLVMModuleRef M, void *FAM);
+}
+
+namespace {
+struct PathprofPass : PassInfoMixin<PathprofPass> {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
+    auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
+    if (pathprof_instrument_module(wrap(&M), &FAM))
+      return PreservedAnalyses::none();
+    return PreservedAnalyses::all();
+  }
+  // Run at -O0 and on optnone functions too: a profiler that silently skips them would be wrong.
+  static bool isRequired() { return true; }
+};
+} // namespace
+
+extern "C" {
+
+// Edge frequencies from LLVM's BlockFrequencyInfo x BranchProbabilityInfo, for every block in function order
+// and every terminator successor in successor order (parallel switch edges each get their own probability).
+// Writes at most `cap` values into `out`; returns how many the function needs.
+size_t pathprof_shim_edge_freqs(void *FAMp, LLVMValueRef Fn, uint64_t *out, size_t cap) {
+  auto &FAM = *static_cast<FunctionAnalysisManager *>(FAMp);
+  Function &F = *unwrap<Function>(Fn);
+  auto &BFI = FAM.getResult<BlockFrequencyAnalysis>(F);
+  auto &BPI = FAM.getResult<BranchProbabilityAnalysis>(F);
+  size_t n = 0;
+  for (BasicBlock &BB : F) {
+    uint64_t freq = BFI.getBlockFreq(&BB).getFrequency();
+    const Instruction *T = BB.getTerminator();
+    unsigned succs = T ? T->getNumSuccessors() : 0;
+    for (unsigned i = 0; i < succs; ++i) {
+      if (n < cap)
+        out[n] = BPI.getEdgeProbability(&BB, i).scale(freq);
+      ++n;
+    }
+  }
+  return n;
+}
+
+// Block frequencies in function order (for edges into EXIT, whose weight is their block's frequency).
+size_t pathprof_shim_block_freqs(void *FAMp, LLVMValueRef Fn, uint64_t *out, size_t cap) {
+  auto &FAM = *static_cast<FunctionAnalysisManager *>(FAMp);
+  Function &F = *unwrap<Function>(Fn);
+  auto &BFI = FAM.getResult<BlockFrequencyAnalysis>(F);
+  size_t n = 0;
+  for (BasicBlock &BB : F) {
+    if (n < cap)
+      out[n] = BFI.getBlockFreq(&BB).getFrequency();
+    ++n;
+  }
+  return n;
+}
+
+// The source-level name of a function (DISubprogram name, demangled for C++ by the front end); null if none.
+const char *pathprof_shim_subprogram_name(LLVMValueRef Fn, size_t *len) {
+  Function &F = *unwrap<Function>(Fn);
+  if (DISubprogram *SP = F.getSubprogram()) {
+    StringRef N = SP->getName();
+    *len = N.size();
+    return N.data();
+  }
+  *len = 0;
+  return nullptr;
+}
+
+// Reports a configuration error through the compiler's own diagnostics (one line, non-zero exit, no crash).
+void pathprof_shim_emit_error(LLVMModuleRef M, const char *msg) {
+  unwrap(M)->getContext().emitError(msg);
+}
+
+size_t pathprof_shim_plugin_info_size(void) { return sizeof(PassPluginLibraryInfo); }
+
+// Registered through the Rust-exported llvmGetPassPluginInfo.
+void pathprof_shim_register_callbacks(PassBuilder &PB) {
+  // One insertion point only, so no function is ever instrumented twice (this callback also fires in the
+  // -flto/-flto=thin pre-link pipelines). It sees the front end's CFG, before inlining and simplification, so
+  // paths map to source and a later profile-use build can annotate the same CFG.
+  PB.registerPipelineStartEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass()); });
+  PB.registerPipelineParsingCallback(
+      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
+        if (Name == "pathprof") {
+          MPM.addPass(PathprofPass());
+          return true;
+        }
+        return false;
+      });
+}
+
+} // extern "C"
+
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+
+extern "C" {
+// Splits the critical edge `Term`→successor `Succ` with LLVM's own utility, which keeps PHIs right for parallel
+// edges (only this edge's PHI entry moves to the new block). Returns the new block, or null if LLVM refuses.
+LLVMBasicBlockRef pathprof_shim_split_edge(LLVMValueRef Term, unsigned Succ) {
+  Instruction *TI = unwrap<Instruction>(Term);
+  CriticalEdgeSplittingOptions Opts;
+  return wrap(SplitCriticalEdge(TI, Succ, Opts));
+}
+}

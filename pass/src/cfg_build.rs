@@ -1,0 +1,212 @@
+//! Turns one LLVM function into a `pathprof_core::Cfg`, plus what the pass must know to put code on its edges.
+//!
+//! Invariant: block `i` of the Cfg is the `i`-th block of the function in IR order, and the `Branch { succ }`
+//! edges of a block appear in terminator successor order, so the recorded successor order is LLVM's.
+
+use crate::ir;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::LLVMOpcode;
+use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+use std::collections::HashMap;
+
+/// Where the code for an edge's counter goes; decided from the unmodified CFG.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Site {
+    /// At the end of the source block, before its terminator (the source has one successor, or it is a return;
+    /// before a `musttail` call that must stay next to its `ret`).
+    SourceEnd,
+    /// At the start of the target block, after PHIs and a landing pad (the target has one predecessor edge).
+    TargetStart,
+    /// On a new block that splits the edge (a `br`/`switch` edge, or an `invoke`'s normal edge).
+    Split,
+    /// In the target block through a PHI that selects the counter by predecessor: for edges that cannot be
+    /// split, such as `invoke` unwind edges into a shared landing pad or `indirectbr` edges.
+    TargetPhi,
+    /// No code can go on this edge: it must be a spanning-tree edge (termination edges, a parallel edge that
+    /// cannot be split).
+    None,
+}
+
+/// A function's graph and the IR facts the emitter needs.
+pub struct FunctionGraph {
+    /// The multigraph counters are placed on.
+    pub cfg: Cfg,
+    /// LLVM block for each real block id.
+    pub blocks: Vec<LLVMBasicBlockRef>,
+    /// Where each edge's counter code would go (EdgeId order).
+    pub sites: Vec<Site>,
+    /// Distinct source lines per block in order of first appearance.
+    pub block_lines: Vec<Vec<u32>>,
+    /// Blocks containing a `returns_twice` call (setjmp): control may re-enter them.
+    pub reentry_blocks: Vec<u32>,
+}
+
+/// Why a function is left uninstrumented (reported as a warning, never an abort).
+#[derive(Debug)]
+pub struct Unsupported(pub String);
+
+/// Attribute ids used to decide whether a call can leave its frame abnormally.
+pub struct CallFacts {
+    nounwind: u32,
+    willreturn: u32,
+    returns_twice: u32,
+}
+
+impl CallFacts {
+    /// Looks the attribute kinds up once per module.
+    pub fn new() -> CallFacts {
+        CallFacts {
+            nounwind: ir::attr_kind("nounwind"),
+            willreturn: ir::attr_kind("willreturn"),
+            returns_twice: ir::attr_kind("returns_twice"),
+        }
+    }
+
+    fn has(&self, call: LLVMValueRef, callee: Option<LLVMValueRef>, kind: u32) -> bool {
+        ir::call_has_attr(call, kind) || callee.is_some_and(|f| ir::fn_has_attr(f, kind))
+    }
+
+    /// A call may leave the frame without returning (exit, longjmp, unwinding through a plain call) unless it
+    /// is known to return and not unwind. Debug and other side-effect-free intrinsics are such calls.
+    pub fn may_leave_abnormally(&self, call: LLVMValueRef) -> bool {
+        if ir::calls_inline_asm(call) {
+            return false;
+        }
+        let callee = ir::called_function(call);
+        if let Some(f) = callee {
+            if ir::intrinsic_id(f) != 0 {
+                let n = ir::name(f);
+                // Traps end the program; every other intrinsic returns.
+                return n.starts_with("llvm.trap") || n.starts_with("llvm.debugtrap") || n.starts_with("llvm.ubsantrap");
+            }
+        }
+        !(self.has(call, callee, self.nounwind) && self.has(call, callee, self.willreturn))
+    }
+
+    /// setjmp-like calls return a second time, re-entering their block.
+    pub fn returns_twice(&self, call: LLVMValueRef) -> bool {
+        self.has(call, ir::called_function(call), self.returns_twice)
+    }
+}
+
+/// Builds the graph of `f`, or says why `f` cannot be instrumented.
+pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupported> {
+    let blocks = ir::blocks(f);
+    let n = blocks.len();
+    if n == 0 {
+        return Err(Unsupported("function has no blocks".into()));
+    }
+    let index: HashMap<LLVMBasicBlockRef, u32> = blocks.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
+    let exit = BlockId(n as u32);
+    let mut edges = Vec::new();
+    let mut block_lines = Vec::with_capacity(n);
+    let mut reentry_blocks = Vec::new();
+
+    for (bi, &bb) in blocks.iter().enumerate() {
+        let src = BlockId(bi as u32);
+        let insts = ir::instructions(bb);
+        let mut lines = Vec::new();
+        let mut leaves_abnormally = false;
+        for &inst in &insts {
+            let line = ir::debug_line(inst);
+            if line != 0 && !lines.contains(&line) {
+                lines.push(line);
+            }
+            match ir::opcode(inst) {
+                LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke => {
+                    // A `musttail` call ends this activation: the Return edge is counted before it
+                    // (`ir::source_end_insertion_point`), so the call itself cannot leave the frame abnormally.
+                    let musttail = ir::opcode(inst) == LLVMOpcode::LLVMCall && ir::is_musttail(inst);
+                    if !musttail && facts.may_leave_abnormally(inst) {
+                        leaves_abnormally = true;
+                    }
+                    if facts.returns_twice(inst) {
+                        leaves_abnormally = true;
+                        if !reentry_blocks.contains(&(bi as u32)) {
+                            reentry_blocks.push(bi as u32);
+                        }
+                    }
+                }
+                LLVMOpcode::LLVMCallBr => return Err(Unsupported("`callbr` (asm goto) is not supported".into())),
+                LLVMOpcode::LLVMCatchSwitch
+                | LLVMOpcode::LLVMCatchPad
+                | LLVMOpcode::LLVMCleanupPad
+                | LLVMOpcode::LLVMCatchRet
+                | LLVMOpcode::LLVMCleanupRet => {
+                    return Err(Unsupported("funclet-based exception handling is not supported".into()))
+                }
+                _ => {}
+            }
+        }
+        block_lines.push(lines);
+        let term = ir::terminator(bb).ok_or_else(|| Unsupported(format!("block {bi} has no terminator")))?;
+        match ir::opcode(term) {
+            LLVMOpcode::LLVMRet | LLVMOpcode::LLVMResume => {
+                edges.push(Edge { from: src, to: exit, kind: EdgeKind::Return });
+            }
+            LLVMOpcode::LLVMUnreachable => {
+                // Reaching `unreachable` means the block was left by a call that did not return.
+                edges.push(Edge { from: src, to: exit, kind: EdgeKind::Termination });
+                leaves_abnormally = false;
+            }
+            _ => {
+                for (s, succ) in ir::successors(term).into_iter().enumerate() {
+                    let to = *index.get(&succ).ok_or_else(|| Unsupported("successor outside function".into()))?;
+                    edges.push(Edge { from: src, to: BlockId(to), kind: EdgeKind::Branch { succ: s as u32 } });
+                }
+            }
+        }
+        if leaves_abnormally {
+            edges.push(Edge { from: src, to: exit, kind: EdgeKind::Termination });
+        }
+    }
+    edges.push(Edge { from: exit, to: BlockId(0), kind: EdgeKind::ExitToEntry });
+    let cfg = Cfg::new(n as u32, edges).map_err(|e| Unsupported(format!("malformed CFG: {e}")))?;
+    let sites = choose_sites(&cfg, &blocks);
+    Ok(FunctionGraph { cfg, blocks, sites, block_lines, reentry_blocks })
+}
+
+/// Picks, for every edge, the cheapest place its counter code could go (BL94 §6.1: source block when it has
+/// one successor, else target when it has one predecessor, else a split edge).
+fn choose_sites(cfg: &Cfg, blocks: &[LLVMBasicBlockRef]) -> Vec<Site> {
+    let adj = cfg.adjacency();
+    let real_in_degree = |v: BlockId| {
+        adj.in_edges(v).iter().filter(|&&e| matches!(cfg.edge(e).kind, EdgeKind::Branch { .. })).count()
+    };
+    cfg.edge_ids()
+        .map(|e| {
+            let edge = *cfg.edge(e);
+            match edge.kind {
+                EdgeKind::Termination => Site::None,
+                // Counted only when a Termination edge out of the entry block leaves no other choice: the top of
+                // the entry block (LLVM entry blocks have no predecessors) counts invocations exactly.
+                EdgeKind::ExitToEntry => Site::TargetStart,
+                EdgeKind::Return => Site::SourceEnd,
+                EdgeKind::Branch { succ } => {
+                    let term = ir::terminator(blocks[edge.from.index()]).expect("checked in build");
+                    let op = ir::opcode(term);
+                    let real_out = ir::successors(term).len();
+                    let parallel = adj
+                        .out_edges(edge.from)
+                        .iter()
+                        .filter(|&&o| cfg.edge(o).to == edge.to && matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }))
+                        .count()
+                        > 1;
+                    if real_out == 1 {
+                        Site::SourceEnd
+                    } else if real_in_degree(edge.to) == 1 {
+                        Site::TargetStart
+                    } else if matches!(op, LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch)
+                        || (op == LLVMOpcode::LLVMInvoke && succ == 0)
+                    {
+                        Site::Split
+                    } else if !parallel {
+                        Site::TargetPhi
+                    } else {
+                        Site::None
+                    }
+                }
+            }
+        })
+        .collect()
+}

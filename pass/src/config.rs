@@ -1,0 +1,125 @@
+//! Plugin options, read from the environment.
+//!
+//! clang parses `-mllvm` options before it loads `-fpass-plugin` plugins, so a plugin's `cl::opt`s are
+//! unreachable from clang's command line; environment variables (set by `pathprof-clang`'s flags) are not.
+
+use pathprof_format::meta::Mode;
+
+/// How spanning-tree edge weights are estimated. Weights decide only where counters go (cost), never what
+/// the counts are (correctness).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Weighting {
+    /// Every edge weighs the same.
+    Uniform,
+    /// Ball & Larus's static loop heuristic (TOPLAS 1994 §5), flow-corrected.
+    Bl94,
+    /// LLVM's BlockFrequencyInfo × BranchProbabilityInfo.
+    Llvm,
+    /// Exact edge counts from an earlier pathprof profile of the same code.
+    Profile(String),
+}
+
+impl Weighting {
+    /// The spelling recorded in the metadata and accepted in `PATHPROF_WEIGHTS`.
+    pub fn spelling(&self) -> String {
+        match self {
+            Weighting::Uniform => "uniform".into(),
+            Weighting::Bl94 => "bl94".into(),
+            Weighting::Llvm => "llvm".into(),
+            Weighting::Profile(f) => format!("profile:{f}"),
+        }
+    }
+}
+
+/// Everything the pass can be told.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// What to measure (`PATHPROF_MODE`).
+    pub mode: Mode,
+    /// Spanning-tree weights (`PATHPROF_WEIGHTS`).
+    pub weighting: Weighting,
+    /// Atomic counter updates (`PATHPROF_ATOMIC=1`).
+    pub atomic: bool,
+    /// Print per-module statistics to stderr (`PATHPROF_STATS=1`).
+    pub stats: bool,
+    /// Print each function's graph, weights and chords to stderr (`PATHPROF_DEBUG=dump`).
+    pub dump: bool,
+}
+
+fn flag(name: &str, value: Option<String>) -> Result<bool, String> {
+    match value.as_deref() {
+        None | Some("") | Some("0") | Some("false") | Some("no") | Some("off") => Ok(false),
+        Some("1") | Some("true") | Some("yes") | Some("on") => Ok(true),
+        Some(v) => Err(format!("invalid {name}='{v}' (expected 0 or 1)")),
+    }
+}
+
+impl Config {
+    /// Reads the configuration from a variable lookup (the environment in the plugin, a map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+        let mode = match get("PATHPROF_MODE").as_deref() {
+            None | Some("") | Some("edge") => Mode::Edge,
+            Some("path") => Mode::Path,
+            Some(v) => return Err(format!("unknown PATHPROF_MODE='{v}' (expected edge or path)")),
+        };
+        let weighting = match get("PATHPROF_WEIGHTS").as_deref() {
+            None | Some("") | Some("llvm") => Weighting::Llvm,
+            Some("uniform") => Weighting::Uniform,
+            Some("bl94") => Weighting::Bl94,
+            Some(v) if v.starts_with("profile:") && v.len() > "profile:".len() => {
+                Weighting::Profile(v["profile:".len()..].to_string())
+            }
+            Some(v) => {
+                return Err(format!("unknown PATHPROF_WEIGHTS='{v}' (expected llvm, uniform, bl94 or profile:FILE)"))
+            }
+        };
+        let atomic = flag("PATHPROF_ATOMIC", get("PATHPROF_ATOMIC"))?;
+        let stats = flag("PATHPROF_STATS", get("PATHPROF_STATS"))?;
+        let dump = match get("PATHPROF_DEBUG").as_deref() {
+            None | Some("") => false,
+            Some("dump") => true,
+            Some(v) => return Err(format!("unknown PATHPROF_DEBUG='{v}' (expected dump)")),
+        };
+        Ok(Config { mode, weighting, atomic, stats, dump })
+    }
+
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<Config, String> {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, String> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_edge_llvm_nonatomic() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.mode, Mode::Edge);
+        assert_eq!(c.weighting, Weighting::Llvm);
+        assert!(!c.atomic && !c.stats && !c.dump);
+    }
+
+    #[test]
+    fn parses_every_option() {
+        let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
+        assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));
+        assert!(c.atomic);
+        assert_eq!(cfg(&[("PATHPROF_WEIGHTS", "bl94")]).unwrap().weighting, Weighting::Bl94);
+    }
+
+    #[test]
+    fn rejects_unknown_values_with_one_line() {
+        for (k, v) in [("PATHPROF_MODE", "paths"), ("PATHPROF_WEIGHTS", "profile:"), ("PATHPROF_ATOMIC", "2")] {
+            let e = cfg(&[(k, v)]).unwrap_err();
+            assert!(e.contains(k) && !e.contains('\n'), "{e}");
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Emits counter increments on the chosen edges of one function.
+//!
+//! Order matters and is fixed: PHI-selected counters first (they read the untouched predecessor lists), then
+//! edge splits (LLVM's `SplitCriticalEdge` rewrites the PHIs, ours included), then plain insertions.
+
+use crate::cfg_build::{FunctionGraph, Site};
+use crate::ir;
+use crate::shim;
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp};
+use pathprof_core::{EdgeId, EdgeKind};
+use std::collections::BTreeMap;
+
+/// The module's counter array and how to bump one of its slots.
+pub struct Counters {
+    ctx: LLVMContextRef,
+    builder: LLVMBuilderRef,
+    i64t: LLVMTypeRef,
+    array_ty: LLVMTypeRef,
+    global: LLVMValueRef,
+    atomic: bool,
+    /// A slot no function owns, for PHI entries of edges that are not counted there.
+    pub scratch: u64,
+}
+
+/// What happened while instrumenting one function, for statistics.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct EmitStats {
+    /// Edges split to hold a counter.
+    pub split_edges: usize,
+    /// Edges counted through a PHI in their target.
+    pub phi_edges: usize,
+}
+
+impl Counters {
+    /// Wraps the module's counter global (`[len x i64]`).
+    pub fn new(m: LLVMModuleRef, global: LLVMValueRef, len: u64, atomic: bool, scratch: u64) -> Counters {
+        unsafe {
+            let ctx = LLVMGetModuleContext(m);
+            let i64t = LLVMInt64TypeInContext(ctx);
+            Counters {
+                ctx,
+                builder: LLVMCreateBuilderInContext(ctx),
+                i64t,
+                array_ty: LLVMArrayType2(i64t, len),
+                global,
+                atomic,
+                scratch,
+            }
+        }
+    }
+
+    fn const_index(&self, idx: u64) -> LLVMValueRef {
+        unsafe { LLVMConstInt(self.i64t, idx, 0) }
+    }
+
+    /// Address of slot `idx` as a constant expression.
+    fn slot(&self, idx: u64) -> LLVMValueRef {
+        unsafe {
+            let mut ix = [self.const_index(0), self.const_index(idx)];
+            LLVMConstInBoundsGEP2(self.array_ty, self.global, ix.as_mut_ptr(), 2)
+        }
+    }
+
+    /// Emits `counters[idx] += 1` before `before`; `idx` is a constant or an i64 value.
+    fn increment_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>) {
+        unsafe {
+            LLVMPositionBuilderBefore(self.builder, before);
+            let ptr = match idx {
+                Ok(c) => self.slot(c),
+                Err(v) => {
+                    let mut ix = [self.const_index(0), v];
+                    LLVMBuildInBoundsGEP2(self.builder, self.array_ty, self.global, ix.as_mut_ptr(), 2, c"".as_ptr())
+                }
+            };
+            let one = self.const_index(1);
+            if self.atomic {
+                LLVMBuildAtomicRMW(
+                    self.builder,
+                    LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                    ptr,
+                    one,
+                    LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                    0,
+                );
+            } else {
+                let old = LLVMBuildLoad2(self.builder, self.i64t, ptr, c"pathprof.count".as_ptr());
+                LLVMSetAlignment(old, 8);
+                let new = LLVMBuildAdd(self.builder, old, one, c"pathprof.count.next".as_ptr());
+                let store = LLVMBuildStore(self.builder, new, ptr);
+                LLVMSetAlignment(store, 8);
+            }
+        }
+    }
+
+    /// Instruments `g`: `chords[i]` gets module counter `base + i`.
+    pub fn instrument(&self, g: &FunctionGraph, chords: &[EdgeId], base: u64) -> EmitStats {
+        let mut stats = EmitStats::default();
+        let counter_of: BTreeMap<EdgeId, u64> =
+            chords.iter().enumerate().map(|(i, &e)| (e, base + i as u64)).collect();
+
+        // 1. PHI-selected counters, one PHI per target block.
+        let mut phi_targets: BTreeMap<usize, ()> = BTreeMap::new();
+        for &e in chords {
+            if g.sites[e.index()] == Site::TargetPhi {
+                phi_targets.insert(g.cfg.edge(e).to.index(), ());
+            }
+        }
+        let adj = g.cfg.adjacency();
+        for &v in phi_targets.keys() {
+            let bb = g.blocks[v];
+            unsafe {
+                let first = LLVMGetFirstInstruction(bb);
+                LLVMPositionBuilderBefore(self.builder, first);
+                let phi = LLVMBuildPhi(self.builder, self.i64t, c"pathprof.edge".as_ptr());
+                for &e in adj.in_edges(pathprof_core::BlockId(v as u32)) {
+                    let edge = g.cfg.edge(e);
+                    if !matches!(edge.kind, EdgeKind::Branch { .. }) {
+                        continue;
+                    }
+                    let idx = match counter_of.get(&e) {
+                        Some(&c) if g.sites[e.index()] == Site::TargetPhi => {
+                            stats.phi_edges += 1;
+                            c
+                        }
+                        _ => self.scratch,
+                    };
+                    let mut vals = [self.const_index(idx)];
+                    let mut blocks = [g.blocks[edge.from.index()]];
+                    LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                }
+                let at = ir::first_insertion_point(bb).expect("a block has a terminator");
+                self.increment_before(at, Err(phi));
+            }
+        }
+
+        // 2. Splits: the new block holds the counter.
+        for &e in chords {
+            if g.sites[e.index()] != Site::Split {
+                continue;
+            }
+            let edge = g.cfg.edge(e);
+            let EdgeKind::Branch { succ } = edge.kind else { continue };
+            let term = ir::terminator(g.blocks[edge.from.index()]).expect("checked when building");
+            let new_bb = unsafe { shim::pathprof_shim_split_edge(term, succ) };
+            assert!(!new_bb.is_null(), "LLVM refused to split a critical edge the pass classified as splittable");
+            stats.split_edges += 1;
+            let at = ir::terminator(new_bb).expect("split block ends in a branch");
+            self.increment_before(at, Ok(counter_of[&e]));
+        }
+
+        // 3. Source-end and target-start insertions.
+        for &e in chords {
+            let edge = g.cfg.edge(e);
+            let at = match g.sites[e.index()] {
+                Site::SourceEnd => ir::source_end_insertion_point(g.blocks[edge.from.index()]),
+                Site::TargetStart => ir::first_insertion_point(g.blocks[edge.to.index()]),
+                Site::Split | Site::TargetPhi => continue,
+                Site::None => unreachable!("placement never makes an uninstrumentable edge a chord"),
+            };
+            self.increment_before(at.expect("a block has a terminator"), Ok(counter_of[&e]));
+        }
+        let _ = self.ctx;
+        stats
+    }
+}
+
+impl Drop for Counters {
+    fn drop(&mut self) {
+        unsafe { LLVMDisposeBuilder(self.builder) }
+    }
+}

@@ -1,0 +1,31 @@
+//! The `extern "C"` function the C++ shim calls for every module.
+
+use crate::config::Config;
+use crate::module;
+use crate::shim;
+use inkwell::llvm_sys::prelude::LLVMModuleRef;
+use std::ffi::CString;
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Instruments one module; returns 1 if it changed. Configuration errors are reported through clang's
+/// diagnostics (one line, failed compile); internal errors become a warning and leave the module alone.
+#[no_mangle]
+pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let config = Config::from_env()?;
+        module::instrument(m, fam, &config)
+    }));
+    match result {
+        Ok(Ok(changed)) => c_int::from(changed),
+        Ok(Err(msg)) => {
+            let c = CString::new(format!("pathprof: {msg}").replace('\0', " ")).expect("NULs removed");
+            unsafe { shim::pathprof_shim_emit_error(m, c.as_ptr()) };
+            0
+        }
+        Err(_) => {
+            eprintln!("pathprof: warning: internal error; module left uninstrumented");
+            0
+        }
+    }
+}

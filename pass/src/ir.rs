@@ -1,0 +1,247 @@
+//! Thin, read-mostly views of LLVM IR through the C API (`inkwell::llvm_sys`).
+//!
+//! Everything unsafe about walking IR lives here, so the rest of the pass reads like ordinary Rust. Values are
+//! only valid while the module is alive, which is the duration of one pass invocation.
+
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::debuginfo::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::LLVMOpcode;
+use std::ffi::CStr;
+
+/// The function-attribute index of the C API (`LLVMAttributeFunctionIndex`).
+const FUNCTION_INDEX: u32 = u32::MAX;
+
+/// The blocks of `f` in IR order.
+pub fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut bb = LLVMGetFirstBasicBlock(f);
+        while !bb.is_null() {
+            out.push(bb);
+            bb = LLVMGetNextBasicBlock(bb);
+        }
+    }
+    out
+}
+
+/// The instructions of `bb` in order.
+pub fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut i = LLVMGetFirstInstruction(bb);
+        while !i.is_null() {
+            out.push(i);
+            i = LLVMGetNextInstruction(i);
+        }
+    }
+    out
+}
+
+/// The defined functions of `m` in module order.
+pub fn functions(m: LLVMModuleRef) -> Vec<LLVMValueRef> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut f = LLVMGetFirstFunction(m);
+        while !f.is_null() {
+            out.push(f);
+            f = LLVMGetNextFunction(f);
+        }
+    }
+    out
+}
+
+/// The block's terminator, or `None` for a malformed block.
+pub fn terminator(bb: LLVMBasicBlockRef) -> Option<LLVMValueRef> {
+    let t = unsafe { LLVMGetBasicBlockTerminator(bb) };
+    (!t.is_null()).then_some(t)
+}
+
+/// The opcode of an instruction.
+pub fn opcode(inst: LLVMValueRef) -> LLVMOpcode {
+    unsafe { LLVMGetInstructionOpcode(inst) }
+}
+
+/// Terminator successors in successor-index order (parallel edges repeated).
+pub fn successors(term: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+    unsafe { (0..LLVMGetNumSuccessors(term)).map(|i| LLVMGetSuccessor(term, i)).collect() }
+}
+
+/// The value's name (empty if unnamed).
+pub fn name(v: LLVMValueRef) -> String {
+    unsafe {
+        let mut len = 0usize;
+        let p = LLVMGetValueName2(v, &mut len);
+        if p.is_null() {
+            return String::new();
+        }
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    }
+}
+
+/// Whether `f` is a declaration (no body to instrument).
+pub fn is_declaration(f: LLVMValueRef) -> bool {
+    unsafe { LLVMIsDeclaration(f) != 0 }
+}
+
+/// The attribute kind id for an enum attribute name such as `nounwind`.
+pub fn attr_kind(name: &str) -> u32 {
+    unsafe { LLVMGetEnumAttributeKindForName(name.as_ptr() as *const _, name.len()) }
+}
+
+/// Whether the function `f` carries enum attribute `kind` on the function itself.
+pub fn fn_has_attr(f: LLVMValueRef, kind: u32) -> bool {
+    unsafe { !LLVMGetEnumAttributeAtIndex(f, FUNCTION_INDEX, kind).is_null() }
+}
+
+/// Whether the function carries the string attribute `key`.
+pub fn fn_has_string_attr(f: LLVMValueRef, key: &str) -> bool {
+    unsafe {
+        !LLVMGetStringAttributeAtIndex(f, FUNCTION_INDEX, key.as_ptr() as *const _, key.len() as u32)
+            .is_null()
+    }
+}
+
+/// Marks `f` with string attribute `key` (used to never instrument a function twice).
+pub fn add_string_attr(f: LLVMValueRef, key: &str) {
+    unsafe {
+        let ctx = LLVMGetTypeContext(LLVMTypeOf(f));
+        let a = LLVMCreateStringAttribute(ctx, key.as_ptr() as *const _, key.len() as u32, b"".as_ptr() as *const _, 0);
+        LLVMAddAttributeAtIndex(f, FUNCTION_INDEX, a);
+    }
+}
+
+/// Whether the call site carries function attribute `kind`.
+pub fn call_has_attr(call: LLVMValueRef, kind: u32) -> bool {
+    unsafe { !LLVMGetCallSiteEnumAttribute(call, FUNCTION_INDEX, kind).is_null() }
+}
+
+/// What a call or invoke calls, if it is a direct call to a function.
+pub fn called_function(call: LLVMValueRef) -> Option<LLVMValueRef> {
+    unsafe {
+        let v = LLVMGetCalledValue(call);
+        if v.is_null() {
+            return None;
+        }
+        let f = LLVMIsAFunction(v);
+        (!f.is_null()).then_some(f)
+    }
+}
+
+/// Whether a call's callee is inline assembly.
+pub fn calls_inline_asm(call: LLVMValueRef) -> bool {
+    unsafe {
+        let v = LLVMGetCalledValue(call);
+        !v.is_null() && !LLVMIsAInlineAsm(v).is_null()
+    }
+}
+
+/// The intrinsic id of `f` (0 for ordinary functions).
+pub fn intrinsic_id(f: LLVMValueRef) -> u32 {
+    unsafe { LLVMGetIntrinsicID(f) }
+}
+
+/// Whether a `call` is `musttail` (must stay immediately before its `ret`).
+pub fn is_musttail(call: LLVMValueRef) -> bool {
+    unsafe { LLVMGetTailCallKind(call) == inkwell::llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail }
+}
+
+/// The source line of an instruction's debug location (0 if none).
+pub fn debug_line(inst: LLVMValueRef) -> u32 {
+    unsafe {
+        let loc = LLVMInstructionGetDebugLoc(inst);
+        if loc.is_null() {
+            return 0;
+        }
+        LLVMDILocationGetLine(loc)
+    }
+}
+
+/// File name and declaration line of a function from its DISubprogram (`("", 0)` without debug info).
+pub fn subprogram_file_line(f: LLVMValueRef) -> (String, u32) {
+    unsafe {
+        let sp = LLVMGetSubprogram(f);
+        if sp.is_null() {
+            return (String::new(), 0);
+        }
+        let line = LLVMDISubprogramGetLine(sp);
+        let file = LLVMDIScopeGetFile(sp);
+        if file.is_null() {
+            return (String::new(), line);
+        }
+        let mut len = 0u32;
+        let p = LLVMDIFileGetFilename(file, &mut len);
+        let name = if p.is_null() {
+            String::new()
+        } else {
+            String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len as usize)).into_owned()
+        };
+        (name, line)
+    }
+}
+
+/// The module's source file name (`source_filename`), used as the module's name in profiles.
+pub fn module_source_name(m: LLVMModuleRef) -> String {
+    unsafe {
+        let mut len = 0usize;
+        let p = LLVMGetSourceFileName(m, &mut len);
+        if p.is_null() {
+            return String::new();
+        }
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    }
+}
+
+/// Whether the module has named metadata `name` (our "already instrumented" marker).
+pub fn has_named_metadata(m: LLVMModuleRef, name: &str) -> bool {
+    unsafe { !LLVMGetNamedMetadata(m, name.as_ptr() as *const _, name.len()).is_null() }
+}
+
+/// Adds named metadata `name` with an empty string operand.
+pub fn add_named_metadata(m: LLVMModuleRef, name: &str) {
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let s = LLVMMDStringInContext2(ctx, b"1".as_ptr() as *const _, 1);
+        let node = LLVMMDNodeInContext2(ctx, [s].as_mut_ptr(), 1);
+        let c = std::ffi::CString::new(name).expect("metadata name has no NUL");
+        LLVMAddNamedMetadataOperand(m, c.as_ptr(), LLVMMetadataAsValue(ctx, node));
+    }
+}
+
+/// Whether an instruction is a PHI or a landing pad (both must stay at the top of their block).
+pub fn is_block_header_inst(inst: LLVMValueRef) -> bool {
+    matches!(opcode(inst), LLVMOpcode::LLVMPHI | LLVMOpcode::LLVMLandingPad)
+}
+
+/// The first instruction of `bb` before which new code may go (after PHIs and a landing pad).
+pub fn first_insertion_point(bb: LLVMBasicBlockRef) -> Option<LLVMValueRef> {
+    instructions(bb).into_iter().find(|&i| !is_block_header_inst(i))
+}
+
+/// Name of an LLVM C string (for diagnostics).
+pub fn c_str(p: *const std::os::raw::c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
+/// Where code that belongs at the end of `bb` goes: before the terminator, or before a `musttail` call (and
+/// the optional bitcast) that must stay immediately before its `ret`.
+pub fn source_end_insertion_point(bb: LLVMBasicBlockRef) -> Option<LLVMValueRef> {
+    let term = terminator(bb)?;
+    if opcode(term) != LLVMOpcode::LLVMRet {
+        return Some(term);
+    }
+    let mut at = term;
+    let mut prev = unsafe { LLVMGetPreviousInstruction(at) };
+    if !prev.is_null() && opcode(prev) == LLVMOpcode::LLVMBitCast {
+        at = prev;
+        prev = unsafe { LLVMGetPreviousInstruction(at) };
+    }
+    if !prev.is_null() && opcode(prev) == LLVMOpcode::LLVMCall && is_musttail(prev) {
+        return Some(prev);
+    }
+    Some(term)
+}

@@ -1,0 +1,63 @@
+//! libpathprof.so: the pathprof LLVM 19 pass plugin.
+//!
+//! The plugin turns each function's IR into a `pathprof_core::Cfg`, asks `pathprof-core` where counters go,
+//! emits them, and embeds the metadata (`pathprof-format`) that lets `pathprof` interpret the profile without
+//! the binary. No profiling algorithm lives in this crate.
+//!
+//! # Entry points
+//! - `llvmGetPassPluginInfo` (exported here: a cdylib does not export the C++ shim's symbols) hands LLVM the
+//!   shim's `registerPassBuilderCallbacks`, which adds the pass at the pipeline start (clang `-fpass-plugin`)
+//!   and as `-passes=pathprof` (opt).
+//! - The shim's pass calls [`entry::pathprof_instrument_module`] with the module and its analysis manager.
+//!
+//! # Panics
+//! No panic crosses into C++: the entry point and each function's planning run under `catch_unwind`; a bug
+//! becomes a warning and an uninstrumented function, never a crashed compiler.
+
+pub mod cfg_build;
+pub mod config;
+pub mod emit;
+pub mod entry;
+pub mod globals;
+pub mod ir;
+pub mod module;
+pub mod shim;
+pub mod weights;
+
+use std::os::raw::{c_char, c_void};
+
+/// Rust mirror of `llvm::PassPluginLibraryInfo` (LLVM 19, plugin API version 1).
+#[repr(C)]
+pub struct PassPluginLibraryInfo {
+    /// `LLVM_PLUGIN_API_VERSION`.
+    pub api_version: u32,
+    /// Plugin name.
+    pub plugin_name: *const c_char,
+    /// Plugin version.
+    pub plugin_version: *const c_char,
+    /// Called with the `PassBuilder&` to register the pass.
+    pub register_pass_builder_callbacks: unsafe extern "C" fn(*mut c_void),
+}
+
+/// LLVM 19's plugin API version.
+const LLVM_PLUGIN_API_VERSION: u32 = 1;
+
+/// The plugin entry point LLVM looks up after `dlopen`.
+#[no_mangle]
+pub extern "C" fn llvmGetPassPluginInfo() -> PassPluginLibraryInfo {
+    PassPluginLibraryInfo {
+        api_version: LLVM_PLUGIN_API_VERSION,
+        plugin_name: c"pathprof".as_ptr(),
+        plugin_version: concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char,
+        register_pass_builder_callbacks: shim::pathprof_shim_register_callbacks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn plugin_info_mirror_matches_llvm_layout() {
+        let cxx = unsafe { crate::shim::pathprof_shim_plugin_info_size() };
+        assert_eq!(std::mem::size_of::<crate::PassPluginLibraryInfo>(), cxx);
+    }
+}

@@ -1,0 +1,40 @@
+//! Declarations of the C++ shim's functions (pass/shim/shim.cpp): LLVM analyses and utilities the C API lacks.
+
+use inkwell::llvm_sys::prelude::*;
+use std::os::raw::{c_char, c_void};
+
+extern "C" {
+    /// Edge frequencies (BFI × BPI) for every block and successor, in IR and successor order.
+    pub fn pathprof_shim_edge_freqs(fam: *mut c_void, f: LLVMValueRef, out: *mut u64, cap: usize) -> usize;
+    /// Block frequencies (BFI) in IR order.
+    pub fn pathprof_shim_block_freqs(fam: *mut c_void, f: LLVMValueRef, out: *mut u64, cap: usize) -> usize;
+    /// The DISubprogram name of a function (null without debug info).
+    pub fn pathprof_shim_subprogram_name(f: LLVMValueRef, len: *mut usize) -> *const c_char;
+    /// Reports an error through the compiler's diagnostics.
+    pub fn pathprof_shim_emit_error(m: LLVMModuleRef, msg: *const c_char);
+    /// Splits a critical edge with LLVM's `SplitCriticalEdge`.
+    pub fn pathprof_shim_split_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
+    /// `sizeof(llvm::PassPluginLibraryInfo)`, to check the Rust mirror.
+    pub fn pathprof_shim_plugin_info_size() -> usize;
+    /// Registers the pass with clang's / opt's PassBuilder.
+    pub fn pathprof_shim_register_callbacks(pb: *mut c_void);
+}
+
+/// Calls a shim function that fills a caller-sized buffer and returns the size it needs.
+pub fn fill_u64s(call: impl Fn(*mut u64, usize) -> usize) -> Vec<u64> {
+    let need = call(std::ptr::null_mut(), 0);
+    let mut v = vec![0u64; need];
+    let got = call(v.as_mut_ptr(), v.len());
+    v.truncate(got.min(need));
+    v
+}
+
+/// The source-level name of `f`, if it has debug info.
+pub fn subprogram_name(f: LLVMValueRef) -> String {
+    let mut len = 0usize;
+    let p = unsafe { pathprof_shim_subprogram_name(f, &mut len) };
+    if p.is_null() {
+        return String::new();
+    }
+    String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p as *const u8, len) }).into_owned()
+}

@@ -1,0 +1,91 @@
+//! Edge weights for the maximum spanning tree, from the configured source. Weights decide where counters go
+//! (their cost), never what the counts are.
+
+use crate::cfg_build::FunctionGraph;
+use crate::config::Weighting;
+use crate::shim;
+use inkwell::llvm_sys::prelude::*;
+use pathprof_core::{weighting, EdgeKind};
+use pathprof_format::profile::{self, Profile};
+use std::collections::HashMap;
+use std::os::raw::c_void;
+
+/// Exact edge counts from an earlier profile, by function name and CFG hash.
+pub struct ProfileWeights {
+    by_function: HashMap<(String, u64), Vec<f64>>,
+}
+
+impl ProfileWeights {
+    /// Loads `path`; every function whose counts are exact becomes available as weights.
+    pub fn load(path: &str) -> Result<ProfileWeights, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read weights profile {path}: {e}"))?;
+        let prof: Profile = profile::read(&bytes).map_err(|e| format!("weights profile {path}: {e}"))?;
+        let mut by_function = HashMap::new();
+        for module in &prof.modules {
+            for (i, f) in module.meta.functions.iter().enumerate() {
+                if let Ok(counts) = profile::function_edge_counts(module, i) {
+                    if counts.exact {
+                        let w = counts.edges.iter().map(|c| c.unwrap_or(0) as f64).collect();
+                        by_function.insert((f.name.clone(), f.cfg_hash), w);
+                    }
+                }
+            }
+        }
+        Ok(ProfileWeights { by_function })
+    }
+}
+
+/// Computes one weight per edge of `g.cfg` (EdgeId order). Returns the weights and whether the requested
+/// source was used (a profile without this function falls back to LLVM's estimate).
+pub fn edge_weights(
+    g: &FunctionGraph,
+    f: LLVMValueRef,
+    name: &str,
+    cfg_hash: u64,
+    source: &Weighting,
+    profile: Option<&ProfileWeights>,
+    fam: *mut c_void,
+) -> (Vec<f64>, bool) {
+    match source {
+        Weighting::Uniform => (weighting::uniform(&g.cfg), true),
+        Weighting::Bl94 => (weighting::bl94(&g.cfg, &g.cfg.adjacency()), true),
+        Weighting::Llvm => (llvm_weights(g, f, fam), true),
+        Weighting::Profile(_) => match profile.and_then(|p| p.by_function.get(&(name.to_string(), cfg_hash))) {
+            Some(w) if w.len() == g.cfg.num_edges() => (w.clone(), true),
+            _ => (llvm_weights(g, f, fam), false),
+        },
+    }
+}
+
+/// BFI × BPI edge frequencies; edges into EXIT weigh their block's frequency. Falls back to uniform weights if
+/// the analyses disagree with the graph (they are computed on the same, unmodified function, so they should
+/// not).
+fn llvm_weights(g: &FunctionGraph, f: LLVMValueRef, fam: *mut c_void) -> Vec<f64> {
+    if fam.is_null() {
+        return weighting::uniform(&g.cfg);
+    }
+    let edge_freq = shim::fill_u64s(|p, n| unsafe { shim::pathprof_shim_edge_freqs(fam, f, p, n) });
+    let block_freq = shim::fill_u64s(|p, n| unsafe { shim::pathprof_shim_block_freqs(fam, f, p, n) });
+    if block_freq.len() != g.cfg.num_blocks() {
+        return weighting::uniform(&g.cfg);
+    }
+    // Successor frequencies are laid out block by block; find each block's first slot.
+    let mut first_slot = vec![0usize; g.cfg.num_blocks() + 1];
+    let mut slots = 0usize;
+    for (b, start) in first_slot.iter_mut().enumerate().take(g.cfg.num_blocks()) {
+        *start = slots;
+        slots += crate::ir::terminator(g.blocks[b]).map_or(0, |t| crate::ir::successors(t).len());
+    }
+    if slots != edge_freq.len() {
+        return weighting::uniform(&g.cfg);
+    }
+    g.cfg
+        .edges()
+        .iter()
+        .map(|e| match e.kind {
+            EdgeKind::Branch { succ } => edge_freq[first_slot[e.from.index()] + succ as usize] as f64,
+            EdgeKind::Return => block_freq[e.from.index()] as f64,
+            EdgeKind::Termination | EdgeKind::ExitToEntry => 0.0,
+        })
+        .collect()
+}

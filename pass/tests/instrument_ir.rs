@@ -1,0 +1,161 @@
+//! Runs the pass's Rust side on hand-written IR (no clang): the instrumented module must verify, have the
+//! optimal number of counters, and handle the IR shapes that need special placement.
+
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use pathprof::config::Config;
+use pathprof::module;
+use pathprof_format::meta::ModuleMeta;
+
+fn config() -> Config {
+    Config::from_lookup(|k| if k == "PATHPROF_WEIGHTS" { Some("uniform".into()) } else { None }).unwrap()
+}
+
+/// Instruments `ir`, verifies the result, and returns (IR text, decoded metadata).
+fn instrument(ir: &str) -> (String, ModuleMeta) {
+    let ctx = Context::create();
+    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "test");
+    let m = ctx.create_module_from_ir(buf).expect("test IR parses");
+    let changed = module::instrument(m.as_mut_ptr(), std::ptr::null_mut(), &config()).expect("instrument");
+    assert!(changed);
+    if let Err(e) = m.verify() {
+        panic!("instrumented IR does not verify: {}\n{}", e.to_string(), m.print_to_string().to_string());
+    }
+    let text = m.print_to_string().to_string();
+    let meta_global = m.get_global("__pathprof_meta").expect("metadata global");
+    let init = meta_global.get_initializer().expect("initializer").into_array_value();
+    let bytes = init.as_const_string().expect("byte string").to_vec();
+    (text, ModuleMeta::decode(&bytes).expect("metadata decodes"))
+}
+
+fn optimum(meta: &ModuleMeta) -> (usize, usize) {
+    let placed: usize = meta.functions.iter().map(|f| f.num_counters as usize).sum();
+    let opt: usize = meta.functions.iter().map(|f| f.cfg.num_edges() + 1 - f.cfg.num_vertices()).sum();
+    (placed, opt)
+}
+
+#[test]
+fn switch_with_parallel_edges_gets_split_counters() {
+    let (text, meta) = instrument(
+        r#"
+define i32 @f(i32 %x) {
+entry:
+  switch i32 %x, label %d [ i32 0, label %a
+                            i32 3, label %a
+                            i32 1, label %b ]
+a:
+  %p = phi i32 [ 1, %entry ], [ 1, %entry ]
+  br label %d
+b:
+  br label %d
+d:
+  %r = phi i32 [ 0, %entry ], [ %p, %a ], [ 2, %b ]
+  ret i32 %r
+}
+"#,
+    );
+    let f = &meta.functions[0];
+    // 4 blocks + EXIT; edges: 4 switch, a->d, b->d, d->EXIT, EXIT->entry = 8; optimum 8 - 5 + 1 = 4.
+    assert_eq!(f.cfg.num_edges(), 8);
+    assert_eq!(optimum(&meta), (4, 4));
+    assert!(text.contains("__pathprof_register_module"));
+}
+
+#[test]
+fn calls_that_may_not_return_get_termination_edges() {
+    let (_, meta) = instrument(
+        r#"
+declare void @may_exit()
+declare void @safe() nounwind willreturn
+define void @g(i1 %c) {
+entry:
+  call void @safe()
+  br i1 %c, label %t, label %e
+t:
+  call void @may_exit()
+  br label %e
+e:
+  ret void
+}
+"#,
+    );
+    let f = &meta.functions[0];
+    let terminations: Vec<_> = f
+        .cfg
+        .edges()
+        .iter()
+        .filter(|e| e.kind == pathprof_core::EdgeKind::Termination)
+        .map(|e| e.from.0)
+        .collect();
+    assert_eq!(terminations, vec![1], "only block t calls something that may not return");
+    assert_eq!(optimum(&meta).0, optimum(&meta).1);
+}
+
+#[test]
+fn shared_landing_pad_is_counted_through_a_phi() {
+    let (text, meta) = instrument(
+        r#"
+declare void @may_throw(i32)
+declare i32 @__gxx_personality_v0(...)
+define void @h() personality ptr @__gxx_personality_v0 {
+entry:
+  invoke void @may_throw(i32 1) to label %n1 unwind label %lp
+n1:
+  invoke void @may_throw(i32 2) to label %n2 unwind label %lp
+n2:
+  ret void
+lp:
+  %l = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %l
+}
+"#,
+    );
+    assert_eq!(optimum(&meta).0, optimum(&meta).1);
+    // Both invoke blocks may also leave by exit()/longjmp: their termination edges and both unwind edges
+    // cannot all be tree edges, so at least one unwind edge is counted through a PHI in the landing pad.
+    assert!(text.contains("pathprof.edge"), "expected a PHI-selected counter:\n{text}");
+}
+
+#[test]
+fn musttail_return_is_never_separated_from_its_call() {
+    let (_, meta) = instrument(
+        r#"
+declare i32 @callee(i32, i1)
+define i32 @t(i32 %x, i1 %c) {
+entry:
+  br i1 %c, label %a, label %b
+a:
+  %r = musttail call i32 @callee(i32 %x, i1 %c)
+  ret i32 %r
+b:
+  ret i32 0
+}
+"#,
+    );
+    assert_eq!(optimum(&meta).0, optimum(&meta).1);
+}
+
+#[test]
+fn self_loop_and_unreachable_block() {
+    let (_, meta) = instrument(
+        r#"
+define void @l(i32 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
+  %i1 = add i32 %i, 1
+  %c = icmp slt i32 %i1, %n
+  br i1 %c, label %loop, label %out
+out:
+  ret void
+dead:
+  br label %out
+}
+"#,
+    );
+    let f = &meta.functions[0];
+    // The block unreachable from entry is still connected (dead -> out): counters = |E| - |V| + 1 = 2.
+    assert_eq!(f.num_counters, 2);
+    assert_eq!(f.num_counters as usize, f.cfg.num_edges() + 1 - f.cfg.num_vertices());
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's first command: set up, build, instrument the bundled demo program, run it, print its profile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "== compiling examples/demo.c with pathprof-clang -O2" >&2
+dist/bin/pathprof-clang -O2 examples/demo.c -o "$work/demo"
+echo "== running it" >&2
+PATHPROF_FILE="$work/demo.pathprof" "$work/demo"
+echo "== pathprof show $work/demo.pathprof" >&2
+dist/bin/pathprof show "$work/demo.pathprof"

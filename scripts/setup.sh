@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test pathprof: LLVM/clang 19 (Debian packages)
+# and a Rust toolchain check. Idempotent: does nothing when everything is present.
+set -euo pipefail
+
+need_pkgs=()
+command -v clang-19 >/dev/null 2>&1 || need_pkgs+=(clang-19)
+command -v llvm-config-19 >/dev/null 2>&1 || need_pkgs+=(llvm-19-dev)
+command -v ld.lld-19 >/dev/null 2>&1 || need_pkgs+=(lld-19)
+[ -e /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.profile-x86_64.a ] || need_pkgs+=(libclang-rt-19-dev)
+command -v llvm-profdata-19 >/dev/null 2>&1 || need_pkgs+=(llvm-19)
+
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "setup: installing ${need_pkgs[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] || { echo "setup: cargo not found (install Rust with rustup)" >&2; exit 1; }
+fi
