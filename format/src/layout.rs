@@ -76,10 +76,29 @@ pub struct ModuleDesc {
     pub num_counters: u64,
     /// Runtime-owned link in the list of registered modules (null when emitted).
     pub next: *mut ModuleDesc,
-    /// Reserved for path-mode hash tables (null until path mode uses them).
-    pub tables: *mut u8,
+    /// Path-mode hash tables of this module (functions whose path space is too large for a dense array).
+    pub tables: *mut PathTable,
     /// Number of entries in `tables`.
     pub num_tables: u64,
+}
+
+/// One function's runtime hash table of path counts, keyed by path number. The pass emits it zeroed except
+/// `function`; the runtime allocates the slots on first use and grows them off the counting fast path.
+/// Instrumented code calls `__pathprof_path_add(table, path, delta)` (`delta` is +1, or −1 to retract a path
+/// counted before a call that returned normally). LLVM type `{ i64, i64, ptr, i64, i64 }`.
+#[repr(C)]
+pub struct PathTable {
+    /// The function's index in the module metadata (the `function` of the sparse entries it produces).
+    pub function: u64,
+    /// Spin lock word (0 = free), taken for every update: hashed functions are rare and cold-ish, and the lock
+    /// makes concurrent updates exact.
+    pub lock: u64,
+    /// Runtime-owned slot array: `capacity` pairs of (path + 1, count), path + 1 == 0 marking an empty slot.
+    pub slots: *mut u64,
+    /// Number of slot pairs.
+    pub capacity: u64,
+    /// Occupied slots.
+    pub len: u64,
 }
 
 /// 64-bit FNV-1a: a tiny, well-specified hash that the pass, runtime and reader all compute identically.

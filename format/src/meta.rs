@@ -74,6 +74,36 @@ pub struct FunctionMeta {
     pub reentry_blocks: Vec<u32>,
     /// Hash of `cfg` (structure only), for matching the same code across builds (PGO use).
     pub cfg_hash: u64,
+    /// Path mode only: how the function's path numbers were formed and where their counts are.
+    pub path: Option<PathMeta>,
+}
+
+/// Ball–Larus path numbering facts the decoder needs to rebuild exactly the pass's numbering: the DAG is a
+/// pure function of (`cfg`, `budget`) computed by `pathprof_core::dag::PathDag::build_with_budget`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathMeta {
+    /// The path-count budget the DAG was cut to (cuts at vertices keep every path number below it).
+    pub budget: u128,
+    /// NumPaths(ENTRY) of the (possibly cut) DAG: path numbers are `0..num_paths`.
+    pub num_paths: u128,
+    /// Where the counts of this function's paths live.
+    pub storage: PathStorage,
+    /// The cfg edges that carry instrumentation code (a path-register increment, or a path count): what
+    /// `instrumented` means for a path-mode function.
+    pub instrumented_edges: Vec<u32>,
+}
+
+/// Storage of path counts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PathStorage {
+    /// `counters[counter_base + path]` for every path (`num_counters == num_paths`).
+    Dense,
+    /// Only executed paths, in the runtime hash table number `table` of the module; they reach the profile as
+    /// sparse entries keyed by this function's index in `ModuleMeta::functions`.
+    Hashed {
+        /// Index into the module's `PathTable` array.
+        table: u32,
+    },
 }
 
 /// Source information for one basic block.
@@ -149,8 +179,22 @@ impl ModuleMeta {
                 return bad("edge counter list does not match the graph");
             }
             // Bound the allocation below by the graph size before trusting the count.
-            if self.mode == Mode::Edge && f.num_counters as usize > f.cfg.num_edges() {
-                return bad("more counters than edges");
+            match (self.mode, &f.path) {
+                (Mode::Edge, None) if f.num_counters as usize <= f.cfg.num_edges() => {}
+                (Mode::Edge, _) => return bad("edge-mode function with path data or more counters than edges"),
+                (Mode::Path, Some(p)) => {
+                    let dense_ok = match p.storage {
+                        PathStorage::Dense => u128::from(f.num_counters) == p.num_paths,
+                        PathStorage::Hashed { .. } => f.num_counters == 0,
+                    };
+                    if !dense_ok
+                        || f.edge_counters.iter().any(Option::is_some)
+                        || p.instrumented_edges.iter().any(|&e| e as usize >= f.cfg.num_edges())
+                    {
+                        return bad("path-mode counters do not match the path count");
+                    }
+                }
+                (Mode::Path, None) => return bad("path-mode function without path data"),
             }
             let mut seen = vec![false; f.num_counters as usize];
             for c in f.edge_counters.iter().flatten() {

@@ -51,6 +51,7 @@ fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base:
         file: "t.c".into(),
         start_line: 9,
         cfg_hash: profile::cfg_hash(&cfg),
+        path: None,
         cfg,
         blocks,
         edge_counters,

@@ -186,6 +186,7 @@ fn plan(
         num_counters: chords.len() as u32,
         reentry_blocks: graph.reentry_blocks.clone(),
         cfg_hash: hash,
+        path: None,
     };
     Ok((Planned { f, graph, chords, meta }, used_source))
 }
