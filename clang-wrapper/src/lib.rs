@@ -1,0 +1,368 @@
+//! `pathprof-clang` and `pathprof-clang++` (built as `pathprof-clangxx`, or `pathprof-clang` invoked under a
+//! name ending in `++`): drop-in compiler drivers that build programs with pathprof
+//! instrumentation. They exec `clang-19` / `clang++-19` (or `$PATHPROF_CC` / `$PATHPROF_CXX`, which may hold a
+//! command with leading arguments such as `ccache clang-19`) with the user's arguments plus:
+//!
+//! - `-fpass-plugin=<libpathprof.so>`, the instrumentation pass;
+//! - `-gline-tables-only`, unless the user chose debug info with any `-g…` option (`-g0` included), so the
+//!   profile can name source lines;
+//! - when the command links (no `-c`, `-S`, `-E`, `-M`, `-MM`, `-fsyntax-only`, and at least one input), the
+//!   runtime archive `libpathprof_rt.a` after the user's arguments (preceded by `-x none` if the user used
+//!   `-x`, so it is not taken for source), and `-Wl,--exclude-libs,libpathprof_rt.a`, which keeps the runtime's
+//!   symbols local to each executable or shared object (one runtime copy per image, as with compiler-rt's
+//!   profile runtime). The archive needs no other library.
+//!
+//! A command with no input at all (`pathprof-clang --version`, `-v`) is passed through unchanged.
+//!
+//! # Wrapper options
+//! Consumed by the wrapper, never passed to clang; the pass reads them from the environment:
+//!
+//! | option | environment |
+//! |--------|-------------|
+//! | `--pathprof-mode=M` | `PATHPROF_MODE=M` |
+//! | `--pathprof-weights=W` | `PATHPROF_WEIGHTS=W` |
+//! | `--pathprof-atomic` | `PATHPROF_ATOMIC=1` |
+//! | `--pathprof-stats` | `PATHPROF_STATS=1` |
+//!
+//! `--pathprof-print-plugin` and `--pathprof-print-runtime` print the located paths and exit 0. Any other
+//! `--pathprof-…` option is an error.
+//!
+//! # Finding the plugin and the runtime
+//! Each file is taken from the first place that has it. The plugin: `$PATHPROF_PLUGIN` (if set, it must exist),
+//! the wrapper's own directory, `<dir>/../lib`, `<dir>/../rt`. The runtime: `$PATHPROF_RUNTIME` (likewise),
+//! `<dir>/../rt`, the wrapper's own directory, `<dir>/../lib`. In a cargo target tree, where the wrapper is
+//! `target/release/pathprof-clang`, the runtime is `target/rt/libpathprof_rt.a` from
+//! `cargo build -p pathprof-rt --profile rt`; `../rt` comes first for it because a workspace build also leaves
+//! a `target/release/libpathprof_rt.a`, the crate compiled in the release profile (with `std` and unwinding),
+//! which is not the runtime to link.
+//!
+//! # Exit status
+//! clang's own (the wrapper `exec`s it); 2 for wrapper errors (unknown option, missing file, clang not
+//! runnable), each reported as one line `pathprof-clang: error: …`.
+//!
+//! # Limits
+//! Response files (`@file`) are not read: their contents cannot turn off linking, so a compile-only command
+//! hidden in one still gets the archive appended (clang then warns that the linker input is unused).
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+/// File name of the pass plugin.
+pub const PLUGIN_FILE: &str = "libpathprof.so";
+/// File name of the runtime archive.
+pub const RUNTIME_FILE: &str = "libpathprof_rt.a";
+
+/// Where the plugin is searched, relative to the wrapper's directory ("" = that directory), after
+/// `$PATHPROF_PLUGIN`.
+pub const PLUGIN_DIRS: &[&str] = &["", "../lib", "../rt"];
+/// Where the runtime is searched, after `$PATHPROF_RUNTIME`: the rt profile's output first (see the crate docs).
+pub const RUNTIME_DIRS: &[&str] = &["../rt", "", "../lib"];
+
+/// Which driver this is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// `pathprof-clang`, running `clang-19`.
+    C,
+    /// `pathprof-clang++`, running `clang++-19`.
+    Cxx,
+}
+
+impl Driver {
+    /// The driver a program invoked as `argv0` is: C++ if the file name ends in `++` (a `pathprof-clang++`
+    /// link to `pathprof-clang`), else C.
+    pub fn from_argv0(argv0: &OsStr) -> Driver {
+        match Path::new(argv0).file_name() {
+            Some(n) if n.as_bytes().ends_with(b"++") => Driver::Cxx,
+            _ => Driver::C,
+        }
+    }
+
+    /// The wrapper's name, used in diagnostics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::C => "pathprof-clang",
+            Driver::Cxx => "pathprof-clang++",
+        }
+    }
+
+    /// The compiler run when the override variable is unset.
+    pub fn default_compiler(self) -> &'static str {
+        match self {
+            Driver::C => "clang-19",
+            Driver::Cxx => "clang++-19",
+        }
+    }
+
+    /// The variable that overrides the compiler.
+    pub fn override_var(self) -> &'static str {
+        match self {
+            Driver::C => "PATHPROF_CC",
+            Driver::Cxx => "PATHPROF_CXX",
+        }
+    }
+}
+
+/// The result of looking for the plugin and the runtime: a path, or the one-line reason it was not found. Only
+/// the files a command needs are required, so compiling with `-c` works without a runtime archive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// `libpathprof.so`.
+    pub plugin: Result<PathBuf, String>,
+    /// `libpathprof_rt.a`.
+    pub runtime: Result<PathBuf, String>,
+}
+
+/// What the wrapper does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Run the compiler with these arguments (after any leading ones from `$PATHPROF_CC`) and additional
+    /// environment variables.
+    Compile {
+        /// The compiler's arguments.
+        args: Vec<OsString>,
+        /// Variables to set for the pass.
+        env: Vec<(String, String)>,
+    },
+    /// Print these paths, one per line, and exit 0 (`--pathprof-print-*`).
+    Print(Vec<PathBuf>),
+}
+
+/// A wrapper error (exit status 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// A `--pathprof-` option the wrapper does not know.
+    UnknownOption(String),
+    /// A `--pathprof-` option that needs `=VALUE` and has none.
+    MissingValue(String),
+    /// A file the command needs was not found (the reason, one line).
+    NotFound(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::UnknownOption(o) => write!(f, "unknown option {o}"),
+            Error::MissingValue(o) => write!(f, "option {o} needs a value ({o}=VALUE)"),
+            Error::NotFound(why) => f.write_str(why),
+        }
+    }
+}
+
+/// Clang options whose value is the next argument: the value is passed through without being looked at, so
+/// `-o -c` or `-Xlinker -g` are not mistaken for mode or debug options, nor `-l m` for an input.
+const SEPARATE_VALUE: &[&str] = &[
+    "-o",
+    "-x",
+    "-I",
+    "-D",
+    "-U",
+    "-L",
+    "-l",
+    "-u",
+    "-z",
+    "-T",
+    "-B",
+    "-F",
+    "-include",
+    "-imacros",
+    "-include-pch",
+    "-isystem",
+    "-isystem-after",
+    "-iquote",
+    "-idirafter",
+    "-isysroot",
+    "-iprefix",
+    "-iwithprefix",
+    "-iwithprefixbefore",
+    "-ivfsoverlay",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-MJ",
+    "-Xclang",
+    "-Xlinker",
+    "-Xassembler",
+    "-Xpreprocessor",
+    "-Xopenmp-target",
+    "-mllvm",
+    "-target",
+    "-arch",
+    "--param",
+    "-framework",
+    "--sysroot",
+    "-dependency-file",
+    "-serialize-diagnostics",
+    "-resource-dir",
+    "-working-directory",
+];
+
+/// Options after which the driver does not link.
+const NO_LINK: &[&str] = &["-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"];
+
+/// Whether `arg` is a debug-info option (`-g`, `-g0`, `-ggdb3`, `-gdwarf-4`, `-gline-tables-only`...), the
+/// user's choice that the wrapper then leaves alone. `-gen-…` and `-gcc-…` driver options are not.
+fn is_debug_option(arg: &[u8]) -> bool {
+    arg.starts_with(b"-g") && !arg.starts_with(b"-gen-") && !arg.starts_with(b"-gcc-")
+}
+
+/// Rewrites the user's arguments (without `argv[0]`) into the compiler's, given the located files.
+pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
+    let mut user: Vec<OsString> = Vec::with_capacity(args.len() + 4);
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut print: Vec<&Result<PathBuf, String>> = Vec::new();
+    let (mut user_debug, mut no_link, mut lang_x, mut inputs) = (false, false, false, 0usize);
+
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let a = arg.as_bytes();
+        if let Some(opt) = a.strip_prefix(b"--pathprof-") {
+            let text = arg.to_string_lossy().into_owned();
+            let (name, value) = match opt.iter().position(|&c| c == b'=') {
+                Some(eq) => (&opt[..eq], Some(String::from_utf8_lossy(&opt[eq + 1..]).into_owned())),
+                None => (opt, None),
+            };
+            let var = match name {
+                b"mode" => "PATHPROF_MODE",
+                b"weights" => "PATHPROF_WEIGHTS",
+                b"atomic" | b"stats" | b"print-plugin" | b"print-runtime" if value.is_none() => {
+                    match name {
+                        b"atomic" => env.push(("PATHPROF_ATOMIC".into(), "1".into())),
+                        b"stats" => env.push(("PATHPROF_STATS".into(), "1".into())),
+                        b"print-plugin" => print.push(&found.plugin),
+                        _ => print.push(&found.runtime),
+                    }
+                    continue;
+                }
+                _ => return Err(Error::UnknownOption(text)),
+            };
+            match value {
+                Some(v) if !v.is_empty() => env.push((var.into(), v)),
+                _ => {
+                    let name = String::from_utf8_lossy(name);
+                    return Err(Error::MissingValue(format!("--pathprof-{name}")));
+                }
+            }
+            continue;
+        }
+        user.push(arg.clone());
+        if SEPARATE_VALUE.iter().any(|o| o.as_bytes() == a) {
+            if let Some(v) = it.next() {
+                user.push(v.clone());
+            }
+            lang_x |= a == b"-x";
+            continue;
+        }
+        if NO_LINK.iter().any(|o| o.as_bytes() == a) {
+            no_link = true;
+        } else if a == b"-" || !a.starts_with(b"-") {
+            inputs += 1;
+        } else if a.starts_with(b"-x") {
+            lang_x = true;
+        } else if is_debug_option(a) {
+            user_debug = true;
+        }
+    }
+
+    if !print.is_empty() {
+        let paths = print.into_iter().map(|p| p.clone().map_err(Error::NotFound)).collect::<Result<_, _>>()?;
+        return Ok(Plan::Print(paths));
+    }
+    if inputs == 0 {
+        // `--version`, `-v`, `-print-search-dirs`...: nothing to instrument or link.
+        return Ok(Plan::Compile { args: user, env });
+    }
+
+    let plugin = found.plugin.clone().map_err(Error::NotFound)?;
+    let mut out: Vec<OsString> = Vec::with_capacity(user.len() + 6);
+    let mut flag = OsString::from("-fpass-plugin=");
+    flag.push(&plugin);
+    out.push(flag);
+    if !user_debug {
+        out.push("-gline-tables-only".into());
+    }
+    out.append(&mut user);
+    if !no_link {
+        let runtime = found.runtime.clone().map_err(Error::NotFound)?;
+        if lang_x {
+            out.extend(["-x".into(), "none".into()]);
+        }
+        let mut hide = OsString::from("-Wl,--exclude-libs,");
+        hide.push(runtime.file_name().unwrap_or(OsStr::new(RUNTIME_FILE)));
+        out.push(runtime.into_os_string());
+        out.push(hide);
+    }
+    Ok(Plan::Compile { args: out, env })
+}
+
+/// Finds `file`: in `explicit` (the value of `$PATHPROF_PLUGIN` / `$PATHPROF_RUNTIME`, `var`), else in the
+/// first of `dirs` (relative to the wrapper's directory `exe_dir`: [`PLUGIN_DIRS`], [`RUNTIME_DIRS`]) that has
+/// it. The error is one line naming what was searched.
+pub fn locate(
+    file: &str,
+    var: &str,
+    explicit: Option<OsString>,
+    exe_dir: Option<&Path>,
+    dirs: &[&str],
+) -> Result<PathBuf, String> {
+    if let Some(p) = explicit.filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() { Ok(p) } else { Err(format!("{var}={} is not a file", p.display())) };
+    }
+    let candidates: Vec<PathBuf> = match exe_dir {
+        Some(d) => dirs.iter().map(|rel| if rel.is_empty() { d.join(file) } else { d.join(rel).join(file) }).collect(),
+        None => vec![],
+    };
+    if let Some(hit) = candidates.iter().find(|c| c.is_file()) {
+        return Ok(hit.clone());
+    }
+    let searched: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+    Err(format!("cannot find {file} (searched {}); set {var} to its path", searched.join(", ")))
+}
+
+/// Splits the compiler command (`$PATHPROF_CC` may be `ccache clang-19`) into program and leading arguments.
+pub fn compiler_command(driver: Driver, value: Option<OsString>) -> (OsString, Vec<OsString>) {
+    let value = value.filter(|v| !v.as_bytes().iter().all(u8::is_ascii_whitespace));
+    let Some(v) = value else {
+        return (driver.default_compiler().into(), vec![]);
+    };
+    let mut words =
+        v.as_bytes().split(u8::is_ascii_whitespace).filter(|w| !w.is_empty()).map(|w| OsString::from_vec(w.to_vec()));
+    let prog = words.next().unwrap_or_else(|| driver.default_compiler().into());
+    (prog, words.collect())
+}
+
+/// The wrapper's `main`: rewrite, then `exec` the compiler (or print, or fail with status 2).
+pub fn main(driver: Driver) -> ! {
+    use std::os::unix::process::CommandExt;
+
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let exe = std::env::current_exe().ok();
+    let exe_dir = exe.as_deref().and_then(Path::parent);
+    let found = Found {
+        plugin: locate(PLUGIN_FILE, "PATHPROF_PLUGIN", std::env::var_os("PATHPROF_PLUGIN"), exe_dir, PLUGIN_DIRS),
+        runtime: locate(RUNTIME_FILE, "PATHPROF_RUNTIME", std::env::var_os("PATHPROF_RUNTIME"), exe_dir, RUNTIME_DIRS),
+    };
+    let fail = |msg: &dyn fmt::Display| -> ! {
+        eprintln!("{}: error: {msg}", driver.name());
+        std::process::exit(2)
+    };
+    match rewrite(&args, &found) {
+        Err(e) => fail(&e),
+        Ok(Plan::Print(paths)) => {
+            for p in paths {
+                println!("{}", p.display());
+            }
+            std::process::exit(0)
+        }
+        Ok(Plan::Compile { args, env }) => {
+            let (prog, lead) = compiler_command(driver, std::env::var_os(driver.override_var()));
+            let err = std::process::Command::new(&prog).args(lead).args(args).envs(env).exec();
+            fail(&format_args!("cannot run {}: {err}", Path::new(&prog).display()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+//! The wrapper binaries as processes: `exec`, exit status, environment for the pass, diagnostics, and a real
+//! link of the runtime archive with clang-19 (the compiler is replaced by a script that records its arguments
+//! and drops the plugin flag, so these tests need neither the pass plugin nor, except the last, clang).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const WRAPPER: &str = env!("CARGO_BIN_EXE_pathprof-clang");
+const WRAPPER_XX: &str = env!("CARGO_BIN_EXE_pathprof-clangxx");
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!("pathprof-wrapper-cli-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+
+    fn file(&self, name: &str, text: &str, exec: bool) -> PathBuf {
+        let p = self.0.join(name);
+        fs::write(&p, text).unwrap();
+        if exec {
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        p
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A fake compiler: prints each argument and the pass's variables on its own line, exits with `$FAKE_STATUS`.
+const FAKE_CC: &str = r#"#!/bin/sh
+for a in "$@"; do printf 'arg %s\n' "$a"; done
+env | grep '^PATHPROF_[A-Z]*=' | grep -v -e PATHPROF_CC -e PATHPROF_CXX -e PATHPROF_PLUGIN -e PATHPROF_RUNTIME | sort | sed 's/^/env /'
+exit ${FAKE_STATUS:-0}
+"#;
+
+fn wrapper(exe: &str, dir: &Dir, args: &[&str]) -> Command {
+    let mut c = Command::new(exe);
+    c.args(args)
+        .current_dir(&dir.0)
+        .env("PATHPROF_PLUGIN", dir.file("libpathprof.so", "", false))
+        .env("PATHPROF_RUNTIME", dir.file("libpathprof_rt.a", "", false))
+        .env("PATHPROF_CC", dir.file("fakecc", FAKE_CC, true))
+        .env("PATHPROF_CXX", format!("{} --cxx", dir.0.join("fakecc").display()));
+    for v in ["PATHPROF_MODE", "PATHPROF_WEIGHTS", "PATHPROF_ATOMIC", "PATHPROF_STATS"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn lines(out: &Output) -> Vec<String> {
+    text(&out.stdout).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn execs_the_compiler_with_rewritten_arguments_and_its_exit_status() {
+    let dir = Dir::new("exec");
+    let out = wrapper(WRAPPER, &dir, &["--pathprof-mode=edge", "--pathprof-atomic", "a.c", "-o", "a"])
+        .env("FAKE_STATUS", "7")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let d = dir.0.display();
+    assert_eq!(
+        lines(&out),
+        [
+            format!("arg -fpass-plugin={d}/libpathprof.so"),
+            "arg -gline-tables-only".into(),
+            "arg a.c".into(),
+            "arg -o".into(),
+            "arg a".into(),
+            format!("arg {d}/libpathprof_rt.a"),
+            "arg -Wl,--exclude-libs,libpathprof_rt.a".into(),
+            "env PATHPROF_ATOMIC=1".into(),
+            "env PATHPROF_MODE=edge".into(),
+        ]
+    );
+}
+
+#[test]
+fn cxx_driver_by_binary_and_by_name() {
+    let dir = Dir::new("cxx");
+    let out = wrapper(WRAPPER_XX, &dir, &["-c", "a.cc"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(lines(&out)[0], "arg --cxx", "PATHPROF_CXX (with its leading argument) runs for C++");
+    let link = dir.0.join("pathprof-clang++");
+    std::os::unix::fs::symlink(WRAPPER, &link).unwrap();
+    let out = wrapper(link.to_str().unwrap(), &dir, &["-c", "a.cc"]).output().unwrap();
+    assert_eq!(lines(&out)[0], "arg --cxx");
+    let out = wrapper(link.to_str().unwrap(), &dir, &["--pathprof-bogus"]).output().unwrap();
+    assert_eq!(text(&out.stderr), "pathprof-clang++: error: unknown option --pathprof-bogus\n");
+}
+
+#[test]
+fn unknown_wrapper_option_is_one_line_and_status_2() {
+    let dir = Dir::new("unknown");
+    let out = wrapper(WRAPPER, &dir, &["a.c", "--pathprof-xyz"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert_eq!(text(&out.stderr), "pathprof-clang: error: unknown option --pathprof-xyz\n");
+}
+
+#[test]
+fn print_paths_and_missing_files() {
+    let dir = Dir::new("print");
+    let out = wrapper(WRAPPER, &dir, &["--pathprof-print-plugin"]).output().unwrap();
+    assert_eq!((out.status.code(), text(&out.stdout)), (Some(0), format!("{}/libpathprof.so\n", dir.0.display())));
+    let out = wrapper(WRAPPER, &dir, &["--pathprof-print-runtime"]).output().unwrap();
+    assert_eq!(text(&out.stdout), format!("{}/libpathprof_rt.a\n", dir.0.display()));
+    let out =
+        wrapper(WRAPPER, &dir, &["a.c"]).env("PATHPROF_RUNTIME", "/nonexistent/libpathprof_rt.a").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "pathprof-clang: error: PATHPROF_RUNTIME=/nonexistent/libpathprof_rt.a is not a file\n"
+    );
+}
+
+#[test]
+fn compiler_that_cannot_run_is_status_2() {
+    let dir = Dir::new("no-cc");
+    let out = wrapper(WRAPPER, &dir, &["-c", "a.c"]).env("PATHPROF_CC", "/nonexistent/cc").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("pathprof-clang: error: cannot run /nonexistent/cc: "), "{err}");
+    assert_eq!(err.lines().count(), 1);
+}
+
+/// The link the wrapper builds really links: clang-19 with the runtime archive (`$PATHPROF_RUNTIME`, or built
+/// here with `cargo build -p pathprof-rt --profile rt` into this test's target directory) and `--exclude-libs`,
+/// for an executable that calls the public API and for a shared object.
+#[test]
+fn real_link_with_clang_19() {
+    if Command::new("clang-19").arg("--version").output().is_err() {
+        eprintln!("skipping: clang-19 not found");
+        return;
+    }
+    let target = Path::new(WRAPPER).ancestors().nth(2).unwrap().to_path_buf();
+    let archive = match std::env::var_os("PATHPROF_RUNTIME").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let st = Command::new(cargo)
+                .args(["build", "-q", "-p", "pathprof-rt", "--profile", "rt", "--target-dir"])
+                .arg(&target)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .unwrap();
+            assert!(st.success(), "building the runtime archive failed");
+            target.join("rt/libpathprof_rt.a")
+        }
+    };
+    let dir = Dir::new("real-link");
+    // clang-19 minus the plugin flag (no pass plugin needed to test linking).
+    let cc = dir.file(
+        "cc-no-plugin",
+        "#!/bin/sh\nfor a; do shift; case \"$a\" in -fpass-plugin=*) ;; *) set -- \"$@\" \"$a\";; esac; done\nexec clang-19 \"$@\"\n",
+        true,
+    );
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include");
+    let main = dir.file(
+        "main.c",
+        "#include <pathprof.h>\n#include <stdio.h>\nint main(void) { printf(\"%d\\n\", __pathprof_dump()); return 0; }\n",
+        false,
+    );
+    let lib = dir.file("lib.c", "int __pathprof_dump(void);\nint lib_fn(void) { return __pathprof_dump(); }\n", false);
+    for (args, out) in [
+        (vec![main.to_str().unwrap(), "-I", include.to_str().unwrap(), "-o", "prog"], "prog"),
+        (vec!["-shared", "-fPIC", lib.to_str().unwrap(), "-o", "lib.so"], "lib.so"),
+    ] {
+        let o = Command::new(WRAPPER)
+            .args(&args)
+            .current_dir(&dir.0)
+            .env("PATHPROF_CC", &cc)
+            .env("PATHPROF_PLUGIN", dir.file("libpathprof.so", "", false))
+            .env("PATHPROF_RUNTIME", &archive)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "linking {out}: {}", text(&o.stderr));
+    }
+    let run = Command::new(dir.0.join("prog")).current_dir(&dir.0).output().unwrap();
+    assert_eq!(text(&run.stdout), "0\n", "no module registered: the dump succeeds without writing");
+    // --exclude-libs: the shared object does not export the runtime.
+    if let Ok(nm) = Command::new("llvm-nm-19").args(["-D", "--defined-only"]).arg(dir.0.join("lib.so")).output() {
+        let syms = text(&nm.stdout);
+        assert!(syms.contains("lib_fn") && !syms.contains("__pathprof"), "{syms}");
+    }
+}

@@ -1,0 +1,412 @@
+//! Writing the profile: the file protocol around [`crate::merge::build`].
+//!
+//! # Protocol
+//! 1. Expand the file name (see [`crate::path`]) to `FILE`.
+//! 2. Unless `FILE` exists and is not a regular file (a directory, a device: that fails here, before a lock
+//!    file appears next to it), open or create `FILE.lock` and take `flock(LOCK_EX)` (retried on `EINTR`).
+//!    Every writer of `FILE` — other processes, a `fork()`ed child, another runtime copy in the same process —
+//!    serialises here. (If the file system refuses locks the dump goes on unlocked, as compiler-rt does, with a
+//!    verbose note.) The lock file stays: removing it would let two writers lock different inodes.
+//! 3. Read `FILE` if it exists. It must be openable for writing (so a read-only profile is reported, not
+//!    silently replaced) and be a regular file. An empty file counts as absent; a file that fails validation
+//!    (magic, version, length, checksum, every record's length) is replaced, with one warning.
+//! 4. Drain the counters (atomic swap to 0 in atomic mode) and build the merged image in memory (see
+//!    [`crate::merge`] for the rules). A dump with nothing to add (every module already counted in this
+//!    process's runs, all counters zero) skips steps 2–5.
+//! 5. Write it to `FILE.tmp.<pid>` (same directory, same permissions as the old file), `fsync`, `rename` over
+//!    `FILE`: readers and crashed writers never see a partial profile. Unlock.
+//!
+//! # Failures
+//! Any failure prints exactly one line, `pathprof: warning: cannot write profile FILE: <reason>`, removes the
+//! temporary file, puts the drained counts back into memory and returns `Err`: the program's output and exit
+//! status are never affected.
+
+use crate::diag::{pp_info, pp_warn, Dec, Hex};
+use crate::merge::{self, Existing, Group, Note};
+use crate::path::{self, Vars};
+use crate::sys::{self, Errno, Fd, MVec};
+use crate::{counters, is_atomic, modules, State};
+use core::sync::atomic::Ordering;
+use pathprof_format::layout::{ModuleDesc, FILE_HEADER_LEN};
+
+/// Which modules a dump covers.
+pub(crate) enum Scope {
+    /// Every registered module (`__pathprof_dump`, exit).
+    All,
+    /// One module that is being unregistered.
+    One(*mut ModuleDesc),
+}
+
+/// Why a profile could not be written.
+enum Fail {
+    /// A system call failed.
+    Sys(Errno),
+    /// `FILE` exists but is not a regular file (a device, a FIFO...): never replaced.
+    NotRegular,
+}
+
+impl From<Errno> for Fail {
+    fn from(e: Errno) -> Fail {
+        Fail::Sys(e)
+    }
+}
+
+impl crate::diag::Part for Fail {
+    fn put(self, line: &mut crate::diag::Line) {
+        match self {
+            Fail::Sys(e) => e.put(line),
+            Fail::NotRegular => line.bytes(b"not a regular file"),
+        }
+    }
+}
+
+/// A registered module taking part in a dump.
+#[derive(Copy, Clone)]
+struct Taken {
+    desc: *mut ModuleDesc,
+    meta_hash: u64,
+    /// Registration rank, 0 = first registered.
+    order: usize,
+    /// Offset of its drained values in the snapshot, or `usize::MAX` if excluded (inconsistent duplicate).
+    snap_at: usize,
+}
+
+/// Dumps `scope`; call with the runtime lock held. Prints its own diagnostics.
+pub(crate) fn dump(st: &mut State, scope: Scope) -> Result<(), ()> {
+    let pid = sys::pid();
+    if st.counted_pid != pid {
+        // First dump of this process (or of a forked child): nothing counted yet.
+        st.counted.clear();
+        st.counted_pid = pid;
+    }
+    if st.signature.is_none() {
+        st.signature = Some(merge::signature(modules().map(|d| desc(d).meta_hash)));
+    }
+
+    let mut path = MVec::new();
+    match run(st, scope, pid, &mut path) {
+        Ok(()) => Ok(()),
+        Err(Fail::Sys(Errno(libc::ENOMEM))) if path.len() == 0 => {
+            pp_warn!("cannot write profile: out of memory");
+            Err(())
+        }
+        Err(f) => {
+            pp_warn!("cannot write profile ", path.as_slice(), ": ", f);
+            Err(())
+        }
+    }
+}
+
+fn desc<'a>(d: *mut ModuleDesc) -> &'a ModuleDesc {
+    // SAFETY: registered descriptors are valid while linked; callers hold the lock, so none is unlinked meanwhile.
+    unsafe { &*d }
+}
+
+fn meta_of<'a>(d: *mut ModuleDesc) -> &'a [u8] {
+    let d = desc(d);
+    if d.meta_len == 0 {
+        return &[];
+    }
+    // SAFETY: registration checked meta is non-null with meta_len <= isize::MAX; the pass emits a constant blob.
+    unsafe { core::slice::from_raw_parts(d.meta, d.meta_len as usize) }
+}
+
+fn run(st: &mut State, scope: Scope, pid: u32, path: &mut MVec<u8>) -> Result<(), Fail> {
+    // 1. The modules, oldest first, grouped by build.
+    let mut taken: MVec<Taken> = MVec::new();
+    match scope {
+        Scope::All => {
+            for d in modules() {
+                taken.push(Taken { desc: d, meta_hash: desc(d).meta_hash, order: 0, snap_at: 0 })?;
+            }
+        }
+        Scope::One(d) => taken.push(Taken { desc: d, meta_hash: desc(d).meta_hash, order: 0, snap_at: 0 })?,
+    }
+    if taken.len() == 0 {
+        return Ok(());
+    }
+    let n = taken.len();
+    for (i, t) in taken.as_mut_slice().iter_mut().enumerate() {
+        t.order = n - 1 - i;
+    }
+    sys::sort_by_key(taken.as_mut_slice(), |t| (t.meta_hash, t.order));
+
+    // Snapshot offsets: a group's copies are contiguous. A copy whose sizes or metadata disagree with the first
+    // copy of its meta_hash cannot be summed with it and is left out (its counters stay in memory).
+    let mut total = 0usize;
+    let mut lead: Option<Taken> = None;
+    let mut nothing_new = true;
+    for t in taken.as_mut_slice() {
+        let same_group = lead.is_some_and(|l| l.meta_hash == t.meta_hash);
+        if same_group {
+            let l = lead.map_or(t.desc, |l| l.desc);
+            let consistent = desc(l).num_counters == desc(t.desc).num_counters && meta_of(l) == meta_of(t.desc);
+            if !consistent {
+                pp_warn!(
+                    "two instrumented modules share meta hash ",
+                    Hex(t.meta_hash),
+                    " but differ; the counts of one are not written"
+                );
+                t.snap_at = usize::MAX;
+                continue;
+            }
+        } else {
+            lead = Some(*t);
+            nothing_new &= st.counted.as_slice().binary_search(&t.meta_hash).is_ok();
+        }
+        t.snap_at = total;
+        total = total.checked_add(desc(t.desc).num_counters as usize).ok_or(Errno(libc::ENOMEM))?;
+        nothing_new &= counters(t.desc).all(|c| c.load(Ordering::Relaxed) == 0);
+    }
+    if nothing_new {
+        // Every module is already counted in this process's runs and nothing was counted since: the file is
+        // up to date (this is the common case for a destructor-time unregister after the exit dump).
+        return Ok(());
+    }
+
+    // 2. File names.
+    let mut host = [0u8; 256];
+    let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
+    let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature: st.signature.unwrap_or(0) };
+    path::expand(sys::env(c"PATHPROF_FILE").unwrap_or(path::DEFAULT_FILE), &vars, path)?;
+    let mut lock_path = MVec::new();
+    path::sibling(path.as_slice(), b".lock", None, &mut lock_path)?;
+    let mut tmp_path = MVec::new();
+    path::sibling(path.as_slice(), b".tmp.", Some(pid as u64), &mut tmp_path)?;
+
+    // 3. Lock, read. A path that names a directory or a device fails before any lock file is created next to it.
+    precheck_type(path.as_slice())?;
+    let lock = Fd::open(lock_path.as_slice(), libc::O_RDWR | libc::O_CREAT, 0o666)?;
+    flock(&lock, libc::LOCK_EX);
+    let result = locked(st, &taken, total, path.as_slice(), tmp_path.as_slice());
+    flock(&lock, libc::LOCK_UN);
+    result
+}
+
+/// Fails early if `path` exists and is not a regular file (checked again, on the open file, under the lock).
+fn precheck_type(path: &[u8]) -> Result<(), Fail> {
+    // SAFETY: an all-zero `stat` is valid; `path` is NUL-terminated.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    if unsafe { libc::stat(sys::cstr(path), &mut st) } != 0 {
+        return Ok(());
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => Ok(()),
+        libc::S_IFDIR => Err(Errno(libc::EISDIR).into()),
+        _ => Err(Fail::NotRegular),
+    }
+}
+
+fn flock(fd: &Fd, op: libc::c_int) {
+    loop {
+        // SAFETY: valid fd.
+        if unsafe { libc::flock(fd.raw(), op) } == 0 {
+            return;
+        }
+        let e = Errno::last();
+        if e.0 != libc::EINTR {
+            if op == libc::LOCK_EX {
+                pp_info!("cannot lock the profile (", e, "); merging without a lock");
+            }
+            return;
+        }
+    }
+}
+
+/// Steps 3–5, under the file lock.
+fn locked(st: &mut State, taken: &MVec<Taken>, total: usize, path: &[u8], tmp: &[u8]) -> Result<(), Fail> {
+    let (old, mode) = read_existing(path)?;
+    let existing = match &old {
+        Old::Absent => None,
+        Old::Invalid(why) => {
+            pp_warn!(path, " is not a valid profile (", *why, "); replacing it");
+            None
+        }
+        Old::Bytes(b) => match merge::validate(b.as_slice()) {
+            Ok(e) => Some(e),
+            Err(why) => {
+                pp_warn!(path, " is not a valid profile (", why, "); replacing it");
+                None
+            }
+        },
+    };
+
+    // 4. Drain.
+    let mut snap: MVec<u64> = MVec::new();
+    snap.extend_fill(0, total)?;
+    drain(taken, &mut snap);
+    let result = write_merged(st, taken, &snap, existing, path, tmp, mode);
+    if result.is_err() {
+        restore(taken, &snap);
+    }
+    result
+}
+
+fn write_merged(
+    st: &mut State,
+    taken: &MVec<Taken>,
+    snap: &MVec<u64>,
+    existing: Option<Existing<'_>>,
+    path: &[u8],
+    tmp: &[u8],
+    mode: Option<libc::mode_t>,
+) -> Result<(), Fail> {
+    let mut groups: MVec<Group<'_>> = MVec::new();
+    let included = taken.as_slice().iter().filter(|t| t.snap_at != usize::MAX);
+    for t in included {
+        let d = desc(t.desc);
+        let n = d.num_counters as usize;
+        let values = snap.as_slice().get(t.snap_at..t.snap_at.saturating_add(n)).unwrap_or(&[]);
+        let last = groups.as_mut_slice().last_mut();
+        match last {
+            // A further copy of the same build: its values follow the previous copy's in the snapshot.
+            Some(g) if g.meta_hash == t.meta_hash => {
+                let start = t.snap_at.saturating_sub(g.snap.len());
+                g.snap = snap.as_slice().get(start..t.snap_at.saturating_add(n)).unwrap_or(g.snap);
+            }
+            _ => groups.push(Group {
+                meta_hash: d.meta_hash,
+                name_hash: d.name_hash,
+                flags: 0,
+                meta: meta_of(t.desc),
+                num_counters: n,
+                snap: values,
+                runs_add: u64::from(st.counted.as_slice().binary_search(&d.meta_hash).is_err()),
+                order: t.order,
+            })?,
+        }
+    }
+
+    let mut image = MVec::new();
+    let summary = merge::build(existing, groups.as_slice(), &mut image, &mut |note| match note {
+        Note::Stale { name_hash } => {
+            pp_warn!(path, ": dropping the counts of an older build of a module (name hash ", Hex(name_hash), ")")
+        }
+        Note::Mismatch { meta_hash } => {
+            pp_warn!(path, ": dropping an inconsistent record (meta hash ", Hex(meta_hash), ")")
+        }
+    })?;
+
+    // 5. Temporary file, then rename.
+    if let Err(e) = write_file(tmp, path, image.as_slice(), mode) {
+        // SAFETY: NUL-terminated path; a failure to remove is ignored (the file may never have been created).
+        unsafe { libc::unlink(sys::cstr(tmp)) };
+        return Err(e);
+    }
+    for g in groups.as_slice() {
+        if let Err(at) = st.counted.as_slice().binary_search(&g.meta_hash) {
+            // Failing to remember only means a later dump of this process counts the run again.
+            let _ = st.counted.insert(at, g.meta_hash);
+        }
+    }
+    pp_info!(
+        "wrote ",
+        path,
+        ": ",
+        Dec(summary.merged as u64),
+        " merged, ",
+        Dec(summary.added as u64),
+        " added, ",
+        Dec(summary.kept as u64),
+        " kept, ",
+        Dec(summary.dropped as u64),
+        " dropped"
+    );
+    Ok(())
+}
+
+fn write_file(tmp: &[u8], path: &[u8], image: &[u8], mode: Option<libc::mode_t>) -> Result<(), Fail> {
+    let fd = Fd::open(tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o666)?;
+    if let Some(m) = mode {
+        // Keep the replaced profile's permissions; best effort.
+        // SAFETY: valid fd.
+        unsafe { libc::fchmod(fd.raw(), m) };
+    }
+    fd.write_all(image)?;
+    // SAFETY: valid fd.
+    if unsafe { libc::fsync(fd.raw()) } != 0 {
+        return Err(Errno::last().into());
+    }
+    fd.close()?;
+    // SAFETY: both paths are NUL-terminated.
+    if unsafe { libc::rename(sys::cstr(tmp), sys::cstr(path)) } != 0 {
+        return Err(Errno::last().into());
+    }
+    Ok(())
+}
+
+/// The current profile.
+enum Old {
+    /// No file, or an empty one.
+    Absent,
+    /// The header already shows it is not a profile (nothing more was read).
+    Invalid(merge::Invalid),
+    /// The whole file, still to be validated.
+    Bytes(MVec<u8>),
+}
+
+/// Reads `path` (step 3) and returns it with its permission bits.
+fn read_existing(path: &[u8]) -> Result<(Old, Option<libc::mode_t>), Fail> {
+    // Opening for writing makes a read-only profile an error here rather than something rename would replace.
+    let fd = match Fd::open(path, libc::O_RDWR | libc::O_NONBLOCK, 0) {
+        Ok(fd) => fd,
+        Err(Errno(libc::ENOENT)) => return Ok((Old::Absent, None)),
+        Err(e) => return Err(e.into()),
+    };
+    let st = fd.stat()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(Fail::NotRegular);
+    }
+    let mode = Some(st.st_mode & 0o7777);
+    let len = st.st_size as u64;
+    if len == 0 {
+        return Ok((Old::Absent, mode));
+    }
+    let mut head = [0u8; FILE_HEADER_LEN];
+    if len < FILE_HEADER_LEN as u64 {
+        return Ok((Old::Invalid("shorter than the file header"), mode));
+    }
+    fd.read_exact_at(&mut head, 0)?;
+    if let Err(why) = merge::precheck(&head, len) {
+        return Ok((Old::Invalid(why), mode));
+    }
+    let mut buf = MVec::new();
+    buf.extend_fill(0u8, usize::try_from(len).map_err(|_| Errno(libc::EFBIG))?)?;
+    fd.read_exact_at(buf.as_mut_slice(), 0)?;
+    Ok((Old::Bytes(buf), mode))
+}
+
+/// Moves the included modules' counts into `snap` (step 4).
+fn drain(taken: &MVec<Taken>, snap: &mut MVec<u64>) {
+    let snap = snap.as_mut_slice();
+    for t in taken.as_slice().iter().filter(|t| t.snap_at != usize::MAX) {
+        let atomic = is_atomic(t.desc);
+        let out = snap.get_mut(t.snap_at..).unwrap_or(&mut []);
+        for (c, v) in counters(t.desc).zip(out.iter_mut()) {
+            *v = if atomic {
+                c.swap(0, Ordering::Relaxed)
+            } else {
+                // Non-atomic mode: increments from other threads between these two moves are lost, as any
+                // concurrent increment of a non-atomic counter may be.
+                let x = c.load(Ordering::Relaxed);
+                c.store(0, Ordering::Relaxed);
+                x
+            };
+        }
+    }
+}
+
+/// Adds drained counts back after a failed write, so a later dump can still report them.
+fn restore(taken: &MVec<Taken>, snap: &MVec<u64>) {
+    for t in taken.as_slice().iter().filter(|t| t.snap_at != usize::MAX) {
+        let atomic = is_atomic(t.desc);
+        let vals = snap.as_slice().get(t.snap_at..).unwrap_or(&[]);
+        for (c, &v) in counters(t.desc).zip(vals.iter()) {
+            if atomic {
+                c.fetch_add(v, Ordering::Relaxed);
+            } else {
+                c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+            }
+        }
+    }
+}

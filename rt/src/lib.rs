@@ -1,0 +1,312 @@
+//! pathprof-rt: the runtime linked into every program built by `pathprof-clang`. It keeps the list of
+//! instrumented modules and merges their counters into the profile file, at exit and on request.
+//!
+//! The public C API is `include/pathprof.h`. Everything else in this crate is internal: the only symbols the
+//! archive defines for the program are the `__pathprof_*` functions below (the rt profile's LTO internalises
+//! the rest).
+//!
+//! # Registration
+//! Each instrumented module (translation unit) owns a [`ModuleDesc`] (layout: `pathprof_format::layout`) and
+//! calls [`__pathprof_register_module`] from a constructor. Registration pushes the descriptor onto an
+//! intrusive lock-free list through `desc->next` with a compare-and-swap: no allocation and no lock, so it is
+//! safe before `main`, from several shared objects and from concurrent `dlopen`s. The first registration
+//! installs the exit dump with `atexit` and a `pthread_atfork` child handler, once (an atomic flag guards it).
+//! A module's destructor calls [`__pathprof_unregister_module`], which merges the module's counts into the file
+//! and unlinks it, so a `dlclose`d library keeps its counts and never leaves a dangling descriptor.
+//!
+//! # Dumping
+//! [`__pathprof_dump`] (also the exit handler) *drains*: it merges the counts accumulated since the last dump or
+//! reset into the file and subtracts them from memory, so the file always holds the total and a later dump adds
+//! only what happened since. In atomic mode (`DESC_FLAG_ATOMIC`) each counter is read and zeroed with one
+//! atomic swap, so increments racing with a dump are never lost; if the file cannot be written the drained
+//! values are added back. A process adds 1 to a record's `runs` at its first successful dump of that module,
+//! not at every dump. The file protocol, the merge rules and the failure policy are in `dump` and `merge`.
+//!
+//! # Fork, threads, exit
+//! A `fork()`ed child zeroes its inherited counters (the parent reports everything before the fork) and writes
+//! its own counts at its exit; merging under the file lock makes parent and child sum exactly. (Counts are lost
+//! only if the parent never dumps, e.g. ends with `_exit`.) `vfork`/`posix_spawn` run no fork handlers and are
+//! unaffected. Threads still running at exit keep incrementing counters that the exit dump has drained; in
+//! atomic mode their increments up to the swap are exact. The runtime functions serialise on an internal spin
+//! lock and are not async-signal-safe.
+//!
+//! # One runtime per linked image
+//! `pathprof-clang` links the archive with `--exclude-libs`, so every instrumented executable and shared object
+//! carries its own hidden copy, as compiler-rt's profile runtime does: each copy registers, dumps and
+//! signs (`%m`) only its own image's modules, and `__pathprof_dump()` called from one image dumps that image.
+//! A copy's state lives and dies with its image, so each `dlopen` of a library counts as one run of its modules.
+//! Linked without `--exclude-libs`, shared objects interpose one copy and it serves all modules, which works too.
+//!
+//! # Build
+//! The shipped archive is built with `cargo build -p pathprof-rt --profile rt` (`panic = "abort"`): then the
+//! crate is freestanding and defines its own panic handler, which calls `abort()`. No code path is meant to
+//! reach it: the runtime indexes with `get`, uses checked arithmetic on sizes from files, and reports every
+//! failure as a return value. Under `panic = "unwind"` (the workspace's test and release builds, which only
+//! need the crate to compile and run its unit tests) the crate links `std`, whose panic runtime takes over.
+#![no_std]
+
+#[cfg(not(panic = "abort"))]
+extern crate std;
+
+mod diag;
+mod dump;
+mod merge;
+mod path;
+mod sys;
+
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use diag::{pp_info, pp_warn, Dec};
+use pathprof_format::layout::{ModuleDesc, DESC_FLAG_ATOMIC, DESC_VERSION};
+
+#[cfg(panic = "abort")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    // Unreachable by construction (see "Build" above); if it is ever reached, a bug in pathprof, not in the
+    // program, stops the process here instead of unwinding into C frames.
+    // SAFETY: abort has no preconditions.
+    unsafe { libc::abort() }
+}
+
+/// Head of the registered-module list (newest first), linked through `ModuleDesc::next`.
+static HEAD: AtomicPtr<ModuleDesc> = AtomicPtr::new(ptr::null_mut());
+/// Set by the first registration, which installs the exit and fork handlers.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Registers an instrumented module; called from the module's constructor.
+///
+/// Descriptors of another `DESC_VERSION` or with inconsistent fields are ignored with one warning line.
+///
+/// # Safety
+/// `desc` must be null or point to a descriptor that stays valid (and whose counters and metadata stay valid)
+/// until it is unregistered or the process exits, and must not be registered again while registered. Only the
+/// runtime writes `desc->next` after this call.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
+    if desc.is_null() {
+        return;
+    }
+    // SAFETY: the caller passes a valid descriptor; nothing else writes these fields.
+    let d = unsafe { &*desc };
+    if d.version != DESC_VERSION {
+        pp_warn!(
+            "ignoring an instrumented module built for descriptor version ",
+            Dec(d.version as u64),
+            " (this runtime reads version ",
+            Dec(DESC_VERSION as u64),
+            "); rebuild it with this pathprof"
+        );
+        return;
+    }
+    let counters_ok = (d.num_counters == 0 || !d.counters.is_null())
+        && d.counters.is_aligned()
+        && d.num_counters.checked_mul(8).is_some_and(|b| b <= isize::MAX as u64);
+    let meta_ok = (d.meta_len == 0 || !d.meta.is_null()) && d.meta_len <= isize::MAX as u64;
+    if !counters_ok || !meta_ok {
+        pp_warn!("ignoring an instrumented module with a malformed descriptor (counters or metadata)");
+        return;
+    }
+    let mut head = HEAD.load(Ordering::Acquire);
+    // A constructor that runs twice in a row is caught here in O(1). Registering one descriptor twice with others
+    // in between is a contract violation (it would link the list into a cycle); it is not searched for, because a
+    // full list scan per registration is quadratic in the number of translation units at start-up.
+    if head == desc {
+        pp_info!("module registered twice; ignoring the second registration");
+        return;
+    }
+    loop {
+        // SAFETY: `desc` is not in the list yet, so we are the only writer of its link.
+        unsafe { next_of(desc).store(head, Ordering::Relaxed) };
+        match HEAD.compare_exchange_weak(head, desc, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(now) => head = now,
+        }
+    }
+    if !INSTALLED.swap(true, Ordering::AcqRel) {
+        // SAFETY: plain C registrations of `extern "C"` functions defined in this crate. Both come from
+        // libc_nonshared.a and record this image's `__dso_handle`, so a `dlclose` of a shared object that
+        // carries its own runtime copy runs (and then forgets) that copy's handlers.
+        unsafe {
+            if libc::atexit(exit_handler) != 0 {
+                pp_warn!("cannot install the exit handler; call __pathprof_dump() to write the profile");
+            }
+            libc::pthread_atfork(None, None, Some(fork_child_handler));
+        }
+    }
+}
+
+/// Merges one module's counts into the profile and removes it from the list; called from the module's
+/// destructor (for example at `dlclose`).
+///
+/// # Safety
+/// `desc` must be null or a descriptor previously passed to [`__pathprof_register_module`] (other pointers
+/// are ignored).
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
+    let mut guard = lock();
+    if desc.is_null() || !modules().any(|m| m == desc) {
+        return;
+    }
+    // If the exit dump already failed, its warning was printed and retrying here would print another.
+    if !guard.state().exit_failed {
+        let _ = dump::dump(guard.state(), dump::Scope::One(desc));
+    }
+    unlink(desc);
+}
+
+/// Merges the counts accumulated since the last dump or reset into the profile file, then zeroes them.
+/// Returns 0 on success, -1 on failure (after one warning line on stderr). See `include/pathprof.h`.
+#[no_mangle]
+pub extern "C" fn __pathprof_dump() -> i32 {
+    let mut guard = lock();
+    match dump::dump(guard.state(), dump::Scope::All) {
+        Ok(()) => 0,
+        Err(()) => -1,
+    }
+}
+
+/// Zeroes every counter of every registered module (without writing anything).
+#[no_mangle]
+pub extern "C" fn __pathprof_reset() {
+    let _guard = lock();
+    for m in modules() {
+        for c in counters(m) {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+extern "C" fn exit_handler() {
+    let mut guard = lock();
+    let failed = dump::dump(guard.state(), dump::Scope::All).is_err();
+    guard.state().exit_failed = failed;
+}
+
+/// Runs in a `fork()`ed child, single-threaded, before `fork` returns there.
+unsafe extern "C" fn fork_child_handler() {
+    // A thread of the parent may have held the lock or been resizing the run set: both are reset, and the
+    // set's buffer is abandoned rather than freed.
+    // SAFETY: the child has exactly one thread, so nothing else accesses the state now.
+    let st = unsafe { &mut *STATE.0.get() };
+    st.counted.leak();
+    st.counted_pid = 0;
+    st.exit_failed = false;
+    LOCK.store(false, Ordering::Release);
+    // The parent reports everything counted before the fork.
+    for m in modules() {
+        for c in counters(m) {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The `next` link of a descriptor, accessed atomically (unlink stores into it while dumps read it).
+///
+/// # Safety
+/// `d` must point to a live descriptor.
+unsafe fn next_of<'a>(d: *mut ModuleDesc) -> &'a AtomicPtr<ModuleDesc> {
+    // SAFETY: the field is a properly aligned pointer-sized slot; all accesses after registration go through
+    // this atomic view.
+    unsafe { AtomicPtr::from_ptr(ptr::addr_of_mut!((*d).next)) }
+}
+
+/// The registered modules, newest first. Safe to run concurrently with registrations (which only change the
+/// head); unlinking happens only under the lock.
+fn modules() -> impl Iterator<Item = *mut ModuleDesc> {
+    let mut cur = HEAD.load(Ordering::Acquire);
+    core::iter::from_fn(move || {
+        if cur.is_null() {
+            return None;
+        }
+        let d = cur;
+        // SAFETY: registered descriptors stay valid while linked.
+        cur = unsafe { next_of(d) }.load(Ordering::Acquire);
+        Some(d)
+    })
+}
+
+/// A module's counters as atomics (plain loads and stores compile to ordinary moves).
+fn counters<'a>(d: *mut ModuleDesc) -> impl Iterator<Item = &'a AtomicU64> {
+    // SAFETY: registration checked that `counters` is non-null and aligned when `num_counters > 0`.
+    let (base, n) = unsafe { ((*d).counters, (*d).num_counters as usize) };
+    // SAFETY: each counter is an aligned u64 of the module, valid while the module is registered; concurrent
+    // access by instrumented code is the reason for the atomic view.
+    (0..n).map(move |i| unsafe { AtomicU64::from_ptr(base.add(i)) })
+}
+
+/// Whether the module asked for atomic counter updates.
+fn is_atomic(d: *mut ModuleDesc) -> bool {
+    // SAFETY: live descriptor.
+    unsafe { (*d).flags & DESC_FLAG_ATOMIC != 0 }
+}
+
+/// Removes `desc` from the list; call with the lock held.
+fn unlink(desc: *mut ModuleDesc) {
+    // SAFETY: `desc` is linked and valid; only lock holders unlink, so the only concurrent change is a
+    // registration replacing the head.
+    let after = unsafe { next_of(desc) }.load(Ordering::Acquire);
+    if HEAD.compare_exchange(desc, after, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+        return;
+    }
+    let mut prev = HEAD.load(Ordering::Acquire);
+    while !prev.is_null() {
+        // SAFETY: linked descriptors are valid.
+        let link = unsafe { next_of(prev) };
+        let next = link.load(Ordering::Acquire);
+        if next == desc {
+            link.store(after, Ordering::Release);
+            return;
+        }
+        prev = next;
+    }
+}
+
+/// Runtime state shared by dumps; only accessed with [`LOCK`] held (or in the single-threaded fork child).
+pub(crate) struct State {
+    /// Sorted `meta_hash`es whose `runs` this process has already incremented.
+    pub(crate) counted: sys::MVec<u64>,
+    /// The process `counted` belongs to.
+    pub(crate) counted_pid: u32,
+    /// The `%m` signature, fixed at its first use so every dump of the process names the same file.
+    pub(crate) signature: Option<u64>,
+    /// The exit dump failed (and said so).
+    pub(crate) exit_failed: bool,
+}
+
+struct Global<T>(core::cell::UnsafeCell<T>);
+// SAFETY: the contents are only accessed through `Guard` (mutual exclusion) or in the single-threaded fork child.
+unsafe impl<T> Sync for Global<T> {}
+
+static STATE: Global<State> = Global(core::cell::UnsafeCell::new(State {
+    counted: sys::MVec::new(),
+    counted_pid: 0,
+    signature: None,
+    exit_failed: false,
+}));
+
+/// The runtime lock: a spin lock (yielding) rather than a pthread mutex, so a child forked while another thread
+/// held it can simply reset it.
+static LOCK: AtomicBool = AtomicBool::new(false);
+
+struct Guard(());
+
+fn lock() -> Guard {
+    while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+    Guard(())
+}
+
+impl Guard {
+    fn state(&mut self) -> &mut State {
+        // SAFETY: holding the guard gives exclusive access; the borrow is tied to the guard.
+        unsafe { &mut *STATE.0.get() }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        LOCK.store(false, Ordering::Release);
+    }
+}

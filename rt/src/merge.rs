@@ -1,0 +1,327 @@
+//! Validating an existing profile and building the merged file image: pure functions over byte slices, so the
+//! unit tests exercise them without a file system. The byte layout is `pathprof_format::layout`'s (its header
+//! comment is the spec); nothing here redefines it.
+//!
+//! # Merge rules (one record per module build, identified by `meta_hash`)
+//! - A file record whose `meta_hash` equals a registered module's gets that module's drained counters added,
+//!   `runs` increased by one if this process has not yet been counted for it, and flags ORed. Its sparse
+//!   entries are carried over unchanged.
+//! - A file record with such a `meta_hash` but a different metadata length, metadata bytes or counter count
+//!   cannot be the same build (a hash collision or a corrupt writer): it is dropped with a warning and the module
+//!   gets a fresh record.
+//! - A file record whose `name_hash` equals a registered module's while its `meta_hash` matches none is an
+//!   older build of that module: its counts would be meaningless against the new metadata, so it is dropped
+//!   with a warning.
+//! - Every other file record (say, a library that an earlier run `dlopen`ed) is copied unchanged.
+//! - Registered modules with no record in the file are appended, in registration order, with `runs` = 1.
+//!
+//! Several registered copies of one build (the same object linked into two shared objects) arrive here already
+//! grouped: one [`Group`] whose counters are the sum of the copies.
+
+use crate::sys::{Errno, MVec};
+use pathprof_format::layout::{
+    fnv1a64, fnv1a64_continue, pad8, record_len, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION,
+    RECORD_HEADER_LEN,
+};
+
+/// Why an existing file is not a profile this runtime can merge into (it is then replaced).
+pub(crate) type Invalid = &'static str;
+
+/// One module build to be written: the registered copies of it and their drained counters.
+#[derive(Copy, Clone)]
+pub(crate) struct Group<'a> {
+    /// fnv1a64 of `meta`; groups are sorted by it and unique.
+    pub(crate) meta_hash: u64,
+    /// fnv1a64 of the module name.
+    pub(crate) name_hash: u64,
+    /// `RECORD_FLAG_*` this process contributes.
+    pub(crate) flags: u64,
+    /// The metadata blob.
+    pub(crate) meta: &'a [u8],
+    /// Counters per copy.
+    pub(crate) num_counters: usize,
+    /// `copies × num_counters` drained values, copy after copy.
+    pub(crate) snap: &'a [u64],
+    /// 1 if this process has not been counted in the module's `runs` yet, else 0.
+    pub(crate) runs_add: u64,
+    /// Registration rank (0 = registered first): the order of appended records.
+    pub(crate) order: usize,
+}
+
+impl Group<'_> {
+    /// The summed drained value of counter `i` over all copies.
+    fn count(&self, i: usize) -> u64 {
+        let mut sum = 0u64;
+        let mut at = i;
+        while let Some(v) = self.snap.get(at) {
+            sum = sum.saturating_add(*v);
+            at = match at.checked_add(self.num_counters.max(1)) {
+                Some(n) => n,
+                None => break,
+            };
+        }
+        sum
+    }
+}
+
+/// What happened to records during a merge, for diagnostics.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Note {
+    /// A record of an older build of a registered module (same `name_hash`) was dropped.
+    Stale {
+        /// The dropped record's module name hash.
+        name_hash: u64,
+    },
+    /// A record with a registered `meta_hash` but different sizes or metadata bytes was dropped.
+    Mismatch {
+        /// The record's meta hash.
+        meta_hash: u64,
+    },
+}
+
+/// Record counts of a merge, for the verbose summary.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Summary {
+    /// File records that received this process's counts.
+    pub(crate) merged: u32,
+    /// File records copied unchanged.
+    pub(crate) kept: u32,
+    /// File records dropped as stale.
+    pub(crate) dropped: u32,
+    /// Records appended for modules the file did not have.
+    pub(crate) added: u32,
+}
+
+/// A validated profile's records.
+#[derive(Copy, Clone)]
+pub(crate) struct Existing<'a> {
+    payload: &'a [u8],
+    num_modules: u32,
+    /// The header's flags word (reserved in this version), preserved by a merge.
+    flags: u32,
+}
+
+/// A cheap check of the 40 header bytes against the file size, before reading (and allocating) the rest: a
+/// foreign file of any size is recognised without being read.
+pub(crate) fn precheck(head: &[u8; FILE_HEADER_LEN], file_len: u64) -> Result<(), Invalid> {
+    let h = FileHeader::decode(head).ok_or("bad magic")?;
+    if h.version != FILE_VERSION {
+        return Err("unsupported format version");
+    }
+    if h.payload_len.checked_add(FILE_HEADER_LEN as u64) != Some(file_len) {
+        return Err("length does not match the header (truncated?)");
+    }
+    Ok(())
+}
+
+/// Validates a whole profile: header, length, checksum, and every record's length against its sizes. Never
+/// panics and never reads out of bounds, whatever the bytes.
+pub(crate) fn validate(file: &[u8]) -> Result<Existing<'_>, Invalid> {
+    let head = file.first_chunk::<FILE_HEADER_LEN>().ok_or("shorter than the file header")?;
+    precheck(head, file.len() as u64)?;
+    let h = FileHeader::decode(head).ok_or("bad magic")?;
+    let payload = file.get(FILE_HEADER_LEN..).ok_or("shorter than the file header")?;
+    if fnv1a64(payload) != h.checksum {
+        return Err("checksum mismatch");
+    }
+    let mut rest = payload;
+    for _ in 0..h.num_modules {
+        let rh = rest.first_chunk::<RECORD_HEADER_LEN>().ok_or("record header truncated")?;
+        let rh = RecordHeader::decode(rh);
+        let want = record_len(rh.meta_len, rh.num_counters, rh.num_sparse).ok_or("record sizes overflow")?;
+        if want != rh.record_len {
+            return Err("record length inconsistent with its sizes");
+        }
+        let len = usize::try_from(rh.record_len).map_err(|_| "record too large")?;
+        rest = rest.get(len..).ok_or("record truncated")?;
+    }
+    if !rest.is_empty() {
+        return Err("bytes after the last record");
+    }
+    Ok(Existing { payload, num_modules: h.num_modules, flags: h.flags })
+}
+
+/// One record of a validated file, split into its sections.
+pub(crate) struct Rec<'a> {
+    /// The decoded header.
+    pub(crate) h: RecordHeader,
+    /// The whole record, header included.
+    pub(crate) bytes: &'a [u8],
+    /// Metadata (unpadded).
+    pub(crate) meta: &'a [u8],
+    /// Counters, `8 × num_counters` little-endian bytes.
+    pub(crate) counters: &'a [u8],
+    /// Sparse entries, verbatim.
+    pub(crate) sparse: &'a [u8],
+}
+
+impl<'a> Existing<'a> {
+    /// The records in file order.
+    pub(crate) fn records(&self) -> impl Iterator<Item = Rec<'a>> {
+        let mut rest = self.payload;
+        let mut left = self.num_modules;
+        core::iter::from_fn(move || {
+            if left == 0 {
+                return None;
+            }
+            left -= 1;
+            let rec = split_record(rest)?;
+            rest = rest.get(rec.bytes.len()..)?;
+            Some(rec)
+        })
+    }
+}
+
+fn split_record(b: &[u8]) -> Option<Rec<'_>> {
+    let h = RecordHeader::decode(b.first_chunk::<RECORD_HEADER_LEN>()?);
+    let bytes = b.get(..usize::try_from(h.record_len).ok()?)?;
+    let meta_at = RECORD_HEADER_LEN;
+    let meta_len = usize::try_from(h.meta_len).ok()?;
+    let counters_at = meta_at.checked_add(usize::try_from(pad8(h.meta_len)?).ok()?)?;
+    let counters_len = usize::try_from(h.num_counters).ok()?.checked_mul(8)?;
+    let sparse_at = counters_at.checked_add(counters_len)?;
+    Some(Rec {
+        h,
+        bytes,
+        meta: bytes.get(meta_at..meta_at.checked_add(meta_len)?)?,
+        counters: bytes.get(counters_at..sparse_at)?,
+        sparse: bytes.get(sparse_at..)?,
+    })
+}
+
+fn le64(b: &[u8], i: usize) -> u64 {
+    match i.checked_mul(8).and_then(|at| b.get(at..)).and_then(|s| s.first_chunk::<8>()) {
+        Some(c) => u64::from_le_bytes(*c),
+        None => 0,
+    }
+}
+
+/// Builds the new file image into `out`: the merge of `existing` (if any) with `groups` (sorted by
+/// `meta_hash`, unique) under the rules in the module docs. `note` hears about every dropped record.
+pub(crate) fn build(
+    existing: Option<Existing<'_>>,
+    groups: &[Group<'_>],
+    out: &mut MVec<u8>,
+    note: &mut dyn FnMut(Note),
+) -> Result<Summary, Errno> {
+    let mut sum = Summary::default();
+    let mut merged: MVec<bool> = MVec::new();
+    merged.extend_fill(false, groups.len())?;
+    out.clear();
+    out.extend_fill(0, FILE_HEADER_LEN)?;
+    let mut num_modules: u32 = 0;
+
+    for rec in existing.iter().flat_map(|e| e.records()) {
+        let found = groups.binary_search_by_key(&rec.h.meta_hash, |g| g.meta_hash).ok();
+        let slot = found.and_then(|i| Some((groups.get(i)?, merged.as_mut_slice().get_mut(i)?)));
+        match slot {
+            // A second record of the same build (never written by pathprof): keep it rather than add twice.
+            Some((_, done)) if *done => {
+                out.extend_from_slice(rec.bytes)?;
+                sum.kept += 1;
+            }
+            Some((g, done)) => {
+                let same = rec.h.meta_len == g.meta.len() as u64
+                    && rec.h.num_counters == g.num_counters as u64
+                    && rec.meta == g.meta;
+                if !same {
+                    note(Note::Mismatch { meta_hash: rec.h.meta_hash });
+                    sum.dropped += 1;
+                    continue;
+                }
+                *done = true;
+                put_record(out, g, &rec)?;
+                sum.merged += 1;
+            }
+            None if groups.iter().any(|g| g.name_hash == rec.h.name_hash) => {
+                note(Note::Stale { name_hash: rec.h.name_hash });
+                sum.dropped += 1;
+                continue;
+            }
+            None => {
+                out.extend_from_slice(rec.bytes)?;
+                sum.kept += 1;
+            }
+        }
+        num_modules = num_modules.checked_add(1).ok_or(Errno(libc::EFBIG))?;
+    }
+
+    // New records, in registration order.
+    let mut fresh: MVec<usize> = MVec::new();
+    for (i, done) in merged.as_slice().iter().enumerate() {
+        if !*done {
+            fresh.push(i)?;
+        }
+    }
+    crate::sys::sort_by_key(fresh.as_mut_slice(), |&i| groups.get(i).map_or(0, |g| g.order));
+    for g in fresh.as_slice().iter().filter_map(|&i| groups.get(i)) {
+        put_new_record(out, g)?;
+        sum.added += 1;
+        num_modules = num_modules.checked_add(1).ok_or(Errno(libc::EFBIG))?;
+    }
+
+    let payload = out.as_slice().get(FILE_HEADER_LEN..).unwrap_or(&[]);
+    let header = FileHeader {
+        version: FILE_VERSION,
+        flags: existing.map_or(0, |e| e.flags),
+        num_modules,
+        payload_len: payload.len() as u64,
+        checksum: fnv1a64(payload),
+    };
+    if let Some(h) = out.as_mut_slice().first_chunk_mut::<FILE_HEADER_LEN>() {
+        *h = header.encode();
+    }
+    Ok(sum)
+}
+
+/// A file record with this process's counts added.
+fn put_record(out: &mut MVec<u8>, g: &Group<'_>, rec: &Rec<'_>) -> Result<(), Errno> {
+    let h = RecordHeader { flags: rec.h.flags | g.flags, runs: rec.h.runs.saturating_add(g.runs_add), ..rec.h };
+    out.extend_from_slice(&h.encode())?;
+    put_meta(out, g.meta)?;
+    for i in 0..g.num_counters {
+        out.extend_from_slice(&le64(rec.counters, i).saturating_add(g.count(i)).to_le_bytes())?;
+    }
+    // Sparse (hash-table) path counts come only from the file so far: this runtime does not read
+    // `ModuleDesc::tables` (the `PathTable`s of path mode) yet, so the entries pass through unchanged and new
+    // records have none. When it does, each table entry is added here to the file entry with the same
+    // (function, path_lo, path_hi), or appended, and `num_sparse`/`record_len` follow.
+    out.extend_from_slice(rec.sparse)
+}
+
+/// A record for a module the file does not have.
+fn put_new_record(out: &mut MVec<u8>, g: &Group<'_>) -> Result<(), Errno> {
+    let len = record_len(g.meta.len() as u64, g.num_counters as u64, 0).ok_or(Errno(libc::EFBIG))?;
+    let h = RecordHeader {
+        record_len: len,
+        meta_hash: g.meta_hash,
+        meta_len: g.meta.len() as u64,
+        num_counters: g.num_counters as u64,
+        num_sparse: 0,
+        flags: g.flags,
+        // A record always stands for at least the run that wrote it.
+        runs: g.runs_add.max(1),
+        name_hash: g.name_hash,
+    };
+    out.extend_from_slice(&h.encode())?;
+    put_meta(out, g.meta)?;
+    for i in 0..g.num_counters {
+        out.extend_from_slice(&g.count(i).to_le_bytes())?;
+    }
+    Ok(())
+}
+
+fn put_meta(out: &mut MVec<u8>, meta: &[u8]) -> Result<(), Errno> {
+    out.extend_from_slice(meta)?;
+    let padded = pad8(meta.len() as u64).ok_or(Errno(libc::EFBIG))?;
+    out.extend_fill(0, (padded - meta.len() as u64) as usize)
+}
+
+/// The `%m` signature of a set of modules: order-independent (a sum of per-module hashes), then mixed.
+pub(crate) fn signature(meta_hashes: impl Iterator<Item = u64>) -> u64 {
+    let sum = meta_hashes.fold(0u64, |acc, h| acc.wrapping_add(fnv1a64(&h.to_le_bytes())));
+    fnv1a64_continue(fnv1a64(b"pathprof-signature"), &sum.to_le_bytes())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,335 @@
+//! The few libc services the runtime needs, wrapped so that the rest of the crate never sees `errno` or a raw
+//! file descriptor: a malloc-backed vector, an owned fd, and EINTR-safe whole-buffer reads and writes.
+//!
+//! Nothing here allocates on the counting path; these are used only at dump time.
+
+use core::ffi::{c_char, c_int, c_void};
+use core::marker::PhantomData;
+use core::{mem, ptr, slice};
+
+/// An `errno` value; the runtime's only error type (allocation failure is `ENOMEM`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Errno(pub(crate) c_int);
+
+impl Errno {
+    /// The calling thread's current `errno`.
+    pub(crate) fn last() -> Errno {
+        // SAFETY: __errno_location always returns the valid thread-local errno slot.
+        Errno(unsafe { *libc::__errno_location() })
+    }
+}
+
+/// A growable array in `malloc` memory for plain-data `T` (never dropped element-wise).
+pub(crate) struct MVec<T: Copy> {
+    ptr: *mut T,
+    len: usize,
+    cap: usize,
+    _own: PhantomData<T>,
+}
+
+impl<T: Copy> MVec<T> {
+    /// An empty vector; allocates nothing.
+    pub(crate) const fn new() -> MVec<T> {
+        MVec { ptr: ptr::null_mut(), len: 0, cap: 0, _own: PhantomData }
+    }
+
+    /// Makes room for `extra` more elements.
+    pub(crate) fn reserve(&mut self, extra: usize) -> Result<(), Errno> {
+        let need = self.len.checked_add(extra).ok_or(Errno(libc::ENOMEM))?;
+        if need <= self.cap {
+            return Ok(());
+        }
+        let cap = need.max(self.cap.saturating_mul(2)).max(8);
+        let bytes = cap.checked_mul(mem::size_of::<T>()).ok_or(Errno(libc::ENOMEM))?;
+        // SAFETY: `ptr` is null or a live malloc block owned by `self`; malloc alignment (16) suffices for the
+        // plain-data types used here (u8, u64, pointers, small structs of those).
+        let p = unsafe { libc::realloc(self.ptr.cast::<c_void>(), bytes) }.cast::<T>();
+        if p.is_null() {
+            return Err(Errno(libc::ENOMEM));
+        }
+        self.ptr = p;
+        self.cap = cap;
+        Ok(())
+    }
+
+    /// Appends one element.
+    pub(crate) fn push(&mut self, v: T) -> Result<(), Errno> {
+        self.reserve(1)?;
+        // SAFETY: reserve guaranteed len < cap.
+        unsafe { self.ptr.add(self.len).write(v) };
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Appends a copy of `s`.
+    pub(crate) fn extend_from_slice(&mut self, s: &[T]) -> Result<(), Errno> {
+        self.reserve(s.len())?;
+        // SAFETY: room for s.len() more elements; `s` cannot alias our spare capacity.
+        unsafe { ptr::copy_nonoverlapping(s.as_ptr(), self.ptr.add(self.len), s.len()) };
+        self.len += s.len();
+        Ok(())
+    }
+
+    /// Appends `n` copies of `v`.
+    pub(crate) fn extend_fill(&mut self, v: T, n: usize) -> Result<(), Errno> {
+        self.reserve(n)?;
+        for i in 0..n {
+            // SAFETY: room for n more elements.
+            unsafe { self.ptr.add(self.len + i).write(v) };
+        }
+        self.len += n;
+        Ok(())
+    }
+
+    /// Inserts `v` at `at` (clamped to the length), shifting the tail.
+    pub(crate) fn insert(&mut self, at: usize, v: T) -> Result<(), Errno> {
+        self.reserve(1)?;
+        let at = at.min(self.len);
+        // SAFETY: at <= len < cap; the shifted range stays inside the allocation.
+        unsafe {
+            ptr::copy(self.ptr.add(at), self.ptr.add(at + 1), self.len - at);
+            self.ptr.add(at).write(v);
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Drops the contents (keeps the allocation).
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Forgets the allocation without freeing it: used in a `fork()`ed child, where the block may be in the middle
+    /// of being reallocated by a thread that no longer exists.
+    pub(crate) fn leak(&mut self) {
+        *self = MVec::new();
+    }
+
+    /// The elements.
+    pub(crate) fn as_slice(&self) -> &[T] {
+        if self.ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: the first `len` elements are initialised.
+        unsafe { slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The elements, mutably.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        if self.ptr.is_null() {
+            return &mut [];
+        }
+        // SAFETY: the first `len` elements are initialised and uniquely borrowed.
+        unsafe { slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: Copy> Drop for MVec<T> {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is null or our malloc block.
+        unsafe { libc::free(self.ptr.cast::<c_void>()) };
+    }
+}
+
+/// An owned file descriptor, closed on drop (errors on that close are ignored: callers that care use
+/// [`Fd::close`]).
+pub(crate) struct Fd(c_int);
+
+impl Fd {
+    /// `open(2)` with `O_CLOEXEC` added, so a concurrent `exec` in another thread never inherits the fd.
+    pub(crate) fn open(path: &[u8], flags: c_int, mode: libc::mode_t) -> Result<Fd, Errno> {
+        let p = cstr(path);
+        // SAFETY: `p` is NUL-terminated (see `cstr`).
+        let fd = unsafe { libc::open(p, flags | libc::O_CLOEXEC | libc::O_NOCTTY, mode as libc::c_uint) };
+        if fd < 0 {
+            Err(Errno::last())
+        } else {
+            Ok(Fd(fd))
+        }
+    }
+
+    /// The raw descriptor.
+    pub(crate) fn raw(&self) -> c_int {
+        self.0
+    }
+
+    /// `fstat(2)`.
+    pub(crate) fn stat(&self) -> Result<libc::stat, Errno> {
+        // SAFETY: an all-zero `stat` is a valid value; fstat fills it.
+        let mut st: libc::stat = unsafe { mem::zeroed() };
+        // SAFETY: valid fd and out-pointer.
+        if unsafe { libc::fstat(self.0, &mut st) } != 0 {
+            return Err(Errno::last());
+        }
+        Ok(st)
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset`; a file shorter than that is `EIO` (it shrank under us).
+    pub(crate) fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), Errno> {
+        let mut done = 0usize;
+        while let Some(rest) = buf.get_mut(done..) {
+            if rest.is_empty() {
+                break;
+            }
+            let at = offset.checked_add(done as u64).ok_or(Errno(libc::EIO))?;
+            // SAFETY: `rest` is a valid writable buffer of rest.len() bytes.
+            let n = unsafe { libc::pread(self.0, rest.as_mut_ptr().cast::<c_void>(), rest.len(), at as libc::off_t) };
+            if n < 0 {
+                let e = Errno::last();
+                if e.0 == libc::EINTR {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(Errno(libc::EIO));
+            }
+            done += n as usize;
+        }
+        Ok(())
+    }
+
+    /// Writes all of `data`, retrying short writes and EINTR.
+    pub(crate) fn write_all(&self, data: &[u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        while let Some(rest) = data.get(done..) {
+            if rest.is_empty() {
+                break;
+            }
+            // SAFETY: `rest` is a valid readable buffer.
+            let n = unsafe { libc::write(self.0, rest.as_ptr().cast::<c_void>(), rest.len()) };
+            if n < 0 {
+                let e = Errno::last();
+                if e.0 == libc::EINTR {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(Errno(libc::EIO));
+            }
+            done += n as usize;
+        }
+        Ok(())
+    }
+
+    /// Closes the descriptor and reports the error some file systems (NFS) only detect there.
+    pub(crate) fn close(self) -> Result<(), Errno> {
+        let fd = self.0;
+        mem::forget(self);
+        // SAFETY: we owned `fd`; it is closed exactly once.
+        if unsafe { libc::close(fd) } != 0 {
+            let e = Errno::last();
+            // After EINTR the fd is already released on Linux; the data was handed to the kernel.
+            if e.0 != libc::EINTR {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: we own the fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// The pointer of a path buffer that the caller built with a trailing NUL (every path in this crate is built by
+/// [`crate::path`], which guarantees it). A buffer without one yields the empty string rather than an overrun.
+pub(crate) fn cstr(path: &[u8]) -> *const c_char {
+    match path.last() {
+        Some(0) => path.as_ptr().cast::<c_char>(),
+        _ => c"".as_ptr(),
+    }
+}
+
+/// The bytes of a NUL-terminated C string (empty for null).
+///
+/// # Safety
+/// `p` must be null or point to a NUL-terminated string that outlives the returned slice.
+pub(crate) unsafe fn cstr_bytes<'a>(p: *const c_char) -> &'a [u8] {
+    if p.is_null() {
+        return &[];
+    }
+    // SAFETY: caller guarantees NUL termination.
+    unsafe { slice::from_raw_parts(p.cast::<u8>(), libc::strlen(p)) }
+}
+
+/// A non-empty environment variable's value (an empty value counts as unset, as in compiler-rt).
+pub(crate) fn env(name: &core::ffi::CStr) -> Option<&'static [u8]> {
+    // SAFETY: getenv returns null or a NUL-terminated string owned by the environment; the runtime never calls
+    // setenv, and the program changing the variable during a dump is its own race.
+    let v = unsafe { cstr_bytes(libc::getenv(name.as_ptr())) };
+    if v.is_empty() {
+        None
+    } else {
+        Some(v)
+    }
+}
+
+/// The process id.
+pub(crate) fn pid() -> u32 {
+    // SAFETY: getpid cannot fail.
+    unsafe { libc::getpid() as u32 }
+}
+
+/// Sorts `v` by `key` (heapsort: in place, O(n log n), not stable). The runtime's own sort, because core's
+/// `sort_unstable` carries a panic path (for inconsistent orderings) that the archive must not contain.
+pub(crate) fn sort_by_key<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
+    let n = v.len();
+    let p = v.as_mut_ptr();
+    // SAFETY (for every `unsafe` below): all indices passed are < n, checked by the loop conditions.
+    let k = |i: usize| key(unsafe { &*p.add(i) });
+    let sift = |mut root: usize, end: usize| loop {
+        let mut child = 2 * root + 1;
+        if child >= end {
+            break;
+        }
+        if child + 1 < end && k(child) < k(child + 1) {
+            child += 1;
+        }
+        if k(root) >= k(child) {
+            break;
+        }
+        unsafe { ptr::swap(p.add(root), p.add(child)) };
+        root = child;
+    };
+    for i in (0..n / 2).rev() {
+        sift(i, n);
+    }
+    for end in (1..n).rev() {
+        unsafe { ptr::swap(p, p.add(end)) };
+        sift(0, end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heapsort_matches_std_sort() {
+        let mut seed = 88172645463325252u64;
+        for len in 0..200usize {
+            let mut v: std::vec::Vec<(u64, usize)> = (0..len)
+                .map(|i| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed % 13, i)
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort();
+            sort_by_key(&mut v, |x| *x);
+            assert_eq!(v, want);
+        }
+    }
+}

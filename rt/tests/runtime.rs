@@ -1,0 +1,984 @@
+//! End-to-end tests of `libpathprof_rt.a`: small C programs that define instrumented modules by hand (a
+//! metadata blob from `ModuleMeta::encode`, a counter array, a `ModuleDesc` mirroring
+//! `pathprof_format::layout::ModuleDesc`, a constructor that registers it), built with clang-19 against the
+//! archive, run, and the profile they write parsed with the `layout` headers.
+//!
+//! The archive is built once per test binary with `cargo build -p pathprof-rt --profile rt` into the target
+//! directory this test runs from (or taken from `$PATHPROF_RUNTIME`). Tests skip, with a message, when clang-19
+//! is not installed. Each test works in its own directory under the system temp dir, removed when it passes.
+
+use pathprof_core::graph::test_cfg;
+use pathprof_format::layout::{
+    fnv1a64, record_len, FileHeader, ModuleDesc, RecordHeader, DESC_FLAG_ATOMIC, DESC_VERSION, FILE_HEADER_LEN,
+    FILE_VERSION, RECORD_HEADER_LEN, SPARSE_ENTRY_LEN,
+};
+use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
+use std::fmt::Write as _;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Harness
+
+struct Tools {
+    archive: PathBuf,
+    include: PathBuf,
+}
+
+/// The archive and header, or `None` (after printing why) if the tests cannot run here.
+fn tools() -> Option<&'static Tools> {
+    static TOOLS: OnceLock<Option<Tools>> = OnceLock::new();
+    TOOLS
+        .get_or_init(|| {
+            if Command::new("clang-19").arg("--version").output().is_err() {
+                eprintln!("skipping runtime tests: clang-19 not found");
+                return None;
+            }
+            let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let include = manifest.join("../include");
+            let archive = match std::env::var_os("PATHPROF_RUNTIME") {
+                Some(p) if !p.is_empty() => PathBuf::from(p),
+                _ => build_archive(manifest),
+            };
+            assert!(archive.is_file(), "runtime archive {} missing", archive.display());
+            Some(Tools { archive, include })
+        })
+        .as_ref()
+}
+
+/// Builds the archive with the rt profile into the target directory this test binary lives in
+/// (`<target>/<profile>/deps/runtime-*`), which is `$CARGO_TARGET_DIR` when that is set.
+fn build_archive(manifest: &Path) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|t| !t.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| exe.ancestors().nth(3).map(Path::to_path_buf))
+        .unwrap_or_else(|| manifest.join("../target"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["build", "-p", "pathprof-rt", "--profile", "rt", "--target-dir"])
+        .arg(&target)
+        .current_dir(manifest)
+        .output()
+        .expect("running cargo");
+    assert!(out.status.success(), "building the runtime archive failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    target.join("rt/libpathprof_rt.a")
+}
+
+/// A per-test scratch directory, deleted on success and kept (and named) on failure.
+struct Dir {
+    path: PathBuf,
+}
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let path = std::env::temp_dir().join(format!("pathprof-rt-test-{}-{name}", std::process::id()));
+        let _ = make_writable_recursively(&path);
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir_all(&path).unwrap();
+        Dir { path }
+    }
+
+    fn join(&self, p: &str) -> PathBuf {
+        self.path.join(p)
+    }
+
+    /// Entries of the directory, sorted.
+    fn listing(&self) -> Vec<String> {
+        let mut v: Vec<String> =
+            fs::read_dir(&self.path).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("test directory kept: {}", self.path.display());
+        } else {
+            let _ = make_writable_recursively(&self.path);
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+fn make_writable_recursively(p: &Path) -> std::io::Result<()> {
+    let md = fs::symlink_metadata(p)?;
+    if md.is_dir() {
+        fs::set_permissions(p, fs::Permissions::from_mode(0o755))?;
+        for e in fs::read_dir(p)? {
+            make_writable_recursively(&e?.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// A hand-made instrumented module.
+#[derive(Clone)]
+struct Module {
+    meta: ModuleMeta,
+    bytes: Vec<u8>,
+    meta_hash: u64,
+    name_hash: u64,
+    num_counters: usize,
+    flags: u32,
+}
+
+/// A module named `name` with one function; `variant` changes the metadata (another build of the module).
+fn module(name: &str, variant: u32) -> Module {
+    let cfg = test_cfg(4, &[(0, 1), (0, 2), (1, 3), (2, 3)], &[3]);
+    let f = FunctionMeta {
+        name: format!("work_v{variant}"),
+        display_name: String::new(),
+        file: name.to_string(),
+        start_line: 1,
+        blocks: vec![BlockMeta { lines: vec![] }; 4],
+        // Four branch edges, one return, EXIT->entry: counters on three of the branch edges.
+        edge_counters: vec![Some(0), Some(1), Some(2), None, None, None],
+        cfg_hash: pathprof_format::profile::cfg_hash(&cfg),
+        path: None,
+        cfg,
+        counter_base: 0,
+        num_counters: 3,
+        reentry_blocks: vec![],
+    };
+    let meta = ModuleMeta {
+        module_name: name.to_string(),
+        mode: Mode::Edge,
+        weighting: "uniform".into(),
+        atomic: false,
+        functions: vec![f],
+    };
+    meta.validate().unwrap();
+    let bytes = meta.encode();
+    Module { meta_hash: fnv1a64(&bytes), name_hash: fnv1a64(name.as_bytes()), num_counters: 3, bytes, meta, flags: 0 }
+}
+
+fn atomic(mut m: Module) -> Module {
+    m.meta.atomic = true;
+    m.bytes = m.meta.encode();
+    m.meta_hash = fnv1a64(&m.bytes);
+    m.flags = DESC_FLAG_ATOMIC;
+    m
+}
+
+/// C source defining `modules` (module `i` has counters `ctr<i>[]`, reachable as `C(i, k)`) and registering
+/// them from a constructor, followed by `rest` (which defines `main`).
+fn c_source(modules: &[&Module], rest: &str) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "#define _GNU_SOURCE\n#include <stdint.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n\
+         #include <string.h>\n#include <unistd.h>\n#include <pthread.h>\n#include <sys/wait.h>\n#include <dlfcn.h>\n\
+         #include \"pathprof.h\"\n",
+    );
+    // The descriptor, mirroring pathprof_format::layout::ModuleDesc; the asserts tie it to the Rust layout.
+    s.push_str(
+        "typedef struct Desc { uint32_t version, flags; const unsigned char *meta; uint64_t meta_len, meta_hash,\n\
+         name_hash; uint64_t *counters; uint64_t num_counters; struct Desc *next; void *tables; uint64_t num_tables;\n\
+         } Desc;\n\
+         void __pathprof_register_module(Desc *);\nvoid __pathprof_unregister_module(Desc *);\n\
+         #define C(m, k) ctr##m[k]\n",
+    );
+    writeln!(s, "_Static_assert(sizeof(Desc) == {}, \"desc size\");", std::mem::size_of::<ModuleDesc>()).unwrap();
+    for (field, off) in [
+        ("meta", std::mem::offset_of!(ModuleDesc, meta)),
+        ("counters", std::mem::offset_of!(ModuleDesc, counters)),
+        ("next", std::mem::offset_of!(ModuleDesc, next)),
+        ("num_tables", std::mem::offset_of!(ModuleDesc, num_tables)),
+    ] {
+        writeln!(s, "_Static_assert(offsetof(Desc, {field}) == {off}, \"{field}\");").unwrap();
+    }
+    for (i, m) in modules.iter().enumerate() {
+        write!(s, "static const unsigned char meta{i}[] = {{").unwrap();
+        for b in &m.bytes {
+            write!(s, "{b},").unwrap();
+        }
+        s.push_str("};\n");
+        writeln!(s, "static uint64_t ctr{i}[{}];", m.num_counters.max(1)).unwrap();
+        writeln!(
+            s,
+            "static Desc desc{i} = {{ {DESC_VERSION}u, {}u, meta{i}, sizeof meta{i}, {:#x}ull, {:#x}ull, ctr{i}, {}u, 0, 0, 0 }};",
+            m.flags, m.meta_hash, m.name_hash, m.num_counters
+        )
+        .unwrap();
+    }
+    s.push_str("__attribute__((constructor)) static void pathprof_test_register(void) {\n");
+    for i in 0..modules.len() {
+        writeln!(s, "  __pathprof_register_module(&desc{i});").unwrap();
+    }
+    s.push_str("}\n");
+    s.push_str(rest);
+    s
+}
+
+/// Compiles `source` as `dir/name` with clang-19 and the runtime archive.
+fn compile(dir: &Dir, name: &str, source: &str, extra: &[&str]) -> PathBuf {
+    let t = tools().unwrap();
+    let src = dir.join(&format!("{name}.c"));
+    fs::write(&src, source).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new("clang-19")
+        .args(["-O1", "-w", "-I"])
+        .arg(&t.include)
+        .arg(&src)
+        .args(extra)
+        .arg(&t.archive)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "clang-19 failed on {}:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// Runs `exe` in its directory with `PATHPROF_FILE=profile`.
+fn run(exe: &Path, args: &[&str], profile: &Path) -> Output {
+    command(exe, args, profile).output().unwrap()
+}
+
+fn command(exe: &Path, args: &[&str], profile: &Path) -> Command {
+    let mut c = Command::new(exe);
+    c.args(args)
+        .current_dir(exe.parent().unwrap())
+        .env("PATHPROF_FILE", profile)
+        .env_remove("PATHPROF_VERBOSE")
+        .stdin(Stdio::null());
+    c
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "status: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Asserts a clean run: exit 0 and nothing on stderr.
+fn ok(out: Output) -> Output {
+    assert!(out.status.success() && out.stderr.is_empty(), "unexpected run result\n{}", describe(&out));
+    out
+}
+
+/// Whether the tests run as root (who can write anywhere), judged by the owner of a file we create.
+fn running_as_root(dir: &Dir) -> bool {
+    let probe = dir.join("uid-probe");
+    fs::write(&probe, b"").unwrap();
+    let root = fs::metadata(&probe).unwrap().uid() == 0;
+    fs::remove_file(probe).unwrap();
+    root
+}
+
+/// A command for `exe` that runs without root privileges: directly, or as `nobody` through `setpriv` when the
+/// tests run as root. `None` (after a message) if that is impossible here.
+fn unprivileged(dir: &Dir, exe: &Path, args: &[&str], profile: &Path) -> Option<Command> {
+    if !running_as_root(dir) {
+        return Some(command(exe, args, profile));
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipping: running as root and setpriv is not available to drop privileges");
+        return None;
+    }
+    // `nobody` must be able to reach the test directory and run the program.
+    for p in exe.ancestors().skip(1).take_while(|p| p.starts_with(std::env::temp_dir())) {
+        let _ = fs::set_permissions(p, fs::Permissions::from_mode(0o755));
+    }
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(exe)
+        .args(args)
+        .current_dir(exe.parent().unwrap())
+        .env("PATHPROF_FILE", profile)
+        .env_remove("PATHPROF_VERBOSE")
+        .stdin(Stdio::null());
+    Some(c)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A minimal profile parser (strict: any inconsistency is an error)
+
+#[derive(Debug, Clone, PartialEq)]
+struct Record {
+    h: RecordHeader,
+    meta: Vec<u8>,
+    counters: Vec<u64>,
+    sparse: Vec<u8>,
+}
+
+fn parse(bytes: &[u8]) -> Result<Vec<Record>, String> {
+    let head: &[u8; FILE_HEADER_LEN] = bytes.get(..FILE_HEADER_LEN).ok_or("short")?.try_into().unwrap();
+    let h = FileHeader::decode(head).ok_or("bad magic")?;
+    if h.version != FILE_VERSION {
+        return Err(format!("version {}", h.version));
+    }
+    let payload = &bytes[FILE_HEADER_LEN..];
+    if payload.len() as u64 != h.payload_len {
+        return Err("payload length".into());
+    }
+    if fnv1a64(payload) != h.checksum {
+        return Err("checksum".into());
+    }
+    let mut rest = payload;
+    let mut out = Vec::new();
+    for _ in 0..h.num_modules {
+        let rh: &[u8; RECORD_HEADER_LEN] = rest.get(..RECORD_HEADER_LEN).ok_or("record header")?.try_into().unwrap();
+        let rh = RecordHeader::decode(rh);
+        if record_len(rh.meta_len, rh.num_counters, rh.num_sparse) != Some(rh.record_len) {
+            return Err("record_len".into());
+        }
+        let rec = rest.get(..rh.record_len as usize).ok_or("record truncated")?;
+        let meta = rec[RECORD_HEADER_LEN..RECORD_HEADER_LEN + rh.meta_len as usize].to_vec();
+        let c0 = RECORD_HEADER_LEN + (rh.meta_len as usize).next_multiple_of(8);
+        let counters = (0..rh.num_counters as usize)
+            .map(|i| u64::from_le_bytes(rec[c0 + 8 * i..c0 + 8 * i + 8].try_into().unwrap()))
+            .collect();
+        let s0 = c0 + 8 * rh.num_counters as usize;
+        let sparse = rec[s0..s0 + SPARSE_ENTRY_LEN * rh.num_sparse as usize].to_vec();
+        out.push(Record { h: rh, meta, counters, sparse });
+        rest = &rest[rh.record_len as usize..];
+    }
+    if !rest.is_empty() {
+        return Err("trailing bytes".into());
+    }
+    Ok(out)
+}
+
+/// Reads a profile with the strict parser above and cross-checks it with the format crate's reader (the one
+/// the CLI uses), which also decodes and validates every module's metadata against its counters.
+fn read_profile(path: &Path) -> Vec<Record> {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let recs = parse(&bytes).unwrap_or_else(|e| panic!("{} is not a valid profile: {e}", path.display()));
+    let p = pathprof_format::profile::read(&bytes)
+        .unwrap_or_else(|e| panic!("pathprof_format::profile::read rejects {}: {e}", path.display()));
+    assert_eq!(p.modules.len(), recs.len());
+    for (m, r) in p.modules.iter().zip(&recs) {
+        assert_eq!((m.meta_hash, m.name_hash, m.runs, m.flags), (r.h.meta_hash, r.h.name_hash, r.h.runs, r.h.flags));
+        assert_eq!((&m.counters, &m.meta_bytes), (&r.counters, &r.meta));
+    }
+    recs
+}
+
+fn looks_valid(path: &Path) -> bool {
+    fs::read(path).map(|b| parse(&b).is_ok()).unwrap_or(false)
+}
+
+/// The record of module `m`, checked to carry its identity and metadata.
+fn record<'a>(recs: &'a [Record], m: &Module) -> &'a Record {
+    let r = recs.iter().find(|r| r.h.meta_hash == m.meta_hash).expect("module record missing");
+    assert_eq!(r.h.name_hash, m.name_hash);
+    assert_eq!(r.meta, m.bytes);
+    assert_eq!(ModuleMeta::decode(&r.meta).unwrap(), m.meta, "metadata must decode for the CLI");
+    assert_eq!(r.h.num_sparse, 0);
+    r
+}
+
+fn no_temp_files(dir: &Dir) {
+    let l = dir.listing();
+    assert!(!l.iter().any(|f| f.contains(".tmp.")), "temporary file left behind: {l:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Programs
+
+/// `main`: adds argv[1] (default 1) × (5, 7, 0) to module 0's counters, prints a line, returns argv[2].
+const COUNT_MAIN: &str = r#"
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 1;
+  for (long r = 0; r < n; r++) {
+    for (int i = 0; i < 5; i++) C(0, 0)++;
+    for (int i = 0; i < 7; i++) C(0, 1)++;
+  }
+  printf("counted %ld\n", n);
+  return argc > 2 ? atoi(argv[2]) : 0;
+}
+"#;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn single_run_writes_exact_counts() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("single");
+    let m = module("single.c", 0);
+    let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
+    let prof = dir.join("out.pathprof");
+    let out = ok(run(&exe, &["3"], &prof));
+    assert_eq!(out.stdout, b"counted 3\n");
+    let recs = read_profile(&prof);
+    assert_eq!(recs.len(), 1);
+    let r = record(&recs, &m);
+    assert_eq!(r.counters, vec![15, 21, 0]);
+    assert_eq!((r.h.runs, r.h.flags), (1, 0));
+    no_temp_files(&dir);
+}
+
+#[test]
+fn default_file_name_is_default_pathprof() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("default-name");
+    let m = module("d.c", 0);
+    let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
+    // An empty PATHPROF_FILE counts as unset.
+    ok(run(&exe, &[], Path::new("")));
+    assert_eq!(record(&read_profile(&dir.join("default.pathprof")), &m).counters, vec![5, 7, 0]);
+}
+
+#[test]
+fn second_run_merges() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("merge");
+    let (a, b) = (module("a.c", 0), module("b.c", 0));
+    let src = c_source(&[&a, &b], &COUNT_MAIN.replace("printf", "C(1, 2) += n; printf"));
+    let exe = compile(&dir, "prog", &src, &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &["1"], &prof));
+    ok(run(&exe, &["2"], &prof));
+    let recs = read_profile(&prof);
+    assert_eq!(recs.len(), 2);
+    let (ra, rb) = (record(&recs, &a), record(&recs, &b));
+    assert_eq!(ra.counters, vec![15, 21, 0]);
+    assert_eq!(rb.counters, vec![0, 0, 3]);
+    assert_eq!((ra.h.runs, rb.h.runs), (2, 2));
+    // Registration order is file order.
+    assert_eq!(recs[0].h.meta_hash, a.meta_hash);
+}
+
+#[test]
+fn percent_p_gives_per_process_files() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("percent-p");
+    let m = module("p.c", 0);
+    let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
+    let pattern = dir.join("prof-%p-%%.pathprof");
+    let mut pids = Vec::new();
+    for n in 1..=3 {
+        let child = command(&exe, &[&n.to_string()], &pattern).stdout(Stdio::piped()).spawn().unwrap();
+        pids.push((child.id(), n));
+        ok(child.wait_with_output().unwrap());
+    }
+    for (pid, n) in pids {
+        let f = dir.join(&format!("prof-{pid}-%.pathprof"));
+        let r = read_profile(&f);
+        assert_eq!((r.len(), r[0].h.runs), (1, 1));
+        assert_eq!(record(&r, &m).counters, vec![5 * n, 7 * n, 0]);
+    }
+}
+
+#[test]
+fn percent_m_separates_binaries() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("percent-m");
+    let (a, b) = (module("one.c", 0), module("two.c", 0));
+    let exe_a = compile(&dir, "a", &c_source(&[&a], COUNT_MAIN), &[]);
+    let exe_b = compile(&dir, "b", &c_source(&[&b], COUNT_MAIN), &[]);
+    let pattern = dir.join("%m.pathprof");
+    ok(run(&exe_a, &[], &pattern));
+    ok(run(&exe_a, &[], &pattern));
+    ok(run(&exe_b, &[], &pattern));
+    let files: Vec<String> = dir.listing().into_iter().filter(|f| f.ends_with(".pathprof")).collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for f in &files {
+        assert_eq!(f.len(), 16 + ".pathprof".len());
+        let recs = read_profile(&dir.join(f));
+        assert_eq!(recs.len(), 1);
+        let want = if recs[0].h.meta_hash == a.meta_hash { 2 } else { 1 };
+        assert_eq!(recs[0].h.runs, want);
+    }
+}
+
+#[test]
+fn sixteen_concurrent_processes_lose_nothing() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("concurrent");
+    let m = module("c.c", 0);
+    let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
+    let prof = dir.join("shared.pathprof");
+    let children: Vec<_> = (1..=16u64)
+        .map(|n| command(&exe, &[&(n * 1000).to_string()], &prof).stdout(Stdio::piped()).spawn().unwrap())
+        .collect();
+    for c in children {
+        ok(c.wait_with_output().unwrap());
+    }
+    let total: u64 = (1..=16u64).map(|n| n * 1000).sum();
+    let recs = read_profile(&prof);
+    let r = record(&recs, &m);
+    assert_eq!(r.counters, vec![5 * total, 7 * total, 0]);
+    assert_eq!(r.h.runs, 16);
+    no_temp_files(&dir);
+}
+
+#[test]
+fn fork_child_and_parent_merge_into_one_file() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("fork");
+    let m = module("f.c", 0);
+    let main = r#"
+int main(void) {
+  C(0, 0) += 100;                      /* before the fork: reported once, by the parent */
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    C(0, 1) += 20;                     /* child only */
+    return 0;                          /* exit() runs the child's dump */
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  C(0, 2) += 3;                        /* parent after the fork */
+  printf("child status %d\n", WEXITSTATUS(st));
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("fork.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"child status 0\n");
+    let recs = read_profile(&prof);
+    let r = record(&recs, &m);
+    assert_eq!(r.counters, vec![100, 20, 3]);
+    assert_eq!(r.h.runs, 2);
+}
+
+#[test]
+fn dump_mid_run_then_exit_reports_every_increment_once() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("dump-mid-run");
+    let m = module("d.c", 0);
+    let main = r#"
+int main(void) {
+  C(0, 0) += 3;
+  int a = __pathprof_dump();
+  /* Keep the mid-run file: the next write renames a new inode over the name. */
+  if (link(getenv("PATHPROF_FILE"), "mid.pathprof") != 0) return 9;
+  int b = __pathprof_dump();           /* nothing new: no change, still success */
+  C(0, 0) += 4;
+  C(0, 1) += 1;
+  printf("%d %d\n", a, b);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"0 0\n");
+    let mid = read_profile(&dir.join("mid.pathprof"));
+    assert_eq!(record(&mid, &m).counters, vec![3, 0, 0]);
+    let end = read_profile(&prof);
+    let r = record(&end, &m);
+    assert_eq!(r.counters, vec![7, 1, 0]);
+    assert_eq!(r.h.runs, 1, "one process is one run, however often it dumps");
+}
+
+#[test]
+fn reset_discards_counts() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("reset");
+    let m = module("r.c", 0);
+    let main = r#"
+int main(void) {
+  C(0, 0) += 50; C(0, 1) += 60;
+  __pathprof_reset();
+  C(0, 1) += 2;
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &[], &prof));
+    assert_eq!(record(&read_profile(&prof), &m).counters, vec![0, 2, 0]);
+}
+
+#[test]
+fn atomic_counters_are_exact_under_threads_and_concurrent_dumps() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("atomic");
+    let m = atomic(module("t.c", 0));
+    let main = r#"
+static void *work(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 1000000; i++) __atomic_fetch_add(&C(0, 0), 1, __ATOMIC_RELAXED);
+  return 0;
+}
+int main(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], 0, work, 0);
+  int fails = 0;
+  for (int i = 0; i < 20; i++) { fails += __pathprof_dump() != 0; usleep(1000); }
+  for (int i = 0; i < 4; i++) pthread_join(t[i], 0);
+  printf("%d\n", fails);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &["-pthread"]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"0\n");
+    let recs = read_profile(&prof);
+    let r = record(&recs, &m);
+    assert_eq!(r.counters, vec![4_000_000, 0, 0]);
+    assert_eq!(r.h.runs, 1);
+}
+
+#[test]
+fn threads_still_running_at_exit_do_no_harm() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("threads-at-exit");
+    let m = module("x.c", 0);
+    let main = r#"
+static void *spin(void *arg) { (void)arg; for (;;) { C(0, 2)++; __pathprof_reset(); } return 0; }
+int main(void) {
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, spin, 0);
+  C(0, 0) += 1;
+  usleep(20000);
+  return 4;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &["-pthread"]);
+    let prof = dir.join("p.pathprof");
+    for _ in 0..5 {
+        let out = run(&exe, &[], &prof);
+        assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+        assert!(out.stderr.is_empty(), "{}", describe(&out));
+    }
+    let recs = read_profile(&prof);
+    assert_eq!(record(&recs, &m).h.runs, 5);
+}
+
+/// Runs a program that prints and exits with status 3 in a failing setting; asserts that its output and status
+/// are untouched, that stderr is exactly one `cannot write profile` warning with `reason`, and returns nothing.
+fn assert_fails_politely(out: Output, profile: &Path, reason: &str) {
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert_eq!(out.stdout, b"counted 1\n", "{}", describe(&out));
+    let err = String::from_utf8(out.stderr.clone()).unwrap();
+    let want = format!("pathprof: warning: cannot write profile {}: {reason}\n", profile.display());
+    assert_eq!(err, want, "{}", describe(&out));
+}
+
+#[test]
+fn missing_directory_warns_once_and_changes_nothing() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("missing-dir");
+    let exe = compile(&dir, "prog", &c_source(&[&module("m.c", 0)], COUNT_MAIN), &[]);
+    let prof = dir.join("no/such/dir/p.pathprof");
+    assert_fails_politely(run(&exe, &["1", "3"], &prof), &prof, "No such file or directory");
+    assert_eq!(dir.listing(), vec!["prog", "prog.c"]);
+}
+
+#[test]
+fn unwritable_directory_warns_once_and_changes_nothing() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("unwritable-dir");
+    let exe = compile(&dir, "prog", &c_source(&[&module("m.c", 0)], COUNT_MAIN), &[]);
+    let ro = dir.join("ro");
+    fs::create_dir(&ro).unwrap();
+    fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+    let prof = ro.join("p.pathprof");
+    let Some(mut cmd) = unprivileged(&dir, &exe, &["1", "3"], &prof) else { return };
+    assert_fails_politely(cmd.output().unwrap(), &prof, "Permission denied");
+    assert_eq!(fs::read_dir(&ro).unwrap().count(), 0);
+}
+
+#[test]
+fn profile_path_that_is_a_directory_warns_once() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-is-dir");
+    let exe = compile(&dir, "prog", &c_source(&[&module("m.c", 0)], COUNT_MAIN), &[]);
+    let prof = dir.join("adir");
+    fs::create_dir(&prof).unwrap();
+    assert_fails_politely(run(&exe, &["1", "3"], &prof), &prof, "Is a directory");
+    assert!(prof.is_dir());
+    assert_eq!(dir.listing(), vec!["adir", "prog", "prog.c"]);
+}
+
+#[test]
+fn read_only_existing_profile_is_left_alone() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("read-only");
+    let m = module("m.c", 0);
+    let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
+    let sub = dir.join("w");
+    fs::create_dir(&sub).unwrap();
+    let prof = sub.join("p.pathprof");
+    ok(run(&exe, &[], &prof));
+    let before = fs::read(&prof).unwrap();
+    fs::set_permissions(&prof, fs::Permissions::from_mode(0o444)).unwrap();
+    // The directory stays writable (so only the file's mode protects it) and the lock file usable by anyone.
+    fs::set_permissions(&sub, fs::Permissions::from_mode(0o777)).unwrap();
+    fs::set_permissions(sub.join("p.pathprof.lock"), fs::Permissions::from_mode(0o666)).unwrap();
+    let Some(mut cmd) = unprivileged(&dir, &exe, &["1", "3"], &prof) else { return };
+    assert_fails_politely(cmd.output().unwrap(), &prof, "Permission denied");
+    assert_eq!(fs::read(&prof).unwrap(), before, "a read-only profile must not change");
+    let mut l: Vec<_> = fs::read_dir(&sub).unwrap().map(|e| e.unwrap().file_name()).collect();
+    l.sort();
+    assert_eq!(l, vec!["p.pathprof", "p.pathprof.lock"]);
+}
+
+#[test]
+fn corrupt_existing_file_is_replaced_with_a_warning() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("corrupt");
+    let m = module("m.c", 0);
+    let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
+    let prof = dir.join("p.pathprof");
+    // A valid profile with one flipped counter byte (checksum mismatch), then plain text, then a truncation.
+    ok(run(&exe, &[], &prof));
+    let mut good = fs::read(&prof).unwrap();
+    let n = good.len();
+    good[n - 1] ^= 1;
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (good.clone(), "checksum mismatch"),
+        (b"this is a text file, not a profile; it is long enough for a header\n".to_vec(), "bad magic"),
+        (good[..n - 8].to_vec(), "length does not match the header (truncated?)"),
+    ];
+    for (bytes, why) in cases {
+        fs::write(&prof, &bytes).unwrap();
+        let out = run(&exe, &["2"], &prof);
+        assert!(out.status.success(), "{}", describe(&out));
+        let want = format!("pathprof: warning: {} is not a valid profile ({why}); replacing it\n", prof.display());
+        assert_eq!(String::from_utf8_lossy(&out.stderr), want);
+        let recs = read_profile(&prof);
+        let r = record(&recs, &m);
+        assert_eq!((r.counters.clone(), r.h.runs), (vec![10, 14, 0], 1));
+    }
+}
+
+#[test]
+fn stale_build_is_dropped_with_a_warning_and_other_modules_are_kept() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("stale");
+    let (v1, v2, other) = (module("m.c", 1), module("m.c", 2), module("lib.c", 0));
+    assert_ne!(v1.meta_hash, v2.meta_hash);
+    let exe1 = compile(&dir, "v1", &c_source(&[&v1, &other], COUNT_MAIN), &[]);
+    let exe2 = compile(&dir, "v2", &c_source(&[&v2], COUNT_MAIN), &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe1, &["4"], &prof));
+    let other_before = record(&read_profile(&prof), &other).clone();
+    let out = run(&exe2, &["1"], &prof);
+    assert!(out.status.success(), "{}", describe(&out));
+    let want = format!(
+        "pathprof: warning: {}: dropping the counts of an older build of a module (name hash {:#018x})\n",
+        prof.display(),
+        v1.name_hash
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), want);
+    let recs = read_profile(&prof);
+    assert_eq!(recs.len(), 2);
+    assert!(!recs.iter().any(|r| r.h.meta_hash == v1.meta_hash));
+    assert_eq!(record(&recs, &other), &other_before, "unrelated records are kept unchanged");
+    let r = record(&recs, &v2);
+    assert_eq!((r.counters.clone(), r.h.runs), (vec![5, 7, 0], 1));
+}
+
+#[test]
+fn same_build_in_two_images_is_one_record() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("two-copies");
+    let m = module("shared.c", 0);
+    // Two descriptors of one build in one program (as when one object is linked into two shared objects).
+    let src = c_source(&[&m, &m], &COUNT_MAIN.replace("printf", "C(1, 0) += 1000; printf"));
+    let exe = compile(&dir, "prog", &src, &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &[], &prof));
+    ok(run(&exe, &[], &prof));
+    let recs = read_profile(&prof);
+    assert_eq!(recs.len(), 1);
+    let r = record(&recs, &m);
+    assert_eq!((r.counters.clone(), r.h.runs), (vec![2010, 14, 0], 2));
+}
+
+#[test]
+fn descriptor_of_another_version_is_ignored_with_a_warning() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("desc-version");
+    let m = module("m.c", 0);
+    let src = c_source(&[&m], COUNT_MAIN).replace(&format!("{{ {DESC_VERSION}u,"), "{ 99u,");
+    let exe = compile(&dir, "prog", &src, &[]);
+    let prof = dir.join("p.pathprof");
+    let out = run(&exe, &[], &prof);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("pathprof: warning: ignoring an instrumented module built for descriptor version 99"));
+    assert!(!prof.exists(), "nothing registered, nothing written");
+}
+
+/// A shared library with its own module, `dlopen`ed, used and `dlclose`d: its destructor unregisters the
+/// module, whose counts must reach the file although the library is gone at exit. Both link styles: the
+/// library with a hidden copy of the runtime (`--exclude-libs`, as pathprof-clang links) and with an exported
+/// copy that the executable's interposes.
+#[test]
+fn dlclosed_library_keeps_its_counts() {
+    let Some(_) = tools() else { return };
+    for hidden in [true, false] {
+        let dir = Dir::new(if hidden { "dlclose-hidden" } else { "dlclose-exported" });
+        let (main_m, lib_m) = (module("main.c", 0), module("plugin.c", 0));
+        let lib_src = c_source(&[&lib_m], "").replace(
+            "__attribute__((constructor)) static void pathprof_test_register(void) {",
+            "__attribute__((destructor)) static void pathprof_test_unregister(void) {\n  \
+             __pathprof_unregister_module(&desc0);\n}\n\
+             void plugin_work(int n) { C(0, 1) += n; }\n\
+             __attribute__((constructor)) static void pathprof_test_register(void) {",
+        );
+        let mut args = vec!["-shared", "-fPIC"];
+        if hidden {
+            args.push("-Wl,--exclude-libs,libpathprof_rt.a");
+        }
+        let lib = compile(&dir, "libplugin.so", &lib_src, &args);
+        assert!(lib.is_file());
+        let main = r#"
+int main(void) {
+  for (int round = 0; round < 2; round++) {
+    void *h = dlopen("./libplugin.so", RTLD_NOW);
+    if (!h) { printf("%s\n", dlerror()); return 1; }
+    void (*work)(int) = (void (*)(int))dlsym(h, "plugin_work");
+    work(21);
+    dlclose(h);
+  }
+  C(0, 0) += 1;
+  return 0;
+}
+"#;
+        let exe = compile(&dir, "prog", &c_source(&[&main_m], main), &["-ldl", "-rdynamic"]);
+        let prof = dir.join("p.pathprof");
+        ok(run(&exe, &[], &prof));
+        let recs = read_profile(&prof);
+        assert_eq!(recs.len(), 2, "hidden={hidden}");
+        assert_eq!(record(&recs, &main_m).counters, vec![1, 0, 0]);
+        let l = record(&recs, &lib_m);
+        assert_eq!(l.counters, vec![0, 42, 0], "hidden={hidden}");
+        // An interposed runtime serves both loads: one process, one run. A hidden copy lives and dies with the
+        // library, so each load counts as a run of the library's module.
+        assert_eq!(l.h.runs, if hidden { 2 } else { 1 }, "hidden={hidden}");
+    }
+}
+
+/// The archive needs no library beyond libc: plain C links with clang-19 and gcc, and exports only the API.
+#[test]
+fn archive_links_into_plain_c_with_clang_and_gcc() {
+    let Some(t) = tools() else { return };
+    let dir = Dir::new("link");
+    let m = module("m.c", 0);
+    let src = c_source(&[&m], COUNT_MAIN);
+    fs::write(dir.join("prog.c"), &src).unwrap();
+    let mut compilers = vec!["clang-19"];
+    if Command::new("gcc").arg("--version").output().is_ok() {
+        compilers.push("gcc");
+    }
+    for cc in compilers {
+        let exe = dir.join(&format!("prog-{cc}"));
+        let out = Command::new(cc)
+            .arg("-I")
+            .arg(&t.include)
+            .arg(dir.join("prog.c"))
+            .arg(&t.archive)
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cc} failed to link:\n{}", String::from_utf8_lossy(&out.stderr));
+        let prof = dir.join(&format!("{cc}.pathprof"));
+        ok(run(&exe, &[], &prof));
+        assert_eq!(record(&read_profile(&prof), &m).counters, vec![5, 7, 0]);
+    }
+    // The header compiles as C++ too.
+    if Command::new("clang++-19").arg("--version").output().is_ok() {
+        fs::write(
+            dir.join("api.cc"),
+            "#include <pathprof.h>\nint main() { __pathprof_reset(); return __pathprof_dump(); }\n",
+        )
+        .unwrap();
+        let out = Command::new("clang++-19")
+            .arg("-I")
+            .arg(&t.include)
+            .arg(dir.join("api.cc"))
+            .arg(&t.archive)
+            .arg("-o")
+            .arg(dir.join("api"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "C++ use of the header:\n{}", String::from_utf8_lossy(&out.stderr));
+        ok(Command::new(dir.join("api")).current_dir(&dir.path).output().unwrap());
+    }
+    // Only the __pathprof_ API is defined with default visibility by the runtime's own object.
+    if let Ok(out) = Command::new("llvm-nm-19").args(["-g", "--defined-only"]).arg(&t.archive).output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut own: Vec<&str> = text
+            .split("\n\n")
+            .filter(|block| block.contains("pathprof_rt"))
+            .flat_map(|block| block.lines().skip(1))
+            .filter_map(|l| l.split_whitespace().nth(2))
+            .collect();
+        own.sort();
+        assert_eq!(
+            own,
+            ["__pathprof_dump", "__pathprof_register_module", "__pathprof_reset", "__pathprof_unregister_module"]
+        );
+    }
+}
+
+/// A weakly declared API lets code built without the runtime call it conditionally.
+#[test]
+fn weak_api_declarations_link_without_the_runtime() {
+    let Some(t) = tools() else { return };
+    let dir = Dir::new("weak-api");
+    let src = "#define PATHPROF_WEAK_API\n#include <pathprof.h>\n#include <stdio.h>\n\
+               int main(void) { pathprof_reset_if_linked(); printf(\"%d\\n\", pathprof_dump_if_linked()); return 0; }\n";
+    fs::write(dir.join("w.c"), src).unwrap();
+    let out = Command::new("clang-19")
+        .arg("-I")
+        .arg(&t.include)
+        .arg(dir.join("w.c"))
+        .arg("-o")
+        .arg(dir.join("w"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ok(Command::new(dir.join("w")).current_dir(&dir.path).output().unwrap());
+    assert_eq!(out.stdout, b"0\n");
+    assert!(!dir.join("default.pathprof").exists());
+}
+
+#[test]
+fn verbose_mode_reports_the_write() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("verbose");
+    let exe = compile(&dir, "prog", &c_source(&[&module("v.c", 0)], COUNT_MAIN), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = command(&exe, &[], &prof).env("PATHPROF_VERBOSE", "1").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err, format!("pathprof: wrote {}: 0 merged, 1 added, 0 kept, 0 dropped\n", prof.display()));
+    assert!(looks_valid(&prof));
+}
+
+#[test]
+fn failed_write_keeps_counts_for_a_later_dump() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("retry");
+    let m = module("m.c", 0);
+    let main = r#"
+int main(void) {
+  C(0, 0) += 11;
+  int a = __pathprof_dump();                 /* the profile path is a directory: fails, counts kept */
+  if (rmdir(getenv("PATHPROF_FILE")) != 0) return 9;
+  C(0, 0) += 1;
+  printf("%d\n", a);
+  return 0;                                  /* the exit dump now succeeds with everything */
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    fs::create_dir(&prof).unwrap();
+    let out = run(&exe, &[], &prof);
+    assert_eq!(out.stdout, b"-1\n", "{}", describe(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    let r = read_profile(&prof);
+    assert_eq!(record(&r, &m).counters, vec![12, 0, 0]);
+    assert!(!looks_valid(&dir.join("p.pathprof.lock")));
+}
