@@ -39,6 +39,9 @@ pub struct FunctionGraph {
     pub block_lines: Vec<Vec<u32>>,
     /// Blocks containing a `returns_twice` call (setjmp): control may re-enter them.
     pub reentry_blocks: Vec<u32>,
+    /// Per block, in order: the calls that may leave the frame abnormally (or return twice). Their block has
+    /// a Termination edge; path mode counts the truncated path around them.
+    pub abnormal_calls: Vec<Vec<LLVMValueRef>>,
 }
 
 /// Why a function is left uninstrumented (reported as a warning, never an abort).
@@ -101,12 +104,14 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     let mut edges = Vec::new();
     let mut block_lines = Vec::with_capacity(n);
     let mut reentry_blocks = Vec::new();
+    let mut abnormal_calls = Vec::with_capacity(n);
 
     for (bi, &bb) in blocks.iter().enumerate() {
         let src = BlockId(bi as u32);
         let insts = ir::instructions(bb);
         let mut lines = Vec::new();
         let mut leaves_abnormally = false;
+        let mut calls = Vec::new();
         for &inst in &insts {
             let line = ir::debug_line(inst);
             if line != 0 && !lines.contains(&line) {
@@ -119,9 +124,13 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
                     let musttail = ir::opcode(inst) == LLVMOpcode::LLVMCall && ir::is_musttail(inst);
                     if !musttail && facts.may_leave_abnormally(inst) {
                         leaves_abnormally = true;
+                        calls.push(inst);
                     }
                     if facts.returns_twice(inst) {
                         leaves_abnormally = true;
+                        if calls.last() != Some(&inst) {
+                            calls.push(inst);
+                        }
                         if !reentry_blocks.contains(&(bi as u32)) {
                             reentry_blocks.push(bi as u32);
                         }
@@ -139,6 +148,7 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
             }
         }
         block_lines.push(lines);
+        abnormal_calls.push(calls);
         let term = ir::terminator(bb).ok_or_else(|| Unsupported(format!("block {bi} has no terminator")))?;
         match ir::opcode(term) {
             LLVMOpcode::LLVMRet | LLVMOpcode::LLVMResume => {
@@ -163,7 +173,7 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     edges.push(Edge { from: exit, to: BlockId(0), kind: EdgeKind::ExitToEntry });
     let cfg = Cfg::new(n as u32, edges).map_err(|e| Unsupported(format!("malformed CFG: {e}")))?;
     let sites = choose_sites(&cfg, &blocks);
-    Ok(FunctionGraph { cfg, blocks, sites, block_lines, reentry_blocks })
+    Ok(FunctionGraph { cfg, blocks, sites, block_lines, reentry_blocks, abnormal_calls })
 }
 
 /// Picks, for every edge, the cheapest place its counter code could go (BL94 §6.1: source block when it has

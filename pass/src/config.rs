@@ -44,6 +44,27 @@ pub struct Config {
     pub stats: bool,
     /// Print each function's graph, weights and chords to stderr (`PATHPROF_DEBUG=dump`).
     pub dump: bool,
+    /// Path mode: cut the Ball–Larus DAG so no function has more paths than this (`PATHPROF_PATH_BUDGET`).
+    pub path_budget: u128,
+    /// Path mode: functions with at most this many paths get a dense counter array, others a run-time hash
+    /// table of executed paths (`PATHPROF_PATH_ARRAY_MAX`).
+    pub path_array_max: u128,
+}
+
+/// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
+pub const DEFAULT_PATH_BUDGET: u128 = 1 << 63;
+/// Default `PATHPROF_PATH_ARRAY_MAX`: 4096 paths = 32 KiB of counters, beyond which a dense array costs more
+/// memory and profile space than a table of the (few) executed paths.
+pub const DEFAULT_PATH_ARRAY_MAX: u128 = 4096;
+
+fn number(name: &str, value: Option<String>, default: u128, min: u128, max: u128) -> Result<u128, String> {
+    match value.as_deref() {
+        None | Some("") => Ok(default),
+        Some(v) => match v.parse::<u128>() {
+            Ok(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(format!("invalid {name}='{v}' (expected an integer in {min}..={max})")),
+        },
+    }
 }
 
 fn flag(name: &str, value: Option<String>) -> Result<bool, String> {
@@ -58,8 +79,8 @@ impl Config {
     /// Reads the configuration from a variable lookup (the environment in the plugin, a map in tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         let mode = match get("PATHPROF_MODE").as_deref() {
-            None | Some("") | Some("edge") => Mode::Edge,
-            Some("path") => Mode::Path,
+            None | Some("") | Some("path") => Mode::Path,
+            Some("edge") => Mode::Edge,
             Some(v) => return Err(format!("unknown PATHPROF_MODE='{v}' (expected edge or path)")),
         };
         let weighting = match get("PATHPROF_WEIGHTS").as_deref() {
@@ -80,7 +101,10 @@ impl Config {
             Some("dump") => true,
             Some(v) => return Err(format!("unknown PATHPROF_DEBUG='{v}' (expected dump)")),
         };
-        Ok(Config { mode, weighting, atomic, stats, dump })
+        let path_budget = number("PATHPROF_PATH_BUDGET", get("PATHPROF_PATH_BUDGET"), DEFAULT_PATH_BUDGET, 2, DEFAULT_PATH_BUDGET)?;
+        let path_array_max =
+            number("PATHPROF_PATH_ARRAY_MAX", get("PATHPROF_PATH_ARRAY_MAX"), DEFAULT_PATH_ARRAY_MAX, 1, 1 << 24)?;
+        Ok(Config { mode, weighting, atomic, stats, dump, path_budget, path_array_max })
     }
 
     /// Reads the configuration from the process environment.
@@ -100,9 +124,10 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_edge_llvm_nonatomic() {
+    fn defaults_are_path_llvm_nonatomic() {
         let c = cfg(&[]).unwrap();
-        assert_eq!(c.mode, Mode::Edge);
+        assert_eq!(c.mode, Mode::Path);
+        assert_eq!(c.path_budget, 1 << 63);
         assert_eq!(c.weighting, Weighting::Llvm);
         assert!(!c.atomic && !c.stats && !c.dump);
     }
@@ -117,7 +142,13 @@ mod tests {
 
     #[test]
     fn rejects_unknown_values_with_one_line() {
-        for (k, v) in [("PATHPROF_MODE", "paths"), ("PATHPROF_WEIGHTS", "profile:"), ("PATHPROF_ATOMIC", "2")] {
+        for (k, v) in [
+            ("PATHPROF_MODE", "paths"),
+            ("PATHPROF_WEIGHTS", "profile:"),
+            ("PATHPROF_ATOMIC", "2"),
+            ("PATHPROF_PATH_BUDGET", "1"),
+            ("PATHPROF_PATH_ARRAY_MAX", "x"),
+        ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert!(e.contains(k) && !e.contains('\n'), "{e}");
         }

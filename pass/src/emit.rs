@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 
 /// The module's counter array and how to bump one of its slots.
 pub struct Counters {
-    ctx: LLVMContextRef,
     builder: LLVMBuilderRef,
     i64t: LLVMTypeRef,
     array_ty: LLVMTypeRef,
@@ -40,7 +39,6 @@ impl Counters {
             let ctx = LLVMGetModuleContext(m);
             let i64t = LLVMInt64TypeInContext(ctx);
             Counters {
-                ctx,
                 builder: LLVMCreateBuilderInContext(ctx),
                 i64t,
                 array_ty: LLVMArrayType2(i64t, len),
@@ -51,7 +49,8 @@ impl Counters {
         }
     }
 
-    fn const_index(&self, idx: u64) -> LLVMValueRef {
+    /// An i64 constant.
+    pub fn const_index(&self, idx: u64) -> LLVMValueRef {
         unsafe { LLVMConstInt(self.i64t, idx, 0) }
     }
 
@@ -65,6 +64,22 @@ impl Counters {
 
     /// Emits `counters[idx] += 1` before `before`; `idx` is a constant or an i64 value.
     fn increment_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>) {
+        self.add_before(before, idx, 1)
+    }
+
+    /// The builder, for callers that emit their own instructions around counter updates.
+    pub fn builder(&self) -> LLVMBuilderRef {
+        self.builder
+    }
+
+    /// Emits `counters[idx] += delta` before `before` (plain or `atomicrmw add monotonic`); `idx` is a constant
+    /// or an i64 value, `delta` wraps like the counters themselves (path mode retracts with −1).
+    pub fn add_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: i64) {
+        self.add_value_before(before, idx, self.const_index(delta as u64))
+    }
+
+    /// Emits `counters[idx] += delta` before `before` for a run-time `delta` (an i64 value).
+    pub fn add_value_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef) {
         unsafe {
             LLVMPositionBuilderBefore(self.builder, before);
             let ptr = match idx {
@@ -74,20 +89,19 @@ impl Counters {
                     LLVMBuildInBoundsGEP2(self.builder, self.array_ty, self.global, ix.as_mut_ptr(), 2, c"".as_ptr())
                 }
             };
-            let one = self.const_index(1);
             if self.atomic {
                 LLVMBuildAtomicRMW(
                     self.builder,
                     LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
                     ptr,
-                    one,
+                    delta,
                     LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
                     0,
                 );
             } else {
                 let old = LLVMBuildLoad2(self.builder, self.i64t, ptr, c"pathprof.count".as_ptr());
                 LLVMSetAlignment(old, 8);
-                let new = LLVMBuildAdd(self.builder, old, one, c"pathprof.count.next".as_ptr());
+                let new = LLVMBuildAdd(self.builder, old, delta, c"pathprof.count.next".as_ptr());
                 let store = LLVMBuildStore(self.builder, new, ptr);
                 LLVMSetAlignment(store, 8);
             }
@@ -161,7 +175,6 @@ impl Counters {
             };
             self.increment_before(at.expect("a block has a terminator"), Ok(counter_of[&e]));
         }
-        let _ = self.ctx;
         stats
     }
 }

@@ -30,7 +30,14 @@ pub fn counter_array(m: LLVMModuleRef, len: u64) -> LLVMValueRef {
 }
 
 /// Emits the metadata blob, the descriptor and a constructor calling `__pathprof_register_module`.
-pub fn register_module(m: LLVMModuleRef, meta: &ModuleMeta, counters: LLVMValueRef, num_counters: u64, atomic: bool) {
+pub fn register_module(
+    m: LLVMModuleRef,
+    meta: &ModuleMeta,
+    counters: LLVMValueRef,
+    num_counters: u64,
+    atomic: bool,
+    tables: &PathTables,
+) {
     let blob = meta.encode();
     let meta_hash = fnv1a64(&blob);
     let name_hash = fnv1a64(meta.module_name.as_bytes());
@@ -62,8 +69,8 @@ pub fn register_module(m: LLVMModuleRef, meta: &ModuleMeta, counters: LLVMValueR
             counters,
             LLVMConstInt(i64t, num_counters, 0),
             LLVMConstNull(ptrt),
-            LLVMConstNull(ptrt),
-            LLVMConstInt(i64t, 0, 0),
+            tables.array.unwrap_or(LLVMConstNull(ptrt)),
+            LLVMConstInt(i64t, tables.len, 0),
         ];
         let desc_init = LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
         let desc = LLVMAddGlobal(m, desc_ty, cstr("__pathprof_desc").as_ptr());
@@ -132,4 +139,78 @@ unsafe fn append_to_global_ctors(m: LLVMModuleRef, f: LLVMValueRef, priority: u6
     let g = LLVMAddGlobal(m, arr_ty, name.as_ptr());
     LLVMSetInitializer(g, arr);
     LLVMSetLinkage(g, LLVMLinkage::LLVMAppendingLinkage);
+}
+
+/// The module's `PathTable` array (`pathprof_format::layout::PathTable`): one zeroed table per function whose
+/// paths are counted in a run-time hash table, `function` set to its index in the metadata.
+pub struct PathTables {
+    array: Option<LLVMValueRef>,
+    ty: Option<LLVMTypeRef>,
+    len: u64,
+}
+
+impl PathTables {
+    /// Emits the array (nothing when no function is hashed).
+    pub fn new(m: LLVMModuleRef, functions: &[u64]) -> PathTables {
+        if functions.is_empty() {
+            return PathTables { array: None, ty: None, len: 0 };
+        }
+        unsafe {
+            let ctx = LLVMGetModuleContext(m);
+            let i64t = LLVMInt64TypeInContext(ctx);
+            let ptrt = LLVMPointerTypeInContext(ctx, 0);
+            // { i64 function, i64 lock, ptr slots, i64 capacity, i64 len }
+            let mut fields = [i64t, i64t, ptrt, i64t, i64t];
+            let table_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), 5, 0);
+            let mut elems: Vec<LLVMValueRef> = functions
+                .iter()
+                .map(|&f| {
+                    let mut v = [
+                        LLVMConstInt(i64t, f, 0),
+                        LLVMConstInt(i64t, 0, 0),
+                        LLVMConstNull(ptrt),
+                        LLVMConstInt(i64t, 0, 0),
+                        LLVMConstInt(i64t, 0, 0),
+                    ];
+                    LLVMConstStructInContext(ctx, v.as_mut_ptr(), 5, 0)
+                })
+                .collect();
+            let arr_ty = LLVMArrayType2(table_ty, elems.len() as u64);
+            let g = LLVMAddGlobal(m, arr_ty, cstr("__pathprof_tables").as_ptr());
+            LLVMSetInitializer(g, LLVMConstArray2(table_ty, elems.as_mut_ptr(), elems.len() as u64));
+            LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+            LLVMSetAlignment(g, 8);
+            PathTables { array: Some(g), ty: Some(arr_ty), len: functions.len() as u64 }
+        }
+    }
+
+    /// Constant pointer to table `i`.
+    pub fn table(&self, i: usize) -> LLVMValueRef {
+        let (g, ty) = (self.array.expect("a hashed function has a table"), self.ty.expect("typed"));
+        unsafe {
+            let i64t = LLVMInt64TypeInContext(LLVMGetTypeContext(ty));
+            let mut ix = [LLVMConstInt(i64t, 0, 0), LLVMConstInt(i64t, i as u64, 0)];
+            LLVMConstInBoundsGEP2(ty, g, ix.as_mut_ptr(), 2)
+        }
+    }
+}
+
+/// Declares `void __pathprof_path_add(ptr table, i64 path, i64 delta)` (the runtime's hash-table update).
+pub fn path_add_function(m: LLVMModuleRef) -> LLVMValueRef {
+    unsafe {
+        let name = cstr("__pathprof_path_add");
+        let existing = LLVMGetNamedFunction(m, name.as_ptr());
+        if !existing.is_null() {
+            return existing;
+        }
+        let ctx = LLVMGetModuleContext(m);
+        let i64t = LLVMInt64TypeInContext(ctx);
+        let mut params = [LLVMPointerTypeInContext(ctx, 0), i64t, i64t];
+        let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 3, 0);
+        let f = LLVMAddFunction(m, name.as_ptr(), fty);
+        // The runtime never unwinds: let callers keep their plain `call`s.
+        let nounwind = crate::ir::attr_kind("nounwind");
+        LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, nounwind, 0));
+        f
+    }
 }

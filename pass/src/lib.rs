@@ -21,6 +21,7 @@ pub mod entry;
 pub mod globals;
 pub mod ir;
 pub mod module;
+pub mod path_mode;
 pub mod shim;
 pub mod weights;
 

@@ -9,6 +9,7 @@ use crate::config::{Config, Weighting};
 use crate::emit::{Counters, EmitStats};
 use crate::globals;
 use crate::ir;
+use crate::path_mode::{self, PathPlan, Sink};
 use crate::shim;
 use crate::weights::{self, ProfileWeights};
 use inkwell::llvm_sys::core::*;
@@ -16,7 +17,7 @@ use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
 use pathprof_core::placement::plan_edge_counters_with_entry_counter;
 use pathprof_core::EdgeId;
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
+use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathStorage};
 use pathprof_format::profile::cfg_hash;
 use std::os::raw::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -25,12 +26,28 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// the same pipeline (for example an LTO link step that loads the plugin again) leaves them alone.
 pub const INSTRUMENTED_MARK: &str = "pathprof.instrumented";
 
+/// How a planned function will be instrumented.
+enum Plan {
+    /// Counters on these chords (edge mode).
+    Edge { graph: FunctionGraph, chords: Vec<EdgeId> },
+    /// Ball–Larus path profiling.
+    Path(Box<PathPlan>),
+}
+
 /// A function ready for emission.
 struct Planned {
     f: LLVMValueRef,
-    graph: FunctionGraph,
-    chords: Vec<EdgeId>,
+    plan: Plan,
     meta: FunctionMeta,
+}
+
+impl Planned {
+    fn graph(&self) -> &FunctionGraph {
+        match &self.plan {
+            Plan::Edge { graph, .. } => graph,
+            Plan::Path(p) => &p.graph,
+        }
+    }
 }
 
 /// Per-module totals for `PATHPROF_STATS`.
@@ -45,15 +62,16 @@ struct Stats {
     optimum: usize,
     emit: EmitStats,
     weights_fallbacks: usize,
+    paths: u128,
+    hashed: usize,
+    chords: usize,
+    cuts: usize,
 }
 
 /// Instruments `m` per `config`; returns whether the module changed.
 pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result<bool, String> {
     if ir::has_named_metadata(m, INSTRUMENTED_MARK) {
         return Ok(false);
-    }
-    if config.mode != Mode::Edge {
-        return Err(format!("PATHPROF_MODE={} is not implemented yet", config.mode.name()));
     }
     let profile = match &config.weighting {
         Weighting::Profile(path) => Some(ProfileWeights::load(path)?),
@@ -64,16 +82,21 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     let mut stats = Stats::default();
     let mut planned = Vec::new();
     let mut next_counter = 0u64;
+    let mut next_table = 0u32;
     for f in ir::functions(m) {
         if !should_instrument(f) {
             continue;
         }
         let name = ir::name(f);
-        let result = catch_unwind(AssertUnwindSafe(|| plan(f, &name, config, profile.as_ref(), fam, &facts)));
+        let result =
+            catch_unwind(AssertUnwindSafe(|| plan(f, &name, config, profile.as_ref(), fam, &facts, next_table)));
         match result {
             Ok(Ok((mut p, used_source))) => {
                 p.meta.counter_base = next_counter;
-                next_counter += p.chords.len() as u64;
+                next_counter += u64::from(p.meta.num_counters);
+                if let Some(PathStorage::Hashed { .. }) = p.meta.path.as_ref().map(|x| x.storage) {
+                    next_table += 1;
+                }
                 stats.weights_fallbacks += usize::from(!used_source);
                 planned.push(p);
             }
@@ -91,22 +114,51 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         return Ok(false);
     }
 
-    let uses_phi = planned.iter().any(|p| p.chords.iter().any(|&e| p.graph.sites[e.index()] == Site::TargetPhi));
+    let uses_phi = planned.iter().any(|p| match &p.plan {
+        Plan::Edge { graph, chords } => chords.iter().any(|&e| graph.sites[e.index()] == Site::TargetPhi),
+        Plan::Path(_) => false,
+    });
     let scratch = next_counter;
-    let array_len = next_counter + u64::from(uses_phi);
-    let counters_global = globals::counter_array(m, array_len.max(1));
-    let counters = Counters::new(m, counters_global, array_len.max(1), config.atomic, scratch);
+    let array_len = (next_counter + u64::from(uses_phi)).max(1);
+    let counters_global = globals::counter_array(m, array_len);
+    let counters = Counters::new(m, counters_global, array_len, config.atomic, scratch);
+    let hashed_functions: Vec<u64> = planned
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.meta.path.as_ref().map(|x| x.storage), Some(PathStorage::Hashed { .. })))
+        .map(|(i, _)| i as u64)
+        .collect();
+    let tables = globals::PathTables::new(m, &hashed_functions);
+    let add_fn = globals::path_add_function(m);
     for p in &planned {
-        let s = counters.instrument(&p.graph, &p.chords, p.meta.counter_base);
-        stats.emit.split_edges += s.split_edges;
-        stats.emit.phi_edges += s.phi_edges;
+        match &p.plan {
+            Plan::Edge { graph, chords } => {
+                let s = counters.instrument(graph, chords, p.meta.counter_base);
+                stats.emit.split_edges += s.split_edges;
+                stats.emit.phi_edges += s.phi_edges;
+                stats.counters += chords.len();
+                stats.optimum += graph.cfg.num_edges() + 1 - graph.cfg.num_vertices();
+            }
+            Plan::Path(pp) => {
+                let sink = match pp.meta.storage {
+                    PathStorage::Dense => Sink::Dense { counters: &counters, base: p.meta.counter_base },
+                    PathStorage::Hashed { table } => {
+                        stats.hashed += 1;
+                        Sink::Hashed { counters: &counters, table: tables.table(table as usize), add_fn }
+                    }
+                };
+                path_mode::emit(pp, &sink);
+                stats.paths += pp.num_paths;
+                stats.chords += pp.incs.chords().filter(|&d| pp.incs.inc(d) != 0).count();
+                stats.cuts += pp.dag.cut_edges().len();
+            }
+        }
         ir::add_string_attr(p.f, INSTRUMENTED_MARK);
+        let g = p.graph();
         stats.functions += 1;
-        stats.blocks += p.graph.cfg.num_blocks();
-        stats.edges += p.graph.cfg.num_edges();
-        stats.virtual_edges += p.graph.cfg.edges().iter().filter(|e| e.kind.is_virtual()).count();
-        stats.counters += p.chords.len();
-        stats.optimum += p.graph.cfg.num_edges() + 1 - p.graph.cfg.num_vertices();
+        stats.blocks += g.cfg.num_blocks();
+        stats.edges += g.cfg.num_edges();
+        stats.virtual_edges += g.cfg.edges().iter().filter(|e| e.kind.is_virtual()).count();
     }
 
     let meta = ModuleMeta {
@@ -116,21 +168,28 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         atomic: config.atomic,
         functions: planned.into_iter().map(|p| p.meta).collect(),
     };
-    globals::register_module(m, &meta, counters_global, array_len.max(1), config.atomic);
+    globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
     if config.stats {
+        let mode_stats = match config.mode {
+            Mode::Edge => format!(
+                "counters={} optimum={} split_edges={} phi_edges={}",
+                stats.counters, stats.optimum, stats.emit.split_edges, stats.emit.phi_edges
+            ),
+            Mode::Path => format!(
+                "paths={} dense_counters={} hashed_functions={} increment_chords={} cut_edges={}",
+                stats.paths, next_counter, stats.hashed, stats.chords, stats.cuts
+            ),
+        };
         eprintln!(
-            "pathprof: stats: module={module_name} functions={} skipped={} blocks={} edges={} virtual_edges={} \
-             counters={} optimum={} split_edges={} phi_edges={} weighting={} weighting_fallbacks={}",
+            "pathprof: stats: module={module_name} mode={} functions={} skipped={} blocks={} edges={} \
+             virtual_edges={} {mode_stats} weighting={} weighting_fallbacks={}",
+            config.mode.name(),
             stats.functions,
             stats.skipped,
             stats.blocks,
             stats.edges,
             stats.virtual_edges,
-            stats.counters,
-            stats.optimum,
-            stats.emit.split_edges,
-            stats.emit.phi_edges,
             config.weighting.spelling(),
             stats.weights_fallbacks,
         );
@@ -150,7 +209,7 @@ fn should_instrument(f: LLVMValueRef) -> bool {
     !ir::name(f).starts_with("__pathprof_")
 }
 
-/// Plans one function: graph, weights, spanning tree, chords, metadata. No IR is changed here.
+/// Plans one function: graph, weights, then edge counters or path numbering; metadata. No IR is changed.
 fn plan(
     f: LLVMValueRef,
     name: &str,
@@ -158,37 +217,56 @@ fn plan(
     profile: Option<&ProfileWeights>,
     fam: *mut c_void,
     facts: &CallFacts,
+    next_table: u32,
 ) -> Result<(Planned, bool), String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
     let hash = cfg_hash(&graph.cfg);
     let (weights, used_source) = weights::edge_weights(&graph, f, name, hash, &config.weighting, profile, fam);
-    let instrumentable: Vec<bool> = graph.sites.iter().map(|&s| s != Site::None).collect();
-    let edge_plan = plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable)
-        .map_err(|e| format!("no exact counter placement: {e}"))?;
-    let chords = edge_plan.chords.clone();
-    if config.dump {
-        dump(name, &graph, &weights, &chords);
-    }
-    let mut edge_counters = vec![None; graph.cfg.num_edges()];
-    for (i, &e) in chords.iter().enumerate() {
-        edge_counters[e.index()] = Some(i as u32);
-    }
     let (file, start_line) = ir::subprogram_file_line(f);
-    let meta = FunctionMeta {
+    let mut meta = FunctionMeta {
         name: name.to_string(),
         display_name: shim::subprogram_name(f),
         file,
         start_line,
         cfg: graph.cfg.clone(),
         blocks: graph.block_lines.iter().map(|l| BlockMeta { lines: l.clone() }).collect(),
-        edge_counters,
+        edge_counters: vec![None; graph.cfg.num_edges()],
         counter_base: 0,
-        num_counters: chords.len() as u32,
+        num_counters: 0,
         reentry_blocks: graph.reentry_blocks.clone(),
         cfg_hash: hash,
         path: None,
     };
-    Ok((Planned { f, graph, chords, meta }, used_source))
+    let plan = match config.mode {
+        Mode::Edge => {
+            let instrumentable: Vec<bool> = graph.sites.iter().map(|&s| s != Site::None).collect();
+            let edge_plan = plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable)
+                .map_err(|e| format!("no exact counter placement: {e}"))?;
+            let chords = edge_plan.chords.clone();
+            if config.dump {
+                dump(name, &graph, &weights, &chords);
+            }
+            for (i, &e) in chords.iter().enumerate() {
+                meta.edge_counters[e.index()] = Some(i as u32);
+            }
+            meta.num_counters = chords.len() as u32;
+            Plan::Edge { graph, chords }
+        }
+        Mode::Path => {
+            let pp = path_mode::plan(graph, &weights, config.path_budget, config.path_array_max, next_table)?;
+            if config.dump {
+                let chords: Vec<EdgeId> = Vec::new();
+                dump(name, &pp.graph, &weights, &chords);
+                eprintln!("  paths: {} (storage {:?}, {} cut edges)", pp.num_paths, pp.meta.storage, pp.dag.cut_edges().len());
+            }
+            if pp.meta.storage == PathStorage::Dense {
+                meta.num_counters = u32::try_from(pp.num_paths).map_err(|_| "dense path array too large")?;
+            }
+            meta.path = Some(pp.meta.clone());
+            Plan::Path(Box::new(pp))
+        }
+    };
+    Ok((Planned { f, plan, meta }, used_source))
 }
 
 /// `PATHPROF_DEBUG=dump`: the graph with weights, sites and chords. Legend: `*` = counter (chord).

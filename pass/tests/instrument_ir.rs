@@ -7,16 +7,30 @@ use pathprof::config::Config;
 use pathprof::module;
 use pathprof_format::meta::ModuleMeta;
 
-fn config() -> Config {
-    Config::from_lookup(|k| if k == "PATHPROF_WEIGHTS" { Some("uniform".into()) } else { None }).unwrap()
+fn config(mode: &str) -> Config {
+    Config::from_lookup(|k| match k {
+        "PATHPROF_WEIGHTS" => Some("uniform".into()),
+        "PATHPROF_MODE" => Some(mode.into()),
+        _ => None,
+    })
+    .unwrap()
 }
 
-/// Instruments `ir`, verifies the result, and returns (IR text, decoded metadata).
+/// Instruments `ir` in edge mode, verifies the result, and returns (IR text, decoded metadata).
 fn instrument(ir: &str) -> (String, ModuleMeta) {
+    instrument_in(ir, "edge")
+}
+
+/// Instruments `ir` in `mode`, verifies the result (also in path mode), and returns (IR text, metadata).
+fn instrument_in(ir: &str, mode: &str) -> (String, ModuleMeta) {
+    if mode == "edge" {
+        // Every edge-mode test IR must also instrument cleanly in path mode.
+        instrument_in(ir, "path");
+    }
     let ctx = Context::create();
     let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "test");
     let m = ctx.create_module_from_ir(buf).expect("test IR parses");
-    let changed = module::instrument(m.as_mut_ptr(), std::ptr::null_mut(), &config()).expect("instrument");
+    let changed = module::instrument(m.as_mut_ptr(), std::ptr::null_mut(), &config(mode)).expect("instrument");
     assert!(changed);
     if let Err(e) = m.verify() {
         panic!("instrumented IR does not verify: {}\n{}", e.to_string(), m.print_to_string().to_string());
@@ -29,6 +43,9 @@ fn instrument(ir: &str) -> (String, ModuleMeta) {
 }
 
 fn optimum(meta: &ModuleMeta) -> (usize, usize) {
+    if meta.mode != pathprof_format::meta::Mode::Edge {
+        return (0, 0);
+    }
     let placed: usize = meta.functions.iter().map(|f| f.num_counters as usize).sum();
     let opt: usize = meta.functions.iter().map(|f| f.cfg.num_edges() + 1 - f.cfg.num_vertices()).sum();
     (placed, opt)

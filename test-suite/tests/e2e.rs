@@ -95,11 +95,14 @@ fn two_translation_units() {
 
 #[test]
 fn four_threads_atomic_counters_are_exact() {
-    for opt in ["-O0", "-O2"] {
-        let show = profile_of(&format!("threads{opt}"), &["threads.c"], opt, &[("PATHPROF_ATOMIC", "1")], &["-pthread"]);
-        assert_markers(&show, &programs().join("threads.c"));
-        assert_eq!(entry_counts(&show)["work"], Some(400_000));
-        assert_eq!(entry_counts(&show)["run"], Some(4));
+    for mode in ["edge", "path"] {
+        for opt in ["-O0", "-O2"] {
+            let env = [("PATHPROF_ATOMIC", "1"), ("PATHPROF_MODE", mode)];
+            let show = profile_of(&format!("threads-{mode}{opt}"), &["threads.c"], opt, &env, &["-pthread"]);
+            assert_markers(&show, &programs().join("threads.c"));
+            assert_eq!(entry_counts(&show)["work"], Some(400_000));
+            assert_eq!(entry_counts(&show)["run"], Some(4));
+        }
     }
 }
 
@@ -188,4 +191,127 @@ fn lto_and_opt_instrument_exactly_once() {
     );
     let ir = String::from_utf8_lossy(&out.stdout);
     assert!(ir.contains("__pathprof_register_module"), "opt output has no registration");
+}
+
+/// `pathprof decode --json FILE`, parsed.
+fn decode_json(profile: &std::path::Path) -> serde_json::Value {
+    let out = run_ok(Command::new(dist().join("bin/pathprof")).arg("decode").arg("--json").arg(profile));
+    serde_json::from_slice(&out.stdout).expect("decode --json prints JSON")
+}
+
+/// Compiles and runs in the given mode; returns the profile path.
+fn run_in_mode(name: &str, sources: &[&str], opt: &str, mode: &str, extra: &[&str]) -> PathBuf {
+    let dir = scratch(name);
+    let cxx = sources.iter().any(|s| s.ends_with(".cpp"));
+    let exe = dir.join("prog");
+    let srcs: Vec<PathBuf> = sources.iter().map(|s| programs().join(s)).collect();
+    run_ok(wrapper(cxx).arg(opt).args(&srcs).args(extra).arg("-o").arg(&exe).env("PATHPROF_MODE", mode));
+    let prof = dir.join("out.pathprof");
+    let _ = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run program");
+    assert!(prof.exists(), "{name}: no profile");
+    prof
+}
+
+/// Block and edge counts per function, as (function, block/edge key) -> count.
+fn counts_of(show: &serde_json::Value) -> std::collections::BTreeMap<String, Option<u64>> {
+    let mut m = std::collections::BTreeMap::new();
+    for f in show["functions"].as_array().unwrap() {
+        let name = f["name"].as_str().unwrap();
+        m.insert(format!("{name} entry"), f["entry_count"].as_u64());
+        for b in f["blocks"].as_array().unwrap() {
+            m.insert(format!("{name} bb{}", b["id"]), b["count"].as_u64());
+        }
+        for (i, e) in f["edges"].as_array().unwrap().iter().enumerate() {
+            m.insert(format!("{name} edge#{i} {}->{}", e["from"], e["to"]), e["count"].as_u64());
+        }
+    }
+    m
+}
+
+/// The old LLVM PathProfileVerifier idea: edge and block counts derived from path counts must equal what edge
+/// mode measures for the same run, for every test program, at -O0 and -O2.
+#[test]
+fn path_derived_counts_equal_edge_mode_counts() {
+    let programs: &[(&str, &[&str], &[&str])] = &[
+        ("loops", &["loops.c"], &[]),
+        ("gotos", &["gotos.c"], &[]),
+        ("switch", &["switch.c"], &[]),
+        ("recursion", &["recursion.c"], &[]),
+        ("exit_deep", &["exit_deep.c"], &[]),
+        ("longjmp", &["longjmp.c"], &[]),
+        ("exception", &["exception.cpp"], &[]),
+        ("two_tu", &["two_tu_main.c", "two_tu_util.c"], &[]),
+        ("paths_mod", &["paths_mod.c"], &[]),
+        ("eighty_ifs", &["eighty_ifs.c"], &[]),
+        ("demo", &["../../examples/demo.c"], &[]),
+    ];
+    for (name, srcs, extra) in programs {
+        for opt in ["-O0", "-O2"] {
+            let edge = show_json(&run_in_mode(&format!("{name}-edge{opt}"), srcs, opt, "edge", extra));
+            let path = show_json(&run_in_mode(&format!("{name}-path{opt}"), srcs, opt, "path", extra));
+            assert_eq!(path["functions"][0]["mode"], "path");
+            let (e, p) = (counts_of(&edge), counts_of(&path));
+            assert_eq!(e.len(), p.len(), "{name} {opt}: different graphs");
+            for (k, v) in &e {
+                assert!(v.is_some(), "{name} {opt}: edge-mode count {k} not exact");
+                assert_eq!(p.get(k), Some(v), "{name} {opt}: {k}: path-derived count differs from edge mode");
+            }
+            for f in path["functions"].as_array().unwrap() {
+                assert_eq!(f["exact"], true, "{name} {opt}: {} not exact: {}", f["name"], f["inexact_reasons"]);
+            }
+        }
+    }
+}
+
+/// Hand-derived path counts (see the comment in paths_mod.c): the loop body's four branch combinations.
+#[test]
+fn path_counts_follow_from_arithmetic() {
+    let src = programs().join("paths_mod.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1;
+    let (three, five) = (line_of("three();"), line_of("five();"));
+    for opt in ["-O0", "-O2"] {
+        let dec = decode_json(&run_in_mode(&format!("paths_mod{opt}"), &["paths_mod.c"], opt, "path", &[]));
+        assert_eq!(dec["mode"], "path");
+        let mut got = std::collections::BTreeMap::new();
+        for p in dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "main") {
+            let has = |line: u64| {
+                p["steps"].as_array().unwrap().iter().any(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(line)))
+            };
+            let key = (p["start"].as_str().unwrap().to_string(), p["end"].as_str().unwrap().to_string(), has(three), has(five));
+            *got.entry(key).or_insert(0u64) += p["count"].as_u64().unwrap();
+        }
+        let k = |s: &str, e: &str, t: bool, f: bool| (s.to_string(), e.to_string(), t, f);
+        let want: std::collections::BTreeMap<_, u64> = [
+            (k("entry", "back_edge", true, true), 1),         // i = 0
+            (k("loop_header", "back_edge", true, true), 19),  // i % 15 == 0, i in 1..300
+            (k("loop_header", "back_edge", true, false), 80), // i % 3 == 0 only
+            (k("loop_header", "back_edge", false, true), 40), // i % 5 == 0 only
+            (k("loop_header", "back_edge", false, false), 160),
+            (k("loop_header", "exit", false, false), 1), // the final test of i < 300
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(got, want, "{opt}: main's path counts");
+        let three_paths: u64 = dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "three").map(|p| p["count"].as_u64().unwrap()).sum();
+        assert_eq!(three_paths, 100);
+    }
+}
+
+/// 2^80 paths: the path space is cut below 2^63, the program runs, and every executed path decodes.
+#[test]
+fn eighty_sequential_ifs_run_and_decode_exactly() {
+    let prof = run_in_mode("eighty", &["eighty_ifs.c"], "-O2", "path", &[]);
+    let dec = decode_json(&prof);
+    let f_paths: Vec<_> = dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "f").collect();
+    assert!(!f_paths.is_empty());
+    // Every call of f starts exactly one path at its entry.
+    let from_entry: u64 = f_paths.iter().filter(|p| p["start"] == "entry").map(|p| p["count"].as_u64().unwrap()).sum();
+    assert_eq!(from_entry, 1000);
+    for p in &f_paths {
+        let id = &p["id"];
+        let n: u128 = id.as_u64().map(u128::from).or_else(|| id.as_str().and_then(|s| s.parse().ok())).unwrap();
+        assert!(n < 1u128 << 63, "path number {n} is not below 2^63");
+    }
+    assert_eq!(entry_counts(&show_json(&prof))["f"], Some(1000));
 }

@@ -1,0 +1,406 @@
+//! Ball–Larus path profiling (MICRO 1996) on one function: plan with `pathprof-core`, then emit.
+//!
+//! The path register `r` is an SSA value: each block's value is a PHI (or a single incoming value) built in
+//! the DAG's topological order, so loop-carried values are the constants `Inc(ENTRY→v)` of back edges and no
+//! PHI depends on itself. Register arithmetic wraps in i64: every path's final sum lies in `0..num_paths`
+//! (≤ 2^63), so intermediate wrap-around cannot change it.
+//!
+//! Code per cfg edge, from `pathprof_core::dag::CfgEdgeRole`:
+//! - ordinary edge with `Inc ≠ 0`: `r + Inc` feeds the target's PHI (computed in the source block, or in the
+//!   split block for split edges); `r = c` on the first chord falls out of constant folding;
+//! - edge into EXIT: `count[r + Inc]++` (the last chord's add is folded into the slot index);
+//! - back edge / cut edge `w→v`: `count[r + Inc(w→EXIT)]++` on the edge, and `Inc(ENTRY→v)` into v's PHI;
+//! - termination edge of block `b`: `count[r + Inc(b→EXIT)]++` before its first call that may not return, and
+//!   `count[…]--` once the calls have returned (after the last one, or on both edges of an `invoke`), so a path
+//!   cut short by `exit()`, `longjmp` or an exception is counted, and completed paths are not.
+
+use crate::cfg_build::{self, CallFacts, FunctionGraph, Site};
+use crate::emit::Counters;
+use crate::ir;
+use crate::shim;
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::LLVMOpcode;
+use pathprof_core::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, PathDag};
+use pathprof_core::dfs::depth_first;
+use pathprof_core::increments::Increments;
+use pathprof_core::numbering::Numbering;
+use pathprof_core::{BlockId, EdgeId, EdgeKind};
+use pathprof_format::meta::{PathMeta, PathStorage};
+use std::collections::BTreeMap;
+
+/// Everything decided for one function before any IR changes.
+pub struct PathPlan {
+    /// The function's graph and IR facts.
+    pub graph: FunctionGraph,
+    /// The (possibly cut) Ball–Larus DAG.
+    pub dag: PathDag,
+    /// Chord increments.
+    pub incs: Increments,
+    /// NumPaths(ENTRY).
+    pub num_paths: u128,
+    /// Edges split only to give a parallel edge its own PHI entry.
+    pub split_for_phi: Vec<bool>,
+    /// Recorded facts for the metadata.
+    pub meta: PathMeta,
+}
+
+/// Plans path profiling of `graph`; `cfg_weights` are the cfg edge weights (cost only).
+pub fn plan(
+    graph: FunctionGraph,
+    cfg_weights: &[f64],
+    budget: u128,
+    dense_max: u128,
+    next_table: u32,
+) -> Result<PathPlan, String> {
+    let cfg = &graph.cfg;
+    let adj = cfg.adjacency();
+    let dfs = depth_first(cfg, &adj);
+    let dag = PathDag::build_with_budget(cfg, &adj, &dfs, budget).map_err(|e| format!("path numbering: {e}"))?;
+    let numbering = Numbering::compute(&dag).map_err(|e| format!("path numbering: {e}"))?;
+    let num_paths = numbering.num_paths();
+
+    // Parallel edges (two switch cases to one block) need distinct PHI entries: split all but the first.
+    let mut split_for_phi = vec![false; cfg.num_edges()];
+    for v in cfg.vertices() {
+        let mut seen: BTreeMap<BlockId, ()> = BTreeMap::new();
+        for &e in adj.out_edges(v) {
+            let edge = cfg.edge(e);
+            if !matches!(edge.kind, EdgeKind::Branch { .. }) || dag.cfg_edge_role(e) == CfgEdgeRole::Unreachable {
+                continue;
+            }
+            if seen.insert(edge.to, ()).is_some() {
+                let term = ir::terminator(graph.blocks[edge.from.index()]).expect("checked when building");
+                if !matches!(ir::opcode(term), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
+                    return Err("parallel edges from an unsplittable terminator".into());
+                }
+                split_for_phi[e.index()] = true;
+            }
+        }
+    }
+    // Code that must run on an edge needs a place to go.
+    for e in cfg.edge_ids() {
+        let role = dag.cfg_edge_role(e);
+        let needs_code = role.segment_break().is_some() || uncount_edge(&graph, e);
+        if needs_code && graph.sites[e.index()] == Site::None {
+            return Err(format!("edge {e} needs path code but cannot carry any"));
+        }
+    }
+
+    let dag_weights: Vec<f64> = dag
+        .edges()
+        .iter()
+        .map(|d| match d.kind {
+            DagEdgeKind::Real(e)
+            | DagEdgeKind::EntrySurrogate { back: e }
+            | DagEdgeKind::ExitSurrogate { back: e }
+            | DagEdgeKind::SplitEntry { edge: e }
+            | DagEdgeKind::SplitExit { edge: e } => cfg_weights[e.index()],
+            DagEdgeKind::ExitToEntry => 0.0,
+        })
+        .collect();
+    let incs = Increments::compute(&dag, &numbering, &dag_weights, &[]).map_err(|e| format!("increments: {e}"))?;
+
+    let storage =
+        if num_paths <= dense_max { PathStorage::Dense } else { PathStorage::Hashed { table: next_table } };
+    let instrumented_edges = cfg
+        .edge_ids()
+        .filter(|&e| match dag.cfg_edge_role(e) {
+            CfgEdgeRole::Real(d) => {
+                incs.inc(d) != 0 || matches!(cfg.edge(e).kind, EdgeKind::Return | EdgeKind::Termination)
+            }
+            CfgEdgeRole::Back { .. } | CfgEdgeRole::Cut { .. } => true,
+            CfgEdgeRole::Unreachable | CfgEdgeRole::ExitToEntry(_) => false,
+        })
+        .map(|e| e.0)
+        .collect();
+    let meta = PathMeta { budget, num_paths, storage, instrumented_edges };
+    Ok(PathPlan { graph, dag, incs, num_paths, split_for_phi, meta })
+}
+
+/// Whether `e` is an out-edge of an `invoke` whose call may not return: the truncated-path count taken
+/// before the call is retracted on both of its edges.
+fn uncount_edge(g: &FunctionGraph, e: EdgeId) -> bool {
+    let edge = g.cfg.edge(e);
+    if !matches!(edge.kind, EdgeKind::Branch { .. }) {
+        return false;
+    }
+    let term = ir::terminator(g.blocks[edge.from.index()]).expect("checked when building");
+    ir::opcode(term) == LLVMOpcode::LLVMInvoke && g.abnormal_calls[edge.from.index()].last() == Some(&term)
+}
+
+/// A value of the path register: known at compile time, or an SSA value.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum RVal {
+    Const(i64),
+    Value(LLVMValueRef),
+}
+
+/// Where a function's path counts go.
+pub enum Sink<'a> {
+    /// `counters[base + path]`.
+    Dense {
+        /// The module's counters.
+        counters: &'a Counters,
+        /// The function's first slot.
+        base: u64,
+    },
+    /// `__pathprof_path_add(table, path, delta)`.
+    Hashed {
+        /// The module's counters (for the builder and constants).
+        counters: &'a Counters,
+        /// The function's `PathTable` (a constant pointer).
+        table: LLVMValueRef,
+        /// The runtime function.
+        add_fn: LLVMValueRef,
+    },
+}
+
+/// One count update on an edge: slot `r + offset` of the path register value `r`, changed by `delta`.
+#[derive(Copy, Clone)]
+struct Action {
+    r: RVal,
+    offset: i64,
+    delta: i64,
+}
+
+struct Emitter<'a> {
+    sink: &'a Sink<'a>,
+    b: LLVMBuilderRef,
+    i64t: LLVMTypeRef,
+}
+
+impl Emitter<'_> {
+    fn counters(&self) -> &Counters {
+        match self.sink {
+            Sink::Dense { counters, .. } | Sink::Hashed { counters, .. } => counters,
+        }
+    }
+
+    fn konst(&self, v: i64) -> LLVMValueRef {
+        self.counters().const_index(v as u64)
+    }
+
+    /// Materialises `r + k` before `before` (folded when `r` is constant or `k` is 0).
+    fn add(&self, before: LLVMValueRef, r: RVal, k: i64) -> RVal {
+        match r {
+            RVal::Const(c) => RVal::Const(c.wrapping_add(k)),
+            RVal::Value(v) if k == 0 => RVal::Value(v),
+            RVal::Value(v) => unsafe {
+                LLVMPositionBuilderBefore(self.b, before);
+                RVal::Value(LLVMBuildAdd(self.b, v, self.konst(k), c"pathprof.r".as_ptr()))
+            },
+        }
+    }
+
+    fn as_value(&self, r: RVal) -> LLVMValueRef {
+        match r {
+            RVal::Const(c) => self.konst(c),
+            RVal::Value(v) => v,
+        }
+    }
+
+    /// `count[path] += delta` before `before`.
+    fn count(&self, before: LLVMValueRef, path: RVal, delta: RVal) {
+        match self.sink {
+            Sink::Dense { counters, base } => {
+                let idx = match self.add(before, path, *base as i64) {
+                    RVal::Const(c) => Ok(c as u64),
+                    RVal::Value(v) => Err(v),
+                };
+                match delta {
+                    RVal::Const(d) => counters.add_before(before, idx, d),
+                    RVal::Value(d) => counters.add_value_before(before, idx, d),
+                }
+            }
+            Sink::Hashed { table, add_fn, .. } => unsafe {
+                LLVMPositionBuilderBefore(self.b, before);
+                let mut args = [*table, self.as_value(path), self.as_value(delta)];
+                LLVMBuildCall2(self.b, LLVMGlobalGetValueType(*add_fn), *add_fn, args.as_mut_ptr(), 3, c"".as_ptr());
+            },
+        }
+    }
+}
+
+/// Emits path profiling for a planned function.
+pub fn emit(p: &PathPlan, sink: &Sink) {
+    let g = &p.graph;
+    let cfg = &g.cfg;
+    let adj = cfg.adjacency();
+    let counters = match sink {
+        Sink::Dense { counters, .. } | Sink::Hashed { counters, .. } => counters,
+    };
+    let em = Emitter { sink, b: counters.builder(), i64t: unsafe { LLVMInt64TypeInContext(LLVMGetTypeContext(LLVMTypeOf(counters.const_index(0)))) } };
+    let inc = |d: DagEdgeId| p.incs.inc(d) as i64; // wraps mod 2^64, see the module docs
+
+    // 1. Splits: parallel edges (own PHI entry) and edge code with a Split site.
+    let mut via: Vec<Option<LLVMBasicBlockRef>> = vec![None; cfg.num_edges()];
+    for e in cfg.edge_ids() {
+        let code = p.dag.cfg_edge_role(e).segment_break().is_some() || uncount_edge(g, e);
+        if p.split_for_phi[e.index()] || (code && g.sites[e.index()] == Site::Split) {
+            let edge = cfg.edge(e);
+            let EdgeKind::Branch { succ } = edge.kind else { continue };
+            let term = ir::terminator(g.blocks[edge.from.index()]).expect("checked when building");
+            let s = unsafe { shim::pathprof_shim_split_edge(term, succ) };
+            assert!(!s.is_null(), "LLVM refused to split a critical edge");
+            via[e.index()] = Some(s);
+        }
+    }
+    let incoming_block = |e: EdgeId| via[e.index()].unwrap_or(g.blocks[cfg.edge(e).from.index()]);
+
+    // 2. The register, block by block in topological order.
+    let mut r_in: Vec<Option<RVal>> = vec![None; cfg.num_blocks()];
+    for &v in p.dag.topological_order() {
+        if v.index() >= cfg.num_blocks() {
+            continue; // EXIT
+        }
+        if v == cfg.entry() {
+            r_in[0] = Some(RVal::Const(0));
+            continue;
+        }
+        let mut entries: Vec<(LLVMBasicBlockRef, RVal)> = Vec::new();
+        for &e in adj.in_edges(v) {
+            if !matches!(cfg.edge(e).kind, EdgeKind::Branch { .. }) {
+                continue;
+            }
+            let from = cfg.edge(e).from;
+            let val = match p.dag.cfg_edge_role(e) {
+                CfgEdgeRole::Unreachable | CfgEdgeRole::ExitToEntry(_) => RVal::Const(0),
+                CfgEdgeRole::Back { entry, .. } | CfgEdgeRole::Cut { entry, .. } => RVal::Const(inc(entry)),
+                CfgEdgeRole::Real(d) => {
+                    let r = r_in[from.index()].expect("topological order visits predecessors first");
+                    let at = match via[e.index()] {
+                        Some(s) => ir::terminator(s).expect("split block ends in a branch"),
+                        None => ir::terminator(g.blocks[from.index()]).expect("checked when building"),
+                    };
+                    em.add(at, r, inc(d))
+                }
+            };
+            entries.push((incoming_block(e), val));
+        }
+        let first = entries.first().map(|x| x.1);
+        r_in[v.index()] = Some(if entries.iter().all(|x| Some(x.1) == first) && first.is_some() {
+            first.expect("checked")
+        } else {
+            unsafe {
+                LLVMPositionBuilderBefore(em.b, LLVMGetFirstInstruction(g.blocks[v.index()]));
+                let phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.path".as_ptr());
+                for (bb, val) in &entries {
+                    let mut vals = [em.as_value(*val)];
+                    let mut bbs = [*bb];
+                    LLVMAddIncoming(phi, vals.as_mut_ptr(), bbs.as_mut_ptr(), 1);
+                }
+                RVal::Value(phi)
+            }
+        });
+    }
+
+    // 3. Counting: returns, truncated paths, back and cut edges, retractions on invoke edges.
+    let mut phi_actions: BTreeMap<usize, Vec<(EdgeId, Action)>> = BTreeMap::new();
+    let on_edge = |e: EdgeId, a: Action, phi_actions: &mut BTreeMap<usize, Vec<(EdgeId, Action)>>| {
+        let edge = cfg.edge(e);
+        let at = match g.sites[e.index()] {
+            _ if via[e.index()].is_some() => via[e.index()].and_then(ir::terminator),
+            Site::SourceEnd => ir::source_end_insertion_point(g.blocks[edge.from.index()]),
+            Site::TargetStart => ir::first_insertion_point(g.blocks[edge.to.index()]),
+            Site::TargetPhi => {
+                phi_actions.entry(edge.to.index()).or_default().push((e, a));
+                return;
+            }
+            Site::Split | Site::None => unreachable!("split edges have a block; planning rejected None"),
+        };
+        let at = at.expect("a block has a terminator");
+        let path = em.add(at, a.r, a.offset);
+        em.count(at, path, RVal::Const(a.delta));
+    };
+    for e in cfg.edge_ids() {
+        let edge = *cfg.edge(e);
+        let role = p.dag.cfg_edge_role(e);
+        let Some(r) = r_in.get(edge.from.index()).copied().flatten() else { continue };
+        match (edge.kind, role) {
+            (EdgeKind::Return, CfgEdgeRole::Real(d)) => {
+                let at = ir::source_end_insertion_point(g.blocks[edge.from.index()]).expect("terminator");
+                let path = em.add(at, r, inc(d));
+                em.count(at, path, RVal::Const(1));
+            }
+            (EdgeKind::Termination, CfgEdgeRole::Real(d)) => {
+                let bb = g.blocks[edge.from.index()];
+                let calls = &g.abnormal_calls[edge.from.index()];
+                let before = calls.first().copied().or_else(|| ir::terminator(bb)).expect("terminator");
+                let path = em.add(before, r, inc(d));
+                em.count(before, path, RVal::Const(1));
+                // Retract once the calls have returned normally (not after `unreachable`, and on the edges of
+                // an invoke, which the loop below handles through `uncount_edge`).
+                if let Some(&last) = calls.last() {
+                    let term = ir::terminator(bb).expect("terminator");
+                    if last != term && ir::opcode(term) != LLVMOpcode::LLVMUnreachable {
+                        let after = unsafe { LLVMGetNextInstruction(last) };
+                        let path = em.add(after, r, inc(d));
+                        em.count(after, path, RVal::Const(-1));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if uncount_edge(g, e) {
+            let term_edge = adj
+                .out_edges(edge.from)
+                .iter()
+                .copied()
+                .find(|&t| cfg.edge(t).kind == EdgeKind::Termination)
+                .expect("an invoke that may not return has a termination edge");
+            if let CfgEdgeRole::Real(d) = p.dag.cfg_edge_role(term_edge) {
+                on_edge(e, Action { r, offset: inc(d), delta: -1 }, &mut phi_actions);
+            }
+        }
+        if let Some((exit, _)) = role.segment_break() {
+            on_edge(e, Action { r, offset: inc(exit), delta: 1 }, &mut phi_actions);
+        }
+    }
+
+    // 4. PHI-selected counts in targets whose incoming edges cannot be split (landing pads, indirectbr).
+    for (v, actions) in phi_actions {
+        let bb = g.blocks[v];
+        let layers = actions.iter().fold(BTreeMap::<EdgeId, usize>::new(), |mut m, (e, _)| {
+            *m.entry(*e).or_default() += 1;
+            m
+        });
+        let depth = layers.values().copied().max().unwrap_or(0);
+        for layer in 0..depth {
+            let mut path_entries = Vec::new();
+            for &e in adj.in_edges(BlockId(v as u32)) {
+                if !matches!(cfg.edge(e).kind, EdgeKind::Branch { .. }) {
+                    continue;
+                }
+                let a = actions.iter().filter(|(x, _)| *x == e).nth(layer).map(|(_, a)| *a);
+                let (path, delta) = match a {
+                    Some(a) => {
+                        let at = ir::terminator(g.blocks[cfg.edge(e).from.index()]).expect("terminator");
+                        (em.add(at, a.r, a.offset), a.delta)
+                    }
+                    None => (RVal::Const(0), 0),
+                };
+                path_entries.push((incoming_block(e), path, delta));
+            }
+            unsafe {
+                LLVMPositionBuilderBefore(em.b, LLVMGetFirstInstruction(bb));
+                let path_phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.edge.path".as_ptr());
+                let delta_phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.edge.delta".as_ptr());
+                for (blk, path, delta) in &path_entries {
+                    let mut pv = [em.as_value(*path)];
+                    let mut dv = [em.konst(*delta)];
+                    let mut bbs = [*blk];
+                    LLVMAddIncoming(path_phi, pv.as_mut_ptr(), bbs.as_mut_ptr(), 1);
+                    LLVMAddIncoming(delta_phi, dv.as_mut_ptr(), bbs.as_mut_ptr(), 1);
+                }
+                let at = ir::first_insertion_point(bb).expect("terminator");
+                em.count(at, RVal::Value(path_phi), RVal::Value(delta_phi));
+            }
+        }
+    }
+}
+
+/// Builds the graph for path mode (the same graph as edge mode).
+pub fn build_graph(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, String> {
+    cfg_build::build(f, facts).map_err(|u| u.0)
+}
