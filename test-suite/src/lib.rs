@@ -168,8 +168,8 @@ pub fn clang_entry_counts(dir: &Path, sources: &[PathBuf], cxx: bool, extra: &[&
         }
         if let Some(name) = t.strip_suffix(':') {
             if !t.contains(' ') {
-                // Local functions are "file.c;name": keep the name.
-                current = Some(name.rsplit(';').next().unwrap_or(name).to_string());
+                // Local functions are "file.c;name" or "file.cpp:name" (no mangled name contains ':' or ';').
+                current = Some(name.rsplit([';', ':']).next().unwrap_or(name).to_string());
                 continue;
             }
         }

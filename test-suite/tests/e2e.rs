@@ -89,6 +89,11 @@ fn cxx_exception_thrown_and_caught() {
 }
 
 #[test]
+fn cxx_containers_exceptions_and_computed_goto() {
+    check_program("cxx_mix", &["cxx_mix.cpp"], &[]);
+}
+
+#[test]
 fn two_translation_units() {
     check_program("two_tu", &["two_tu_main.c", "two_tu_util.c"], &[]);
 }
@@ -240,6 +245,7 @@ fn path_derived_counts_equal_edge_mode_counts() {
         ("exit_deep", &["exit_deep.c"], &[]),
         ("longjmp", &["longjmp.c"], &[]),
         ("exception", &["exception.cpp"], &[]),
+        ("cxx_mix", &["cxx_mix.cpp"], &[]),
         ("two_tu", &["two_tu_main.c", "two_tu_util.c"], &[]),
         ("paths_mod", &["paths_mod.c"], &[]),
         ("eighty_ifs", &["eighty_ifs.c"], &[]),
@@ -314,4 +320,51 @@ fn eighty_sequential_ifs_run_and_decode_exactly() {
         assert!(n < 1u128 << 63, "path number {n} is not below 2^63");
     }
     assert_eq!(entry_counts(&show_json(&prof))["f"], Some(1000));
+}
+
+/// Dynamic counter increments of an edge-mode run: the sum of the counts of instrumented edges.
+fn dynamic_increments(show: &serde_json::Value) -> u64 {
+    show["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["edges"].as_array().unwrap().iter())
+        .filter(|e| e["instrumented"] == true)
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// BL94 §3.2: with exact weights (`profile:FILE`) the maximum spanning tree minimises the counter increments
+/// executed, so no other weighting can do better on the same run; and counts stay exact whatever the weights.
+#[test]
+fn exact_profile_weights_minimise_dynamic_increments() {
+    let srcs = ["../../examples/demo.c"];
+    let train = run_in_mode("weights-train", &srcs, "-O2", "edge", &[]);
+    let train_show = show_json(&train);
+    let mut costs = Vec::new();
+    for w in ["uniform", "bl94", "llvm", &format!("profile:{}", train.display())] {
+        let dir = scratch("weights");
+        let exe = dir.join("prog");
+        let out = run_ok(
+            wrapper(false)
+                .args(["-O2", "--pathprof-stats"])
+                .arg(programs().join(srcs[0]))
+                .arg("-o")
+                .arg(&exe)
+                .env("PATHPROF_MODE", "edge")
+                .env("PATHPROF_WEIGHTS", w),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("weighting_fallbacks=0"), "{w}: {err}");
+        let prof = dir.join("out.pathprof");
+        run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof));
+        let show = show_json(&prof);
+        // Same run, same exact counts, whatever the weights.
+        assert_eq!(counts_of(&show), counts_of(&train_show), "{w}: counts differ");
+        costs.push((w.to_string(), dynamic_increments(&show)));
+    }
+    let exact = costs.last().unwrap().1;
+    for (w, c) in &costs {
+        assert!(exact <= *c, "profile weights ({exact} increments) lost to {w} ({c})");
+    }
 }
