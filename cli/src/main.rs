@@ -7,6 +7,7 @@
 //! one line on stderr: `pathprof: error: ` and the error's context chain joined with `": "`. Usage errors follow
 //! the same rule; `--help` and `--version` exit 0.
 
+mod decode;
 mod files;
 mod merge;
 mod show;
@@ -28,6 +29,8 @@ enum Command {
     Show(show::Args),
     /// Add up profiles of the same binary into one.
     Merge(merge::Args),
+    /// List the executed paths of a path profile, hottest first, with their source lines.
+    Decode(decode::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Show(args) => show::run(&args),
         Command::Merge(args) => merge::run(&args),
+        Command::Decode(args) => decode::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -59,7 +63,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        eprintln!("pathprof: error: a subcommand is required: show or merge (see 'pathprof --help')");
+        eprintln!("pathprof: error: a subcommand is required: show, merge or decode (see 'pathprof --help')");
         return ExitCode::from(2);
     }
     // clap's message is a paragraph ("error: ...:\n  <FILE>") followed by tips and usage: keep the paragraph.

@@ -1,5 +1,9 @@
 //! `pathprof show FILE [--json] [--function NAME]`: every function's entry, block and edge counts.
 //!
+//! Edge-mode counts are propagated from the chord counters; path-mode counts are derived from the path counts
+//! (`pathprof decode` lists the paths themselves), with the same output shape and `"mode": "path"`. In path mode
+//! an edge is `instrumented` when it carries path-register or path-count code.
+//!
 //! One report model ([`Report`]) is built from the profile and rendered either as JSON (serde) or as text, so the
 //! two outputs cannot disagree. Counts that are not exact and negative are `null` in JSON and `?` in text: a
 //! negative "count" is evidence of a broken profile, not a number to act on.
@@ -7,7 +11,7 @@
 use crate::files;
 use anyhow::{bail, Context, Result};
 use pathprof_core::{EdgeId, EdgeKind};
-use pathprof_format::meta::FunctionMeta;
+use pathprof_format::meta::{FunctionMeta, Mode};
 use pathprof_format::profile::{self, FunctionCounts, ModuleProfile};
 use serde::Serialize;
 use std::io::{self, BufWriter, Write};
@@ -72,7 +76,8 @@ struct EdgeReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     succ: Option<u32>,
     count: Option<u64>,
-    /// Whether the count was measured by a counter on this edge (otherwise it was derived).
+    /// Edge mode: whether the count was measured by a counter on this edge (otherwise it was derived). Path
+    /// mode: whether the edge carries path-register or path-count code (every count is derived from paths).
     instrumented: bool,
 }
 
@@ -210,7 +215,9 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
             }
             writeln!(out)?;
         }
-        writeln!(out, "  edges (* = counter):")?;
+        // Edge mode: the edge has a counter; path mode: it updates the path register or counts a path.
+        let star = if f.mode == Mode::Path.name() { "instrumented" } else { "counter" };
+        writeln!(out, "  edges (* = {star}):")?;
         for e in &f.edges {
             let to = if e.kind == "return" { "EXIT".to_string() } else { format!("bb{}", e.to) };
             let kind = match e.succ {

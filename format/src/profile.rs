@@ -19,12 +19,15 @@
 //!
 //! # Writing and merging
 //! [`write()`] produces exactly the bytes the runtime writes (so `read(write(p)) == p`). [`merge`] adds the counts of
-//! profiles of the same binary with checked arithmetic and refuses profiles of different builds.
+//! profiles of the same binary — with checked arithmetic in edge mode, with wrapping (two's complement) arithmetic
+//! in path mode, whose counters are signed — and refuses profiles of different builds.
 //!
 //! # Analysis
-//! [`function_edge_counts`] derives every edge and block count of an edge-mode function from its chord counters
-//! (Ball & Larus, "Optimally Profiling and Tracing Programs", TOPLAS 16(3), 1994, Figure 6, implemented in
-//! [`pathprof_core::propagate`]) and says whether the result is exact.
+//! [`function_edge_counts`] derives every edge and block count of a function and says whether the result is
+//! exact: in edge mode from its chord counters (Ball & Larus, "Optimally Profiling and Tracing Programs", TOPLAS
+//! 16(3), 1994, Figure 6, implemented in [`pathprof_core::propagate`]), in path mode from its path counts.
+//! [`function_path_counts`] regenerates every executed path of a path-mode function (Ball & Larus, "Efficient
+//! Path Profiling", MICRO-29, 1996, §3.5, implemented in [`pathprof_core::regenerate`]).
 #![deny(
     clippy::indexing_slicing,
     clippy::unwrap_used,
@@ -35,9 +38,11 @@
 
 mod analysis;
 mod merge;
+mod paths;
 
 pub use analysis::{function_edge_counts, AnalysisError, FunctionCounts, InexactReason};
 pub use merge::{merge, MergeError};
+pub use paths::{function_path_counts, FunctionPaths, PathCount};
 
 use crate::layout::{self, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION, MAGIC, RECORD_HEADER_LEN};
 use crate::meta::{MetaError, ModuleMeta, META_MAGIC, META_VERSION};

@@ -676,8 +676,12 @@ fn analysis_errors() {
     let mut meta = module_meta("p.c");
     meta.mode = Mode::Path;
     let p = ModuleProfile::new(meta, vec![0; 5], vec![], 0, 1);
+    // Path-mode counts are derived from path counts; these functions have no path data (read() refuses that).
     let e = function_edge_counts(&p, 0).unwrap_err();
-    assert_eq!(e.to_string(), "module p.c was profiled in path mode: its counters are not edge counters");
+    assert_eq!(
+        e.to_string(),
+        "corrupt profile: function loop_diamond of module p.c is in a path-mode module but has no path data"
+    );
     // Hand-built record with too few counters (read() refuses these).
     let short = ModuleProfile::new(module_meta("a.c"), vec![0; 4], vec![], 0, 1);
     assert!(matches!(function_edge_counts(&short, 1), Err(AnalysisError::CounterOutOfRange { .. })));

@@ -1,21 +1,29 @@
-//! From a module's chord counters to every edge and block count of one function, with an honest "exact" flag.
+//! From a module's chord counters (edge mode) or path counts (path mode, via [`super::paths`]) to every edge and
+//! block count of one function, with an honest "exact" flag.
 
 use super::ModuleProfile;
 use crate::layout::{RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
+use crate::meta::FunctionMeta;
 use crate::meta::Mode;
+use pathprof_core::dag::DagError;
+use pathprof_core::numbering::NumberingError;
 use pathprof_core::propagate::{derive_counts, PropagateError};
+use pathprof_core::regenerate::DecodeError;
 use pathprof_core::{BlockId, EdgeId, EdgeKind};
 use std::fmt;
 
-/// All counts of one edge-mode function. Counts that are negative (or above `u64::MAX`) are `None`: they are
-/// evidence that the profile is inexact, never numbers to show.
+/// All counts of one function, measured by chord counters (edge mode) or derived from path counts (path mode).
+/// Counts that are negative (or above `u64::MAX`) are `None`: they are evidence that the profile is inexact,
+/// never numbers to show.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FunctionCounts {
     /// Per edge in `EdgeId` order (virtual edges included): how often it was taken.
     pub edges: Vec<Option<u64>>,
-    /// Per edge: the value propagation derived, possibly negative. For diagnostics only.
+    /// Per edge: the value propagation (or the path sums) derived, possibly negative. For diagnostics only.
     pub raw_edges: Vec<i128>,
-    /// Per edge: whether the count was measured by a counter (a chord) rather than derived.
+    /// Per edge: whether the edge carries instrumentation code. Edge mode: its count was measured by a counter
+    /// (a chord) rather than derived. Path mode: it updates the path register or counts a path
+    /// (`PathMeta::instrumented_edges`).
     pub measured: Vec<bool>,
     /// Per real block (EXIT excluded): how often it ran, the sum of its incoming edge counts (for the entry
     /// block this includes the EXIT→entry edge, i.e. the invocations).
@@ -56,10 +64,19 @@ pub enum InexactReason {
         /// The derived value.
         value: i128,
     },
-    /// In-flow differs from out-flow at a block after propagation.
+    /// In-flow differs from out-flow at a block after propagation (edge mode) or in the path-derived counts
+    /// (path mode: some path segment started at a loop header or cut without one ending there).
     ConservationViolation {
         /// The block.
         block: BlockId,
+    },
+    /// A path was counted a negative number of times and is not the termination path of a `setjmp` block
+    /// (the only path whose retraction after a normal return can legitimately outnumber its counting).
+    NegativePath {
+        /// The Ball–Larus path number.
+        path: u128,
+        /// Its (negative) net count.
+        count: i64,
     },
     /// A run ended in a way the runtime could not vouch for (`RECORD_FLAG_INCOMPLETE`).
     Incomplete,
@@ -81,6 +98,7 @@ impl fmt::Display for InexactReason {
                 write!(f, "block {block} derived as {value}, above 2^64-1")
             }
             InexactReason::ConservationViolation { block } => write!(f, "flow is not conserved at {block}"),
+            InexactReason::NegativePath { path, .. } => write!(f, "path {path} counted a negative number of times"),
             InexactReason::Incomplete => write!(f, "a run ended abnormally, counts are a lower bound"),
             InexactReason::ThreadedNonatomic => {
                 write!(f, "counters were updated non-atomically by several threads, increments may be lost")
@@ -103,13 +121,88 @@ pub enum AnalysisError {
         /// Functions in the module.
         num_functions: usize,
     },
-    /// Path-mode counters count paths, not chords.
-    #[error("module {module} was profiled in {mode} mode: its counters are not edge counters")]
-    NotEdgeMode {
+    /// Path counts were asked of a module whose counters are not path counters.
+    #[error("module {module} was profiled in {mode} mode: its counters are not path counters")]
+    NotPathMode {
         /// Module name.
         module: String,
         /// The module's mode name.
         mode: &'static str,
+    },
+    /// A function of a path-mode module has no [`crate::meta::PathMeta`] (only for hand-built profiles: `read`
+    /// validates this).
+    #[error("corrupt profile: function {function} of module {module} is in a path-mode module but has no path data")]
+    MissingPathData {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+    },
+    /// A path count names a path number the function does not have.
+    #[error("corrupt profile: function {function} of module {module} has a count for path {path}, but only {num_paths} paths")]
+    PathOutOfRange {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+        /// The path number found.
+        path: u128,
+        /// The function's number of paths.
+        num_paths: u128,
+    },
+    /// The path numbering rebuilt from the graph and budget does not have the recorded number of paths: the
+    /// counts cannot be decoded (a corrupt profile, or one written by an incompatible pathprof).
+    #[error(
+        "corrupt profile: function {function} of module {module} records {recorded} paths, but its graph and \
+         budget give {recomputed}"
+    )]
+    NumPathsMismatch {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+        /// `PathMeta::num_paths`.
+        recorded: u128,
+        /// NumPaths(ENTRY) of the rebuilt DAG.
+        recomputed: u128,
+    },
+    /// A dense-storage function also has hashed path counts (the runtime only hashes `Hashed` functions).
+    #[error("corrupt profile: function {function} of module {module} has dense path counters and hashed path counts")]
+    MixedPathStorage {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+    },
+    /// The path DAG could not be rebuilt with the recorded budget.
+    #[error("corrupt profile: function {function} of module {module}: cannot rebuild its path numbering: {error}")]
+    PathDag {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+        /// What the DAG construction reported.
+        error: DagError,
+    },
+    /// The rebuilt DAG could not be numbered.
+    #[error("corrupt profile: function {function} of module {module}: cannot number its paths: {error}")]
+    PathNumbering {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+        /// What the numbering reported.
+        error: NumberingError,
+    },
+    /// A path number could not be regenerated, or its counts not summed.
+    #[error("corrupt profile: function {function} of module {module}: cannot decode its paths: {error}")]
+    PathDecode {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+        /// What regeneration reported.
+        error: DecodeError,
     },
     /// The function's counters are outside the module's counter array (only for hand-built profiles: `read`
     /// checks this).
@@ -132,8 +225,11 @@ pub enum AnalysisError {
     },
 }
 
-/// Derives every edge and block count of function `func_index` of an edge-mode module from its chord counters
-/// (BL94 Figure 6, via [`derive_counts`]) and decides whether the counts are exact.
+/// Derives every edge and block count of function `func_index` and decides whether the counts are exact.
+///
+/// Edge mode: from its chord counters (BL94 Figure 6, via [`derive_counts`]). Path mode: from its path counts
+/// (BL96 regeneration, via [`super::function_path_counts`], whose `counts` this returns), so `pathprof show`
+/// prints the same block and edge counts for both modes.
 ///
 /// Not exact when: a derived edge is negative (except a `Termination` edge of a block in
 /// `FunctionMeta::reentry_blocks`, which `setjmp` re-enters so its net departures can be negative), a derived
@@ -141,8 +237,8 @@ pub enum AnalysisError {
 /// `RECORD_FLAG_THREADED_NONATOMIC` or unknown flags. A negative count is never returned as a number.
 pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result<FunctionCounts, AnalysisError> {
     let name = || module.meta.module_name.clone();
-    if module.meta.mode != Mode::Edge {
-        return Err(AnalysisError::NotEdgeMode { module: name(), mode: module.meta.mode.name() });
+    if module.meta.mode == Mode::Path {
+        return super::paths::function_path_counts(module, func_index).map(|p| p.counts);
     }
     let f = module.meta.functions.get(func_index).ok_or_else(|| AnalysisError::FunctionOutOfRange {
         module: name(),
@@ -173,9 +269,26 @@ pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result
         error,
     })?;
 
-    let mut reasons = Vec::new();
+    let measured = f.edge_counters.iter().map(Option::is_some).collect();
+    Ok(judge(module, f, derived.edges, &derived.vertices, &derived.conservation_violations, measured, Vec::new()))
+}
+
+/// Turns signed derived counts into [`FunctionCounts`]: negative counts (except the `Termination` edges of
+/// re-entry blocks) and counts above `u64::MAX` become `None` with a reason, as do conservation violations
+/// and the record's flags. `leading` reasons (e.g. negative path counts) come first.
+pub(super) fn judge(
+    module: &ModuleProfile,
+    f: &FunctionMeta,
+    raw_edges: Vec<i128>,
+    raw_vertices: &[i128],
+    conservation_violations: &[BlockId],
+    measured: Vec<bool>,
+    leading: Vec<InexactReason>,
+) -> FunctionCounts {
+    let cfg = &f.cfg;
+    let mut reasons = leading;
     let mut edges = Vec::with_capacity(cfg.num_edges());
-    for (i, (&value, e)) in derived.edges.iter().zip(cfg.edges()).enumerate() {
+    for (i, (&value, e)) in raw_edges.iter().zip(cfg.edges()).enumerate() {
         let edge = EdgeId::from_index(i);
         let count = u64::try_from(value).ok();
         if value < 0 {
@@ -188,7 +301,7 @@ pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result
         }
         edges.push(count);
     }
-    for &block in &derived.conservation_violations {
+    for &block in conservation_violations {
         reasons.push(InexactReason::ConservationViolation { block });
     }
     if module.flags & RECORD_FLAG_INCOMPLETE != 0 {
@@ -202,7 +315,7 @@ pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result
         reasons.push(InexactReason::UnknownFlags(unknown));
     }
     let mut blocks = Vec::with_capacity(cfg.num_blocks());
-    for (i, &value) in derived.vertices.iter().take(cfg.num_blocks()).enumerate() {
+    for (i, &value) in raw_vertices.iter().take(cfg.num_blocks()).enumerate() {
         let count = u64::try_from(value).ok();
         // A negative block count needs a negative in-edge, already reported above.
         if value > 0 && count.is_none() {
@@ -211,13 +324,5 @@ pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result
         blocks.push(count);
     }
     let entry = edges.get(cfg.exit_to_entry().index()).copied().flatten();
-    Ok(FunctionCounts {
-        measured: f.edge_counters.iter().map(Option::is_some).collect(),
-        raw_edges: derived.edges,
-        edges,
-        blocks,
-        entry,
-        exact: reasons.is_empty(),
-        inexact_reasons: reasons,
-    })
+    FunctionCounts { measured, raw_edges, edges, blocks, entry, exact: reasons.is_empty(), inexact_reasons: reasons }
 }

@@ -1,6 +1,12 @@
 //! Adding up profiles of the same binary (several runs, several processes).
+//!
+//! Edge-mode counters are unsigned counts: a sum above `u64::MAX` is an error, never a wrap. Path-mode counters
+//! are signed (`i64` in two's complement: a termination path is counted before a call and retracted after it
+//! returns, and a `setjmp` block's net count can be negative), so they add with wrapping arithmetic, which is
+//! exactly signed addition of the `i64` values — as the runtime does when it adds a run into an existing file.
 
 use super::{ModuleProfile, Profile, SparseEntry};
+use crate::meta::Mode;
 use std::collections::{HashMap, HashSet};
 
 /// Why profiles cannot be merged. Input numbers in messages are 1-based, in the order given to [`merge`].
@@ -47,7 +53,8 @@ pub enum MergeError {
         /// The other input (1-based).
         input: usize,
     },
-    /// A sum does not fit in 64 bits; the merged profile would be wrong, so none is produced.
+    /// A sum of edge-mode counts (or of run counts) does not fit in 64 bits; the merged profile would be wrong,
+    /// so none is produced. Path-mode counts wrap instead (they are signed).
     #[error("count overflow while merging module {module}: {what} exceeds 2^64-1")]
     Overflow {
         /// Module name.
@@ -58,7 +65,8 @@ pub enum MergeError {
 }
 
 /// Sums profiles of the same binary: per module (matched by `meta_hash`), counters and sparse path counts are
-/// added with checked arithmetic, flags are ORed and runs added. The result keeps the first input's module order;
+/// added — with checked arithmetic in edge-mode modules, with wrapping (signed `i64`) arithmetic in path-mode
+/// modules — flags are ORed and runs added (checked). The result keeps the first input's module order;
 /// sparse entries keep first-appearance order.
 ///
 /// Refuses inputs that are not profiles of one binary: a module name with two metadata hashes
@@ -103,10 +111,11 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
     let mut out = first.clone();
     for acc in &mut out.modules {
         let module = || acc.meta.module_name.clone();
+        let wrapping = acc.meta.mode == Mode::Path;
         // Index the first input's entries (folding any repeated keys), then add the others' into them.
         let mut sparse_index: HashMap<(u64, u128), usize> = HashMap::with_capacity(acc.sparse.len());
         let own = std::mem::take(&mut acc.sparse);
-        add_sparse(&mut acc.sparse, &mut sparse_index, &own, &acc.meta.module_name)?;
+        add_sparse(&mut acc.sparse, &mut sparse_index, &own, &acc.meta.module_name, wrapping)?;
         for (i, map) in per_input.iter().enumerate().skip(1) {
             let input = i.saturating_add(1);
             let Some(m) = map.get(&acc.meta_hash) else { continue };
@@ -119,11 +128,14 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
                 });
             }
             for (k, (a, b)) in acc.counters.iter_mut().zip(&m.counters).enumerate() {
-                *a = a
-                    .checked_add(*b)
-                    .ok_or_else(|| MergeError::Overflow { module: module(), what: format!("counter {k}") })?;
+                *a = if wrapping {
+                    a.wrapping_add(*b)
+                } else {
+                    a.checked_add(*b)
+                        .ok_or_else(|| MergeError::Overflow { module: module(), what: format!("counter {k}") })?
+                };
             }
-            add_sparse(&mut acc.sparse, &mut sparse_index, &m.sparse, &acc.meta.module_name)?;
+            add_sparse(&mut acc.sparse, &mut sparse_index, &m.sparse, &acc.meta.module_name, wrapping)?;
             acc.flags |= m.flags;
             acc.runs = acc
                 .runs
@@ -134,15 +146,17 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
     Ok(out)
 }
 
-/// Adds `more` into `acc`, keyed by (function, path); `index` maps each key to its position in `acc`.
+/// Adds `more` into `acc`, keyed by (function, path); `index` maps each key to its position in `acc`. Counts
+/// wrap (path mode) or are checked (edge mode).
 fn add_sparse(
     acc: &mut Vec<SparseEntry>,
     index: &mut HashMap<(u64, u128), usize>,
     more: &[SparseEntry],
     module: &str,
+    wrapping: bool,
 ) -> Result<(), MergeError> {
     for s in more {
-        add_entry(acc, index, *s).ok_or_else(|| MergeError::Overflow {
+        add_entry(acc, index, *s, wrapping).ok_or_else(|| MergeError::Overflow {
             module: module.to_string(),
             what: format!("path {} of function #{}", s.path, s.function),
         })?;
@@ -150,11 +164,16 @@ fn add_sparse(
     Ok(())
 }
 
-fn add_entry(acc: &mut Vec<SparseEntry>, index: &mut HashMap<(u64, u128), usize>, s: SparseEntry) -> Option<()> {
+fn add_entry(
+    acc: &mut Vec<SparseEntry>,
+    index: &mut HashMap<(u64, u128), usize>,
+    s: SparseEntry,
+    wrapping: bool,
+) -> Option<()> {
     match index.get(&(s.function, s.path)) {
         Some(&i) => {
             let e = acc.get_mut(i)?;
-            e.count = e.count.checked_add(s.count)?;
+            e.count = if wrapping { e.count.wrapping_add(s.count) } else { e.count.checked_add(s.count)? };
         }
         None => {
             index.insert((s.function, s.path), acc.len());

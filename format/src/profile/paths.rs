@@ -1,0 +1,231 @@
+//! Path-mode functions: path counts → regenerated Ball–Larus paths → edge and block counts.
+//!
+//! Ball & Larus, "Efficient Path Profiling", MICRO-29, 1996: the pass numbered the acyclic paths of the DAG that
+//! `pathprof_core::dag::PathDag::build_with_budget(cfg, adj, dfs, budget)` builds from the function's graph, and
+//! each execution of a path bumped the count of its number. The DAG, and so the numbering, is a pure function of
+//! the graph and the budget stored in the metadata, so the reader rebuilds it, checks that it has the recorded
+//! number of paths, and regenerates every executed path (BL96 §3.5). Edge and block counts follow by summing the
+//! path counts along the paths ([`pathprof_core::regenerate::signed_edge_counts_from_dag_paths`]).
+//!
+//! Counts are signed: a path ending with a `Termination` edge is counted +1 before a call that may leave the
+//! block abnormally and −1 after it returns normally, so a `setjmp` block re-entered by `longjmp` can end up with
+//! a negative count for its termination path. Each counter is read as an `i64` (the two's complement of the
+//! `u64` in the file), and repeated hashed entries of one path add with wrapping, as [`super::merge`] does.
+//!
+//! Untrusted input: every path number is checked against `num_paths` before it is decoded, which bounds each
+//! decode by the size of the DAG, and the number of decodes by the number of counters and entries in the file.
+//! A path number out of range or a recomputed path count that differs from the metadata is an
+//! [`AnalysisError`] (a corrupt profile); a negative count that cannot be explained is an inexact reason.
+
+use super::analysis::{judge, AnalysisError, FunctionCounts, InexactReason};
+use super::ModuleProfile;
+use crate::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
+use pathprof_core::dag::{DagEdgeId, PathDag};
+use pathprof_core::dfs::depth_first;
+use pathprof_core::numbering::Numbering;
+use pathprof_core::regenerate::{decode, signed_edge_counts_from_dag_paths, to_cfg_path, CfgPath, PathEnd};
+use pathprof_core::{BlockId, Cfg, EdgeKind};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+/// One executed path of a function: its number, its net count and where it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathCount {
+    /// The Ball–Larus path number, `0..num_paths`.
+    pub number: u128,
+    /// The net count: how often the path ran (negative only for a re-entry correction, see
+    /// [`PathCount::is_reentry_correction`], or in an inconsistent profile).
+    pub count: i64,
+    /// The regenerated path: how it starts and ends, its blocks and cfg edges.
+    pub path: CfgPath,
+    /// Whether the path ends with a `Termination` edge: the program left its last block abnormally (`exit`,
+    /// `longjmp`, an exception through a plain call).
+    pub abnormal: bool,
+    /// Whether the path ends with the `Termination` edge of a block in `FunctionMeta::reentry_blocks` (a
+    /// `setjmp` block), the one kind of path whose count may legitimately be negative.
+    pub reentry: bool,
+}
+
+impl PathCount {
+    /// A negative count of a re-entry block's termination path: the block was re-entered by `longjmp` more
+    /// often than it was left abnormally; the count is a correction, not executions.
+    pub fn is_reentry_correction(&self) -> bool {
+        self.reentry && self.count < 0
+    }
+
+    /// The block the path leaves the function from (abnormally or by returning), or takes its back or cut edge
+    /// from: the last block of the path.
+    pub fn last_block(&self) -> Option<BlockId> {
+        self.path.blocks.last().copied()
+    }
+}
+
+/// Every executed path of one path-mode function and the counts derived from them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionPaths {
+    /// NumPaths(ENTRY): path numbers are `0..num_paths` (the recorded value, verified against the rebuilt DAG).
+    pub num_paths: u128,
+    /// Every path with a nonzero net count, by ascending path number.
+    pub paths: Vec<PathCount>,
+    /// The sum of all path counts.
+    pub total: i128,
+    /// Edge, block and entry counts derived from the paths, with the exactness verdict (negative path counts
+    /// that are not re-entry corrections are among its reasons).
+    pub counts: FunctionCounts,
+}
+
+impl FunctionPaths {
+    /// The paths hottest first: by descending count, ties by ascending path number.
+    pub fn hottest_first(&self) -> Vec<&PathCount> {
+        let mut v: Vec<&PathCount> = self.paths.iter().collect();
+        v.sort_by_key(|p| (Reverse(p.count), p.number));
+        v
+    }
+}
+
+/// Regenerates every executed path of function `func_index` of a path-mode module, with its net count, and
+/// derives the function's edge and block counts from them (see the module docs).
+///
+/// Errors: the function does not exist, the module is not in path mode, the function has no path data, a path
+/// number is `>= num_paths`, the DAG rebuilt from the graph and budget does not have `num_paths` paths (or
+/// cannot be built), or a dense function also has hashed entries. Never panics.
+pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result<FunctionPaths, AnalysisError> {
+    let name = || module.meta.module_name.clone();
+    let f = module.meta.functions.get(func_index).ok_or_else(|| AnalysisError::FunctionOutOfRange {
+        module: name(),
+        index: func_index,
+        num_functions: module.meta.functions.len(),
+    })?;
+    if module.meta.mode != Mode::Path {
+        return Err(AnalysisError::NotPathMode { module: name(), mode: module.meta.mode.name() });
+    }
+    let fname = || f.name.clone();
+    let pm = f.path.as_ref().ok_or_else(|| AnalysisError::MissingPathData { module: name(), function: fname() })?;
+
+    // Net count per path number; zero-sum paths are dropped.
+    let raw = raw_path_counts(module, func_index, f, pm)?;
+    if let Some((&path, _)) = raw.iter().find(|&(&r, _)| r >= pm.num_paths) {
+        return Err(AnalysisError::PathOutOfRange { module: name(), function: fname(), path, num_paths: pm.num_paths });
+    }
+
+    // Rebuild the pass's numbering.
+    let cfg = &f.cfg;
+    let adj = cfg.adjacency();
+    let dfs = depth_first(cfg, &adj);
+    let dag = PathDag::build_with_budget(cfg, &adj, &dfs, pm.budget).map_err(|error| AnalysisError::PathDag {
+        module: name(),
+        function: fname(),
+        error,
+    })?;
+    let numbering = Numbering::compute(&dag).map_err(|error| AnalysisError::PathNumbering {
+        module: name(),
+        function: fname(),
+        error,
+    })?;
+    if numbering.num_paths() != pm.num_paths {
+        return Err(AnalysisError::NumPathsMismatch {
+            module: name(),
+            function: fname(),
+            recorded: pm.num_paths,
+            recomputed: numbering.num_paths(),
+        });
+    }
+
+    let decode_err = |error| AnalysisError::PathDecode { module: name(), function: fname(), error };
+    let mut dag_paths: Vec<(Vec<DagEdgeId>, i64)> = Vec::with_capacity(raw.len());
+    let mut paths = Vec::with_capacity(raw.len());
+    let mut leading = Vec::new();
+    let mut total: i128 = 0;
+    for (&number, &count) in &raw {
+        let dag_path = decode(&dag, &numbering, number).map_err(decode_err)?;
+        let path = to_cfg_path(&dag, &dag_path).map_err(decode_err)?;
+        let (abnormal, reentry) = match path.end {
+            PathEnd::Exit { edge } => match cfg.edges().get(edge.index()) {
+                Some(e) if e.kind == EdgeKind::Termination => (true, f.reentry_blocks.contains(&e.from.0)),
+                _ => (false, false),
+            },
+            PathEnd::BackEdge { .. } | PathEnd::Cut { .. } => (false, false),
+        };
+        if count < 0 && !reentry {
+            leading.push(InexactReason::NegativePath { path: number, count });
+        }
+        // At most one i64 per path number, and fewer than 2^64 numbers: the sum cannot overflow i128.
+        total = total.saturating_add(i128::from(count));
+        dag_paths.push((dag_path, count));
+        paths.push(PathCount { number, count, path, abnormal, reentry });
+    }
+
+    let derived =
+        signed_edge_counts_from_dag_paths(cfg, &dag, dag_paths.iter().map(|(p, c)| (p.as_slice(), i128::from(*c))))
+            .map_err(decode_err)?;
+    let violations = conservation_violations(cfg, &derived.edges);
+    let mut measured = vec![false; cfg.num_edges()];
+    for &e in &pm.instrumented_edges {
+        if let Some(m) = usize::try_from(e).ok().and_then(|i| measured.get_mut(i)) {
+            *m = true;
+        }
+    }
+    let counts = judge(module, f, derived.edges, &derived.blocks, &violations, measured, leading);
+    Ok(FunctionPaths { num_paths: pm.num_paths, paths, total, counts })
+}
+
+/// The function's net count per path number (nonzero only): its dense counters, or its hashed entries.
+fn raw_path_counts(
+    module: &ModuleProfile,
+    func_index: usize,
+    f: &FunctionMeta,
+    pm: &PathMeta,
+) -> Result<BTreeMap<u128, i64>, AnalysisError> {
+    let name = || module.meta.module_name.clone();
+    let mut raw: BTreeMap<u128, i64> = BTreeMap::new();
+    let mine = module.sparse.iter().filter(|s| usize::try_from(s.function).is_ok_and(|i| i == func_index));
+    match pm.storage {
+        PathStorage::Dense => {
+            if mine.clone().next().is_some() {
+                return Err(AnalysisError::MixedPathStorage { module: name(), function: f.name.clone() });
+            }
+            let out_of_range = || AnalysisError::CounterOutOfRange { module: name(), function: f.name.clone() };
+            let start = usize::try_from(f.counter_base).map_err(|_| out_of_range())?;
+            let end = start.checked_add(f.num_counters as usize).ok_or_else(out_of_range)?;
+            let counters = module.counters.get(start..end).ok_or_else(out_of_range)?;
+            for (i, &c) in counters.iter().enumerate() {
+                if c != 0 {
+                    // Two's complement: the runtime's −1 corrections wrap the u64 counter.
+                    raw.insert(i as u128, c as i64);
+                }
+            }
+        }
+        PathStorage::Hashed { .. } => {
+            for s in mine {
+                let slot = raw.entry(s.path).or_insert(0);
+                *slot = slot.wrapping_add(s.count as i64);
+            }
+            raw.retain(|_, c| *c != 0);
+        }
+    }
+    Ok(raw)
+}
+
+/// Vertices (EXIT included, in id order) whose in-flow differs from their out-flow in path-derived counts. A
+/// consistent profile conserves flow everywhere: every path segment that ends at a back or cut edge is followed
+/// by one that starts at its target, and every invocation leaves through EXIT.
+fn conservation_violations(cfg: &Cfg, edges: &[i128]) -> Vec<BlockId> {
+    let n = cfg.num_vertices();
+    let mut flow_in = vec![0i128; n];
+    let mut flow_out = vec![0i128; n];
+    for (e, &c) in cfg.edges().iter().zip(edges) {
+        if let Some(x) = flow_in.get_mut(e.to.index()) {
+            *x = x.saturating_add(c);
+        }
+        if let Some(x) = flow_out.get_mut(e.from.index()) {
+            *x = x.saturating_add(c);
+        }
+    }
+    flow_in
+        .iter()
+        .zip(&flow_out)
+        .enumerate()
+        .filter(|(_, (i, o))| i != o)
+        .map(|(v, _)| BlockId::from_index(v))
+        .collect()
+}
