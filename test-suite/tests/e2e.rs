@@ -132,7 +132,7 @@ fn stats_report_the_optimal_counter_count() {
     let dir = scratch("stats");
     let out = run_ok(
         wrapper(false)
-            .args(["-O2", "-c", "--pathprof-stats"])
+            .args(["-O2", "-c", "--pathprof-stats", "--pathprof-mode=edge"])
             .arg(programs().join("loops.c"))
             .arg("-o")
             .arg(dir.join("loops.o")),
