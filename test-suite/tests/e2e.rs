@@ -79,6 +79,11 @@ fn exit_from_a_callee() {
 }
 
 #[test]
+fn loop_without_exit_left_by_exit() {
+    check_program("noexit_loop", &["noexit_loop.c"], &[]);
+}
+
+#[test]
 fn longjmp_across_frames() {
     check_program("longjmp", &["longjmp.c"], &[]);
 }
@@ -243,6 +248,7 @@ fn path_derived_counts_equal_edge_mode_counts() {
         ("switch", &["switch.c"], &[]),
         ("recursion", &["recursion.c"], &[]),
         ("exit_deep", &["exit_deep.c"], &[]),
+        ("noexit_loop", &["noexit_loop.c"], &[]),
         ("longjmp", &["longjmp.c"], &[]),
         ("exception", &["exception.cpp"], &[]),
         ("cxx_mix", &["cxx_mix.cpp"], &[]),
