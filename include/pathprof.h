@@ -47,7 +47,8 @@ extern "C" {
  *
  * Merges them into the profile file (adding to what is there) and zeroes
  * them in memory, so the file always holds the total and the dump at exit
- * adds only what happened since. Counters updated atomically (built with
+ * adds only what happened since. This includes the path counts of path-mode
+ * functions kept in hash tables. Counters updated atomically (built with
  * --pathprof-atomic) are read and zeroed atomically: concurrent increments
  * are never lost.
  *
@@ -57,15 +58,17 @@ extern "C" {
  */
 PATHPROF_API_ATTR int __pathprof_dump(void);
 
-/** \brief Zero all counters without writing anything.
+/** \brief Zero all counters (and hash-table path counts) without writing
+ * anything.
  *
  * Use it to exclude a phase (start-up, warm-up) from the profile.
  */
 PATHPROF_API_ATTR void __pathprof_reset(void);
 
-/* __pathprof_register_module() and __pathprof_unregister_module() are also
- * exported by the runtime; they are called by compiler-generated module
- * constructors and destructors, never by programs. */
+/* __pathprof_register_module(), __pathprof_unregister_module() and
+ * __pathprof_path_add() are also exported by the runtime; they are called by
+ * compiler-generated code (module constructors and destructors, path-mode
+ * counting), never by programs. */
 
 #if defined(PATHPROF_WEAK_API) && (defined(__GNUC__) || defined(__clang__))
 /** \brief __pathprof_dump() if the runtime is linked, else 0. */

@@ -90,8 +90,9 @@ pub struct ModuleDesc {
 pub struct PathTable {
     /// The function's index in the module metadata (the `function` of the sparse entries it produces).
     pub function: u64,
-    /// Spin lock word (0 = free), taken for every update: hashed functions are rare and cold-ish, and the lock
-    /// makes concurrent updates exact.
+    /// Runtime-owned spin lock word, taken for every update (hashed functions are rare and cold-ish, and the
+    /// lock makes concurrent updates exact): bits 0–60 the owner (0 = free), bits 61–63 runtime flags (table
+    /// full, warned, a path was dropped). The pass emits 0.
     pub lock: u64,
     /// Runtime-owned slot array: `capacity` pairs of (path + 1, count), path + 1 == 0 marking an empty slot.
     pub slots: *mut u64,

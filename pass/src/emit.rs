@@ -126,7 +126,7 @@ impl Counters {
             let bb = g.blocks[v];
             unsafe {
                 let first = LLVMGetFirstInstruction(bb);
-                LLVMPositionBuilderBefore(self.builder, first);
+                LLVMPositionBuilderBeforeInstrAndDbgRecords(self.builder, first);
                 let phi = LLVMBuildPhi(self.builder, self.i64t, c"pathprof.edge".as_ptr());
                 for &e in adj.in_edges(pathprof_core::BlockId(v as u32)) {
                     let edge = g.cfg.edge(e);

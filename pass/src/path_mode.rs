@@ -283,7 +283,7 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
             first.expect("checked")
         } else {
             unsafe {
-                LLVMPositionBuilderBefore(em.b, LLVMGetFirstInstruction(g.blocks[v.index()]));
+                LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, LLVMGetFirstInstruction(g.blocks[v.index()]));
                 let phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.path".as_ptr());
                 for (bb, val) in &entries {
                     let mut vals = [em.as_value(*val)];
@@ -383,7 +383,7 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
                 path_entries.push((incoming_block(e), path, delta));
             }
             unsafe {
-                LLVMPositionBuilderBefore(em.b, LLVMGetFirstInstruction(bb));
+                LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, LLVMGetFirstInstruction(bb));
                 let path_phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.edge.path".as_ptr());
                 let delta_phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.edge.delta".as_ptr());
                 for (blk, path, delta) in &path_entries {

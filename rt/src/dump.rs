@@ -10,9 +10,10 @@
 //! 3. Read `FILE` if it exists. It must be openable for writing (so a read-only profile is reported, not
 //!    silently replaced) and be a regular file. An empty file counts as absent; a file that fails validation
 //!    (magic, version, length, checksum, every record's length) is replaced, with one warning.
-//! 4. Drain the counters (atomic swap to 0 in atomic mode) and build the merged image in memory (see
-//!    [`crate::merge`] for the rules). A dump with nothing to add (every module already counted in this
-//!    process's runs, all counters zero) skips steps 2–5.
+//! 4. Drain the counters (atomic swap to 0 in atomic mode) and the path tables (under each table's lock; see
+//!    [`crate::table`]) and build the merged image in memory (see [`crate::merge`] for the rules). A dump with
+//!    nothing to add (every module already counted in this process's runs, all counters and table counts zero,
+//!    no dropped path update) skips steps 2–5.
 //! 5. Write it to `FILE.tmp.<pid>` (same directory, same permissions as the old file), `fsync`, `rename` over
 //!    `FILE`: readers and crashed writers never see a partial profile. Unlock.
 //!
@@ -22,12 +23,12 @@
 //! status are never affected.
 
 use crate::diag::{pp_info, pp_warn, Dec, Hex};
-use crate::merge::{self, Existing, Group, Note};
+use crate::merge::{self, Existing, Group, Note, PathCount};
 use crate::path::{self, Vars};
 use crate::sys::{self, Errno, Fd, MVec};
-use crate::{counters, is_atomic, modules, State};
+use crate::{counters, is_atomic, modules, table, State};
 use core::sync::atomic::Ordering;
-use pathprof_format::layout::{ModuleDesc, FILE_HEADER_LEN};
+use pathprof_format::layout::{ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_INCOMPLETE};
 
 /// Which modules a dump covers.
 pub(crate) enum Scope {
@@ -69,6 +70,25 @@ struct Taken {
     order: usize,
     /// Offset of its drained values in the snapshot, or `usize::MAX` if excluded (inconsistent duplicate).
     snap_at: usize,
+    /// Its drained path counts: `paths[sparse_at..sparse_end]` (copies of one build are contiguous).
+    sparse_at: usize,
+    sparse_end: usize,
+    /// A path-table update of the module was dropped since the last dump (the record gets flagged incomplete).
+    dropped: bool,
+}
+
+impl Taken {
+    fn new(desc: *mut ModuleDesc) -> Taken {
+        Taken {
+            desc,
+            meta_hash: self::desc(desc).meta_hash,
+            order: 0,
+            snap_at: 0,
+            sparse_at: 0,
+            sparse_end: 0,
+            dropped: false,
+        }
+    }
 }
 
 /// Dumps `scope`; call with the runtime lock held. Prints its own diagnostics.
@@ -117,10 +137,10 @@ fn run(st: &mut State, scope: Scope, pid: u32, path: &mut MVec<u8>) -> Result<()
     match scope {
         Scope::All => {
             for d in modules() {
-                taken.push(Taken { desc: d, meta_hash: desc(d).meta_hash, order: 0, snap_at: 0 })?;
+                taken.push(Taken::new(d))?;
             }
         }
-        Scope::One(d) => taken.push(Taken { desc: d, meta_hash: desc(d).meta_hash, order: 0, snap_at: 0 })?,
+        Scope::One(d) => taken.push(Taken::new(d))?,
     }
     if taken.len() == 0 {
         return Ok(());
@@ -140,7 +160,9 @@ fn run(st: &mut State, scope: Scope, pid: u32, path: &mut MVec<u8>) -> Result<()
         let same_group = lead.is_some_and(|l| l.meta_hash == t.meta_hash);
         if same_group {
             let l = lead.map_or(t.desc, |l| l.desc);
-            let consistent = desc(l).num_counters == desc(t.desc).num_counters && meta_of(l) == meta_of(t.desc);
+            let consistent = desc(l).num_counters == desc(t.desc).num_counters
+                && desc(l).num_tables == desc(t.desc).num_tables
+                && meta_of(l) == meta_of(t.desc);
             if !consistent {
                 pp_warn!(
                     "two instrumented modules share meta hash ",
@@ -156,7 +178,8 @@ fn run(st: &mut State, scope: Scope, pid: u32, path: &mut MVec<u8>) -> Result<()
         }
         t.snap_at = total;
         total = total.checked_add(desc(t.desc).num_counters as usize).ok_or(Errno(libc::ENOMEM))?;
-        nothing_new &= counters(t.desc).all(|c| c.load(Ordering::Relaxed) == 0);
+        nothing_new = nothing_new && counters(t.desc).all(|c| c.load(Ordering::Relaxed) == 0);
+        nothing_new = nothing_new && !table::has_news(t.desc);
     }
     if nothing_new {
         // Every module is already counted in this process's runs and nothing was counted since: the file is
@@ -178,7 +201,7 @@ fn run(st: &mut State, scope: Scope, pid: u32, path: &mut MVec<u8>) -> Result<()
     precheck_type(path.as_slice())?;
     let lock = Fd::open(lock_path.as_slice(), libc::O_RDWR | libc::O_CREAT, 0o666)?;
     flock(&lock, libc::LOCK_EX);
-    let result = locked(st, &taken, total, path.as_slice(), tmp_path.as_slice());
+    let result = locked(st, &mut taken, total, path.as_slice(), tmp_path.as_slice());
     flock(&lock, libc::LOCK_UN);
     result
 }
@@ -214,7 +237,7 @@ fn flock(fd: &Fd, op: libc::c_int) {
 }
 
 /// Steps 3–5, under the file lock.
-fn locked(st: &mut State, taken: &MVec<Taken>, total: usize, path: &[u8], tmp: &[u8]) -> Result<(), Fail> {
+fn locked(st: &mut State, taken: &mut MVec<Taken>, total: usize, path: &[u8], tmp: &[u8]) -> Result<(), Fail> {
     let (old, mode) = read_existing(path)?;
     let existing = match &old {
         Old::Absent => None,
@@ -235,17 +258,53 @@ fn locked(st: &mut State, taken: &MVec<Taken>, total: usize, path: &[u8], tmp: &
     let mut snap: MVec<u64> = MVec::new();
     snap.extend_fill(0, total)?;
     drain(taken, &mut snap);
-    let result = write_merged(st, taken, &snap, existing, path, tmp, mode);
+    let mut paths: MVec<PathCount> = MVec::new();
+    let result = match drain_tables(taken, &mut paths) {
+        Ok(()) => write_merged(st, taken, &snap, &paths, existing, path, tmp, mode),
+        Err(e) => Err(e.into()),
+    };
     if result.is_err() {
         restore(taken, &snap);
+        table::restore(paths.as_slice());
+        for t in taken.as_slice().iter().filter(|t| t.dropped) {
+            table::mark_dropped(t.desc);
+        }
     }
     result
 }
 
+/// Moves the included modules' path-table counts into `paths` (step 4), each build's sorted by (function, path).
+/// On `Err`, what was drained is in `paths` and the `dropped` flags, for [`table::restore`].
+fn drain_tables(taken: &mut MVec<Taken>, paths: &mut MVec<PathCount>) -> Result<(), Errno> {
+    for t in taken.as_mut_slice().iter_mut().filter(|t| t.snap_at != usize::MAX) {
+        t.sparse_at = paths.len();
+        let r = table::drain(t.desc, paths, &mut t.dropped);
+        t.sparse_end = paths.len();
+        r?;
+    }
+    // One sort per build, over its copies' contiguous entries.
+    let mut group: Option<(u64, usize, usize)> = None;
+    let included = taken.as_slice().iter().filter(|t| t.snap_at != usize::MAX);
+    for t in included.map(Some).chain([None]) {
+        match (group, t) {
+            (Some((h, start, _)), Some(t)) if h == t.meta_hash => group = Some((h, start, t.sparse_end)),
+            (done, next) => {
+                if let Some(run) = done.and_then(|(_, a, b)| paths.as_mut_slice().get_mut(a..b)) {
+                    sys::sort_by_key(run, |p| (p.function, p.path));
+                }
+                group = next.map(|t| (t.meta_hash, t.sparse_at, t.sparse_end));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
 fn write_merged(
     st: &mut State,
     taken: &MVec<Taken>,
     snap: &MVec<u64>,
+    paths: &MVec<PathCount>,
     existing: Option<Existing<'_>>,
     path: &[u8],
     tmp: &[u8],
@@ -257,20 +316,25 @@ fn write_merged(
         let d = desc(t.desc);
         let n = d.num_counters as usize;
         let values = snap.as_slice().get(t.snap_at..t.snap_at.saturating_add(n)).unwrap_or(&[]);
+        let flags = if t.dropped { RECORD_FLAG_INCOMPLETE } else { 0 };
         let last = groups.as_mut_slice().last_mut();
         match last {
-            // A further copy of the same build: its values follow the previous copy's in the snapshot.
+            // A further copy of the same build: its values and path counts follow the previous copy's.
             Some(g) if g.meta_hash == t.meta_hash => {
                 let start = t.snap_at.saturating_sub(g.snap.len());
                 g.snap = snap.as_slice().get(start..t.snap_at.saturating_add(n)).unwrap_or(g.snap);
+                let start = t.sparse_at.saturating_sub(g.sparse.len());
+                g.sparse = paths.as_slice().get(start..t.sparse_end).unwrap_or(g.sparse);
+                g.flags |= flags;
             }
             _ => groups.push(Group {
                 meta_hash: d.meta_hash,
                 name_hash: d.name_hash,
-                flags: 0,
+                flags,
                 meta: meta_of(t.desc),
                 num_counters: n,
                 snap: values,
+                sparse: paths.as_slice().get(t.sparse_at..t.sparse_end).unwrap_or(&[]),
                 runs_add: u64::from(st.counted.as_slice().binary_search(&d.meta_hash).is_err()),
                 order: t.order,
             })?,

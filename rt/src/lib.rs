@@ -2,8 +2,9 @@
 //! instrumented modules and merges their counters into the profile file, at exit and on request.
 //!
 //! The public C API is `include/pathprof.h`. Everything else in this crate is internal: the only symbols the
-//! archive defines for the program are the `__pathprof_*` functions below (the rt profile's LTO internalises
-//! the rest).
+//! archive defines for the program are the `__pathprof_*` functions below and `__pathprof_path_add` (the
+//! path-mode hash-table update called by instrumented code, in `table`); the rt profile's LTO internalises
+//! the rest.
 //!
 //! # Registration
 //! Each instrumented module (translation unit) owns a [`ModuleDesc`] (layout: `pathprof_format::layout`) and
@@ -21,6 +22,11 @@
 //! atomic swap, so increments racing with a dump are never lost; if the file cannot be written the drained
 //! values are added back. A process adds 1 to a record's `runs` at its first successful dump of that module,
 //! not at every dump. The file protocol, the merge rules and the failure policy are in `dump` and `merge`.
+//!
+//! # Path tables
+//! Path-mode functions with too many paths for a dense array count into per-function hash tables
+//! (`ModuleDesc::tables`) through `__pathprof_path_add`; dumps drain them into the record's sparse entries, and
+//! reset, fork and unregistration treat them like counters. Design, locking and the size cap: see `table`.
 //!
 //! # Fork, threads, exit
 //! A `fork()`ed child zeroes its inherited counters (the parent reports everything before the fork) and writes
@@ -53,11 +59,12 @@ mod dump;
 mod merge;
 mod path;
 mod sys;
+mod table;
 
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use diag::{pp_info, pp_warn, Dec};
-use pathprof_format::layout::{ModuleDesc, DESC_FLAG_ATOMIC, DESC_VERSION};
+use pathprof_format::layout::{ModuleDesc, PathTable, DESC_FLAG_ATOMIC, DESC_VERSION};
 
 #[cfg(panic = "abort")]
 #[panic_handler]
@@ -102,8 +109,11 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
         && d.counters.is_aligned()
         && d.num_counters.checked_mul(8).is_some_and(|b| b <= isize::MAX as u64);
     let meta_ok = (d.meta_len == 0 || !d.meta.is_null()) && d.meta_len <= isize::MAX as u64;
-    if !counters_ok || !meta_ok {
-        pp_warn!("ignoring an instrumented module with a malformed descriptor (counters or metadata)");
+    let tables_ok = (d.num_tables == 0 || !d.tables.is_null())
+        && d.tables.is_aligned()
+        && d.num_tables.checked_mul(core::mem::size_of::<PathTable>() as u64).is_some_and(|b| b <= isize::MAX as u64);
+    if !counters_ok || !meta_ok || !tables_ok {
+        pp_warn!("ignoring an instrumented module with a malformed descriptor (counters, tables or metadata)");
         return;
     }
     let mut head = HEAD.load(Ordering::Acquire);
@@ -136,7 +146,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
 }
 
 /// Merges one module's counts into the profile and removes it from the list; called from the module's
-/// destructor (for example at `dlclose`).
+/// destructor (for example at `dlclose`). Frees the module's path-table arrays.
 ///
 /// # Safety
 /// `desc` must be null or a descriptor previously passed to [`__pathprof_register_module`] (other pointers
@@ -152,6 +162,7 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
         let _ = dump::dump(guard.state(), dump::Scope::One(desc));
     }
     unlink(desc);
+    table::release(desc);
 }
 
 /// Merges the counts accumulated since the last dump or reset into the profile file, then zeroes them.
@@ -165,7 +176,7 @@ pub extern "C" fn __pathprof_dump() -> i32 {
     }
 }
 
-/// Zeroes every counter of every registered module (without writing anything).
+/// Zeroes every counter and path-table count of every registered module (without writing anything).
 #[no_mangle]
 pub extern "C" fn __pathprof_reset() {
     let _guard = lock();
@@ -173,6 +184,7 @@ pub extern "C" fn __pathprof_reset() {
         for c in counters(m) {
             c.store(0, Ordering::Relaxed);
         }
+        table::reset(m);
     }
 }
 
@@ -197,6 +209,7 @@ unsafe extern "C" fn fork_child_handler() {
         for c in counters(m) {
             c.store(0, Ordering::Relaxed);
         }
+        table::fork_child(m);
     }
 }
 

@@ -5,7 +5,10 @@
 //! # Merge rules (one record per module build, identified by `meta_hash`)
 //! - A file record whose `meta_hash` equals a registered module's gets that module's drained counters added,
 //!   `runs` increased by one if this process has not yet been counted for it, and flags ORed. Its sparse
-//!   entries are carried over unchanged.
+//!   entries (path counts of hashed path-mode functions) and the module's drained table counts are summed per
+//!   (function, path) with **wrapping** addition (path counts are signed: a retraction can make a drained count
+//!   negative), entries that end at 0 are dropped, and the result is sorted by (function, path), so the bytes
+//!   of a record do not depend on hash-table order.
 //! - A file record with such a `meta_hash` but a different metadata length, metadata bytes or counter count
 //!   cannot be the same build (a hash collision or a corrupt writer): it is dropped with a warning and the module
 //!   gets a fresh record.
@@ -15,17 +18,35 @@
 //! - Every other file record (say, a library that an earlier run `dlopen`ed) is copied unchanged.
 //! - Registered modules with no record in the file are appended, in registration order, with `runs` = 1.
 //!
+//! Counters, like sparse entries, add modulo 2^64. Path-mode counts are signed (two's complement): a dump can
+//! drain the +1 of a path and a later one its −1 retraction, and only wrapping addition sums those exactly.
+//! Edge-mode counts are unsigned, and wrapping differs from any other rule only past 2^64 − 1 counts, which no
+//! run reaches (the runtime cannot tell the modes apart without decoding the metadata).
+//!
 //! Several registered copies of one build (the same object linked into two shared objects) arrive here already
 //! grouped: one [`Group`] whose counters are the sum of the copies.
 
 use crate::sys::{Errno, MVec};
 use pathprof_format::layout::{
-    fnv1a64, fnv1a64_continue, pad8, record_len, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION,
-    RECORD_HEADER_LEN,
+    fnv1a64, fnv1a64_continue, pad8, record_len, FileHeader, PathTable, RecordHeader, FILE_HEADER_LEN, FILE_VERSION,
+    RECORD_HEADER_LEN, SPARSE_ENTRY_LEN,
 };
 
 /// Why an existing file is not a profile this runtime can merge into (it is then replaced).
 pub(crate) type Invalid = &'static str;
+
+/// One drained path count of a hashed path-mode function.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PathCount {
+    /// The function's index in the module metadata.
+    pub(crate) function: u64,
+    /// The path number.
+    pub(crate) path: u64,
+    /// The count (signed, two's complement).
+    pub(crate) count: u64,
+    /// The table it was drained from, so a failed write can put it back; ignored by the merge.
+    pub(crate) table: *mut PathTable,
+}
 
 /// One module build to be written: the registered copies of it and their drained counters.
 #[derive(Copy, Clone)]
@@ -42,6 +63,8 @@ pub(crate) struct Group<'a> {
     pub(crate) num_counters: usize,
     /// `copies × num_counters` drained values, copy after copy.
     pub(crate) snap: &'a [u64],
+    /// The copies' drained path counts, sorted by (function, path); equal keys (from several copies) may repeat.
+    pub(crate) sparse: &'a [PathCount],
     /// 1 if this process has not been counted in the module's `runs` yet, else 0.
     pub(crate) runs_add: u64,
     /// Registration rank (0 = registered first): the order of appended records.
@@ -49,12 +72,12 @@ pub(crate) struct Group<'a> {
 }
 
 impl Group<'_> {
-    /// The summed drained value of counter `i` over all copies.
+    /// The summed drained value of counter `i` over all copies (modulo 2^64, see the module docs).
     fn count(&self, i: usize) -> u64 {
         let mut sum = 0u64;
         let mut at = i;
         while let Some(v) = self.snap.get(at) {
-            sum = sum.saturating_add(*v);
+            sum = sum.wrapping_add(*v);
             at = match at.checked_add(self.num_counters.max(1)) {
                 Some(n) => n,
                 None => break,
@@ -276,39 +299,95 @@ pub(crate) fn build(
 
 /// A file record with this process's counts added.
 fn put_record(out: &mut MVec<u8>, g: &Group<'_>, rec: &Rec<'_>) -> Result<(), Errno> {
-    let h = RecordHeader { flags: rec.h.flags | g.flags, runs: rec.h.runs.saturating_add(g.runs_add), ..rec.h };
-    out.extend_from_slice(&h.encode())?;
+    let at = out.len();
+    out.extend_from_slice(&[0; RECORD_HEADER_LEN])?;
     put_meta(out, g.meta)?;
     for i in 0..g.num_counters {
-        out.extend_from_slice(&le64(rec.counters, i).saturating_add(g.count(i)).to_le_bytes())?;
+        out.extend_from_slice(&le64(rec.counters, i).wrapping_add(g.count(i)).to_le_bytes())?;
     }
-    // Sparse (hash-table) path counts come only from the file so far: this runtime does not read
-    // `ModuleDesc::tables` (the `PathTable`s of path mode) yet, so the entries pass through unchanged and new
-    // records have none. When it does, each table entry is added here to the file entry with the same
-    // (function, path_lo, path_hi), or appended, and `num_sparse`/`record_len` follow.
-    out.extend_from_slice(rec.sparse)
+    let num_sparse = put_sparse(out, rec.sparse, g.sparse)?;
+    let h = RecordHeader {
+        record_len: record_len(rec.h.meta_len, rec.h.num_counters, num_sparse).ok_or(Errno(libc::EFBIG))?,
+        num_sparse,
+        flags: rec.h.flags | g.flags,
+        runs: rec.h.runs.saturating_add(g.runs_add),
+        ..rec.h
+    };
+    set_header(out, at, &h);
+    Ok(())
 }
 
 /// A record for a module the file does not have.
 fn put_new_record(out: &mut MVec<u8>, g: &Group<'_>) -> Result<(), Errno> {
-    let len = record_len(g.meta.len() as u64, g.num_counters as u64, 0).ok_or(Errno(libc::EFBIG))?;
+    let at = out.len();
+    out.extend_from_slice(&[0; RECORD_HEADER_LEN])?;
+    put_meta(out, g.meta)?;
+    for i in 0..g.num_counters {
+        out.extend_from_slice(&g.count(i).to_le_bytes())?;
+    }
+    let num_sparse = put_sparse(out, &[], g.sparse)?;
     let h = RecordHeader {
-        record_len: len,
+        record_len: record_len(g.meta.len() as u64, g.num_counters as u64, num_sparse).ok_or(Errno(libc::EFBIG))?,
         meta_hash: g.meta_hash,
         meta_len: g.meta.len() as u64,
         num_counters: g.num_counters as u64,
-        num_sparse: 0,
+        num_sparse,
         flags: g.flags,
         // A record always stands for at least the run that wrote it.
         runs: g.runs_add.max(1),
         name_hash: g.name_hash,
     };
-    out.extend_from_slice(&h.encode())?;
-    put_meta(out, g.meta)?;
-    for i in 0..g.num_counters {
-        out.extend_from_slice(&g.count(i).to_le_bytes())?;
-    }
+    set_header(out, at, &h);
     Ok(())
+}
+
+/// Writes `h` over the placeholder at `at`.
+fn set_header(out: &mut MVec<u8>, at: usize, h: &RecordHeader) {
+    let slot = out.as_mut_slice().get_mut(at..).and_then(|s| s.first_chunk_mut::<RECORD_HEADER_LEN>());
+    if let Some(slot) = slot {
+        *slot = h.encode();
+    }
+}
+
+/// A sparse entry's sort key: (function, path) with the path as (high, low) words.
+type SparseKey = (u64, u64, u64);
+
+/// Writes the sum of the file's sparse entries (`file`, verbatim record bytes, in any order) and the drained
+/// ones (`drained`, sorted): summed per key with wrapping addition, sorted by key, zero counts left out.
+/// Returns the number of entries written.
+fn put_sparse(out: &mut MVec<u8>, file: &[u8], drained: &[PathCount]) -> Result<u64, Errno> {
+    let mut old: MVec<(SparseKey, u64)> = MVec::new();
+    old.reserve(file.len() / SPARSE_ENTRY_LEN)?;
+    for e in file.chunks_exact(SPARSE_ENTRY_LEN) {
+        old.push(((le64(e, 0), le64(e, 2), le64(e, 1)), le64(e, 3)))?;
+    }
+    crate::sys::sort_by_key(old.as_mut_slice(), |e| e.0);
+    let mut a = old.as_slice().iter().copied().peekable();
+    let mut b = drained.iter().map(|p| ((p.function, 0, p.path), p.count)).peekable();
+    let mut pending: Option<(SparseKey, u64)> = None;
+    let mut written = 0u64;
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if y.0 < x.0 => b.next(),
+            (Some(_), _) => a.next(),
+            (None, _) => b.next(),
+        };
+        match (pending, next) {
+            (Some((k, c)), Some((nk, nc))) if k == nk => pending = Some((k, c.wrapping_add(nc))),
+            (done, next) => {
+                if let Some(((function, hi, lo), count)) = done.filter(|e| e.1 != 0) {
+                    for v in [function, lo, hi, count] {
+                        out.extend_from_slice(&v.to_le_bytes())?;
+                    }
+                    written += 1;
+                }
+                if next.is_none() {
+                    return Ok(written);
+                }
+                pending = next;
+            }
+        }
+    }
 }
 
 fn put_meta(out: &mut MVec<u8>, meta: &[u8]) -> Result<(), Errno> {

@@ -1,7 +1,8 @@
 //! End-to-end tests of `libpathprof_rt.a`: small C programs that define instrumented modules by hand (a
-//! metadata blob from `ModuleMeta::encode`, a counter array, a `ModuleDesc` mirroring
-//! `pathprof_format::layout::ModuleDesc`, a constructor that registers it), built with clang-19 against the
-//! archive, run, and the profile they write parsed with the `layout` headers.
+//! metadata blob from `ModuleMeta::encode`, a counter array, path tables mirroring `layout::PathTable` for
+//! path-mode modules, a `ModuleDesc` mirroring `pathprof_format::layout::ModuleDesc`, a constructor that
+//! registers it), built with clang-19 against the archive, run, and the profile they write parsed with the
+//! `layout` headers.
 //!
 //! The archive is built once per test binary with `cargo build -p pathprof-rt --profile rt` into the target
 //! directory this test runs from (or taken from `$PATHPROF_RUNTIME`). Tests skip, with a message, when clang-19
@@ -9,10 +10,11 @@
 
 use pathprof_core::graph::test_cfg;
 use pathprof_format::layout::{
-    fnv1a64, record_len, FileHeader, ModuleDesc, RecordHeader, DESC_FLAG_ATOMIC, DESC_VERSION, FILE_HEADER_LEN,
-    FILE_VERSION, RECORD_HEADER_LEN, SPARSE_ENTRY_LEN,
+    fnv1a64, record_len, FileHeader, ModuleDesc, PathTable, RecordHeader, DESC_FLAG_ATOMIC, DESC_VERSION,
+    FILE_HEADER_LEN, FILE_VERSION, RECORD_FLAG_INCOMPLETE, RECORD_HEADER_LEN, SPARSE_ENTRY_LEN,
 };
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
+use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -127,6 +129,8 @@ struct Module {
     name_hash: u64,
     num_counters: usize,
     flags: u32,
+    /// Path-mode modules: the `function` of each `PathTable`.
+    tables: Vec<u64>,
 }
 
 /// A module named `name` with one function; `variant` changes the metadata (another build of the module).
@@ -156,7 +160,58 @@ fn module(name: &str, variant: u32) -> Module {
     };
     meta.validate().unwrap();
     let bytes = meta.encode();
-    Module { meta_hash: fnv1a64(&bytes), name_hash: fnv1a64(name.as_bytes()), num_counters: 3, bytes, meta, flags: 0 }
+    Module {
+        meta_hash: fnv1a64(&bytes),
+        name_hash: fnv1a64(name.as_bytes()),
+        num_counters: 3,
+        bytes,
+        meta,
+        flags: 0,
+        tables: vec![],
+    }
+}
+
+/// A path-mode module named `name`: function 0 counts its two paths densely (`C(i, 0..2)`), functions 1 and 2
+/// count into hash tables 0 and 1 (`ADD(i, 0, path, delta)` and `ADD(i, 1, ...)`), so a table's index and its
+/// function's index differ.
+fn path_module(name: &str) -> Module {
+    let cfg = test_cfg(4, &[(0, 1), (0, 2), (1, 3), (2, 3)], &[3]);
+    let function = |i: u32, storage: PathStorage, num_counters: u32| FunctionMeta {
+        name: format!("f{i}"),
+        display_name: String::new(),
+        file: name.to_string(),
+        start_line: 1,
+        blocks: vec![BlockMeta { lines: vec![] }; 4],
+        edge_counters: vec![None; cfg.num_edges()],
+        cfg_hash: pathprof_format::profile::cfg_hash(&cfg),
+        path: Some(PathMeta { budget: 1 << 64, num_paths: 2, storage, instrumented_edges: vec![0, 1] }),
+        cfg: cfg.clone(),
+        counter_base: 0,
+        num_counters,
+        reentry_blocks: vec![],
+    };
+    let meta = ModuleMeta {
+        module_name: name.to_string(),
+        mode: Mode::Path,
+        weighting: "uniform".into(),
+        atomic: false,
+        functions: vec![
+            function(0, PathStorage::Dense, 2),
+            function(1, PathStorage::Hashed { table: 0 }, 0),
+            function(2, PathStorage::Hashed { table: 1 }, 0),
+        ],
+    };
+    meta.validate().unwrap();
+    let bytes = meta.encode();
+    Module {
+        meta_hash: fnv1a64(&bytes),
+        name_hash: fnv1a64(name.as_bytes()),
+        num_counters: 2,
+        bytes,
+        meta,
+        flags: 0,
+        tables: vec![1, 2],
+    }
 }
 
 fn atomic(mut m: Module) -> Module {
@@ -176,15 +231,27 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
          #include <string.h>\n#include <unistd.h>\n#include <pthread.h>\n#include <sys/wait.h>\n#include <dlfcn.h>\n\
          #include \"pathprof.h\"\n",
     );
-    // The descriptor, mirroring pathprof_format::layout::ModuleDesc; the asserts tie it to the Rust layout.
+    // The descriptor and path table, mirroring pathprof_format::layout::{ModuleDesc, PathTable}; the asserts tie
+    // them to the Rust layout.
     s.push_str(
-        "typedef struct Desc { uint32_t version, flags; const unsigned char *meta; uint64_t meta_len, meta_hash,\n\
-         name_hash; uint64_t *counters; uint64_t num_counters; struct Desc *next; void *tables; uint64_t num_tables;\n\
-         } Desc;\n\
+        "typedef struct PathTable { uint64_t function, lock; uint64_t *slots; uint64_t capacity, len; } PathTable;\n\
+         typedef struct Desc { uint32_t version, flags; const unsigned char *meta; uint64_t meta_len, meta_hash,\n\
+         name_hash; uint64_t *counters; uint64_t num_counters; struct Desc *next; PathTable *tables;\n\
+         uint64_t num_tables; } Desc;\n\
          void __pathprof_register_module(Desc *);\nvoid __pathprof_unregister_module(Desc *);\n\
-         #define C(m, k) ctr##m[k]\n",
+         void __pathprof_path_add(PathTable *, uint64_t, int64_t);\n\
+         #define C(m, k) ctr##m[k]\n#define T(m, k) (&tbl##m[k])\n\
+         #define ADD(m, k, path, delta) __pathprof_path_add(T(m, k), (path), (delta))\n",
     );
     writeln!(s, "_Static_assert(sizeof(Desc) == {}, \"desc size\");", std::mem::size_of::<ModuleDesc>()).unwrap();
+    writeln!(s, "_Static_assert(sizeof(PathTable) == {}, \"table size\");", std::mem::size_of::<PathTable>()).unwrap();
+    for (field, off) in [
+        ("lock", std::mem::offset_of!(PathTable, lock)),
+        ("slots", std::mem::offset_of!(PathTable, slots)),
+        ("len", std::mem::offset_of!(PathTable, len)),
+    ] {
+        writeln!(s, "_Static_assert(offsetof(PathTable, {field}) == {off}, \"{field}\");").unwrap();
+    }
     for (field, off) in [
         ("meta", std::mem::offset_of!(ModuleDesc, meta)),
         ("counters", std::mem::offset_of!(ModuleDesc, counters)),
@@ -200,10 +267,21 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
         }
         s.push_str("};\n");
         writeln!(s, "static uint64_t ctr{i}[{}];", m.num_counters.max(1)).unwrap();
+        // Tables as the pass emits them: zero except `function`.
+        write!(s, "static PathTable tbl{i}[{}] = {{", m.tables.len().max(1)).unwrap();
+        for f in &m.tables {
+            write!(s, "{{ {f}u, 0, 0, 0, 0 }},").unwrap();
+        }
+        s.push_str("};\n");
         writeln!(
             s,
-            "static Desc desc{i} = {{ {DESC_VERSION}u, {}u, meta{i}, sizeof meta{i}, {:#x}ull, {:#x}ull, ctr{i}, {}u, 0, 0, 0 }};",
-            m.flags, m.meta_hash, m.name_hash, m.num_counters
+            "static Desc desc{i} = {{ {DESC_VERSION}u, {}u, meta{i}, sizeof meta{i}, {:#x}ull, {:#x}ull, ctr{i}, {}u, 0, {}, {}u }};",
+            m.flags,
+            m.meta_hash,
+            m.name_hash,
+            m.num_counters,
+            if m.tables.is_empty() { "0".to_string() } else { format!("tbl{i}") },
+            m.tables.len()
         )
         .unwrap();
     }
@@ -360,6 +438,16 @@ fn read_profile(path: &Path) -> Vec<Record> {
     for (m, r) in p.modules.iter().zip(&recs) {
         assert_eq!((m.meta_hash, m.name_hash, m.runs, m.flags), (r.h.meta_hash, r.h.name_hash, r.h.runs, r.h.flags));
         assert_eq!((&m.counters, &m.meta_bytes), (&r.counters, &r.meta));
+        let theirs: Vec<(u64, u128, u64)> = m.sparse.iter().map(|e| (e.function, e.path, e.count)).collect();
+        let ours: Vec<(u64, u128, u64)> = r
+            .sparse
+            .chunks_exact(SPARSE_ENTRY_LEN)
+            .map(|e| {
+                let w = |i: usize| u64::from_le_bytes(e[8 * i..8 * i + 8].try_into().unwrap());
+                (w(0), u128::from(w(1)) | (u128::from(w(2)) << 64), w(3))
+            })
+            .collect();
+        assert_eq!(theirs, ours);
     }
     recs
 }
@@ -368,14 +456,33 @@ fn looks_valid(path: &Path) -> bool {
     fs::read(path).map(|b| parse(&b).is_ok()).unwrap_or(false)
 }
 
-/// The record of module `m`, checked to carry its identity and metadata.
+/// The record of module `m`, checked to carry its identity and metadata (and no sparse entries).
 fn record<'a>(recs: &'a [Record], m: &Module) -> &'a Record {
+    let r = path_record(recs, m);
+    assert_eq!(r.h.num_sparse, 0);
+    r
+}
+
+/// The record of module `m`, checked to carry its identity and metadata.
+fn path_record<'a>(recs: &'a [Record], m: &Module) -> &'a Record {
     let r = recs.iter().find(|r| r.h.meta_hash == m.meta_hash).expect("module record missing");
     assert_eq!(r.h.name_hash, m.name_hash);
     assert_eq!(r.meta, m.bytes);
     assert_eq!(ModuleMeta::decode(&r.meta).unwrap(), m.meta, "metadata must decode for the CLI");
-    assert_eq!(r.h.num_sparse, 0);
     r
+}
+
+/// The sparse entries of a record as `(function, path) -> count`, checked to be sorted by (function, path),
+/// unique, nonzero and with 64-bit paths.
+fn sparse(r: &Record) -> BTreeMap<(u64, u64), u64> {
+    let entries: Vec<[u64; 4]> = r
+        .sparse
+        .chunks_exact(SPARSE_ENTRY_LEN)
+        .map(|e| std::array::from_fn(|i| u64::from_le_bytes(e[8 * i..8 * i + 8].try_into().unwrap())))
+        .collect();
+    assert!(entries.windows(2).all(|w| (w[0][0], w[0][1]) < (w[1][0], w[1][1])), "entries not sorted or repeated");
+    assert!(entries.iter().all(|e| e[2] == 0 && e[3] != 0), "a 128-bit path or a zero count");
+    entries.iter().map(|e| ((e[0], e[1]), e[3])).collect()
 }
 
 fn no_temp_files(dir: &Dir) {
@@ -918,8 +1025,34 @@ fn archive_links_into_plain_c_with_clang_and_gcc() {
         own.sort();
         assert_eq!(
             own,
-            ["__pathprof_dump", "__pathprof_register_module", "__pathprof_reset", "__pathprof_unregister_module"]
+            [
+                "__pathprof_dump",
+                "__pathprof_path_add",
+                "__pathprof_register_module",
+                "__pathprof_reset",
+                "__pathprof_unregister_module"
+            ]
         );
+    }
+    // The runtime's object carries no panic machinery and needs no unwinder: nothing it defines or references
+    // mentions panics, unwinding or a personality routine, and it never calls abort (only the panic handler
+    // would).
+    if let Ok(out) = Command::new("llvm-nm-19").arg(&t.archive).output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let own: Vec<&str> = text
+            .split("\n\n")
+            .filter(|block| block.contains("pathprof_rt"))
+            .flat_map(|block| block.lines().skip(1))
+            .collect();
+        assert!(!own.is_empty());
+        let bad: Vec<&&str> = own
+            .iter()
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                ["panic", "unwind", "personality", " abort"].iter().any(|w| l.contains(w))
+            })
+            .collect();
+        assert!(bad.is_empty(), "panic/unwind symbols in the runtime object: {bad:?}");
     }
 }
 
@@ -981,4 +1114,455 @@ int main(void) {
     let r = read_profile(&prof);
     assert_eq!(record(&r, &m).counters, vec![12, 0, 0]);
     assert!(!looks_valid(&dir.join("p.pathprof.lock")));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Path-mode hash tables (`__pathprof_path_add`)
+
+/// The multiplier of the large path numbers the table tests use.
+const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// `main`: counts path `(i * K) >> 1` of table 0 (function 1) `i % 5 + 1` times for `i < argv[1]` (default
+/// 3000), paths 0..10 of table 1 (function 2) twice each, and dense counter 0 three times; prints table 0's
+/// `len` and `capacity` and what an update before registration left. That update (path 77 of table 1) runs in a
+/// constructor with a higher priority than the module's, followed by a reset: had the module already been
+/// registered, the reset would have cleared it.
+const PATH_MAIN: &str = r#"
+#define K 0x9E3779B97F4A7C15ull
+static unsigned long long early_len;
+__attribute__((constructor(101))) static void early(void) {
+  ADD(0, 1, 77, 1);
+  __pathprof_reset();
+  early_len = T(0, 1)->len;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 3000;
+  for (long i = 0; i < n; i++) {
+    uint64_t p = ((uint64_t)i * K) >> 1;
+    for (long r = 0; r <= i % 5; r++) ADD(0, 0, p, 1);
+  }
+  for (int i = 0; i < 10; i++) { ADD(0, 1, i, 1); ADD(0, 1, i, 1); }
+  C(0, 0) += 3;
+  printf("%llu %llu %llu\n", (unsigned long long)T(0, 0)->len, (unsigned long long)T(0, 0)->capacity, early_len);
+  return 0;
+}
+"#;
+
+/// The sparse entries `PATH_MAIN n` produces, `runs` times over.
+fn path_main_expected(n: u64, runs: u64) -> BTreeMap<(u64, u64), u64> {
+    let mut want = BTreeMap::new();
+    for _ in 0..runs {
+        for i in 0..n {
+            *want.entry((1, i.wrapping_mul(K) >> 1)).or_insert(0u64) += i % 5 + 1;
+        }
+        for i in 0..10 {
+            *want.entry((2, i)).or_insert(0) += 2;
+        }
+        *want.entry((2, 77)).or_insert(0) += 1;
+    }
+    want
+}
+
+#[test]
+fn path_tables_count_exactly_in_one_thread() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-single");
+    let m = path_module("hashed.c");
+    let exe = compile(&dir, "prog", &c_source(&[&m], PATH_MAIN), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    // 3000 paths: grown from 64 pairs to the first power of two with a load of at most 70 %.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3000 8192 1\n");
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &m);
+    assert_eq!((r.counters.clone(), r.h.runs, r.h.flags), (vec![3, 0], 1, 0));
+    assert_eq!(r.h.num_sparse, 3000 + 11);
+    assert_eq!(sparse(r), path_main_expected(3000, 1));
+}
+
+#[test]
+fn path_counts_of_two_runs_merge() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-two-runs");
+    let m = path_module("hashed.c");
+    let exe = compile(&dir, "prog", &c_source(&[&m], PATH_MAIN), &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &["3000"], &prof));
+    ok(run(&exe, &["2000"], &prof));
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &m);
+    let mut want = path_main_expected(3000, 1);
+    for (k, v) in path_main_expected(2000, 1) {
+        *want.entry(k).or_insert(0) += v;
+    }
+    assert_eq!((r.counters.clone(), r.h.runs, r.h.flags), (vec![6, 0], 2, 0));
+    assert_eq!(sparse(r), want);
+}
+
+#[test]
+fn path_retractions_are_exact_and_signed_and_zero_deltas_insert_nothing() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-retract");
+    let m = path_module("retract.c");
+    let main = r#"
+int main(void) {
+  for (int i = 0; i < 100; i++) ADD(0, 1, i, 0);
+  int untouched = T(0, 1)->slots == 0 && T(0, 1)->len == 0 && T(0, 1)->lock == 0;
+  for (int i = 0; i < 10; i++) ADD(0, 0, 5, 1);
+  for (int i = 0; i < 3; i++) ADD(0, 0, 5, -1);                      /* 7 */
+  ADD(0, 0, 6, 1); ADD(0, 0, 6, -1);                                  /* 0: no entry */
+  ADD(0, 0, 7, -1);                                                   /* only retracted: -1 */
+  ADD(0, 0, 1ull << 62, -1); ADD(0, 0, 1ull << 62, -1); ADD(0, 0, 1ull << 62, 1);  /* -1 */
+  ADD(0, 0, 8, 0); ADD(0, 0, 5, 0);                                   /* no-ops */
+  printf("%d %llu\n", untouched, (unsigned long long)T(0, 0)->len);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"1 4\n", "delta 0 neither allocates nor inserts; path 6 keeps its slot");
+    let r = path_record(&read_profile(&prof), &m).clone();
+    assert_eq!(sparse(&r), BTreeMap::from([((1, 5), 7), ((1, 7), u64::MAX), ((1, 1 << 62), u64::MAX)]));
+    assert_eq!(sparse(&r)[&(1, 7)] as i64, -1);
+    // A second run adds with wrapping arithmetic: -1 + -1 = -2.
+    ok(run(&exe, &[], &prof));
+    let r = path_record(&read_profile(&prof), &m).clone();
+    assert_eq!(sparse(&r), BTreeMap::from([((1, 5), 14), ((1, 7), -2i64 as u64), ((1, 1 << 62), -2i64 as u64)]));
+    assert_eq!(r.h.runs, 2);
+}
+
+#[test]
+fn path_table_is_exact_under_eight_threads_and_concurrent_dumps() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-threads");
+    let m = path_module("threads.c");
+    let main = r#"
+#define K 0x9E3779B97F4A7C15ull
+static void *work(void *arg) {
+  long t = (long)arg;
+  for (long j = 0; j < 1000000; j++) {
+    uint64_t p = ((uint64_t)((j * 31 + t) % 4096) * K) >> 1;
+    ADD(0, 0, p, (j & 3) == 3 ? -1 : 1);
+  }
+  return 0;
+}
+int main(void) {
+  pthread_t t[8];
+  for (long i = 0; i < 8; i++) pthread_create(&t[i], 0, work, (void *)i);
+  int fails = 0;
+  for (int i = 0; i < 20; i++) { fails += __pathprof_dump() != 0; usleep(1000); }
+  for (int i = 0; i < 8; i++) pthread_join(t[i], 0);
+  printf("%d\n", fails);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &["-pthread"]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"0\n");
+    let mut want: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for t in 0..8u64 {
+        for j in 0..1_000_000u64 {
+            let p = ((j * 31 + t) % 4096).wrapping_mul(K) >> 1;
+            let c = want.entry((1, p)).or_insert(0);
+            *c = c.wrapping_add(if j & 3 == 3 { u64::MAX } else { 1 });
+        }
+    }
+    want.retain(|_, c| *c != 0);
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &m);
+    assert_eq!((r.h.runs, r.h.flags), (1, 0));
+    assert_eq!(sparse(r), want);
+}
+
+#[test]
+fn path_dump_mid_run_then_exit_reports_every_update_once() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-dump-mid-run");
+    let m = path_module("mid.c");
+    let main = r#"
+#include <sys/stat.h>
+int main(void) {
+  for (int i = 0; i < 3; i++) ADD(0, 0, 10, 1);
+  ADD(0, 1, 20, 1);
+  int a = __pathprof_dump();
+  if (link(getenv("PATHPROF_FILE"), "mid.pathprof") != 0) return 9;
+  int b = __pathprof_dump();      /* the keys stay in the tables with count 0: nothing new, nothing written */
+  struct stat s1, s2;
+  stat(getenv("PATHPROF_FILE"), &s1);
+  stat("mid.pathprof", &s2);
+  ADD(0, 0, 10, 1);
+  ADD(0, 0, 11, 1);
+  ADD(0, 1, 20, -1);              /* its total becomes 0: the entry leaves the file */
+  printf("%d %d %d\n", a, b, s1.st_ino == s2.st_ino);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"0 0 1\n");
+    let mid = read_profile(&dir.join("mid.pathprof"));
+    assert_eq!(sparse(path_record(&mid, &m)), BTreeMap::from([((1, 10), 3), ((2, 20), 1)]));
+    let end = read_profile(&prof);
+    let r = path_record(&end, &m);
+    assert_eq!(sparse(r), BTreeMap::from([((1, 10), 4), ((1, 11), 1)]));
+    assert_eq!(r.h.runs, 1);
+}
+
+#[test]
+fn path_reset_discards_table_counts() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-reset");
+    let m = path_module("reset.c");
+    let main = r#"
+int main(void) {
+  for (int i = 0; i < 50; i++) ADD(0, 0, 1, 1);
+  ADD(0, 1, 9, -1);
+  __pathprof_reset();
+  ADD(0, 0, 1, 1); ADD(0, 0, 1, 1); ADD(0, 0, 2, 1);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &[], &prof));
+    assert_eq!(sparse(path_record(&read_profile(&prof), &m)), BTreeMap::from([((1, 1), 2), ((1, 2), 1)]));
+}
+
+#[test]
+fn failed_write_keeps_path_counts_for_a_later_dump() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-retry");
+    let m = path_module("retry.c");
+    let main = r#"
+int main(void) {
+  for (int i = 0; i < 11; i++) ADD(0, 0, 1, 1);
+  ADD(0, 1, 3, -1);
+  int a = __pathprof_dump();                 /* the profile path is a directory: fails, counts put back */
+  if (rmdir(getenv("PATHPROF_FILE")) != 0) return 9;
+  ADD(0, 0, 1, 1);
+  ADD(0, 0, 2, 1);
+  printf("%d\n", a);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    fs::create_dir(&prof).unwrap();
+    let out = run(&exe, &[], &prof);
+    assert_eq!(out.stdout, b"-1\n", "{}", describe(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    let want = BTreeMap::from([((1, 1), 12), ((1, 2), 1), ((2, 3), u64::MAX)]);
+    assert_eq!(sparse(path_record(&read_profile(&prof), &m)), want);
+}
+
+#[test]
+fn path_table_cap_drops_new_paths_and_marks_the_record_incomplete() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-cap");
+    let m = path_module("cap.c");
+    let main = r#"
+int main(void) {
+  for (uint64_t i = 0; i < 100; i++)
+    for (uint64_t r = 0; r <= i % 3; r++) ADD(0, 0, i * 1000, 1);
+  int a = __pathprof_dump();
+  for (uint64_t i = 0; i < 100; i++) ADD(0, 0, i * 1000, 1);   /* kept paths still count, new ones drop */
+  ADD(0, 1, 5, 1);
+  printf("%d %llu\n", a, (unsigned long long)T(0, 0)->len);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    let warning = format!(
+        "pathprof: warning: path counts of function 1 of module {:#018x} were dropped (a table holds at most 16 \
+         paths); the profile is marked incomplete\n",
+        m.meta_hash
+    );
+    let mut want: BTreeMap<(u64, u64), u64> = (0..16).map(|i| ((1, i * 1000), i % 3 + 2)).collect();
+    want.insert((2, 5), 1);
+    for runs in 1..=2u64 {
+        let out = command(&exe, &[], &prof).env("PATHPROF_TABLE_CAP_LOG2", "4").output().unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        assert_eq!(out.stdout, b"0 16\n");
+        // Both dumps of the process saw dropped updates; the warning is printed once per table and process.
+        assert_eq!(String::from_utf8_lossy(&out.stderr), warning);
+        let recs = read_profile(&prof);
+        let r = path_record(&recs, &m);
+        assert_eq!((r.h.flags, r.h.runs), (RECORD_FLAG_INCOMPLETE, runs));
+        let scaled: BTreeMap<(u64, u64), u64> = want.iter().map(|(k, v)| (*k, v * runs)).collect();
+        assert_eq!(sparse(r), scaled, "the kept paths are exact");
+    }
+    // Values outside 0..=22 are ignored: the default cap keeps everything.
+    let other = dir.join("q.pathprof");
+    let out = ok(command(&exe, &[], &other).env("PATHPROF_TABLE_CAP_LOG2", "99").output().unwrap());
+    assert_eq!(out.stdout, b"0 100\n");
+    let recs = read_profile(&other);
+    let r = path_record(&recs, &m);
+    assert_eq!(r.h.flags, 0);
+    assert_eq!(sparse(r).len(), 101);
+}
+
+#[test]
+fn path_tables_fork_child_and_parent_merge_into_one_file() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-fork");
+    let m = path_module("fork.c");
+    let main = r#"
+int main(void) {
+  for (int i = 0; i < 5; i++) ADD(0, 0, 1, 1);   /* before the fork: reported once, by the parent */
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ADD(0, 0, 1, 1);
+    ADD(0, 0, 2, 1);
+    return 0;
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  ADD(0, 0, 3, 1);
+  printf("child status %d\n", WEXITSTATUS(st));
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"child status 0\n");
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &m);
+    assert_eq!(sparse(r), BTreeMap::from([((1, 1), 6), ((1, 2), 1), ((1, 3), 1)]));
+    assert_eq!(r.h.runs, 2);
+}
+
+/// Runs `cmd` and kills it if it has not finished within `secs` seconds (a deadlock), failing the test.
+fn output_within(mut cmd: Command, secs: u64) -> Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() >= secs {
+            child.kill().unwrap();
+            panic!("the program did not finish within {secs} s (deadlock?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A signal handler that updates a table while the interrupted code was updating the same table must not
+/// deadlock: the handler's update is dropped and the record flagged, and every other update stays exact.
+#[test]
+fn path_update_from_a_signal_handler_never_deadlocks() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-signal");
+    let m = path_module("signal.c");
+    let main = r#"
+#include <signal.h>
+#include <sys/time.h>
+static volatile sig_atomic_t fired;
+static void on_alarm(int sig) { (void)sig; ADD(0, 0, 1, 1); fired++; }
+int main(void) {
+  for (int i = 0; i < 1024; i++) ADD(0, 0, 2 + i, 0 * i + 1);   /* insert everything up front: no allocation later */
+  ADD(0, 0, 1, 1);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, 0);
+  struct itimerval it = { { 0, 100 }, { 0, 100 } };
+  setitimer(ITIMER_REAL, &it, 0);
+  for (long i = 0; i < 20000000; i++) ADD(0, 0, 2 + (i & 1023), 1);
+  struct itimerval off = { { 0, 0 }, { 0, 0 } };
+  setitimer(ITIMER_REAL, &off, 0);
+  printf("%d\n", (int)fired);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = output_within(command(&exe, &[], &prof), 120);
+    assert!(out.status.success(), "{}", describe(&out));
+    let fired: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &m);
+    let s = sparse(r);
+    for i in 0..1024u64 {
+        assert_eq!(s[&(1, 2 + i)], 1 + 20_000_000 / 1024 + u64::from(i < 20_000_000 % 1024), "path {}", 2 + i);
+    }
+    let handled = s[&(1, 1)] - 1;
+    assert!(handled <= fired);
+    let dropped = handled < fired;
+    assert_eq!(r.h.flags, if dropped { RECORD_FLAG_INCOMPLETE } else { 0 }, "fired {fired}, counted {handled}");
+    let warning = format!(
+        "pathprof: warning: path counts of function 1 of module {:#018x} were dropped (out of memory, or updated \
+         from a signal handler that interrupted an update); the profile is marked incomplete\n",
+        m.meta_hash
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), if dropped { warning.as_str() } else { "" });
+    eprintln!("signal handler updates: {fired}, dropped as re-entrant: {}", fired - handled);
+}
+
+/// A `dlopen`ed library with path tables: its destructor writes its counts and frees its tables, so every load
+/// counts (each load of a library with a hidden runtime copy is one run).
+#[test]
+fn dlclosed_library_keeps_its_path_counts() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-dlclose");
+    let lib_m = path_module("plugin.c");
+    let lib_src = c_source(&[&lib_m], "").replace(
+        "__attribute__((constructor)) static void pathprof_test_register(void) {",
+        "__attribute__((destructor)) static void pathprof_test_unregister(void) {\n  \
+         __pathprof_unregister_module(&desc0);\n}\n\
+         void plugin_work(int n) { for (int i = 0; i < n; i++) ADD(0, 0, (uint64_t)i << 40, 1); }\n\
+         __attribute__((constructor)) static void pathprof_test_register(void) {",
+    );
+    compile(&dir, "libplugin.so", &lib_src, &["-shared", "-fPIC", "-Wl,--exclude-libs,libpathprof_rt.a"]);
+    let main = r#"
+int main(void) {
+  for (int round = 0; round < 3; round++) {
+    void *h = dlopen("./libplugin.so", RTLD_NOW);
+    if (!h) { printf("%s\n", dlerror()); return 1; }
+    void (*work)(int) = (void (*)(int))dlsym(h, "plugin_work");
+    work(100 + round);
+    dlclose(h);
+  }
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[], main), &["-ldl"]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &[], &prof));
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &lib_m);
+    let mut want: BTreeMap<(u64, u64), u64> = (0..100).map(|i| ((1, i << 40), 3)).collect();
+    want.insert((1, 100 << 40), 2);
+    want.insert((1, 101 << 40), 1);
+    assert_eq!((sparse(r), r.h.runs), (want, 3));
+}
+
+/// Path-mode dense counters are signed too: a retraction drained by a later dump than its count (here: a net
+/// -1 reaching a file that holds +1) must wrap back to the exact sum, not saturate.
+#[test]
+fn dense_path_counters_add_with_wrapping_arithmetic() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("dense-wrapping");
+    let m = path_module("dense.c");
+    let main = r#"
+int main(void) {
+  C(0, 0) += 1;                  /* a path counted before a call... */
+  C(0, 1) += 2;
+  int a = __pathprof_dump();
+  C(0, 0) -= 1;                  /* ...and retracted after it returned: this dump drains -1 */
+  C(0, 1) -= 3;
+  printf("%d\n", a);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"0\n");
+    let recs = read_profile(&prof);
+    assert_eq!(path_record(&recs, &m).counters, vec![0, u64::MAX]);
 }

@@ -259,8 +259,10 @@ fn path_derived_counts_equal_edge_mode_counts() {
     ];
     for (name, srcs, extra) in programs {
         for opt in ["-O0", "-O2"] {
-            let edge = show_json(&run_in_mode(&format!("{name}-edge{opt}"), srcs, opt, "edge", extra));
-            let path = show_json(&run_in_mode(&format!("{name}-path{opt}"), srcs, opt, "path", extra));
+            // Full debug info (-g): debug records sit at block starts where the pass inserts PHIs.
+            let extra: Vec<&str> = extra.iter().copied().chain(["-g"]).collect();
+            let edge = show_json(&run_in_mode(&format!("{name}-edge{opt}"), srcs, opt, "edge", &extra));
+            let path = show_json(&run_in_mode(&format!("{name}-path{opt}"), srcs, opt, "path", &extra));
             assert_eq!(path["functions"][0]["mode"], "path");
             let (e, p) = (counts_of(&edge), counts_of(&path));
             assert_eq!(e.len(), p.len(), "{name} {opt}: different graphs");

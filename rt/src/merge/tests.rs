@@ -1,5 +1,5 @@
 use super::*;
-use pathprof_format::layout::{MAGIC, SPARSE_ENTRY_LEN};
+use pathprof_format::layout::{MAGIC, RECORD_FLAG_INCOMPLETE, SPARSE_ENTRY_LEN};
 use std::vec;
 use std::vec::Vec;
 
@@ -11,9 +11,19 @@ fn group<'a>(meta: &'a [u8], name: &[u8], snap: &'a [u64], n: usize, order: usiz
         meta,
         num_counters: n,
         snap,
+        sparse: &[],
         runs_add: 1,
         order,
     }
+}
+
+fn pc(function: u64, path: u64, count: u64) -> PathCount {
+    PathCount { function, path, count, table: core::ptr::null_mut() }
+}
+
+/// The sparse entries of a record as (function, path_lo, path_hi, count).
+fn sparse_of(bytes: &[u8]) -> Vec<[u64; 4]> {
+    bytes.chunks_exact(SPARSE_ENTRY_LEN).map(|e| [le64(e, 0), le64(e, 1), le64(e, 2), le64(e, 3)]).collect()
 }
 
 fn sorted(mut g: Vec<Group<'_>>) -> Vec<Group<'_>> {
@@ -234,7 +244,10 @@ fn random_inputs_never_panic() {
         }
         if let Ok(e) = validate(&b) {
             let mut out = MVec::new();
-            build(Some(e), &[group(m, b"m.c", &[1, 1, 1], 3, 0)], &mut out, &mut |_| {}).unwrap();
+            let drained = [pc(0, 1, 1), pc(0, 1, 2), pc(5, 3, u64::MAX)];
+            let mut g = group(m, b"m.c", &[1, 1, 1], 3, 0);
+            g.sparse = &drained;
+            build(Some(e), &[g], &mut out, &mut |_| {}).unwrap();
             assert!(validate(out.as_slice()).is_ok());
         }
     }
@@ -244,4 +257,41 @@ fn random_inputs_never_panic() {
 fn signature_ignores_order() {
     assert_eq!(signature([1u64, 2, 3].into_iter()), signature([3u64, 1, 2].into_iter()));
     assert_ne!(signature([1u64, 2].into_iter()), signature([1u64, 3].into_iter()));
+}
+
+#[test]
+fn drained_path_counts_are_summed_wrapping_sorted_and_zeros_dropped() {
+    let m = b"path-mode-module".as_slice();
+    // File entries in no particular order, one with a path above 2^64 and one negative count.
+    let f1 = file_with_sparse(m, b"p.c", &[3], &[[1, 50, 0, 3], [0, 17, 0, 6], [0, 9, 0, u64::MAX], [1, 2, 3, 4]]);
+    // Sorted drained counts with a repeated key (two copies of the build) and a retraction.
+    let drained = [pc(0, 9, 1), pc(0, 17, u64::MAX), pc(0, 20, 5), pc(0, 20, 2), pc(1, 50, 1)];
+    let mut g = group(m, b"p.c", &[1], 1, 0);
+    g.sparse = &drained;
+    g.flags = RECORD_FLAG_INCOMPLETE;
+    let (f2, notes, s) = image(Some(&f1), &[g]);
+    assert!(notes.is_empty());
+    assert_eq!(s, Summary { merged: 1, ..Summary::default() });
+    let r = records(&f2);
+    assert_eq!(r[0].0.num_sparse, 4);
+    assert_eq!((r[0].0.flags, r[0].0.runs, r[0].1.clone()), (1, 6, vec![4]));
+    // (0, 9) wrapped to 0 and is gone; keys sorted by (function, path) with the path as a 128-bit number.
+    assert_eq!(sparse_of(&r[0].2), vec![[0, 17, 0, 5], [0, 20, 0, 7], [1, 50, 0, 4], [1, 2, 3, 4]]);
+}
+
+#[test]
+fn a_new_record_carries_the_drained_path_counts() {
+    let m = b"fresh-path-module".as_slice();
+    let drained = [pc(0, 1, 2), pc(0, 1, u64::MAX - 1), pc(0, 3, u64::MAX), pc(2, 0, 1), pc(2, 0, 1)];
+    let mut g = group(m, b"q.c", &[], 0, 0);
+    g.sparse = &drained;
+    let (f, _, _) = image(None, &[g]);
+    let r = records(&f);
+    assert_eq!((r[0].0.num_sparse, r[0].0.flags, r[0].0.runs), (2, 0, 1));
+    assert_eq!(sparse_of(&r[0].2), vec![[0, 3, 0, u64::MAX], [2, 0, 0, 2]]);
+    // A second dump with nothing new for the tables leaves the entries as they are.
+    let mut g2 = group(m, b"q.c", &[], 0, 0);
+    g2.runs_add = 0;
+    let (f2, _, _) = image(Some(&f), &[g2]);
+    assert_eq!(f2, f);
 }
