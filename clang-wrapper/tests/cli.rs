@@ -38,10 +38,11 @@ impl Drop for Dir {
     }
 }
 
-/// A fake compiler: prints each argument and the pass's variables on its own line, exits with `$FAKE_STATUS`.
+/// A fake compiler: prints each argument and the variables the wrapper sets for the pass on its own line
+/// (other `PATHPROF_*` variables of the test's own environment are ignored), exits with `$FAKE_STATUS`.
 const FAKE_CC: &str = r#"#!/bin/sh
 for a in "$@"; do printf 'arg %s\n' "$a"; done
-env | grep '^PATHPROF_[A-Z]*=' | grep -v -e PATHPROF_CC -e PATHPROF_CXX -e PATHPROF_PLUGIN -e PATHPROF_RUNTIME | sort | sed 's/^/env /'
+env | grep -E '^PATHPROF_(MODE|WEIGHTS|ATOMIC|STATS)=' | sort | sed 's/^/env /'
 exit ${FAKE_STATUS:-0}
 "#;
 
