@@ -21,6 +21,9 @@
 //! |--------|-------------|
 //! | `--pathprof-mode=M` | `PATHPROF_MODE=M` |
 //! | `--pathprof-weights=W` | `PATHPROF_WEIGHTS=W` |
+//! | `--pathprof-use=FILE` | `PATHPROF_USE=FILE` (annotate branch weights instead of instrumenting) |
+//! | `--pathprof-path-budget=N` | `PATHPROF_PATH_BUDGET=N` |
+//! | `--pathprof-path-array-max=N` | `PATHPROF_PATH_ARRAY_MAX=N` |
 //! | `--pathprof-atomic` | `PATHPROF_ATOMIC=1` |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
 //!
@@ -226,6 +229,9 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
             let var = match name {
                 b"mode" => "PATHPROF_MODE",
                 b"weights" => "PATHPROF_WEIGHTS",
+                b"use" => "PATHPROF_USE",
+                b"path-budget" => "PATHPROF_PATH_BUDGET",
+                b"path-array-max" => "PATHPROF_PATH_ARRAY_MAX",
                 b"atomic" | b"stats" | b"print-plugin" | b"print-runtime" if value.is_none() => {
                     match name {
                         b"atomic" => env.push(("PATHPROF_ATOMIC".into(), "1".into())),

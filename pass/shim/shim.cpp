@@ -120,3 +120,31 @@ LLVMBasicBlockRef pathprof_shim_split_edge(LLVMValueRef Term, unsigned Succ) {
   return wrap(SplitCriticalEdge(TI, Succ, Opts));
 }
 }
+
+#include "llvm/IR/ProfileSummary.h"
+#include "llvm/ProfileData/InstrProf.h"
+#include "llvm/ProfileData/ProfileCommon.h"
+
+extern "C" {
+// A ProfileSummary of exact counts, built function by function (counts[0] = entry count, then block
+// counts, as InstrProfSummaryBuilder::addRecord expects), attached as an instrumentation-kind summary so
+// ProfileSummaryInfo treats the annotated module like one built with -fprofile-use.
+void *pathprof_shim_summary_new(void) {
+  return new InstrProfSummaryBuilder(ProfileSummaryBuilder::DefaultCutoffs);
+}
+void pathprof_shim_summary_add(void *B, const uint64_t *counts, size_t n) {
+  if (n == 0)
+    return;
+  InstrProfRecord R(std::vector<uint64_t>(counts, counts + n));
+  static_cast<InstrProfSummaryBuilder *>(B)->addRecord(R);
+}
+void pathprof_shim_summary_finish(void *B, LLVMModuleRef M) {
+  auto *Builder = static_cast<InstrProfSummaryBuilder *>(B);
+  if (M) {
+    Module *Mod = unwrap(M);
+    Mod->setProfileSummary(Builder->getSummary()->getMD(Mod->getContext()), ProfileSummary::PSK_Instr);
+  }
+  delete Builder;
+}
+}
+

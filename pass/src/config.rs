@@ -49,6 +49,8 @@ pub struct Config {
     /// Path mode: functions with at most this many paths get a dense counter array, others a run-time hash
     /// table of executed paths (`PATHPROF_PATH_ARRAY_MAX`).
     pub path_array_max: u128,
+    /// Profile use: annotate branch weights from this profile instead of instrumenting (`PATHPROF_USE`).
+    pub use_profile: Option<String>,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -104,7 +106,8 @@ impl Config {
         let path_budget = number("PATHPROF_PATH_BUDGET", get("PATHPROF_PATH_BUDGET"), DEFAULT_PATH_BUDGET, 2, DEFAULT_PATH_BUDGET)?;
         let path_array_max =
             number("PATHPROF_PATH_ARRAY_MAX", get("PATHPROF_PATH_ARRAY_MAX"), DEFAULT_PATH_ARRAY_MAX, 1, 1 << 24)?;
-        Ok(Config { mode, weighting, atomic, stats, dump, path_budget, path_array_max })
+        let use_profile = get("PATHPROF_USE").filter(|v| !v.is_empty());
+        Ok(Config { mode, weighting, atomic, stats, dump, path_budget, path_array_max, use_profile })
     }
 
     /// Reads the configuration from the process environment.

@@ -3,6 +3,7 @@
 use crate::config::Config;
 use crate::module;
 use crate::shim;
+use crate::use_mode;
 use inkwell::llvm_sys::prelude::LLVMModuleRef;
 use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
@@ -14,7 +15,27 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let config = Config::from_env()?;
-        module::instrument(m, fam, &config)
+        match &config.use_profile {
+            Some(path) => {
+                let stats = use_mode::annotate(m, path)?;
+                let name = crate::ir::module_source_name(m);
+                if stats.mismatched > 0 {
+                    eprintln!(
+                        "pathprof: warning: {name}: {} functions not annotated: their CFG differs from the profile's \
+                         (stale profile)",
+                        stats.mismatched
+                    );
+                }
+                if config.stats {
+                    eprintln!(
+                        "pathprof: use: module={name} annotated={} mismatched={} missing={}",
+                        stats.annotated, stats.mismatched, stats.missing
+                    );
+                }
+                Ok(stats.annotated > 0)
+            }
+            None => module::instrument(m, fam, &config),
+        }
     }));
     match result {
         Ok(Ok(changed)) => c_int::from(changed),

@@ -23,6 +23,7 @@ pub mod ir;
 pub mod module;
 pub mod path_mode;
 pub mod shim;
+pub mod use_mode;
 pub mod weights;
 
 use std::os::raw::{c_char, c_void};

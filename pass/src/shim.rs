@@ -38,3 +38,12 @@ pub fn subprogram_name(f: LLVMValueRef) -> String {
     }
     String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p as *const u8, len) }).into_owned()
 }
+
+extern "C" {
+    /// Starts a ProfileSummary builder.
+    pub fn pathprof_shim_summary_new() -> *mut c_void;
+    /// Adds one function: `counts[0]` is its entry count, the rest its block counts.
+    pub fn pathprof_shim_summary_add(b: *mut c_void, counts: *const u64, n: usize);
+    /// Attaches the summary to `m` (if non-null) and frees the builder.
+    pub fn pathprof_shim_summary_finish(b: *mut c_void, m: LLVMModuleRef);
+}

@@ -414,3 +414,49 @@ fn hashed_path_storage_matches_dense_storage() {
         assert_eq!(counts_of(&show_json(&dense)), counts_of(&show_json(&hashed)), "{name}: derived counts differ");
     }
 }
+
+/// `PATHPROF_USE`: branch weights and entry counts attached at the same pipeline point equal the exact counts
+/// (hand-derived for loops.c), every function of an unchanged program is annotated, and a profile from a
+/// different CFG (another -O level changes clang's CFG) is skipped with a warning, never applied.
+#[test]
+fn use_mode_attaches_exact_branch_weights() {
+    let prof = run_in_mode("use-train", &["loops.c"], "-O0", "path", &[]);
+    let dir = scratch("use");
+    let ll = dir.join("loops.ll");
+    let out = run_ok(
+        wrapper(false)
+            .args(["-O0", "-S", "-emit-llvm", "--pathprof-stats"])
+            .arg(format!("--pathprof-use={}", prof.display()))
+            .arg(programs().join("loops.c"))
+            .arg("-o")
+            .arg(&ll),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("annotated=4 mismatched=0 missing=0"), "{err}");
+    let ir = std::fs::read_to_string(&ll).unwrap();
+    let weights: Vec<String> = ir
+        .lines()
+        .filter_map(|l| l.split_once("!{!\"branch_weights\", ").map(|(_, w)| w.trim_end_matches('}').replace("i32 ", "")))
+        .collect();
+    // i < 1000 (1000 true, 1 false); i % 3 == 0 (334/666); i % 5 == 0 (200/800); i < 10 (10/1); j < i (45/10).
+    for want in ["1000, 1", "334, 666", "200, 800", "10, 1", "45, 10"] {
+        assert!(weights.iter().any(|w| w == want), "branch weights {want} not in {weights:?}");
+    }
+    let entries: Vec<&str> = ir.lines().filter(|l| l.contains("function_entry_count")).collect();
+    for want in ["i64 334}", "i64 200}", "i64 800}", "i64 1}"] {
+        assert!(entries.iter().any(|l| l.ends_with(want)), "entry count {want} not in {entries:?}");
+    }
+    assert!(ir.contains("!\"ProfileSummary\""), "no profile summary");
+
+    // An -O2 compile has a different front-end CFG for main: skipped and reported, not annotated.
+    let out = run_ok(
+        wrapper(false)
+            .args(["-O2", "-c", "--pathprof-stats"])
+            .arg(format!("--pathprof-use={}", prof.display()))
+            .arg(programs().join("loops.c"))
+            .arg("-o")
+            .arg(dir.join("loops.o")),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mismatched=1") && err.contains("stale profile"), "{err}");
+}

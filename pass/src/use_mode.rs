@@ -1,0 +1,166 @@
+//! Profile use (`PATHPROF_USE=FILE`): attach the exact counts of an earlier pathprof profile to the IR as
+//! `!prof` branch weights and function entry counts, plus a ProfileSummary, so the rest of clang's pipeline
+//! optimises with them like `-fprofile-use`.
+//!
+//! The pass runs at the pipeline point where the profile was collected and rebuilds the same `Cfg`; a function
+//! is annotated only when a profile function has the same name and the same branch structure (blocks,
+//! successors, returns) and its counts are exact — anything else is skipped and counted, never annotated
+//! wrongly.
+
+use crate::cfg_build::{self, CallFacts};
+use crate::ir;
+use crate::shim;
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use pathprof_core::EdgeKind;
+use pathprof_format::profile::{self, FunctionCounts};
+
+use std::collections::HashMap;
+
+/// What the use mode did to a module, for the one-line summary.
+#[derive(Default, Debug)]
+pub struct UseStats {
+    /// Functions annotated.
+    pub annotated: usize,
+    /// Functions whose name is in the profile but whose CFG differs (stale profile).
+    pub mismatched: usize,
+    /// Functions absent from the profile (or whose counts were not exact).
+    pub missing: usize,
+}
+
+/// Exact branch counts by (function name, branch shape); names alone detect stale functions.
+struct ProfileIndex {
+    counts: HashMap<(String, u64), Annotation>,
+    names: HashMap<String, ()>,
+}
+
+/// What gets attached to one function.
+struct Annotation {
+    entry: u64,
+    /// Count of successor `succ` of block `b`, keyed by `(b, succ)`.
+    branches: HashMap<(u32, u32), u64>,
+    blocks: Vec<u64>,
+}
+
+/// Hash of the branch structure only (blocks, successors, returns). Termination edges are left out: whether a
+/// call may leave its frame abnormally depends on attributes that differ between -O levels, but the branches
+/// the weights describe do not.
+fn branch_shape(cfg: &pathprof_core::Cfg) -> u64 {
+    use pathprof_format::layout::{fnv1a64_continue, FNV_OFFSET};
+    let mut h = fnv1a64_continue(FNV_OFFSET, &(cfg.num_blocks() as u64).to_le_bytes());
+    for e in cfg.edges() {
+        let tag: u32 = match e.kind {
+            EdgeKind::Branch { succ } => succ,
+            EdgeKind::Return => u32::MAX,
+            EdgeKind::Termination | EdgeKind::ExitToEntry => continue,
+        };
+        for v in [e.from.0, e.to.0, tag] {
+            h = fnv1a64_continue(h, &v.to_le_bytes());
+        }
+    }
+    h
+}
+
+fn annotation(cfg: &pathprof_core::Cfg, c: &FunctionCounts) -> Annotation {
+    let mut branches = HashMap::new();
+    for (i, e) in cfg.edges().iter().enumerate() {
+        if let EdgeKind::Branch { succ } = e.kind {
+            branches.insert((e.from.0, succ), c.edges[i].unwrap_or(0));
+        }
+    }
+    Annotation { entry: c.entry.unwrap_or(0), branches, blocks: c.blocks.iter().map(|b| b.unwrap_or(0)).collect() }
+}
+
+fn load(path: &str) -> Result<ProfileIndex, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read PATHPROF_USE profile {path}: {e}"))?;
+    let prof = profile::read(&bytes).map_err(|e| format!("PATHPROF_USE profile {path}: {e}"))?;
+    let mut counts = HashMap::new();
+    let mut names = HashMap::new();
+    for module in &prof.modules {
+        for (i, f) in module.meta.functions.iter().enumerate() {
+            names.insert(f.name.clone(), ());
+            if let Ok(c) = profile::function_edge_counts(module, i) {
+                if c.exact {
+                    counts.insert((f.name.clone(), branch_shape(&f.cfg)), annotation(&f.cfg, &c));
+                }
+            }
+        }
+    }
+    Ok(ProfileIndex { counts, names })
+}
+
+/// Scales counts into LLVM's 32-bit branch weights the way LLVM's PGO does (one common divisor).
+pub fn branch_weights(counts: &[u64]) -> Vec<u32> {
+    let max = counts.iter().copied().max().unwrap_or(0);
+    let scale = max / u64::from(u32::MAX) + 1;
+    counts.iter().map(|&c| (c / scale) as u32).collect()
+}
+
+/// Annotates `m` from the profile at `path`.
+pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
+    let index = load(path)?;
+    let facts = CallFacts::new();
+    let mut stats = UseStats::default();
+    let summary = unsafe { shim::pathprof_shim_summary_new() };
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let prof_kind = LLVMGetMDKindIDInContext(ctx, c"prof".as_ptr(), 4);
+        let i32t = LLVMInt32TypeInContext(ctx);
+        let i64t = LLVMInt64TypeInContext(ctx);
+        let node = |tag: &str, values: Vec<LLVMValueRef>| -> LLVMMetadataRef {
+            let mut ops = vec![LLVMMDStringInContext2(ctx, tag.as_ptr() as *const _, tag.len())];
+            ops.extend(values.into_iter().map(|v| LLVMValueAsMetadata(v)));
+            LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len())
+        };
+        for f in ir::functions(m) {
+            if ir::is_declaration(f) {
+                continue;
+            }
+            let name = ir::name(f);
+            let Ok(graph) = cfg_build::build(f, &facts) else {
+                stats.missing += 1;
+                continue;
+            };
+            let Some(counts) = index.counts.get(&(name.clone(), branch_shape(&graph.cfg))) else {
+                if index.names.contains_key(&name) {
+                    stats.mismatched += 1;
+                } else {
+                    stats.missing += 1;
+                }
+                continue;
+            };
+            let entry = counts.entry;
+            LLVMGlobalSetMetadata(f, prof_kind, node("function_entry_count", vec![LLVMConstInt(i64t, entry, 0)]));
+            let record: Vec<u64> = std::iter::once(entry).chain(counts.blocks.iter().copied()).collect();
+            shim::pathprof_shim_summary_add(summary, record.as_ptr(), record.len());
+            for (b, &bb) in graph.blocks.iter().enumerate() {
+                let Some(term) = ir::terminator(bb) else { continue };
+                let succs = ir::successors(term).len();
+                if succs < 2 {
+                    continue;
+                }
+                let per_succ: Vec<u64> =
+                    (0..succs as u32).map(|s| counts.branches.get(&(b as u32, s)).copied().unwrap_or(0)).collect();
+                let weights = branch_weights(&per_succ).into_iter().map(|w| LLVMConstInt(i32t, u64::from(w), 0));
+                let md = node("branch_weights", weights.collect());
+                LLVMSetMetadata(term, prof_kind, LLVMMetadataAsValue(ctx, md));
+            }
+            stats.annotated += 1;
+        }
+        shim::pathprof_shim_summary_finish(summary, if stats.annotated > 0 { m } else { std::ptr::null_mut() });
+    }
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::branch_weights;
+
+    #[test]
+    fn weights_keep_ratios_and_fit_32_bits() {
+        assert_eq!(branch_weights(&[334, 666]), vec![334, 666]);
+        let big = branch_weights(&[u64::MAX, u64::MAX / 2, 0]);
+        assert_eq!(big[2], 0);
+        assert!(big[0] >= 2 * big[1] - 1 && big[0] > 0);
+    }
+}
