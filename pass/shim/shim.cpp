@@ -10,6 +10,7 @@
 #include "llvm-c/Core.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
+#include "llvm/Transforms/IPO/InferFunctionAttrs.h"
 
 #include <cstdint>
 
@@ -23,6 +24,10 @@ int pathprof_instrument_module(LLVMModuleRef M, void *FAM);
 namespace {
 struct PathprofPass : PassInfoMixin<PathprofPass> {
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
+    // Library functions' attributes (nounwind, willreturn, ...) from TargetLibraryInfo, exactly as the
+    // optimisation pipeline infers them right after this point: they tell the pass which calls cannot leave
+    // a frame abnormally. Only declarations are touched.
+    InferFunctionAttrsPass().run(M, MAM);
     auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
     if (pathprof_instrument_module(wrap(&M), &FAM))
       return PreservedAnalyses::none();
@@ -148,3 +153,9 @@ void pathprof_shim_summary_finish(void *B, LLVMModuleRef M) {
 }
 }
 
+
+extern "C" {
+// Whether the module's definition of a global may be replaced at link or load time by another one with
+// different behaviour (weak/linkonce non-ODR linkage, or semantic interposition): LLVM's own criterion.
+int pathprof_shim_is_interposable(LLVMValueRef GV) { return unwrap<GlobalValue>(GV)->isInterposable(); }
+}

@@ -7,7 +7,7 @@ use crate::ir;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMOpcode;
 use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Where the code for an edge's counter goes; decided from the unmodified CFG.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -48,20 +48,62 @@ pub struct FunctionGraph {
 #[derive(Debug)]
 pub struct Unsupported(pub String);
 
-/// Attribute ids used to decide whether a call can leave its frame abnormally.
+/// What the pass knows about calls: which ones may leave their frame abnormally, and which return twice.
 pub struct CallFacts {
     nounwind: u32,
     willreturn: u32,
     returns_twice: u32,
+    /// Functions defined in this module, whose definition is the one that runs, that can neither unwind nor
+    /// end the program nor longjmp (transitively): calls to them need no termination edge.
+    safe: HashSet<LLVMValueRef>,
 }
 
 impl CallFacts {
-    /// Looks the attribute kinds up once per module.
-    pub fn new() -> CallFacts {
-        CallFacts {
+    /// Looks the attribute kinds up and infers the module's safe functions.
+    pub fn new(m: LLVMModuleRef) -> CallFacts {
+        let mut facts = CallFacts {
             nounwind: ir::attr_kind("nounwind"),
             willreturn: ir::attr_kind("willreturn"),
             returns_twice: ir::attr_kind("returns_twice"),
+            safe: HashSet::new(),
+        };
+        facts.safe = facts.infer_safe_functions(m);
+        facts
+    }
+
+    /// Optimistic fixpoint: every defined function whose definition cannot be replaced at link time (internal,
+    /// ODR, or non-interposable) starts safe; a function stops being safe when it contains `resume`, a
+    /// `returns_twice` call, an indirect call, or a call that may leave abnormally (to an unsafe function).
+    /// Only ever removes functions, so it terminates; recursion stays safe (an activation that never returns
+    /// never leaves abnormally either).
+    fn infer_safe_functions(&self, m: LLVMModuleRef) -> HashSet<LLVMValueRef> {
+        let mut safe: HashSet<LLVMValueRef> =
+            ir::functions(m).into_iter().filter(|&f| !ir::is_declaration(f) && ir::definition_is_final(f)).collect();
+        let bodies: Vec<(LLVMValueRef, Vec<LLVMValueRef>)> = safe
+            .iter()
+            .map(|&f| (f, ir::blocks(f).into_iter().flat_map(ir::instructions).collect()))
+            .collect();
+        loop {
+            let mut changed = false;
+            for (f, insts) in &bodies {
+                if !safe.contains(f) {
+                    continue;
+                }
+                let unsafe_inst = insts.iter().any(|&i| match ir::opcode(i) {
+                    LLVMOpcode::LLVMResume | LLVMOpcode::LLVMCallBr => true,
+                    LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke => {
+                        self.returns_twice(i) || self.may_leave_abnormally_given(i, &safe)
+                    }
+                    _ => false,
+                });
+                if unsafe_inst {
+                    safe.remove(f);
+                    changed = true;
+                }
+            }
+            if !changed {
+                return safe;
+            }
         }
     }
 
@@ -72,6 +114,10 @@ impl CallFacts {
     /// A call may leave the frame without returning (exit, longjmp, unwinding through a plain call) unless it
     /// is known to return and not unwind. Debug and other side-effect-free intrinsics are such calls.
     pub fn may_leave_abnormally(&self, call: LLVMValueRef) -> bool {
+        self.may_leave_abnormally_given(call, &self.safe)
+    }
+
+    fn may_leave_abnormally_given(&self, call: LLVMValueRef, safe: &HashSet<LLVMValueRef>) -> bool {
         if ir::calls_inline_asm(call) {
             return false;
         }
@@ -81,6 +127,9 @@ impl CallFacts {
                 let n = ir::name(f);
                 // Traps end the program; every other intrinsic returns.
                 return n.starts_with("llvm.trap") || n.starts_with("llvm.debugtrap") || n.starts_with("llvm.ubsantrap");
+            }
+            if safe.contains(&f) {
+                return false;
             }
         }
         !(self.has(call, callee, self.nounwind) && self.has(call, callee, self.willreturn))

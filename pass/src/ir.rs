@@ -245,3 +245,9 @@ pub fn source_end_insertion_point(bb: LLVMBasicBlockRef) -> Option<LLVMValueRef>
     }
     Some(term)
 }
+
+/// Whether the definition of `f` in this module is the one that runs (or an equivalent one, for ODR
+/// linkage): LLVM's `!isInterposable()`, the same criterion its inliner and attribute inference use.
+pub fn definition_is_final(f: LLVMValueRef) -> bool {
+    unsafe { crate::shim::pathprof_shim_is_interposable(f) == 0 }
+}

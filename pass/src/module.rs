@@ -77,7 +77,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         Weighting::Profile(path) => Some(ProfileWeights::load(path)?),
         _ => None,
     };
-    let facts = CallFacts::new();
+    let facts = CallFacts::new(m);
     let module_name = ir::module_source_name(m);
     let mut stats = Stats::default();
     let mut planned = Vec::new();

@@ -47,3 +47,8 @@ extern "C" {
     /// Attaches the summary to `m` (if non-null) and frees the builder.
     pub fn pathprof_shim_summary_finish(b: *mut c_void, m: LLVMModuleRef);
 }
+
+extern "C" {
+    /// `GlobalValue::isInterposable()`.
+    pub fn pathprof_shim_is_interposable(gv: LLVMValueRef) -> std::os::raw::c_int;
+}

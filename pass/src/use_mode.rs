@@ -99,7 +99,7 @@ pub fn branch_weights(counts: &[u64]) -> Vec<u32> {
 /// Annotates `m` from the profile at `path`.
 pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
     let index = load(path)?;
-    let facts = CallFacts::new();
+    let facts = CallFacts::new(m);
     let mut stats = UseStats::default();
     let summary = unsafe { shim::pathprof_shim_summary_new() };
     unsafe {
