@@ -50,10 +50,13 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
-/// `pathprof-clang` (or `pathprof-clang++` for C++ sources) with the given environment.
+/// `pathprof-clang` (or `pathprof-clang++` for C++ sources), with the LLVM verifier switched on (release
+/// clang passes `-disable-llvm-verifier` by default, which would hide broken instrumented IR).
 pub fn wrapper(cxx: bool) -> Command {
     let name = if cxx { "pathprof-clang++" } else { "pathprof-clang" };
-    Command::new(dist().join("bin").join(name))
+    let mut c = Command::new(dist().join("bin").join(name));
+    c.arg("-fverify-intermediate-code");
+    c
 }
 
 /// `pathprof show --json FILE`, parsed.
