@@ -13,12 +13,14 @@
 //! - [`placement`]: optimal edge-counter placement, Eprof(Ecnt).
 //! - [`propagate`]: deriving every edge and block count from the chord counts (BL94 Figure 6).
 //! - [`dag`], [`numbering`], [`increments`], [`regenerate`]: Ball–Larus path profiling (MICRO 1996).
+//! - [`interproc`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382).
 #![deny(missing_docs)]
 
 pub mod dag;
 pub mod dfs;
 pub mod graph;
 pub mod increments;
+pub mod interproc;
 pub mod loops;
 pub mod numbering;
 pub mod placement;

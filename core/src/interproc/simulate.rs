@@ -1,0 +1,434 @@
+//! The profiling runtime as a pure simulator: the instrumentation of §5.5 (context) and §6.3 (piecewise)
+//! threaded through an explicit execution trace.
+//!
+//! Melski & Reps, "Interprocedural Path Profiling", CC 1999 / UW–Madison TR-1382, 1998, §5.5 and §6.3 (Figs.
+//! 8, 9, 16, 17): `pathNum` is one accumulator shared by all activations (by reference); numValidCompsFromExit
+//! (NVC) is passed by value, so the call stack is Algorithm 5.1's NVCstack; each activation keeps
+//! `pathNumOnEntry` (context: a back edge w→v records `pathNum + ρ_{w→GExit}(NVC)` and restarts with
+//! `pathNumOnEntry + ρ_{Entry_P→v}(NVC)`); around a recursive (or cut) call the caller saves `pathNum` in
+//! `pathNumBeforeCall` — the *pending path* — starts the callee's path at its Entry_global offset with NVC = 1,
+//! records it when the callee returns and resumes the pending path. Piecewise mode instead keeps
+//! `cntOpenLfParens`: a back edge records the path and restarts at GEntry_P with cnt = 0 and
+//! NVC = numUnbalRLPaths\[Exit_P\]; a return with cnt = 0 adds edgeValue (Eq. 35) and resets the caller's NVC to
+//! numUnbalRLPaths\[Exit_S\] (the erratum-corrected rule of Algorithm 6.1); both `pathNum` and cnt are saved
+//! around recursive calls.
+//!
+//! Extensions, documented because the paper has none: an abnormal termination ([`Event::Terminate`] along a
+//! `Termination` edge) records the running path through that edge and then flushes every pending path whose
+//! call block has a `Termination` edge (the first one, in `EdgeId` order) — the §9.2.1 "record pathNum and every
+//! pendingPaths entry" — and drops pending paths of call blocks without one. [`Callee::External`] calls execute
+//! no program code.
+//!
+//! Invariant: for every trace accepted, the profile gains exactly the numbers ([`super::encode`]) of the
+//! observable paths the execution is cut into — each occurrence once — which the property tests check against
+//! an independent segmentation of the same execution.
+//!
+//! [`Callee::External`]: super::Callee::External
+
+use super::callgraph::SiteRole;
+use super::program::{CallSiteId, Callee, ProcId};
+use super::supergraph::{ArcKind, ExitTarget, Mode, Numbering, OutArc};
+use crate::dag::CfgEdgeRole;
+use crate::graph::{BlockId, EdgeId, EdgeKind};
+use std::collections::BTreeMap;
+
+/// One step of a program execution in the original supergraph G* (back edges and recursive calls included).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// Take the `Branch` edge (possibly a back edge) out of the current block; not allowed out of a call block.
+    Edge(EdgeId),
+    /// Execute the call of the current block (a call block): enter the callee's entry block, or for an external
+    /// call continue at the return-site block.
+    Call,
+    /// Take the `Return` edge out of the current block: return to the caller's return-site block, or end the
+    /// execution if this is the outermost activation.
+    Return(EdgeId),
+    /// Take the `Termination` edge out of the current block: the program stops here.
+    Terminate(EdgeId),
+}
+
+/// One execution: an invocation of root `root` from outside the program, to its return or termination.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Execution {
+    /// The procedure invoked (must be a root of the call graph).
+    pub root: ProcId,
+    /// What happens, in order.
+    pub events: Vec<Event>,
+}
+
+/// Path number → how often it was recorded.
+pub type Profile = BTreeMap<u128, u64>;
+
+/// Why a trace could not be simulated.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TraceError {
+    /// The execution starts in a procedure that is not a root (it has no Entry_global edge).
+    #[error("{0} is not a root; an execution must start at a root")]
+    NotARoot(ProcId),
+    /// Event `position` is not possible in the current state.
+    #[error("event {position}: {reason}")]
+    BadEvent {
+        /// Index into `events`.
+        position: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The events end before the outermost activation returned or terminated.
+    #[error("the trace ends before the execution does")]
+    Incomplete,
+    /// A path number does not fit in a `u128`.
+    #[error("path number arithmetic overflows at event {position}")]
+    Overflow {
+        /// Index into `events`.
+        position: usize,
+    },
+    /// A count in the profile would exceed `u64::MAX`.
+    #[error("a profile counter overflows")]
+    CounterOverflow,
+}
+
+/// How an activation was entered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Entered {
+    /// By the execution's start.
+    Root,
+    /// Through an interprocedural call site.
+    Call(CallSiteId),
+    /// Through a recursive or cut call site: its own path from Entry_global.
+    Separate(CallSiteId),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Pending {
+    /// `pathNumBeforeCall`.
+    path_num: u128,
+    /// The saved `cntOpenLfParens` (piecewise).
+    cnt: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Activation {
+    proc: ProcId,
+    block: BlockId,
+    /// numValidCompsFromExit (by value).
+    nvc: u128,
+    /// `pathNumOnEntry` (context).
+    path_num_on_entry: u128,
+    entered: Entered,
+    /// Set while this activation waits for a recursive or cut call to return.
+    pending: Option<Pending>,
+}
+
+/// Accumulates the profile of executions, exactly as the instrumented program would.
+#[derive(Clone, Debug)]
+pub struct Simulator<'n, 'a> {
+    num: &'n Numbering<'a>,
+    profile: Profile,
+}
+
+impl<'n, 'a> Simulator<'n, 'a> {
+    /// A simulator with an empty profile for `num`'s mode.
+    pub fn new(num: &'n Numbering<'a>) -> Simulator<'n, 'a> {
+        Simulator { num, profile: Profile::new() }
+    }
+
+    /// Runs one execution; on error the profile is left unchanged.
+    pub fn run(&mut self, exec: &Execution) -> Result<(), TraceError> {
+        let recorded = Run::execute(self.num, exec)?;
+        let mut gained = Profile::new();
+        for n in recorded {
+            let slot = gained.entry(n).or_insert(0);
+            *slot = slot.checked_add(1).ok_or(TraceError::CounterOverflow)?;
+        }
+        for (n, c) in &gained {
+            if self.profile.get(n).copied().unwrap_or(0).checked_add(*c).is_none() {
+                return Err(TraceError::CounterOverflow);
+            }
+        }
+        for (n, c) in gained {
+            let slot = self.profile.entry(n).or_insert(0);
+            *slot = slot.saturating_add(c);
+        }
+        Ok(())
+    }
+
+    /// The profile so far.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The profile, consuming the simulator.
+    pub fn into_profile(self) -> Profile {
+        self.profile
+    }
+}
+
+struct Run<'n, 'a> {
+    num: &'n Numbering<'a>,
+    piecewise: bool,
+    path_num: u128,
+    cnt: u64,
+    frames: Vec<Activation>,
+    recorded: Vec<u128>,
+    position: usize,
+}
+
+impl<'n, 'a> Run<'n, 'a> {
+    fn execute(num: &'n Numbering<'a>, exec: &Execution) -> Result<Vec<u128>, TraceError> {
+        let entry = num.root_entry(exec.root).ok_or(TraceError::NotARoot(exec.root))?;
+        let mut run = Run {
+            num,
+            piecewise: num.mode() == Mode::Piecewise,
+            path_num: entry.offset,
+            cnt: 1,
+            frames: vec![Activation {
+                proc: exec.root,
+                block: BlockId(0),
+                nvc: 1,
+                path_num_on_entry: entry.offset,
+                entered: Entered::Root,
+                pending: None,
+            }],
+            recorded: Vec::new(),
+            position: 0,
+        };
+        for (position, &event) in exec.events.iter().enumerate() {
+            run.position = position;
+            if run.frames.is_empty() {
+                return Err(run.bad("event after the execution ended"));
+            }
+            match event {
+                Event::Edge(e) => run.edge(e)?,
+                Event::Call => run.call()?,
+                Event::Return(e) => run.ret(e)?,
+                Event::Terminate(e) => run.terminate(e)?,
+            }
+        }
+        if !run.frames.is_empty() {
+            return Err(TraceError::Incomplete);
+        }
+        Ok(run.recorded)
+    }
+
+    fn bad(&self, reason: &'static str) -> TraceError {
+        TraceError::BadEvent { position: self.position, reason }
+    }
+
+    fn overflow(&self) -> TraceError {
+        TraceError::Overflow { position: self.position }
+    }
+
+    fn top(&self) -> Result<&Activation, TraceError> {
+        self.frames.last().ok_or_else(|| self.bad("no activation"))
+    }
+
+    fn add(&self, a: u128, b: u128) -> Result<u128, TraceError> {
+        a.checked_add(b).ok_or_else(|| self.overflow())
+    }
+
+    fn apply(&self, f: super::Linear, x: u128) -> Result<u128, TraceError> {
+        f.checked_apply(x).ok_or_else(|| self.overflow())
+    }
+
+    /// The out-arc that cfg edge `e` of the current procedure became, if it is an ordinary (non-back) edge out of
+    /// the current block with the given kind.
+    fn arc_out(&self, e: EdgeId, kind: fn(EdgeKind) -> bool) -> Result<OutArc, TraceError> {
+        let top = self.top()?;
+        let program = self.num.supergraph().program();
+        let cfg = program.cfg(top.proc);
+        let edge = cfg.edges().get(e.index()).ok_or_else(|| self.bad("no such edge"))?;
+        if edge.from != top.block || !kind(edge.kind) {
+            return Err(self.bad("not an out-edge of the current block of that kind"));
+        }
+        match self.num.supergraph().dag(top.proc).cfg_edge_role(e) {
+            CfgEdgeRole::Real(d) => self.num.arc_of(top.proc, d).copied().ok_or_else(|| self.bad("edge not in G*_fn")),
+            _ => Err(self.bad("edge not in G*_fn")),
+        }
+    }
+
+    fn record(&mut self, n: u128) {
+        self.recorded.push(n);
+    }
+
+    fn edge(&mut self, e: EdgeId) -> Result<(), TraceError> {
+        let top = self.top()?.clone();
+        let program = self.num.supergraph().program();
+        let cfg = program.cfg(top.proc);
+        let edge = *cfg.edges().get(e.index()).ok_or_else(|| self.bad("no such edge"))?;
+        if edge.from != top.block || !matches!(edge.kind, EdgeKind::Branch { .. }) {
+            return Err(self.bad("not a branch out of the current block"));
+        }
+        if program.site_at(top.proc, top.block).is_some() {
+            return Err(self.bad("a call block is left through Event::Call"));
+        }
+        match self.num.supergraph().dag(top.proc).cfg_edge_role(e) {
+            CfgEdgeRole::Real(d) => {
+                let arc = self.num.arc_of(top.proc, d).copied().ok_or_else(|| self.bad("edge not in G*_fn"))?;
+                self.path_num = self.add(self.path_num, self.apply(arc.rho, top.nvc)?)?;
+            }
+            CfgEdgeRole::Back { exit, entry } => {
+                let exit =
+                    self.num.arc_of(top.proc, exit).copied().ok_or_else(|| self.bad("no back-edge surrogate"))?;
+                let entry =
+                    self.num.arc_of(top.proc, entry).copied().ok_or_else(|| self.bad("no back-edge surrogate"))?;
+                // §5.5 step 9 A: record the path ending w→GExit_P.
+                let ended = self.add(self.path_num, self.apply(exit.rho, top.nvc)?)?;
+                self.record(ended);
+                if self.piecewise {
+                    // §6.3 / Fig. 16: new path Entry_global→GEntry_P→v, no open call.
+                    let nvc = self.num.num_unbal_rl_paths(top.proc);
+                    let offset =
+                        self.num.mid_entry(top.proc).map(|g| g.offset).ok_or_else(|| self.bad("no GEntry entry"))?;
+                    self.path_num = self.add(offset, self.apply(entry.rho, nvc)?)?;
+                    self.cnt = 0;
+                    if let Some(f) = self.frames.last_mut() {
+                        f.nvc = nvc;
+                    }
+                } else {
+                    // §5.5 step 9 B: context-prefix up to Entry_P, active suffix from v.
+                    self.path_num = self.add(top.path_num_on_entry, self.apply(entry.rho, top.nvc)?)?;
+                }
+            }
+            _ => return Err(self.bad("edge not in G*_fn")),
+        }
+        if let Some(f) = self.frames.last_mut() {
+            f.block = edge.to;
+        }
+        Ok(())
+    }
+
+    fn call(&mut self) -> Result<(), TraceError> {
+        let top = self.top()?.clone();
+        let sg = self.num.supergraph();
+        let site = sg.program().site_at(top.proc, top.block).ok_or_else(|| self.bad("not a call block"))?;
+        let info = *sg.program().site(site).ok_or_else(|| self.bad("unknown call site"))?;
+        let arc = match sg.dag(top.proc).cfg_edge_role(info.call_edge) {
+            CfgEdgeRole::Real(d) => self.num.arc_of(top.proc, d).copied(),
+            _ => None,
+        }
+        .ok_or_else(|| self.bad("call edge not in G*_fn"))?;
+        match (sg.calls().role(site), info.callee, arc.kind) {
+            (SiteRole::Interprocedural, Callee::Proc(callee), ArcKind::Call { .. }) => {
+                // §5.5 step 6: the callee gets NVC = ψ_r(NVC); the call edge's value (0) is added for generality.
+                self.path_num = self.add(self.path_num, self.apply(arc.rho, top.nvc)?)?;
+                let nvc = self.apply(self.num.psi(top.proc, info.ret), top.nvc)?;
+                self.cnt = self.cnt.checked_add(1).ok_or_else(|| self.overflow())?;
+                self.frames.push(Activation {
+                    proc: callee,
+                    block: BlockId(0),
+                    nvc,
+                    path_num_on_entry: self.path_num,
+                    entered: Entered::Call(site),
+                    pending: None,
+                });
+            }
+            (
+                SiteRole::Recursive | SiteRole::Cut,
+                Callee::Proc(callee) | Callee::Cut(callee),
+                ArcKind::Summary { .. },
+            ) => {
+                // §5.5 step 7 A–C: suspend the current path, start the callee's at its Entry_global offset.
+                let offset =
+                    self.num.root_entry(callee).map(|g| g.offset).ok_or_else(|| self.bad("callee not a root"))?;
+                if let Some(f) = self.frames.last_mut() {
+                    f.pending = Some(Pending { path_num: self.path_num, cnt: self.cnt });
+                }
+                self.path_num = offset;
+                self.cnt = 1;
+                self.frames.push(Activation {
+                    proc: callee,
+                    block: BlockId(0),
+                    nvc: 1,
+                    path_num_on_entry: offset,
+                    entered: Entered::Separate(site),
+                    pending: None,
+                });
+            }
+            (SiteRole::External, Callee::External, ArcKind::Summary { .. }) => {
+                self.path_num = self.add(self.path_num, self.apply(arc.rho, top.nvc)?)?;
+                if let Some(f) = self.frames.last_mut() {
+                    f.block = info.ret;
+                }
+            }
+            _ => return Err(self.bad("the call site is dead or inconsistent")),
+        }
+        Ok(())
+    }
+
+    fn ret(&mut self, e: EdgeId) -> Result<(), TraceError> {
+        let arc = self.arc_out(e, |k| k == EdgeKind::Return)?;
+        let done = self.frames.pop().ok_or_else(|| self.bad("no activation"))?;
+        self.path_num = self.add(self.path_num, self.apply(arc.rho, done.nvc)?)?;
+        let unbalanced_exit = |run: &Run<'_, '_>, target: ExitTarget| -> Result<u128, TraceError> {
+            run.num.exit_value(done.proc, target).ok_or_else(|| run.bad("no such Exit_P successor"))
+        };
+        match done.entered {
+            Entered::Root | Entered::Separate(_) => {
+                if self.piecewise && self.cnt == 0 {
+                    let v = unbalanced_exit(self, ExitTarget::Global)?;
+                    self.path_num = self.add(self.path_num, v)?;
+                }
+                // §5.5 step 7 D / end of main: the path ends Exit_P→Exit_global.
+                self.record(self.path_num);
+                if let Entered::Separate(site) = done.entered {
+                    let info = *self.num.supergraph().program().site(site).ok_or_else(|| self.bad("unknown site"))?;
+                    let caller = self.top()?.clone();
+                    let pending = caller.pending.ok_or_else(|| self.bad("no pending path"))?;
+                    let summary = match self.num.supergraph().dag(caller.proc).cfg_edge_role(info.call_edge) {
+                        CfgEdgeRole::Real(d) => self.num.arc_of(caller.proc, d).copied(),
+                        _ => None,
+                    }
+                    .ok_or_else(|| self.bad("summary edge not in G*_fn"))?;
+                    // §5.5 step 7 E: resume the pending path with the summary edge c→r.
+                    self.path_num = self.add(pending.path_num, self.apply(summary.rho, caller.nvc)?)?;
+                    self.cnt = pending.cnt;
+                    if let Some(f) = self.frames.last_mut() {
+                        f.pending = None;
+                        f.block = info.ret;
+                    }
+                }
+            }
+            Entered::Call(site) => {
+                let info = *self.num.supergraph().program().site(site).ok_or_else(|| self.bad("unknown site"))?;
+                let caller_proc = self.top()?.proc;
+                let mut caller_nvc = None;
+                if self.piecewise {
+                    if self.cnt == 0 {
+                        // Fig. 17: `pathNum += edgeValue; numValidCompsFromExit = numUnbalRLPaths[Exit_S]`.
+                        let v = unbalanced_exit(self, ExitTarget::Site(site))?;
+                        self.path_num = self.add(self.path_num, v)?;
+                        caller_nvc = Some(self.num.num_unbal_rl_paths(caller_proc));
+                    } else {
+                        self.cnt -= 1;
+                    }
+                }
+                if let Some(f) = self.frames.last_mut() {
+                    f.block = info.ret;
+                    if let Some(nvc) = caller_nvc {
+                        f.nvc = nvc;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn terminate(&mut self, e: EdgeId) -> Result<(), TraceError> {
+        let arc = self.arc_out(e, |k| k == EdgeKind::Termination)?;
+        let top = self.top()?.clone();
+        let ended = self.add(self.path_num, self.apply(arc.rho, top.nvc)?)?;
+        self.record(ended);
+        // Flush pending paths, innermost first, through their call blocks' first Termination edge.
+        let frames = std::mem::take(&mut self.frames);
+        for f in frames.iter().rev().skip(1) {
+            let Some(pending) = f.pending else { continue };
+            let term =
+                self.num.arcs(f.proc, f.block).iter().find(|a| matches!(a.kind, ArcKind::Termination { .. })).copied();
+            if let Some(t) = term {
+                let n = self.add(pending.path_num, self.apply(t.rho, f.nvc)?)?;
+                self.record(n);
+            }
+        }
+        Ok(())
+    }
+}

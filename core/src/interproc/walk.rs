@@ -1,0 +1,325 @@
+//! Path numbers ↔ observable paths: Algorithms 5.1 and 6.1 over an explicit path (encoding) and Algorithm 5.2
+//! with its piecewise extension (decoding).
+//!
+//! Melski & Reps, "Interprocedural Path Profiling", CC 1999 / UW–Madison TR-1382, 1998:
+//! - Algorithm 5.1 (§5.4) sums edgeValueInContext along an unbalanced-left path, keeping
+//!   numValidCompsFromExit (NVC) on a stack: a call edge pushes NVC and sets NVC := ψ_r(NVC), a return edge pops
+//!   it, an intraprocedural edge adds ρ_e(NVC), the first edge adds its Eq. 27 offset.
+//! - Algorithm 6.1 (§6.2) adds cntOpenLfParens: a return edge taken with no open call adds edgeValue\[e\]
+//!   (Eq. 35) and sets NVC := numUnbalRLPaths\[Exit_S\], S the procedure returned to. This is the erratum-corrected
+//!   rule: the TR prints ψ_r(numUnbalRLPaths\[Exit_S\]), which contradicts the definition of NVC and its own
+//!   Fig. 17 ("numValidCompsFromExit = 1; /* from vertex v16 */").
+//! - Algorithm 5.2 (§5.6) walks from Entry_global taking, at each vertex, the valid successor whose range
+//!   [edgeValueInContext, edgeValueInContext + numValidComps) contains the remaining number. The piecewise
+//!   decoder, "left as an exercise", is the same walk with GEntry entries and the Eq. 35 choice at an Exit_P with
+//!   no open call.
+//!
+//! Invariant: encoding and decoding run one state machine (`Walker`), so `decode(encode(p)) = p` for every
+//! observable path and `encode(decode(n)) = n` for every `n < num_paths()`; every input is validated and every
+//! failure is a [`PathError`], never a panic or an unbounded loop (decoding stops after a step limit, because a
+//! single path can be exponentially long in the call-graph depth even when there are few paths).
+
+use super::path::{InterprocPath, PathEnd, Step, Via};
+use super::program::{CallSiteId, ProcId};
+use super::supergraph::{ArcKind, EntryKind, ExitTarget, GlobalEntry, Mode, Numbering, OutArc};
+use crate::graph::{BlockId, EdgeId};
+
+/// The step limit of [`decode`]; use [`decode_with_limit`] for longer paths.
+pub const DEFAULT_MAX_STEPS: usize = 1 << 20;
+
+/// Why a path number or a path could not be converted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// The number is not below numValidComps(\[ε:Entry_global\]).
+    #[error("path number {n} out of range (there are {num_paths} paths)")]
+    OutOfRange {
+        /// The number given.
+        n: u128,
+        /// The number of paths.
+        num_paths: u128,
+    },
+    /// The given path is not an observable path of G*_fn; `position` is the first offending step (the number of
+    /// steps for the end).
+    #[error("not an observable path at step {position}")]
+    InvalidPath {
+        /// Index into `steps` (its length for `end`).
+        position: usize,
+    },
+    /// Decoding exceeded the step limit.
+    #[error("the path is longer than {limit} steps")]
+    TooLong {
+        /// The limit.
+        limit: usize,
+    },
+    /// The decoder found no successor range containing the remainder (a numbering that does not match; a bug).
+    #[error("decoding got stuck with remainder {remainder}")]
+    Stuck {
+        /// The remaining number.
+        remainder: u128,
+    },
+    /// A value does not fit in a `u128` (only with a corrupted numbering).
+    #[error("path number arithmetic overflows 128 bits")]
+    Overflow,
+}
+
+/// Where the walk is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum At {
+    Block(BlockId),
+    /// GEntry_P (piecewise, right after Entry_global→GEntry_P).
+    GEntry,
+    /// Exit_P, reached through the `Return` edge `edge`.
+    Exit(EdgeId),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Frame {
+    site: CallSiteId,
+    caller: ProcId,
+    nvc: u128,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Choice {
+    Arc(OutArc),
+    Return(CallSiteId),
+    Global,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Candidate {
+    choice: Choice,
+    /// edgeValueInContext of the choice.
+    value: u128,
+    /// numValidComps after taking it.
+    count: u128,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Moved {
+    Step(Step),
+    AtExit(EdgeId),
+    End(PathEnd),
+}
+
+/// The state of Algorithms 5.1/5.2/6.1 after a path prefix.
+#[derive(Clone, Debug)]
+struct Walker<'n, 'a> {
+    num: &'n Numbering<'a>,
+    proc: ProcId,
+    at: At,
+    /// numValidCompsFromExit.
+    nvc: u128,
+    /// The open calls of the path (NVCstack and returnStack of Algorithm 5.2).
+    frames: Vec<Frame>,
+    /// Whether the path entered its outermost activation through Entry_global→Entry_P and has not returned from
+    /// it: "(_P" is open, so Exit_P's only valid successor is Exit_global (cntOpenLfParens ≥ 1 in Alg. 6.1).
+    open_root: bool,
+}
+
+impl<'n, 'a> Walker<'n, 'a> {
+    fn start(num: &'n Numbering<'a>, entry: &GlobalEntry) -> (Walker<'n, 'a>, Option<Step>) {
+        match entry.kind {
+            EntryKind::Root(p) => {
+                let w = Walker { num, proc: p, at: At::Block(BlockId(0)), nvc: 1, frames: Vec::new(), open_root: true };
+                (w, Some(Step { proc: p, block: BlockId(0), via: Via::RootEntry }))
+            }
+            EntryKind::Mid(p) => {
+                let nvc = num.num_unbal_rl_paths(p);
+                (Walker { num, proc: p, at: At::GEntry, nvc, frames: Vec::new(), open_root: false }, None)
+            }
+        }
+    }
+
+    fn choices(&self) -> Result<Vec<Candidate>, PathError> {
+        let arcs = |list: &[OutArc]| {
+            list.iter()
+                .map(|a| {
+                    let value = a.rho.checked_apply(self.nvc).ok_or(PathError::Overflow)?;
+                    let count = a.completions.checked_apply(self.nvc).ok_or(PathError::Overflow)?;
+                    Ok(Candidate { choice: Choice::Arc(*a), value, count })
+                })
+                .collect::<Result<Vec<_>, PathError>>()
+        };
+        match self.at {
+            At::Block(b) => arcs(self.num.arcs(self.proc, b)),
+            At::GEntry => arcs(self.num.gentry_arcs(self.proc)),
+            At::Exit(_) => {
+                if let Some(f) = self.frames.last() {
+                    Ok(vec![Candidate { choice: Choice::Return(f.site), value: 0, count: self.nvc }])
+                } else if self.open_root {
+                    Ok(vec![Candidate { choice: Choice::Global, value: 0, count: self.nvc }])
+                } else if self.num.mode() == Mode::Piecewise {
+                    Ok(self
+                        .num
+                        .exit_successors(self.proc)
+                        .iter()
+                        .map(|s| Candidate {
+                            choice: match s.target {
+                                ExitTarget::Site(site) => Choice::Return(site),
+                                ExitTarget::Global => Choice::Global,
+                            },
+                            value: s.value,
+                            count: s.count,
+                        })
+                        .collect())
+                } else {
+                    Ok(Vec::new())
+                }
+            }
+        }
+    }
+
+    /// Takes `choice` (one of [`Walker::choices`]); `None` if it is not possible here.
+    fn take(&mut self, choice: Choice) -> Option<Moved> {
+        let p = self.proc;
+        match (self.at, choice) {
+            (At::Block(_) | At::GEntry, Choice::Arc(arc)) => Some(match arc.kind {
+                ArcKind::Branch { edge, to } => {
+                    self.at = At::Block(to);
+                    Moved::Step(Step { proc: p, block: to, via: Via::Edge(edge) })
+                }
+                ArcKind::LoopRestart { back, to } => {
+                    let via = if self.at == At::GEntry { Via::MidEntry { back } } else { Via::LoopRestart { back } };
+                    self.at = At::Block(to);
+                    Moved::Step(Step { proc: p, block: to, via })
+                }
+                ArcKind::Call { site, callee, .. } => {
+                    let ret = self.num.supergraph().program().site(site)?.ret;
+                    self.frames.push(Frame { site, caller: p, nvc: self.nvc });
+                    self.nvc = self.num.psi(p, ret).checked_apply(self.nvc)?;
+                    self.proc = callee;
+                    self.at = At::Block(BlockId(0));
+                    Moved::Step(Step { proc: callee, block: BlockId(0), via: Via::Call { site } })
+                }
+                ArcKind::Summary { site, ret } => {
+                    self.at = At::Block(ret);
+                    Moved::Step(Step { proc: p, block: ret, via: Via::Summary { site } })
+                }
+                ArcKind::Return { edge } => {
+                    self.at = At::Exit(edge);
+                    Moved::AtExit(edge)
+                }
+                ArcKind::Termination { edge } => Moved::End(PathEnd::Termination { proc: p, edge }),
+                ArcKind::BackEdgeExit { back } => Moved::End(PathEnd::BackEdge { proc: p, back }),
+            }),
+            (At::Exit(edge), Choice::Return(site)) => {
+                let info = *self.num.supergraph().program().site(site)?;
+                match self.frames.last() {
+                    Some(f) if f.site == site => {
+                        self.nvc = f.nvc;
+                        self.frames.pop();
+                    }
+                    Some(_) => return None,
+                    None if self.open_root || self.num.mode() != Mode::Piecewise => return None,
+                    // Unbalanced-right return (Alg. 6.1 with the corrected rule): completions from Exit_S.
+                    None => self.nvc = self.num.num_unbal_rl_paths(info.proc),
+                }
+                self.proc = info.proc;
+                self.at = At::Block(info.ret);
+                Some(Moved::Step(Step { proc: info.proc, block: info.ret, via: Via::Return { site, edge } }))
+            }
+            (At::Exit(edge), Choice::Global) => Some(Moved::End(PathEnd::RootReturn { proc: p, edge })),
+            _ => None,
+        }
+    }
+}
+
+/// The path number of `path` (Algorithm 5.1 for context paths, 6.1 for piecewise ones), validating that it is
+/// an observable path of `num`'s G*_fn.
+pub fn encode(num: &Numbering<'_>, path: &InterprocPath) -> Result<u128, PathError> {
+    let invalid = |position| PathError::InvalidPath { position };
+    let first = path.steps.first().ok_or(invalid(0))?;
+    let entry = match first.via {
+        Via::RootEntry => num.root_entry(first.proc),
+        Via::MidEntry { .. } => num.mid_entry(first.proc),
+        _ => None,
+    }
+    .ok_or(invalid(0))?;
+    let (mut w, step0) = Walker::start(num, entry);
+    let mut total = entry.offset;
+    let mut position = 0;
+    if let Some(s) = step0 {
+        if s != *first {
+            return Err(invalid(0));
+        }
+        position = 1;
+    }
+    // Each iteration consumes one G*_fn choice; a step or the end is matched after at most two.
+    loop {
+        let target = path.steps.get(position);
+        let mut matched = None;
+        for opt in w.choices()? {
+            if opt.count == 0 {
+                continue;
+            }
+            let mut next = w.clone();
+            let moved = next.take(opt.choice);
+            let consistent = match (moved, target) {
+                (Some(Moved::Step(s)), Some(t)) => s == *t,
+                (Some(Moved::AtExit(edge)), Some(t)) => matches!(t.via, Via::Return { edge: e, .. } if e == edge),
+                (Some(Moved::AtExit(edge)), None) => {
+                    matches!(path.end, PathEnd::RootReturn { edge: e, .. } if e == edge)
+                }
+                (Some(Moved::End(end)), None) => end == path.end,
+                _ => false,
+            };
+            if let (true, Some(moved)) = (consistent, moved) {
+                matched = Some((opt.value, next, moved));
+                break;
+            }
+        }
+        let (value, next, moved) = matched.ok_or(invalid(position))?;
+        total = total.checked_add(value).ok_or(PathError::Overflow)?;
+        w = next;
+        match moved {
+            Moved::Step(_) => position += 1,
+            Moved::AtExit(_) => {}
+            Moved::End(_) => return Ok(total),
+        }
+    }
+}
+
+/// The observable path with number `n` (Algorithm 5.2, or its piecewise extension), at most
+/// [`DEFAULT_MAX_STEPS`] steps long.
+pub fn decode(num: &Numbering<'_>, n: u128) -> Result<InterprocPath, PathError> {
+    decode_with_limit(num, n, DEFAULT_MAX_STEPS)
+}
+
+/// [`decode`] with an explicit step limit ([`PathError::TooLong`] beyond it).
+pub fn decode_with_limit(num: &Numbering<'_>, n: u128, limit: usize) -> Result<InterprocPath, PathError> {
+    let num_paths = num.num_paths();
+    if n >= num_paths {
+        return Err(PathError::OutOfRange { n, num_paths });
+    }
+    let entry = num
+        .entries()
+        .iter()
+        .find(|e| e.offset <= n && n - e.offset < e.count)
+        .ok_or(PathError::Stuck { remainder: n })?;
+    let mut rem = n - entry.offset;
+    let (mut w, step0) = Walker::start(num, entry);
+    let mut steps: Vec<Step> = step0.into_iter().collect();
+    loop {
+        if steps.len() > limit {
+            return Err(PathError::TooLong { limit });
+        }
+        let opt = w
+            .choices()?
+            .into_iter()
+            .find(|o| o.value <= rem && rem - o.value < o.count)
+            .ok_or(PathError::Stuck { remainder: rem })?;
+        rem -= opt.value;
+        match w.take(opt.choice).ok_or(PathError::Stuck { remainder: rem })? {
+            Moved::Step(s) => steps.push(s),
+            Moved::AtExit(_) => {}
+            Moved::End(end) => {
+                return if rem == 0 {
+                    Ok(InterprocPath { steps, end })
+                } else {
+                    Err(PathError::Stuck { remainder: rem })
+                };
+            }
+        }
+    }
+}
