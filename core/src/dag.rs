@@ -38,7 +38,6 @@ use crate::graph::{Adjacency, BlockId, Cfg, EdgeId, EdgeKind};
 use crate::numbering::Numbering;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::fmt;
 
 /// The default bound on NumPaths(ENTRY) used by the pass: path numbers then fit a signed 64-bit register.
 pub const DEFAULT_PATH_BUDGET: u128 = 1 << 63;
@@ -47,36 +46,11 @@ pub const DEFAULT_PATH_BUDGET: u128 = 1 << 63;
 /// O(V + E) rebuild), which bounds its time on huge functions.
 pub const MAX_GREEDY_CUTS: usize = 256;
 
-/// An edge of a [`PathDag`]; ids are dense `0..dag.num_edges()`.
-#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct DagEdgeId(pub u32);
-
-impl DagEdgeId {
-    /// The index as a `usize`, for indexing per-edge vectors.
-    #[inline]
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-    /// Builds the id from a vector index. Panics if the index exceeds `u32::MAX`; a [`PathDag`] has at most
-    /// 2·|E| + 1 edges, so only a cfg with more than 2^31 edges (tens of gigabytes) could reach that.
-    #[inline]
-    pub fn from_index(i: usize) -> Self {
-        DagEdgeId(u32::try_from(i).expect("DAG edge index exceeds u32"))
-    }
-}
-
-impl fmt::Debug for DagEdgeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "d{}", self.0)
-    }
-}
-
-impl fmt::Display for DagEdgeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "d{}", self.0)
-    }
-}
+crate::graph::typed_index!(
+    /// An edge of a [`PathDag`]; ids are dense `0..dag.num_edges()` (at most 2·|E| + 1 of them).
+    DagEdgeId,
+    "d"
+);
 
 /// What a DAG edge stands for (old LLVM `PathNumbering.h`'s `EdgeType`, without the phony call edges).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

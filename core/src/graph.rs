@@ -12,12 +12,13 @@
 //! from that block (BL94 §3.2's early-exit edges, measured through chords instead of handlers).
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
+/// Defines a `u32` newtype index with `index`/`from_index`, serde, and `Debug`/`Display` as `<prefix><n>`
+/// (Cranelift's `entity_impl!` idea): every entity kind in pathprof-core gets its own id type.
 macro_rules! typed_index {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
         $(#[$doc])*
-        #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
         #[serde(transparent)]
         pub struct $name(pub u32);
 
@@ -34,19 +35,20 @@ macro_rules! typed_index {
             }
         }
 
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(f, concat!($prefix, "{}"), self.0)
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(f, concat!($prefix, "{}"), self.0)
             }
         }
     };
 }
+pub(crate) use typed_index;
 
 typed_index!(
     /// A vertex of a [`Cfg`]: a basic block, or the virtual EXIT (`Cfg::exit()`).
