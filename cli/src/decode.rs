@@ -12,6 +12,9 @@
 //! profile are skipped. Text output lists functions without executed paths only when `--function` names them;
 //! JSON summarises every decoded function in `functions`. A corrupt path record (a path number out of range, a
 //! path count that the graph and budget do not reproduce) is an error for the whole command.
+//!
+//! `--hot-regions [--coverage P]` lists, per function, only the hottest paths that together cover P% of its path
+//! executions, as trace/superblock candidates (see [`hot_regions`]).
 
 use crate::files;
 use anyhow::{bail, Context, Result};
@@ -22,6 +25,8 @@ use pathprof_format::profile::{self, FunctionPaths, ModuleProfile, PathCount};
 use serde::Serialize;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
+
+mod hot_regions;
 
 /// Paths listed per function in text output when `--top` is not given.
 const DEFAULT_TEXT_TOP: usize = 10;
@@ -41,6 +46,14 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// List hot regions instead: per function, the hottest paths that together cover --coverage percent of its
+    /// path executions (candidates for superblock/trace formation).
+    #[arg(long)]
+    hot_regions: bool,
+    /// With --hot-regions: the percentage (0 < P <= 100) of each function's path executions to cover
+    /// [default: 90].
+    #[arg(long, value_name = "P", requires = "hot_regions", value_parser = hot_regions::parse_coverage)]
+    coverage: Option<f64>,
 }
 
 /// The whole output: `{"mode": "path", "functions": [...], "paths": [...]}`.
@@ -144,6 +157,9 @@ pub fn run(args: &Args) -> Result<()> {
     let profile = files::read_profile(&args.file)?;
     if !profile.modules.is_empty() && profile.modules.iter().all(|m| m.meta.mode != Mode::Path) {
         bail!("{} is an edge profile: use pathprof show", args.file.display());
+    }
+    if args.hot_regions {
+        return hot_regions::run(args, &profile);
     }
     let top = args.top.or(if args.json { None } else { Some(DEFAULT_TEXT_TOP) });
     let mut report = Report { mode: Mode::Path.name(), functions: Vec::new(), paths: Vec::new() };

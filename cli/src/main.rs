@@ -8,6 +8,7 @@
 //! the same rule; `--help` and `--version` exit 0.
 
 mod decode;
+mod export;
 mod files;
 mod merge;
 mod show;
@@ -31,6 +32,8 @@ enum Command {
     Merge(merge::Args),
     /// List the executed paths of a path profile, hottest first, with their source lines.
     Decode(decode::Args),
+    /// Write the counts in a compiler's profile format (LLVM sample-profile text for -fprofile-sample-use).
+    Export(export::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Show(args) => show::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Decode(args) => decode::run(&args),
+        Command::Export(args) => export::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -63,7 +67,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        eprintln!("pathprof: error: a subcommand is required: show, merge or decode (see 'pathprof --help')");
+        eprintln!("pathprof: error: a subcommand is required: show, merge, decode or export (see 'pathprof --help')");
         return ExitCode::from(2);
     }
     // clap's message is a paragraph ("error: ...:\n  <FILE>") followed by tips and usage: keep the paragraph.
