@@ -1,7 +1,6 @@
-//! Shared fixtures of the export and hot-region tests: synthetic path profiles produced by simulating
-//! executions through core's DAG and numbering exactly as the pass instruments them (the fixtures of
-//! `decode.rs`), edge-mode functions with a counter on every edge but EXIT→entry, and a harness that runs the
-//! `pathprof` binary. `decode.rs`, `export.rs` and `hot_regions.rs` share them.
+//! Shared fixtures of the decode, export and hot-region tests: synthetic path profiles produced by simulating
+//! executions through core's DAG and numbering exactly as the pass instruments them, edge-mode functions with
+//! a counter on every edge but EXIT→entry, and a harness that runs the `pathprof` binary.
 #![allow(dead_code)]
 
 use pathprof_core::dag::{CfgEdgeRole, PathDag, DEFAULT_PATH_BUDGET};
