@@ -19,6 +19,11 @@ pub struct Counters {
     array_ty: LLVMTypeRef,
     global: LLVMValueRef,
     atomic: bool,
+    /// Plain updates are `volatile` (path mode): their slot index is the run-time path number, which GVN
+    /// would otherwise try to PHI-translate through every predecessor (quadratic compile time on big
+    /// functions); the machine code is the same (`incq mem`), and such counters could not be promoted to
+    /// registers anyway.
+    volatile: bool,
     /// A slot no function owns, for PHI entries of edges that are not counted there.
     pub scratch: u64,
 }
@@ -34,7 +39,7 @@ pub struct EmitStats {
 
 impl Counters {
     /// Wraps the module's counter global (`[len x i64]`).
-    pub fn new(m: LLVMModuleRef, global: LLVMValueRef, len: u64, atomic: bool, scratch: u64) -> Counters {
+    pub fn new(m: LLVMModuleRef, global: LLVMValueRef, len: u64, atomic: bool, volatile: bool, scratch: u64) -> Counters {
         unsafe {
             let ctx = LLVMGetModuleContext(m);
             let i64t = LLVMInt64TypeInContext(ctx);
@@ -44,6 +49,7 @@ impl Counters {
                 array_ty: LLVMArrayType2(i64t, len),
                 global,
                 atomic,
+                volatile,
                 scratch,
             }
         }
@@ -104,6 +110,10 @@ impl Counters {
                 let new = LLVMBuildAdd(self.builder, old, delta, c"pathprof.count.next".as_ptr());
                 let store = LLVMBuildStore(self.builder, new, ptr);
                 LLVMSetAlignment(store, 8);
+                if self.volatile {
+                    LLVMSetVolatile(old, 1);
+                    LLVMSetVolatile(store, 1);
+                }
             }
         }
     }

@@ -121,7 +121,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     let scratch = next_counter;
     let array_len = (next_counter + u64::from(uses_phi)).max(1);
     let counters_global = globals::counter_array(m, array_len);
-    let counters = Counters::new(m, counters_global, array_len, config.atomic, scratch);
+    let counters = Counters::new(m, counters_global, array_len, config.atomic, config.mode == Mode::Path, scratch);
     let hashed_functions: Vec<u64> = planned
         .iter()
         .enumerate()
