@@ -14,6 +14,12 @@
 //! No panic crosses into C++: the entry point and each function's planning run under `catch_unwind`; a bug
 //! becomes a warning and an uninstrumented function, never a crashed compiler.
 
+// LLVM C API references (`LLVMValueRef`, `LLVMModuleRef`, ...) are opaque handles owned by LLVM and valid for
+// the whole pass invocation; the pass passes them around like references. Marking every function that takes
+// one `unsafe` would add no checking, only noise: the unsafety is confined to the FFI calls in `ir`, `emit`,
+// `globals`, `path_mode` and `use_mode`.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 pub mod cfg_build;
 pub mod config;
 pub mod emit;

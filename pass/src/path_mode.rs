@@ -14,7 +14,7 @@
 //!   `count[…]--` once the calls have returned (after the last one, or on both edges of an `invoke`), so a path
 //!   cut short by `exit()`, `longjmp` or an exception is counted, and completed paths are not.
 
-use crate::cfg_build::{self, CallFacts, FunctionGraph, Site};
+use crate::cfg_build::{FunctionGraph, Site};
 use crate::emit::Counters;
 use crate::ir;
 use crate::shim;
@@ -278,9 +278,10 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
             };
             entries.push((incoming_block(e), val));
         }
-        let first = entries.first().map(|x| x.1);
-        r_in[v.index()] = Some(if entries.iter().all(|x| Some(x.1) == first) && first.is_some() {
-            first.expect("checked")
+        // A reachable block other than the entry has at least one incoming edge.
+        let first = entries.first().map(|x| x.1).expect("a reachable block has a predecessor");
+        r_in[v.index()] = Some(if entries.iter().all(|x| x.1 == first) {
+            first
         } else {
             unsafe {
                 LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, LLVMGetFirstInstruction(g.blocks[v.index()]));
@@ -398,9 +399,4 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
             }
         }
     }
-}
-
-/// Builds the graph for path mode (the same graph as edge mode).
-pub fn build_graph(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, String> {
-    cfg_build::build(f, facts).map_err(|u| u.0)
 }
