@@ -18,6 +18,37 @@
  *
  * Neither function is async-signal-safe.
  *
+ * Run-time options read at the first module registration (before main):
+ *
+ *   PATHPROF_SIGNALS=1  On SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT (abort(),
+ *     std::terminate) and SIGTERM, write the profile from the signal handler
+ *     before the program dies, with every record flagged incomplete (the
+ *     frames in flight never finished: counts are a lower bound; `pathprof
+ *     show` reports such functions as inexact). The handler uses no malloc
+ *     (memory comes from mmap), calls the handler that was installed before
+ *     it, if any, or else restores the default action and re-raises: the
+ *     program's exit status and core dump are unchanged. If another process
+ *     holds the profile's lock, the counts go to FILE.<pid>.incomplete
+ *     instead (one warning line). Handlers the program installs later take
+ *     precedence. Without this option a program killed by a signal writes no
+ *     profile. _exit() and quick_exit() never write one.
+ *
+ *   PATHPROF_DUMP_INTERVAL=SECONDS  (e.g. 30, 0.5) A background thread, with
+ *     all signals blocked, dumps every SECONDS, so the file exists and grows
+ *     while a long-running program runs. Exact snapshots of functions that
+ *     run concurrently with a dump need atomic counters (--pathprof-atomic);
+ *     with non-atomic counters the records are flagged as updated by several
+ *     threads. A fork()ed child has no timer thread (it writes at exit).
+ *
+ * Either option keeps a shared object that carries its own runtime copy
+ * loaded until exit (dlclose does not unload it; its counts are written at
+ * exit instead).
+ *
+ * Threads: counters of code built without --pathprof-atomic can lose
+ * increments when several threads run it. The runtime flags such records
+ * (RECORD_FLAG_THREADED_NONATOMIC, shown as inexact) whenever the process
+ * has ever had more than one thread when it dumps.
+ *
 \*===----------------------------------------------------------------------===*/
 
 #ifndef PATHPROF_H

@@ -106,6 +106,12 @@ impl Part for Hex {
 
 impl Part for Errno {
     fn put(self, line: &mut Line) {
+        if crate::sys::in_signal() {
+            // strerror may consult locale data: not async-signal-safe.
+            line.bytes(b"error ");
+            Dec(self.0 as u64).put(line);
+            return;
+        }
         // SAFETY: strerror returns a valid NUL-terminated string (glibc's is thread-safe for known codes and
         // uses a thread-local buffer for unknown ones).
         let s = unsafe { crate::sys::cstr_bytes(libc::strerror(self.0)) };

@@ -20,7 +20,15 @@
 //! # Failures
 //! Any failure prints exactly one line, `pathprof: warning: cannot write profile FILE: <reason>`, removes the
 //! temporary file, puts the drained counts back into memory and returns `Err`: the program's output and exit
-//! status are never affected.
+//! status are never affected. (Interval-timer ticks print it only for their first failure.)
+//!
+//! # Flags
+//! Records of modules built without `--pathprof-atomic` that have dense counters get
+//! `RECORD_FLAG_THREADED_NONATOMIC` when the process has ever run more than one thread, sampled after the drain
+//! (see [`crate::threads`]). A fatal-signal flush ([`Kind::Fatal`], see [`crate::signals`]) writes even when
+//! nothing is new, flags every record it writes `RECORD_FLAG_INCOMPLETE`, runs without `malloc` (see
+//! [`crate::sys`]), and takes the file lock without waiting: if another process holds it, it writes this
+//! process's records alone to `FILE.<pid>.incomplete` instead of merging into `FILE`.
 
 use crate::diag::{pp_info, pp_warn, Dec, Hex};
 use crate::merge::{self, Existing, Group, Note, PathCount};
@@ -28,7 +36,18 @@ use crate::path::{self, Vars};
 use crate::sys::{self, Errno, Fd, MVec};
 use crate::{counters, is_atomic, modules, table, State};
 use core::sync::atomic::Ordering;
-use pathprof_format::layout::{ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_INCOMPLETE};
+use pathprof_format::layout::{ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
+
+/// Why a dump runs.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `__pathprof_dump`, exit, unregistration.
+    Normal,
+    /// A `PATHPROF_DUMP_INTERVAL` tick: like `Normal`, but only its first failure is reported.
+    Timer,
+    /// The flush of a fatal-signal handler, for this signal number.
+    Fatal(libc::c_int),
+}
 
 /// Which modules a dump covers.
 pub(crate) enum Scope {
@@ -92,7 +111,7 @@ impl Taken {
 }
 
 /// Dumps `scope`; call with the runtime lock held. Prints its own diagnostics.
-pub(crate) fn dump(st: &mut State, scope: Scope) -> Result<(), ()> {
+pub(crate) fn dump(st: &mut State, scope: Scope, kind: Kind) -> Result<(), ()> {
     let pid = sys::pid();
     if st.counted_pid != pid {
         // First dump of this process (or of a forked child): nothing counted yet.
@@ -104,7 +123,14 @@ pub(crate) fn dump(st: &mut State, scope: Scope) -> Result<(), ()> {
     }
 
     let mut path = MVec::new();
-    match run(st, scope, pid, &mut path) {
+    let result = run(st, scope, kind, pid, &mut path);
+    if result.is_err() && kind == Kind::Timer {
+        if st.timer_warned {
+            return Err(());
+        }
+        st.timer_warned = true;
+    }
+    match result {
         Ok(()) => Ok(()),
         Err(Fail::Sys(Errno(libc::ENOMEM))) if path.len() == 0 => {
             pp_warn!("cannot write profile: out of memory");
@@ -131,7 +157,7 @@ fn meta_of<'a>(d: *mut ModuleDesc) -> &'a [u8] {
     unsafe { core::slice::from_raw_parts(d.meta, d.meta_len as usize) }
 }
 
-fn run(st: &mut State, scope: Scope, pid: u32, path: &mut MVec<u8>) -> Result<(), Fail> {
+fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) -> Result<(), Fail> {
     // 1. The modules, oldest first, grouped by build.
     let mut taken: MVec<Taken> = MVec::new();
     match scope {
@@ -181,7 +207,7 @@ fn run(st: &mut State, scope: Scope, pid: u32, path: &mut MVec<u8>) -> Result<()
         nothing_new = nothing_new && counters(t.desc).all(|c| c.load(Ordering::Relaxed) == 0);
         nothing_new = nothing_new && !table::has_news(t.desc);
     }
-    if nothing_new {
+    if nothing_new && !matches!(kind, Kind::Fatal(_)) {
         // Every module is already counted in this process's runs and nothing was counted since: the file is
         // up to date (this is the common case for a destructor-time unregister after the exit dump).
         return Ok(());
@@ -200,10 +226,55 @@ fn run(st: &mut State, scope: Scope, pid: u32, path: &mut MVec<u8>) -> Result<()
     // 3. Lock, read. A path that names a directory or a device fails before any lock file is created next to it.
     precheck_type(path.as_slice())?;
     let lock = Fd::open(lock_path.as_slice(), libc::O_RDWR | libc::O_CREAT, 0o666)?;
-    flock(&lock, libc::LOCK_EX);
-    let result = locked(st, &mut taken, total, path.as_slice(), tmp_path.as_slice());
+    if let Kind::Fatal(sig) = kind {
+        if !try_flock(&lock) {
+            // Another process is writing FILE: do not wait in a dying process; write our records alone.
+            drop(lock);
+            let mut alone = MVec::new();
+            path::sibling(path.as_slice(), b".", Some(pid as u64), &mut alone)?;
+            let mut named = MVec::new();
+            path::sibling(alone.as_slice(), b".incomplete", None, &mut named)?;
+            let mut tmp = MVec::new();
+            path::sibling(named.as_slice(), b".tmp", None, &mut tmp)?;
+            let result = locked(st, &mut taken, total, named.as_slice(), tmp.as_slice(), kind, false);
+            if result.is_ok() {
+                pp_warn!(
+                    "fatal signal ",
+                    Dec(sig as u64),
+                    ": ",
+                    path.as_slice(),
+                    " is locked by another process; wrote this run's incomplete counts to ",
+                    named.as_slice()
+                );
+            } else {
+                // Name the file that failed.
+                path.clear();
+                path.extend_from_slice(named.as_slice())?;
+            }
+            return result;
+        }
+    } else {
+        flock(&lock, libc::LOCK_EX);
+    }
+    let result = locked(st, &mut taken, total, path.as_slice(), tmp_path.as_slice(), kind, true);
     flock(&lock, libc::LOCK_UN);
     result
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`; false only if another open file description holds the lock (a file system
+/// without locks counts as locked by us, as in [`flock`]).
+fn try_flock(fd: &Fd) -> bool {
+    loop {
+        // SAFETY: valid fd.
+        if unsafe { libc::flock(fd.raw(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return true;
+        }
+        match Errno::last().0 {
+            libc::EINTR => continue,
+            libc::EWOULDBLOCK => return false,
+            _ => return true,
+        }
+    }
 }
 
 /// Fails early if `path` exists and is not a regular file (checked again, on the open file, under the lock).
@@ -236,9 +307,17 @@ fn flock(fd: &Fd, op: libc::c_int) {
     }
 }
 
-/// Steps 3–5, under the file lock.
-fn locked(st: &mut State, taken: &mut MVec<Taken>, total: usize, path: &[u8], tmp: &[u8]) -> Result<(), Fail> {
-    let (old, mode) = read_existing(path)?;
+/// Steps 3–5, under the file lock (`merge`: read and merge the existing file; else write a fresh one).
+fn locked(
+    st: &mut State,
+    taken: &mut MVec<Taken>,
+    total: usize,
+    path: &[u8],
+    tmp: &[u8],
+    kind: Kind,
+    merge: bool,
+) -> Result<(), Fail> {
+    let (old, mode) = if merge { read_existing(path)? } else { (Old::Absent, None) };
     let existing = match &old {
         Old::Absent => None,
         Old::Invalid(why) => {
@@ -260,7 +339,14 @@ fn locked(st: &mut State, taken: &mut MVec<Taken>, total: usize, path: &[u8], tm
     drain(taken, &mut snap);
     let mut paths: MVec<PathCount> = MVec::new();
     let result = match drain_tables(taken, &mut paths) {
-        Ok(()) => write_merged(st, taken, &snap, &paths, existing, path, tmp, mode),
+        Ok(()) => {
+            // Sampled after the drain: every thread that could have contributed to these counts existed by now.
+            let mut flags = if crate::threads::probe() { RECORD_FLAG_THREADED_NONATOMIC } else { 0 };
+            if matches!(kind, Kind::Fatal(_)) {
+                flags |= RECORD_FLAG_INCOMPLETE;
+            }
+            write_merged(st, taken, &snap, &paths, existing, path, tmp, mode, flags)
+        }
         Err(e) => Err(e.into()),
     };
     if result.is_err() {
@@ -309,6 +395,7 @@ fn write_merged(
     path: &[u8],
     tmp: &[u8],
     mode: Option<libc::mode_t>,
+    dump_flags: u64,
 ) -> Result<(), Fail> {
     let mut groups: MVec<Group<'_>> = MVec::new();
     let included = taken.as_slice().iter().filter(|t| t.snap_at != usize::MAX);
@@ -316,7 +403,13 @@ fn write_merged(
         let d = desc(t.desc);
         let n = d.num_counters as usize;
         let values = snap.as_slice().get(t.snap_at..t.snap_at.saturating_add(n)).unwrap_or(&[]);
-        let flags = if t.dropped { RECORD_FLAG_INCOMPLETE } else { 0 };
+        let mut flags = dump_flags & RECORD_FLAG_INCOMPLETE;
+        if t.dropped {
+            flags |= RECORD_FLAG_INCOMPLETE;
+        }
+        if dump_flags & RECORD_FLAG_THREADED_NONATOMIC != 0 && !is_atomic(t.desc) && n > 0 {
+            flags |= RECORD_FLAG_THREADED_NONATOMIC;
+        }
         let last = groups.as_mut_slice().last_mut();
         match last {
             // A further copy of the same build: its values and path counts follow the previous copy's.

@@ -31,10 +31,26 @@
 //! # Fork, threads, exit
 //! A `fork()`ed child zeroes its inherited counters (the parent reports everything before the fork) and writes
 //! its own counts at its exit; merging under the file lock makes parent and child sum exactly. (Counts are lost
-//! only if the parent never dumps, e.g. ends with `_exit`.) `vfork`/`posix_spawn` run no fork handlers and are
-//! unaffected. Threads still running at exit keep incrementing counters that the exit dump has drained; in
-//! atomic mode their increments up to the swap are exact. The runtime functions serialise on an internal spin
-//! lock and are not async-signal-safe.
+//! only if the parent never dumps, e.g. ends with `_exit`; a child that `exec`s loses what it counted between
+//! `fork` and `exec`.) `vfork`/`posix_spawn` run no fork handlers: a `vfork` child shares the parent's memory,
+//! so what it runs before `exec`/`_exit` is counted in the parent's profile (the pass treats `vfork` as
+//! returning twice, like `setjmp`), and it never flushes on a fatal signal (only the installing process or a
+//! `fork()`ed child does); `posix_spawn` children run no instrumented code. Threads still running at exit keep
+//! incrementing counters that the exit dump has drained; in atomic mode their increments up to the swap are
+//! exact. The runtime functions serialise on an internal spin lock and are not async-signal-safe.
+//!
+//! Records of modules built without `--pathprof-atomic` are flagged `RECORD_FLAG_THREADED_NONATOMIC` when the
+//! process has ever had more than one thread at a dump (sound detection, false positives allowed: see
+//! `threads`).
+//!
+//! # Abnormal ends and long-running programs
+//! Read at the first registration: `PATHPROF_SIGNALS=1` installs fatal-signal handlers that flush the profile
+//! async-signal-safely with every record flagged incomplete, then end the program as it would have ended
+//! (see `signals`); `PATHPROF_DUMP_INTERVAL=SECONDS` starts a thread that dumps periodically (see `timer`).
+//! Either pins a shared object's runtime copy (`RTLD_NODELETE`) so that `dlclose` never unmaps code a handler
+//! or the timer thread may run. The runtime lock records its owner, and every holder blocks the six fatal
+//! signals while it holds it (only when the handlers are installed), so a flush never waits for a dump of its
+//! own thread.
 //!
 //! # One runtime per linked image
 //! `pathprof-clang` links the archive with `--exclude-libs`, so every instrumented executable and shared object
@@ -58,12 +74,16 @@ mod diag;
 mod dump;
 mod merge;
 mod path;
+mod signals;
 mod sys;
 mod table;
+mod threads;
+mod timer;
 
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use diag::{pp_info, pp_warn, Dec};
+use dump::Kind;
 use pathprof_format::layout::{ModuleDesc, PathTable, DESC_FLAG_ATOMIC, DESC_VERSION};
 
 #[cfg(panic = "abort")]
@@ -142,6 +162,31 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
             }
             libc::pthread_atfork(None, None, Some(fork_child_handler));
         }
+        threads::init();
+        let signals = sys::env(c"PATHPROF_SIGNALS").is_some_and(|v| v != b"0");
+        let interval = sys::env(c"PATHPROF_DUMP_INTERVAL");
+        if signals || interval.is_some() {
+            // Handlers and the timer thread run this image's code at any time: never let dlclose unmap it.
+            pin_image();
+        }
+        if signals {
+            signals::install();
+        }
+        if let Some(v) = interval {
+            timer::start(v);
+        }
+    }
+}
+
+/// Keeps this image mapped for the life of the process (`RTLD_NODELETE`); a no-op for the main executable.
+fn pin_image() {
+    // SAFETY: dladdr on an address inside this image, dlopen of the name it reports with RTLD_NOLOAD (it is
+    // loaded: we are running its code); the handle is deliberately never closed.
+    unsafe {
+        let mut info: libc::Dl_info = core::mem::zeroed();
+        if libc::dladdr(pin_image as fn() as *const core::ffi::c_void, &mut info) != 0 && !info.dli_fname.is_null() {
+            libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE);
+        }
     }
 }
 
@@ -159,7 +204,7 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
     }
     // If the exit dump already failed, its warning was printed and retrying here would print another.
     if !guard.state().exit_failed {
-        let _ = dump::dump(guard.state(), dump::Scope::One(desc));
+        let _ = dump::dump(guard.state(), dump::Scope::One(desc), Kind::Normal);
     }
     unlink(desc);
     table::release(desc);
@@ -170,7 +215,7 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
 #[no_mangle]
 pub extern "C" fn __pathprof_dump() -> i32 {
     let mut guard = lock();
-    match dump::dump(guard.state(), dump::Scope::All) {
+    match dump::dump(guard.state(), dump::Scope::All, Kind::Normal) {
         Ok(()) => 0,
         Err(()) => -1,
     }
@@ -190,8 +235,47 @@ pub extern "C" fn __pathprof_reset() {
 
 extern "C" fn exit_handler() {
     let mut guard = lock();
-    let failed = dump::dump(guard.state(), dump::Scope::All).is_err();
+    guard.state().exiting = true;
+    let failed = dump::dump(guard.state(), dump::Scope::All, Kind::Normal).is_err();
     guard.state().exit_failed = failed;
+}
+
+/// One `PATHPROF_DUMP_INTERVAL` tick (on the timer thread); false once the process is exiting.
+fn timer_tick() -> bool {
+    let mut guard = lock();
+    if guard.state().exiting {
+        return false;
+    }
+    let _ = dump::dump(guard.state(), dump::Scope::All, Kind::Timer);
+    true
+}
+
+/// The flush of a fatal-signal handler (see `signals`): a dump of every module with every record flagged
+/// incomplete, without `malloc`. Gives up (one warning line) if another thread's dump holds the runtime lock
+/// for more than 2 s.
+fn signal_flush(sig: core::ffi::c_int) {
+    let me = owner_id();
+    if LOCK.load(Ordering::Relaxed) == me {
+        // Unreachable: lock holders block the fatal signals. Waiting here would deadlock.
+        return;
+    }
+    let deadline = signals::now_ns().saturating_add(2_000_000_000);
+    while LOCK.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        if signals::now_ns() > deadline {
+            pp_warn!("fatal signal ", Dec(sig as u64), " during a dump in another thread; no profile written");
+            return;
+        }
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+    let guard = Guard { mask: None };
+    {
+        let _ctx = sys::SignalContext::enter();
+        // SAFETY: we hold the lock.
+        let st = unsafe { &mut *STATE.0.get() };
+        let _ = dump::dump(st, dump::Scope::All, Kind::Fatal(sig));
+    }
+    drop(guard);
 }
 
 /// Runs in a `fork()`ed child, single-threaded, before `fork` returns there.
@@ -203,7 +287,10 @@ unsafe extern "C" fn fork_child_handler() {
     st.counted.leak();
     st.counted_pid = 0;
     st.exit_failed = false;
-    LOCK.store(false, Ordering::Release);
+    st.timer_warned = false;
+    LOCK.store(0, Ordering::Release);
+    threads::fork_child();
+    signals::fork_child();
     // The parent reports everything counted before the fork.
     for m in modules() {
         for c in counters(m) {
@@ -284,6 +371,10 @@ pub(crate) struct State {
     pub(crate) signature: Option<u64>,
     /// The exit dump failed (and said so).
     pub(crate) exit_failed: bool,
+    /// The exit dump has started: interval-timer ticks do nothing from now on.
+    pub(crate) exiting: bool,
+    /// A timer tick failed and said so; later failing ticks stay quiet.
+    pub(crate) timer_warned: bool,
 }
 
 struct Global<T>(core::cell::UnsafeCell<T>);
@@ -295,20 +386,34 @@ static STATE: Global<State> = Global(core::cell::UnsafeCell::new(State {
     counted_pid: 0,
     signature: None,
     exit_failed: false,
+    exiting: false,
+    timer_warned: false,
 }));
 
 /// The runtime lock: a spin lock (yielding) rather than a pthread mutex, so a child forked while another thread
-/// held it can simply reset it.
-static LOCK: AtomicBool = AtomicBool::new(false);
+/// held it can simply reset it. It holds the owner's [`owner_id`], 0 when free.
+static LOCK: AtomicU64 = AtomicU64::new(0);
 
-struct Guard(());
+/// The calling thread's lock owner value (never 0).
+fn owner_id() -> u64 {
+    // SAFETY: pthread_self has no preconditions (and is async-signal-safe: it reads the thread pointer).
+    (unsafe { libc::pthread_self() } as u64) | 1
+}
+
+/// Holds the runtime lock; with the fatal-signal handlers installed, also keeps them blocked in this thread
+/// (the previous mask is restored on drop), so a flush never waits for a dump it interrupted.
+struct Guard {
+    mask: Option<libc::sigset_t>,
+}
 
 fn lock() -> Guard {
-    while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+    let mask = signals::block();
+    let me = owner_id();
+    while LOCK.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed).is_err() {
         // SAFETY: sched_yield has no preconditions.
         unsafe { libc::sched_yield() };
     }
-    Guard(())
+    Guard { mask }
 }
 
 impl Guard {
@@ -320,6 +425,9 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        LOCK.store(false, Ordering::Release);
+        LOCK.store(0, Ordering::Release);
+        if let Some(m) = &self.mask {
+            signals::unblock(m);
+        }
     }
 }

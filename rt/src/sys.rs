@@ -2,10 +2,43 @@
 //! file descriptor: a malloc-backed vector, an owned fd, and EINTR-safe whole-buffer reads and writes.
 //!
 //! Nothing here allocates on the counting path; these are used only at dump time.
+//!
+//! # Allocation in a fatal-signal handler
+//! `malloc` is not async-signal-safe: a signal that interrupts the program inside `malloc` would deadlock a
+//! handler that calls it. While the fatal-signal flush runs ([`SignalContext`]), [`MVec`] therefore allocates
+//! with anonymous `mmap` instead (a plain system call, async-signal-safe in practice on Linux, though POSIX does
+//! not list it), frees such blocks with `munmap`, and never passes a `malloc` block to `free` or `realloc`:
+//! growing one copies it into a mapping and abandons the old block. Mapped vectors stay mapped afterwards (a
+//! program whose own handler recovers from the signal simply keeps using them).
 
 use core::ffi::{c_char, c_int, c_void};
 use core::marker::PhantomData;
+use core::sync::atomic::{AtomicBool, Ordering};
 use core::{mem, ptr, slice};
+
+/// Set while a fatal-signal handler writes the profile (see the module docs).
+static IN_SIGNAL: AtomicBool = AtomicBool::new(false);
+
+/// Whether the fatal-signal flush is running: allocate with `mmap`, call only async-signal-safe functions.
+pub(crate) fn in_signal() -> bool {
+    IN_SIGNAL.load(Ordering::Relaxed)
+}
+
+/// Marks the fatal-signal flush as running until dropped (set and cleared with the runtime lock held).
+pub(crate) struct SignalContext(());
+
+impl SignalContext {
+    pub(crate) fn enter() -> SignalContext {
+        IN_SIGNAL.store(true, Ordering::Relaxed);
+        SignalContext(())
+    }
+}
+
+impl Drop for SignalContext {
+    fn drop(&mut self) {
+        IN_SIGNAL.store(false, Ordering::Relaxed);
+    }
+}
 
 /// An `errno` value; the runtime's only error type (allocation failure is `ENOMEM`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -19,18 +52,21 @@ impl Errno {
     }
 }
 
-/// A growable array in `malloc` memory for plain-data `T` (never dropped element-wise).
+/// A growable array in `malloc` memory (or `mmap` memory, see the module docs) for plain-data `T` (never
+/// dropped element-wise).
 pub(crate) struct MVec<T: Copy> {
     ptr: *mut T,
     len: usize,
     cap: usize,
+    /// `ptr` is an anonymous mapping of `cap * size_of::<T>()` bytes rather than a `malloc` block.
+    mapped: bool,
     _own: PhantomData<T>,
 }
 
 impl<T: Copy> MVec<T> {
     /// An empty vector; allocates nothing.
     pub(crate) const fn new() -> MVec<T> {
-        MVec { ptr: ptr::null_mut(), len: 0, cap: 0, _own: PhantomData }
+        MVec { ptr: ptr::null_mut(), len: 0, cap: 0, mapped: false, _own: PhantomData }
     }
 
     /// Makes room for `extra` more elements.
@@ -41,6 +77,9 @@ impl<T: Copy> MVec<T> {
         }
         let cap = need.max(self.cap.saturating_mul(2)).max(8);
         let bytes = cap.checked_mul(mem::size_of::<T>()).ok_or(Errno(libc::ENOMEM))?;
+        if self.mapped || in_signal() {
+            return self.remap(cap, bytes);
+        }
         // SAFETY: `ptr` is null or a live malloc block owned by `self`; malloc alignment (16) suffices for the
         // plain-data types used here (u8, u64, pointers, small structs of those).
         let p = unsafe { libc::realloc(self.ptr.cast::<c_void>(), bytes) }.cast::<T>();
@@ -49,6 +88,39 @@ impl<T: Copy> MVec<T> {
         }
         self.ptr = p;
         self.cap = cap;
+        Ok(())
+    }
+
+    /// Moves the elements into a new anonymous mapping of `bytes` (= `cap` elements).
+    fn remap(&mut self, cap: usize, bytes: usize) -> Result<(), Errno> {
+        // SAFETY: an anonymous private mapping has no preconditions; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                bytes.max(1),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Errno(libc::ENOMEM));
+        }
+        let p = p.cast::<T>();
+        if !self.ptr.is_null() {
+            // SAFETY: the new mapping holds `cap >= len` elements (page alignment suffices for any T used here);
+            // the old block holds `len` initialised ones; they do not overlap.
+            unsafe { ptr::copy_nonoverlapping(self.ptr, p, self.len) };
+            if self.mapped {
+                // SAFETY: our own mapping of exactly this size.
+                unsafe { libc::munmap(self.ptr.cast::<c_void>(), self.cap * mem::size_of::<T>()) };
+            }
+            // A malloc block is abandoned: `free` is not async-signal-safe.
+        }
+        self.ptr = p;
+        self.cap = cap;
+        self.mapped = true;
         Ok(())
     }
 
@@ -131,8 +203,14 @@ impl<T: Copy> MVec<T> {
 
 impl<T: Copy> Drop for MVec<T> {
     fn drop(&mut self) {
-        // SAFETY: `ptr` is null or our malloc block.
-        unsafe { libc::free(self.ptr.cast::<c_void>()) };
+        if self.mapped {
+            // SAFETY: our own mapping of exactly this size.
+            unsafe { libc::munmap(self.ptr.cast::<c_void>(), self.cap * mem::size_of::<T>()) };
+        } else if !in_signal() {
+            // SAFETY: `ptr` is null or our malloc block.
+            unsafe { libc::free(self.ptr.cast::<c_void>()) };
+        }
+        // A malloc block dropped inside the signal handler is abandoned.
     }
 }
 

@@ -11,7 +11,8 @@
 use pathprof_core::graph::test_cfg;
 use pathprof_format::layout::{
     fnv1a64, record_len, FileHeader, ModuleDesc, PathTable, RecordHeader, DESC_FLAG_ATOMIC, DESC_VERSION,
-    FILE_HEADER_LEN, FILE_VERSION, RECORD_FLAG_INCOMPLETE, RECORD_HEADER_LEN, SPARSE_ENTRY_LEN,
+    FILE_HEADER_LEN, FILE_VERSION, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC, RECORD_HEADER_LEN,
+    SPARSE_ENTRY_LEN,
 };
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
 use std::collections::BTreeMap;
@@ -1272,7 +1273,8 @@ int main(void) {
     want.retain(|_, c| *c != 0);
     let recs = read_profile(&prof);
     let r = path_record(&recs, &m);
-    assert_eq!((r.h.runs, r.h.flags), (1, 0));
+    // The tables are exact (locked); the module's dense counters are non-atomic in a multi-threaded process.
+    assert_eq!((r.h.runs, r.h.flags), (1, RECORD_FLAG_THREADED_NONATOMIC));
     assert_eq!(sparse(r), want);
 }
 
@@ -1565,4 +1567,70 @@ int main(void) {
     assert_eq!(out.stdout, b"0\n");
     let recs = read_profile(&prof);
     assert_eq!(path_record(&recs, &m).counters, vec![0, u64::MAX]);
+}
+
+/// `PATHPROF_SIGNALS=1`: a SIGSEGV handler installed before the runtime registered (a higher-priority
+/// constructor) is called after the flush; a signal ignored at registration (SIGTERM) stays ignored. The
+/// flush merges into the profile of an earlier run (reading and rebuilding it in mmap memory) and flags the
+/// record incomplete.
+#[test]
+fn fatal_flush_merges_then_chains_to_an_earlier_handler() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("signal-chain");
+    let m = module("chain.c", 0);
+    let main = r#"
+#include <signal.h>
+static void prev(int sig) {
+  static const char msg[] = "previous handler\n";
+  write(2, msg, sizeof msg - 1);
+  _exit(40 + sig);
+}
+__attribute__((constructor(101))) static void early(void) {
+  signal(SIGSEGV, prev);
+  signal(SIGTERM, SIG_IGN);
+}
+int main(int argc, char **argv) {
+  C(0, 0) += 5;
+  raise(SIGTERM);                      /* ignored before the runtime registered: still ignored */
+  C(0, 1) += 1;
+  if (argc > 1) {
+    volatile int *p = (volatile int *)getenv("PATHPROF_TEST_NEVER_SET");
+    *p = 1;
+  }
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &[], &prof));
+    let out = command(&exe, &["crash"], &prof).env("PATHPROF_SIGNALS", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(40 + 11), "{}", describe(&out));
+    assert_eq!(out.stderr, b"previous handler\n", "{}", describe(&out));
+    let recs = read_profile(&prof);
+    let r = record(&recs, &m);
+    assert_eq!((r.counters.clone(), r.h.runs, r.h.flags), (vec![10, 2, 0], 2, RECORD_FLAG_INCOMPLETE));
+    no_temp_files(&dir);
+}
+
+/// Without `PATHPROF_SIGNALS` nothing is installed: the same crash leaves the profile of the earlier run as it
+/// was, and the program dies of SIGABRT as usual.
+#[test]
+fn without_the_opt_in_a_crash_writes_nothing() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("signal-off");
+    let m = module("off.c", 0);
+    let main = r#"
+int main(int argc, char **argv) {
+  C(0, 0) += 5;
+  if (argc > 1) abort();
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &[], &prof));
+    let before = fs::read(&prof).unwrap();
+    let out = run(&exe, &["crash"], &prof);
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(6), "{}", describe(&out));
+    assert_eq!(fs::read(&prof).unwrap(), before);
 }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Writes seed profiles for the fuzz targets into fuzz/seeds/: real profiles written by instrumented test
+# programs (edge mode, path mode with dense arrays, path mode with every function hashed via
+# PATHPROF_PATH_ARRAY_MAX=1, and atomic), plus a two-module profile. Needs dist/ (scripts/build.sh).
+# The checked-in corpus (fuzz/corpus/<target>/) was started from these seeds and minimised with
+# `cargo fuzz cmin`; rerun this script only to regenerate seeds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dist="${PATHPROF_DIST:-$PWD/dist}"
+progs=test-suite/programs
+out=fuzz/seeds
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+build_run() { # name mode extra-env... -- sources...
+  local name=$1 mode=$2; shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local cc="$dist/bin/pathprof-clang"
+  case "$*" in *.cpp*) cc="$dist/bin/pathprof-clang++" ;; esac
+  env PATHPROF_MODE="$mode" "${envs[@]}" "$cc" -O1 "$@" -o "$work/$name" -pthread
+  (cd "$work" && PATHPROF_FILE="$work/$name.pathprof" "./$name" >/dev/null 2>&1 || true)
+  cp "$work/$name.pathprof" "$out/$name.seed"
+}
+for p in loops switch recursion longjmp gotos exit_deep paths_mod; do
+  build_run "$p-edge" edge -- "$progs/$p.c"
+  build_run "$p-path" path -- "$progs/$p.c"
+  build_run "$p-hashed" path PATHPROF_PATH_ARRAY_MAX=1 -- "$progs/$p.c"
+done
+build_run exception-path path -- "$progs/exception.cpp"
+build_run cxx_mix-edge edge -- "$progs/cxx_mix.cpp"
+build_run threads-atomic-edge edge PATHPROF_ATOMIC=1 -- "$progs/threads.c"
+build_run threads-atomic-hashed path PATHPROF_ATOMIC=1 PATHPROF_PATH_ARRAY_MAX=1 -- "$progs/threads.c"
+build_run eighty_ifs-path path -- "$progs/eighty_ifs.c"
+build_run two_tu-path path -- "$progs/two_tu_main.c" "$progs/two_tu_util.c"
+ls -l "$out"
