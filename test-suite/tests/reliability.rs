@@ -764,3 +764,34 @@ fn sqlite3_compiles_at_every_level_in_both_modes() {
         }
     }
 }
+
+/// A full disk (simulated with a 512-byte file-size limit, `ulimit -f 1`, SIGXFSZ ignored so the write fails
+/// with EFBIG instead of killing the process): the program's output and exit status are unchanged, stderr is
+/// exactly one warning line, and no file that looks like a profile is left behind.
+#[test]
+fn full_disk_leaves_output_status_and_no_partial_profile() {
+    let dir = scratch("full-disk");
+    let exe = build(&dir, "cxx_mix", &["../cxx_mix.cpp"], "-O2", "path", false);
+    let reference = run_ok(Command::new(&exe).env("PATHPROF_FILE", dir.join("ok.pathprof")));
+    let profile = dir.join("full.pathprof");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 1; exec \"$0\"")
+        .arg(&exe)
+        .env("PATHPROF_FILE", &profile)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(out.stdout, reference.stdout, "the program's output changed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("pathprof: warning: cannot write profile") && err.contains("File too large"), "{err}");
+    assert!(!profile.exists(), "a partial profile was left behind");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("full.pathprof") && !n.ends_with(".lock"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
