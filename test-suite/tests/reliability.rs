@@ -795,3 +795,42 @@ fn full_disk_leaves_output_status_and_no_partial_profile() {
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
+
+/// Every way a real profile (written by an instrumented program, edge and path mode, with a hashed function)
+/// can be cut short or bit-flipped is refused by the reader; through the CLI each is one line and exit 2.
+#[test]
+fn every_truncation_and_bit_flip_of_a_real_profile_is_refused() {
+    let dir = scratch("real-corrupt");
+    for (mode, extra) in [("edge", None), ("path", Some("PATHPROF_PATH_ARRAY_MAX=1"))] {
+        let exe = dir.join(format!("loops-{mode}"));
+        let mut cc = wrapper(false);
+        cc.args(["-O2", &format!("--pathprof-mode={mode}")]).arg(programs().join("loops.c")).arg("-o").arg(&exe);
+        if let Some(kv) = extra {
+            let (k, v) = kv.split_once('=').unwrap();
+            cc.env(k, v);
+        }
+        run_ok(&mut cc);
+        let profile = dir.join(format!("{mode}.pathprof"));
+        run_ok(Command::new(&exe).env("PATHPROF_FILE", &profile));
+        let bytes = std::fs::read(&profile).unwrap();
+        assert!(pathprof_format::profile::read(&bytes).is_ok(), "{mode}: the real profile itself must read");
+        for len in 0..bytes.len() {
+            assert!(pathprof_format::profile::read(&bytes[..len]).is_err(), "{mode}: truncation to {len} bytes accepted");
+        }
+        for i in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[i / 8] ^= 1 << (i % 8);
+            assert!(pathprof_format::profile::read(&flipped).is_err(), "{mode}: bit flip {i} accepted");
+        }
+        // A sample of them through the CLI: one line on stderr, exit status 2.
+        for len in (0..bytes.len()).step_by(bytes.len() / 16 + 1) {
+            let cut = dir.join(format!("{mode}-cut{len}.pathprof"));
+            std::fs::write(&cut, &bytes[..len]).unwrap();
+            for sub in ["show", "decode"] {
+                let out = Command::new(dist().join("bin/pathprof")).arg(sub).arg(&cut).output().unwrap();
+                assert_eq!(out.status.code(), Some(2), "{sub} on {len} bytes: {}", describe(&out));
+                assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{sub} on {len} bytes");
+            }
+        }
+    }
+}
