@@ -28,6 +28,8 @@ use std::path::PathBuf;
 
 mod hot_regions;
 
+use crate::text;
+
 /// Paths listed per function in text output when `--top` is not given.
 const DEFAULT_TEXT_TOP: usize = 10;
 
@@ -256,21 +258,6 @@ fn path_report(module: &ModuleProfile, f: &FunctionMeta, p: &PathCount, rank: us
     }
 }
 
-/// `45,46,47,48,52` → `45-48,52`: runs of consecutive lines, in the given order.
-fn line_ranges(lines: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let mut j = i;
-        while j + 1 < lines.len() && lines[j].checked_add(1) == Some(lines[j + 1]) {
-            j += 1;
-        }
-        parts.push(if j > i { format!("{}-{}", lines[i], lines[j]) } else { lines[i].to_string() });
-        i = j + 1;
-    }
-    parts.join(",")
-}
-
 /// What is special about a path's start and end, for text output.
 fn marks(p: &PathReport) -> Vec<String> {
     let mut m = Vec::new();
@@ -307,13 +294,8 @@ fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Resu
             writeln!(out)?;
         }
         first = false;
-        let shown = if f.display_name.is_empty() { &f.name } else { &f.display_name };
-        let file = if f.file.is_empty() { "<unknown file>" } else { &f.file };
-        write!(out, "{shown}")?;
-        if shown != &f.name {
-            write!(out, " [{}]", f.name)?;
-        }
-        writeln!(out, "  {file}:{}  (module {}, path mode)", f.start_line, f.module)?;
+        let file =
+            text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, "path")?;
         let num_paths = match &f.num_paths {
             PathId::Number(n) => n.to_string(),
             PathId::Text(s) => s.clone(),
@@ -338,13 +320,7 @@ fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Resu
                 write!(out, "  ({})", m.join("; "))?;
             }
             writeln!(out)?;
-            for s in &p.steps {
-                if s.lines.is_empty() {
-                    writeln!(out, "        bb{:<4} (no line info)", s.block)?;
-                } else {
-                    writeln!(out, "        bb{:<4} {file}:{}", s.block, line_ranges(&s.lines))?;
-                }
-            }
+            text::path_steps(out, file, p.steps.iter().map(|s| (s.block, s.lines.as_slice())))?;
         }
     }
     if skipped > 0 {
@@ -355,19 +331,4 @@ fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Resu
         writeln!(out, "({skipped} function{s} without executed paths not shown)")?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::line_ranges;
-
-    #[test]
-    fn line_ranges_compress_consecutive_runs() {
-        assert_eq!(line_ranges(&[]), "");
-        assert_eq!(line_ranges(&[45]), "45");
-        assert_eq!(line_ranges(&[45, 46, 47, 48]), "45-48");
-        assert_eq!(line_ranges(&[45, 46, 47, 48, 52, 53, 60]), "45-48,52-53,60");
-        assert_eq!(line_ranges(&[48, 45, 46]), "48,45-46");
-        assert_eq!(line_ranges(&[u32::MAX, 0]), format!("{},0", u32::MAX));
-    }
 }

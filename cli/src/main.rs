@@ -12,6 +12,7 @@ mod export;
 mod files;
 mod merge;
 mod show;
+mod text;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

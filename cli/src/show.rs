@@ -188,13 +188,7 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
         if i > 0 {
             writeln!(out)?;
         }
-        let shown = if f.display_name.is_empty() { &f.name } else { &f.display_name };
-        let file = if f.file.is_empty() { "<unknown file>" } else { &f.file };
-        write!(out, "{shown}")?;
-        if shown != &f.name {
-            write!(out, " [{}]", f.name)?;
-        }
-        writeln!(out, "  {file}:{}  (module {}, {} mode)", f.start_line, f.module, f.mode)?;
+        crate::text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, &f.mode)?;
         writeln!(out, "  entry count: {}", n(f.entry_count))?;
         if !f.exact {
             writeln!(out, "  INEXACT: {}", f.inexact_reasons.join("; "))?;

@@ -17,7 +17,7 @@
 //! fields of a path in `decode --json` (`percent` relative to `executions`). Counts of inexact functions are
 //! listed with `"exact": false` (`INEXACT` in text), as in `decode`.
 
-use super::{line_ranges, marks, path_report, Args, PathId, PathReport};
+use super::{marks, path_report, Args, PathId, PathReport};
 use anyhow::{bail, Context, Result};
 use pathprof_core::regenerate::PathEnd;
 use pathprof_format::meta::{FunctionMeta, Mode};
@@ -171,13 +171,8 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
         if i > 0 {
             writeln!(out)?;
         }
-        let shown = if f.display_name.is_empty() { &f.name } else { &f.display_name };
-        let file = if f.file.is_empty() { "<unknown file>" } else { &f.file };
-        write!(out, "{shown}")?;
-        if shown != &f.name {
-            write!(out, " [{}]", f.name)?;
-        }
-        writeln!(out, "  {file}:{}  (module {}, path mode)", f.start_line, f.module)?;
+        let file =
+            crate::text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, "path")?;
         if f.executions == 0 {
             writeln!(out, "  no path executions")?;
         } else {
@@ -214,13 +209,7 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
                 write!(out, "  ({})", m.join("; "))?;
             }
             writeln!(out)?;
-            for s in &p.steps {
-                if s.lines.is_empty() {
-                    writeln!(out, "        bb{:<4} (no line info)", s.block)?;
-                } else {
-                    writeln!(out, "        bb{:<4} {file}:{}", s.block, line_ranges(&s.lines))?;
-                }
-            }
+            crate::text::path_steps(out, file, p.steps.iter().map(|s| (s.block, s.lines.as_slice())))?;
         }
     }
     Ok(())
