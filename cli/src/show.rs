@@ -188,7 +188,7 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
         if i > 0 {
             writeln!(out)?;
         }
-        crate::text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, &f.mode)?;
+        crate::text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, f.mode)?;
         writeln!(out, "  entry count: {}", n(f.entry_count))?;
         if !f.exact {
             writeln!(out, "  INEXACT: {}", f.inexact_reasons.join("; "))?;
