@@ -27,6 +27,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 mod hot_regions;
+mod interproc;
 
 use crate::text;
 
@@ -60,7 +61,7 @@ pub struct Args {
 
 /// The whole output: `{"mode": "path", "functions": [...], "paths": [...]}`.
 #[derive(Serialize)]
-struct Report {
+pub(crate) struct Report {
     mode: &'static str,
     /// One summary per decoded function (executed or not), in profile order.
     functions: Vec<FunctionReport>,
@@ -69,7 +70,7 @@ struct Report {
 }
 
 #[derive(Serialize)]
-struct FunctionReport {
+pub(crate) struct FunctionReport {
     /// Linkage name.
     name: String,
     /// Source-level name (empty without debug info).
@@ -94,7 +95,7 @@ struct FunctionReport {
 /// A path number: a JSON number when it fits in a `u64`, a decimal string otherwise.
 #[derive(Serialize)]
 #[serde(untagged)]
-enum PathId {
+pub(crate) enum PathId {
     Number(u64),
     Text(String),
 }
@@ -106,7 +107,7 @@ impl PathId {
 }
 
 #[derive(Serialize)]
-struct PathReport {
+pub(crate) struct PathReport {
     /// The Ball–Larus path number.
     id: PathId,
     /// 1-based rank within its function, hottest first.
@@ -139,32 +140,48 @@ struct PathReport {
 }
 
 #[derive(Serialize, Clone, Copy)]
-struct EdgeRef {
+pub(crate) struct EdgeRef {
     from: u32,
     to: u32,
 }
 
 #[derive(Serialize)]
-struct Step {
+pub(crate) struct Step {
     /// Linkage name of the function the block belongs to.
     function: String,
     /// Block index in the function (as in `pathprof show --json`).
     block: u32,
     /// The block's distinct source lines (`BlockMeta::lines`).
     lines: Vec<u32>,
+    /// Interprocedural modes: how the block was reached (`root_entry`, `edge`, `call`, `return`, `summary`,
+    /// `loop_restart`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<&'static str>,
 }
 
 /// Reads the profile, decodes the paths of every (selected) path-mode function and prints them.
 pub fn run(args: &Args) -> Result<()> {
     let profile = files::read_profile(&args.file)?;
-    if !profile.modules.is_empty() && profile.modules.iter().all(|m| m.meta.mode != Mode::Path) {
+    if !profile.modules.is_empty() && profile.modules.iter().all(|m| m.meta.mode == Mode::Edge) {
         bail!("{} is an edge profile: use pathprof show", args.file.display());
     }
+    let interprocedural: Vec<&ModuleProfile> =
+        profile.modules.iter().filter(|m| m.meta.mode.is_interprocedural()).collect();
+    let modes: std::collections::BTreeSet<&'static str> =
+        profile.modules.iter().filter(|m| m.meta.mode != Mode::Edge).map(|m| m.meta.mode.name()).collect();
+    if modes.len() > 1 {
+        bail!("{} mixes path profiles of modes {}: decode them separately", args.file.display(), modes.into_iter().collect::<Vec<_>>().join(", "));
+    }
     if args.hot_regions {
+        if !interprocedural.is_empty() {
+            bail!("--hot-regions is for path-mode profiles; {} is interprocedural", args.file.display());
+        }
         return hot_regions::run(args, &profile);
     }
     let top = args.top.or(if args.json { None } else { Some(DEFAULT_TEXT_TOP) });
-    let mut report = Report { mode: Mode::Path.name(), functions: Vec::new(), paths: Vec::new() };
+    let mode = modes.into_iter().next().unwrap_or(Mode::Path.name());
+    let mut report = Report { mode, functions: Vec::new(), paths: Vec::new() };
+    interproc::add_modules(&mut report, &interprocedural, args.function.as_deref(), top, &args.file)?;
     for module in profile.modules.iter().filter(|m| m.meta.mode == Mode::Path) {
         for (index, f) in module.meta.functions.iter().enumerate() {
             let selected = match args.function.as_deref() {
@@ -186,8 +203,10 @@ pub fn run(args: &Args) -> Result<()> {
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report).map_err(io::Error::from)?;
         writeln!(out)?;
-    } else {
+    } else if interprocedural.is_empty() {
         write_text(&mut out, &report, args.function.is_some())?;
+    } else {
+        interproc::write_text(&mut out, &report)?;
     }
     out.flush()?;
     Ok(())
@@ -253,6 +272,7 @@ fn path_report(module: &ModuleProfile, f: &FunctionMeta, p: &PathCount, rank: us
                 function: f.name.clone(),
                 block: b.0,
                 lines: f.blocks.get(b.index()).map(|m| m.lines.clone()).unwrap_or_default(),
+                via: None,
             })
             .collect(),
     }

@@ -32,6 +32,7 @@ fn edge_profile() -> Profile {
         reentry_blocks: vec![],
     };
     let meta = ModuleMeta {
+        interproc: None,
         module_name: "e.c".into(),
         mode: Mode::Edge,
         weighting: "uniform".into(),

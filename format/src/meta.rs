@@ -4,13 +4,14 @@
 //! Encoding: [`META_MAGIC`], a little-endian `u32` [`META_VERSION`], then the [`ModuleMeta`] value in `postcard`
 //! encoding. The blob is opaque to the runtime; its fnv1a64 identifies the module build.
 
+use pathprof_core::interproc::CallSite;
 use pathprof_core::Cfg;
 use serde::{Deserialize, Serialize};
 
 /// First bytes of every metadata blob.
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers refuse others.
-pub const META_VERSION: u32 = 1;
+pub const META_VERSION: u32 = 2;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,6 +20,10 @@ pub enum Mode {
     Edge,
     /// Ball–Larus path profiling (1996): one counter per acyclic path.
     Path,
+    /// Melski–Reps context path profiling (§5): module-wide path numbers that carry the calling context.
+    Context,
+    /// Melski–Reps piecewise path profiling (§6): module-wide path numbers for pieces crossing calls.
+    Piecewise,
 }
 
 impl Mode {
@@ -27,7 +32,14 @@ impl Mode {
         match self {
             Mode::Edge => "edge",
             Mode::Path => "path",
+            Mode::Context => "context",
+            Mode::Piecewise => "piecewise",
         }
+    }
+
+    /// Whether path numbers are module-wide Melski–Reps numbers ([`ModuleMeta::interproc`]).
+    pub fn is_interprocedural(self) -> bool {
+        matches!(self, Mode::Context | Mode::Piecewise)
     }
 }
 
@@ -44,6 +56,34 @@ pub struct ModuleMeta {
     pub atomic: bool,
     /// Instrumented functions, in module order.
     pub functions: Vec<FunctionMeta>,
+    /// Context and piecewise modes: the program the module-wide path numbers belong to.
+    pub interproc: Option<InterprocMeta>,
+}
+
+/// Melski–Reps facts the decoder needs to rebuild exactly the pass's numbering: the program is a pure function
+/// of the functions' `cfg`s and these call sites, and `pathprof_core::interproc::Supergraph::build` plus
+/// `number(mode)` of it give the path numbers `0..num_paths`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterprocMeta {
+    /// Per function of [`ModuleMeta::functions`] (same order): its call sites and whether code outside the
+    /// program may enter it.
+    pub procs: Vec<InterprocProc>,
+    /// numValidComps(Entry_global): path numbers are `0..num_paths`.
+    pub num_paths: u128,
+    /// Where the counts live: `Dense` = the module's counters `0..num_paths`; `Hashed` = the sparse entries of
+    /// the module's path table `table` (their `function` field is 0 and carries no meaning).
+    pub storage: PathStorage,
+    /// How many direct call sites the budget policy (§8) cut so that `num_paths` fits the budget.
+    pub budget_cuts: u32,
+}
+
+/// One procedure of an [`InterprocMeta`] program.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterprocProc {
+    /// Call sites (call block = the block the call ends; its single branch leads to the return site).
+    pub call_sites: Vec<CallSite>,
+    /// Whether the function may be entered from outside the program (a root).
+    pub external_entry: bool,
 }
 
 /// One instrumented function.
@@ -195,6 +235,9 @@ impl ModuleMeta {
                     }
                 }
                 (Mode::Path, None) => return bad("path-mode function without path data"),
+                (Mode::Context | Mode::Piecewise, None)
+                    if f.num_counters == 0 && f.edge_counters.iter().all(Option::is_none) => {}
+                (Mode::Context | Mode::Piecewise, _) => return bad("interprocedural function with its own counters"),
             }
             let mut seen = vec![false; f.num_counters as usize];
             for c in f.edge_counters.iter().flatten() {
@@ -207,6 +250,10 @@ impl ModuleMeta {
                 return bad("re-entry block out of range");
             }
         }
-        Ok(())
+        match (self.mode.is_interprocedural(), &self.interproc) {
+            (false, None) => Ok(()),
+            (true, Some(ip)) if ip.procs.len() == self.functions.len() && !self.functions.is_empty() => Ok(()),
+            _ => Err(MetaError::Inconsistent("interprocedural program does not match the mode or functions".into())),
+        }
     }
 }

@@ -114,6 +114,7 @@ fn module(name: &str, functions: Vec<(FunctionMeta, BTreeMap<u128, i64>)>) -> Mo
         metas.push(f);
     }
     let meta = ModuleMeta {
+        interproc: None,
         module_name: name.into(),
         mode: Mode::Path,
         weighting: "uniform".into(),

@@ -63,6 +63,7 @@ fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base:
 
 fn module_meta(name: &str) -> ModuleMeta {
     ModuleMeta {
+        interproc: None,
         module_name: name.to_string(),
         mode: Mode::Edge,
         weighting: "uniform".into(),

@@ -124,6 +124,20 @@ LLVMBasicBlockRef pathprof_shim_split_edge(LLVMValueRef Term, unsigned Succ) {
   CriticalEdgeSplittingOptions Opts;
   return wrap(SplitCriticalEdge(TI, Succ, Opts));
 }
+
+// Splits the block of `Inst` right after it: `Inst` then ends its block with an unconditional branch to the
+// new block (Melski-Reps call-site shape: call block -> return-site block). Returns the new block.
+LLVMBasicBlockRef pathprof_shim_split_after(LLVMValueRef Inst) {
+  Instruction *I = unwrap<Instruction>(Inst);
+  return wrap(I->getParent()->splitBasicBlock(std::next(I->getIterator()), "pathprof.ret"));
+}
+
+// Guards code by `Cond`: splits before `Before` and returns the terminator of a new block that runs only when
+// `Cond` is true (then falls through to `Before`).
+LLVMValueRef pathprof_shim_if_then(LLVMValueRef Cond, LLVMValueRef Before) {
+  Instruction *I = unwrap<Instruction>(Before);
+  return wrap(SplitBlockAndInsertIfThen(unwrap(Cond), I->getIterator(), false));
+}
 }
 
 #include "llvm/IR/ProfileSummary.h"

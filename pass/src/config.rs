@@ -44,7 +44,8 @@ pub struct Config {
     pub stats: bool,
     /// Print each function's graph, weights and chords to stderr (`PATHPROF_DEBUG=dump`).
     pub dump: bool,
-    /// Path mode: cut the Ball–Larus DAG so no function has more paths than this (`PATHPROF_PATH_BUDGET`).
+    /// Path mode: cut the Ball–Larus DAG so no function has more paths than this; context and piecewise modes:
+    /// cut call sites until the module has at most this many paths (`PATHPROF_PATH_BUDGET`).
     pub path_budget: u128,
     /// Path mode: functions with at most this many paths get a dense counter array, others a run-time hash
     /// table of executed paths (`PATHPROF_PATH_ARRAY_MAX`).
@@ -83,7 +84,9 @@ impl Config {
         let mode = match get("PATHPROF_MODE").as_deref() {
             None | Some("") | Some("path") => Mode::Path,
             Some("edge") => Mode::Edge,
-            Some(v) => return Err(format!("unknown PATHPROF_MODE='{v}' (expected edge or path)")),
+            Some("context") => Mode::Context,
+            Some("piecewise") => Mode::Piecewise,
+            Some(v) => return Err(format!("unknown PATHPROF_MODE='{v}' (expected edge, path, context or piecewise)")),
         };
         let weighting = match get("PATHPROF_WEIGHTS").as_deref() {
             None | Some("") | Some("llvm") => Weighting::Llvm,

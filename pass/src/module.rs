@@ -73,6 +73,11 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     if ir::has_named_metadata(m, INSTRUMENTED_MARK) {
         return Ok(false);
     }
+    if config.mode.is_interprocedural() {
+        let name = ir::module_source_name(m);
+        let candidates: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| should_instrument(f)).collect();
+        return crate::interproc_mode::instrument(m, &candidates, config, &name);
+    }
     let profile = match &config.weighting {
         Weighting::Profile(path) => Some(ProfileWeights::load(path)?),
         _ => None,
@@ -167,6 +172,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         weighting: config.weighting.spelling(),
         atomic: config.atomic,
         functions: planned.into_iter().map(|p| p.meta).collect(),
+        interproc: None,
     };
     globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
@@ -176,7 +182,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
                 "counters={} optimum={} split_edges={} phi_edges={}",
                 stats.counters, stats.optimum, stats.emit.split_edges, stats.emit.phi_edges
             ),
-            Mode::Path => format!(
+            Mode::Path | Mode::Context | Mode::Piecewise => format!(
                 "paths={} dense_counters={} hashed_functions={} increment_chords={} cut_edges={}",
                 stats.paths, next_counter, stats.hashed, stats.chords, stats.cuts
             ),
@@ -252,7 +258,7 @@ fn plan(
             meta.num_counters = chords.len() as u32;
             Plan::Edge { graph, chords }
         }
-        Mode::Path => {
+        Mode::Path | Mode::Context | Mode::Piecewise => {
             let pp = path_mode::plan(graph, &weights, config.path_budget, config.path_array_max, next_table)?;
             if config.dump {
                 let chords: Vec<EdgeId> = Vec::new();

@@ -14,6 +14,10 @@ extern "C" {
     pub fn pathprof_shim_emit_error(m: LLVMModuleRef, msg: *const c_char);
     /// Splits a critical edge with LLVM's `SplitCriticalEdge`.
     pub fn pathprof_shim_split_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
+    /// Splits the block of `inst` right after it; returns the new block.
+    pub fn pathprof_shim_split_after(inst: LLVMValueRef) -> LLVMBasicBlockRef;
+    /// Splits before `before` and returns the terminator of a block that runs only when `cond` is true.
+    pub fn pathprof_shim_if_then(cond: LLVMValueRef, before: LLVMValueRef) -> LLVMValueRef;
     /// `sizeof(llvm::PassPluginLibraryInfo)`, to check the Rust mirror.
     pub fn pathprof_shim_plugin_info_size() -> usize;
     /// Registers the pass with clang's / opt's PassBuilder.

@@ -153,6 +153,7 @@ fn module(name: &str, variant: u32) -> Module {
         reentry_blocks: vec![],
     };
     let meta = ModuleMeta {
+        interproc: None,
         module_name: name.to_string(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
@@ -192,6 +193,7 @@ fn path_module(name: &str) -> Module {
         reentry_blocks: vec![],
     };
     let meta = ModuleMeta {
+        interproc: None,
         module_name: name.to_string(),
         mode: Mode::Path,
         weighting: "uniform".into(),

@@ -116,6 +116,7 @@ pub fn module(name: &str, functions: Vec<Fixture>) -> ModuleProfile {
         metas.push(meta);
     }
     let meta = ModuleMeta {
+        interproc: None,
         module_name: name.into(),
         mode: Mode::Path,
         weighting: "uniform".into(),
@@ -279,6 +280,7 @@ pub fn edge_module(name: &str, functions: Vec<(FunctionMeta, Vec<u64>)>, flags: 
         metas.push(f);
     }
     let meta = ModuleMeta {
+        interproc: None,
         module_name: name.into(),
         mode: Mode::Edge,
         weighting: "uniform".into(),

@@ -213,6 +213,14 @@ pub enum AnalysisError {
         /// Function name.
         function: String,
     },
+    /// A context or piecewise module's program, numbering or path counts are inconsistent.
+    #[error("corrupt profile: module {module}: interprocedural paths: {reason}")]
+    Interproc {
+        /// Module name.
+        module: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Propagation refused the graph or the counter placement.
     #[error("function {function} of module {module}: {error}")]
     Propagate {
@@ -239,6 +247,16 @@ pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result
     let name = || module.meta.module_name.clone();
     if module.meta.mode == Mode::Path {
         return super::paths::function_path_counts(module, func_index).map(|p| p.counts);
+    }
+    if module.meta.mode.is_interprocedural() {
+        // Decodes the whole module; callers that want every function use `module_path_counts` once.
+        let mut all = super::interproc::module_path_counts(module)?;
+        let n = all.functions.len();
+        return if func_index < n {
+            Ok(all.functions.swap_remove(func_index))
+        } else {
+            Err(AnalysisError::FunctionOutOfRange { module: name(), index: func_index, num_functions: n })
+        };
     }
     let f = module.meta.functions.get(func_index).ok_or_else(|| AnalysisError::FunctionOutOfRange {
         module: name(),

@@ -111,7 +111,7 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
     let mut out = first.clone();
     for acc in &mut out.modules {
         let module = || acc.meta.module_name.clone();
-        let wrapping = acc.meta.mode == Mode::Path;
+        let wrapping = acc.meta.mode != Mode::Edge;
         // Index the first input's entries (folding any repeated keys), then add the others' into them.
         let mut sparse_index: HashMap<(u64, u128), usize> = HashMap::with_capacity(acc.sparse.len());
         let own = std::mem::take(&mut acc.sparse);

@@ -209,7 +209,7 @@ fn raw_path_counts(
 /// Vertices (EXIT included, in id order) whose in-flow differs from their out-flow in path-derived counts. A
 /// consistent profile conserves flow everywhere: every path segment that ends at a back or cut edge is followed
 /// by one that starts at its target, and every invocation leaves through EXIT.
-fn conservation_violations(cfg: &Cfg, edges: &[i128]) -> Vec<BlockId> {
+pub(super) fn conservation_violations(cfg: &Cfg, edges: &[i128]) -> Vec<BlockId> {
     let n = cfg.num_vertices();
     let mut flow_in = vec![0i128; n];
     let mut flow_out = vec![0i128; n];

@@ -1,0 +1,204 @@
+//! Context and piecewise modules: module-wide path counts → decoded interprocedural paths → per-function counts.
+//!
+//! Melski & Reps, "Interprocedural Path Profiling", CC 1999 / UW–Madison TR-1382, 1998: the pass numbered the
+//! observable paths of G*_fn for the program made of the module's functions (their graphs, with each direct
+//! call to a function of the program ending its block) and the call sites recorded in
+//! [`InterprocMeta`](crate::meta::InterprocMeta). That program, the supergraph and the ψ/ρ numbering are pure
+//! functions of the metadata, so the reader rebuilds them with `pathprof_core::interproc`, checks that the
+//! number of paths matches, and decodes every counted path (Algorithm 5.2 and its piecewise extension).
+//!
+//! Per-function edge and block counts follow from the *active* part of each path (context paths: the steps
+//! after the context-prefix, which ran in earlier paths): each edge of an execution lies in exactly one path's
+//! active part — a back edge or termination edge where a path ends, a call edge c→r where the callee returns
+//! (or at the summary edge), a callee's invocation at its entry step.
+//!
+//! Counts are signed as in path mode (a path cut short by a call that did not return is counted +1 before the
+//! call and −1 once it returned). Untrusted input: path numbers are checked against `num_paths` before they
+//! are decoded, and decoding is bounded by the program size.
+
+use super::analysis::{judge, AnalysisError, FunctionCounts, InexactReason};
+use super::paths::conservation_violations;
+use super::ModuleProfile;
+use crate::meta::{ModuleMeta, PathStorage};
+use pathprof_core::interproc::{
+    decode, CallSiteId, InterprocPath, Mode, PathEnd, ProcId, Procedure, Program, Supergraph, Via,
+};
+use pathprof_core::EdgeId;
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+/// One counted interprocedural path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InterprocCount {
+    /// The module-wide path number, `0..num_paths`.
+    pub number: u128,
+    /// The net count (negative only for a `setjmp` re-entry correction, or in an inconsistent profile).
+    pub count: i64,
+    /// The decoded path: steps across functions, the end, and the context-prefix length.
+    pub path: InterprocPath,
+}
+
+/// Every counted path of a context or piecewise module and the per-function counts derived from them.
+#[derive(Clone, Debug)]
+pub struct ModulePaths {
+    /// Context or piecewise.
+    pub mode: Mode,
+    /// numValidComps(Entry_global).
+    pub num_paths: u128,
+    /// The paths with a nonzero net count, by ascending number.
+    pub paths: Vec<InterprocCount>,
+    /// Per function of the metadata (same order): derived edge and block counts with the exactness verdict.
+    pub functions: Vec<FunctionCounts>,
+    /// Per call site (program-wide id): (function index, call block) for labelling.
+    pub sites: Vec<(usize, u32)>,
+}
+
+impl ModulePaths {
+    /// The paths hottest first: by descending count, ties by ascending number.
+    pub fn hottest_first(&self) -> Vec<&InterprocCount> {
+        let mut v: Vec<&InterprocCount> = self.paths.iter().collect();
+        v.sort_by_key(|p| (Reverse(p.count), p.number));
+        v
+    }
+}
+
+/// Rebuilds the program the pass numbered from a module's metadata.
+pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
+    let mode = match meta.mode {
+        crate::meta::Mode::Context => Mode::Context,
+        crate::meta::Mode::Piecewise => Mode::Piecewise,
+        other => return Err(format!("the module was profiled in {} mode", other.name())),
+    };
+    let ip = meta.interproc.as_ref().ok_or("the module has no interprocedural program")?;
+    if ip.procs.len() != meta.functions.len() {
+        return Err("the interprocedural program does not match the function list".into());
+    }
+    let procs = meta
+        .functions
+        .iter()
+        .zip(&ip.procs)
+        .map(|(f, p)| Procedure { cfg: f.cfg.clone(), call_sites: p.call_sites.clone(), external_entry: p.external_entry })
+        .collect();
+    Program::new(procs).map(|p| (p, mode)).map_err(|e| e.to_string())
+}
+
+/// Decodes every counted path of a context or piecewise module and derives per-function counts.
+///
+/// Errors (a corrupt profile, or one of another mode): the program cannot be rebuilt or numbered, its number of
+/// paths differs from the metadata, a path number is out of range, a path cannot be decoded, or dense counters
+/// are missing. Never panics.
+pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, AnalysisError> {
+    let corrupt = |reason: String| AnalysisError::Interproc { module: module.meta.module_name.clone(), reason };
+    let (program, mode) = program_of(&module.meta).map_err(corrupt)?;
+    let ip = module.meta.interproc.as_ref().ok_or_else(|| corrupt("no interprocedural program".into()))?;
+    let sites: Vec<(usize, u32)> = program.sites().iter().map(|s| (s.proc.index(), s.block.0)).collect();
+    let sg = Supergraph::build(program);
+    let num = sg.number(mode).map_err(|e| corrupt(e.to_string()))?;
+    if num.num_paths() != ip.num_paths {
+        return Err(corrupt(format!("records {} paths, but its program gives {}", ip.num_paths, num.num_paths())));
+    }
+
+    let mut raw: BTreeMap<u128, i64> = BTreeMap::new();
+    match ip.storage {
+        PathStorage::Dense => {
+            let n = usize::try_from(ip.num_paths).map_err(|_| corrupt("dense path array too large".into()))?;
+            let counters = module.counters.get(..n).ok_or_else(|| corrupt("dense path counters missing".into()))?;
+            for (i, &c) in counters.iter().enumerate() {
+                if c != 0 {
+                    raw.insert(i as u128, c as i64);
+                }
+            }
+            if !module.sparse.is_empty() {
+                return Err(corrupt("dense path counters and hashed path counts".into()));
+            }
+        }
+        PathStorage::Hashed { .. } => {
+            for s in &module.sparse {
+                let slot = raw.entry(s.path).or_insert(0);
+                *slot = slot.wrapping_add(s.count as i64);
+            }
+            raw.retain(|_, c| *c != 0);
+        }
+    }
+
+    let program = sg.program();
+    let mut edges: Vec<Vec<i128>> = program.procs().iter().map(|p| vec![0; p.cfg.num_edges()]).collect();
+    let mut leading: Vec<Vec<InexactReason>> = vec![Vec::new(); program.num_procs()];
+    let mut paths = Vec::with_capacity(raw.len());
+    for (&number, &count) in &raw {
+        if number >= ip.num_paths {
+            return Err(corrupt(format!("a count for path {number}, but only {} paths", ip.num_paths)));
+        }
+        let path = decode(&num, number).map_err(|e| corrupt(format!("path {number}: {e}")))?;
+        let mut add = |p: ProcId, e: EdgeId| {
+            if let Some(x) = edges.get_mut(p.index()).and_then(|v| v.get_mut(e.index())) {
+                *x = x.saturating_add(i128::from(count));
+            }
+        };
+        let entry_edge = |p: ProcId| Some(program.proc(p).cfg.exit_to_entry());
+        let call_edge = |s: CallSiteId| program.site(s).map(|i| (i.proc, i.call_edge));
+        for step in path.active_suffix() {
+            match step.via {
+                Via::RootEntry | Via::Call { .. } => {
+                    if let Some(e) = entry_edge(step.proc) {
+                        add(step.proc, e);
+                    }
+                }
+                Via::Edge(e) => add(step.proc, e),
+                Via::Return { site, edge } => {
+                    if let Some(callee) = program.site(site).and_then(|i| match i.callee {
+                        pathprof_core::interproc::Callee::Proc(q) | pathprof_core::interproc::Callee::Cut(q) => Some(q),
+                        pathprof_core::interproc::Callee::External => None,
+                    }) {
+                        add(callee, edge);
+                    }
+                    if let Some((p, e)) = call_edge(site) {
+                        add(p, e);
+                    }
+                }
+                Via::Summary { site } => {
+                    if let Some((p, e)) = call_edge(site) {
+                        add(p, e);
+                    }
+                }
+                Via::LoopRestart { .. } | Via::MidEntry { .. } => {}
+            }
+        }
+        let (end_proc, end_edge) = match path.end {
+            PathEnd::RootReturn { proc, edge } | PathEnd::Termination { proc, edge } => (proc, edge),
+            PathEnd::BackEdge { proc, back } => (proc, back),
+        };
+        add(end_proc, end_edge);
+        let reentry = matches!(path.end, PathEnd::Termination { proc, edge }
+            if module.meta.functions.get(proc.index()).is_some_and(|f| {
+                f.cfg.edges().get(edge.index()).is_some_and(|e| f.reentry_blocks.contains(&e.from.0))
+            }));
+        if count < 0 && !reentry {
+            if let Some(l) = leading.get_mut(end_proc.index()) {
+                l.push(InexactReason::NegativePath { path: number, count });
+            }
+        }
+        paths.push(InterprocCount { number, count, path });
+    }
+
+    let functions = module
+        .meta
+        .functions
+        .iter()
+        .zip(edges)
+        .zip(leading)
+        .map(|((f, raw_edges), lead)| {
+            let cfg = &f.cfg;
+            let violations = conservation_violations(cfg, &raw_edges);
+            let mut blocks = vec![0i128; cfg.num_vertices()];
+            for (e, &c) in cfg.edges().iter().zip(&raw_edges) {
+                if let Some(b) = blocks.get_mut(e.to.index()) {
+                    *b = b.saturating_add(c);
+                }
+            }
+            blocks.truncate(cfg.num_blocks());
+            judge(module, f, raw_edges, &blocks, &violations, vec![false; cfg.num_edges()], lead)
+        })
+        .collect();
+    Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites })
+}

@@ -1,0 +1,718 @@
+//! Melski–Reps context and piecewise profiling, emission: the runtime state of §5.5/§6.3 in LLVM IR.
+//!
+//! State, per thread (module-local `thread_local` globals, so the program's ABI does not change):
+//! - `path` and `nvc`: at a call site the caller stores `pathNum` and ψ_r(numValidCompsFromExit) there and the
+//!   callee loads them at entry; at return the callee stores `pathNum` and the caller loads it after the call
+//!   (`pathNum` is passed by reference, NVC by value).
+//! - `token`: the callee the caller announced. A function that may also be entered from outside the program
+//!   (a root) checks `token == self` at entry: announced → continue the caller's path; otherwise start its own
+//!   path at its Entry_global offset with NVC = 1. Functions only ever entered through call sites skip it.
+//! - piecewise: `cnt` (cntOpenLfParens, shared by reference) and `unbal` (the callee returned with no open
+//!   call: the caller adds the Eq. 35 edge value and resets its NVC to numUnbalRLPaths).
+//!
+//! Per activation: `pathNum` lives in an `alloca` (SROA promotes it at -O1 and above), NVC and
+//! `pathNumOnEntry` are SSA values (piecewise NVC is an `alloca`: back edges and unbalanced returns change it).
+//! A recursive or cut call site keeps the pending path in the caller's `alloca` while the callee runs its own
+//! paths. Edge code: ρ = ⟨0,0⟩ emits nothing, ⟨0,b⟩ a constant add, otherwise one multiply-add (§5.5.1).
+//!
+//! Paths cut short are counted as in path mode: `count[path + ρ_t(NVC)]` +1 before a call that may not return
+//! and −1 once it returned (on both edges of an `invoke`); an interprocedural call site needs no pair because
+//! the callee counts the path where it actually ends, with its calling context. A `resume` is a termination
+//! edge here. Piecewise: `cnt` is saved before every `invoke` and restored on both of its edges, and restored
+//! by a root activation before it returns, so an exception caught in the program leaves it right.
+
+use crate::cfg_build::Site;
+use crate::emit::Counters;
+use crate::interproc_plan::ProcPlan;
+use crate::ir;
+use crate::shim;
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode};
+use pathprof_core::dag::CfgEdgeRole;
+use pathprof_core::interproc::{ArcKind, ExitTarget, Linear, Mode, Numbering, ProcId, SiteRole};
+use pathprof_core::{BlockId, EdgeId, EdgeKind};
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::CString;
+
+/// The module's thread-local handoff variables.
+pub struct Tls {
+    path: LLVMValueRef,
+    nvc: LLVMValueRef,
+    token: LLVMValueRef,
+    cnt: LLVMValueRef,
+    unbal: LLVMValueRef,
+}
+
+impl Tls {
+    /// Emits the variables (module-local, initial value 0).
+    pub fn new(m: LLVMModuleRef) -> Tls {
+        unsafe {
+            let ctx = LLVMGetModuleContext(m);
+            let i64t = LLVMInt64TypeInContext(ctx);
+            let ptrt = LLVMPointerTypeInContext(ctx, 0);
+            let var = |name: &str, ty: LLVMTypeRef| {
+                let c = CString::new(name).expect("no NUL");
+                let g = LLVMAddGlobal(m, ty, c.as_ptr());
+                LLVMSetInitializer(g, LLVMConstNull(ty));
+                LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+                LLVMSetThreadLocalMode(g, LLVMThreadLocalMode::LLVMLocalDynamicTLSModel);
+                LLVMSetAlignment(g, 8);
+                g
+            };
+            Tls {
+                path: var("__pathprof_ip_path", i64t),
+                nvc: var("__pathprof_ip_nvc", i64t),
+                token: var("__pathprof_ip_token", ptrt),
+                cnt: var("__pathprof_ip_cnt", i64t),
+                unbal: var("__pathprof_ip_unbal", i64t),
+            }
+        }
+    }
+}
+
+/// Where the module's path counts go.
+pub enum Store<'a> {
+    /// `counters[path]`.
+    Dense(&'a Counters),
+    /// `__pathprof_path_add(table, path, delta)`.
+    Hashed {
+        /// For the builder.
+        counters: &'a Counters,
+        /// The module's single `PathTable`.
+        table: LLVMValueRef,
+        /// The runtime function.
+        add_fn: LLVMValueRef,
+    },
+}
+
+/// How an activation of a function can begin.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum EntryShape {
+    /// Only from outside (a root without interprocedural callers).
+    Root,
+    /// Only through call sites.
+    Site,
+    /// Either: checked at entry.
+    Both,
+}
+
+/// Code for one cfg edge, run in order when the edge is taken.
+#[derive(Clone, Copy, Debug)]
+enum Action {
+    /// `path += ρ(NVC)`.
+    AddPath(Linear),
+    /// Retract the truncated path counted before an `invoke` that returned: `count[path + ρ_t(NVC)] -= 1`.
+    Retract(Linear),
+    /// Back edge: record `path + ρ_exit(NVC)`, restart the path (context: `pathNumOnEntry + ρ_entry(NVC)`).
+    Restart { exit: Linear, entry: Linear },
+    /// Piecewise back edge: record `path + ρ_exit(NVC)`; `NVC = unbal`, `path = start`, `cnt = 0`.
+    RestartPiecewise { exit: Linear, start: u64 },
+    /// Piecewise, on the edges of an `invoke`: `cnt` = the value saved before it.
+    RestoreCnt,
+}
+
+/// Emits the instrumentation of one function of the program.
+pub struct FnEmitter<'a> {
+    b: LLVMBuilderRef,
+    i64t: LLVMTypeRef,
+    tls: &'a Tls,
+    store: &'a Store<'a>,
+    num: &'a Numbering<'a>,
+    p: ProcId,
+    plan: &'a ProcPlan,
+    functions: &'a [LLVMValueRef],
+    piecewise: bool,
+    cnt_saved: Option<LLVMValueRef>,
+    path: LLVMValueRef,
+    nvc_slot: Option<LLVMValueRef>,
+    nvc: LLVMValueRef,
+    on_entry: LLVMValueRef,
+    via_site: Option<LLVMValueRef>,
+    saved_cnt: Option<LLVMValueRef>,
+    shape: EntryShape,
+    guarded: Vec<(LLVMValueRef, LLVMValueRef, LLVMValueRef)>,
+}
+
+fn k(i64t: LLVMTypeRef, v: u64) -> LLVMValueRef {
+    unsafe { LLVMConstInt(i64t, v, 0) }
+}
+
+/// Path numbers fit in 63 bits (the budget), so every ρ and ψ value does too.
+fn lo(x: u128) -> u64 {
+    x as u64
+}
+
+impl<'a> FnEmitter<'a> {
+    /// Emits everything for function `p`.
+    pub fn emit(
+        tls: &'a Tls,
+        store: &'a Store<'a>,
+        num: &'a Numbering<'a>,
+        functions: &'a [LLVMValueRef],
+        p: ProcId,
+        plan: &'a ProcPlan,
+    ) {
+        let counters = match store {
+            Store::Dense(c) | Store::Hashed { counters: c, .. } => *c,
+        };
+        let b = counters.builder();
+        let i64t = unsafe { LLVMTypeOf(counters.const_index(0)) };
+        let sg = num.supergraph();
+        let is_root = sg.calls().is_root(p);
+        let has_callers = !sg.calls().callers(p).is_empty();
+        let shape = match (is_root, has_callers) {
+            (true, false) => EntryShape::Root,
+            (false, _) => EntryShape::Site,
+            (true, true) => EntryShape::Both,
+        };
+        let null = unsafe { LLVMConstNull(i64t) };
+        let mut em = FnEmitter {
+            b,
+            i64t,
+            tls,
+            store,
+            num,
+            p,
+            plan,
+            functions,
+            piecewise: num.mode() == Mode::Piecewise,
+            cnt_saved: None,
+            path: null,
+            nvc_slot: None,
+            nvc: null,
+            on_entry: null,
+            via_site: None,
+            saved_cnt: None,
+            shape,
+            guarded: Vec::new(),
+        };
+        em.prologue();
+        em.body();
+        em.finish_guarded();
+    }
+
+    fn konst(&self, v: u64) -> LLVMValueRef {
+        k(self.i64t, v)
+    }
+
+    fn at(&self, before: LLVMValueRef) {
+        unsafe { LLVMPositionBuilderBefore(self.b, before) }
+    }
+
+    fn load(&self, ptr: LLVMValueRef, ty: LLVMTypeRef) -> LLVMValueRef {
+        unsafe { LLVMBuildLoad2(self.b, ty, ptr, c"".as_ptr()) }
+    }
+
+    fn store_to(&self, v: LLVMValueRef, ptr: LLVMValueRef) {
+        unsafe {
+            LLVMBuildStore(self.b, v, ptr);
+        }
+    }
+
+    fn add(&self, x: LLVMValueRef, y: LLVMValueRef) -> LLVMValueRef {
+        unsafe { LLVMBuildAdd(self.b, x, y, c"pathprof.ip".as_ptr()) }
+    }
+
+    /// NVC at the builder's position.
+    fn nvc_here(&self) -> LLVMValueRef {
+        match self.nvc_slot {
+            Some(s) => self.load(s, self.i64t),
+            None => self.nvc,
+        }
+    }
+
+    /// `f(NVC)` at the builder's position; `None` for ⟨0,0⟩.
+    fn lin(&self, f: Linear) -> Option<LLVMValueRef> {
+        if f == Linear::ZERO {
+            return None;
+        }
+        if f.a == 0 {
+            return Some(self.konst(lo(f.b)));
+        }
+        let n = self.nvc_here();
+        let prod = if f.a == 1 { n } else { unsafe { LLVMBuildMul(self.b, n, self.konst(lo(f.a)), c"".as_ptr()) } };
+        Some(if f.b == 0 { prod } else { self.add(prod, self.konst(lo(f.b))) })
+    }
+
+    /// `x + f(NVC)` at the builder's position.
+    fn plus(&self, x: LLVMValueRef, f: Linear) -> LLVMValueRef {
+        match self.lin(f) {
+            Some(v) => self.add(x, v),
+            None => x,
+        }
+    }
+
+    /// `count[slot] += delta` before `before`.
+    fn count(&self, before: LLVMValueRef, slot: LLVMValueRef, delta: LLVMValueRef) {
+        match self.store {
+            Store::Dense(c) => c.add_value_before(before, Err(slot), delta),
+            Store::Hashed { table, add_fn, .. } => unsafe {
+                self.at(before);
+                let mut args = [*table, slot, delta];
+                LLVMBuildCall2(self.b, LLVMGlobalGetValueType(*add_fn), *add_fn, args.as_mut_ptr(), 3, c"".as_ptr());
+            },
+        }
+    }
+
+    fn prologue(&mut self) {
+        let g = &self.plan.graph;
+        let entry_bb = g.blocks[0];
+        let first = unsafe { LLVMGetFirstInstruction(entry_bb) };
+        let offset = self.num.root_entry(self.p).map_or(0, |e| lo(e.offset));
+        unsafe {
+            LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, first);
+            self.path = LLVMBuildAlloca(self.b, self.i64t, c"pathprof.path".as_ptr());
+            if self.piecewise {
+                self.nvc_slot = Some(LLVMBuildAlloca(self.b, self.i64t, c"pathprof.nvc".as_ptr()));
+                self.cnt_saved = Some(LLVMBuildAlloca(self.b, self.i64t, c"pathprof.cnt.saved".as_ptr()));
+            }
+            let ptrt = LLVMTypeOf(self.tls.token);
+            let (path0, nvc0) = match self.shape {
+                EntryShape::Root => (self.konst(offset), self.konst(1)),
+                EntryShape::Site => (self.load(self.tls.path, self.i64t), self.load(self.tls.nvc, self.i64t)),
+                EntryShape::Both => {
+                    let tok = self.load(self.tls.token, ptrt);
+                    let via = LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntEQ, tok, self.plan.f, c"pathprof.via".as_ptr());
+                    self.store_to(LLVMConstNull(ptrt), self.tls.token);
+                    self.via_site = Some(via);
+                    let tp = self.load(self.tls.path, self.i64t);
+                    let tn = self.load(self.tls.nvc, self.i64t);
+                    (
+                        LLVMBuildSelect(self.b, via, tp, self.konst(offset), c"".as_ptr()),
+                        LLVMBuildSelect(self.b, via, tn, self.konst(1), c"".as_ptr()),
+                    )
+                }
+            };
+            self.store_to(path0, self.path);
+            self.on_entry = path0;
+            match self.nvc_slot {
+                Some(s) => self.store_to(nvc0, s),
+                None => self.nvc = nvc0,
+            }
+            if self.piecewise && self.shape != EntryShape::Site {
+                // A root activation opens its own "(": cnt = 1, the caller's cnt is restored at return.
+                let saved = self.load(self.tls.cnt, self.i64t);
+                let new = match self.via_site {
+                    Some(via) => LLVMBuildSelect(self.b, via, saved, self.konst(1), c"".as_ptr()),
+                    None => self.konst(1),
+                };
+                self.store_to(new, self.tls.cnt);
+                self.saved_cnt = Some(saved);
+            }
+        }
+    }
+
+    fn body(&mut self) {
+        let g = &self.plan.graph;
+        let cfg = &g.cfg;
+        let sg = self.num.supergraph();
+        let dag = sg.dag(self.p);
+        let program = sg.program();
+        let site_call_of_block: BTreeMap<u32, LLVMValueRef> = self
+            .plan
+            .site_calls
+            .iter()
+            .map(|&c| {
+                let bb = unsafe { LLVMGetInstructionParent(c) };
+                (g.blocks.iter().position(|&x| x == bb).unwrap_or(usize::MAX) as u32, c)
+            })
+            .collect();
+        let interprocedural_calls: HashSet<LLVMValueRef> = program
+            .sites_of(self.p)
+            .filter(|&s| sg.calls().role(s) == SiteRole::Interprocedural)
+            .filter_map(|s| program.site(s).and_then(|i| site_call_of_block.get(&i.block.0).copied()))
+            .collect();
+
+        // 1. Edge actions.
+        let mut actions: Vec<Vec<Action>> = vec![Vec::new(); cfg.num_edges()];
+        let mut returns: Vec<(EdgeId, Linear)> = Vec::new();
+        let mut terminations: Vec<(EdgeId, Linear)> = Vec::new();
+        for e in cfg.edge_ids() {
+            match dag.cfg_edge_role(e) {
+                CfgEdgeRole::Real(d) => {
+                    let Some(arc) = self.num.arc_of(self.p, d).copied() else { continue };
+                    match arc.kind {
+                        ArcKind::Branch { .. } if arc.rho != Linear::ZERO => actions[e.index()].push(Action::AddPath(arc.rho)),
+                        ArcKind::Return { .. } => returns.push((e, arc.rho)),
+                        ArcKind::Termination { .. } => terminations.push((e, arc.rho)),
+                        _ => {}
+                    }
+                }
+                CfgEdgeRole::Back { exit, entry } | CfgEdgeRole::Cut { exit, entry } => {
+                    let (Some(x), Some(n)) = (self.num.arc_of(self.p, exit), self.num.arc_of(self.p, entry)) else {
+                        continue;
+                    };
+                    if self.piecewise {
+                        let unbal = self.num.num_unbal_rl_paths(self.p);
+                        let mid = self.num.mid_entry(self.p).map_or(0, |g| g.offset);
+                        let start = n.rho.checked_apply(unbal).and_then(|r| r.checked_add(mid)).unwrap_or(0);
+                        actions[e.index()].push(Action::RestartPiecewise { exit: x.rho, start: lo(start) });
+                    } else {
+                        actions[e.index()].push(Action::Restart { exit: x.rho, entry: n.rho });
+                    }
+                }
+                CfgEdgeRole::Unreachable | CfgEdgeRole::ExitToEntry(_) => {}
+            }
+        }
+
+        // Retractions on invoke edges and (piecewise) cnt restores: edge actions, evaluated when the edge runs.
+        for &(e, rho) in &terminations {
+            let from = cfg.edge(e).from;
+            let term = ir::terminator(g.blocks[from.index()]).expect("checked when building");
+            if ir::opcode(term) == LLVMOpcode::LLVMInvoke && g.abnormal_calls[from.index()].last() == Some(&term) {
+                for &o in cfg.adjacency().out_edges(from) {
+                    if matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }) {
+                        actions[o.index()].insert(0, Action::Retract(rho));
+                    }
+                }
+            }
+        }
+        let invokes: Vec<usize> = (0..g.blocks.len())
+            .filter(|&bi| ir::terminator(g.blocks[bi]).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMInvoke))
+            .collect();
+        if self.piecewise {
+            for &bi in &invokes {
+                for &o in cfg.adjacency().out_edges(BlockId(bi as u32)) {
+                    if matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }) {
+                        actions[o.index()].insert(0, Action::RestoreCnt);
+                    }
+                }
+            }
+        }
+
+        // 2. Edge code first: later code goes before calls and terminators, after anything placed here.
+        self.place(&actions);
+
+        // 3. Truncated paths: +1 before the first call that may not return, −1 once the calls returned.
+        for &(e, rho) in &terminations {
+            let edge = *cfg.edge(e);
+            let bb = g.blocks[edge.from.index()];
+            let term = ir::terminator(bb).expect("checked when building");
+            let resume = ir::opcode(term) == LLVMOpcode::LLVMResume;
+            let calls: Vec<LLVMValueRef> = if resume {
+                Vec::new()
+            } else {
+                g.abnormal_calls[edge.from.index()].iter().copied().filter(|c| !interprocedural_calls.contains(c)).collect()
+            };
+            if calls.is_empty() && !resume && ir::opcode(term) != LLVMOpcode::LLVMUnreachable {
+                continue; // only an interprocedural call may leave: the callee counts the path
+            }
+            let before = calls.first().copied().unwrap_or(term);
+            self.at(before);
+            let cur = self.load(self.path, self.i64t);
+            let slot = self.plus(cur, rho);
+            self.count(before, slot, self.konst(1));
+            if let Some(&last) = calls.last() {
+                if last != term && ir::opcode(term) != LLVMOpcode::LLVMUnreachable {
+                    let after = unsafe { LLVMGetNextInstruction(last) };
+                    self.count(after, slot, self.konst(u64::MAX));
+                }
+            }
+        }
+
+        // 4. Call sites.
+        for s in program.sites_of(self.p) {
+            let Some(info) = program.site(s).copied() else { continue };
+            let Some(&call) = site_call_of_block.get(&info.block.0) else { continue };
+            let role = sg.calls().role(s);
+            let after = unsafe { LLVMGetNextInstruction(call) };
+            match role {
+                SiteRole::Interprocedural => {
+                    let pathprof_core::interproc::Callee::Proc(q) = info.callee else { continue };
+                    let psi_r = self.num.psi(self.p, info.ret);
+                    self.at(call);
+                    let cur = self.load(self.path, self.i64t);
+                    self.store_to(cur, self.tls.path);
+                    let n = self.plus(self.konst(0), psi_r);
+                    self.store_to(n, self.tls.nvc);
+                    if sg.calls().is_root(q) {
+                        self.store_to(self.functions[q.index()], self.tls.token);
+                    }
+                    if self.piecewise {
+                        let c = self.load(self.tls.cnt, self.i64t);
+                        let c1 = self.add(c, self.konst(1));
+                        self.store_to(c1, self.tls.cnt);
+                    }
+                    self.at(after);
+                    let back = self.load(self.tls.path, self.i64t);
+                    if self.piecewise {
+                        let unb = self.load(self.tls.unbal, self.i64t);
+                        let is_unb =
+                            unsafe { LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntNE, unb, self.konst(0), c"".as_ptr()) };
+                        let value = self.num.exit_value(q, ExitTarget::Site(s)).unwrap_or(0);
+                        let inc = unsafe { LLVMBuildSelect(self.b, is_unb, self.konst(lo(value)), self.konst(0), c"".as_ptr()) };
+                        let p2 = self.add(back, inc);
+                        self.store_to(p2, self.path);
+                        let slot = self.nvc_slot.expect("piecewise");
+                        let old = self.load(slot, self.i64t);
+                        let unbal_p = self.konst(lo(self.num.num_unbal_rl_paths(self.p)));
+                        let nv = unsafe { LLVMBuildSelect(self.b, is_unb, unbal_p, old, c"".as_ptr()) };
+                        self.store_to(nv, slot);
+                        self.store_to(self.konst(0), self.tls.unbal);
+                    } else {
+                        self.store_to(back, self.path);
+                    }
+                }
+                SiteRole::Recursive | SiteRole::Cut | SiteRole::External => {
+                    // The pending path stays in our alloca; the summary edge's value (0: first arc) follows.
+                    let rho = match dag.cfg_edge_role(info.call_edge) {
+                        CfgEdgeRole::Real(d) => self.num.arc_of(self.p, d).map_or(Linear::ZERO, |a| a.rho),
+                        _ => Linear::ZERO,
+                    };
+                    if rho != Linear::ZERO {
+                        self.at(after);
+                        let cur = self.load(self.path, self.i64t);
+                        let v = self.plus(cur, rho);
+                        self.store_to(v, self.path);
+                    }
+                }
+                SiteRole::Dead => {}
+            }
+        }
+
+        // 5. Piecewise: cnt is saved right before every invoke (restored on its edges, see above).
+        if let Some(saved) = self.cnt_saved {
+            for &bi in &invokes {
+                let term = ir::terminator(g.blocks[bi]).expect("checked when building");
+                self.at(term);
+                let c = self.load(self.tls.cnt, self.i64t);
+                self.store_to(c, saved);
+            }
+        }
+
+        // 6. Returns (before the `ret`, or before a `musttail` call).
+        for &(e, rho) in &returns {
+            let bb = g.blocks[cfg.edge(e).from.index()];
+            let at = ir::source_end_insertion_point(bb).expect("terminator");
+            self.emit_return(at, rho);
+        }
+    }
+
+    fn emit_return(&mut self, at: LLVMValueRef, rho: Linear) {
+        self.at(at);
+        let cur = self.load(self.path, self.i64t);
+        let mut path = self.plus(cur, rho);
+        let not_via = |em: &Self| -> Option<LLVMValueRef> {
+            em.via_site.map(|v| unsafe { LLVMBuildNot(em.b, v, c"pathprof.root".as_ptr()) })
+        };
+        if !self.piecewise {
+            if self.shape != EntryShape::Root {
+                self.store_to(path, self.tls.path);
+            }
+            match self.shape {
+                EntryShape::Root => self.count(at, path, self.konst(1)),
+                EntryShape::Both => {
+                    let cond = not_via(self).expect("dynamic entry");
+                    self.guarded.push((cond, at, path));
+                }
+                EntryShape::Site => {}
+            }
+            return;
+        }
+        let cnt = self.load(self.tls.cnt, self.i64t);
+        let unb = unsafe { LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntEQ, cnt, self.konst(0), c"".as_ptr()) };
+        // As a callee: cnt-- or report an unbalanced return.
+        let callee_state = |em: &Self| unsafe {
+            let dec = LLVMBuildSub(em.b, cnt, em.konst(1), c"".as_ptr());
+            let new_cnt = LLVMBuildSelect(em.b, unb, cnt, dec, c"".as_ptr());
+            let flag = LLVMBuildZExt(em.b, unb, em.i64t, c"".as_ptr());
+            (new_cnt, flag)
+        };
+        // As a root: the Exit_P→Exit_global value when no call is open.
+        let global = self.num.exit_value(self.p, ExitTarget::Global).unwrap_or(0);
+        let root_path = |em: &Self, path: LLVMValueRef| unsafe {
+            let inc = LLVMBuildSelect(em.b, unb, em.konst(lo(global)), em.konst(0), c"".as_ptr());
+            em.add(path, inc)
+        };
+        match self.shape {
+            EntryShape::Site => {
+                let (new_cnt, flag) = callee_state(self);
+                self.store_to(new_cnt, self.tls.cnt);
+                self.store_to(flag, self.tls.unbal);
+                self.store_to(path, self.tls.path);
+            }
+            EntryShape::Root => {
+                path = root_path(self, path);
+                self.count(at, path, self.konst(1));
+                self.at(at);
+                self.store_to(self.saved_cnt.expect("root saves cnt"), self.tls.cnt);
+            }
+            EntryShape::Both => unsafe {
+                let via = self.via_site.expect("dynamic entry");
+                let (new_cnt, flag) = callee_state(self);
+                let rp = root_path(self, path);
+                let saved = self.saved_cnt.expect("root saves cnt");
+                let c = LLVMBuildSelect(self.b, via, new_cnt, saved, c"".as_ptr());
+                self.store_to(c, self.tls.cnt);
+                let f = LLVMBuildSelect(self.b, via, flag, self.konst(0), c"".as_ptr());
+                self.store_to(f, self.tls.unbal);
+                self.store_to(path, self.tls.path);
+                let cond = not_via(self).expect("dynamic entry");
+                self.guarded.push((cond, at, rp));
+            },
+        }
+    }
+
+    /// Runs `acts` at the builder's position (`before`), starting from path value `cur`; returns the path value
+    /// after them, the counts to make and the cnt to restore — all as values, without emitting counts.
+    fn evaluate(&self, before: LLVMValueRef, acts: &[Action]) -> (LLVMValueRef, Vec<(LLVMValueRef, i64)>, Option<LLVMValueRef>, bool) {
+        self.at(before);
+        let mut cur = self.load(self.path, self.i64t);
+        let mut counts = Vec::new();
+        let mut cnt = None;
+        let mut piecewise_restart = false;
+        for a in acts {
+            match *a {
+                Action::AddPath(f) => cur = self.plus(cur, f),
+                Action::Retract(rho) => counts.push((self.plus(cur, rho), -1)),
+                Action::Restart { exit, entry } => {
+                    counts.push((self.plus(cur, exit), 1));
+                    cur = self.plus(self.on_entry, entry);
+                }
+                Action::RestartPiecewise { exit, start, .. } => {
+                    counts.push((self.plus(cur, exit), 1));
+                    cur = self.konst(start);
+                    piecewise_restart = true;
+                }
+                Action::RestoreCnt => cnt = self.cnt_saved.map(|s| self.load(s, self.i64t)),
+            }
+        }
+        (cur, counts, cnt, piecewise_restart)
+    }
+
+    /// Places every edge's actions at its site: in the source or target block, on a split edge, or through PHIs
+    /// in a target whose incoming edges cannot be split.
+    fn place(&mut self, actions: &[Vec<Action>]) {
+        let g = &self.plan.graph;
+        let cfg = &g.cfg;
+        let mut via: Vec<Option<LLVMBasicBlockRef>> = vec![None; cfg.num_edges()];
+        for e in cfg.edge_ids() {
+            if actions[e.index()].is_empty() || g.sites[e.index()] != Site::Split {
+                continue;
+            }
+            let edge = cfg.edge(e);
+            let EdgeKind::Branch { succ } = edge.kind else { continue };
+            let term = ir::terminator(g.blocks[edge.from.index()]).expect("checked when building");
+            let s = unsafe { shim::pathprof_shim_split_edge(term, succ) };
+            assert!(!s.is_null(), "LLVM refused to split a critical edge");
+            via[e.index()] = Some(s);
+        }
+        let mut phi_targets: BTreeMap<usize, ()> = BTreeMap::new();
+        for e in cfg.edge_ids() {
+            let acts = &actions[e.index()];
+            if acts.is_empty() {
+                continue;
+            }
+            let edge = cfg.edge(e);
+            let at = match (via[e.index()], g.sites[e.index()]) {
+                (Some(s), _) => ir::terminator(s),
+                (None, Site::SourceEnd) => ir::source_end_insertion_point(g.blocks[edge.from.index()]),
+                (None, Site::TargetStart) => ir::first_insertion_point(g.blocks[edge.to.index()]),
+                (None, Site::TargetPhi) => {
+                    phi_targets.insert(edge.to.index(), ());
+                    continue;
+                }
+                (None, Site::Split | Site::None) => unreachable!("planning rejected edges without a site"),
+            };
+            let at = at.expect("a block has a terminator");
+            self.apply_at(at, acts);
+        }
+        for (v, ()) in phi_targets {
+            self.place_by_phi(v, actions, &via);
+        }
+    }
+
+    fn apply_at(&self, at: LLVMValueRef, acts: &[Action]) {
+        let (cur, counts, cnt, restart) = self.evaluate(at, acts);
+        for (slot, delta) in counts {
+            self.count(at, slot, self.konst(delta as u64));
+        }
+        self.at(at);
+        self.store_to(cur, self.path);
+        if let Some(c) = cnt {
+            self.store_to(c, self.tls.cnt);
+        }
+        if restart {
+            self.restart_piecewise_state();
+        }
+    }
+
+    fn restart_piecewise_state(&self) {
+        let unbal = self.num.num_unbal_rl_paths(self.p);
+        self.store_to(self.konst(lo(unbal)), self.nvc_slot.expect("piecewise"));
+        self.store_to(self.konst(0), self.tls.cnt);
+    }
+
+    fn place_by_phi(&self, v: usize, actions: &[Vec<Action>], via: &[Option<LLVMBasicBlockRef>]) {
+        let g = &self.plan.graph;
+        let cfg = &g.cfg;
+        let adj = cfg.adjacency();
+        let bb = g.blocks[v];
+        struct In {
+            from: LLVMBasicBlockRef,
+            path: LLVMValueRef,
+            counts: Vec<(LLVMValueRef, i64)>,
+            restores_cnt: bool,
+        }
+        let mut ins = Vec::new();
+        for &e in adj.in_edges(BlockId(v as u32)) {
+            if !matches!(cfg.edge(e).kind, EdgeKind::Branch { .. }) {
+                continue;
+            }
+            let from = via[e.index()].unwrap_or(g.blocks[cfg.edge(e).from.index()]);
+            let term = ir::terminator(from).expect("terminator");
+            let own: Vec<Action> = if g.sites[e.index()] == Site::TargetPhi {
+                actions[e.index()].iter().copied().filter(|a| !matches!(a, Action::RestoreCnt)).collect()
+            } else {
+                Vec::new()
+            };
+            let restores_cnt = g.sites[e.index()] == Site::TargetPhi
+                && actions[e.index()].iter().any(|a| matches!(a, Action::RestoreCnt));
+            let (path, counts, _, _) = self.evaluate(term, &own);
+            ins.push(In { from, path, counts, restores_cnt });
+        }
+        let depth = ins.iter().map(|i| i.counts.len()).max().unwrap_or(0);
+        // Landing pads: every in-edge is an invoke's unwind edge, which all restore the cnt saved before them.
+        let restore = ins.iter().any(|i| i.restores_cnt);
+        unsafe {
+            LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, LLVMGetFirstInstruction(bb));
+            let phi = |name: &std::ffi::CStr| LLVMBuildPhi(self.b, self.i64t, name.as_ptr());
+            let path_phi = phi(c"pathprof.ip.path");
+            let mut layers = Vec::new();
+            for _ in 0..depth {
+                layers.push((phi(c"pathprof.ip.slot"), phi(c"pathprof.ip.delta")));
+            }
+            for i in &ins {
+                let mut blocks = [i.from];
+                let mut pv = [i.path];
+                LLVMAddIncoming(path_phi, pv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                for (l, (sp, dp)) in layers.iter().enumerate() {
+                    let (s, d) = i.counts.get(l).copied().unwrap_or((self.konst(0), 0));
+                    let mut sv = [s];
+                    let mut dv = [self.konst(d as u64)];
+                    LLVMAddIncoming(*sp, sv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                    LLVMAddIncoming(*dp, dv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                }
+            }
+            let at = ir::first_insertion_point(bb).expect("terminator");
+            for (sp, dp) in layers {
+                self.count(at, sp, dp);
+            }
+            self.at(at);
+            self.store_to(path_phi, self.path);
+            if let (true, Some(saved)) = (restore, self.cnt_saved) {
+                let c = self.load(saved, self.i64t);
+                self.store_to(c, self.tls.cnt);
+            }
+        }
+    }
+
+    /// The counts that only a root activation makes, each behind a branch.
+    fn finish_guarded(&mut self) {
+        for (cond, at, slot) in std::mem::take(&mut self.guarded) {
+            let then_term = unsafe { shim::pathprof_shim_if_then(cond, at) };
+            self.count(then_term, slot, self.konst(1));
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Melski–Reps interprocedural path profiling of one module (modes `context` and `piecewise`): plans the
+//! program ([`crate::interproc_plan`]), numbers it with `pathprof_core::interproc`, emits the runtime state
+//! ([`crate::interproc_emit`]), the counters and the metadata the decoder rebuilds the numbering from.
+//!
+//! Path numbers are module-wide (`0..num_paths`, at most `PATHPROF_PATH_BUDGET`): a dense counter array when
+//! there are at most `PATHPROF_PATH_ARRAY_MAX` paths, otherwise one run-time hash table for the module.
+
+use crate::cfg_build::CallFacts;
+use crate::config::Config;
+use crate::emit::Counters;
+use crate::globals;
+use crate::interproc_emit::{FnEmitter, Store, Tls};
+use crate::interproc_plan;
+use crate::ir;
+use crate::module::INSTRUMENTED_MARK;
+use crate::shim;
+use inkwell::llvm_sys::prelude::*;
+use pathprof_core::interproc::{Mode as IpMode, ProcId, SiteRole};
+use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
+use pathprof_format::profile::cfg_hash;
+
+/// Instruments `candidates` of `m` as one program; returns whether the module changed.
+pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config, module_name: &str) -> Result<bool, String> {
+    let facts = CallFacts::new(m);
+    let mode = if config.mode == Mode::Piecewise { IpMode::Piecewise } else { IpMode::Context };
+    let plan = interproc_plan::plan(m, candidates, &facts, mode, config.path_budget)?;
+    for (name, why) in &plan.left_out {
+        eprintln!("pathprof: warning: {module_name}: leaving `{name}` uninstrumented: {why}");
+    }
+    if plan.procs.is_empty() {
+        return Ok(false);
+    }
+    let sg = &plan.supergraph;
+    let num = sg.number(mode).map_err(|e| e.to_string())?;
+    let num_paths = num.num_paths();
+    let dense = num_paths <= config.path_array_max;
+    let storage = if dense { PathStorage::Dense } else { PathStorage::Hashed { table: 0 } };
+    let array_len = if dense { (num_paths as u64).max(1) } else { 1 };
+
+    let counters_global = globals::counter_array(m, array_len);
+    let counters = Counters::new(m, counters_global, array_len, config.atomic, true, 0);
+    let tables = globals::PathTables::new(m, if dense { &[] } else { &[0] });
+    let store = if dense {
+        Store::Dense(&counters)
+    } else {
+        Store::Hashed { counters: &counters, table: tables.table(0), add_fn: globals::path_add_function(m) }
+    };
+    let tls = Tls::new(m);
+    let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
+    for (i, p) in plan.procs.iter().enumerate() {
+        FnEmitter::emit(&tls, &store, &num, &functions, ProcId::from_index(i), p);
+        ir::add_string_attr(p.f, INSTRUMENTED_MARK);
+    }
+
+    let program = sg.program();
+    let meta = ModuleMeta {
+        module_name: module_name.to_string(),
+        mode: config.mode,
+        weighting: config.weighting.spelling(),
+        atomic: config.atomic,
+        functions: plan
+            .procs
+            .iter()
+            .map(|p| {
+                let (file, start_line) = ir::subprogram_file_line(p.f);
+                FunctionMeta {
+                    name: p.name.clone(),
+                    display_name: shim::subprogram_name(p.f),
+                    file,
+                    start_line,
+                    cfg: p.graph.cfg.clone(),
+                    blocks: p.graph.block_lines.iter().map(|l| BlockMeta { lines: l.clone() }).collect(),
+                    edge_counters: vec![None; p.graph.cfg.num_edges()],
+                    counter_base: 0,
+                    num_counters: 0,
+                    reentry_blocks: Vec::new(),
+                    cfg_hash: cfg_hash(&p.graph.cfg),
+                    path: None,
+                }
+            })
+            .collect(),
+        interproc: Some(InterprocMeta {
+            procs: program
+                .procs()
+                .iter()
+                .map(|p| InterprocProc { call_sites: p.call_sites.clone(), external_entry: p.external_entry })
+                .collect(),
+            num_paths,
+            storage,
+            budget_cuts: plan.budget_cuts,
+        }),
+    };
+    globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables);
+    ir::add_named_metadata(m, INSTRUMENTED_MARK);
+    if config.stats {
+        let roles = sg.calls().roles();
+        let count = |r: SiteRole| roles.iter().filter(|&&x| x == r).count();
+        eprintln!(
+            "pathprof: stats: module={module_name} mode={} functions={} skipped={} roots={} paths={num_paths} \
+             storage={} call_sites={} interprocedural={} recursive={} cut_by_budget={} budget={}",
+            config.mode.name(),
+            plan.procs.len(),
+            plan.left_out.len(),
+            sg.calls().roots().len(),
+            if dense { "dense" } else { "hashed" },
+            roles.len(),
+            count(SiteRole::Interprocedural),
+            count(SiteRole::Recursive),
+            plan.budget_cuts,
+            config.path_budget,
+        );
+    }
+    Ok(true)
+}

@@ -1,0 +1,277 @@
+//! Melski–Reps context and piecewise profiling, planning: which functions form the program, where the call
+//! sites are, and how many call sites the budget policy (§8) must cut.
+//!
+//! Scope (§8 hybrid profiling, per translation unit): the program is the module's instrumentable functions.
+//! A direct `call` (not `invoke`, not `musttail`) of one of them is a call site: the pass splits its block
+//! right after the call, so the call ends the *call block* whose only successor is the new *return-site block*
+//! (`pathprof_core::interproc::program`). Calls to anything else (other modules, libraries, function
+//! pointers) are ordinary instructions: their callees run outside the program, and if they call back into it,
+//! the function entered is a root. Recursive sites become summary edges in the core (Transformation 3).
+//!
+//! A function is *externally entered* (a root) unless it has internal linkage and every use of it is the
+//! callee of one of our call sites; such functions are only ever entered through a call site, so their entry
+//! code needs no check. The others check at entry whether their caller announced them (see
+//! [`crate::interproc_emit`]).
+//!
+//! Left out of the program, with a warning: functions with `setjmp` (a re-entered block would resume a stale
+//! path), functions that cannot be instrumented at all (as in path mode), and — piecewise only — functions with
+//! a back edge into a block reached through edges that cannot carry code.
+
+use crate::cfg_build::{self, CallFacts, FunctionGraph, Site};
+use crate::ir;
+use crate::shim;
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
+use pathprof_core::dfs::depth_first;
+use pathprof_core::interproc::{CallSite, Callee, Mode, ProcId, Procedure, Program, SiteRole, Supergraph};
+use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+use std::collections::{HashMap, HashSet};
+
+/// One function of the program after splitting.
+pub struct ProcPlan {
+    /// The LLVM function.
+    pub f: LLVMValueRef,
+    /// Its linkage name.
+    pub name: String,
+    /// Its graph (resume edges turned into termination edges, see [`build_graph`]).
+    pub graph: FunctionGraph,
+    /// The call instruction of each call site, in call-site order.
+    pub site_calls: Vec<LLVMValueRef>,
+    /// Whether code outside the program may enter it.
+    pub external_entry: bool,
+}
+
+/// The program as planned: functions, the supergraph over them, and what the budget policy did.
+pub struct ProgramPlan {
+    /// The functions, in module order (= `ProcId` order).
+    pub procs: Vec<ProcPlan>,
+    /// G*_fn of the program (call sites cut by the budget are `Callee::Cut`).
+    pub supergraph: Supergraph,
+    /// Call sites the budget policy cut.
+    pub budget_cuts: u32,
+    /// Functions left out of the program (name, why).
+    pub left_out: Vec<(String, String)>,
+}
+
+/// Selects the program, splits call blocks, builds graphs and the supergraph, and cuts call sites until the
+/// numbering fits `budget` paths. Changes the IR only by splitting blocks after call-site calls.
+pub fn plan(
+    m: LLVMModuleRef,
+    candidates: &[LLVMValueRef],
+    facts: &CallFacts,
+    mode: Mode,
+    budget: u128,
+) -> Result<ProgramPlan, String> {
+    let mut left_out = Vec::new();
+    let mut members: Vec<LLVMValueRef> = Vec::new();
+    for &f in candidates {
+        match admissible(f, facts, mode) {
+            Ok(()) => members.push(f),
+            Err(why) => left_out.push((ir::name(f), why)),
+        }
+    }
+    let member_set: HashSet<LLVMValueRef> = members.iter().copied().collect();
+
+    // Call sites: direct plain calls of members.
+    let mut site_calls: HashMap<LLVMValueRef, Vec<LLVMValueRef>> = HashMap::new();
+    for &f in &members {
+        let calls: Vec<LLVMValueRef> = ir::blocks(f)
+            .into_iter()
+            .flat_map(ir::instructions)
+            .filter(|&i| is_site_call(i, &member_set))
+            .collect();
+        site_calls.insert(f, calls);
+    }
+    let all_site_calls: HashSet<LLVMValueRef> = site_calls.values().flatten().copied().collect();
+    for calls in site_calls.values() {
+        for &c in calls {
+            let r = unsafe { shim::pathprof_shim_split_after(c) };
+            if r.is_null() {
+                return Err("LLVM refused to split a call block".into());
+            }
+        }
+    }
+
+    let index: HashMap<LLVMValueRef, usize> = members.iter().enumerate().map(|(i, &f)| (f, i)).collect();
+    let mut procs = Vec::with_capacity(members.len());
+    for &f in &members {
+        let graph = build_graph(f, facts).map_err(|e| format!("{}: {e}", ir::name(f)))?;
+        let calls = site_calls.remove(&f).unwrap_or_default();
+        procs.push(ProcPlan {
+            f,
+            name: ir::name(f),
+            graph,
+            site_calls: calls,
+            external_entry: is_externally_entered(f, &all_site_calls),
+        });
+    }
+    let _ = m;
+
+    // The budget policy: cut every site of the callee with the most paths until the total fits.
+    let mut cut: HashSet<usize> = HashSet::new();
+    let mut budget_cuts = 0u32;
+    loop {
+        let program = build_program(&procs, &index, &cut)?;
+        let sg = Supergraph::build(program);
+        let verdict = match sg.number(mode) {
+            Ok(num) if num.num_paths() <= budget => None,
+            Ok(num) => {
+                // The callee with the most paths among those still reached through interprocedural sites.
+                let mut best: Option<(u128, usize)> = None;
+                for (i, s) in sg.program().sites().iter().enumerate() {
+                    if sg.calls().roles().get(i) != Some(&SiteRole::Interprocedural) {
+                        continue;
+                    }
+                    if let Callee::Proc(q) = s.callee {
+                        let paths = num.psi(q, BlockId(0)).checked_apply(1).unwrap_or(u128::MAX);
+                        if best.is_none_or(|(b, bi)| paths > b || (paths == b && q.index() < bi)) {
+                            best = Some((paths, q.index()));
+                        }
+                    }
+                }
+                Some(best.map(|(_, q)| q))
+            }
+            Err(pathprof_core::interproc::NumberingError::TooManyPaths { proc, .. }) => {
+                // Cut the overflowing procedure's own callees first; without any, the callee itself.
+                let callee = sg
+                    .program()
+                    .sites_of(proc)
+                    .filter(|&s| sg.calls().role(s) == SiteRole::Interprocedural)
+                    .find_map(|s| match sg.program().site(s).map(|i| i.callee) {
+                        Some(Callee::Proc(q)) => Some(q.index()),
+                        _ => None,
+                    });
+                Some(callee)
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        match verdict {
+            None => return Ok(ProgramPlan { procs, supergraph: sg, budget_cuts, left_out }),
+            Some(Some(q)) => {
+                budget_cuts += sg
+                    .program()
+                    .sites()
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, s)| {
+                        s.callee == Callee::Proc(ProcId::from_index(q))
+                            && sg.calls().roles().get(*i) == Some(&SiteRole::Interprocedural)
+                    })
+                    .count() as u32;
+                cut.insert(q);
+            }
+            Some(None) => {
+                return Err(format!(
+                    "the module has more than {budget} interprocedural paths even with every call cut; use path mode"
+                ))
+            }
+        }
+    }
+}
+
+/// Builds the core program; sites calling a function in `cut` become `Callee::Cut`.
+fn build_program(procs: &[ProcPlan], index: &HashMap<LLVMValueRef, usize>, cut: &HashSet<usize>) -> Result<Program, String> {
+    let mut out = Vec::with_capacity(procs.len());
+    for p in procs {
+        let block_of: HashMap<LLVMBasicBlockRef, u32> =
+            p.graph.blocks.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
+        let mut call_sites = Vec::with_capacity(p.site_calls.len());
+        for &c in &p.site_calls {
+            let bb = unsafe { LLVMGetInstructionParent(c) };
+            let block = *block_of.get(&bb).ok_or("call site outside its function")?;
+            let callee = ir::called_function(c).and_then(|f| index.get(&f).copied()).ok_or("call site lost its callee")?;
+            let q = ProcId::from_index(callee);
+            call_sites.push(CallSite {
+                block: BlockId(block),
+                callee: if cut.contains(&callee) { Callee::Cut(q) } else { Callee::Proc(q) },
+            });
+        }
+        call_sites.sort_by_key(|s| s.block);
+        out.push(Procedure { cfg: p.graph.cfg.clone(), call_sites, external_entry: p.external_entry });
+    }
+    Program::new(out).map_err(|e| format!("internal error: {e}"))
+}
+
+/// Why `f` cannot be part of the program, if it cannot.
+fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode) -> Result<(), String> {
+    let g = cfg_build::build(f, facts).map_err(|u| u.0)?;
+    if !g.reentry_blocks.is_empty() {
+        return Err("it calls setjmp (a returns_twice function)".into());
+    }
+    let cfg = &g.cfg;
+    let adj = cfg.adjacency();
+    let dfs = depth_first(cfg, &adj);
+    for e in cfg.edge_ids() {
+        let edge = cfg.edge(e);
+        if !matches!(edge.kind, EdgeKind::Branch { .. }) || !dfs.is_reachable(edge.from) {
+            continue;
+        }
+        match g.sites[e.index()] {
+            Site::None => return Err(format!("edge {e} cannot carry code")),
+            Site::TargetPhi if mode == Mode::Piecewise && dfs.is_back_edge(e) => {
+                return Err(format!("back edge {e} cannot carry piecewise code"))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A direct plain call of a program function (the shape of a call site).
+fn is_site_call(i: LLVMValueRef, members: &HashSet<LLVMValueRef>) -> bool {
+    ir::opcode(i) == LLVMOpcode::LLVMCall
+        && !ir::is_musttail(i)
+        && !ir::calls_inline_asm(i)
+        && ir::called_function(i).is_some_and(|f| members.contains(&f))
+        && unsafe {
+            // The callee must not also be passed as an argument (then it escapes).
+            let n = LLVMGetNumArgOperands(i);
+            (0..n).all(|k| Some(LLVMGetOperand(i, k)) != ir::called_function(i))
+        }
+}
+
+/// Whether `f` may be entered other than through one of our call sites.
+fn is_externally_entered(f: LLVMValueRef, site_calls: &HashSet<LLVMValueRef>) -> bool {
+    let linkage = unsafe { LLVMGetLinkage(f) };
+    if !matches!(linkage, LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage) {
+        return true;
+    }
+    unsafe {
+        let mut u = LLVMGetFirstUse(f);
+        while !u.is_null() {
+            if !site_calls.contains(&LLVMGetUser(u)) {
+                return true;
+            }
+            u = LLVMGetNextUse(u);
+        }
+    }
+    false
+}
+
+/// The function's graph with `resume` edges as `Termination` edges: an exception leaving the function does not
+/// return to the caller's return site, so the path in flight ends there (and is counted there).
+pub fn build_graph(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, String> {
+    let mut g = cfg_build::build(f, facts).map_err(|u| u.0)?;
+    let edges: Vec<Edge> = g
+        .cfg
+        .edges()
+        .iter()
+        .map(|e| {
+            let resume = e.kind == EdgeKind::Return
+                && ir::terminator(g.blocks[e.from.index()]).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMResume);
+            if resume {
+                Edge { kind: EdgeKind::Termination, ..*e }
+            } else {
+                *e
+            }
+        })
+        .collect();
+    g.cfg = Cfg::new(g.cfg.num_blocks() as u32, edges).map_err(|e| e.to_string())?;
+    for (i, e) in g.cfg.edges().iter().enumerate() {
+        if e.kind == EdgeKind::Termination {
+            g.sites[i] = Site::None;
+        }
+    }
+    Ok(g)
+}
