@@ -9,6 +9,7 @@
 //! negative "count" is evidence of a broken profile, not a number to act on.
 
 use crate::files;
+use pathprof_core::interproc::Callee;
 use anyhow::{bail, Context, Result};
 use pathprof_core::{EdgeId, EdgeKind};
 use pathprof_format::meta::{FunctionMeta, Mode};
@@ -65,6 +66,10 @@ struct BlockReport {
     id: u32,
     lines: Vec<u32>,
     count: Option<u64>,
+    /// Context and piecewise modes: the function this block calls at its end (a call site; the next block is
+    /// its return site, split off by the pass).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calls: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -92,15 +97,36 @@ pub fn run(args: &Args) -> Result<()> {
     let profile = files::read_profile(&args.file)?;
     let mut functions = Vec::new();
     for module in &profile.modules {
+        // Interprocedural modules: every path is decoded once for the whole module.
+        let mut interproc = if module.meta.mode.is_interprocedural() {
+            Some(profile::module_path_counts(module).with_context(|| format!("showing {}", args.file.display()))?)
+        } else {
+            None
+        };
         for (index, f) in module.meta.functions.iter().enumerate() {
             let selected = match args.function.as_deref() {
                 None => true,
                 Some(n) => n == f.name || n == f.display_name,
             };
             if selected {
-                let counts = profile::function_edge_counts(module, index)
-                    .with_context(|| format!("showing {}", args.file.display()))?;
-                functions.push(function_report(module, f, &counts));
+                let counts = match interproc.as_mut() {
+                    Some(mp) => mp.functions[index].clone(),
+                    None => profile::function_edge_counts(module, index)
+                        .with_context(|| format!("showing {}", args.file.display()))?,
+                };
+                let mut report = function_report(module, f, &counts);
+                if let Some(ip) = module.meta.interproc.as_ref().and_then(|ip| ip.procs.get(index)) {
+                    for site in &ip.call_sites {
+                        let callee = match site.callee {
+                            Callee::Proc(q) | Callee::Cut(q) => module.meta.functions.get(q.index()).map(|g| g.name.clone()),
+                            Callee::External => None,
+                        };
+                        if let Some(b) = report.blocks.get_mut(site.block.index()) {
+                            b.calls = callee;
+                        }
+                    }
+                }
+                functions.push(report);
             }
         }
     }
@@ -125,7 +151,12 @@ fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts)
         .blocks
         .iter()
         .enumerate()
-        .map(|(i, b)| BlockReport { id: i as u32, lines: b.lines.clone(), count: c.blocks.get(i).copied().flatten() })
+        .map(|(i, b)| BlockReport {
+            id: i as u32,
+            lines: b.lines.clone(),
+            count: c.blocks.get(i).copied().flatten(),
+            calls: None,
+        })
         .collect();
     let mut edges = Vec::new();
     let mut abnormal_exits = Vec::new();

@@ -23,7 +23,9 @@ use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
+use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::depth_first;
+use pathprof_core::numbering::Numbering as PathNumbering;
 use pathprof_core::interproc::{CallSite, Callee, Mode, ProcId, Procedure, Program, SiteRole, Supergraph};
 use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
 use std::collections::{HashMap, HashSet};
@@ -66,7 +68,7 @@ pub fn plan(
     let mut left_out = Vec::new();
     let mut members: Vec<LLVMValueRef> = Vec::new();
     for &f in candidates {
-        match admissible(f, facts, mode) {
+        match admissible(f, facts, mode, budget >> 8) {
             Ok(()) => members.push(f),
             Err(why) => left_out.push((ir::name(f), why)),
         }
@@ -194,7 +196,9 @@ fn build_program(procs: &[ProcPlan], index: &HashMap<LLVMValueRef, usize>, cut: 
 }
 
 /// Why `f` cannot be part of the program, if it cannot.
-fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode) -> Result<(), String> {
+/// `max_own_paths` bounds the function's own Ball–Larus paths (its paths with every call cut), leaving room in
+/// the budget for the rest of the module: a function above it is profiled in path mode or not at all.
+fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u128) -> Result<(), String> {
     let g = cfg_build::build(f, facts).map_err(|u| u.0)?;
     if !g.reentry_blocks.is_empty() {
         return Err("it calls setjmp (a returns_twice function)".into());
@@ -202,6 +206,16 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode) -> Result<(), Stri
     let cfg = &g.cfg;
     let adj = cfg.adjacency();
     let dfs = depth_first(cfg, &adj);
+    let dag = PathDag::build(cfg, &adj, &dfs);
+    match PathNumbering::compute(&dag) {
+        Ok(n) if n.num_paths() <= max_own_paths => {}
+        _ => {
+            return Err(format!(
+                "it has more than {max_own_paths} acyclic paths of its own, too many for interprocedural numbering \
+                 (profile it in path mode)"
+            ))
+        }
+    }
     for e in cfg.edge_ids() {
         let edge = cfg.edge(e);
         if !matches!(edge.kind, EdgeKind::Branch { .. }) || !dfs.is_reachable(edge.from) {

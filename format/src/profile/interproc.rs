@@ -10,7 +10,9 @@
 //! Per-function edge and block counts follow from the *active* part of each path (context paths: the steps
 //! after the context-prefix, which ran in earlier paths): each edge of an execution lies in exactly one path's
 //! active part — a back edge or termination edge where a path ends, a call edge c→r where the callee returns
-//! (or at the summary edge), a callee's invocation at its entry step.
+//! (or at the summary edge), a callee's invocation at its entry step. A path that ends abnormally (`exit`,
+//! `longjmp`, an exception) also ends every activation it has open calls in: each such call block's
+//! termination edge is counted as well.
 //!
 //! Counts are signed as in path mode (a path cut short by a call that did not return is counted +1 before the
 //! call and −1 once it returned). Untrusted input: path numbers are checked against `num_paths` before they
@@ -162,6 +164,31 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
                     }
                 }
                 Via::LoopRestart { .. } | Via::MidEntry { .. } => {}
+            }
+        }
+        // An abnormal end leaves every frame of the path's open calls too: their call blocks' termination edges.
+        if let PathEnd::Termination { .. } = path.end {
+            let mut open: Vec<CallSiteId> = Vec::new();
+            for step in &path.steps {
+                match step.via {
+                    Via::Call { site } => open.push(site),
+                    Via::Return { .. } => {
+                        open.pop();
+                    }
+                    _ => {}
+                }
+            }
+            for site in open {
+                if let Some(info) = program.site(site) {
+                    let cfg = &program.proc(info.proc).cfg;
+                    let term = cfg.edge_ids().find(|&e| {
+                        let x = cfg.edge(e);
+                        x.from == info.block && x.kind == pathprof_core::EdgeKind::Termination
+                    });
+                    if let Some(e) = term {
+                        add(info.proc, e);
+                    }
+                }
             }
         }
         let (end_proc, end_edge) = match path.end {
