@@ -26,6 +26,12 @@
 //! | `--pathprof-path-array-max=N` | `PATHPROF_PATH_ARRAY_MAX=N` |
 //! | `--pathprof-atomic` | `PATHPROF_ATOMIC=1` |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
+//! | `--pathprof-lto` | `PATHPROF_LTO=1`, plus `-flto` and, when linking, `-fuse-ld=lld`, `-Wl,--load-pass-plugin=<plugin>` and `-Wl,-u,…` for the runtime's entry points |
+//!
+//! `--pathprof-lto` is whole-program profiling: the compiles emit plain LTO bitcode, and lld's full-LTO
+//! pipeline instruments the merged program once, so context and piecewise paths cross translation units.
+//! (`-fpass-plugin` is not forwarded to the linker, and symbols the LTO code generator introduces do not pull
+//! archive members by themselves: hence the extra linker flags.)
 //!
 //! `--pathprof-print-plugin` and `--pathprof-print-runtime` print the located paths and exit 0. Any other
 //! `--pathprof-…` option is an error.
@@ -215,7 +221,7 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
     let mut user: Vec<OsString> = Vec::with_capacity(args.len() + 4);
     let mut env: Vec<(String, String)> = Vec::new();
     let mut print: Vec<&Result<PathBuf, String>> = Vec::new();
-    let (mut user_debug, mut no_link, mut lang_x, mut inputs) = (false, false, false, 0usize);
+    let (mut user_debug, mut no_link, mut lang_x, mut inputs, mut lto) = (false, false, false, 0usize, false);
 
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -232,9 +238,13 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
                 b"use" => "PATHPROF_USE",
                 b"path-budget" => "PATHPROF_PATH_BUDGET",
                 b"path-array-max" => "PATHPROF_PATH_ARRAY_MAX",
-                b"atomic" | b"stats" | b"print-plugin" | b"print-runtime" if value.is_none() => {
+                b"atomic" | b"stats" | b"lto" | b"print-plugin" | b"print-runtime" if value.is_none() => {
                     match name {
                         b"atomic" => env.push(("PATHPROF_ATOMIC".into(), "1".into())),
+                        b"lto" => {
+                            env.push(("PATHPROF_LTO".into(), "1".into()));
+                            lto = true;
+                        }
                         b"stats" => env.push(("PATHPROF_STATS".into(), "1".into())),
                         b"print-plugin" => print.push(&found.plugin),
                         _ => print.push(&found.runtime),
@@ -288,6 +298,9 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
     if !user_debug {
         out.push("-gline-tables-only".into());
     }
+    if lto {
+        out.push("-flto".into());
+    }
     out.append(&mut user);
     if !no_link {
         let runtime = found.runtime.clone().map_err(Error::NotFound)?;
@@ -298,6 +311,12 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
         hide.push(runtime.file_name().unwrap_or(OsStr::new(RUNTIME_FILE)));
         out.push(runtime.into_os_string());
         out.push(hide);
+        if lto {
+            let mut load = OsString::from("-Wl,--load-pass-plugin=");
+            load.push(&plugin);
+            out.extend(["-fuse-ld=lld".into(), load]);
+            out.push("-Wl,-u,__pathprof_register_module,-u,__pathprof_path_add".into());
+        }
     }
     Ok(Plan::Compile { args: out, env })
 }

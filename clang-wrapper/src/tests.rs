@@ -194,3 +194,14 @@ fn driver_from_argv0() {
     assert_eq!(Driver::from_argv0(OsStr::new("pathprof-clang")), Driver::C);
     assert_eq!(Driver::from_argv0(OsStr::new("")), Driver::C);
 }
+
+#[test]
+fn lto_flag_moves_instrumentation_to_the_link() {
+    let (args, env) = compile(&["--pathprof-lto", "-c", "a.c"]);
+    assert_eq!(args, [PLUGIN, LINES, "-flto", "-c", "a.c"]);
+    assert_eq!(env, [("PATHPROF_LTO".to_string(), "1".to_string())]);
+    let (args, _) = compile(&["--pathprof-lto", "a.o", "b.o"]);
+    assert!(args.contains(&"-fuse-ld=lld".to_string()), "{args:?}");
+    assert!(args.iter().any(|a| a.starts_with("-Wl,--load-pass-plugin=") && a.ends_with("libpathprof.so")), "{args:?}");
+    assert!(args.iter().any(|a| a.contains("-u,__pathprof_register_module")), "{args:?}");
+}

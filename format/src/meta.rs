@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// First bytes of every metadata blob.
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
-/// Version of the metadata schema below; readers refuse others.
+/// Version of the metadata schema below; readers also accept version 1 (no interprocedural program).
 pub const META_VERSION: u32 = 2;
 
 /// What the module's counters measure.
@@ -58,6 +58,16 @@ pub struct ModuleMeta {
     pub functions: Vec<FunctionMeta>,
     /// Context and piecewise modes: the program the module-wide path numbers belong to.
     pub interproc: Option<InterprocMeta>,
+}
+
+/// The version-1 layout of [`ModuleMeta`], still read.
+#[derive(Deserialize)]
+struct ModuleMetaV1 {
+    module_name: String,
+    mode: Mode,
+    weighting: String,
+    atomic: bool,
+    functions: Vec<FunctionMeta>,
 }
 
 /// Melski–Reps facts the decoder needs to rebuild exactly the pass's numbering: the program is a pure function
@@ -191,12 +201,25 @@ impl ModuleMeta {
         }
         let ver = bytes.get(4..8).ok_or_else(|| MetaError::Corrupt("truncated header".into()))?;
         let ver = u32::from_le_bytes([ver[0], ver[1], ver[2], ver[3]]);
-        if ver != META_VERSION {
-            return Err(MetaError::UnsupportedVersion(ver));
-        }
         let payload = bytes.get(8..).unwrap_or(&[]);
-        let (meta, rest): (ModuleMeta, &[u8]) =
-            postcard::take_from_bytes(payload).map_err(|e| MetaError::Corrupt(e.to_string()))?;
+        let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
+        let (meta, rest): (ModuleMeta, &[u8]) = match ver {
+            META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
+            1 => {
+                // Version 1 = version 2 without `interproc` (profiles written before the interprocedural modes).
+                let (v1, rest): (ModuleMetaV1, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
+                let meta = ModuleMeta {
+                    module_name: v1.module_name,
+                    mode: v1.mode,
+                    weighting: v1.weighting,
+                    atomic: v1.atomic,
+                    functions: v1.functions,
+                    interproc: None,
+                };
+                (meta, rest)
+            }
+            _ => return Err(MetaError::UnsupportedVersion(ver)),
+        };
         if !rest.is_empty() {
             return Err(MetaError::Corrupt(format!("{} trailing bytes", rest.len())));
         }

@@ -18,18 +18,21 @@ using namespace llvm;
 
 extern "C" {
 // Implemented in Rust (pass/src/entry.rs). Returns nonzero if the module was changed.
-int pathprof_instrument_module(LLVMModuleRef M, void *FAM);
+// `AtLinkTime`: 1 when called from the full-LTO link pipeline (whole program), 0 from a compile.
+int pathprof_instrument_module(LLVMModuleRef M, void *FAM, int AtLinkTime);
 }
 
 namespace {
 struct PathprofPass : PassInfoMixin<PathprofPass> {
+  bool AtLinkTime = false;
+  explicit PathprofPass(bool AtLinkTime = false) : AtLinkTime(AtLinkTime) {}
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
     // Library functions' attributes (nounwind, willreturn, ...) from TargetLibraryInfo, exactly as the
     // optimisation pipeline infers them right after this point: they tell the pass which calls cannot leave
     // a frame abnormally. Only declarations are touched.
     InferFunctionAttrsPass().run(M, MAM);
     auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
-    if (pathprof_instrument_module(wrap(&M), &FAM))
+    if (pathprof_instrument_module(wrap(&M), &FAM, AtLinkTime ? 1 : 0))
       return PreservedAnalyses::none();
     return PreservedAnalyses::all();
   }
@@ -102,6 +105,10 @@ void pathprof_shim_register_callbacks(PassBuilder &PB) {
   // paths map to source and a later profile-use build can annotate the same CFG.
   PB.registerPipelineStartEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass()); });
+  // Whole-program mode (PATHPROF_LTO=1, the wrapper's --pathprof-lto): compiles leave modules alone and lld's
+  // full-LTO pipeline instruments the merged module once (the pass decides from the flag and this argument).
+  PB.registerFullLinkTimeOptimizationEarlyEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass(true)); });
   PB.registerPipelineParsingCallback(
       [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
         if (Name == "pathprof") {

@@ -52,6 +52,9 @@ pub struct Config {
     pub path_array_max: u128,
     /// Profile use: annotate branch weights from this profile instead of instrumenting (`PATHPROF_USE`).
     pub use_profile: Option<String>,
+    /// Whole-program mode (`PATHPROF_LTO=1`): instrument at the full-LTO link (lld loads the plugin with
+    /// `--load-pass-plugin`), not when compiling; interprocedural paths then cross translation units.
+    pub lto: bool,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -110,7 +113,8 @@ impl Config {
         let path_array_max =
             number("PATHPROF_PATH_ARRAY_MAX", get("PATHPROF_PATH_ARRAY_MAX"), DEFAULT_PATH_ARRAY_MAX, 1, 1 << 24)?;
         let use_profile = get("PATHPROF_USE").filter(|v| !v.is_empty());
-        Ok(Config { mode, weighting, atomic, stats, dump, path_budget, path_array_max, use_profile })
+        let lto = flag("PATHPROF_LTO", get("PATHPROF_LTO"))?;
+        Ok(Config { mode, weighting, atomic, stats, dump, path_budget, path_array_max, use_profile, lto })
     }
 
     /// Reads the configuration from the process environment.

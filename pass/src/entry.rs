@@ -12,9 +12,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Instruments one module; returns 1 if it changed. Configuration errors are reported through clang's
 /// diagnostics (one line, failed compile); internal errors become a warning and leave the module alone.
 #[no_mangle]
-pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void) -> c_int {
+pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void, at_link_time: c_int) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let config = Config::from_env()?;
+        // Exactly one of the two pipeline points works on a module: the link in whole-program mode, else the
+        // compile.
+        if config.lto != (at_link_time != 0) {
+            return Ok(false);
+        }
         match &config.use_profile {
             Some(path) => {
                 let stats = use_mode::annotate(m, path)?;

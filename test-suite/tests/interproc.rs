@@ -196,3 +196,79 @@ fn threads_with_atomic_counters_are_exact() {
         }
     }
 }
+
+/// The source line of the first line of `file` containing `text`.
+fn line_of(file: &str, text: &str) -> u64 {
+    let src = std::fs::read_to_string(programs().join(file)).expect("read source");
+    src.lines().position(|l| l.contains(text)).expect("marker text") as u64 + 1
+}
+
+/// Sum of the counts of paths whose active part runs a block of `function` with source line `line`.
+fn count_through(d: &Value, function: &str, line: u64) -> i64 {
+    d["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            let from = p["context_steps"].as_u64().unwrap() as usize;
+            p["steps"].as_array().unwrap()[from..]
+                .iter()
+                .any(|s| s["function"] == function && s["lines"].as_array().unwrap().iter().any(|l| l == line))
+        })
+        .map(|p| p["count"].as_i64().unwrap())
+        .sum()
+}
+
+/// Two translation units: per TU, `square` and `clamp` (external functions of another module) are entered as
+/// roots of their own paths; with `--pathprof-lto` the whole program is one module at the link and main's loop
+/// paths run through both callees. Counts hand-derived in two_tu_util.c (clamp: hi 37, x 63, lo 0).
+#[test]
+fn whole_program_lto_paths_cross_translation_units() {
+    let util = "two_tu_util.c";
+    let (hi, x) = (line_of(util, "return hi;"), line_of(util, "return x;"));
+    for opt in ["-O0", "-O1"] {
+        let dir = scratch(&format!("ip-lto{opt}"));
+        let mut objs = Vec::new();
+        for src in ["two_tu_main.c", util] {
+            let obj = dir.join(format!("{src}.o"));
+            run_ok(wrapper(false).args(["--pathprof-mode=context", "--pathprof-lto", opt, "-c"]).arg(programs().join(src)).arg("-o").arg(&obj));
+            objs.push(obj);
+        }
+        let exe = dir.join("prog");
+        let link = run_ok(wrapper(false).args(["--pathprof-mode=context", "--pathprof-lto", "--pathprof-stats", opt]).args(&objs).arg("-o").arg(&exe));
+        let stats = String::from_utf8_lossy(&link.stderr);
+        assert!(stats.contains("functions=3") && stats.contains("interprocedural=2"), "{opt}: {stats}");
+        let prof = dir.join("out.pathprof");
+        let _ = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run");
+        let d = decode_json(&prof);
+        for p in d["paths"].as_array().unwrap() {
+            assert_eq!(p["steps"][0]["function"], "main", "{opt}: after LTO only main is a root");
+        }
+        if opt == "-O0" {
+            assert_eq!(count_through(&d, "clamp", hi), 37);
+            assert_eq!(count_through(&d, "clamp", x), 63);
+            let total: i64 = d["paths"].as_array().unwrap().iter().map(|p| p["count"].as_i64().unwrap()).sum();
+            assert_eq!(total, 101, "100 loop iterations (99 restart at the header) and the exit path");
+        }
+        // At -O1 the link sees the pre-link pipeline's optimised IR (rotated loop, clamp as selects): the
+        // counts must still be exact and complete.
+        let show = show_json(&prof);
+        for f in show["functions"].as_array().unwrap() {
+            assert_eq!(f["exact"], true, "{opt}: {}", f["inexact_reasons"]);
+        }
+        let entries: BTreeMap<&str, u64> = show["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["name"].as_str().unwrap(), f["entry_count"].as_u64().unwrap_or(0)))
+            .collect();
+        assert_eq!(entries.get("main"), Some(&1), "{opt}: {entries:?}");
+        assert_eq!(entries.get("clamp"), Some(&100), "{opt}: {entries:?}");
+    }
+    // Per TU: the callees are roots; main's paths elide nothing but do not enter them.
+    let d = decode_json(&run_in("ip-two-tu", &["two_tu_main.c", util], "-O0", "context", &[]));
+    let starts: std::collections::BTreeSet<&str> =
+        d["paths"].as_array().unwrap().iter().map(|p| p["steps"][0]["function"].as_str().unwrap()).collect();
+    assert!(starts.contains("clamp") && starts.contains("square") && starts.contains("main"), "{starts:?}");
+    assert_eq!(count_through(&d, "clamp", x), 63);
+}
