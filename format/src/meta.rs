@@ -195,6 +195,14 @@ impl ModuleMeta {
 
     /// Decodes and validates a blob read from an untrusted profile; never panics.
     pub fn decode(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
+        let meta = ModuleMeta::decode_unvalidated(bytes)?;
+        meta.validate()?;
+        Ok(meta)
+    }
+
+    /// Decodes a blob (magic, version 1 or 2, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// for readers that must check sizes against their input first; never panics.
+    pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
         if magic != META_MAGIC {
             return Err(MetaError::BadMagic);
@@ -223,7 +231,6 @@ impl ModuleMeta {
         if !rest.is_empty() {
             return Err(MetaError::Corrupt(format!("{} trailing bytes", rest.len())));
         }
-        meta.validate()?;
         Ok(meta)
     }
 

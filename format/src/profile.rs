@@ -47,7 +47,7 @@ pub use merge::{merge, MergeError};
 pub use paths::{function_path_counts, FunctionPaths, PathCount};
 
 use crate::layout::{self, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION, MAGIC, RECORD_HEADER_LEN};
-use crate::meta::{MetaError, ModuleMeta, META_MAGIC, META_VERSION};
+use crate::meta::{MetaError, ModuleMeta};
 use pathprof_core::{Cfg, EdgeKind};
 use std::collections::HashSet;
 
@@ -440,19 +440,7 @@ fn read_record(r: &mut Reader<'_>, record: u32) -> Result<ModuleProfile, Profile
 /// postcard); errors are the same [`MetaError`]s `decode` returns.
 fn decode_meta(bytes: &[u8], available: u64, record: u32) -> Result<ModuleMeta, ProfileError> {
     let err = |error| ProfileError::Meta { record, error };
-    if bytes.get(0..4) != Some(&META_MAGIC[..]) {
-        return Err(err(MetaError::BadMagic));
-    }
-    let ver = bytes.get(4..8).map(u64_le).ok_or_else(|| err(MetaError::Corrupt("truncated header".into())))?;
-    if ver != u64::from(META_VERSION) {
-        return Err(err(MetaError::UnsupportedVersion(ver as u32)));
-    }
-    let payload = bytes.get(8..).unwrap_or(&[]);
-    let (meta, rest): (ModuleMeta, &[u8]) =
-        postcard::take_from_bytes(payload).map_err(|e| err(MetaError::Corrupt(e.to_string())))?;
-    if !rest.is_empty() {
-        return Err(err(MetaError::Corrupt(format!("{} trailing bytes", rest.len()))));
-    }
+    let meta = ModuleMeta::decode_unvalidated(bytes).map_err(err)?;
     for f in &meta.functions {
         let end = f.counter_base.checked_add(u64::from(f.num_counters));
         if !matches!(end, Some(end) if end <= available) {
