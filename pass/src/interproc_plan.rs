@@ -110,60 +110,72 @@ pub fn plan(
     }
     let _ = m;
 
-    // The budget policy: cut every site of the callee with the most paths until the total fits.
+    // The budget policy: cut every site of the callees with the most paths until the total fits.
     let mut cut: HashSet<usize> = HashSet::new();
     let mut budget_cuts = 0u32;
     loop {
         let program = build_program(&procs, &index, &cut)?;
         let sg = Supergraph::build(program);
-        let verdict = match sg.number(mode) {
+        let verdict: Option<Vec<usize>> = match sg.number(mode) {
             Ok(num) if num.num_paths() <= budget => None,
             Ok(num) => {
-                // The callee with the most paths among those still reached through interprocedural sites.
-                let mut best: Option<(u128, usize)> = None;
+                // Callees still reached through interprocedural sites, by their number of paths; cut the one
+                // with the most and, to keep the number of rounds logarithmic, every one within a factor 16 of it.
+                let mut paths_of: Vec<(usize, u128)> = Vec::new();
                 for (i, s) in sg.program().sites().iter().enumerate() {
                     if sg.calls().roles().get(i) != Some(&SiteRole::Interprocedural) {
                         continue;
                     }
                     if let Callee::Proc(q) = s.callee {
-                        let paths = num.psi(q, BlockId(0)).checked_apply(1).unwrap_or(u128::MAX);
-                        if best.is_none_or(|(b, bi)| paths > b || (paths == b && q.index() < bi)) {
-                            best = Some((paths, q.index()));
-                        }
+                        paths_of.push((q.index(), num.psi(q, BlockId(0)).checked_apply(1).unwrap_or(u128::MAX)));
                     }
                 }
-                Some(best.map(|(_, q)| q))
+                let max = paths_of.iter().map(|&(_, p)| p).max();
+                Some(match max {
+                    Some(max) => {
+                        let mut v: Vec<usize> = paths_of.iter().filter(|&&(_, p)| p >= max / 16).map(|&(q, _)| q).collect();
+                        v.sort_unstable();
+                        v.dedup();
+                        v
+                    }
+                    None => Vec::new(),
+                })
             }
             Err(pathprof_core::interproc::NumberingError::TooManyPaths { proc, .. }) => {
-                // Cut the overflowing procedure's own callees first; without any, the callee itself.
-                let callee = sg
+                // The overflowing procedure's callees.
+                let mut v: Vec<usize> = sg
                     .program()
                     .sites_of(proc)
                     .filter(|&s| sg.calls().role(s) == SiteRole::Interprocedural)
-                    .find_map(|s| match sg.program().site(s).map(|i| i.callee) {
+                    .filter_map(|s| match sg.program().site(s).map(|i| i.callee) {
                         Some(Callee::Proc(q)) => Some(q.index()),
                         _ => None,
-                    });
-                Some(callee)
+                    })
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                Some(v)
             }
             Err(e) => return Err(e.to_string()),
         };
         match verdict {
             None => return Ok(ProgramPlan { procs, supergraph: sg, budget_cuts, left_out }),
-            Some(Some(q)) => {
-                budget_cuts += sg
-                    .program()
-                    .sites()
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, s)| {
-                        s.callee == Callee::Proc(ProcId::from_index(q))
-                            && sg.calls().roles().get(*i) == Some(&SiteRole::Interprocedural)
-                    })
-                    .count() as u32;
-                cut.insert(q);
+            Some(callees) if !callees.is_empty() => {
+                for q in callees {
+                    budget_cuts += sg
+                        .program()
+                        .sites()
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, s)| {
+                            s.callee == Callee::Proc(ProcId::from_index(q))
+                                && sg.calls().roles().get(*i) == Some(&SiteRole::Interprocedural)
+                        })
+                        .count() as u32;
+                    cut.insert(q);
+                }
             }
-            Some(None) => {
+            Some(_) => {
                 return Err(format!(
                     "the module has more than {budget} interprocedural paths even with every call cut; use path mode"
                 ))
