@@ -23,13 +23,12 @@ use pathprof_format::profile::cfg_hash;
 pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config, module_name: &str) -> Result<bool, String> {
     let facts = CallFacts::new(m);
     let mode = if config.mode == Mode::Piecewise { IpMode::Piecewise } else { IpMode::Context };
-    let plan = interproc_plan::plan(m, candidates, &facts, mode, config.path_budget)?;
-    for (name, why) in &plan.left_out {
+    let mut left_out = Vec::new();
+    let plan = interproc_plan::plan(candidates, &facts, mode, config.path_budget, &mut left_out)?;
+    for (name, why) in &left_out {
         eprintln!("pathprof: warning: {module_name}: leaving `{name}` uninstrumented: {why}");
     }
-    if plan.procs.is_empty() {
-        return Ok(false);
-    }
+    let Some(plan) = plan else { return Ok(false) };
     let sg = &plan.supergraph;
     let num = sg.number(mode).map_err(|e| e.to_string())?;
     let num_paths = num.num_paths();
@@ -100,7 +99,7 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
              storage={} call_sites={} interprocedural={} recursive={} cut_by_budget={} budget={}",
             config.mode.name(),
             plan.procs.len(),
-            plan.left_out.len(),
+            left_out.len(),
             sg.calls().roots().len(),
             if dense { "dense" } else { "hashed" },
             roles.len(),

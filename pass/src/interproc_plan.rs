@@ -52,26 +52,27 @@ pub struct ProgramPlan {
     pub supergraph: Supergraph,
     /// Call sites the budget policy cut.
     pub budget_cuts: u32,
-    /// Functions left out of the program (name, why).
-    pub left_out: Vec<(String, String)>,
 }
 
 /// Selects the program, splits call blocks, builds graphs and the supergraph, and cuts call sites until the
-/// numbering fits `budget` paths. Changes the IR only by splitting blocks after call-site calls.
+/// numbering fits `budget` paths. Changes the IR only by splitting blocks after call-site calls. Functions left
+/// out of the program are added to `left_out` (name, why); `None` when no function is left.
 pub fn plan(
-    m: LLVMModuleRef,
     candidates: &[LLVMValueRef],
     facts: &CallFacts,
     mode: Mode,
     budget: u128,
-) -> Result<ProgramPlan, String> {
-    let mut left_out = Vec::new();
+    left_out: &mut Vec<(String, String)>,
+) -> Result<Option<ProgramPlan>, String> {
     let mut members: Vec<LLVMValueRef> = Vec::new();
     for &f in candidates {
         match admissible(f, facts, mode, budget >> 8) {
             Ok(()) => members.push(f),
             Err(why) => left_out.push((ir::name(f), why)),
         }
+    }
+    if members.is_empty() {
+        return Ok(None);
     }
     let member_set: HashSet<LLVMValueRef> = members.iter().copied().collect();
 
@@ -108,7 +109,6 @@ pub fn plan(
             external_entry: is_externally_entered(f, &all_site_calls),
         });
     }
-    let _ = m;
 
     // The budget policy: cut every site of the callees with the most paths until the total fits.
     let mut cut: HashSet<usize> = HashSet::new();
@@ -159,7 +159,7 @@ pub fn plan(
             Err(e) => return Err(e.to_string()),
         };
         match verdict {
-            None => return Ok(ProgramPlan { procs, supergraph: sg, budget_cuts, left_out }),
+            None => return Ok(Some(ProgramPlan { procs, supergraph: sg, budget_cuts })),
             Some(callees) if !callees.is_empty() => {
                 for q in callees {
                     budget_cuts += sg

@@ -272,3 +272,14 @@ fn whole_program_lto_paths_cross_translation_units() {
     assert!(starts.contains("clamp") && starts.contains("square") && starts.contains("main"), "{starts:?}");
     assert_eq!(count_through(&d, "clamp", x), 63);
 }
+
+/// A translation unit with no function (only data) is a module with an empty program: nothing to do, no error.
+#[test]
+fn a_module_without_functions_compiles() {
+    let dir = scratch("ip-nofn");
+    let src = dir.join("data.c");
+    std::fs::write(&src, "const int table[4] = {1, 2, 3, 4};\n").unwrap();
+    for mode in ["context", "piecewise"] {
+        run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).args(["-O2", "-c"]).arg(&src).arg("-o").arg(dir.join("data.o")));
+    }
+}
