@@ -10,7 +10,7 @@
 //! Open addressing with linear probing over `capacity` (a power of two) pairs `(path + 1, count)`; a key of 0
 //! marks an empty slot. The slot of a key starts at the splitmix64 finalizer of the key. The pair array is
 //! `calloc`ed at the table's first insertion ([`INITIAL_CAPACITY`] pairs, 1 KiB) and doubled with a rehash when an
-//! insertion would bring the load to more than 70 %. `len` is the number of occupied slots. Only
+//! insertion would bring the load to more than 70 % (see "Concurrency" for what happens to the old array). `len` is the number of occupied slots. Only
 //! `lock`, `slots`, `capacity` and `len` are written by the runtime, and only `slots` memory is allocated.
 //!
 //! Dumps drain a table like dense counters: under its lock they copy every nonzero count and set it to 0, but
@@ -29,10 +29,18 @@
 //! Testing knob: `PATHPROF_TABLE_CAP_LOG2=k` (decimal, `0 <= k <= 22`) lowers the cap to 2^k paths per table.
 //! It is read once, at the first insertion into any table of the process; other values are ignored.
 //!
-//! # Locking
-//! Every update, drain and reset takes the table's spin lock, in every counter mode: hashed functions are rare,
-//! and exact counts under threads matter more than the few nanoseconds of an uncontended lock. The `lock` word
-//! (0 when emitted) holds:
+//! # Concurrency
+//! An update of a path that is already in the table takes no lock: it loads the published array (`slots`,
+//! acquire), probes for the key and adds to its count with a compare-and-swap — exact under threads in every
+//! counter mode, and a few instructions in the common case. Everything else takes the table's spin lock:
+//! inserting a key (the count is stored before the key, which is stored with release ordering), growing,
+//! draining (counts are swapped to 0), resets and forks. Growing copies each pair after swapping its count to
+//! the sentinel [`MOVED`]; an updater that meets it takes the lock and finds the key in the new array, so no
+//! update is lost. Arrays carry their capacity in a header word, so a reader never pairs one array with another
+//! array's size; a replaced array is never freed while its table is live (a lock-free updater may still be
+//! probing it), which costs less memory than the final array.
+//!
+//! The `lock` word (0 when emitted) holds:
 //! - bits 0..61: the owner, `(pthread_self() & OWNER) | 1`, or 0 when free. Acquire is a compare-and-swap
 //!   (acquire ordering) that preserves the flag bits, release a `fetch_and` (release ordering). Waiters spin
 //!   [`SPINS`] times with a spin hint, then `sched_yield` between attempts.
@@ -55,7 +63,7 @@ use crate::merge::PathCount;
 use crate::sys::{Errno, MVec};
 use core::ffi::c_void;
 use core::ptr::{self, addr_of_mut};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use pathprof_format::layout::{ModuleDesc, PathTable};
 
 /// Owner bits of the lock word.
@@ -68,6 +76,12 @@ const WARNED: u64 = 1 << 62;
 const DROPPED: u64 = 1 << 63;
 /// Spins with a spin-loop hint before a waiter starts yielding the CPU.
 const SPINS: u32 = 64;
+/// Count value of a slot whose pair was copied into a larger array: lock-free updaters that see it take the
+/// lock and find the key in the new array. A real count never takes this value (it would take 2^63 net updates
+/// of one path).
+const MOVED: u64 = 1 << 63;
+/// Words before a pair array holding its capacity.
+const HEADER_WORDS: usize = 2;
 
 /// Pairs allocated at a table's first insertion.
 pub(crate) const INITIAL_CAPACITY: u64 = 64;
@@ -87,6 +101,10 @@ pub unsafe extern "C" fn __pathprof_path_add(table: *mut PathTable, path: u64, d
         return;
     }
     let key = path.wrapping_add(1);
+    // SAFETY: caller contract.
+    if key != 0 && unsafe { add_lock_free(table, key, delta as u64) } {
+        return;
+    }
     // SAFETY (both): caller contract.
     let w = unsafe { word(table) };
     match unsafe { Held::lock(table) } {
@@ -111,6 +129,91 @@ unsafe fn word<'a>(t: *mut PathTable) -> &'a AtomicU64 {
     // SAFETY: the field is an aligned u64 (the struct is `repr(C)` of u64s and a pointer) that is only ever
     // accessed through this atomic view.
     unsafe { AtomicU64::from_ptr(addr_of_mut!((*t).lock)) }
+}
+
+/// The `slots` field of a table, atomically (published with release ordering after the array is complete).
+///
+/// # Safety
+/// `t` must point to a live `PathTable`.
+unsafe fn slots_word<'a>(t: *mut PathTable) -> &'a AtomicPtr<u64> {
+    // SAFETY: an aligned pointer-sized field, only ever accessed atomically once the runtime owns it.
+    unsafe { AtomicPtr::from_ptr(addr_of_mut!((*t).slots)) }
+}
+
+/// The capacity (in pairs) of a pair array, from the header word before it (see [`alloc_pairs`]).
+///
+/// # Safety
+/// `slots` must be a non-null array from [`alloc_pairs`].
+#[inline]
+unsafe fn capacity_of(slots: *mut u64) -> u64 {
+    // SAFETY: the header precedes the pairs in the same allocation and is written before publication.
+    unsafe { *slots.sub(HEADER_WORDS) }
+}
+
+/// A zeroed array of `capacity` pairs preceded by a header holding `capacity`, so that a reader holding only the
+/// array pointer knows its size; null if it cannot be allocated.
+fn alloc_pairs(capacity: u64) -> *mut u64 {
+    // At most 2 × 2^CAP_LOG2 pairs of 16 bytes plus the header: no overflow anywhere.
+    // SAFETY: calloc has no preconditions; the result is checked.
+    let base = unsafe { libc::calloc(capacity as usize + 1, 16) }.cast::<u64>();
+    if base.is_null() {
+        return base;
+    }
+    // SAFETY: the allocation has 2 × (capacity + 1) words.
+    unsafe {
+        *base = capacity;
+        base.add(HEADER_WORDS)
+    }
+}
+
+/// Frees an array from [`alloc_pairs`] (null allowed).
+///
+/// # Safety
+/// Nothing may use the array afterwards.
+unsafe fn free_pairs(slots: *mut u64) {
+    if !slots.is_null() {
+        // SAFETY: caller contract; the allocation starts at the header.
+        unsafe { libc::free(slots.sub(HEADER_WORDS).cast::<c_void>()) };
+    }
+}
+
+/// The fast path of [`__pathprof_path_add`]: adds `delta` to `key`'s count without the lock when the key is in
+/// the current array; false when it is not there (or the array is being replaced) and the caller must take the
+/// lock. See "Concurrency" in the module docs.
+///
+/// # Safety
+/// `t` must point to a live `PathTable`.
+#[inline]
+unsafe fn add_lock_free(t: *mut PathTable, key: u64, delta: u64) -> bool {
+    // SAFETY: caller contract.
+    let slots = unsafe { slots_word(t) }.load(Ordering::Acquire);
+    if slots.is_null() {
+        return false;
+    }
+    // SAFETY: published arrays come from alloc_pairs and are never freed while the table is live.
+    let mask = (unsafe { capacity_of(slots) } - 1) as usize;
+    let mut i = mix(key) as usize & mask;
+    loop {
+        // SAFETY: i <= mask < capacity; the array has 2 × capacity words, accessed atomically.
+        let (k, c) = unsafe { (AtomicU64::from_ptr(slots.add(2 * i)), AtomicU64::from_ptr(slots.add(2 * i + 1))) };
+        let found = k.load(Ordering::Acquire);
+        if found == key {
+            let mut cur = c.load(Ordering::Relaxed);
+            loop {
+                if cur == MOVED {
+                    return false;
+                }
+                match c.compare_exchange_weak(cur, cur.wrapping_add(delta), Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => return true,
+                    Err(now) => cur = now,
+                }
+            }
+        }
+        if found == 0 {
+            return false;
+        }
+        i = (i + 1) & mask;
+    }
 }
 
 /// This thread's lock owner value (never 0, no flag bits).
@@ -236,12 +339,21 @@ impl Held {
     }
 
     fn set(&mut self, slots: *mut u64, capacity: u64, len: u64) {
-        // SAFETY: see above.
+        // SAFETY: see above; `slots` is published last, with release ordering, for lock-free readers.
         unsafe {
-            (*self.t).slots = slots;
             (*self.t).capacity = capacity;
             (*self.t).len = len;
+            slots_word(self.t).store(slots, Ordering::Release);
         }
+    }
+
+    /// Slot `i`'s key and count words, atomically (lock-free updaters access the same words).
+    ///
+    /// Requires `slots` non-null and `i < capacity`.
+    fn pair(&self, i: usize) -> (&AtomicU64, &AtomicU64) {
+        let slots = self.slots();
+        // SAFETY: caller contract; the words live as long as the table (arrays are never freed while live).
+        unsafe { (AtomicU64::from_ptr(slots.add(2 * i)), AtomicU64::from_ptr(slots.add(2 * i + 1))) }
     }
 
     /// The occupied slot of `key`, or the empty slot where it would go.
@@ -254,7 +366,7 @@ impl Held {
         let mut i = mix(key) as usize & mask;
         loop {
             // SAFETY: i <= mask < capacity, and `slots` has 2 × capacity elements.
-            let k = unsafe { *slots.add(2 * i) };
+            let k = unsafe { AtomicU64::from_ptr(slots.add(2 * i)) }.load(Ordering::Relaxed);
             if k == key {
                 return (i, true);
             }
@@ -272,11 +384,8 @@ impl Held {
         if !self.slots().is_null() {
             let (i, found) = self.find(key);
             if found {
-                // SAFETY: `i` is a slot index (see `find`).
-                unsafe {
-                    let c = self.slots().add(2 * i + 1);
-                    *c = (*c).wrapping_add(delta);
-                }
+                // Atomic: lock-free updaters change the same count concurrently.
+                self.pair(i).1.fetch_add(delta, Ordering::Relaxed);
                 return 0;
             }
         }
@@ -303,55 +412,55 @@ impl Held {
                 return DROPPED;
             }
         }
-        let slots = self.slots();
-        // SAFETY: `i` is an empty slot of the current array.
-        unsafe {
-            *slots.add(2 * i) = key;
-            *slots.add(2 * i + 1) = delta;
-        }
-        self.set(slots, self.capacity(), len + 1);
+        // The count before the key: a lock-free reader that sees the key (acquire) sees its count.
+        let (k, c) = self.pair(i);
+        c.store(delta, Ordering::Relaxed);
+        k.store(key, Ordering::Release);
+        // SAFETY: the table is ours under the lock.
+        unsafe { (*self.t).len = len + 1 };
         0
     }
 
     /// Moves the entries into a new, zeroed array of `capacity` pairs; false (table unchanged) if it cannot be
-    /// allocated.
+    /// allocated. Each old count is taken with an atomic swap to [`MOVED`], so an update that raced with the copy
+    /// is either in the copied value or retried under the lock. The old array is not freed: a lock-free updater
+    /// may still be probing it (the arrays of one table add up to less than its final array).
     fn resize(&mut self, capacity: u64) -> bool {
-        // At most 2 × 2^CAP_LOG2 pairs of 16 bytes: no overflow anywhere.
-        // SAFETY: calloc has no preconditions; the result is checked.
-        let new = unsafe { libc::calloc(capacity as usize, 16) }.cast::<u64>();
+        let new = alloc_pairs(capacity);
         if new.is_null() {
             return false;
         }
         let mask = (capacity - 1) as usize;
-        for &[k, c] in self.pairs().iter() {
-            if k == 0 {
+        for j in 0..self.capacity() as usize {
+            let (k, c) = self.pair(j);
+            let key = k.load(Ordering::Relaxed);
+            if key == 0 {
                 continue;
             }
-            let mut i = mix(k) as usize & mask;
-            // SAFETY: i <= mask < capacity; the new array has more empty slots than the old one has keys.
+            let count = c.swap(MOVED, Ordering::Relaxed);
+            let mut i = mix(key) as usize & mask;
+            // SAFETY: i <= mask < capacity; the new array has more empty slots than the old one has keys, and
+            // nobody else sees it before `set` publishes it.
             unsafe {
                 while *new.add(2 * i) != 0 {
                     i = (i + 1) & mask;
                 }
-                *new.add(2 * i) = k;
-                *new.add(2 * i + 1) = c;
+                *new.add(2 * i) = key;
+                *new.add(2 * i + 1) = count;
             }
         }
-        let old = self.slots();
         self.set(new, capacity, self.len());
-        // SAFETY: `old` is null or the array this runtime allocated; nothing refers to it any more.
-        unsafe { libc::free(old.cast::<c_void>()) };
         true
     }
 
-    /// The (key, count) pairs, mutably.
-    fn pairs(&mut self) -> &mut [[u64; 2]] {
-        let slots = self.slots();
-        if slots.is_null() {
-            return &mut [];
-        }
-        // SAFETY: `capacity` pairs of u64, 16-byte aligned from calloc, exclusively ours under the lock.
-        unsafe { core::slice::from_raw_parts_mut(slots.cast::<[u64; 2]>(), self.capacity() as usize) }
+    /// Every occupied slot's key (plus one, as stored) and count word.
+    fn occupied(&self) -> impl Iterator<Item = (u64, &AtomicU64)> + '_ {
+        let n = if self.slots().is_null() { 0 } else { self.capacity() as usize };
+        (0..n).filter_map(move |i| {
+            let (k, c) = self.pair(i);
+            let key = k.load(Ordering::Relaxed);
+            (key != 0).then_some((key, c))
+        })
     }
 
     /// Takes the `DROPPED` and `FULL` flags (returned as they were).
@@ -380,9 +489,10 @@ fn tables(d: *mut ModuleDesc) -> impl Iterator<Item = *mut PathTable> {
 pub(crate) fn has_news(d: *mut ModuleDesc) -> bool {
     tables(d).any(|t| {
         // SAFETY: tables of a registered module are live.
-        let Some(mut h) = (unsafe { Held::lock(t) }) else { return true };
+        let Some(h) = (unsafe { Held::lock(t) }) else { return true };
         // SAFETY: live table.
-        unsafe { word(t) }.load(Ordering::Relaxed) & DROPPED != 0 || h.pairs().iter().any(|p| p[0] != 0 && p[1] != 0)
+        unsafe { word(t) }.load(Ordering::Relaxed) & DROPPED != 0
+            || h.occupied().any(|(_, c)| c.load(Ordering::Relaxed) != 0)
     })
 }
 
@@ -392,7 +502,7 @@ pub(crate) fn has_news(d: *mut ModuleDesc) -> bool {
 pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>, dropped: &mut bool) -> Result<(), Errno> {
     for t in tables(d) {
         // SAFETY: tables of a registered module are live.
-        let Some(mut h) = (unsafe { Held::lock(t) }) else {
+        let Some(h) = (unsafe { Held::lock(t) }) else {
             // This thread is inside an update of this table (the dump runs in a signal handler): leave its
             // counts for a later dump and flag the record.
             *dropped = true;
@@ -405,10 +515,14 @@ pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>, dropped: &mut
             warn_once(&h, d, flags & FULL != 0);
         }
         let function = h.function();
-        for p in h.pairs() {
-            if p[0] != 0 && p[1] != 0 {
-                out.push(PathCount { function, path: p[0] - 1, count: p[1], table: t })?;
-                p[1] = 0;
+        for (key, c) in h.occupied() {
+            // Swapped: lock-free updaters may add to the count meanwhile.
+            let count = c.swap(0, Ordering::Relaxed);
+            if count != 0 {
+                if let Err(e) = out.push(PathCount { function, path: key - 1, count, table: t }) {
+                    c.fetch_add(count, Ordering::Relaxed);
+                    return Err(e);
+                }
             }
         }
     }
@@ -482,10 +596,10 @@ pub(crate) fn reset(d: *mut ModuleDesc) {
     for t in tables(d) {
         // SAFETY: tables of a registered module are live. A table this thread is updating (signal handler) is
         // left alone.
-        if let Some(mut h) = unsafe { Held::lock(t) } {
+        if let Some(h) = unsafe { Held::lock(t) } {
             h.take_dropped();
-            for p in h.pairs() {
-                p[1] = 0;
+            for (_, c) in h.occupied() {
+                c.store(0, Ordering::Relaxed);
             }
         }
     }
@@ -503,8 +617,9 @@ pub(crate) fn fork_child(d: *mut ModuleDesc) {
         if was & OWNER != 0 {
             h.set(ptr::null_mut(), 0, 0);
         } else {
-            for p in h.pairs() {
-                p[1] = 0;
+            for (_, c) in h.occupied() {
+                // Not MOVED: resizes hold the lock, and the lock was free at the fork.
+                c.store(0, Ordering::Relaxed);
             }
         }
         // Not a lock we took: do not run the release.
@@ -520,8 +635,8 @@ pub(crate) fn release(d: *mut ModuleDesc) {
         if let Some(mut h) = unsafe { Held::lock(t) } {
             let old = h.slots();
             h.set(ptr::null_mut(), 0, 0);
-            // SAFETY: null or our calloc block, no longer referenced.
-            unsafe { libc::free(old.cast::<c_void>()) };
+            // SAFETY: null or our array, no longer referenced (the module's code is being unloaded).
+            unsafe { free_pairs(old) };
         }
     }
 }
@@ -537,8 +652,8 @@ mod tests {
 
     fn entries(t: &mut PathTable) -> Vec<(u64, u64)> {
         // SAFETY: a local table.
-        let mut h = unsafe { Held::lock(t) }.unwrap();
-        let mut v: Vec<(u64, u64)> = h.pairs().iter().filter(|p| p[0] != 0).map(|p| (p[0] - 1, p[1])).collect();
+        let h = unsafe { Held::lock(t) }.unwrap();
+        let mut v: Vec<(u64, u64)> = h.occupied().map(|(k, c)| (k - 1, c.load(Ordering::Relaxed))).collect();
         v.sort();
         v
     }
@@ -568,8 +683,42 @@ mod tests {
         want.sort();
         assert_eq!(entries(&mut t), want);
         assert_eq!(t.lock, 0);
-        // SAFETY: our calloc block.
-        unsafe { libc::free(t.slots.cast()) };
+        // SAFETY: our array (older arrays of the table are leaked by design).
+        unsafe { free_pairs(t.slots) };
+    }
+
+    /// Four threads update overlapping paths (and keep inserting new ones, so the array grows under them)
+    /// without any lost update: the lock-free path and the copy during growth agree.
+    #[test]
+    fn concurrent_updates_through_growth_are_exact() {
+        let mut t = table(0);
+        let addr = &mut t as *mut PathTable as usize;
+        let threads: Vec<_> = (0..4u64)
+            .map(|id| {
+                std::thread::spawn(move || {
+                    let tp = addr as *mut PathTable;
+                    for i in 0..20_000u64 {
+                        // Hot shared paths, plus a stream of new ones per thread.
+                        unsafe {
+                            __pathprof_path_add(tp, i % 7, 1);
+                            __pathprof_path_add(tp, 1000 + id * 100_000 + i / 4, 1);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for th in threads {
+            th.join().unwrap();
+        }
+        let got = entries(&mut t);
+        for p in 0..7u64 {
+            let want = (0..20_000u64).filter(|i| i % 7 == p).count() as u64 * 4;
+            assert_eq!(got.iter().find(|e| e.0 == p).map(|e| e.1), Some(want), "path {p}");
+        }
+        let streamed: u64 = got.iter().filter(|e| e.0 >= 1000).map(|e| e.1).sum();
+        assert_eq!(streamed, 4 * 20_000);
+        assert_eq!(got.iter().filter(|e| e.0 >= 1000).count(), 4 * 5_000);
+        assert_eq!(t.lock, 0);
     }
 
     #[test]
