@@ -50,13 +50,16 @@ VARIANTS = [
     ("pp-edge-atomic", str(PPCLANG), ["--pathprof-mode=edge", "--pathprof-atomic", "--pathprof-stats"], "pathprof"),
     ("pp-path", str(PPCLANG), ["--pathprof-mode=path", "--pathprof-stats"], "pathprof"),
     ("pp-path-atomic", str(PPCLANG), ["--pathprof-mode=path", "--pathprof-atomic", "--pathprof-stats"], "pathprof"),
+    ("pp-context", str(PPCLANG), ["--pathprof-mode=context", "--pathprof-stats"], "pathprof"),
+    ("pp-piecewise", str(PPCLANG), ["--pathprof-mode=piecewise", "--pathprof-stats"], "pathprof"),
 ]
 VARIANT = {v[0]: v for v in VARIANTS}
 # What each variant's overhead is measured against.
 REFERENCE = {name: ("gcc" if name == "gcc-arcs" else "baseline") for name, *_ in VARIANTS}
 PATHPROF_VARIANTS = [v[0] for v in VARIANTS if v[3] == "pathprof"]
 # Head to head: pathprof variant -> the LLVM IR PGO variant of the same atomicity.
-HEAD_TO_HEAD = {"pp-edge": "llvm-ir-pgo", "pp-path": "llvm-ir-pgo",
+HEAD_TO_HEAD = {"pp-edge": "llvm-ir-pgo", "pp-path": "llvm-ir-pgo", "pp-context": "llvm-ir-pgo",
+                "pp-piecewise": "llvm-ir-pgo",
                 "pp-edge-atomic": "llvm-ir-pgo-atomic", "pp-path-atomic": "llvm-ir-pgo-atomic"}
 
 OPT = ["-O2"]
