@@ -12,6 +12,7 @@ use crate::ir;
 use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::LLVMLinkage;
 use pathprof_core::EdgeKind;
 use pathprof_format::profile::{self, FunctionCounts};
 
@@ -28,13 +29,20 @@ pub struct UseStats {
     pub missing: usize,
 }
 
-/// Exact branch counts by (function name, branch shape); names alone detect stale functions.
+/// Exact branch counts; names alone detect stale functions.
+///
+/// Functions with internal linkage are looked up by (module, name, branch shape): two translation units may each
+/// have a `static` function of the same name and shape. Others by (name, branch shape), summed over the
+/// modules that define them: an inline (linkonce) function is defined in every module that uses it, but only
+/// the copy the linker kept ran, so the other modules' records hold zeros.
 struct ProfileIndex {
-    counts: HashMap<(String, u64), Annotation>,
+    local: HashMap<(String, String, u64), Annotation>,
+    global: HashMap<(String, u64), Annotation>,
     names: HashMap<String, ()>,
 }
 
 /// What gets attached to one function.
+#[derive(Clone)]
 struct Annotation {
     entry: u64,
     /// Count of successor `succ` of block `b`, keyed by `(b, succ)`.
@@ -71,22 +79,45 @@ fn annotation(cfg: &pathprof_core::Cfg, c: &FunctionCounts) -> Annotation {
     Annotation { entry: c.entry.unwrap_or(0), branches, blocks: c.blocks.iter().map(|b| b.unwrap_or(0)).collect() }
 }
 
+impl Annotation {
+    /// Adds another module's counts of the same function (saturating: counts are 64-bit totals).
+    fn add(&mut self, other: &Annotation) {
+        self.entry = self.entry.saturating_add(other.entry);
+        for (k, v) in &other.branches {
+            let e = self.branches.entry(*k).or_insert(0);
+            *e = e.saturating_add(*v);
+        }
+        for (a, b) in self.blocks.iter_mut().zip(&other.blocks) {
+            *a = a.saturating_add(*b);
+        }
+    }
+}
+
 fn load(path: &str) -> Result<ProfileIndex, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read PATHPROF_USE profile {path}: {e}"))?;
     let prof = profile::read(&bytes).map_err(|e| format!("PATHPROF_USE profile {path}: {e}"))?;
-    let mut counts = HashMap::new();
+    let mut local = HashMap::new();
+    let mut global: HashMap<(String, u64), Annotation> = HashMap::new();
     let mut names = HashMap::new();
     for module in &prof.modules {
         for (i, f) in module.meta.functions.iter().enumerate() {
             names.insert(f.name.clone(), ());
             if let Ok(c) = profile::function_edge_counts(module, i) {
                 if c.exact {
-                    counts.insert((f.name.clone(), branch_shape(&f.cfg)), annotation(&f.cfg, &c));
+                    let shape = branch_shape(&f.cfg);
+                    let a = annotation(&f.cfg, &c);
+                    match global.get_mut(&(f.name.clone(), shape)) {
+                        Some(g) => g.add(&a),
+                        None => {
+                            global.insert((f.name.clone(), shape), a.clone());
+                        }
+                    }
+                    local.insert((module.meta.module_name.clone(), f.name.clone(), shape), a);
                 }
             }
         }
     }
-    Ok(ProfileIndex { counts, names })
+    Ok(ProfileIndex { local, global, names })
 }
 
 /// Scales counts into LLVM's 32-bit branch weights the way LLVM's PGO does (one common divisor).
@@ -99,6 +130,7 @@ pub fn branch_weights(counts: &[u64]) -> Vec<u32> {
 /// Annotates `m` from the profile at `path`.
 pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
     let index = load(path)?;
+    let module_name = ir::module_source_name(m);
     let facts = CallFacts::new(m);
     let mut stats = UseStats::default();
     let summary = unsafe { shim::pathprof_shim_summary_new() };
@@ -121,7 +153,15 @@ pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
                 stats.missing += 1;
                 continue;
             };
-            let Some(counts) = index.counts.get(&(name.clone(), branch_shape(&graph.cfg))) else {
+            let shape = branch_shape(&graph.cfg);
+            let is_local =
+                matches!(LLVMGetLinkage(f), LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage);
+            let found = if is_local {
+                index.local.get(&(module_name.clone(), name.clone(), shape))
+            } else {
+                index.global.get(&(name.clone(), shape))
+            };
+            let Some(counts) = found else {
                 if index.names.contains_key(&name) {
                     stats.mismatched += 1;
                 } else {

@@ -460,3 +460,32 @@ fn use_mode_attaches_exact_branch_weights() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("mismatched=1") && err.contains("stale profile"), "{err}");
 }
+
+/// Use mode over two translation units: each TU's `static helper` gets its own entry count (3 and 5), and the
+/// inline `twice` — defined in both modules, run through the one copy the linker kept — gets the total (8) in
+/// both, not the zeros of the discarded copy.
+#[test]
+fn use_mode_keeps_static_functions_of_different_modules_apart() {
+    let prof = run_in_mode("use2-train", &["use_tu_a.cpp", "use_tu_b.cpp"], "-O0", "edge", &[]);
+    let dir = scratch("use2");
+    for (src, helper) in [("use_tu_a.cpp", 3), ("use_tu_b.cpp", 5)] {
+        let ll = dir.join(format!("{src}.ll"));
+        run_ok(
+            wrapper(true)
+                .args(["-O0", "-S", "-emit-llvm"])
+                .arg(format!("--pathprof-use={}", prof.display()))
+                .arg(programs().join(src))
+                .arg("-o")
+                .arg(&ll),
+        );
+        let ir = std::fs::read_to_string(&ll).unwrap();
+        let entry_of = |name: &str| -> Option<u64> {
+            let def = ir.lines().find(|l| l.starts_with("define") && l.contains(&format!("@{name}(")))?;
+            let md = def.split("!prof !").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?;
+            let line = ir.lines().find(|l| l.starts_with(&format!("!{md} = ")))?;
+            line.rsplit("i64 ").next()?.trim_end_matches('}').parse().ok()
+        };
+        assert_eq!(entry_of("_ZL6helperi"), Some(helper), "{src}: static helper");
+        assert_eq!(entry_of("_Z5twicei"), Some(8), "{src}: inline twice");
+    }
+}
