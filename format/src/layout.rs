@@ -48,14 +48,14 @@ pub const RECORD_FLAG_INCOMPLETE: u64 = 1 << 0;
 pub const RECORD_FLAG_THREADED_NONATOMIC: u64 = 1 << 1;
 
 /// Version of [`ModuleDesc`]; the runtime ignores (with a warning) descriptors of another version.
-pub const DESC_VERSION: u32 = 1;
+pub const DESC_VERSION: u32 = 2;
 /// Descriptor flag: counters are updated with atomic read-modify-write.
 pub const DESC_FLAG_ATOMIC: u32 = 1 << 0;
 
 /// Per-module registration record. The pass emits one as a mutable global and passes its address to
 /// `__pathprof_register_module` from a constructor; the runtime links descriptors through `next` without
 /// allocating. Field order and types are the contract with the pass (LLVM type
-/// `{ i32, i32, ptr, i64, i64, i64, ptr, i64, ptr, ptr, i64 }`).
+/// `{ i32, i32, ptr, i64, i64, i64, ptr, i64, ptr, ptr, i64, ptr, i64 }`).
 #[repr(C)]
 pub struct ModuleDesc {
     /// Must equal [`DESC_VERSION`].
@@ -80,6 +80,25 @@ pub struct ModuleDesc {
     pub tables: *mut PathTable,
     /// Number of entries in `tables`.
     pub num_tables: u64,
+    /// Path-mode sparse regions of this module (functions whose path space is too large for the dense array
+    /// but small enough for a lazily committed one of their own).
+    pub regions: *mut SparseRegion,
+    /// Number of entries in `regions`.
+    pub num_regions: u64,
+}
+
+/// One function's own zero-initialised counter array, indexed by path number like a dense array but too large
+/// to write whole: the pass places it in `.bss`, page-aligned, so only the pages of executed paths are ever
+/// committed, and the runtime writes its nonzero counts as sparse entries (finding the touched pages with
+/// `mincore`). LLVM type `{ i64, ptr, i64 }`.
+#[repr(C)]
+pub struct SparseRegion {
+    /// The function's index in the module metadata (the `function` of the sparse entries it produces).
+    pub function: u64,
+    /// The counters, page-aligned.
+    pub counters: *mut u64,
+    /// Number of counters (the function's number of paths).
+    pub len: u64,
 }
 
 /// One function's runtime hash table of path counts, keyed by path number. The pass emits it zeroed except

@@ -154,6 +154,12 @@ pub enum PathStorage {
         /// Index into the module's `PathTable` array.
         table: u32,
     },
+    /// Only executed paths reach the profile, as sparse entries like `Hashed`, from a counter array of the
+    /// function's own that the runtime scans (`layout::SparseRegion` number `region` of the module).
+    Sparse {
+        /// Index into the module's `SparseRegion` array.
+        region: u32,
+    },
 }
 
 /// Source information for one basic block.
@@ -255,7 +261,7 @@ impl ModuleMeta {
                 (Mode::Path, Some(p)) => {
                     let dense_ok = match p.storage {
                         PathStorage::Dense => u128::from(f.num_counters) == p.num_paths,
-                        PathStorage::Hashed { .. } => f.num_counters == 0,
+                        PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => f.num_counters == 0,
                     };
                     if !dense_ok
                         || f.edge_counters.iter().any(Option::is_some)

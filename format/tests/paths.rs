@@ -102,7 +102,7 @@ fn module(name: &str, functions: Vec<(FunctionMeta, BTreeMap<u128, i64>)>) -> Mo
                 }
                 counters.extend(mine);
             }
-            PathStorage::Hashed { .. } => {
+            PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => {
                 f.counter_base = counters.len() as u64;
                 sparse.extend(counts.iter().map(|(&path, &c)| SparseEntry {
                     function: i as u64,

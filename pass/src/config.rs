@@ -50,6 +50,9 @@ pub struct Config {
     /// Path mode: functions with at most this many paths get a dense counter array, others a run-time hash
     /// table of executed paths (`PATHPROF_PATH_ARRAY_MAX`).
     pub path_array_max: u128,
+    /// Path mode: functions with more paths than `path_array_max` but at most this many get a counter array of
+    /// their own that only executed paths' pages occupy (`PATHPROF_PATH_SPARSE_MAX`); larger ones a hash table.
+    pub path_sparse_max: u128,
     /// Profile use: annotate branch weights from this profile instead of instrumenting (`PATHPROF_USE`).
     pub use_profile: Option<String>,
     /// Whole-program mode (`PATHPROF_LTO=1`): instrument at the full-LTO link (lld loads the plugin with
@@ -62,6 +65,12 @@ pub const DEFAULT_PATH_BUDGET: u128 = 1 << 63;
 /// Default `PATHPROF_PATH_ARRAY_MAX`: 4096 paths = 32 KiB of counters, beyond which a dense array costs more
 /// memory and profile space than a table of the (few) executed paths.
 pub const DEFAULT_PATH_ARRAY_MAX: u128 = 4096;
+/// Default `PATHPROF_PATH_SPARSE_MAX`: 2^22 paths = 32 MiB of address space per function (committed only
+/// where paths ran).
+pub const DEFAULT_PATH_SPARSE_MAX: u128 = 1 << 22;
+/// Address space a module's sparse regions may reserve in all, in counters (2^26 = 512 MiB); functions beyond
+/// it use hash tables.
+pub const SPARSE_TOTAL_MAX: u64 = 1 << 26;
 
 fn number(name: &str, value: Option<String>, default: u128, min: u128, max: u128) -> Result<u128, String> {
     match value.as_deref() {
@@ -112,9 +121,22 @@ impl Config {
         let path_budget = number("PATHPROF_PATH_BUDGET", get("PATHPROF_PATH_BUDGET"), DEFAULT_PATH_BUDGET, 2, DEFAULT_PATH_BUDGET)?;
         let path_array_max =
             number("PATHPROF_PATH_ARRAY_MAX", get("PATHPROF_PATH_ARRAY_MAX"), DEFAULT_PATH_ARRAY_MAX, 1, 1 << 24)?;
+        let path_sparse_max =
+            number("PATHPROF_PATH_SPARSE_MAX", get("PATHPROF_PATH_SPARSE_MAX"), DEFAULT_PATH_SPARSE_MAX, 1, 1 << 26)?;
         let use_profile = get("PATHPROF_USE").filter(|v| !v.is_empty());
         let lto = flag("PATHPROF_LTO", get("PATHPROF_LTO"))?;
-        Ok(Config { mode, weighting, atomic, stats, dump, path_budget, path_array_max, use_profile, lto })
+        Ok(Config {
+            mode,
+            weighting,
+            atomic,
+            stats,
+            dump,
+            path_budget,
+            path_array_max,
+            path_sparse_max,
+            use_profile,
+            lto,
+        })
     }
 
     /// Reads the configuration from the process environment.

@@ -37,6 +37,7 @@ pub fn register_module(
     num_counters: u64,
     atomic: bool,
     tables: &PathTables,
+    regions: &[Region],
 ) {
     let blob = meta.encode();
     let meta_hash = fnv1a64(&blob);
@@ -55,8 +56,8 @@ pub fn register_module(
         LLVMSetAlignment(blob_global, 8);
 
         // { i32 version, i32 flags, ptr meta, i64 meta_len, i64 meta_hash, i64 name_hash,
-        //   ptr counters, i64 num_counters, ptr next, ptr tables, i64 num_tables }
-        let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t];
+        //   ptr counters, i64 num_counters, ptr next, ptr tables, i64 num_tables, ptr regions, i64 num_regions }
+        let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t, ptrt, i64t];
         let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
         let flags = if atomic { DESC_FLAG_ATOMIC } else { 0 };
         let mut fields = [
@@ -71,6 +72,8 @@ pub fn register_module(
             LLVMConstNull(ptrt),
             tables.array.unwrap_or(LLVMConstNull(ptrt)),
             LLVMConstInt(i64t, tables.len, 0),
+            region_array(m, regions),
+            LLVMConstInt(i64t, regions.len() as u64, 0),
         ];
         let desc_init = LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
         let desc = LLVMAddGlobal(m, desc_ty, cstr("__pathprof_desc").as_ptr());
@@ -89,6 +92,57 @@ pub fn register_module(
         LLVMDisposeBuilder(builder);
         append_to_global_ctors(m, ctor, CTOR_PRIORITY);
     }
+}
+
+/// A path-mode function's own counter array (`pathprof_format::layout::SparseRegion`): zero-initialised, so
+/// it lands in `.bss` and only the pages of executed paths are ever committed; page-aligned for `mincore`.
+pub struct Region {
+    /// The function's index in the module metadata.
+    pub function: u64,
+    /// The `[len x i64]` global.
+    pub global: LLVMValueRef,
+    /// Number of counters.
+    pub len: u64,
+}
+
+impl Region {
+    /// Emits the array for `function` with `len` counters.
+    pub fn new(m: LLVMModuleRef, function: u64, len: u64) -> Region {
+        unsafe {
+            let ctx = LLVMGetModuleContext(m);
+            let ty = LLVMArrayType2(LLVMInt64TypeInContext(ctx), len);
+            let g = LLVMAddGlobal(m, ty, cstr("__pathprof_region").as_ptr());
+            LLVMSetInitializer(g, LLVMConstNull(ty));
+            LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+            LLVMSetAlignment(g, 4096);
+            Region { function, global: g, len }
+        }
+    }
+}
+
+/// The `{ i64 function, ptr counters, i64 len }` array of the regions (a null pointer when there are none).
+unsafe fn region_array(m: LLVMModuleRef, regions: &[Region]) -> LLVMValueRef {
+    let ctx = LLVMGetModuleContext(m);
+    let i64t = LLVMInt64TypeInContext(ctx);
+    let ptrt = LLVMPointerTypeInContext(ctx, 0);
+    if regions.is_empty() {
+        return LLVMConstNull(ptrt);
+    }
+    let mut fields = [i64t, ptrt, i64t];
+    let ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), 3, 0);
+    let mut elems: Vec<LLVMValueRef> = regions
+        .iter()
+        .map(|r| {
+            let mut v = [LLVMConstInt(i64t, r.function, 0), r.global, LLVMConstInt(i64t, r.len, 0)];
+            LLVMConstStructInContext(ctx, v.as_mut_ptr(), 3, 0)
+        })
+        .collect();
+    let arr_ty = LLVMArrayType2(ty, elems.len() as u64);
+    let g = LLVMAddGlobal(m, arr_ty, cstr("__pathprof_regions").as_ptr());
+    LLVMSetInitializer(g, LLVMConstArray2(ty, elems.as_mut_ptr(), elems.len() as u64));
+    LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+    LLVMSetAlignment(g, 8);
+    g
 }
 
 /// Declares (or finds) `void name(ptr)` in the runtime.

@@ -3,7 +3,8 @@
 //! ([`crate::interproc_emit`]), the counters and the metadata the decoder rebuilds the numbering from.
 //!
 //! Path numbers are module-wide (`0..num_paths`, at most `PATHPROF_PATH_BUDGET`): a dense counter array when
-//! there are at most `PATHPROF_PATH_ARRAY_MAX` paths, otherwise one run-time hash table for the module.
+//! there are at most `PATHPROF_PATH_ARRAY_MAX` paths, a sparse region up to `PATHPROF_PATH_SPARSE_MAX`, otherwise
+//! one run-time hash table for the module.
 
 use crate::cfg_build::CallFacts;
 use crate::config::Config;
@@ -32,17 +33,32 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
     let sg = &plan.supergraph;
     let num = sg.number(mode).map_err(|e| e.to_string())?;
     let num_paths = num.num_paths();
-    let dense = num_paths <= config.path_array_max;
-    let storage = if dense { PathStorage::Dense } else { PathStorage::Hashed { table: 0 } };
+    let storage = if num_paths <= config.path_array_max {
+        PathStorage::Dense
+    } else if num_paths <= config.path_sparse_max {
+        PathStorage::Sparse { region: 0 }
+    } else {
+        PathStorage::Hashed { table: 0 }
+    };
+    let dense = storage == PathStorage::Dense;
     let array_len = if dense { (num_paths as u64).max(1) } else { 1 };
 
     let counters_global = globals::counter_array(m, array_len);
     let counters = Counters::new(m, counters_global, array_len, config.atomic, true, 0);
-    let tables = globals::PathTables::new(m, if dense { &[] } else { &[0] });
-    let store = if dense {
-        Store::Dense(&counters)
-    } else {
-        Store::Hashed { counters: &counters, table: tables.table(0), add_fn: globals::path_add_function(m) }
+    let hashed = matches!(storage, PathStorage::Hashed { .. });
+    let tables = globals::PathTables::new(m, if hashed { &[0] } else { &[] });
+    let regions: Vec<globals::Region> = match storage {
+        PathStorage::Sparse { .. } => vec![globals::Region::new(m, 0, num_paths as u64)],
+        _ => Vec::new(),
+    };
+    let region_counters: Vec<Counters> =
+        regions.iter().map(|r| Counters::new(m, r.global, r.len, config.atomic, true, 0)).collect();
+    let store = match storage {
+        PathStorage::Dense => Store::Dense(&counters),
+        PathStorage::Sparse { .. } => Store::Dense(&region_counters[0]),
+        PathStorage::Hashed { .. } => {
+            Store::Hashed { counters: &counters, table: tables.table(0), add_fn: globals::path_add_function(m) }
+        }
     };
     let tls = Tls::new(m);
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
@@ -89,7 +105,7 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
             budget_cuts: plan.budget_cuts,
         }),
     };
-    globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables);
+    globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
     if config.stats {
         let roles = sg.calls().roles();
@@ -101,7 +117,11 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
             plan.procs.len(),
             left_out.len(),
             sg.calls().roots().len(),
-            if dense { "dense" } else { "hashed" },
+            match storage {
+                PathStorage::Dense => "dense",
+                PathStorage::Sparse { .. } => "sparse",
+                PathStorage::Hashed { .. } => "hashed",
+            },
             roles.len(),
             count(SiteRole::Interprocedural),
             count(SiteRole::Recursive),

@@ -64,6 +64,7 @@ struct Stats {
     weights_fallbacks: usize,
     paths: u128,
     hashed: usize,
+    sparse: usize,
     chords: usize,
     cuts: usize,
 }
@@ -87,20 +88,20 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     let mut stats = Stats::default();
     let mut planned = Vec::new();
     let mut next_counter = 0u64;
-    let mut next_table = 0u32;
+    let mut storage = StorageChooser::new(config);
     for f in ir::functions(m) {
         if !should_instrument(f) {
             continue;
         }
         let name = ir::name(f);
         let result =
-            catch_unwind(AssertUnwindSafe(|| plan(f, &name, config, profile.as_ref(), fam, &facts, next_table)));
+            catch_unwind(AssertUnwindSafe(|| plan(f, &name, config, profile.as_ref(), fam, &facts, &storage)));
         match result {
             Ok(Ok((mut p, used_source))) => {
                 p.meta.counter_base = next_counter;
                 next_counter += u64::from(p.meta.num_counters);
-                if let Some(PathStorage::Hashed { .. }) = p.meta.path.as_ref().map(|x| x.storage) {
-                    next_table += 1;
+                if let Some(pm) = p.meta.path.as_ref() {
+                    storage.commit(pm.storage, pm.num_paths);
                 }
                 stats.weights_fallbacks += usize::from(!used_source);
                 planned.push(p);
@@ -134,6 +135,18 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         .map(|(i, _)| i as u64)
         .collect();
     let tables = globals::PathTables::new(m, &hashed_functions);
+    let regions: Vec<globals::Region> = planned
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p.meta.path.as_ref() {
+            Some(pm) if matches!(pm.storage, PathStorage::Sparse { .. }) => {
+                Some(globals::Region::new(m, i as u64, pm.num_paths as u64))
+            }
+            _ => None,
+        })
+        .collect();
+    let region_counters: Vec<Counters> =
+        regions.iter().map(|r| Counters::new(m, r.global, r.len, config.atomic, true, 0)).collect();
     let add_fn = globals::path_add_function(m);
     for p in &planned {
         match &p.plan {
@@ -150,6 +163,10 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
                     PathStorage::Hashed { table } => {
                         stats.hashed += 1;
                         Sink::Hashed { counters: &counters, table: tables.table(table as usize), add_fn }
+                    }
+                    PathStorage::Sparse { region } => {
+                        stats.sparse += 1;
+                        Sink::Dense { counters: &region_counters[region as usize], base: 0 }
                     }
                 };
                 path_mode::emit(pp, &sink);
@@ -174,7 +191,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         functions: planned.into_iter().map(|p| p.meta).collect(),
         interproc: None,
     };
-    globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables);
+    globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
     if config.stats {
         let mode_stats = match config.mode {
@@ -183,8 +200,8 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
                 stats.counters, stats.optimum, stats.emit.split_edges, stats.emit.phi_edges
             ),
             Mode::Path | Mode::Context | Mode::Piecewise => format!(
-                "paths={} dense_counters={} hashed_functions={} increment_chords={} cut_edges={}",
-                stats.paths, next_counter, stats.hashed, stats.chords, stats.cuts
+                "paths={} dense_counters={} sparse_functions={} hashed_functions={} increment_chords={} cut_edges={}",
+                stats.paths, next_counter, stats.sparse, stats.hashed, stats.chords, stats.cuts
             ),
         };
         eprintln!(
@@ -201,6 +218,51 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         );
     }
     Ok(true)
+}
+
+/// Decides where each path-mode function's counts go, in module order: the dense counter array up to
+/// `PATHPROF_PATH_ARRAY_MAX` paths, a sparse region of its own up to `PATHPROF_PATH_SPARSE_MAX` (while the
+/// module's regions stay within `SPARSE_TOTAL_MAX` counters), a run-time hash table beyond.
+struct StorageChooser {
+    dense_max: u128,
+    sparse_max: u128,
+    next_table: u32,
+    next_region: u32,
+    sparse_used: u64,
+}
+
+impl StorageChooser {
+    fn new(config: &Config) -> StorageChooser {
+        StorageChooser {
+            dense_max: config.path_array_max,
+            sparse_max: config.path_sparse_max.max(config.path_array_max),
+            next_table: 0,
+            next_region: 0,
+            sparse_used: 0,
+        }
+    }
+
+    fn choose(&self, num_paths: u128) -> PathStorage {
+        if num_paths <= self.dense_max {
+            PathStorage::Dense
+        } else if num_paths <= self.sparse_max && self.sparse_used + num_paths as u64 <= crate::config::SPARSE_TOTAL_MAX {
+            PathStorage::Sparse { region: self.next_region }
+        } else {
+            PathStorage::Hashed { table: self.next_table }
+        }
+    }
+
+    /// Records that a planned function took `storage`.
+    fn commit(&mut self, storage: PathStorage, num_paths: u128) {
+        match storage {
+            PathStorage::Dense => {}
+            PathStorage::Sparse { .. } => {
+                self.next_region += 1;
+                self.sparse_used += num_paths as u64;
+            }
+            PathStorage::Hashed { .. } => self.next_table += 1,
+        }
+    }
 }
 
 /// Definitions we own or that will be discarded are left alone.
@@ -223,7 +285,7 @@ fn plan(
     profile: Option<&ProfileWeights>,
     fam: *mut c_void,
     facts: &CallFacts,
-    next_table: u32,
+    storage: &StorageChooser,
 ) -> Result<(Planned, bool), String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
     let hash = cfg_hash(&graph.cfg);
@@ -259,7 +321,7 @@ fn plan(
             Plan::Edge { graph, chords }
         }
         Mode::Path | Mode::Context | Mode::Piecewise => {
-            let pp = path_mode::plan(graph, &weights, config.path_budget, config.path_array_max, next_table)?;
+            let pp = path_mode::plan(graph, &weights, config.path_budget, &|n| storage.choose(n))?;
             if config.dump {
                 let chords: Vec<EdgeId> = Vec::new();
                 dump(name, &pp.graph, &weights, &chords);

@@ -50,8 +50,7 @@ pub fn plan(
     graph: FunctionGraph,
     cfg_weights: &[f64],
     budget: u128,
-    dense_max: u128,
-    next_table: u32,
+    choose_storage: &dyn Fn(u128) -> PathStorage,
 ) -> Result<PathPlan, String> {
     let cfg = &graph.cfg;
     let adj = cfg.adjacency();
@@ -101,8 +100,7 @@ pub fn plan(
         .collect();
     let incs = Increments::compute(&dag, &numbering, &dag_weights, &[]).map_err(|e| format!("increments: {e}"))?;
 
-    let storage =
-        if num_paths <= dense_max { PathStorage::Dense } else { PathStorage::Hashed { table: next_table } };
+    let storage = choose_storage(num_paths);
     let instrumented_edges = cfg
         .edge_ids()
         .filter(|&e| match dag.cfg_edge_role(e) {

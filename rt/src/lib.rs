@@ -76,6 +76,7 @@ mod merge;
 mod path;
 mod signals;
 mod sys;
+mod region;
 mod table;
 mod threads;
 mod timer;
@@ -84,7 +85,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use diag::{pp_info, pp_warn, Dec};
 use dump::Kind;
-use pathprof_format::layout::{ModuleDesc, PathTable, DESC_FLAG_ATOMIC, DESC_VERSION};
+use pathprof_format::layout::{ModuleDesc, PathTable, SparseRegion, DESC_FLAG_ATOMIC, DESC_VERSION};
 
 #[cfg(panic = "abort")]
 #[panic_handler]
@@ -132,8 +133,18 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
     let tables_ok = (d.num_tables == 0 || !d.tables.is_null())
         && d.tables.is_aligned()
         && d.num_tables.checked_mul(core::mem::size_of::<PathTable>() as u64).is_some_and(|b| b <= isize::MAX as u64);
-    if !counters_ok || !meta_ok || !tables_ok {
-        pp_warn!("ignoring an instrumented module with a malformed descriptor (counters, tables or metadata)");
+    let regions_ok = (d.num_regions == 0 || !d.regions.is_null())
+        && d.regions.is_aligned()
+        && d.num_regions.checked_mul(core::mem::size_of::<SparseRegion>() as u64).is_some_and(|b| b <= isize::MAX as u64)
+        && (0..d.num_regions as usize).all(|i| {
+            // SAFETY: `regions` holds `num_regions` entries (checked just above).
+            let r = unsafe { &*d.regions.add(i) };
+            !r.counters.is_null()
+                && (r.counters as usize) % 4096 == 0
+                && r.len.checked_mul(8).is_some_and(|b| b <= isize::MAX as u64)
+        });
+    if !counters_ok || !meta_ok || !tables_ok || !regions_ok {
+        pp_warn!("ignoring an instrumented module with a malformed descriptor (counters, tables, regions or metadata)");
         return;
     }
     let mut head = HEAD.load(Ordering::Acquire);

@@ -44,8 +44,11 @@ pub(crate) struct PathCount {
     pub(crate) path: u64,
     /// The count (signed, two's complement).
     pub(crate) count: u64,
-    /// The table it was drained from, so a failed write can put it back; ignored by the merge.
+    /// The table it was drained from, so a failed write can put it back; ignored by the merge. Null for a count
+    /// drained from a sparse region.
     pub(crate) table: *mut PathTable,
+    /// For a sparse region's count: the counter it was drained from (null for table counts).
+    pub(crate) slot: *mut u64,
 }
 
 /// One module build to be written: the registered copies of it and their drained counters.

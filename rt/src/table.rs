@@ -485,9 +485,9 @@ fn tables(d: *mut ModuleDesc) -> impl Iterator<Item = *mut PathTable> {
     (0..n).map(move |i| unsafe { base.add(i) })
 }
 
-/// Whether a dump of `d` has table news: a nonzero count or a dropped update.
+/// Whether a dump of `d` has table or region news: a nonzero count or a dropped update.
 pub(crate) fn has_news(d: *mut ModuleDesc) -> bool {
-    tables(d).any(|t| {
+    crate::region::has_news(d) || tables(d).any(|t| {
         // SAFETY: tables of a registered module are live.
         let Some(h) = (unsafe { Held::lock(t) }) else { return true };
         // SAFETY: live table.
@@ -500,6 +500,7 @@ pub(crate) fn has_news(d: *mut ModuleDesc) -> bool {
 /// an update was dropped since the last drain. On `Err` (out of memory), what was drained so far is in `out`
 /// and `dropped`, for the caller to put back.
 pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>, dropped: &mut bool) -> Result<(), Errno> {
+    crate::region::drain(d, out)?;
     for t in tables(d) {
         // SAFETY: tables of a registered module are live.
         let Some(h) = (unsafe { Held::lock(t) }) else {
@@ -519,7 +520,7 @@ pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>, dropped: &mut
             // Swapped: lock-free updaters may add to the count meanwhile.
             let count = c.swap(0, Ordering::Relaxed);
             if count != 0 {
-                if let Err(e) = out.push(PathCount { function, path: key - 1, count, table: t }) {
+                if let Err(e) = out.push(PathCount { function, path: key - 1, count, table: t, slot: ptr::null_mut() }) {
                     c.fetch_add(count, Ordering::Relaxed);
                     return Err(e);
                 }
@@ -566,6 +567,11 @@ fn warn_once(h: &Held, d: *mut ModuleDesc, full: bool) {
 pub(crate) fn restore(counts: &[PathCount]) {
     let mut held: Option<Held> = None;
     for c in counts {
+        if !c.slot.is_null() {
+            // SAFETY: drained from a region of a module that is still registered.
+            unsafe { crate::region::restore(c.slot, c.count) };
+            continue;
+        }
         if held.as_ref().map(|h| h.t) != Some(c.table) {
             // Release the previous table before waiting for the next.
             drop(held.take());
@@ -591,8 +597,9 @@ pub(crate) fn mark_dropped(d: *mut ModuleDesc) {
     }
 }
 
-/// Sets every count of `d`'s tables to 0 and forgets dropped updates (`__pathprof_reset`).
+/// Sets every count of `d`'s tables and regions to 0 and forgets dropped updates (`__pathprof_reset`).
 pub(crate) fn reset(d: *mut ModuleDesc) {
+    crate::region::reset(d);
     for t in tables(d) {
         // SAFETY: tables of a registered module are live. A table this thread is updating (signal handler) is
         // left alone.
@@ -608,6 +615,7 @@ pub(crate) fn reset(d: *mut ModuleDesc) {
 /// In a `fork()`ed child (single-threaded): zeroes the inherited counts and flags. A table whose lock was held
 /// at the fork may be half-updated by a thread that does not exist here: it is emptied (its array abandoned).
 pub(crate) fn fork_child(d: *mut ModuleDesc) {
+    crate::region::reset(d);
     for t in tables(d) {
         // SAFETY: live table; the child has one thread, so nothing else accesses it.
         let w = unsafe { word(t) };

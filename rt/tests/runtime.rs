@@ -240,7 +240,7 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
         "typedef struct PathTable { uint64_t function, lock; uint64_t *slots; uint64_t capacity, len; } PathTable;\n\
          typedef struct Desc { uint32_t version, flags; const unsigned char *meta; uint64_t meta_len, meta_hash,\n\
          name_hash; uint64_t *counters; uint64_t num_counters; struct Desc *next; PathTable *tables;\n\
-         uint64_t num_tables; } Desc;\n\
+         uint64_t num_tables; void *regions; uint64_t num_regions; } Desc;\n\
          void __pathprof_register_module(Desc *);\nvoid __pathprof_unregister_module(Desc *);\n\
          void __pathprof_path_add(PathTable *, uint64_t, int64_t);\n\
          #define C(m, k) ctr##m[k]\n#define T(m, k) (&tbl##m[k])\n\
@@ -260,6 +260,7 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
         ("counters", std::mem::offset_of!(ModuleDesc, counters)),
         ("next", std::mem::offset_of!(ModuleDesc, next)),
         ("num_tables", std::mem::offset_of!(ModuleDesc, num_tables)),
+        ("num_regions", std::mem::offset_of!(ModuleDesc, num_regions)),
     ] {
         writeln!(s, "_Static_assert(offsetof(Desc, {field}) == {off}, \"{field}\");").unwrap();
     }
@@ -278,7 +279,7 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
         s.push_str("};\n");
         writeln!(
             s,
-            "static Desc desc{i} = {{ {DESC_VERSION}u, {}u, meta{i}, sizeof meta{i}, {:#x}ull, {:#x}ull, ctr{i}, {}u, 0, {}, {}u }};",
+            "static Desc desc{i} = {{ {DESC_VERSION}u, {}u, meta{i}, sizeof meta{i}, {:#x}ull, {:#x}ull, ctr{i}, {}u, 0, {}, {}u, 0, 0u }};",
             m.flags,
             m.meta_hash,
             m.name_hash,

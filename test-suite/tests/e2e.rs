@@ -383,35 +383,39 @@ fn exact_profile_weights_minimise_dynamic_increments() {
 fn hashed_path_storage_matches_dense_storage() {
     for (name, srcs) in [("loops", &["loops.c"][..]), ("exception", &["exception.cpp"]), ("longjmp", &["longjmp.c"])] {
         let dense = run_in_mode(&format!("{name}-dense"), srcs, "-O2", "path", &[]);
-        let dir = scratch(&format!("{name}-hashed"));
-        let cxx = srcs[0].ends_with(".cpp");
-        let exe = dir.join("prog");
-        let sources: Vec<PathBuf> = srcs.iter().map(|s| programs().join(s)).collect();
-        let out = run_ok(
-            wrapper(cxx)
-                .args(["-O2", "--pathprof-stats", "--pathprof-atomic"])
-                .args(&sources)
-                .arg("-o")
-                .arg(&exe)
-                .env("PATHPROF_MODE", "path")
-                .env("PATHPROF_PATH_ARRAY_MAX", "1"),
-        );
-        assert!(!String::from_utf8_lossy(&out.stderr).contains("hashed_functions=0"), "{name}: nothing hashed");
-        let hashed = dir.join("out.pathprof");
-        let _ = Command::new(&exe).env("PATHPROF_FILE", &hashed).output().unwrap();
-        let paths = |p: &std::path::Path| {
-            let d = decode_json(p);
-            let mut v: Vec<(String, String, String)> = d["paths"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| (x["function"].as_str().unwrap().to_string(), x["id"].to_string(), x["count"].to_string()))
-                .collect();
-            v.sort();
-            v
-        };
-        assert_eq!(paths(&dense), paths(&hashed), "{name}: hashed paths differ from dense paths");
-        assert_eq!(counts_of(&show_json(&dense)), counts_of(&show_json(&hashed)), "{name}: derived counts differ");
+        // Hashed: every function above one path; sparse regions: every function above one path, up to 2^22.
+        for (kind, sparse_max, stat) in [("hashed", "1", "hashed_functions=0"), ("sparse", "4194304", "sparse_functions=0")] {
+            let dir = scratch(&format!("{name}-{kind}"));
+            let cxx = srcs[0].ends_with(".cpp");
+            let exe = dir.join("prog");
+            let sources: Vec<PathBuf> = srcs.iter().map(|s| programs().join(s)).collect();
+            let out = run_ok(
+                wrapper(cxx)
+                    .args(["-O2", "--pathprof-stats", "--pathprof-atomic"])
+                    .args(&sources)
+                    .arg("-o")
+                    .arg(&exe)
+                    .env("PATHPROF_MODE", "path")
+                    .env("PATHPROF_PATH_ARRAY_MAX", "1")
+                    .env("PATHPROF_PATH_SPARSE_MAX", sparse_max),
+            );
+            assert!(!String::from_utf8_lossy(&out.stderr).contains(stat), "{name}: nothing {kind}");
+            let other = dir.join("out.pathprof");
+            let _ = Command::new(&exe).env("PATHPROF_FILE", &other).output().unwrap();
+            let paths = |p: &std::path::Path| {
+                let d = decode_json(p);
+                let mut v: Vec<(String, String, String)> = d["paths"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| (x["function"].as_str().unwrap().to_string(), x["id"].to_string(), x["count"].to_string()))
+                    .collect();
+                v.sort();
+                v
+            };
+            assert_eq!(paths(&dense), paths(&other), "{name}: {kind} paths differ from dense paths");
+            assert_eq!(counts_of(&show_json(&dense)), counts_of(&show_json(&other)), "{name}: {kind}: derived counts differ");
+        }
     }
 }
 

@@ -23,10 +23,18 @@ fn src(name: &str) -> PathBuf {
 }
 
 /// Compiles `sources` (from the reliability directory) into `dir/name` with the wrapper.
+/// `mode` is a pathprof mode, or `path+sparse` / `path+hashed`: path mode with every function of more than one
+/// path in a sparse region / a hash table.
 fn build(dir: &Path, name: &str, sources: &[&str], opt: &str, mode: &str, atomic: bool) -> PathBuf {
     let cxx = sources.iter().any(|s| s.ends_with(".cpp"));
     let exe = dir.join(name);
     let mut cc = wrapper(cxx);
+    let (mode, storage) = mode.split_once('+').unwrap_or((mode, ""));
+    match storage {
+        "sparse" => cc.env("PATHPROF_PATH_ARRAY_MAX", "1"),
+        "hashed" => cc.env("PATHPROF_PATH_ARRAY_MAX", "1").env("PATHPROF_PATH_SPARSE_MAX", "1"),
+        _ => &mut cc,
+    };
     cc.arg(opt).arg(format!("--pathprof-mode={mode}")).arg("-I").arg(dist().join("include")).arg("-pthread");
     if atomic {
         cc.arg("--pathprof-atomic");
@@ -303,7 +311,7 @@ fn fatal_flush_never_waits_for_another_process_lock() {
 /// reported inexact, as it should be.)
 #[test]
 fn explicit_dumps_are_consistent_snapshots_and_reset_discards_warmup() {
-    for (mode, opt) in [("edge", "-O0"), ("path", "-O2")] {
+    for (mode, opt) in [("edge", "-O0"), ("path", "-O2"), ("path+sparse", "-O2"), ("path+hashed", "-O2")] {
         let dir = scratch(&format!("server-{mode}"));
         let exe = build(&dir, "server", &["server.c"], opt, mode, false);
         let prof = dir.join("server.pathprof");
@@ -796,7 +804,7 @@ fn full_disk_leaves_output_status_and_no_partial_profile() {
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 
-/// Every way a real profile (written by an instrumented program, edge and path mode, with a hashed function)
+/// Every way a real profile (written by an instrumented program, edge and path mode, with sparse path entries)
 /// can be cut short or bit-flipped is refused by the reader; through the CLI each is one line and exit 2.
 #[test]
 fn every_truncation_and_bit_flip_of_a_real_profile_is_refused() {

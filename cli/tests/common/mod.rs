@@ -105,7 +105,7 @@ pub fn module(name: &str, functions: Vec<Fixture>) -> ModuleProfile {
                 }
                 counters.extend(mine);
             }
-            PathStorage::Hashed { .. } => {
+            PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => {
                 sparse.extend(counts.iter().map(|(&path, &c)| SparseEntry {
                     function: i as u64,
                     path,

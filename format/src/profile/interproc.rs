@@ -114,7 +114,7 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
                 return Err(corrupt("dense path counters and hashed path counts".into()));
             }
         }
-        PathStorage::Hashed { .. } => {
+        PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => {
             for s in &module.sparse {
                 let slot = raw.entry(s.path).or_insert(0);
                 *slot = slot.wrapping_add(s.count as i64);

@@ -195,7 +195,7 @@ fn raw_path_counts(
                 }
             }
         }
-        PathStorage::Hashed { .. } => {
+        PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => {
             for s in mine {
                 let slot = raw.entry(s.path).or_insert(0);
                 *slot = slot.wrapping_add(s.count as i64);

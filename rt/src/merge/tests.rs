@@ -18,7 +18,7 @@ fn group<'a>(meta: &'a [u8], name: &[u8], snap: &'a [u64], n: usize, order: usiz
 }
 
 fn pc(function: u64, path: u64, count: u64) -> PathCount {
-    PathCount { function, path, count, table: core::ptr::null_mut() }
+    PathCount { function, path, count, table: core::ptr::null_mut(), slot: core::ptr::null_mut() }
 }
 
 /// The sparse entries of a record as (function, path_lo, path_hi, count).
