@@ -249,10 +249,12 @@ impl PathTables {
     }
 }
 
-/// Declares `void __pathprof_path_add(ptr table, i64 path, i64 delta)` (the runtime's hash-table update).
-pub fn path_add_function(m: LLVMModuleRef) -> LLVMValueRef {
+/// Declares `void __pathprof_path_add(ptr table, i64 path, i64 delta)` (the runtime's hash-table update), or
+/// with `atomic == false` its `_plain` twin, whose fast path adds without a locked instruction (like the
+/// non-atomic counters: exact single-threaded, flagged when the program ran threads).
+pub fn path_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
     unsafe {
-        let name = cstr("__pathprof_path_add");
+        let name = cstr(if atomic { "__pathprof_path_add" } else { "__pathprof_path_add_plain" });
         let existing = LLVMGetNamedFunction(m, name.as_ptr());
         if !existing.is_null() {
             return existing;

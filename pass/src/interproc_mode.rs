@@ -57,7 +57,7 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
         PathStorage::Dense => Store::Dense(&counters),
         PathStorage::Sparse { .. } => Store::Dense(&region_counters[0]),
         PathStorage::Hashed { .. } => {
-            Store::Hashed { counters: &counters, table: tables.table(0), add_fn: globals::path_add_function(m) }
+            Store::Hashed { counters: &counters, table: tables.table(0), add_fn: globals::path_add_function(m, config.atomic) }
         }
     };
     let tls = Tls::new(m);

@@ -147,7 +147,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         .collect();
     let region_counters: Vec<Counters> =
         regions.iter().map(|r| Counters::new(m, r.global, r.len, config.atomic, true, 0)).collect();
-    let add_fn = globals::path_add_function(m);
+    let add_fn = globals::path_add_function(m, config.atomic);
     for p in &planned {
         match &p.plan {
             Plan::Edge { graph, chords } => {

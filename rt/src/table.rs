@@ -121,6 +121,27 @@ pub unsafe extern "C" fn __pathprof_path_add(table: *mut PathTable, path: u64, d
     }
 }
 
+/// [`__pathprof_path_add`] for modules built without `--pathprof-atomic`: the fast path adds with a plain
+/// load and store instead of a compare-and-swap. Single-threaded it is exactly the same; with threads,
+/// concurrent updates of one path may be lost, as for the module's non-atomic dense counters, and the runtime
+/// flags such records (`RECORD_FLAG_THREADED_NONATOMIC`). Inserts, growth and dumps still take the lock.
+///
+/// # Safety
+/// As for [`__pathprof_path_add`].
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_path_add_plain(table: *mut PathTable, path: u64, delta: i64) {
+    if delta == 0 || table.is_null() {
+        return;
+    }
+    let key = path.wrapping_add(1);
+    // SAFETY: caller contract.
+    if key != 0 && unsafe { add_lock_free_with(table, key, delta as u64, false) } {
+        return;
+    }
+    // SAFETY: caller contract.
+    unsafe { __pathprof_path_add(table, path, delta) }
+}
+
 /// The lock word of a table, atomically.
 ///
 /// # Safety
@@ -186,6 +207,16 @@ unsafe fn free_pairs(slots: *mut u64) {
 #[inline]
 unsafe fn add_lock_free(t: *mut PathTable, key: u64, delta: u64) -> bool {
     // SAFETY: caller contract.
+    unsafe { add_lock_free_with(t, key, delta, true) }
+}
+
+/// [`add_lock_free`] with a compare-and-swap (`atomic`) or a plain load and store of the count.
+///
+/// # Safety
+/// `t` must point to a live `PathTable`.
+#[inline(always)]
+unsafe fn add_lock_free_with(t: *mut PathTable, key: u64, delta: u64, atomic: bool) -> bool {
+    // SAFETY: caller contract.
     let slots = unsafe { slots_word(t) }.load(Ordering::Acquire);
     if slots.is_null() {
         return false;
@@ -199,6 +230,13 @@ unsafe fn add_lock_free(t: *mut PathTable, key: u64, delta: u64) -> bool {
         let found = k.load(Ordering::Acquire);
         if found == key {
             let mut cur = c.load(Ordering::Relaxed);
+            if !atomic {
+                if cur == MOVED {
+                    return false;
+                }
+                c.store(cur.wrapping_add(delta), Ordering::Relaxed);
+                return true;
+            }
             loop {
                 if cur == MOVED {
                     return false;
@@ -727,6 +765,26 @@ mod tests {
         assert_eq!(streamed, 4 * 20_000);
         assert_eq!(got.iter().filter(|e| e.0 >= 1000).count(), 4 * 5_000);
         assert_eq!(t.lock, 0);
+    }
+
+    #[test]
+    fn plain_updates_are_exact_single_threaded_through_growth() {
+        let mut t = table(1);
+        for round in 0..3u64 {
+            for i in 0..2000u64 {
+                if i % 3 >= round {
+                    // SAFETY: a local table.
+                    unsafe { __pathprof_path_add_plain(&mut t, i * 7, 1) };
+                }
+            }
+        }
+        unsafe { __pathprof_path_add_plain(&mut t, 7, -1) };
+        let got = entries(&mut t);
+        assert_eq!(got.len(), 2000);
+        for (path, count) in got {
+            let i = path / 7;
+            assert_eq!(count, (i % 3 + 1).wrapping_sub(u64::from(i == 1)), "path {path}");
+        }
     }
 
     #[test]
