@@ -6,7 +6,7 @@
 use crate::ir;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMOpcode;
-use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
 use std::collections::{HashMap, HashSet};
 
 /// Where the code for an edge's counter goes; decided from the unmodified CFG.
@@ -42,6 +42,27 @@ pub struct FunctionGraph {
     /// Per block, in order: the calls that may leave the frame abnormally (or return twice). Their block has
     /// a Termination edge; path mode counts the truncated path around them.
     pub abnormal_calls: Vec<Vec<LLVMValueRef>>,
+}
+
+impl FunctionGraph {
+    /// Splits every `Branch` edge `which` selects with LLVM's `SplitCriticalEdge`; returns, per edge, the new
+    /// block that now carries it (`None` for edges not split). PHIs of the targets are kept right by LLVM.
+    pub fn split_edges(&self, which: impl Fn(EdgeId) -> bool) -> Vec<Option<LLVMBasicBlockRef>> {
+        let cfg = &self.cfg;
+        let mut via = vec![None; cfg.num_edges()];
+        for e in cfg.edge_ids() {
+            if !which(e) {
+                continue;
+            }
+            let edge = cfg.edge(e);
+            let EdgeKind::Branch { succ } = edge.kind else { continue };
+            let term = ir::terminator(self.blocks[edge.from.index()]).expect("checked when building");
+            let s = unsafe { crate::shim::pathprof_shim_split_edge(term, succ) };
+            assert!(!s.is_null(), "LLVM refused to split a critical edge");
+            via[e.index()] = Some(s);
+        }
+        via
+    }
 }
 
 /// Why a function is left uninstrumented (reported as a warning, never an abort).

@@ -586,18 +586,7 @@ impl<'a> FnEmitter<'a> {
     fn place(&mut self, actions: &[Vec<Action>]) {
         let g = &self.plan.graph;
         let cfg = &g.cfg;
-        let mut via: Vec<Option<LLVMBasicBlockRef>> = vec![None; cfg.num_edges()];
-        for e in cfg.edge_ids() {
-            if actions[e.index()].is_empty() || g.sites[e.index()] != Site::Split {
-                continue;
-            }
-            let edge = cfg.edge(e);
-            let EdgeKind::Branch { succ } = edge.kind else { continue };
-            let term = ir::terminator(g.blocks[edge.from.index()]).expect("checked when building");
-            let s = unsafe { shim::pathprof_shim_split_edge(term, succ) };
-            assert!(!s.is_null(), "LLVM refused to split a critical edge");
-            via[e.index()] = Some(s);
-        }
+        let via = g.split_edges(|e| !actions[e.index()].is_empty() && g.sites[e.index()] == Site::Split);
         let mut phi_targets: BTreeMap<usize, ()> = BTreeMap::new();
         for e in cfg.edge_ids() {
             let acts = &actions[e.index()];

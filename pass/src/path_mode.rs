@@ -17,7 +17,6 @@
 use crate::cfg_build::{FunctionGraph, Site};
 use crate::emit::Counters;
 use crate::ir;
-use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMOpcode;
@@ -232,18 +231,10 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
     let inc = |d: DagEdgeId| p.incs.inc(d) as i64; // wraps mod 2^64, see the module docs
 
     // 1. Splits: parallel edges (own PHI entry) and edge code with a Split site.
-    let mut via: Vec<Option<LLVMBasicBlockRef>> = vec![None; cfg.num_edges()];
-    for e in cfg.edge_ids() {
+    let via = g.split_edges(|e| {
         let code = p.dag.cfg_edge_role(e).segment_break().is_some() || uncount_edge(g, e);
-        if p.split_for_phi[e.index()] || (code && g.sites[e.index()] == Site::Split) {
-            let edge = cfg.edge(e);
-            let EdgeKind::Branch { succ } = edge.kind else { continue };
-            let term = ir::terminator(g.blocks[edge.from.index()]).expect("checked when building");
-            let s = unsafe { shim::pathprof_shim_split_edge(term, succ) };
-            assert!(!s.is_null(), "LLVM refused to split a critical edge");
-            via[e.index()] = Some(s);
-        }
-    }
+        p.split_for_phi[e.index()] || (code && g.sites[e.index()] == Site::Split)
+    });
     let incoming_block = |e: EdgeId| via[e.index()].unwrap_or(g.blocks[cfg.edge(e).from.index()]);
 
     // 2. The register, block by block in topological order.

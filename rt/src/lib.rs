@@ -140,7 +140,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
             // SAFETY: `regions` holds `num_regions` entries (checked just above).
             let r = unsafe { &*d.regions.add(i) };
             !r.counters.is_null()
-                && (r.counters as usize) % 4096 == 0
+                && (r.counters as usize).is_multiple_of(4096)
                 && r.len.checked_mul(8).is_some_and(|b| b <= isize::MAX as u64)
         });
     if !counters_ok || !meta_ok || !tables_ok || !regions_ok {

@@ -4,14 +4,14 @@
 //! piecewise extension over the program rebuilt from the metadata). A context path is printed as its
 //! *context-prefix* (the calling context that led to the loop header where it starts; it ran in earlier paths)
 //! and its *active suffix* (what this count measures). Steps carry how they were reached: `call` (entering a
-//! callee), `return` (back in the caller), `summary` (a recursive or budget-cut call whose callee's activation
-//! is profiled as paths of its own: "recursive call elided"), `loop_restart` (the path starts at a loop header
+//! callee), `return` (back in the caller), `summary` (a recursive call whose callee's activation is profiled as
+//! paths of its own: "recursive call elided"), `summary_cut` (the same for a call the path budget cut), `loop_restart` (the path starts at a loop header
 //! after a back edge). The JSON shape is path mode's, with `mode` = `context`/`piecewise`, `steps` across
 //! functions and `context_steps` = the length of the context-prefix.
 
 use super::{EdgeRef, FunctionReport, PathId, PathReport, Report, Step};
 use anyhow::{Context, Result};
-use pathprof_core::interproc::{InterprocPath, PathEnd, ProcId, Via};
+use pathprof_core::interproc::{InterprocPath, PathEnd, ProcId, SiteRole, Via};
 use pathprof_format::meta::ModuleMeta;
 use pathprof_format::profile::{self, InterprocCount, ModulePaths, ModuleProfile};
 use std::path::Path;
@@ -100,9 +100,6 @@ fn path_report(module: &ModuleProfile, mp: &ModulePaths, p: &InterprocCount, ran
     let home = first.map_or(ProcId(0), |s| s.proc);
     let hf = fmeta(home);
     let percent = if total > 0 { p.count as f64 * 100.0 / total as f64 } else { 0.0 };
-    let site_fn = |site: pathprof_core::interproc::CallSiteId| {
-        mp.sites.get(site.index()).and_then(|&(f, _)| meta.functions.get(f)).map(|f| f.name.clone())
-    };
     PathReport {
         id: PathId::new(p.number),
         rank,
@@ -131,9 +128,11 @@ fn path_report(module: &ModuleProfile, mp: &ModulePaths, p: &InterprocCount, ran
                     Via::LoopRestart { .. } => "loop_restart",
                     Via::Call { .. } => "call",
                     Via::Return { .. } => "return",
-                    Via::Summary { .. } => "summary",
+                    Via::Summary { site } => match mp.site_roles.get(site.index()) {
+                        Some(SiteRole::Cut) => "summary_cut",
+                        _ => "summary",
+                    },
                 };
-                let _ = site_fn;
                 Step {
                     function: f.map(|f| f.name.clone()).unwrap_or_default(),
                     block: s.block.0,
@@ -205,7 +204,8 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
             match s.via {
                 Some("call") => writeln!(out, "        -> call {}", shown(&s.function))?,
                 Some("return") => writeln!(out, "        <- return to {}", shown(&s.function))?,
-                Some("summary") => writeln!(out, "        (call elided: recursive or cut; the callee's paths are counted separately)")?,
+                Some("summary") => writeln!(out, "        (recursive call elided: the callee's activation is counted as paths of its own)")?,
+                Some("summary_cut") => writeln!(out, "        (call cut by the path budget, elided: the callee's paths are counted separately)")?,
                 Some("loop_restart") if i == context => writeln!(out, "        (starts at loop header)")?,
                 _ => {}
             }

@@ -23,7 +23,7 @@ use super::paths::conservation_violations;
 use super::ModuleProfile;
 use crate::meta::{ModuleMeta, PathStorage};
 use pathprof_core::interproc::{
-    decode, CallSiteId, InterprocPath, Mode, PathEnd, ProcId, Procedure, Program, Supergraph, Via,
+    decode, CallSiteId, InterprocPath, Mode, PathEnd, ProcId, Procedure, Program, SiteRole, Supergraph, Via,
 };
 use pathprof_core::EdgeId;
 use std::cmp::Reverse;
@@ -53,6 +53,8 @@ pub struct ModulePaths {
     pub functions: Vec<FunctionCounts>,
     /// Per call site (program-wide id): (function index, call block) for labelling.
     pub sites: Vec<(usize, u32)>,
+    /// Per call site: its role in G*_fn (a summary edge is `Recursive` or `Cut`).
+    pub site_roles: Vec<SiteRole>,
 }
 
 impl ModulePaths {
@@ -227,5 +229,6 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
             judge(module, f, raw_edges, &blocks, &violations, vec![false; cfg.num_edges()], lead)
         })
         .collect();
-    Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites })
+    let site_roles = sg.calls().roles().to_vec();
+    Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites, site_roles })
 }
