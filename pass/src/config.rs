@@ -170,6 +170,10 @@ mod tests {
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));
         assert!(c.atomic);
         assert_eq!(cfg(&[("PATHPROF_WEIGHTS", "bl94")]).unwrap().weighting, Weighting::Bl94);
+        let c = cfg(&[("PATHPROF_MODE", "piecewise"), ("PATHPROF_LTO", "1"), ("PATHPROF_PATH_SPARSE_MAX", "65536")]).unwrap();
+        assert_eq!((c.mode, c.lto, c.path_sparse_max), (Mode::Piecewise, true, 65536));
+        assert_eq!(cfg(&[("PATHPROF_MODE", "context")]).unwrap().mode, Mode::Context);
+        assert_eq!(cfg(&[]).unwrap().path_sparse_max, DEFAULT_PATH_SPARSE_MAX);
     }
 
     #[test]
@@ -180,6 +184,8 @@ mod tests {
             ("PATHPROF_ATOMIC", "2"),
             ("PATHPROF_PATH_BUDGET", "1"),
             ("PATHPROF_PATH_ARRAY_MAX", "x"),
+            ("PATHPROF_PATH_SPARSE_MAX", "0"),
+            ("PATHPROF_LTO", "yes please"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert!(e.contains(k) && !e.contains('\n'), "{e}");
