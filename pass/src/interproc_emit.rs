@@ -7,8 +7,9 @@
 //! - `token`: the callee the caller announced. A function that may also be entered from outside the program
 //!   (a root) checks `token == self` at entry: announced → continue the caller's path; otherwise start its own
 //!   path at its Entry_global offset with NVC = 1. Functions only ever entered through call sites skip it.
-//! - piecewise: `cnt` (cntOpenLfParens, shared by reference) and `unbal` (the callee returned with no open
-//!   call: the caller adds the Eq. 35 edge value and resets its NVC to numUnbalRLPaths).
+//! - piecewise: `cnt` (cntOpenLfParens, shared by reference); a callee that returns with no open call sets the
+//!   top bit of the pathNum it hands back, and the caller adds the Eq. 35 edge value and resets its NVC to
+//!   numUnbalRLPaths.
 //!
 //! Per activation: `pathNum` lives in an `alloca` (SROA promotes it at -O1 and above), NVC and
 //! `pathNumOnEntry` are SSA values (piecewise NVC is an `alloca`: back edges and unbalanced returns change it).
@@ -41,8 +42,11 @@ pub struct Tls {
     nvc: LLVMValueRef,
     token: LLVMValueRef,
     cnt: LLVMValueRef,
-    unbal: LLVMValueRef,
 }
+
+/// Piecewise: the bit of the pathNum a callee hands back that says it returned with no open call (path numbers
+/// are below the budget, at most 2^63, so the top bit is free).
+const UNBALANCED: u64 = 1 << 63;
 
 impl Tls {
     /// Emits the variables (module-local, initial value 0).
@@ -65,7 +69,6 @@ impl Tls {
                 nvc: var("__pathprof_ip_nvc", i64t),
                 token: var("__pathprof_ip_token", ptrt),
                 cnt: var("__pathprof_ip_cnt", i64t),
-                unbal: var("__pathprof_ip_unbal", i64t),
             }
         }
     }
@@ -437,19 +440,20 @@ impl<'a> FnEmitter<'a> {
                     self.at(after);
                     let back = self.load(self.tls.path, self.i64t);
                     if self.piecewise {
-                        let unb = self.load(self.tls.unbal, self.i64t);
-                        let is_unb =
-                            unsafe { LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntNE, unb, self.konst(0), c"".as_ptr()) };
+                        // The top bit of the handed-back pathNum flags an unbalanced return (path numbers < 2^63).
+                        let is_unb = unsafe {
+                            LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntSLT, back, self.konst(0), c"".as_ptr())
+                        };
+                        let bare = unsafe { LLVMBuildAnd(self.b, back, self.konst(UNBALANCED - 1), c"".as_ptr()) };
                         let value = self.num.exit_value(q, ExitTarget::Site(s)).unwrap_or(0);
                         let inc = unsafe { LLVMBuildSelect(self.b, is_unb, self.konst(lo(value)), self.konst(0), c"".as_ptr()) };
-                        let p2 = self.add(back, inc);
+                        let p2 = self.add(bare, inc);
                         self.store_to(p2, self.path);
                         let slot = self.nvc_slot.expect("piecewise");
                         let old = self.load(slot, self.i64t);
                         let unbal_p = self.konst(lo(self.num.num_unbal_rl_paths(self.p)));
                         let nv = unsafe { LLVMBuildSelect(self.b, is_unb, unbal_p, old, c"".as_ptr()) };
                         self.store_to(nv, slot);
-                        self.store_to(self.konst(0), self.tls.unbal);
                     } else {
                         self.store_to(back, self.path);
                     }
@@ -516,7 +520,7 @@ impl<'a> FnEmitter<'a> {
         let callee_state = |em: &Self| unsafe {
             let dec = LLVMBuildSub(em.b, cnt, em.konst(1), c"".as_ptr());
             let new_cnt = LLVMBuildSelect(em.b, unb, cnt, dec, c"".as_ptr());
-            let flag = LLVMBuildZExt(em.b, unb, em.i64t, c"".as_ptr());
+            let flag = LLVMBuildSelect(em.b, unb, em.konst(UNBALANCED), em.konst(0), c"".as_ptr());
             (new_cnt, flag)
         };
         // As a root: the Exit_P→Exit_global value when no call is open.
@@ -529,8 +533,8 @@ impl<'a> FnEmitter<'a> {
             EntryShape::Site => {
                 let (new_cnt, flag) = callee_state(self);
                 self.store_to(new_cnt, self.tls.cnt);
-                self.store_to(flag, self.tls.unbal);
-                self.store_to(path, self.tls.path);
+                let handed = unsafe { LLVMBuildOr(self.b, path, flag, c"".as_ptr()) };
+                self.store_to(handed, self.tls.path);
             }
             EntryShape::Root => {
                 path = root_path(self, path);
@@ -546,8 +550,8 @@ impl<'a> FnEmitter<'a> {
                 let c = LLVMBuildSelect(self.b, via, new_cnt, saved, c"".as_ptr());
                 self.store_to(c, self.tls.cnt);
                 let f = LLVMBuildSelect(self.b, via, flag, self.konst(0), c"".as_ptr());
-                self.store_to(f, self.tls.unbal);
-                self.store_to(path, self.tls.path);
+                let handed = LLVMBuildOr(self.b, path, f, c"".as_ptr());
+                self.store_to(handed, self.tls.path);
                 let cond = not_via(self).expect("dynamic entry");
                 self.guarded.push((cond, at, rp));
             },

@@ -1032,6 +1032,7 @@ fn archive_links_into_plain_c_with_clang_and_gcc() {
             [
                 "__pathprof_dump",
                 "__pathprof_path_add",
+                "__pathprof_path_add_plain",
                 "__pathprof_register_module",
                 "__pathprof_reset",
                 "__pathprof_unregister_module"
