@@ -1,6 +1,6 @@
 //! Profile use (`PATHPROF_USE=FILE`): attach the exact counts of an earlier pathprof profile to the IR as
-//! `!prof` branch weights and function entry counts, plus a ProfileSummary, so the rest of clang's pipeline
-//! optimises with them like `-fprofile-use`.
+//! `!prof` branch weights and function entry counts, plus a ProfileSummary of the whole profile (every module),
+//! so the rest of clang's pipeline optimises with them like `-fprofile-use`.
 //!
 //! The pass runs at the pipeline point where the profile was collected and rebuilds the same `Cfg`; a function
 //! is annotated only when a profile function has the same name and the same branch structure (blocks,
@@ -171,8 +171,6 @@ pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
             };
             let entry = counts.entry;
             LLVMGlobalSetMetadata(f, prof_kind, node("function_entry_count", vec![LLVMConstInt(i64t, entry, 0)]));
-            let record: Vec<u64> = std::iter::once(entry).chain(counts.blocks.iter().copied()).collect();
-            shim::pathprof_shim_summary_add(summary, record.as_ptr(), record.len());
             for (b, &bb) in graph.blocks.iter().enumerate() {
                 let Some(term) = ir::terminator(bb) else { continue };
                 let succs = ir::successors(term).len();
@@ -186,6 +184,12 @@ pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
                 LLVMSetMetadata(term, prof_kind, LLVMMetadataAsValue(ctx, md));
             }
             stats.annotated += 1;
+        }
+        // The summary covers the whole profile, one record per function (copies in several modules merged), so
+        // hot and cold thresholds are the program's, as with LLVM's indexed profiles.
+        for a in index.global.values() {
+            let record: Vec<u64> = std::iter::once(a.entry).chain(a.blocks.iter().copied()).collect();
+            shim::pathprof_shim_summary_add(summary, record.as_ptr(), record.len());
         }
         shim::pathprof_shim_summary_finish(summary, if stats.annotated > 0 { m } else { std::ptr::null_mut() });
     }
