@@ -271,14 +271,17 @@ fn signal_flush(sig: core::ffi::c_int) {
         return;
     }
     let deadline = signals::now_ns().saturating_add(2_000_000_000);
+    FLUSH_WAITING.store(true, Ordering::Release);
     while LOCK.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed).is_err() {
         if signals::now_ns() > deadline {
+            FLUSH_WAITING.store(false, Ordering::Release);
             pp_warn!("fatal signal ", Dec(sig as u64), " during a dump in another thread; no profile written");
             return;
         }
         // SAFETY: sched_yield has no preconditions.
         unsafe { libc::sched_yield() };
     }
+    FLUSH_WAITING.store(false, Ordering::Release);
     let guard = Guard { mask: None };
     {
         let _ctx = sys::SignalContext::enter();
@@ -420,12 +423,19 @@ struct Guard {
 fn lock() -> Guard {
     let mask = signals::block();
     let me = owner_id();
-    while LOCK.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed).is_err() {
+    // A fatal-signal flush that waits for the lock goes first: a thread dumping in a loop would otherwise take
+    // the lock again before the flush's next attempt, for as long as the flush is willing to wait.
+    while FLUSH_WAITING.load(Ordering::Acquire)
+        || LOCK.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed).is_err()
+    {
         // SAFETY: sched_yield has no preconditions.
         unsafe { libc::sched_yield() };
     }
     Guard { mask }
 }
+
+/// Set while a fatal-signal flush waits for the runtime lock; [`lock`] lets it go first.
+static FLUSH_WAITING: AtomicBool = AtomicBool::new(false);
 
 impl Guard {
     fn state(&mut self) -> &mut State {
