@@ -106,6 +106,25 @@ impl PathId {
     }
 }
 
+impl std::fmt::Display for PathId {
+    /// The decimal number, as in the JSON output.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathId::Number(n) => write!(f, "{n}"),
+            PathId::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// `count` as a percentage of `total` (0 when the total is not positive).
+fn percent_of(count: i64, total: i128) -> f64 {
+    if total > 0 {
+        count as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    }
+}
+
 #[derive(Serialize)]
 pub(crate) struct PathReport {
     /// The Ball–Larus path number.
@@ -248,7 +267,7 @@ fn path_report(module: &ModuleProfile, f: &FunctionMeta, p: &PathCount, rank: us
         PathEnd::BackEdge { back } => ("back_edge", edge(back)),
         PathEnd::Cut { edge: e } => ("cut", edge(e)),
     };
-    let percent = if total > 0 { p.count as f64 * 100.0 / total as f64 } else { 0.0 };
+    let percent = percent_of(p.count, total);
     PathReport {
         id: PathId::new(p.number),
         rank,
@@ -316,10 +335,7 @@ fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Resu
         first = false;
         let file =
             text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, "path")?;
-        let num_paths = match &f.num_paths {
-            PathId::Number(n) => n.to_string(),
-            PathId::Text(s) => s.clone(),
-        };
+        let num_paths = f.num_paths.to_string();
         write!(out, "  executed paths: {} of {num_paths}, total count {}", f.executed_paths, f.total_count)?;
         if f.listed_paths < f.executed_paths {
             write!(out, " (showing the {} hottest)", f.listed_paths)?;
@@ -329,10 +345,7 @@ fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Resu
             writeln!(out, "  INEXACT: {}", f.inexact_reasons.join("; "))?;
         }
         for p in mine {
-            let id = match &p.id {
-                PathId::Number(n) => n.to_string(),
-                PathId::Text(s) => s.clone(),
-            };
+            let id = p.id.to_string();
             let percent = if p.count > 0 { format!("{:6.2}%", p.percent) } else { "      -".to_string() };
             write!(out, "  #{:<3} count {:<10} {percent}  path {id}", p.rank, p.count)?;
             let m = marks(p);

@@ -17,7 +17,7 @@
 //! fields of a path in `decode --json` (`percent` relative to `executions`). Counts of inexact functions are
 //! listed with `"exact": false` (`INEXACT` in text), as in `decode`.
 
-use super::{marks, path_report, Args, PathId, PathReport};
+use super::{marks, path_report, Args, PathReport};
 use anyhow::{bail, Context, Result};
 use pathprof_core::regenerate::PathEnd;
 use pathprof_format::meta::{FunctionMeta, Mode};
@@ -192,10 +192,7 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
         }
         for r in &f.regions {
             let p = &r.path;
-            let id = match &p.id {
-                PathId::Number(n) => n.to_string(),
-                PathId::Text(s) => s.clone(),
-            };
+            let id = p.id.to_string();
             write!(
                 out,
                 "  #{:<3} count {:<10} {:6.2}%  cum {:6.2}%  path {id}",

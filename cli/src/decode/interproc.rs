@@ -99,7 +99,7 @@ fn path_report(module: &ModuleProfile, mp: &ModulePaths, p: &InterprocCount, ran
     };
     let home = first.map_or(ProcId(0), |s| s.proc);
     let hf = fmeta(home);
-    let percent = if total > 0 { p.count as f64 * 100.0 / total as f64 } else { 0.0 };
+    let percent = super::percent_of(p.count, total);
     PathReport {
         id: PathId::new(p.number),
         rank,
@@ -154,20 +154,14 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
             let executed: usize =
                 report.functions.iter().filter(|f| f.module == module).map(|f| f.executed_paths).sum();
             let num_paths = report.functions.iter().find(|f| f.module == module).map_or(String::new(), |f| {
-                match &f.num_paths {
-                    PathId::Number(n) => n.to_string(),
-                    PathId::Text(s) => s.clone(),
-                }
+                f.num_paths.to_string()
             });
             writeln!(out, "module {module}  ({} mode): executed paths: {executed} of {num_paths}", report.mode)?;
             for f in report.functions.iter().filter(|f| f.module == module && !f.exact) {
                 writeln!(out, "  INEXACT {}: {}", f.name, f.inexact_reasons.join("; "))?;
             }
         }
-        let id = match &p.id {
-            PathId::Number(n) => n.to_string(),
-            PathId::Text(s) => s.clone(),
-        };
+        let id = p.id.to_string();
         let percent = if p.count > 0 { format!("{:6.2}%", p.percent) } else { "      -".to_string() };
         let mut marks = Vec::new();
         if p.start == "loop_header" {
