@@ -173,8 +173,9 @@ pub fn sample_profile(profile: &Profile) -> Result<(Vec<FunctionSamples>, Vec<St
     let mut warnings = Vec::new();
     for module in &profile.modules {
         let mname = &module.meta.module_name;
+        let module_counts = profile::ModuleCounts::new(module);
         for (index, f) in module.meta.functions.iter().enumerate() {
-            let counts = profile::function_edge_counts(module, index)?;
+            let counts = module_counts.function(index)?;
             if !accs.contains_key(&f.name) {
                 order.push(f.name.clone());
             }

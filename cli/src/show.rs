@@ -97,23 +97,15 @@ pub fn run(args: &Args) -> Result<()> {
     let profile = files::read_profile(&args.file)?;
     let mut functions = Vec::new();
     for module in &profile.modules {
-        // Interprocedural modules: every path is decoded once for the whole module.
-        let mut interproc = if module.meta.mode.is_interprocedural() {
-            Some(profile::module_path_counts(module).with_context(|| format!("showing {}", args.file.display()))?)
-        } else {
-            None
-        };
+        let module_counts = profile::ModuleCounts::new(module);
         for (index, f) in module.meta.functions.iter().enumerate() {
             let selected = match args.function.as_deref() {
                 None => true,
                 Some(n) => n == f.name || n == f.display_name,
             };
             if selected {
-                let counts = match interproc.as_mut() {
-                    Some(mp) => mp.functions[index].clone(),
-                    None => profile::function_edge_counts(module, index)
-                        .with_context(|| format!("showing {}", args.file.display()))?,
-                };
+                let counts =
+                    module_counts.function(index).with_context(|| format!("showing {}", args.file.display()))?;
                 let mut report = function_report(module, f, &counts);
                 if let Some(ip) = module.meta.interproc.as_ref().and_then(|ip| ip.procs.get(index)) {
                     for site in &ip.call_sites {

@@ -41,7 +41,7 @@ mod interproc;
 mod merge;
 mod paths;
 
-pub use analysis::{function_edge_counts, AnalysisError, FunctionCounts, InexactReason};
+pub use analysis::{function_edge_counts, AnalysisError, FunctionCounts, InexactReason, ModuleCounts};
 pub use interproc::{module_path_counts, program_of, InterprocCount, ModulePaths};
 pub use merge::{merge, MergeError};
 pub use paths::{function_path_counts, FunctionPaths, PathCount};

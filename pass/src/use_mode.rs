@@ -100,9 +100,10 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
     let mut global: HashMap<(String, u64), Annotation> = HashMap::new();
     let mut names = HashMap::new();
     for module in &prof.modules {
+        let module_counts = profile::ModuleCounts::new(module);
         for (i, f) in module.meta.functions.iter().enumerate() {
             names.insert(f.name.clone(), ());
-            if let Ok(c) = profile::function_edge_counts(module, i) {
+            if let Ok(c) = module_counts.function(i) {
                 if c.exact {
                     let shape = branch_shape(&f.cfg);
                     let a = annotation(&f.cfg, &c);

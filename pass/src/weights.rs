@@ -22,8 +22,9 @@ impl ProfileWeights {
         let prof: Profile = profile::read(&bytes).map_err(|e| format!("weights profile {path}: {e}"))?;
         let mut by_function = HashMap::new();
         for module in &prof.modules {
+            let module_counts = profile::ModuleCounts::new(module);
             for (i, f) in module.meta.functions.iter().enumerate() {
-                if let Ok(counts) = profile::function_edge_counts(module, i) {
+                if let Ok(counts) = module_counts.function(i) {
                     if counts.exact {
                         let w = counts.edges.iter().map(|c| c.unwrap_or(0) as f64).collect();
                         by_function.insert((f.name.clone(), f.cfg_hash), w);

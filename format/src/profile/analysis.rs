@@ -243,20 +243,53 @@ pub enum AnalysisError {
 /// `FunctionMeta::reentry_blocks`, which `setjmp` re-enters so its net departures can be negative), a derived
 /// edge exceeds `u64::MAX`, flow is not conserved somewhere, or the record has `RECORD_FLAG_INCOMPLETE`,
 /// `RECORD_FLAG_THREADED_NONATOMIC` or unknown flags. A negative count is never returned as a number.
+///
+/// Context and piecewise modules: from the module's decoded paths (the whole module is decoded; callers that
+/// want several functions use [`ModuleCounts`], which decodes once).
 pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result<FunctionCounts, AnalysisError> {
+    ModuleCounts::new(module).function(func_index)
+}
+
+/// The counts of a module's functions, one at a time, with the work that is per module done once: a context
+/// or piecewise module's paths are decoded at construction (every function's counts come from them), edge- and
+/// path-mode functions are analysed when asked for.
+pub struct ModuleCounts<'a> {
+    module: &'a ModuleProfile,
+    interproc: Option<Result<Vec<FunctionCounts>, AnalysisError>>,
+}
+
+impl<'a> ModuleCounts<'a> {
+    /// Prepares `module` (decoding its interprocedural paths, if it has any).
+    pub fn new(module: &'a ModuleProfile) -> ModuleCounts<'a> {
+        let interproc = module
+            .meta
+            .mode
+            .is_interprocedural()
+            .then(|| super::interproc::module_path_counts(module).map(|mp| mp.functions));
+        ModuleCounts { module, interproc }
+    }
+
+    /// The counts of function `func_index` (see [`function_edge_counts`]).
+    pub fn function(&self, func_index: usize) -> Result<FunctionCounts, AnalysisError> {
+        let module = self.module;
+        let out_of_range = |n: usize| AnalysisError::FunctionOutOfRange {
+            module: module.meta.module_name.clone(),
+            index: func_index,
+            num_functions: n,
+        };
+        match &self.interproc {
+            Some(Ok(all)) => all.get(func_index).cloned().ok_or_else(|| out_of_range(all.len())),
+            Some(Err(e)) => Err(e.clone()),
+            None => per_function_counts(module, func_index),
+        }
+    }
+}
+
+/// [`function_edge_counts`] of an edge- or path-mode function.
+fn per_function_counts(module: &ModuleProfile, func_index: usize) -> Result<FunctionCounts, AnalysisError> {
     let name = || module.meta.module_name.clone();
     if module.meta.mode == Mode::Path {
         return super::paths::function_path_counts(module, func_index).map(|p| p.counts);
-    }
-    if module.meta.mode.is_interprocedural() {
-        // Decodes the whole module; callers that want every function use `module_path_counts` once.
-        let mut all = super::interproc::module_path_counts(module)?;
-        let n = all.functions.len();
-        return if func_index < n {
-            Ok(all.functions.swap_remove(func_index))
-        } else {
-            Err(AnalysisError::FunctionOutOfRange { module: name(), index: func_index, num_functions: n })
-        };
     }
     let f = module.meta.functions.get(func_index).ok_or_else(|| AnalysisError::FunctionOutOfRange {
         module: name(),
