@@ -312,15 +312,8 @@ impl<'a> FnEmitter<'a> {
         let sg = self.num.supergraph();
         let dag = sg.dag(self.p);
         let program = sg.program();
-        let site_call_of_block: BTreeMap<u32, LLVMValueRef> = self
-            .plan
-            .site_calls
-            .iter()
-            .map(|&c| {
-                let bb = unsafe { LLVMGetInstructionParent(c) };
-                (g.blocks.iter().position(|&x| x == bb).unwrap_or(usize::MAX) as u32, c)
-            })
-            .collect();
+        let site_call_of_block: BTreeMap<u32, LLVMValueRef> =
+            self.plan.site_calls.iter().map(|s| (s.block.0, s.call)).collect();
         let interprocedural_calls: HashSet<LLVMValueRef> = program
             .sites_of(self.p)
             .filter(|&s| sg.calls().role(s) == SiteRole::Interprocedural)

@@ -38,10 +38,21 @@ pub struct ProcPlan {
     pub name: String,
     /// Its graph (resume edges turned into termination edges, see [`build_graph`]).
     pub graph: FunctionGraph,
-    /// The call instruction of each call site, in call-site order.
-    pub site_calls: Vec<LLVMValueRef>,
+    /// The call sites, by increasing call block.
+    pub site_calls: Vec<SiteCall>,
     /// Whether code outside the program may enter it.
     pub external_entry: bool,
+}
+
+/// One call site of a [`ProcPlan`], located once after the blocks were split.
+#[derive(Copy, Clone, Debug)]
+pub struct SiteCall {
+    /// The call block (the call is its last instruction before the branch to the return site).
+    pub block: BlockId,
+    /// The call instruction.
+    pub call: LLVMValueRef,
+    /// The callee's position in the program.
+    pub callee: usize,
 }
 
 /// The program as planned: functions, the supergraph over them, and what the budget policy did.
@@ -100,7 +111,16 @@ pub fn plan(
     let mut procs = Vec::with_capacity(members.len());
     for &f in &members {
         let graph = build_graph(f, facts).map_err(|e| format!("{}: {e}", ir::name(f)))?;
-        let calls = site_calls.remove(&f).unwrap_or_default();
+        let block_of: HashMap<LLVMBasicBlockRef, u32> =
+            graph.blocks.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
+        let mut calls = Vec::new();
+        for c in site_calls.remove(&f).unwrap_or_default() {
+            let bb = unsafe { LLVMGetInstructionParent(c) };
+            let block = *block_of.get(&bb).ok_or("call site outside its function")?;
+            let callee = ir::called_function(c).and_then(|q| index.get(&q).copied()).ok_or("call site lost its callee")?;
+            calls.push(SiteCall { block: BlockId(block), call: c, callee });
+        }
+        calls.sort_by_key(|s| s.block);
         procs.push(ProcPlan {
             f,
             name: ir::name(f),
@@ -114,7 +134,7 @@ pub fn plan(
     let mut cut: HashSet<usize> = HashSet::new();
     let mut budget_cuts = 0u32;
     loop {
-        let program = build_program(&procs, &index, &cut)?;
+        let program = build_program(&procs, &cut)?;
         let sg = Supergraph::build(program);
         let verdict: Option<Vec<usize>> = match sg.number(mode) {
             Ok(num) if num.num_paths() <= budget => None,
@@ -185,25 +205,21 @@ pub fn plan(
 }
 
 /// Builds the core program; sites calling a function in `cut` become `Callee::Cut`.
-fn build_program(procs: &[ProcPlan], index: &HashMap<LLVMValueRef, usize>, cut: &HashSet<usize>) -> Result<Program, String> {
-    let mut out = Vec::with_capacity(procs.len());
-    for p in procs {
-        let block_of: HashMap<LLVMBasicBlockRef, u32> =
-            p.graph.blocks.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
-        let mut call_sites = Vec::with_capacity(p.site_calls.len());
-        for &c in &p.site_calls {
-            let bb = unsafe { LLVMGetInstructionParent(c) };
-            let block = *block_of.get(&bb).ok_or("call site outside its function")?;
-            let callee = ir::called_function(c).and_then(|f| index.get(&f).copied()).ok_or("call site lost its callee")?;
-            let q = ProcId::from_index(callee);
-            call_sites.push(CallSite {
-                block: BlockId(block),
-                callee: if cut.contains(&callee) { Callee::Cut(q) } else { Callee::Proc(q) },
-            });
-        }
-        call_sites.sort_by_key(|s| s.block);
-        out.push(Procedure { cfg: p.graph.cfg.clone(), call_sites, external_entry: p.external_entry });
-    }
+fn build_program(procs: &[ProcPlan], cut: &HashSet<usize>) -> Result<Program, String> {
+    let out = procs
+        .iter()
+        .map(|p| {
+            let call_sites = p
+                .site_calls
+                .iter()
+                .map(|s| {
+                    let q = ProcId::from_index(s.callee);
+                    CallSite { block: s.block, callee: if cut.contains(&s.callee) { Callee::Cut(q) } else { Callee::Proc(q) } }
+                })
+                .collect();
+            Procedure { cfg: p.graph.cfg.clone(), call_sites, external_entry: p.external_entry }
+        })
+        .collect();
     Program::new(out).map_err(|e| format!("internal error: {e}"))
 }
 
