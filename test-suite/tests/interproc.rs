@@ -139,6 +139,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("fig4", &["mr_fig4.c"]),
         ("mr_recursion", &["mr_recursion.c"]),
         ("mr_fnptr", &["mr_fnptr.c"]),
+        ("mr_exit_in_loop", &["mr_exit_in_loop.c"]),
         ("loops", &["loops.c"]),
         ("gotos", &["gotos.c"]),
         ("switch", &["switch.c"]),

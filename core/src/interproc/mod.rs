@@ -29,6 +29,7 @@
 //! §4.6 and the paper-oracle tests.
 
 pub mod callgraph;
+pub mod counts;
 pub mod linear;
 pub mod path;
 pub mod program;
@@ -42,6 +43,7 @@ mod tests_paper;
 mod tests_prop;
 
 pub use callgraph::{CallGraph, SiteRole};
+pub use counts::signed_edge_counts;
 pub use linear::Linear;
 pub use path::{InterprocPath, PathEnd, Step, Via};
 pub use program::{CallSite, CallSiteId, Callee, ProcId, Procedure, Program, ProgramError, SiteInfo};

@@ -1,7 +1,8 @@
 //! Property tests on random small programs with loops, recursion, multiple call sites, cut and external calls
 //! and termination edges: the numbering of each mode is dense and decoding round-trips (against brute-force
-//! enumeration of G*_fn's observable paths), and the runtime simulator records exactly the observable paths an
-//! independent segmentation of the same random execution yields.
+//! enumeration of G*_fn's observable paths), the runtime simulator records exactly the observable paths an
+//! independent segmentation of the same random execution yields, and the edge counts derived from the decoded
+//! profile are the edges the execution took.
 
 use super::*;
 use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
@@ -500,8 +501,71 @@ fn check_program(seed: u64) {
                 *expected.entry(encode(&num, &p).unwrap_or_else(|e| panic!("{mode:?}: {p}: {e}"))).or_insert(0) += 1;
             }
             assert_eq!(sim.profile(), &expected, "{mode:?}: {exec:?}");
+            // Edge counts derived from the decoded profile equal the edges the trace took.
+            let decoded: Vec<(InterprocPath, i128)> =
+                sim.profile().iter().map(|(&n, &c)| (decode(&num, n).unwrap(), i128::from(c))).collect();
+            let derived = signed_edge_counts(sg.program(), mode, decoded.iter().map(|(p, c)| (p, *c)));
+            if let Some(taken) = trace_edge_counts(sg.program(), &exec) {
+                assert_eq!(derived, taken, "{mode:?}: {exec:?}");
+            }
         }
     }
+}
+
+/// The cfg edges an execution takes, tallied from its events alone: each activation's EXIT→entry edge when it
+/// starts, `Branch` and `Return` edges as taken, a call site's c→r edge when the call returns (or at once for an
+/// external call), and on termination the terminating edge plus, for every activation below it (each waiting in
+/// a call block), that block's first termination edge. `None` when such a call block has no termination edge:
+/// the random program then says the call cannot leave abnormally although the trace does, which no profile of a
+/// consistent program (the pass gives every call that may not return a termination edge) has to account for.
+fn trace_edge_counts(program: &Program, exec: &Execution) -> Option<Vec<Vec<i128>>> {
+    let mut counts: Vec<Vec<i128>> = program.procs().iter().map(|p| vec![0; p.cfg.num_edges()]).collect();
+    let mut frames: Vec<(ProcId, BlockId, Option<CallSiteId>)> = vec![(exec.root, BlockId(0), None)];
+    counts[exec.root.index()][program.cfg(exec.root).exit_to_entry().index()] += 1;
+    for &ev in &exec.events {
+        let (p, b, _) = *frames.last().unwrap();
+        match ev {
+            Event::Edge(e) => {
+                counts[p.index()][e.index()] += 1;
+                frames.last_mut().unwrap().1 = program.cfg(p).edge(e).to;
+            }
+            Event::Call => {
+                let site = program.site_at(p, b).unwrap();
+                let info = *program.site(site).unwrap();
+                match info.callee {
+                    Callee::Proc(q) | Callee::Cut(q) => {
+                        counts[q.index()][program.cfg(q).exit_to_entry().index()] += 1;
+                        frames.push((q, BlockId(0), Some(site)));
+                    }
+                    Callee::External => {
+                        counts[p.index()][info.call_edge.index()] += 1;
+                        frames.last_mut().unwrap().1 = info.ret;
+                    }
+                }
+            }
+            Event::Return(e) => {
+                counts[p.index()][e.index()] += 1;
+                let (_, _, site) = frames.pop().unwrap();
+                if let Some(site) = site {
+                    let info = *program.site(site).unwrap();
+                    counts[info.proc.index()][info.call_edge.index()] += 1;
+                    frames.last_mut().unwrap().1 = info.ret;
+                }
+            }
+            Event::Terminate(e) => {
+                counts[p.index()][e.index()] += 1;
+                for &(q, block, _) in frames.iter().rev().skip(1) {
+                    let cfg = program.cfg(q);
+                    let t = cfg
+                        .edge_ids()
+                        .find(|&t| cfg.edge(t).from == block && cfg.edge(t).kind == EdgeKind::Termination)?;
+                    counts[q.index()][t.index()] += 1;
+                }
+                frames.clear();
+            }
+        }
+    }
+    Some(counts)
 }
 
 /// Random edits of valid paths and random traces: errors, never panics; a path that still encodes is a path.

@@ -7,12 +7,8 @@
 //! functions of the metadata, so the reader rebuilds them with `pathprof_core::interproc`, checks that the
 //! number of paths matches, and decodes every counted path (Algorithm 5.2 and its piecewise extension).
 //!
-//! Per-function edge and block counts follow from the *active* part of each path (context paths: the steps
-//! after the context-prefix, which ran in earlier paths): each edge of an execution lies in exactly one path's
-//! active part — a back edge or termination edge where a path ends, a call edge c→r where the callee returns
-//! (or at the summary edge), a callee's invocation at its entry step. A path that ends abnormally (`exit`,
-//! `longjmp`, an exception) also ends every activation it has open calls in: each such call block's
-//! termination edge is counted as well.
+//! Per-function edge and block counts follow from the *active* part of each path
+//! (`pathprof_core::interproc::signed_edge_counts`).
 //!
 //! Counts are signed as in path mode (a path cut short by a call that did not return is counted +1 before the
 //! call and −1 once it returned). Untrusted input: path numbers are checked against `num_paths` before they
@@ -23,9 +19,8 @@ use super::paths::conservation_violations;
 use super::ModuleProfile;
 use crate::meta::{ModuleMeta, PathStorage};
 use pathprof_core::interproc::{
-    decode, CallSiteId, InterprocPath, Mode, PathEnd, ProcId, Procedure, Program, SiteRole, Supergraph, Via,
+    decode, signed_edge_counts, InterprocPath, Mode, PathEnd, Procedure, Program, SiteRole, Supergraph,
 };
-use pathprof_core::EdgeId;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
@@ -126,7 +121,6 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
     }
 
     let program = sg.program();
-    let mut edges: Vec<Vec<i128>> = program.procs().iter().map(|p| vec![0; p.cfg.num_edges()]).collect();
     let mut leading: Vec<Vec<InexactReason>> = vec![Vec::new(); program.num_procs()];
     let mut paths = Vec::with_capacity(raw.len());
     for (&number, &count) in &raw {
@@ -134,70 +128,9 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
             return Err(corrupt(format!("a count for path {number}, but only {} paths", ip.num_paths)));
         }
         let path = decode(&num, number).map_err(|e| corrupt(format!("path {number}: {e}")))?;
-        let mut add = |p: ProcId, e: EdgeId| {
-            if let Some(x) = edges.get_mut(p.index()).and_then(|v| v.get_mut(e.index())) {
-                *x = x.saturating_add(i128::from(count));
-            }
+        let end_proc = match path.end {
+            PathEnd::RootReturn { proc, .. } | PathEnd::Termination { proc, .. } | PathEnd::BackEdge { proc, .. } => proc,
         };
-        let entry_edge = |p: ProcId| Some(program.proc(p).cfg.exit_to_entry());
-        let call_edge = |s: CallSiteId| program.site(s).map(|i| (i.proc, i.call_edge));
-        for step in path.active_suffix() {
-            match step.via {
-                Via::RootEntry | Via::Call { .. } => {
-                    if let Some(e) = entry_edge(step.proc) {
-                        add(step.proc, e);
-                    }
-                }
-                Via::Edge(e) => add(step.proc, e),
-                Via::Return { site, edge } => {
-                    if let Some(callee) = program.site(site).and_then(|i| match i.callee {
-                        pathprof_core::interproc::Callee::Proc(q) | pathprof_core::interproc::Callee::Cut(q) => Some(q),
-                        pathprof_core::interproc::Callee::External => None,
-                    }) {
-                        add(callee, edge);
-                    }
-                    if let Some((p, e)) = call_edge(site) {
-                        add(p, e);
-                    }
-                }
-                Via::Summary { site } => {
-                    if let Some((p, e)) = call_edge(site) {
-                        add(p, e);
-                    }
-                }
-                Via::LoopRestart { .. } | Via::MidEntry { .. } => {}
-            }
-        }
-        // An abnormal end leaves every frame of the path's open calls too: their call blocks' termination edges.
-        if let PathEnd::Termination { .. } = path.end {
-            let mut open: Vec<CallSiteId> = Vec::new();
-            for step in &path.steps {
-                match step.via {
-                    Via::Call { site } => open.push(site),
-                    Via::Return { .. } => {
-                        open.pop();
-                    }
-                    _ => {}
-                }
-            }
-            for site in open {
-                if let Some(info) = program.site(site) {
-                    let cfg = &program.proc(info.proc).cfg;
-                    let term = cfg.edge_ids().find(|&e| {
-                        let x = cfg.edge(e);
-                        x.from == info.block && x.kind == pathprof_core::EdgeKind::Termination
-                    });
-                    if let Some(e) = term {
-                        add(info.proc, e);
-                    }
-                }
-            }
-        }
-        let (end_proc, end_edge) = match path.end {
-            PathEnd::RootReturn { proc, edge } | PathEnd::Termination { proc, edge } => (proc, edge),
-            PathEnd::BackEdge { proc, back } => (proc, back),
-        };
-        add(end_proc, end_edge);
         let reentry = matches!(path.end, PathEnd::Termination { proc, edge }
             if module.meta.functions.get(proc.index()).is_some_and(|f| {
                 f.cfg.edges().get(edge.index()).is_some_and(|e| f.reentry_blocks.contains(&e.from.0))
@@ -209,6 +142,7 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         }
         paths.push(InterprocCount { number, count, path });
     }
+    let edges = signed_edge_counts(program, mode, paths.iter().map(|p| (&p.path, i128::from(p.count))));
 
     let functions = module
         .meta

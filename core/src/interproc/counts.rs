@@ -1,0 +1,119 @@
+//! Edge counts from counted interprocedural paths: what the decoder derives every function's counts from.
+//!
+//! Melski & Reps, "Interprocedural Path Profiling", CC 1999 / UW–Madison TR-1382, 1998, §3.4: a context path's
+//! context-prefix ran in earlier paths; only its active suffix is what this count measures. So each edge of an
+//! execution lies in exactly one path's active part: an intraprocedural edge where it is taken, an activation's
+//! EXIT→entry edge at its entry step (a root entry or a call), the callee's `Return` edge and the caller's c→r edge
+//! at the return step (or at the summary step for recursive, cut and external sites), and the edge a path ends
+//! with (return to Exit_global, back edge, termination). A path that ends abnormally (`exit`, `longjmp`, an
+//! exception) also ends every activation it has open calls in, through the first termination edge of each such
+//! call block (as [`super::Simulator`] records it). Context paths name those calls (their prefix holds the
+//! calling context); a piecewise piece does not name calls made before it began, so in piecewise mode these
+//! departures are derived by flow instead: whatever entered a call block and neither returned through c→r nor
+//! left through a counted termination edge left through its first termination edge.
+//!
+//! Invariant: for the paths of complete executions, the result conserves flow at every vertex of every
+//! procedure, and equals the edge counts of the executions.
+
+use super::path::{InterprocPath, PathEnd, Via};
+use super::program::{CallSiteId, Callee, ProcId, Program};
+use super::supergraph::Mode;
+use crate::graph::{EdgeId, EdgeKind};
+
+/// Per procedure and cfg edge (`[proc][edge]`), the signed sum of the counts of the paths whose active part
+/// takes the edge. Ids outside the program are ignored (the paths come from [`super::decode`] of the same
+/// program, which never produces them); sums saturate.
+pub fn signed_edge_counts<'p>(
+    program: &Program,
+    mode: Mode,
+    paths: impl IntoIterator<Item = (&'p InterprocPath, i128)>,
+) -> Vec<Vec<i128>> {
+    let mut edges: Vec<Vec<i128>> = program.procs().iter().map(|p| vec![0; p.cfg.num_edges()]).collect();
+    for (path, count) in paths {
+        let mut add = |p: ProcId, e: EdgeId| {
+            if let Some(x) = edges.get_mut(p.index()).and_then(|v| v.get_mut(e.index())) {
+                *x = x.saturating_add(count);
+            }
+        };
+        let call_edge = |s: CallSiteId| program.site(s).map(|i| (i.proc, i.call_edge));
+        for step in path.active_suffix() {
+            match step.via {
+                Via::RootEntry | Via::Call { .. } => {
+                    if let Some(p) = program.get_proc(step.proc) {
+                        add(step.proc, p.cfg.exit_to_entry());
+                    }
+                }
+                Via::Edge(e) => add(step.proc, e),
+                Via::Return { site, edge } => {
+                    if let Some(Callee::Proc(q) | Callee::Cut(q)) = program.site(site).map(|i| i.callee) {
+                        add(q, edge);
+                    }
+                    if let Some((p, e)) = call_edge(site) {
+                        add(p, e);
+                    }
+                }
+                Via::Summary { site } => {
+                    if let Some((p, e)) = call_edge(site) {
+                        add(p, e);
+                    }
+                }
+                Via::LoopRestart { .. } | Via::MidEntry { .. } => {}
+            }
+        }
+        if let (Mode::Context, PathEnd::Termination { .. }) = (mode, path.end) {
+            let mut open: Vec<CallSiteId> = Vec::new();
+            for step in &path.steps {
+                match step.via {
+                    Via::Call { site } => open.push(site),
+                    Via::Return { .. } => {
+                        open.pop();
+                    }
+                    _ => {}
+                }
+            }
+            for site in open {
+                let Some(info) = program.site(site) else { continue };
+                if let Some(e) = first_termination(program, info.proc, info.block) {
+                    add(info.proc, e);
+                }
+            }
+        }
+        let (proc, edge) = match path.end {
+            PathEnd::RootReturn { proc, edge } | PathEnd::Termination { proc, edge } => (proc, edge),
+            PathEnd::BackEdge { proc, back } => (proc, back),
+        };
+        add(proc, edge);
+    }
+    if mode == Mode::Piecewise {
+        close_unfinished_calls(program, &mut edges);
+    }
+    edges
+}
+
+/// The first termination edge of block `block` of `p`.
+fn first_termination(program: &Program, p: ProcId, block: crate::graph::BlockId) -> Option<EdgeId> {
+    let cfg = program.cfg(p);
+    cfg.edge_ids().find(|&e| cfg.edge(e).from == block && cfg.edge(e).kind == EdgeKind::Termination)
+}
+
+/// Piecewise: every call block's in-flow that is not accounted for by its out-edges left through its first
+/// termination edge (a call that never returned). A negative difference is left alone: flow conservation then
+/// reports it.
+fn close_unfinished_calls(program: &Program, edges: &mut [Vec<i128>]) {
+    for site in program.sites() {
+        let cfg = program.cfg(site.proc);
+        let Some(counts) = edges.get(site.proc.index()) else { continue };
+        let (mut inflow, mut outflow) = (0i128, 0i128);
+        for (e, &c) in cfg.edges().iter().zip(counts) {
+            if e.to == site.block {
+                inflow = inflow.saturating_add(c);
+            }
+            if e.from == site.block {
+                outflow = outflow.saturating_add(c);
+            }
+        }
+        if let (true, Some(t)) = (inflow > outflow, first_termination(program, site.proc, site.block)) {
+            edges[site.proc.index()][t.index()] += inflow - outflow;
+        }
+    }
+}
