@@ -281,12 +281,12 @@ fn parse_small(s: &[u8]) -> Option<u32> {
     s.iter().try_fold(0u32, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
 }
 
-/// splitmix64's finalizer: a bijective mix in which every input bit affects every output bit.
+/// The slot hash: the key's high half folded into its low half, then one multiplication by 2^64/φ (Fibonacci
+/// hashing), whose bits 32.. depend on every key bit. Cheap on the hot path (one multiply); the table masks the
+/// result, and bits 32..54 cover every capacity up to 2^23 pairs.
 #[inline]
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+fn mix(z: u64) -> u64 {
+    ((z ^ (z >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 32
 }
 
 /// Exclusive access to a table (its lock held by this thread), released on drop.
