@@ -48,7 +48,7 @@ pub const RECORD_FLAG_INCOMPLETE: u64 = 1 << 0;
 pub const RECORD_FLAG_THREADED_NONATOMIC: u64 = 1 << 1;
 
 /// Version of [`ModuleDesc`]; the runtime ignores (with a warning) descriptors of another version.
-pub const DESC_VERSION: u32 = 2;
+pub const DESC_VERSION: u32 = 3;
 /// Descriptor flag: counters are updated with atomic read-modify-write.
 pub const DESC_FLAG_ATOMIC: u32 = 1 << 0;
 
@@ -102,9 +102,10 @@ pub struct SparseRegion {
 }
 
 /// One function's runtime hash table of path counts, keyed by path number. The pass emits it zeroed except
-/// `function`; the runtime allocates the slots on first use and grows them off the counting fast path.
-/// Instrumented code calls `__pathprof_path_add(table, path, delta)` (`delta` is +1, or −1 to retract a path
-/// counted before a call that returned normally). LLVM type `{ i64, i64, ptr, i64, i64 }`.
+/// `function` and the cache fields; the runtime allocates the slots on first use and grows them off the counting
+/// fast path. Instrumented code updates it through its cache (see [`PathTable::cache`]) or, without one, calls
+/// `__pathprof_path_add(table, path, delta)` (`delta` is +1, or −1 to retract a path counted before a call that
+/// returned normally). LLVM type `{ i64, i64, ptr, i64, i64, ptr, i64 }`.
 #[repr(C)]
 pub struct PathTable {
     /// The function's index in the module metadata (the `function` of the sparse entries it produces).
@@ -119,6 +120,29 @@ pub struct PathTable {
     pub capacity: u64,
     /// Occupied slots.
     pub len: u64,
+    /// Non-atomic builds: a direct-mapped cache of `cache_len` (a power of two) pairs (path + 1, count) in
+    /// front of the table, emitted zeroed. Instrumented code adds to the pair at
+    /// `path_slot_hash(path + 1) & (cache_len - 1)` when it holds the path, and otherwise calls
+    /// `__pathprof_path_cache_miss(table, path, delta)`, which moves the pair's count into the table and
+    /// installs the path. A hit is a few inline instructions on a small, hot array: no call and no probe of a
+    /// large table. Dumps, resets and forks treat the cached counts as part of the table. Null (and
+    /// `cache_len` 0) for atomic builds, whose updates go to the table directly.
+    pub cache: *mut u64,
+    /// Pairs in `cache` (0 or a power of two).
+    pub cache_len: u64,
+}
+
+/// Multiplier of [`path_slot_hash`]: 2^64 divided by the golden ratio (Fibonacci hashing).
+pub const PATH_HASH_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Where a key (path + 1) goes in a path table or its cache, before masking: the key's high half folded into
+/// its low half, times [`PATH_HASH_MULTIPLIER`], bits 32.. of the product. One multiplication, because the
+/// pass emits it inline on the counting fast path; bits 32..54 depend on every key bit, which covers every
+/// table size (at most 2^23 pairs). The pass and the runtime must agree on it (a disagreement would only cost
+/// cache hits, never counts).
+#[inline]
+pub const fn path_slot_hash(key: u64) -> u64 {
+    (key ^ (key >> 32)).wrapping_mul(PATH_HASH_MULTIPLIER) >> 32
 }
 
 /// 64-bit FNV-1a: a tiny, well-specified hash that the pass, runtime and reader all compute identically.

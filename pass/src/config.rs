@@ -53,6 +53,9 @@ pub struct Config {
     /// Path mode: functions with more paths than `path_array_max` but at most this many get a counter array of
     /// their own that only executed paths' pages occupy (`PATHPROF_PATH_SPARSE_MAX`); larger ones a hash table.
     pub path_sparse_max: u128,
+    /// Non-atomic builds: pairs in the direct-mapped cache in front of each path hash table (0 = none; a power
+    /// of two) (`PATHPROF_PATH_CACHE`).
+    pub path_cache: u64,
     /// Profile use: annotate branch weights from this profile instead of instrumenting (`PATHPROF_USE`).
     pub use_profile: Option<String>,
     /// Whole-program mode (`PATHPROF_LTO=1`): instrument at the full-LTO link (lld loads the plugin with
@@ -68,6 +71,9 @@ pub const DEFAULT_PATH_ARRAY_MAX: u128 = 4096;
 /// Default `PATHPROF_PATH_SPARSE_MAX`: 2^22 paths = 32 MiB of address space per function (committed only
 /// where paths ran).
 pub const DEFAULT_PATH_SPARSE_MAX: u128 = 1 << 22;
+/// Default `PATHPROF_PATH_CACHE`: 1024 pairs (16 KiB per table), enough for the hot paths of the
+/// benchmark programs' interprocedural tables while staying in the first-level cache's reach.
+pub const DEFAULT_PATH_CACHE: u128 = 1024;
 /// Address space a module's sparse regions may reserve in all, in counters (2^26 = 512 MiB); functions beyond
 /// it use hash tables.
 pub const SPARSE_TOTAL_MAX: u64 = 1 << 26;
@@ -123,6 +129,10 @@ impl Config {
             number("PATHPROF_PATH_ARRAY_MAX", get("PATHPROF_PATH_ARRAY_MAX"), DEFAULT_PATH_ARRAY_MAX, 1, 1 << 24)?;
         let path_sparse_max =
             number("PATHPROF_PATH_SPARSE_MAX", get("PATHPROF_PATH_SPARSE_MAX"), DEFAULT_PATH_SPARSE_MAX, 1, 1 << 26)?;
+        let path_cache = number("PATHPROF_PATH_CACHE", get("PATHPROF_PATH_CACHE"), DEFAULT_PATH_CACHE, 0, 1 << 20)?;
+        if path_cache != 0 && !path_cache.is_power_of_two() {
+            return Err(format!("invalid PATHPROF_PATH_CACHE='{path_cache}' (expected 0 or a power of two)"));
+        }
         let use_profile = get("PATHPROF_USE").filter(|v| !v.is_empty());
         let lto = flag("PATHPROF_LTO", get("PATHPROF_LTO"))?;
         Ok(Config {
@@ -134,6 +144,7 @@ impl Config {
             path_budget,
             path_array_max,
             path_sparse_max,
+            path_cache: if atomic { 0 } else { path_cache as u64 },
             use_profile,
             lto,
         })
@@ -174,6 +185,11 @@ mod tests {
         assert_eq!((c.mode, c.lto, c.path_sparse_max), (Mode::Piecewise, true, 65536));
         assert_eq!(cfg(&[("PATHPROF_MODE", "context")]).unwrap().mode, Mode::Context);
         assert_eq!(cfg(&[]).unwrap().path_sparse_max, DEFAULT_PATH_SPARSE_MAX);
+        assert_eq!(cfg(&[]).unwrap().path_cache, DEFAULT_PATH_CACHE as u64);
+        assert_eq!(cfg(&[("PATHPROF_PATH_CACHE", "0")]).unwrap().path_cache, 0);
+        assert_eq!(cfg(&[("PATHPROF_PATH_CACHE", "64")]).unwrap().path_cache, 64);
+        // Atomic builds update tables directly: a cache would make them lossy under threads.
+        assert_eq!(cfg(&[("PATHPROF_PATH_CACHE", "64"), ("PATHPROF_ATOMIC", "1")]).unwrap().path_cache, 0);
     }
 
     #[test]
@@ -186,6 +202,8 @@ mod tests {
             ("PATHPROF_PATH_ARRAY_MAX", "x"),
             ("PATHPROF_PATH_SPARSE_MAX", "0"),
             ("PATHPROF_LTO", "yes please"),
+            ("PATHPROF_PATH_CACHE", "100"),
+            ("PATHPROF_PATH_CACHE", "4194304"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert!(e.contains(k) && !e.contains('\n'), "{e}");

@@ -4,7 +4,7 @@
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
-use pathprof_format::layout::{fnv1a64, DESC_FLAG_ATOMIC, DESC_VERSION};
+use pathprof_format::layout::{fnv1a64, DESC_FLAG_ATOMIC, DESC_VERSION, PATH_HASH_MULTIPLIER};
 use pathprof_format::meta::ModuleMeta;
 use std::ffi::CString;
 
@@ -195,38 +195,65 @@ unsafe fn append_to_global_ctors(m: LLVMModuleRef, f: LLVMValueRef, priority: u6
     LLVMSetLinkage(g, LLVMLinkage::LLVMAppendingLinkage);
 }
 
-/// The module's `PathTable` array (`pathprof_format::layout::PathTable`): one zeroed table per function whose
-/// paths are counted in a run-time hash table, `function` set to its index in the metadata.
+/// The module's `PathTable` array (`pathprof_format::layout::PathTable`): one table per function whose paths
+/// are counted in a run-time hash table, zeroed except `function` (its index in the metadata) and, for
+/// non-atomic builds, a zeroed cache of its own (see `PathTable::cache`).
 pub struct PathTables {
     array: Option<LLVMValueRef>,
     ty: Option<LLVMTypeRef>,
     len: u64,
+    /// Each table's cache global, and the pairs in every cache (0: no caches).
+    caches: Vec<LLVMValueRef>,
+    cache_pairs: u64,
 }
 
 impl PathTables {
-    /// Emits the array (nothing when no function is hashed).
-    pub fn new(m: LLVMModuleRef, functions: &[u64]) -> PathTables {
+    /// Emits the array and, with `cache_pairs > 0` (a power of two), the caches (nothing when no function is
+    /// hashed).
+    pub fn new(m: LLVMModuleRef, functions: &[u64], cache_pairs: u64) -> PathTables {
         if functions.is_empty() {
-            return PathTables { array: None, ty: None, len: 0 };
+            return PathTables { array: None, ty: None, len: 0, caches: Vec::new(), cache_pairs: 0 };
         }
         unsafe {
             let ctx = LLVMGetModuleContext(m);
             let i64t = LLVMInt64TypeInContext(ctx);
             let ptrt = LLVMPointerTypeInContext(ctx, 0);
-            // { i64 function, i64 lock, ptr slots, i64 capacity, i64 len }
-            let mut fields = [i64t, i64t, ptrt, i64t, i64t];
-            let table_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), 5, 0);
+            let caches: Vec<LLVMValueRef> = if cache_pairs == 0 {
+                Vec::new()
+            } else {
+                let cache_ty = LLVMArrayType2(i64t, 2 * cache_pairs);
+                (0..functions.len())
+                    .map(|_| {
+                        let g = LLVMAddGlobal(m, cache_ty, cstr("__pathprof_table_cache").as_ptr());
+                        LLVMSetInitializer(g, LLVMConstNull(cache_ty));
+                        LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+                        // A cache line per 4 pairs, none shared with other data.
+                        LLVMSetAlignment(g, 64);
+                        g
+                    })
+                    .collect()
+            };
+            // { i64 function, i64 lock, ptr slots, i64 capacity, i64 len, ptr cache, i64 cache_len }
+            let mut fields = [i64t, i64t, ptrt, i64t, i64t, ptrt, i64t];
+            let table_ty = LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
             let mut elems: Vec<LLVMValueRef> = functions
                 .iter()
-                .map(|&f| {
+                .enumerate()
+                .map(|(i, &f)| {
+                    let (cache, pairs) = match caches.get(i) {
+                        Some(&g) => (g, cache_pairs),
+                        None => (LLVMConstNull(ptrt), 0),
+                    };
                     let mut v = [
                         LLVMConstInt(i64t, f, 0),
                         LLVMConstInt(i64t, 0, 0),
                         LLVMConstNull(ptrt),
                         LLVMConstInt(i64t, 0, 0),
                         LLVMConstInt(i64t, 0, 0),
+                        cache,
+                        LLVMConstInt(i64t, pairs, 0),
                     ];
-                    LLVMConstStructInContext(ctx, v.as_mut_ptr(), 5, 0)
+                    LLVMConstStructInContext(ctx, v.as_mut_ptr(), v.len() as u32, 0)
                 })
                 .collect();
             let arr_ty = LLVMArrayType2(table_ty, elems.len() as u64);
@@ -234,7 +261,7 @@ impl PathTables {
             LLVMSetInitializer(g, LLVMConstArray2(table_ty, elems.as_mut_ptr(), elems.len() as u64));
             LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
             LLVMSetAlignment(g, 8);
-            PathTables { array: Some(g), ty: Some(arr_ty), len: functions.len() as u64 }
+            PathTables { array: Some(g), ty: Some(arr_ty), len: functions.len() as u64, caches, cache_pairs }
         }
     }
 
@@ -247,12 +274,134 @@ impl PathTables {
             LLVMConstInBoundsGEP2(ty, g, ix.as_mut_ptr(), 2)
         }
     }
+
+    /// How instrumented code updates table `i`: through its cache when it has one, else by calling the runtime.
+    pub fn update(&self, m: LLVMModuleRef, i: usize, atomic: bool) -> TableUpdate {
+        let table = self.table(i);
+        match self.caches.get(i) {
+            Some(&cache) => TableUpdate { table, callee: cached_add_function(m), cache: Some((cache, self.cache_pairs - 1)) },
+            None => TableUpdate { table, callee: path_add_function(m, atomic), cache: None },
+        }
+    }
+}
+
+/// One path table's update, as emitted at every point where a function records a path in it.
+#[derive(Copy, Clone)]
+pub struct TableUpdate {
+    table: LLVMValueRef,
+    /// `__pathprof_path_add(table, path, delta)` (or `_plain`), or [`cached_add_function`].
+    callee: LLVMValueRef,
+    /// The table's cache global and its pair mask.
+    cache: Option<(LLVMValueRef, u64)>,
+}
+
+impl TableUpdate {
+    /// Emits `count[path] += delta` at the builder's position.
+    pub fn build(&self, b: LLVMBuilderRef, path: LLVMValueRef, delta: LLVMValueRef) {
+        unsafe {
+            let ty = LLVMGlobalGetValueType(self.callee);
+            match self.cache {
+                Some((cache, mask)) => {
+                    let mask = LLVMConstInt(LLVMTypeOf(path), mask, 0);
+                    let mut args = [self.table, cache, mask, path, delta];
+                    LLVMBuildCall2(b, ty, self.callee, args.as_mut_ptr(), args.len() as u32, c"".as_ptr());
+                }
+                None => {
+                    let mut args = [self.table, path, delta];
+                    LLVMBuildCall2(b, ty, self.callee, args.as_mut_ptr(), args.len() as u32, c"".as_ptr());
+                }
+            }
+        }
+    }
+}
+
+/// Defines (once per module) `internal void __pathprof_cached_add(ptr table, ptr cache, i64 mask, i64 path,
+/// i64 delta)`, `alwaysinline`: the cache fast path of `PathTable::cache`, inlined into every caller with the
+/// cache and mask constant:
+///
+/// ```text
+/// key = path + 1;  i = path_slot_hash(key) & mask
+/// if cache[2i] == key { cache[2i + 1] += delta } else { __pathprof_path_cache_miss(table, path, delta) }
+/// ```
+///
+/// A function rather than inline IR so that emitting it never splits the block being instrumented (the
+/// emitters hold on to blocks and PHI predecessors); the inliner then puts the branch in place.
+fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
+    unsafe {
+        let name = cstr("__pathprof_cached_add");
+        let existing = LLVMGetNamedFunction(m, name.as_ptr());
+        if !existing.is_null() {
+            return existing;
+        }
+        let ctx = LLVMGetModuleContext(m);
+        let i64t = LLVMInt64TypeInContext(ctx);
+        let ptrt = LLVMPointerTypeInContext(ctx, 0);
+        let mut params = [ptrt, ptrt, i64t, i64t, i64t];
+        let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), params.len() as u32, 0);
+        let f = LLVMAddFunction(m, name.as_ptr(), fty);
+        LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+        for attr in ["alwaysinline", "nounwind"] {
+            LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
+        }
+        let (table, cache, mask, path, delta) =
+            (LLVMGetParam(f, 0), LLVMGetParam(f, 1), LLVMGetParam(f, 2), LLVMGetParam(f, 3), LLVMGetParam(f, 4));
+        let entry = LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr());
+        let hit = LLVMAppendBasicBlockInContext(ctx, f, c"hit".as_ptr());
+        let miss = LLVMAppendBasicBlockInContext(ctx, f, c"miss".as_ptr());
+        let b = LLVMCreateBuilderInContext(ctx);
+        let k = |v: u64| LLVMConstInt(i64t, v, 0);
+        LLVMPositionBuilderAtEnd(b, entry);
+        // pathprof_format::layout::path_slot_hash(key) & mask
+        let key = LLVMBuildAdd(b, path, k(1), c"pathprof.key".as_ptr());
+        let folded = LLVMBuildXor(b, key, LLVMBuildLShr(b, key, k(32), c"".as_ptr()), c"".as_ptr());
+        let product = LLVMBuildMul(b, folded, k(PATH_HASH_MULTIPLIER), c"".as_ptr());
+        let slot = LLVMBuildAnd(b, LLVMBuildLShr(b, product, k(32), c"".as_ptr()), mask, c"pathprof.slot".as_ptr());
+        let mut ix = [LLVMBuildShl(b, slot, k(1), c"".as_ptr())];
+        let key_ptr = LLVMBuildInBoundsGEP2(b, i64t, cache, ix.as_mut_ptr(), 1, c"".as_ptr());
+        let cached = LLVMBuildLoad2(b, i64t, key_ptr, c"".as_ptr());
+        let is_hit = LLVMBuildICmp(b, inkwell::llvm_sys::LLVMIntPredicate::LLVMIntEQ, cached, key, c"".as_ptr());
+        LLVMBuildCondBr(b, is_hit, hit, miss);
+        LLVMPositionBuilderAtEnd(b, hit);
+        let mut one = [k(1)];
+        let count_ptr = LLVMBuildInBoundsGEP2(b, i64t, key_ptr, one.as_mut_ptr(), 1, c"".as_ptr());
+        let count = LLVMBuildLoad2(b, i64t, count_ptr, c"".as_ptr());
+        LLVMBuildStore(b, LLVMBuildAdd(b, count, delta, c"".as_ptr()), count_ptr);
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, miss);
+        let miss_fn = cache_miss_function(m);
+        let mut args = [table, path, delta];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(miss_fn), miss_fn, args.as_mut_ptr(), 3, c"".as_ptr());
+        LLVMBuildRetVoid(b);
+        LLVMDisposeBuilder(b);
+        f
+    }
+}
+
+/// Declares `void __pathprof_path_cache_miss(ptr table, i64 path, i64 delta)`, `cold`: calls to it are the
+/// unlikely side of the cache test, so LLVM lays the hit inline and the call out of line.
+fn cache_miss_function(m: LLVMModuleRef) -> LLVMValueRef {
+    unsafe {
+        let name = cstr("__pathprof_path_cache_miss");
+        let existing = LLVMGetNamedFunction(m, name.as_ptr());
+        if !existing.is_null() {
+            return existing;
+        }
+        let ctx = LLVMGetModuleContext(m);
+        let i64t = LLVMInt64TypeInContext(ctx);
+        let mut params = [LLVMPointerTypeInContext(ctx, 0), i64t, i64t];
+        let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 3, 0);
+        let f = LLVMAddFunction(m, name.as_ptr(), fty);
+        for attr in ["nounwind", "cold"] {
+            LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
+        }
+        f
+    }
 }
 
 /// Declares `void __pathprof_path_add(ptr table, i64 path, i64 delta)` (the runtime's hash-table update), or
 /// with `atomic == false` its `_plain` twin, whose fast path adds without a locked instruction (like the
 /// non-atomic counters: exact single-threaded, flagged when the program ran threads).
-pub fn path_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
+fn path_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
     unsafe {
         let name = cstr(if atomic { "__pathprof_path_add" } else { "__pathprof_path_add_plain" });
         let existing = LLVMGetNamedFunction(m, name.as_ptr());

@@ -24,6 +24,7 @@
 
 use crate::cfg_build::Site;
 use crate::emit::Counters;
+use crate::globals::TableUpdate;
 use crate::interproc_plan::ProcPlan;
 use crate::ir;
 use crate::shim;
@@ -78,14 +79,12 @@ impl Tls {
 pub enum Store<'a> {
     /// `counters[path]`.
     Dense(&'a Counters),
-    /// `__pathprof_path_add(table, path, delta)`.
+    /// The module's single run-time hash table (`PathTable`).
     Hashed {
         /// For the builder.
         counters: &'a Counters,
-        /// The module's single `PathTable`.
-        table: LLVMValueRef,
-        /// The runtime function.
-        add_fn: LLVMValueRef,
+        /// How to update the table.
+        update: TableUpdate,
     },
 }
 
@@ -250,11 +249,10 @@ impl<'a> FnEmitter<'a> {
     fn count(&self, before: LLVMValueRef, slot: LLVMValueRef, delta: LLVMValueRef) {
         match self.store {
             Store::Dense(c) => c.add_value_before(before, Err(slot), delta),
-            Store::Hashed { table, add_fn, .. } => unsafe {
+            Store::Hashed { update, .. } => {
                 self.at(before);
-                let mut args = [*table, slot, delta];
-                LLVMBuildCall2(self.b, LLVMGlobalGetValueType(*add_fn), *add_fn, args.as_mut_ptr(), 3, c"".as_ptr());
-            },
+                update.build(self.b, slot, delta);
+            }
         }
     }
 

@@ -46,7 +46,7 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
     let counters_global = globals::counter_array(m, array_len);
     let counters = Counters::new(m, counters_global, array_len, config.atomic, true, 0);
     let hashed = matches!(storage, PathStorage::Hashed { .. });
-    let tables = globals::PathTables::new(m, if hashed { &[0] } else { &[] });
+    let tables = globals::PathTables::new(m, if hashed { &[0] } else { &[] }, config.path_cache);
     let regions: Vec<globals::Region> = match storage {
         PathStorage::Sparse { .. } => vec![globals::Region::new(m, 0, num_paths as u64)],
         _ => Vec::new(),
@@ -57,7 +57,7 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
         PathStorage::Dense => Store::Dense(&counters),
         PathStorage::Sparse { .. } => Store::Dense(&region_counters[0]),
         PathStorage::Hashed { .. } => {
-            Store::Hashed { counters: &counters, table: tables.table(0), add_fn: globals::path_add_function(m, config.atomic) }
+            Store::Hashed { counters: &counters, update: tables.update(m, 0, config.atomic) }
         }
     };
     let tls = Tls::new(m);

@@ -134,7 +134,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         .filter(|(_, p)| matches!(p.meta.path.as_ref().map(|x| x.storage), Some(PathStorage::Hashed { .. })))
         .map(|(i, _)| i as u64)
         .collect();
-    let tables = globals::PathTables::new(m, &hashed_functions);
+    let tables = globals::PathTables::new(m, &hashed_functions, config.path_cache);
     let regions: Vec<globals::Region> = planned
         .iter()
         .enumerate()
@@ -147,7 +147,6 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         .collect();
     let region_counters: Vec<Counters> =
         regions.iter().map(|r| Counters::new(m, r.global, r.len, config.atomic, true, 0)).collect();
-    let add_fn = globals::path_add_function(m, config.atomic);
     for p in &planned {
         match &p.plan {
             Plan::Edge { graph, chords } => {
@@ -162,7 +161,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
                     PathStorage::Dense => Sink::Dense { counters: &counters, base: p.meta.counter_base },
                     PathStorage::Hashed { table } => {
                         stats.hashed += 1;
-                        Sink::Hashed { counters: &counters, table: tables.table(table as usize), add_fn }
+                        Sink::Hashed { counters: &counters, update: tables.update(m, table as usize, config.atomic) }
                     }
                     PathStorage::Sparse { region } => {
                         stats.sparse += 1;

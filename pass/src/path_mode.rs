@@ -16,6 +16,7 @@
 
 use crate::cfg_build::{FunctionGraph, Site};
 use crate::emit::Counters;
+use crate::globals::TableUpdate;
 use crate::ir;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
@@ -142,14 +143,12 @@ pub enum Sink<'a> {
         /// The function's first slot.
         base: u64,
     },
-    /// `__pathprof_path_add(table, path, delta)`.
+    /// The function's run-time hash table (`PathTable`).
     Hashed {
         /// The module's counters (for the builder and constants).
         counters: &'a Counters,
-        /// The function's `PathTable` (a constant pointer).
-        table: LLVMValueRef,
-        /// The runtime function.
-        add_fn: LLVMValueRef,
+        /// How to update the table.
+        update: TableUpdate,
     },
 }
 
@@ -210,11 +209,10 @@ impl Emitter<'_> {
                     RVal::Value(d) => counters.add_value_before(before, idx, d),
                 }
             }
-            Sink::Hashed { table, add_fn, .. } => unsafe {
-                LLVMPositionBuilderBefore(self.b, before);
-                let mut args = [*table, self.as_value(path), self.as_value(delta)];
-                LLVMBuildCall2(self.b, LLVMGlobalGetValueType(*add_fn), *add_fn, args.as_mut_ptr(), 3, c"".as_ptr());
-            },
+            Sink::Hashed { update, .. } => {
+                unsafe { LLVMPositionBuilderBefore(self.b, before) };
+                update.build(self.b, self.as_value(path), self.as_value(delta));
+            }
         }
     }
 }

@@ -23,7 +23,7 @@
 //! status are never affected. (Interval-timer ticks print it only for their first failure.)
 //!
 //! # Flags
-//! Records of modules built without `--pathprof-atomic` that have dense counters get
+//! Records of modules built without `--pathprof-atomic` that have dense counters, sparse regions or path tables get
 //! `RECORD_FLAG_THREADED_NONATOMIC` when the process has ever run more than one thread, sampled after the drain
 //! (see [`crate::threads`]). A fatal-signal flush ([`Kind::Fatal`], see [`crate::signals`]) writes even when
 //! nothing is new, flags every record it writes `RECORD_FLAG_INCOMPLETE`, runs without `malloc` (see
@@ -407,7 +407,9 @@ fn write_merged(
         if t.dropped {
             flags |= RECORD_FLAG_INCOMPLETE;
         }
-        if dump_flags & RECORD_FLAG_THREADED_NONATOMIC != 0 && !is_atomic(t.desc) && n > 0 {
+        // Dense counters, sparse regions and cached/plain table updates of a non-atomic build are all plain adds.
+        let plain_updates = n > 0 || d.num_tables > 0 || d.num_regions > 0;
+        if dump_flags & RECORD_FLAG_THREADED_NONATOMIC != 0 && !is_atomic(t.desc) && plain_updates {
             flags |= RECORD_FLAG_THREADED_NONATOMIC;
         }
         let last = groups.as_mut_slice().last_mut();

@@ -132,7 +132,16 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
     let meta_ok = (d.meta_len == 0 || !d.meta.is_null()) && d.meta_len <= isize::MAX as u64;
     let tables_ok = (d.num_tables == 0 || !d.tables.is_null())
         && d.tables.is_aligned()
-        && d.num_tables.checked_mul(core::mem::size_of::<PathTable>() as u64).is_some_and(|b| b <= isize::MAX as u64);
+        && d.num_tables.checked_mul(core::mem::size_of::<PathTable>() as u64).is_some_and(|b| b <= isize::MAX as u64)
+        && (0..d.num_tables as usize).all(|i| {
+            // SAFETY: `tables` holds `num_tables` entries (checked just above).
+            let t = unsafe { &*d.tables.add(i) };
+            t.cache_len == 0
+                || (t.cache_len.is_power_of_two()
+                    && !t.cache.is_null()
+                    && t.cache.is_aligned()
+                    && t.cache_len.checked_mul(16).is_some_and(|b| b <= isize::MAX as u64))
+        });
     let regions_ok = (d.num_regions == 0 || !d.regions.is_null())
         && d.regions.is_aligned()
         && d.num_regions.checked_mul(core::mem::size_of::<SparseRegion>() as u64).is_some_and(|b| b <= isize::MAX as u64)

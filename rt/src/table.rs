@@ -142,6 +142,79 @@ pub unsafe extern "C" fn __pathprof_path_add_plain(table: *mut PathTable, path: 
     unsafe { __pathprof_path_add(table, path, delta) }
 }
 
+/// Called by instrumented code when the cache pair of `path` (see `PathTable::cache`) holds another path: that
+/// path's cached count moves into the table and the pair takes `path` with `delta`. Without a cache, a plain
+/// table update.
+///
+/// The old count is taken out of the pair before it is added to the table, so a dump in a signal handler that
+/// interrupts this never counts it twice (at worst that dump misses it and the next one has it).
+///
+/// # Safety
+/// As for [`__pathprof_path_add`]; `cache` must hold `cache_len` pairs when `cache_len` is nonzero (checked at
+/// registration for registered modules; the pass always emits them together).
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_path_cache_miss(table: *mut PathTable, path: u64, delta: i64) {
+    if table.is_null() {
+        return;
+    }
+    // SAFETY: caller contract.
+    let Some((key_word, count_word)) = (unsafe { cache_pair_of(table, path.wrapping_add(1)) }) else {
+        // SAFETY: caller contract.
+        return unsafe { __pathprof_path_add_plain(table, path, delta) };
+    };
+    let old_key = key_word.load(Ordering::Relaxed);
+    let old_count = count_word.swap(0, Ordering::Relaxed);
+    if old_count != 0 {
+        // SAFETY: caller contract.
+        unsafe { __pathprof_path_add_plain(table, old_key.wrapping_sub(1), old_count as i64) };
+    }
+    key_word.store(path.wrapping_add(1), Ordering::Relaxed);
+    count_word.store(delta as u64, Ordering::Relaxed);
+}
+
+/// The cache pair where `key` goes in `t`'s cache, or `None` when the table has no cache.
+///
+/// # Safety
+/// `t` must point to a live `PathTable` whose `cache` holds `cache_len` pairs.
+#[inline]
+unsafe fn cache_pair_of<'a>(t: *mut PathTable, key: u64) -> Option<(&'a AtomicU64, &'a AtomicU64)> {
+    // SAFETY: caller contract.
+    let len = unsafe { (*t).cache_len };
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: caller contract; the index is below cache_len.
+    unsafe { cache_pair(t, (mix(key) & (len - 1)) as usize) }
+}
+
+/// Pair `i` of `t`'s cache (key and count words), or `None` without a cache. Accessed through atomic views
+/// (relaxed: the instrumented code's plain loads and stores are the same single-word accesses on every
+/// supported target) because a dump may read the cache while the program runs.
+///
+/// # Safety
+/// `t` must point to a live `PathTable` whose `cache` holds `cache_len` pairs, and `i < cache_len`.
+#[inline]
+unsafe fn cache_pair<'a>(t: *mut PathTable, i: usize) -> Option<(&'a AtomicU64, &'a AtomicU64)> {
+    // SAFETY: caller contract.
+    let cache = unsafe { (*t).cache };
+    if cache.is_null() {
+        return None;
+    }
+    // SAFETY: caller contract: 2 × cache_len aligned words.
+    unsafe { Some((AtomicU64::from_ptr(cache.add(2 * i)), AtomicU64::from_ptr(cache.add(2 * i + 1)))) }
+}
+
+/// Every pair of `t`'s cache (none without a cache).
+///
+/// # Safety
+/// `t` must point to a live `PathTable` whose `cache` holds `cache_len` pairs.
+unsafe fn cache_pairs<'a>(t: *mut PathTable) -> impl Iterator<Item = (&'a AtomicU64, &'a AtomicU64)> {
+    // SAFETY: caller contract.
+    let len = if unsafe { (*t).cache.is_null() } { 0 } else { (unsafe { (*t).cache_len }) as usize };
+    // SAFETY: i < cache_len.
+    (0..len).filter_map(move |i| unsafe { cache_pair(t, i) })
+}
+
 /// The lock word of a table, atomically.
 ///
 /// # Safety
@@ -281,12 +354,10 @@ fn parse_small(s: &[u8]) -> Option<u32> {
     s.iter().try_fold(0u32, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
 }
 
-/// The slot hash: the key's high half folded into its low half, then one multiplication by 2^64/φ (Fibonacci
-/// hashing), whose bits 32.. depend on every key bit. Cheap on the hot path (one multiply); the table masks the
-/// result, and bits 32..54 cover every capacity up to 2^23 pairs.
+/// The slot hash, shared with the pass's inline cache code.
 #[inline]
-fn mix(z: u64) -> u64 {
-    ((z ^ (z >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 32
+fn mix(key: u64) -> u64 {
+    pathprof_format::layout::path_slot_hash(key)
 }
 
 /// Exclusive access to a table (its lock held by this thread), released on drop.
@@ -501,6 +572,21 @@ impl Held {
         })
     }
 
+    /// Moves every cached count into the table (the keys stay cached, so hot paths keep hitting). Returns the
+    /// flags of updates that had to be dropped, as [`Held::add`].
+    fn absorb_cache(&mut self) -> u64 {
+        let mut flags = 0;
+        // SAFETY: a registered table's cache holds cache_len pairs (checked at registration).
+        for (k, c) in unsafe { cache_pairs(self.t) } {
+            let count = c.swap(0, Ordering::Relaxed);
+            if count != 0 {
+                let key = k.load(Ordering::Relaxed);
+                flags |= if key != 0 { self.add(key, count) } else { DROPPED };
+            }
+        }
+        flags
+    }
+
     /// Takes the `DROPPED` and `FULL` flags (returned as they were).
     fn take_dropped(&self) -> u64 {
         // SAFETY: live table.
@@ -531,6 +617,8 @@ pub(crate) fn has_news(d: *mut ModuleDesc) -> bool {
         // SAFETY: live table.
         unsafe { word(t) }.load(Ordering::Relaxed) & DROPPED != 0
             || h.occupied().any(|(_, c)| c.load(Ordering::Relaxed) != 0)
+            // SAFETY: registered table (cache checked at registration).
+            || unsafe { cache_pairs(t) }.any(|(_, c)| c.load(Ordering::Relaxed) != 0)
     })
 }
 
@@ -541,12 +629,17 @@ pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>, dropped: &mut
     crate::region::drain(d, out)?;
     for t in tables(d) {
         // SAFETY: tables of a registered module are live.
-        let Some(h) = (unsafe { Held::lock(t) }) else {
+        let Some(mut h) = (unsafe { Held::lock(t) }) else {
             // This thread is inside an update of this table (the dump runs in a signal handler): leave its
             // counts for a later dump and flag the record.
             *dropped = true;
             continue;
         };
+        let cache_flags = h.absorb_cache();
+        if cache_flags != 0 {
+            // SAFETY: live table.
+            unsafe { word(t) }.fetch_or(cache_flags, Ordering::Relaxed);
+        }
         out.reserve(h.len() as usize)?;
         let flags = h.take_dropped();
         if flags & DROPPED != 0 {
@@ -646,6 +739,10 @@ pub(crate) fn reset(d: *mut ModuleDesc) {
             for (_, c) in h.occupied() {
                 c.store(0, Ordering::Relaxed);
             }
+            // SAFETY: registered table (cache checked at registration).
+            for (_, c) in unsafe { cache_pairs(t) } {
+                c.store(0, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -667,6 +764,10 @@ pub(crate) fn fork_child(d: *mut ModuleDesc) {
                 // Not MOVED: resizes hold the lock, and the lock was free at the fork.
                 c.store(0, Ordering::Relaxed);
             }
+        }
+        // SAFETY: registered table (cache checked at registration).
+        for (_, c) in unsafe { cache_pairs(t) } {
+            c.store(0, Ordering::Relaxed);
         }
         // Not a lock we took: do not run the release.
         core::mem::forget(h);
@@ -693,7 +794,7 @@ mod tests {
     use std::vec::Vec;
 
     fn table(function: u64) -> PathTable {
-        PathTable { function, lock: 0, slots: ptr::null_mut(), capacity: 0, len: 0 }
+        PathTable { function, lock: 0, slots: ptr::null_mut(), capacity: 0, len: 0, cache: ptr::null_mut(), cache_len: 0 }
     }
 
     fn entries(t: &mut PathTable) -> Vec<(u64, u64)> {

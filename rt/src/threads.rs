@@ -22,8 +22,9 @@
 //! thread (`PATHPROF_DUMP_INTERVAL`) counts as a thread, deliberately: its dumps drain non-atomic counters
 //! while the program increments them. A `fork()`ed child starts over (its counters start at zero).
 //!
-//! Only modules with dense counters and without `DESC_FLAG_ATOMIC` are flagged; path hash tables are updated
-//! under a lock in every mode. Everything here is async-signal-safe (system calls and loads only).
+//! Only modules without `DESC_FLAG_ATOMIC` that update something with plain adds (dense counters, sparse
+//! regions, path-table caches and the tables' plain fast path) are flagged. Everything here is
+//! async-signal-safe (system calls and loads only).
 
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};

@@ -11,6 +11,7 @@
 use pathprof_core::graph::test_cfg;
 use pathprof_format::layout::{
     fnv1a64, record_len, FileHeader, ModuleDesc, PathTable, RecordHeader, DESC_FLAG_ATOMIC, DESC_VERSION,
+    PATH_HASH_MULTIPLIER,
     FILE_HEADER_LEN, FILE_VERSION, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC, RECORD_HEADER_LEN,
     SPARSE_ENTRY_LEN,
 };
@@ -237,21 +238,35 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
     // The descriptor and path table, mirroring pathprof_format::layout::{ModuleDesc, PathTable}; the asserts tie
     // them to the Rust layout.
     s.push_str(
-        "typedef struct PathTable { uint64_t function, lock; uint64_t *slots; uint64_t capacity, len; } PathTable;\n\
+        "typedef struct PathTable { uint64_t function, lock; uint64_t *slots; uint64_t capacity, len;\n\
+         uint64_t *cache; uint64_t cache_len; } PathTable;\n\
          typedef struct Desc { uint32_t version, flags; const unsigned char *meta; uint64_t meta_len, meta_hash,\n\
          name_hash; uint64_t *counters; uint64_t num_counters; struct Desc *next; PathTable *tables;\n\
          uint64_t num_tables; void *regions; uint64_t num_regions; } Desc;\n\
          void __pathprof_register_module(Desc *);\nvoid __pathprof_unregister_module(Desc *);\n\
          void __pathprof_path_add(PathTable *, uint64_t, int64_t);\n\
          #define C(m, k) ctr##m[k]\n#define T(m, k) (&tbl##m[k])\n\
-         #define ADD(m, k, path, delta) __pathprof_path_add(T(m, k), (path), (delta))\n",
+         #define ADD(m, k, path, delta) __pathprof_path_add(T(m, k), (path), (delta))\n\
+         void __pathprof_path_cache_miss(PathTable *, uint64_t, int64_t);\n",
     );
+    // What the pass emits inline for a non-atomic build (see `PathTable::cache`).
+    writeln!(
+        s,
+        "static inline void pp_cached_add(PathTable *t, uint64_t path, int64_t delta) {{\n\
+         \x20 uint64_t key = path + 1, h = ((key ^ (key >> 32)) * {PATH_HASH_MULTIPLIER:#x}ull) >> 32;\n\
+         \x20 uint64_t *p = t->cache + 2 * (h & (t->cache_len - 1));\n\
+         \x20 if (p[0] == key) p[1] += (uint64_t)delta; else __pathprof_path_cache_miss(t, path, delta);\n}}\n\
+         #define CADD(m, k, path, delta) pp_cached_add(T(m, k), (path), (delta))"
+    )
+    .unwrap();
     writeln!(s, "_Static_assert(sizeof(Desc) == {}, \"desc size\");", std::mem::size_of::<ModuleDesc>()).unwrap();
     writeln!(s, "_Static_assert(sizeof(PathTable) == {}, \"table size\");", std::mem::size_of::<PathTable>()).unwrap();
     for (field, off) in [
         ("lock", std::mem::offset_of!(PathTable, lock)),
         ("slots", std::mem::offset_of!(PathTable, slots)),
         ("len", std::mem::offset_of!(PathTable, len)),
+        ("cache", std::mem::offset_of!(PathTable, cache)),
+        ("cache_len", std::mem::offset_of!(PathTable, cache_len)),
     ] {
         writeln!(s, "_Static_assert(offsetof(PathTable, {field}) == {off}, \"{field}\");").unwrap();
     }
@@ -271,10 +286,12 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
         }
         s.push_str("};\n");
         writeln!(s, "static uint64_t ctr{i}[{}];", m.num_counters.max(1)).unwrap();
-        // Tables as the pass emits them: zero except `function`.
+        // Tables as the pass emits them for a non-atomic build: zero except `function` and a cache, here of
+        // CACHE_PAIRS pairs so that tests evict often (ADD bypasses it, CADD goes through it).
+        writeln!(s, "static uint64_t cch{i}[{}][{}];", m.tables.len().max(1), 2 * CACHE_PAIRS).unwrap();
         write!(s, "static PathTable tbl{i}[{}] = {{", m.tables.len().max(1)).unwrap();
-        for f in &m.tables {
-            write!(s, "{{ {f}u, 0, 0, 0, 0 }},").unwrap();
+        for (k, f) in m.tables.iter().enumerate() {
+            write!(s, "{{ {f}u, 0, 0, 0, 0, cch{i}[{k}], {CACHE_PAIRS} }},").unwrap();
         }
         s.push_str("};\n");
         writeln!(
@@ -1033,6 +1050,7 @@ fn archive_links_into_plain_c_with_clang_and_gcc() {
                 "__pathprof_dump",
                 "__pathprof_path_add",
                 "__pathprof_path_add_plain",
+                "__pathprof_path_cache_miss",
                 "__pathprof_register_module",
                 "__pathprof_reset",
                 "__pathprof_unregister_module"
@@ -1124,6 +1142,14 @@ int main(void) {
 // ---------------------------------------------------------------------------------------------------------------
 // Path-mode hash tables (`__pathprof_path_add`)
 
+/// Pairs in each test table's cache: small, so that the cached tests evict all the time.
+const CACHE_PAIRS: u64 = 4;
+
+/// `main` with every table update going through the table's cache, as instrumented non-atomic code does.
+fn cached(main: &str) -> String {
+    format!("#undef ADD\n#define ADD(m, k, path, delta) CADD(m, k, path, delta)\n{main}")
+}
+
 /// The multiplier of the large path numbers the table tests use.
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -1183,6 +1209,92 @@ fn path_tables_count_exactly_in_one_thread() {
     assert_eq!((r.counters.clone(), r.h.runs, r.h.flags), (vec![3, 0], 1, 0));
     assert_eq!(r.h.num_sparse, 3000 + 11);
     assert_eq!(sparse(r), path_main_expected(3000, 1));
+}
+
+/// Through a 4-pair cache, 3011 paths evict each other all the time: every count still arrives exactly once,
+/// including the update made before the module was registered (it waits in the cache).
+#[test]
+fn cached_path_updates_count_exactly_in_one_thread() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-cached-single");
+    let m = path_module("cached.c");
+    let exe = compile(&dir, "prog", &c_source(&[&m], &cached(PATH_MAIN)), &[]);
+    let prof = dir.join("p.pathprof");
+    ok(run(&exe, &[], &prof));
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &m);
+    assert_eq!((r.counters.clone(), r.h.runs, r.h.flags), (vec![3, 0], 1, 0));
+    assert_eq!(sparse(r), path_main_expected(3000, 1));
+}
+
+/// Cached counts are signed, reach a mid-run dump once (the dump moves them into the table, so the exit dump
+/// does not count them again), and a path whose total returns to 0 leaves the file.
+#[test]
+fn cached_retractions_and_mid_run_dump_count_every_update_once() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-cached-mid");
+    let m = path_module("cached_mid.c");
+    let main = r#"
+int main(void) {
+  for (int i = 0; i < 10; i++) ADD(0, 0, 5, 1);
+  for (int i = 0; i < 3; i++) ADD(0, 0, 5, -1);   /* 7 */
+  ADD(0, 0, 6, 1); ADD(0, 0, 6, -1);               /* 0: no entry */
+  ADD(0, 0, 7, -1);                                /* -1 */
+  ADD(0, 1, 1ull << 62, 1);
+  int a = __pathprof_dump();
+  if (link(getenv("PATHPROF_FILE"), "mid.pathprof") != 0) return 9;
+  ADD(0, 0, 5, 1); ADD(0, 0, 5, 1);                /* 9 in all */
+  ADD(0, 0, 7, 1);                                 /* 0 in all: leaves the file */
+  printf("%d\n", a);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], &cached(main)), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"0\n");
+    let mid = read_profile(&dir.join("mid.pathprof"));
+    assert_eq!(sparse(path_record(&mid, &m)), BTreeMap::from([((1, 5), 7), ((1, 7), u64::MAX), ((2, 1 << 62), 1)]));
+    let end = read_profile(&prof);
+    let r = path_record(&end, &m);
+    assert_eq!(sparse(r), BTreeMap::from([((1, 5), 9), ((2, 1 << 62), 1)]));
+    assert_eq!((r.h.runs, r.h.flags), (1, 0));
+}
+
+/// A reset discards cached counts, and a fork()ed child starts with none of the parent's.
+#[test]
+fn cached_counts_are_reset_and_not_inherited_by_a_forked_child() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-cached-fork");
+    let m = path_module("cached_fork.c");
+    let main = r#"
+int main(void) {
+  for (int i = 0; i < 50; i++) ADD(0, 0, 1, 1);
+  ADD(0, 1, 9, -1);
+  __pathprof_reset();
+  ADD(0, 0, 1, 1); ADD(0, 0, 1, 1); ADD(0, 0, 2, 1);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ADD(0, 0, 1, 1);
+    ADD(0, 0, 3, 1);
+    return 0;
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  ADD(0, 0, 4, 1);
+  printf("child status %d\n", WEXITSTATUS(st));
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], &cached(main)), &[]);
+    let prof = dir.join("p.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(out.stdout, b"child status 0\n");
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &m);
+    assert_eq!(sparse(r), BTreeMap::from([((1, 1), 3), ((1, 2), 1), ((1, 3), 1), ((1, 4), 1)]));
+    assert_eq!(r.h.runs, 2);
 }
 
 #[test]

@@ -383,15 +383,20 @@ fn exact_profile_weights_minimise_dynamic_increments() {
 fn hashed_path_storage_matches_dense_storage() {
     for (name, srcs) in [("loops", &["loops.c"][..]), ("exception", &["exception.cpp"]), ("longjmp", &["longjmp.c"])] {
         let dense = run_in_mode(&format!("{name}-dense"), srcs, "-O2", "path", &[]);
-        // Hashed: every function above one path; sparse regions: every function above one path, up to 2^22.
-        for (kind, sparse_max, stat) in [("hashed", "1", "hashed_functions=0"), ("sparse", "4194304", "sparse_functions=0")] {
+        // Hashed: every function above one path (atomic: straight into the table; non-atomic: through a
+        // one-pair cache, so updates evict each other); sparse regions: every function above one path, up to 2^22.
+        for (kind, sparse_max, stat, atomic) in [
+            ("hashed", "1", "hashed_functions=0", true),
+            ("hashed-cached", "1", "hashed_functions=0", false),
+            ("sparse", "4194304", "sparse_functions=0", true),
+        ] {
             let dir = scratch(&format!("{name}-{kind}"));
             let cxx = srcs[0].ends_with(".cpp");
             let exe = dir.join("prog");
             let sources: Vec<PathBuf> = srcs.iter().map(|s| programs().join(s)).collect();
             let out = run_ok(
                 wrapper(cxx)
-                    .args(["-O2", "--pathprof-stats", "--pathprof-atomic"])
+                    .args(["-O2", "--pathprof-stats", if atomic { "--pathprof-atomic" } else { "--pathprof-path-cache=1" }])
                     .args(&sources)
                     .arg("-o")
                     .arg(&exe)

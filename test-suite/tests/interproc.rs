@@ -79,6 +79,22 @@ fn figure4_piecewise_profile_is_the_papers() {
     assert_eq!(p17["context_steps"], 0);
 }
 
+/// Module-wide path numbers in a run-time hash table, updated inline through its cache (non-atomic builds):
+/// forcing Figure 4's and the recursion program's modules out of the dense array must give exactly the paper's
+/// and the dense profiles — with the default cache, a one-pair cache (every other update evicts) and none.
+#[test]
+fn hashed_interprocedural_storage_with_any_cache_matches_dense_storage() {
+    for (program, mode) in [("mr_fig4.c", "context"), ("mr_fig4.c", "piecewise"), ("mr_recursion.c", "context")] {
+        let dense = id_counts(&decode_json(&run_in(&format!("mr-dense-{mode}"), &[program], "-O0", mode, &[])));
+        for cache in ["1024", "1", "0"] {
+            let name = format!("mr-hashed-{mode}-{cache}");
+            let env = [("PATHPROF_PATH_ARRAY_MAX", "1"), ("PATHPROF_PATH_SPARSE_MAX", "1"), ("PATHPROF_PATH_CACHE", cache)];
+            let hashed = id_counts(&decode_json(&run_in(&name, &[program], "-O0", mode, &env)));
+            assert_eq!(hashed, dense, "{program} {mode}, cache of {cache} pairs");
+        }
+    }
+}
+
 /// Hand-derived (see mr_recursion.c): context mode profiles fact(3) as three paths of count 1 — main's path
 /// through fact(3) with the recursive call elided, fact(2) as a root with its call elided, and fact(1).
 #[test]
