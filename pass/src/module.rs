@@ -134,7 +134,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         .filter(|(_, p)| matches!(p.meta.path.as_ref().map(|x| x.storage), Some(PathStorage::Hashed { .. })))
         .map(|(i, _)| i as u64)
         .collect();
-    let tables = globals::PathTables::new(m, &hashed_functions, config.path_cache);
+    let tables = globals::PathTables::new(m, &hashed_functions, config.cache_pairs(1));
     let regions: Vec<globals::Region> = planned
         .iter()
         .enumerate()
