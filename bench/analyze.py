@@ -3,8 +3,8 @@
 
     python3 bench/analyze.py [--reps N] [--skip-callgrind] [--skip-attrs]
 
-1. callgrind: executed instructions (Ir) of the small workloads for baseline, LLVM IR PGO, pathprof edge and
-   path, in total and for each workload's hottest functions (valgrind --tool=callgrind).
+1. callgrind: executed instructions (Ir) of the small workloads for baseline, LLVM IR PGO, pathprof edge,
+   path, context and piecewise, in total and for each workload's hottest functions (valgrind --tool=callgrind).
 2. The cost of counting calls that may not return, measured without touching the pass: the same sources are
    compiled to unoptimised bitcode and then through pathprof three ways —
      as-is        exactly what pathprof-clang does (the pass sees the front end's attributes);
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as B  # noqa: E402
 
 OUT = B.WORK / "analysis"
-CG_VARIANTS = ["baseline", "llvm-ir-pgo", "pp-edge", "pp-path"]
+CG_VARIANTS = ["baseline", "llvm-ir-pgo", "pp-edge", "pp-path", "pp-context", "pp-piecewise"]
 DENSE_MAX = 1 << 22  # PATHPROF_PATH_ARRAY_MAX for the pp-path-dense build (default 4096)
 
 
