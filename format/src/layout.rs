@@ -125,8 +125,11 @@ pub struct PathTable {
     /// `path_slot_hash(path + 1) & (cache_len - 1)` when it holds the path, and otherwise calls
     /// `__pathprof_path_cache_miss(table, path, delta)`, which moves the pair's count into the table and
     /// installs the path. A hit is a few inline instructions on a small, hot array: no call and no probe of a
-    /// large table. Dumps, resets and forks treat the cached counts as part of the table. Null (and
-    /// `cache_len` 0) for atomic builds, whose updates go to the table directly.
+    /// large table. Dumps, resets and forks treat the cached counts as part of the table. Like a non-atomic
+    /// dense counter, a pair is updated with a plain load and store: concurrent threads (flagged
+    /// `RECORD_FLAG_THREADED_NONATOMIC`) or a signal handler that updates the same pair in the middle of an
+    /// update can lose a count. Null (and `cache_len` 0) for atomic builds, whose updates go to the table
+    /// directly.
     pub cache: *mut u64,
     /// Pairs in `cache` (0 or a power of two).
     pub cache_len: u64,

@@ -53,6 +53,11 @@
 //! reach the profile once the module is registered. Dumps take the runtime lock and then table locks; updates
 //! take only a table lock, so the two never wait on each other in a cycle.
 //!
+//! Caches (non-atomic builds, `PathTable::cache`): instrumented code adds to a direct-mapped cache pair inline
+//! and calls [`__pathprof_path_cache_miss`] only when the pair holds another path; the miss moves the evicted
+//! count into the table under its lock. Every drain first moves all cached counts into the table
+//! ([`Held::absorb_cache`]); resets and forks zero them; keys stay cached.
+//!
 //! Signal handlers: an update from a handler that interrupted an update of the same table in the same thread is
 //! dropped (see above), and a dump in such a handler (`exit` from a signal handler) leaves that table for later
 //! and flags the record. The runtime is not async-signal-safe beyond that: an update from a handler that must
