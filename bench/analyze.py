@@ -83,9 +83,10 @@ def run_callgrind():
         for v in CG_VARIANTS:
             # valgrind 3.19 cannot read clang-19's DWARF 5: run a copy without debug info (symbols kept).
             binary = OUT / f"{prog}.{v}.nodebug"
-            if not binary.exists():
-                subprocess.run(["strip", "--strip-debug", "-o", str(binary),
-                                str(B.WORK / "build" / prog / v / prog)], check=True)
+            built = B.WORK / "build" / prog / v / prog
+            # Re-stripped whenever run.sh rebuilt the variant (a stale copy measured an old build once).
+            if not binary.exists() or binary.stat().st_mtime < built.stat().st_mtime:
+                subprocess.run(["strip", "--strip-debug", "-o", str(binary), str(built)], check=True)
             jobs.append((name, v, binary, args))
 
     def one(j):
@@ -209,8 +210,8 @@ def markdown(cg, at):
     L = ["# Where pathprof's overhead goes\n"]
     if cg:
         L.append("## Executed instructions (callgrind, small workloads)\n")
-        L.append("| workload | baseline Ir | IR PGO | pp-edge | pp-path |")
-        L.append("|---|---|---|---|---|")
+        L.append("| workload | baseline Ir | " + " | ".join(CG_VARIANTS[1:]) + " |")
+        L.append("|---|---|" + "---|" * len(CG_VARIANTS[1:]))
         for w, r in cg.items():
             b = r["baseline"]["total"]
             w = f"{w} (`{' '.join(Path(a).name for a in r['_args'])}`)"
@@ -218,8 +219,8 @@ def markdown(cg, at):
         L.append("")
         L.append("Hottest functions (self Ir of the baseline; extra instructions per variant, % of the baseline "
                  "function's Ir):\n")
-        L.append("| workload | function | baseline Ir | IR PGO | pp-edge | pp-path |")
-        L.append("|---|---|---|---|---|---|")
+        L.append("| workload | function | baseline Ir | " + " | ".join(CG_VARIANTS[1:]) + " |")
+        L.append("|---|---|---|" + "---|" * len(CG_VARIANTS[1:]))
         for w, r in cg.items():
             top = sorted(r["baseline"]["functions"].items(), key=lambda x: -x[1])[:4]
             for fn, b in top:
