@@ -380,8 +380,14 @@ fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
 /// Declares `void __pathprof_path_cache_miss(ptr table, i64 path, i64 delta)`, `cold`: calls to it are the
 /// unlikely side of the cache test, so LLVM lays the hit inline and the call out of line.
 fn cache_miss_function(m: LLVMModuleRef) -> LLVMValueRef {
+    table_update_function(m, "__pathprof_path_cache_miss", &["nounwind", "cold"])
+}
+
+/// Declares (once) a runtime function `void name(ptr table, i64 path, i64 delta)` with function attributes
+/// `attrs` (the runtime never unwinds: every one is `nounwind`, so callers keep plain `call`s).
+fn table_update_function(m: LLVMModuleRef, name: &str, attrs: &[&str]) -> LLVMValueRef {
     unsafe {
-        let name = cstr("__pathprof_path_cache_miss");
+        let name = cstr(name);
         let existing = LLVMGetNamedFunction(m, name.as_ptr());
         if !existing.is_null() {
             return existing;
@@ -391,7 +397,7 @@ fn cache_miss_function(m: LLVMModuleRef) -> LLVMValueRef {
         let mut params = [LLVMPointerTypeInContext(ctx, 0), i64t, i64t];
         let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 3, 0);
         let f = LLVMAddFunction(m, name.as_ptr(), fty);
-        for attr in ["nounwind", "cold"] {
+        for attr in attrs {
             LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
         }
         f
@@ -402,20 +408,5 @@ fn cache_miss_function(m: LLVMModuleRef) -> LLVMValueRef {
 /// with `atomic == false` its `_plain` twin, whose fast path adds without a locked instruction (like the
 /// non-atomic counters: exact single-threaded, flagged when the program ran threads).
 fn path_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
-    unsafe {
-        let name = cstr(if atomic { "__pathprof_path_add" } else { "__pathprof_path_add_plain" });
-        let existing = LLVMGetNamedFunction(m, name.as_ptr());
-        if !existing.is_null() {
-            return existing;
-        }
-        let ctx = LLVMGetModuleContext(m);
-        let i64t = LLVMInt64TypeInContext(ctx);
-        let mut params = [LLVMPointerTypeInContext(ctx, 0), i64t, i64t];
-        let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 3, 0);
-        let f = LLVMAddFunction(m, name.as_ptr(), fty);
-        // The runtime never unwinds: let callers keep their plain `call`s.
-        let nounwind = crate::ir::attr_kind("nounwind");
-        LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, nounwind, 0));
-        f
-    }
+    table_update_function(m, if atomic { "__pathprof_path_add" } else { "__pathprof_path_add_plain" }, &["nounwind"])
 }

@@ -1261,42 +1261,6 @@ int main(void) {
     assert_eq!((r.h.runs, r.h.flags), (1, 0));
 }
 
-/// A reset discards cached counts, and a fork()ed child starts with none of the parent's.
-#[test]
-fn cached_counts_are_reset_and_not_inherited_by_a_forked_child() {
-    let Some(_) = tools() else { return };
-    let dir = Dir::new("path-cached-fork");
-    let m = path_module("cached_fork.c");
-    let main = r#"
-int main(void) {
-  for (int i = 0; i < 50; i++) ADD(0, 0, 1, 1);
-  ADD(0, 1, 9, -1);
-  __pathprof_reset();
-  ADD(0, 0, 1, 1); ADD(0, 0, 1, 1); ADD(0, 0, 2, 1);
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    ADD(0, 0, 1, 1);
-    ADD(0, 0, 3, 1);
-    return 0;
-  }
-  int st;
-  waitpid(pid, &st, 0);
-  ADD(0, 0, 4, 1);
-  printf("child status %d\n", WEXITSTATUS(st));
-  return 0;
-}
-"#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], &cached(main)), &[]);
-    let prof = dir.join("p.pathprof");
-    let out = ok(run(&exe, &[], &prof));
-    assert_eq!(out.stdout, b"child status 0\n");
-    let recs = read_profile(&prof);
-    let r = path_record(&recs, &m);
-    assert_eq!(sparse(r), BTreeMap::from([((1, 1), 3), ((1, 2), 1), ((1, 3), 1), ((1, 4), 1)]));
-    assert_eq!(r.h.runs, 2);
-}
-
 #[test]
 fn path_counts_of_two_runs_merge() {
     let Some(_) = tools() else { return };
@@ -1429,12 +1393,14 @@ int main(void) {
     assert_eq!(r.h.runs, 1);
 }
 
+/// Also through the tables' caches: a reset discards cached counts too.
 #[test]
 fn path_reset_discards_table_counts() {
     let Some(_) = tools() else { return };
-    let dir = Dir::new("path-reset");
-    let m = path_module("reset.c");
-    let main = r#"
+    for (kind, through_cache) in [("direct", false), ("cached", true)] {
+        let dir = Dir::new(&format!("path-reset-{kind}"));
+        let m = path_module("reset.c");
+        let main = r#"
 int main(void) {
   for (int i = 0; i < 50; i++) ADD(0, 0, 1, 1);
   ADD(0, 1, 9, -1);
@@ -1443,10 +1409,13 @@ int main(void) {
   return 0;
 }
 "#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
-    let prof = dir.join("p.pathprof");
-    ok(run(&exe, &[], &prof));
-    assert_eq!(sparse(path_record(&read_profile(&prof), &m)), BTreeMap::from([((1, 1), 2), ((1, 2), 1)]));
+        let main = if through_cache { cached(main) } else { main.to_string() };
+        let exe = compile(&dir, "prog", &c_source(&[&m], &main), &[]);
+        let prof = dir.join("p.pathprof");
+        ok(run(&exe, &[], &prof));
+        let want = BTreeMap::from([((1, 1), 2), ((1, 2), 1)]);
+        assert_eq!(sparse(path_record(&read_profile(&prof), &m)), want, "{kind}");
+    }
 }
 
 #[test]
@@ -1523,12 +1492,14 @@ int main(void) {
     assert_eq!(sparse(r).len(), 101);
 }
 
+/// Also through the tables' caches: the child starts with none of the parent's cached counts.
 #[test]
 fn path_tables_fork_child_and_parent_merge_into_one_file() {
     let Some(_) = tools() else { return };
-    let dir = Dir::new("path-fork");
-    let m = path_module("fork.c");
-    let main = r#"
+    for (kind, through_cache) in [("direct", false), ("cached", true)] {
+        let dir = Dir::new(&format!("path-fork-{kind}"));
+        let m = path_module("fork.c");
+        let main = r#"
 int main(void) {
   for (int i = 0; i < 5; i++) ADD(0, 0, 1, 1);   /* before the fork: reported once, by the parent */
   fflush(stdout);
@@ -1545,14 +1516,16 @@ int main(void) {
   return 0;
 }
 "#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
-    let prof = dir.join("p.pathprof");
-    let out = ok(run(&exe, &[], &prof));
-    assert_eq!(out.stdout, b"child status 0\n");
-    let recs = read_profile(&prof);
-    let r = path_record(&recs, &m);
-    assert_eq!(sparse(r), BTreeMap::from([((1, 1), 6), ((1, 2), 1), ((1, 3), 1)]));
-    assert_eq!(r.h.runs, 2);
+        let main = if through_cache { cached(main) } else { main.to_string() };
+        let exe = compile(&dir, "prog", &c_source(&[&m], &main), &[]);
+        let prof = dir.join("p.pathprof");
+        let out = ok(run(&exe, &[], &prof));
+        assert_eq!(out.stdout, b"child status 0\n");
+        let recs = read_profile(&prof);
+        let r = path_record(&recs, &m);
+        assert_eq!(sparse(r), BTreeMap::from([((1, 1), 6), ((1, 2), 1), ((1, 3), 1)]), "{kind}");
+        assert_eq!(r.h.runs, 2);
+    }
 }
 
 /// Runs `cmd` and kills it if it has not finished within `secs` seconds (a deadlock), failing the test.
