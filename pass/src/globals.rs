@@ -18,13 +18,19 @@ fn cstr(s: &str) -> CString {
 
 /// Creates the zero-initialised `[len x i64]` counter array.
 pub fn counter_array(m: LLVMModuleRef, len: u64) -> LLVMValueRef {
+    zeroed_words(m, "__pathprof_counters", len, 8)
+}
+
+/// A module-local, zero-initialised `[len x i64]` global (it lands in `.bss`) aligned to `align` bytes: the
+/// counter array, sparse regions and table caches.
+fn zeroed_words(m: LLVMModuleRef, name: &str, len: u64, align: u32) -> LLVMValueRef {
     unsafe {
         let ctx = LLVMGetModuleContext(m);
         let ty = LLVMArrayType2(LLVMInt64TypeInContext(ctx), len);
-        let g = LLVMAddGlobal(m, ty, cstr("__pathprof_counters").as_ptr());
+        let g = LLVMAddGlobal(m, ty, cstr(name).as_ptr());
         LLVMSetInitializer(g, LLVMConstNull(ty));
         LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
-        LLVMSetAlignment(g, 8);
+        LLVMSetAlignment(g, align);
         g
     }
 }
@@ -108,15 +114,7 @@ pub struct Region {
 impl Region {
     /// Emits the array for `function` with `len` counters.
     pub fn new(m: LLVMModuleRef, function: u64, len: u64) -> Region {
-        unsafe {
-            let ctx = LLVMGetModuleContext(m);
-            let ty = LLVMArrayType2(LLVMInt64TypeInContext(ctx), len);
-            let g = LLVMAddGlobal(m, ty, cstr("__pathprof_region").as_ptr());
-            LLVMSetInitializer(g, LLVMConstNull(ty));
-            LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
-            LLVMSetAlignment(g, 4096);
-            Region { function, global: g, len }
-        }
+        Region { function, global: zeroed_words(m, "__pathprof_region", len, 4096), len }
     }
 }
 
@@ -221,17 +219,8 @@ impl PathTables {
             let caches: Vec<LLVMValueRef> = if cache_pairs == 0 {
                 Vec::new()
             } else {
-                let cache_ty = LLVMArrayType2(i64t, 2 * cache_pairs);
-                (0..functions.len())
-                    .map(|_| {
-                        let g = LLVMAddGlobal(m, cache_ty, cstr("__pathprof_table_cache").as_ptr());
-                        LLVMSetInitializer(g, LLVMConstNull(cache_ty));
-                        LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
-                        // A cache line per 4 pairs, none shared with other data.
-                        LLVMSetAlignment(g, 64);
-                        g
-                    })
-                    .collect()
+                // A cache line per 4 pairs, none shared with other data.
+                (0..functions.len()).map(|_| zeroed_words(m, "__pathprof_table_cache", 2 * cache_pairs, 64)).collect()
             };
             // { i64 function, i64 lock, ptr slots, i64 capacity, i64 len, ptr cache, i64 cache_len }
             let mut fields = [i64t, i64t, ptrt, i64t, i64t, ptrt, i64t];
