@@ -48,7 +48,7 @@ pub const RECORD_FLAG_INCOMPLETE: u64 = 1 << 0;
 pub const RECORD_FLAG_THREADED_NONATOMIC: u64 = 1 << 1;
 
 /// Version of [`ModuleDesc`]; the runtime ignores (with a warning) descriptors of another version.
-pub const DESC_VERSION: u32 = 3;
+pub const DESC_VERSION: u32 = 4;
 /// Descriptor flag: counters are updated with atomic read-modify-write.
 pub const DESC_FLAG_ATOMIC: u32 = 1 << 0;
 
@@ -120,32 +120,52 @@ pub struct PathTable {
     pub capacity: u64,
     /// Occupied slots.
     pub len: u64,
-    /// Non-atomic builds: a direct-mapped cache of `cache_len` (a power of two) pairs (path + 1, count) in
-    /// front of the table, emitted zeroed. Instrumented code adds to the pair at
-    /// `path_slot_hash(path + 1) & (cache_len - 1)` when it holds the path, and otherwise calls
-    /// `__pathprof_path_cache_miss(table, path, delta)`, which moves the pair's count into the table and
-    /// installs the path. A hit is a few inline instructions on a small, hot array: no call and no probe of a
-    /// large table. Dumps, resets and forks treat the cached counts as part of the table. Like a non-atomic
+    /// Non-atomic builds: a direct-mapped cache in front of the table, emitted zeroed: `cache_len` (a power of
+    /// two) path words followed by `cache_len` count words, so that the count of path word `i` is a constant
+    /// offset from it. Instrumented code adds to count `i = path_cache_slot(path, cache_len)` when path word `i`
+    /// holds the path, and otherwise calls `__pathprof_path_cache_miss(table, path, delta)`, which moves that
+    /// pair's count into the table and installs the path. A zeroed pair is path 0 with count 0, so no word is
+    /// reserved for "empty". A hit is a few inline instructions on a small, hot array: no call and no probe of
+    /// a large table. Dumps, resets and forks treat the cached counts as part of the table. Like a non-atomic
     /// dense counter, a pair is updated with a plain load and store: concurrent threads (flagged
     /// `RECORD_FLAG_THREADED_NONATOMIC`) or a signal handler that updates the same pair in the middle of an
     /// update can lose a count. Null (and `cache_len` 0) for atomic builds, whose updates go to the table
     /// directly.
     pub cache: *mut u64,
-    /// Pairs in `cache` (0 or a power of two).
+    /// Path words (and count words) in `cache`: 0 or a power of two.
     pub cache_len: u64,
 }
 
-/// Multiplier of [`path_slot_hash`]: 2^64 divided by the golden ratio (Fibonacci hashing).
+/// Multiplier of [`path_slot_hash`] and [`path_cache_slot`]: 2^64 divided by the golden ratio (Fibonacci
+/// hashing).
 pub const PATH_HASH_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// Where a key (path + 1) goes in a path table or its cache, before masking: the key's high half folded into
+/// Where a key (path + 1) goes in a path table, before masking: the key's high half folded into
 /// its low half, times [`PATH_HASH_MULTIPLIER`], bits 32.. of the product. One multiplication, because the
 /// pass emits it inline on the counting fast path; bits 32..54 depend on every key bit, which covers every
-/// table size (at most 2^23 pairs). The pass and the runtime must agree on it (a disagreement would only cost
-/// cache hits, never counts).
+/// table size (at most 2^23 pairs).
 #[inline]
 pub const fn path_slot_hash(key: u64) -> u64 {
     (key ^ (key >> 32)).wrapping_mul(PATH_HASH_MULTIPLIER) >> 32
+}
+
+/// Right shift of [`path_cache_slot`] for a cache of `len` pairs (a power of two): the product's top
+/// log2(`len`) bits, or for a one-pair cache a shift that leaves one bit for the mask to clear.
+#[inline]
+pub const fn path_cache_shift(len: u64) -> u32 {
+    match len.trailing_zeros() {
+        0 => 63,
+        bits => 64 - bits,
+    }
+}
+
+/// The cache pair of `path` in a cache of `len` pairs (a power of two, see [`PathTable::cache`]): the top bits
+/// of `path` × [`PATH_HASH_MULTIPLIER`]. The pass emits it inline at every path record — one multiplication
+/// and one shift (the mask is a no-op the optimiser drops, except for one-pair caches) — and the runtime must
+/// agree with it.
+#[inline]
+pub const fn path_cache_slot(path: u64, len: u64) -> u64 {
+    (path.wrapping_mul(PATH_HASH_MULTIPLIER) >> path_cache_shift(len)) & (len.wrapping_sub(1))
 }
 
 /// 64-bit FNV-1a: a tiny, well-specified hash that the pass, runtime and reader all compute identically.
@@ -322,6 +342,24 @@ mod tests {
             name_hash: 9,
         };
         assert_eq!(RecordHeader::decode(&r.encode()), r);
+    }
+
+    #[test]
+    fn cache_slots_stay_in_range_and_spread_consecutive_paths() {
+        for len in [1u64, 2, 1024, 4096] {
+            for base in [0u64, 1 << 20, 390_000_000_000_000_000, (1 << 63) - 5000] {
+                let slots: std::collections::BTreeSet<u64> = (base..base + len).map(|p| path_cache_slot(p, len)).collect();
+                assert!(slots.iter().all(|&s| s < len), "len {len}");
+                // Fibonacci hashing sends `len` consecutive keys to over 80% of the slots (random slots: 63%; the three-gap
+                // theorem), wherever the run of path numbers starts; a mask of the low bits would too, but not
+                // a run of paths that differ in their high bits only (below).
+                assert!(len < 1024 || slots.len() as u64 * 10 >= len * 8, "len {len}, base {base}: {} slots", slots.len());
+            }
+            let high_only: std::collections::BTreeSet<u64> = (0..len).map(|i| path_cache_slot(i << 40, len)).collect();
+            assert!(len < 1024 || high_only.len() as u64 * 10 >= len * 6, "len {len}: {} slots", high_only.len());
+        }
+        assert_eq!(path_cache_slot(12345, 1), 0);
+        assert_eq!(path_cache_shift(1024), 54);
     }
 
     #[test]

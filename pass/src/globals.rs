@@ -4,7 +4,7 @@
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
-use pathprof_format::layout::{fnv1a64, DESC_FLAG_ATOMIC, DESC_VERSION, PATH_HASH_MULTIPLIER};
+use pathprof_format::layout::{fnv1a64, path_cache_shift, DESC_FLAG_ATOMIC, DESC_VERSION, PATH_HASH_MULTIPLIER};
 use pathprof_format::meta::ModuleMeta;
 use std::ffi::CString;
 
@@ -268,7 +268,7 @@ impl PathTables {
     pub fn update(&self, m: LLVMModuleRef, i: usize, atomic: bool) -> TableUpdate {
         let table = self.table(i);
         match self.caches.get(i) {
-            Some(&cache) => TableUpdate { table, callee: cached_add_function(m), cache: Some((cache, self.cache_pairs - 1)) },
+            Some(&cache) => TableUpdate { table, callee: cached_add_function(m), cache: Some((cache, self.cache_pairs)) },
             None => TableUpdate { table, callee: path_add_function(m, atomic), cache: None },
         }
     }
@@ -280,7 +280,7 @@ pub struct TableUpdate {
     table: LLVMValueRef,
     /// `__pathprof_path_add(table, path, delta)` (or `_plain`), or [`cached_add_function`].
     callee: LLVMValueRef,
-    /// The table's cache global and its pair mask.
+    /// The table's cache global and its number of pairs.
     cache: Option<(LLVMValueRef, u64)>,
 }
 
@@ -290,9 +290,11 @@ impl TableUpdate {
         unsafe {
             let ty = LLVMGlobalGetValueType(self.callee);
             match self.cache {
-                Some((cache, mask)) => {
-                    let mask = LLVMConstInt(LLVMTypeOf(path), mask, 0);
-                    let mut args = [self.table, cache, mask, path, delta];
+                Some((cache, pairs)) => {
+                    let i64t = LLVMTypeOf(path);
+                    let shift = LLVMConstInt(i64t, u64::from(path_cache_shift(pairs)), 0);
+                    let mask = LLVMConstInt(i64t, pairs - 1, 0);
+                    let mut args = [self.table, cache, shift, mask, path, delta];
                     LLVMBuildCall2(b, ty, self.callee, args.as_mut_ptr(), args.len() as u32, c"".as_ptr());
                 }
                 None => {
@@ -304,17 +306,19 @@ impl TableUpdate {
     }
 }
 
-/// Defines (once per module) `internal void __pathprof_cached_add(ptr table, ptr cache, i64 mask, i64 path,
-/// i64 delta)`, `alwaysinline`: the cache fast path of `PathTable::cache`, inlined into every caller with the
-/// cache and mask constant:
+/// Defines (once per module) `internal void __pathprof_cached_add(ptr table, ptr cache, i64 shift, i64 mask,
+/// i64 path, i64 delta)`, `alwaysinline`: the cache fast path of `PathTable::cache`, inlined into every caller
+/// with the cache, shift and mask constant:
 ///
 /// ```text
-/// key = path + 1;  i = path_slot_hash(key) & mask
-/// if cache[2i] == key { cache[2i + 1] += delta } else { __pathprof_path_cache_miss(table, path, delta) }
+/// i = layout::path_cache_slot(path, mask + 1)            // (path × multiplier) >> shift & mask
+/// if cache[i] == path { cache[mask + 1 + i] += delta } else { __pathprof_path_cache_miss(table, path, delta) }
 /// ```
 ///
-/// A function rather than inline IR so that emitting it never splits the block being instrumented (the
-/// emitters hold on to blocks and PHI predecessors); the inliner then puts the branch in place.
+/// Once inlined that is a multiply, a shift, a compare and an add to memory at a constant offset from the
+/// compared word (the mask is known to be a no-op). A function rather than inline IR so that emitting it never
+/// splits the block being instrumented (the emitters hold on to blocks and PHI predecessors); the inliner then
+/// puts the branch in place.
 fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
     unsafe {
         let name = cstr("__pathprof_cached_add");
@@ -325,34 +329,30 @@ fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
         let ctx = LLVMGetModuleContext(m);
         let i64t = LLVMInt64TypeInContext(ctx);
         let ptrt = LLVMPointerTypeInContext(ctx, 0);
-        let mut params = [ptrt, ptrt, i64t, i64t, i64t];
+        let mut params = [ptrt, ptrt, i64t, i64t, i64t, i64t];
         let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), params.len() as u32, 0);
         let f = LLVMAddFunction(m, name.as_ptr(), fty);
         LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
         for attr in ["alwaysinline", "nounwind"] {
             LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
         }
-        let (table, cache, mask, path, delta) =
-            (LLVMGetParam(f, 0), LLVMGetParam(f, 1), LLVMGetParam(f, 2), LLVMGetParam(f, 3), LLVMGetParam(f, 4));
+        let p = |i| LLVMGetParam(f, i);
+        let (table, cache, shift, mask, path, delta) = (p(0), p(1), p(2), p(3), p(4), p(5));
         let entry = LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr());
         let hit = LLVMAppendBasicBlockInContext(ctx, f, c"hit".as_ptr());
         let miss = LLVMAppendBasicBlockInContext(ctx, f, c"miss".as_ptr());
         let b = LLVMCreateBuilderInContext(ctx);
-        let k = |v: u64| LLVMConstInt(i64t, v, 0);
         LLVMPositionBuilderAtEnd(b, entry);
-        // pathprof_format::layout::path_slot_hash(key) & mask
-        let key = LLVMBuildAdd(b, path, k(1), c"pathprof.key".as_ptr());
-        let folded = LLVMBuildXor(b, key, LLVMBuildLShr(b, key, k(32), c"".as_ptr()), c"".as_ptr());
-        let product = LLVMBuildMul(b, folded, k(PATH_HASH_MULTIPLIER), c"".as_ptr());
-        let slot = LLVMBuildAnd(b, LLVMBuildLShr(b, product, k(32), c"".as_ptr()), mask, c"pathprof.slot".as_ptr());
-        let mut ix = [LLVMBuildShl(b, slot, k(1), c"".as_ptr())];
-        let key_ptr = LLVMBuildInBoundsGEP2(b, i64t, cache, ix.as_mut_ptr(), 1, c"".as_ptr());
-        let cached = LLVMBuildLoad2(b, i64t, key_ptr, c"".as_ptr());
-        let is_hit = LLVMBuildICmp(b, inkwell::llvm_sys::LLVMIntPredicate::LLVMIntEQ, cached, key, c"".as_ptr());
+        let product = LLVMBuildMul(b, path, LLVMConstInt(i64t, PATH_HASH_MULTIPLIER, 0), c"".as_ptr());
+        let slot = LLVMBuildAnd(b, LLVMBuildLShr(b, product, shift, c"".as_ptr()), mask, c"pathprof.slot".as_ptr());
+        let mut ix = [slot];
+        let path_ptr = LLVMBuildInBoundsGEP2(b, i64t, cache, ix.as_mut_ptr(), 1, c"".as_ptr());
+        let cached = LLVMBuildLoad2(b, i64t, path_ptr, c"".as_ptr());
+        let is_hit = LLVMBuildICmp(b, inkwell::llvm_sys::LLVMIntPredicate::LLVMIntEQ, cached, path, c"".as_ptr());
         LLVMBuildCondBr(b, is_hit, hit, miss);
         LLVMPositionBuilderAtEnd(b, hit);
-        let mut one = [k(1)];
-        let count_ptr = LLVMBuildInBoundsGEP2(b, i64t, key_ptr, one.as_mut_ptr(), 1, c"".as_ptr());
+        let mut len = [LLVMBuildAdd(b, mask, LLVMConstInt(i64t, 1, 0), c"".as_ptr())];
+        let count_ptr = LLVMBuildInBoundsGEP2(b, i64t, path_ptr, len.as_mut_ptr(), 1, c"".as_ptr());
         let count = LLVMBuildLoad2(b, i64t, count_ptr, c"".as_ptr());
         LLVMBuildStore(b, LLVMBuildAdd(b, count, delta, c"".as_ptr()), count_ptr);
         LLVMBuildRetVoid(b);

@@ -163,36 +163,36 @@ pub unsafe extern "C" fn __pathprof_path_cache_miss(table: *mut PathTable, path:
         return;
     }
     // SAFETY: caller contract.
-    let Some((key_word, count_word)) = (unsafe { cache_pair_of(table, path.wrapping_add(1)) }) else {
+    let Some((path_word, count_word)) = (unsafe { cache_pair_of(table, path) }) else {
         // SAFETY: caller contract.
         return unsafe { __pathprof_path_add_plain(table, path, delta) };
     };
-    let old_key = key_word.load(Ordering::Relaxed);
+    let old_path = path_word.load(Ordering::Relaxed);
     let old_count = count_word.swap(0, Ordering::Relaxed);
     if old_count != 0 {
         // SAFETY: caller contract.
-        unsafe { __pathprof_path_add_plain(table, old_key.wrapping_sub(1), old_count as i64) };
+        unsafe { __pathprof_path_add_plain(table, old_path, old_count as i64) };
     }
-    key_word.store(path.wrapping_add(1), Ordering::Relaxed);
+    path_word.store(path, Ordering::Relaxed);
     count_word.store(delta as u64, Ordering::Relaxed);
 }
 
-/// The cache pair where `key` goes in `t`'s cache, or `None` when the table has no cache.
+/// The cache pair where `path` goes in `t`'s cache, or `None` when the table has no cache.
 ///
 /// # Safety
 /// `t` must point to a live `PathTable` whose `cache` holds `cache_len` pairs.
 #[inline]
-unsafe fn cache_pair_of<'a>(t: *mut PathTable, key: u64) -> Option<(&'a AtomicU64, &'a AtomicU64)> {
+unsafe fn cache_pair_of<'a>(t: *mut PathTable, path: u64) -> Option<(&'a AtomicU64, &'a AtomicU64)> {
     // SAFETY: caller contract.
     let len = unsafe { (*t).cache_len };
     if len == 0 {
         return None;
     }
     // SAFETY: caller contract; the index is below cache_len.
-    unsafe { cache_pair(t, (mix(key) & (len - 1)) as usize) }
+    unsafe { cache_pair(t, pathprof_format::layout::path_cache_slot(path, len) as usize) }
 }
 
-/// Pair `i` of `t`'s cache (key and count words), or `None` without a cache. Accessed through atomic views
+/// Pair `i` of `t`'s cache (path and count words), or `None` without a cache. Accessed through atomic views
 /// (relaxed: the instrumented code's plain loads and stores are the same single-word accesses on every
 /// supported target) because a dump may read the cache while the program runs.
 ///
@@ -201,12 +201,12 @@ unsafe fn cache_pair_of<'a>(t: *mut PathTable, key: u64) -> Option<(&'a AtomicU6
 #[inline]
 unsafe fn cache_pair<'a>(t: *mut PathTable, i: usize) -> Option<(&'a AtomicU64, &'a AtomicU64)> {
     // SAFETY: caller contract.
-    let cache = unsafe { (*t).cache };
+    let (cache, len) = unsafe { ((*t).cache, (*t).cache_len as usize) };
     if cache.is_null() {
         return None;
     }
-    // SAFETY: caller contract: 2 × cache_len aligned words.
-    unsafe { Some((AtomicU64::from_ptr(cache.add(2 * i)), AtomicU64::from_ptr(cache.add(2 * i + 1)))) }
+    // SAFETY: caller contract: 2 × cache_len aligned words, path words first.
+    unsafe { Some((AtomicU64::from_ptr(cache.add(i)), AtomicU64::from_ptr(cache.add(len + i)))) }
 }
 
 /// Every pair of `t`'s cache (none without a cache).
@@ -359,7 +359,7 @@ fn parse_small(s: &[u8]) -> Option<u32> {
     s.iter().try_fold(0u32, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
 }
 
-/// The slot hash, shared with the pass's inline cache code.
+/// The table's slot hash (before masking).
 #[inline]
 fn mix(key: u64) -> u64 {
     pathprof_format::layout::path_slot_hash(key)
@@ -582,11 +582,11 @@ impl Held {
     fn absorb_cache(&mut self) -> u64 {
         let mut flags = 0;
         // SAFETY: a registered table's cache holds cache_len pairs (checked at registration).
-        for (k, c) in unsafe { cache_pairs(self.t) } {
+        for (p, c) in unsafe { cache_pairs(self.t) } {
             let count = c.swap(0, Ordering::Relaxed);
             if count != 0 {
-                let key = k.load(Ordering::Relaxed);
-                flags |= if key != 0 { self.add(key, count) } else { DROPPED };
+                // Path numbers are below 2^63 (the pass's budget), so the key never wraps to "empty".
+                flags |= self.add(p.load(Ordering::Relaxed).wrapping_add(1), count);
             }
         }
         flags

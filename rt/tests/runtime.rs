@@ -253,9 +253,8 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
     writeln!(
         s,
         "static inline void pp_cached_add(PathTable *t, uint64_t path, int64_t delta) {{\n\
-         \x20 uint64_t key = path + 1, h = ((key ^ (key >> 32)) * {PATH_HASH_MULTIPLIER:#x}ull) >> 32;\n\
-         \x20 uint64_t *p = t->cache + 2 * (h & (t->cache_len - 1));\n\
-         \x20 if (p[0] == key) p[1] += (uint64_t)delta; else __pathprof_path_cache_miss(t, path, delta);\n}}\n\
+         \x20 uint64_t len = t->cache_len, i = len == 1 ? 0 : (path * {PATH_HASH_MULTIPLIER:#x}ull) >> (64 - __builtin_ctzll(len));\n\
+         \x20 if (t->cache[i] == path) t->cache[len + i] += (uint64_t)delta; else __pathprof_path_cache_miss(t, path, delta);\n}}\n\
          #define CADD(m, k, path, delta) pp_cached_add(T(m, k), (path), (delta))"
     )
     .unwrap();
@@ -1225,6 +1224,37 @@ fn cached_path_updates_count_exactly_in_one_thread() {
     let r = path_record(&recs, &m);
     assert_eq!((r.counters.clone(), r.h.runs, r.h.flags), (vec![3, 0], 1, 0));
     assert_eq!(sparse(r), path_main_expected(3000, 1));
+}
+
+/// A miss installs the path where the inline code looks for it (`layout::path_cache_slot`, path words first,
+/// count words `cache_len` further on), so the second update of a path is a hit; a one-pair cache takes every
+/// path in its only pair.
+#[test]
+fn cache_miss_installs_the_path_where_the_inline_code_looks() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("path-cache-slot");
+    let m = path_module("cache_slot.c");
+    let paths = [0u64, 1, 2, 3, 77, 1 << 40, (1 << 62) + 12345];
+    let list = paths.iter().map(|p| format!("{p}ull")).collect::<Vec<_>>().join(", ");
+    let main = format!(
+        "int main(void) {{\n\
+         \x20 uint64_t paths[] = {{ {list} }};\n\
+         \x20 for (unsigned i = 0; i < sizeof paths / sizeof *paths; i++) {{\n\
+         \x20   __pathprof_path_cache_miss(T(0, 0), paths[i], 5);\n\
+         \x20   for (uint64_t j = 0; j < {CACHE_PAIRS}; j++)\n\
+         \x20     if (cch0[0][j] == paths[i] && cch0[0][{CACHE_PAIRS} + j] == 5) printf(\"%llu \", (unsigned long long)j);\n\
+         \x20   printf(\"\\n\");\n\
+         \x20 }}\n\
+         \x20 return 0;\n}}\n"
+    );
+    let exe = compile(&dir, "prog", &c_source(&[&m], &main), &[]);
+    let out = ok(run(&exe, &[], &dir.join("p.pathprof")));
+    let want: String = paths
+        .iter()
+        .map(|&p| format!("{} \n", pathprof_format::layout::path_cache_slot(p, CACHE_PAIRS)))
+        .collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    assert!(paths.iter().all(|&p| pathprof_format::layout::path_cache_slot(p, 1) == 0));
 }
 
 /// Cached counts are signed, reach a mid-run dump once (the dump moves them into the table, so the exit dump
