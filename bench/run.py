@@ -292,6 +292,26 @@ def run_timed(cmd, env, stdout_path):
     return wall, ru.ru_utime + ru.ru_stime, p.returncode, Path(str(stdout_path) + ".err").read_text(errors="replace")
 
 
+# The IR passes that add instrumentation: pathprof's plugin pass, LLVM's instrumentation and lowering passes.
+INSTRUMENTATION_PASS = re.compile(r"PathprofPass|PGOInstrumentation|InstrProfiling|InstrOrderFile")
+
+
+def instrumentation_pass_seconds(time_report):
+    """User+sys seconds of each instrumentation pass in the first pass-execution table of -ftime-report."""
+    found, in_table = {}, False
+    for line in time_report.splitlines():
+        if "Pass execution timing report" in line:
+            if found or in_table:
+                break  # the code generator's table follows; the IR passes are in the first one
+            in_table = True
+            continue
+        cols = re.findall(r"([0-9.]+) \(\s*[0-9.]+%\)", line)
+        name = line.rsplit(")", 1)[-1].strip().replace("{anonymous}::", "")
+        if in_table and len(cols) >= 3 and INSTRUMENTATION_PASS.search(name):
+            found[name] = found.get(name, 0.0) + float(cols[2])
+    return found
+
+
 def psize(p):
     if p is None or not p.exists():
         return 0
@@ -512,6 +532,17 @@ def markdown(R):
             vs_own = pct(r["cpu"] / ct["results"][own[k]]["cpu"]) if k in own else ""
             L.append(f"| {k} | {r['wall']:.2f} | {r['cpu']:.2f} | {pct(r['cpu'] / ref)} | {vs_own} |")
         L.append("")
+        if ct.get("instrumentation_passes"):
+            L.append("**The instrumentation passes' own time** in one `-ftime-report` compile of the same file "
+                     "(user+sys seconds of the passes that add the instrumentation, as a share of that compile's "
+                     "user+sys time); the rest of each build's extra time is the optimiser and code generator "
+                     "working on the code they added\n")
+            L.append("| compiler | passes | own time | share of the compile |")
+            L.append("|---|---|---|---|")
+            for k, r in ct["instrumentation_passes"].items():
+                t = sum(r["passes"].values())
+                L.append(f"| {k} | {', '.join(r['passes']) or '—'} | {t:.2f} | {100 * t / r['cpu']:.1f}% |")
+            L.append("")
     L.append("**Static counters** (pathprof: `--pathprof-stats` totals; LLVM: `llvm-profdata show` counters; "
              "*refs*: instructions in the linked binary that address a counter, a measure of the update code "
              "left after optimisation)\n")
@@ -779,6 +810,23 @@ def main():
         R["compile_time"] = dict(file=f"{cfile.parent.parent.name}/{cfile.parent.name}/{cfile.name}", reps=creps,
                                  results={k: dict(wall=statistics.median(v["wall"]), cpu=statistics.median(v["cpu"]),
                                                   walls=v["wall"], cpus=v["cpu"]) for k, v in ct.items()})
+        log("== instrumentation passes' own time (-ftime-report, one compile each)")
+        own_variants = {
+            "pathprof edge": variants_ct["pathprof edge"],
+            "pathprof path": variants_ct["pathprof path"],
+            "pathprof context": [str(PPCLANG), *OPT, "--pathprof-mode=context"],
+            "llvm-ir-pgo": variants_ct["llvm-ir-pgo"],
+            "llvm-fe-pgo": variants_ct["llvm-fe-pgo"],
+        }
+        own = {}
+        for k, c in own_variants.items():
+            wall, cpu, rc, err = run_timed([*c, *cfl, "-w", "-c", str(cfile), "-o", str(WORK / "ct.o"), "-ftime-report"],
+                                           env0, WORK / "ct.out")
+            if rc != 0:
+                raise SystemExit(f"compile-time report {k} failed:\n{err}")
+            own[k] = dict(cpu=cpu, passes=instrumentation_pass_seconds(err))
+            log(f"  {k}: " + ", ".join(f"{n} {t:.2f} s" for n, t in own[k]["passes"].items()))
+        R["compile_time"]["instrumentation_passes"] = own
 
     R["total_seconds"] = time.perf_counter() - t_start
     md = "# pathprof benchmark results\n\n" + markdown(R)

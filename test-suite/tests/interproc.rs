@@ -167,6 +167,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("cxx_mix", &["cxx_mix.cpp"]),
         ("two_tu", &["two_tu_main.c", "two_tu_util.c"]),
         ("paths_mod", &["paths_mod.c"]),
+        ("glob_match", &["glob_match.c"]),
         ("demo", &["../../examples/demo.c"]),
     ];
     for (name, srcs) in programs {
@@ -196,6 +197,50 @@ fn interprocedural_counts_equal_edge_mode_counts() {
             }
         }
     }
+}
+
+/// The IR of each function defined in `ll`, by name.
+fn function_bodies(ll: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut cur: Option<(String, String)> = None;
+    for line in ll.lines() {
+        if let Some(rest) = line.strip_prefix("define ") {
+            let name = rest.split('@').nth(1).and_then(|r| r.split('(').next()).unwrap_or("").to_string();
+            cur = Some((name, String::new()));
+        } else if line == "}" {
+            if let Some((n, body)) = cur.take() {
+                out.insert(n, body);
+            }
+        } else if let Some((_, body)) = cur.as_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    out
+}
+
+/// A recursive function with a loop and many ρ(NVC) products (the matcher, shaped like Lua's `match`) reads
+/// NVC through volatile loads at its edges, so LLVM cannot hoist every product to its entry; functions that
+/// do not call themselves (main's loops) or have no loop (`class_matches`, which calls itself) keep NVC in a
+/// register. At -O0, so that no function is inlined into another. (The counts are checked against edge mode
+/// above.)
+#[test]
+fn recursive_matcher_reads_nvc_at_its_edges() {
+    let dir = scratch("ip-opaque-nvc");
+    let ll = dir.join("glob_match.ll");
+    run_ok(wrapper(false).args(["-O0", "-S", "-emit-llvm"]).arg(programs().join("glob_match.c")).arg("-o").arg(&ll)
+        .env("PATHPROF_MODE", "context"));
+    let bodies = function_bodies(&std::fs::read_to_string(&ll).unwrap());
+    // Volatile loads from a stack slot (counter updates outside loops are volatile too, but on globals).
+    let volatile_loads = |f: &str| {
+        bodies.get(f).map(|b| {
+            let slots: Vec<&str> = b.lines().filter(|l| l.contains(" = alloca i64")).filter_map(|l| l.split_whitespace().next()).collect();
+            b.lines().filter(|l| slots.iter().any(|s| l.contains(&format!("load volatile i64, ptr {s},")))).count()
+        })
+    };
+    assert!(volatile_loads("match").is_some_and(|n| n > 8), "{:?}", volatile_loads("match"));
+    assert_eq!(volatile_loads("main"), Some(0));
+    assert_eq!(volatile_loads("class_matches"), Some(0));
 }
 
 /// Threads: the handoff state is thread-local, so with atomic counters four threads give exact counts.
