@@ -7,22 +7,25 @@
 //! - `token`: the callee the caller announced. A function that may also be entered from outside the program
 //!   (a root) checks `token == self` at entry: announced → continue the caller's path; otherwise start its own
 //!   path at its Entry_global offset with NVC = 1. Functions only ever entered through call sites skip it.
-//! - piecewise: `cnt` (cntOpenLfParens, shared by reference); a callee that returns with no open call sets the
-//!   top bit of the pathNum it hands back, and the caller adds the Eq. 35 edge value and resets its NVC to
-//!   numUnbalRLPaths.
+//! - piecewise: a callee that returns with no open call (an unbalanced return) sets the top bit of the pathNum
+//!   it hands back, and the caller adds the Eq. 35 edge value and resets its NVC to numUnbalRLPaths.
 //!
 //! Per activation: `pathNum` lives in an `alloca` (SROA promotes it at -O1 and above), NVC and
 //! `pathNumOnEntry` are SSA values (piecewise NVC is an `alloca`: back edges and unbalanced returns change it;
 //! a recursive function with a loop and many ρ(NVC) products reads NVC from a `volatile` slot, so that LLVM
 //! does not hoist all the products to its entry).
+//! Piecewise: the paper's `cntOpenLfParens` is a global counter (+1 before a call, −1 at a balanced return, 0
+//! at a back edge), but only `cnt == 0` is ever tested, and in an activation that holds exactly when the
+//! current piece began in it (a back edge) or came up from a callee (an unbalanced return) since its entry.
+//! So each activation keeps that as a local flag (an `alloca` SROA promotes): no thread-local traffic around
+//! calls, and nothing to repair when an exception or `longjmp` skips frames.
 //! A recursive or cut call site keeps the pending path in the caller's `alloca` while the callee runs its own
 //! paths. Edge code: ρ = ⟨0,0⟩ emits nothing, ⟨0,b⟩ a constant add, otherwise one multiply-add (§5.5.1).
 //!
 //! Paths cut short are counted as in path mode: `count[path + ρ_t(NVC)]` +1 before a call that may not return
 //! and −1 once it returned (on both edges of an `invoke`); an interprocedural call site needs no pair because
 //! the callee counts the path where it actually ends, with its calling context. A `resume` is a termination
-//! edge here. Piecewise: `cnt` is saved before every `invoke` and restored on both of its edges, and restored
-//! by a root activation before it returns, so an exception caught in the program leaves it right.
+//! edge here.
 
 use crate::cfg_build::Site;
 use crate::emit::Counters;
@@ -44,7 +47,6 @@ pub struct Tls {
     path: LLVMValueRef,
     nvc: LLVMValueRef,
     token: LLVMValueRef,
-    cnt: LLVMValueRef,
 }
 
 /// Piecewise: the bit of the pathNum a callee hands back that says it returned with no open call (path numbers
@@ -71,7 +73,6 @@ impl Tls {
                 path: var("__pathprof_ip_path", i64t),
                 nvc: var("__pathprof_ip_nvc", i64t),
                 token: var("__pathprof_ip_token", ptrt),
-                cnt: var("__pathprof_ip_cnt", i64t),
             }
         }
     }
@@ -110,10 +111,9 @@ enum Action {
     Retract(Linear),
     /// Back edge: record `path + ρ_exit(NVC)`, restart the path (context: `pathNumOnEntry + ρ_entry(NVC)`).
     Restart { exit: Linear, entry: Linear },
-    /// Piecewise back edge: record `path + ρ_exit(NVC)`; `NVC = unbal`, `path = start`, `cnt = 0`.
+    /// Piecewise back edge: record `path + ρ_exit(NVC)`; `NVC = unbal`, `path = start`, the activation's
+    /// piece is unbalanced from here on.
     RestartPiecewise { exit: Linear, start: u64 },
-    /// Piecewise, on the edges of an `invoke`: `cnt` = the value saved before it.
-    RestoreCnt,
 }
 
 /// More distinct ρ(NVC) products than this (about the registers LLVM can keep them in) make a recursive
@@ -139,14 +139,14 @@ pub struct FnEmitter<'a> {
     plan: &'a ProcPlan,
     functions: &'a [LLVMValueRef],
     piecewise: bool,
-    cnt_saved: Option<LLVMValueRef>,
+    /// Piecewise: the activation's "no call of the current piece is open" flag (`i1` slot).
+    unbalanced: Option<LLVMValueRef>,
     path: LLVMValueRef,
     nvc_slot: Option<LLVMValueRef>,
     nvc_volatile: bool,
     nvc: LLVMValueRef,
     on_entry: LLVMValueRef,
     via_site: Option<LLVMValueRef>,
-    saved_cnt: Option<LLVMValueRef>,
     shape: EntryShape,
     guarded: Vec<(LLVMValueRef, LLVMValueRef, LLVMValueRef)>,
 }
@@ -194,14 +194,13 @@ impl<'a> FnEmitter<'a> {
             plan,
             functions,
             piecewise: num.mode() == Mode::Piecewise,
-            cnt_saved: None,
+            unbalanced: None,
             path: null,
             nvc_slot: None,
             nvc_volatile: false,
             nvc: null,
             on_entry: null,
             via_site: None,
-            saved_cnt: None,
             shape,
             guarded: Vec::new(),
         };
@@ -304,7 +303,6 @@ impl<'a> FnEmitter<'a> {
                     note(entry);
                 }
                 Action::RestartPiecewise { exit, .. } => note(exit),
-                Action::RestoreCnt => {}
             }
         }
         for &(_, f) in acts.returns.iter().chain(&acts.terminations) {
@@ -329,7 +327,9 @@ impl<'a> FnEmitter<'a> {
                 self.nvc_slot = Some(LLVMBuildAlloca(self.b, self.i64t, c"pathprof.nvc".as_ptr()));
             }
             if self.piecewise {
-                self.cnt_saved = Some(LLVMBuildAlloca(self.b, self.i64t, c"pathprof.cnt.saved".as_ptr()));
+                let i1t = LLVMInt1TypeInContext(LLVMGetTypeContext(self.i64t));
+                let slot = LLVMBuildAlloca(self.b, i1t, c"pathprof.unbalanced".as_ptr());
+                self.unbalanced = Some(slot);
             }
             let ptrt = LLVMTypeOf(self.tls.token);
             let (path0, nvc0) = match self.shape {
@@ -354,15 +354,9 @@ impl<'a> FnEmitter<'a> {
                 Some(s) => self.store_to(nvc0, s),
                 None => self.nvc = nvc0,
             }
-            if self.piecewise && self.shape != EntryShape::Site {
-                // A root activation opens its own "(": cnt = 1, the caller's cnt is restored at return.
-                let saved = self.load(self.tls.cnt, self.i64t);
-                let new = match self.via_site {
-                    Some(via) => LLVMBuildSelect(self.b, via, saved, self.konst(1), c"".as_ptr()),
-                    None => self.konst(1),
-                };
-                self.store_to(new, self.tls.cnt);
-                self.saved_cnt = Some(saved);
+            if let Some(slot) = self.unbalanced {
+                // Entered through a call site, that call is open; a root opens its own "(".
+                self.store_to(LLVMConstInt(LLVMGetAllocatedType(slot), 0, 0), slot);
             }
         }
     }
@@ -418,7 +412,7 @@ impl<'a> FnEmitter<'a> {
             .collect();
         let EdgeActions { mut actions, returns, terminations } = acts;
 
-        // Retractions on invoke edges and (piecewise) cnt restores: edge actions, evaluated when the edge runs.
+        // Retractions on invoke edges: edge actions, evaluated when the edge runs.
         for &(e, rho) in &terminations {
             let from = cfg.edge(e).from;
             let term = ir::terminator(g.blocks[from.index()]).expect("checked when building");
@@ -426,18 +420,6 @@ impl<'a> FnEmitter<'a> {
                 for &o in cfg.adjacency().out_edges(from) {
                     if matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }) {
                         actions[o.index()].insert(0, Action::Retract(rho));
-                    }
-                }
-            }
-        }
-        let invokes: Vec<usize> = (0..g.blocks.len())
-            .filter(|&bi| ir::terminator(g.blocks[bi]).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMInvoke))
-            .collect();
-        if self.piecewise {
-            for &bi in &invokes {
-                for &o in cfg.adjacency().out_edges(BlockId(bi as u32)) {
-                    if matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }) {
-                        actions[o.index()].insert(0, Action::RestoreCnt);
                     }
                 }
             }
@@ -491,11 +473,6 @@ impl<'a> FnEmitter<'a> {
                     if sg.calls().is_root(q) {
                         self.store_to(self.functions[q.index()], self.tls.token);
                     }
-                    if self.piecewise {
-                        let c = self.load(self.tls.cnt, self.i64t);
-                        let c1 = self.add(c, self.konst(1));
-                        self.store_to(c1, self.tls.cnt);
-                    }
                     self.at(after);
                     let back = self.load(self.tls.path, self.i64t);
                     if self.piecewise {
@@ -513,6 +490,9 @@ impl<'a> FnEmitter<'a> {
                         let unbal_p = self.konst(lo(self.num.num_unbal_rl_paths(self.p)));
                         let nv = unsafe { LLVMBuildSelect(self.b, is_unb, unbal_p, old, c"".as_ptr()) };
                         self.store_to(nv, slot);
+                        let flag = self.unbalanced.expect("piecewise");
+                        let was = self.load(flag, unsafe { LLVMInt1TypeInContext(LLVMGetTypeContext(self.i64t)) });
+                        self.store_to(unsafe { LLVMBuildOr(self.b, was, is_unb, c"".as_ptr()) }, flag);
                     } else {
                         self.store_to(back, self.path);
                     }
@@ -534,17 +514,7 @@ impl<'a> FnEmitter<'a> {
             }
         }
 
-        // 5. Piecewise: cnt is saved right before every invoke (restored on its edges, see above).
-        if let Some(saved) = self.cnt_saved {
-            for &bi in &invokes {
-                let term = ir::terminator(g.blocks[bi]).expect("checked when building");
-                self.at(term);
-                let c = self.load(self.tls.cnt, self.i64t);
-                self.store_to(c, saved);
-            }
-        }
-
-        // 6. Returns (before the `ret`, or before a `musttail` call).
+        // 5. Returns (before the `ret`, or before a `musttail` call).
         for &(e, rho) in &returns {
             let bb = g.blocks[cfg.edge(e).from.index()];
             let at = ir::source_end_insertion_point(bb).expect("terminator");
@@ -573,15 +543,10 @@ impl<'a> FnEmitter<'a> {
             }
             return;
         }
-        let cnt = self.load(self.tls.cnt, self.i64t);
-        let unb = unsafe { LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntEQ, cnt, self.konst(0), c"".as_ptr()) };
-        // As a callee: cnt-- or report an unbalanced return.
-        let callee_state = |em: &Self| unsafe {
-            let dec = LLVMBuildSub(em.b, cnt, em.konst(1), c"".as_ptr());
-            let new_cnt = LLVMBuildSelect(em.b, unb, cnt, dec, c"".as_ptr());
-            let flag = LLVMBuildSelect(em.b, unb, em.konst(UNBALANCED), em.konst(0), c"".as_ptr());
-            (new_cnt, flag)
-        };
+        let i1t = unsafe { LLVMInt1TypeInContext(LLVMGetTypeContext(self.i64t)) };
+        let unb = self.load(self.unbalanced.expect("piecewise"), i1t);
+        // As a callee: report an unbalanced return.
+        let flag = unsafe { LLVMBuildSelect(self.b, unb, self.konst(UNBALANCED), self.konst(0), c"".as_ptr()) };
         // As a root: the Exit_P→Exit_global value when no call is open.
         let global = self.num.exit_value(self.p, ExitTarget::Global).unwrap_or(0);
         let root_path = |em: &Self, path: LLVMValueRef| unsafe {
@@ -590,24 +555,16 @@ impl<'a> FnEmitter<'a> {
         };
         match self.shape {
             EntryShape::Site => {
-                let (new_cnt, flag) = callee_state(self);
-                self.store_to(new_cnt, self.tls.cnt);
                 let handed = unsafe { LLVMBuildOr(self.b, path, flag, c"".as_ptr()) };
                 self.store_to(handed, self.tls.path);
             }
             EntryShape::Root => {
                 path = root_path(self, path);
                 self.count(at, path, self.konst(1));
-                self.at(at);
-                self.store_to(self.saved_cnt.expect("root saves cnt"), self.tls.cnt);
             }
             EntryShape::Both => unsafe {
                 let via = self.via_site.expect("dynamic entry");
-                let (new_cnt, flag) = callee_state(self);
                 let rp = root_path(self, path);
-                let saved = self.saved_cnt.expect("root saves cnt");
-                let c = LLVMBuildSelect(self.b, via, new_cnt, saved, c"".as_ptr());
-                self.store_to(c, self.tls.cnt);
                 let f = LLVMBuildSelect(self.b, via, flag, self.konst(0), c"".as_ptr());
                 let handed = LLVMBuildOr(self.b, path, f, c"".as_ptr());
                 self.store_to(handed, self.tls.path);
@@ -618,12 +575,12 @@ impl<'a> FnEmitter<'a> {
     }
 
     /// Runs `acts` at the builder's position (`before`), starting from path value `cur`; returns the path value
-    /// after them, the counts to make and the cnt to restore — all as values, without emitting counts.
-    fn evaluate(&self, before: LLVMValueRef, acts: &[Action]) -> (LLVMValueRef, Vec<(LLVMValueRef, i64)>, Option<LLVMValueRef>, bool) {
+    /// after them, the counts to make and whether a piecewise back edge restarted the piece — all as values,
+    /// without emitting counts or state.
+    fn evaluate(&self, before: LLVMValueRef, acts: &[Action]) -> (LLVMValueRef, Vec<(LLVMValueRef, i64)>, bool) {
         self.at(before);
         let mut cur = self.load(self.path, self.i64t);
         let mut counts = Vec::new();
-        let mut cnt = None;
         let mut piecewise_restart = false;
         for a in acts {
             match *a {
@@ -638,10 +595,9 @@ impl<'a> FnEmitter<'a> {
                     cur = self.konst(start);
                     piecewise_restart = true;
                 }
-                Action::RestoreCnt => cnt = self.cnt_saved.map(|s| self.load(s, self.i64t)),
             }
         }
-        (cur, counts, cnt, piecewise_restart)
+        (cur, counts, piecewise_restart)
     }
 
     /// Places every edge's actions at its site: in the source or target block, on a split edge, or through PHIs
@@ -676,24 +632,37 @@ impl<'a> FnEmitter<'a> {
     }
 
     fn apply_at(&self, at: LLVMValueRef, acts: &[Action]) {
-        let (cur, counts, cnt, restart) = self.evaluate(at, acts);
+        let (cur, counts, restart) = self.evaluate(at, acts);
         for (slot, delta) in counts {
             self.count(at, slot, self.konst(delta as u64));
         }
         self.at(at);
         self.store_to(cur, self.path);
-        if let Some(c) = cnt {
-            self.store_to(c, self.tls.cnt);
-        }
         if restart {
-            self.restart_piecewise_state();
+            self.restart_piecewise_state(None);
         }
     }
 
-    fn restart_piecewise_state(&self) {
-        let unbal = self.num.num_unbal_rl_paths(self.p);
-        self.store_to(self.konst(lo(unbal)), self.nvc_slot.expect("piecewise"));
-        self.store_to(self.konst(0), self.tls.cnt);
+    /// Piecewise, after a back edge (at the builder's position): NVC = numUnbalRLPaths and the activation's
+    /// piece is unbalanced; with `when`, only where that `i1` is true.
+    fn restart_piecewise_state(&self, when: Option<LLVMValueRef>) {
+        let (nvc, flag) = (self.nvc_slot.expect("piecewise"), self.unbalanced.expect("piecewise"));
+        let unbal = self.konst(lo(self.num.num_unbal_rl_paths(self.p)));
+        unsafe {
+            let i1t = LLVMGetAllocatedType(flag);
+            match when {
+                None => {
+                    self.store_to(unbal, nvc);
+                    self.store_to(LLVMConstInt(i1t, 1, 0), flag);
+                }
+                Some(w) => {
+                    let old = self.load(nvc, self.i64t);
+                    self.store_to(LLVMBuildSelect(self.b, w, unbal, old, c"".as_ptr()), nvc);
+                    let was = self.load(flag, i1t);
+                    self.store_to(LLVMBuildOr(self.b, was, w, c"".as_ptr()), flag);
+                }
+            }
+        }
     }
 
     fn place_by_phi(&self, v: usize, actions: &[Vec<Action>], via: &[Option<LLVMBasicBlockRef>]) {
@@ -705,7 +674,7 @@ impl<'a> FnEmitter<'a> {
             from: LLVMBasicBlockRef,
             path: LLVMValueRef,
             counts: Vec<(LLVMValueRef, i64)>,
-            restores_cnt: bool,
+            restarts: bool,
         }
         let mut ins = Vec::new();
         for &e in adj.in_edges(BlockId(v as u32)) {
@@ -714,19 +683,13 @@ impl<'a> FnEmitter<'a> {
             }
             let from = via[e.index()].unwrap_or(g.blocks[cfg.edge(e).from.index()]);
             let term = ir::terminator(from).expect("terminator");
-            let own: Vec<Action> = if g.sites[e.index()] == Site::TargetPhi {
-                actions[e.index()].iter().copied().filter(|a| !matches!(a, Action::RestoreCnt)).collect()
-            } else {
-                Vec::new()
-            };
-            let restores_cnt = g.sites[e.index()] == Site::TargetPhi
-                && actions[e.index()].iter().any(|a| matches!(a, Action::RestoreCnt));
-            let (path, counts, _, _) = self.evaluate(term, &own);
-            ins.push(In { from, path, counts, restores_cnt });
+            let own: &[Action] = if g.sites[e.index()] == Site::TargetPhi { &actions[e.index()] } else { &[] };
+            let (path, counts, restarts) = self.evaluate(term, own);
+            ins.push(In { from, path, counts, restarts });
         }
         let depth = ins.iter().map(|i| i.counts.len()).max().unwrap_or(0);
-        // Landing pads: every in-edge is an invoke's unwind edge, which all restore the cnt saved before them.
-        let restore = ins.iter().any(|i| i.restores_cnt);
+        // A piecewise back edge among the in-edges: its state change happens in the target, behind a PHI.
+        let restart = ins.iter().any(|i| i.restarts);
         unsafe {
             LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, LLVMGetFirstInstruction(bb));
             let phi = |name: &std::ffi::CStr| LLVMBuildPhi(self.b, self.i64t, name.as_ptr());
@@ -735,10 +698,16 @@ impl<'a> FnEmitter<'a> {
             for _ in 0..depth {
                 layers.push((phi(c"pathprof.ip.slot"), phi(c"pathprof.ip.delta")));
             }
+            let i1t = LLVMInt1TypeInContext(LLVMGetTypeContext(self.i64t));
+            let restart_phi = restart.then(|| LLVMBuildPhi(self.b, i1t, c"pathprof.ip.restart".as_ptr()));
             for i in &ins {
                 let mut blocks = [i.from];
                 let mut pv = [i.path];
                 LLVMAddIncoming(path_phi, pv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                if let Some(rp) = restart_phi {
+                    let mut rv = [LLVMConstInt(i1t, u64::from(i.restarts), 0)];
+                    LLVMAddIncoming(rp, rv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                }
                 for (l, (sp, dp)) in layers.iter().enumerate() {
                     let (s, d) = i.counts.get(l).copied().unwrap_or((self.konst(0), 0));
                     let mut sv = [s];
@@ -753,9 +722,8 @@ impl<'a> FnEmitter<'a> {
             }
             self.at(at);
             self.store_to(path_phi, self.path);
-            if let (true, Some(saved)) = (restore, self.cnt_saved) {
-                let c = self.load(saved, self.i64t);
-                self.store_to(c, self.tls.cnt);
+            if restart_phi.is_some() {
+                self.restart_piecewise_state(restart_phi);
             }
         }
     }

@@ -168,6 +168,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("two_tu", &["two_tu_main.c", "two_tu_util.c"]),
         ("paths_mod", &["paths_mod.c"]),
         ("glob_match", &["glob_match.c"]),
+        ("threaded_interp", &["threaded_interp.c"]),
         ("demo", &["../../examples/demo.c"]),
     ];
     for (name, srcs) in programs {
