@@ -46,8 +46,8 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
     let counters_global = globals::counter_array(m, array_len);
     let counters = Counters::new(m, counters_global, array_len, config.atomic, true, 0);
     let hashed = matches!(storage, PathStorage::Hashed { .. });
-    let tables =
-        globals::PathTables::new(m, if hashed { &[0] } else { &[] }, config.cache_pairs(plan.procs.len()));
+    let blocks = plan.procs.iter().map(|p| p.graph.blocks.len()).sum();
+    let tables = globals::PathTables::new(m, if hashed { &[0] } else { &[] }, config.cache_pairs(blocks));
     let regions: Vec<globals::Region> = match storage {
         PathStorage::Sparse { .. } => vec![globals::Region::new(m, 0, num_paths as u64)],
         _ => Vec::new(),

@@ -134,7 +134,9 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         .filter(|(_, p)| matches!(p.meta.path.as_ref().map(|x| x.storage), Some(PathStorage::Hashed { .. })))
         .map(|(i, _)| i as u64)
         .collect();
-    let tables = globals::PathTables::new(m, &hashed_functions, config.cache_pairs(1));
+    // One cache size for the module's tables: the largest hashed function's.
+    let blocks = hashed_functions.iter().map(|&i| planned[i as usize].graph().blocks.len()).max().unwrap_or(0);
+    let tables = globals::PathTables::new(m, &hashed_functions, config.cache_pairs(blocks));
     let regions: Vec<globals::Region> = planned
         .iter()
         .enumerate()
