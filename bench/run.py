@@ -541,7 +541,7 @@ def markdown(R):
             L.append("|---|---|---|---|")
             for k, r in ct["instrumentation_passes"].items():
                 t = sum(r["passes"].values())
-                L.append(f"| {k} | {', '.join(r['passes']) or '—'} | {t:.2f} | {100 * t / r['cpu']:.1f}% |")
+                L.append(f"| {k} | {', '.join(r['passes']) or '—'} | {t:.3f} | {100 * t / r['cpu']:.1f}% |")
             L.append("")
     L.append("**Static counters** (pathprof: `--pathprof-stats` totals; LLVM: `llvm-profdata show` counters; "
              "*refs*: instructions in the linked binary that address a counter, a measure of the update code "
