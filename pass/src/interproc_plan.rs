@@ -133,9 +133,8 @@ pub fn plan(
     // The budget policy: cut every site of the callees with the most paths until the total fits.
     let mut cut: HashSet<usize> = HashSet::new();
     let mut budget_cuts = 0u32;
+    let mut sg = Supergraph::build(build_program(&procs)?);
     loop {
-        let program = build_program(&procs, &cut)?;
-        let sg = Supergraph::build(program);
         let verdict: Option<Vec<usize>> = match sg.number(mode) {
             Ok(num) if num.num_paths() <= budget => None,
             Ok(num) => {
@@ -194,6 +193,7 @@ pub fn plan(
                         .count() as u32;
                     cut.insert(q);
                 }
+                sg = sg.with_cut(|q| cut.contains(&q.index()));
             }
             Some(_) => {
                 return Err(format!(
@@ -204,8 +204,8 @@ pub fn plan(
     }
 }
 
-/// Builds the core program; sites calling a function in `cut` become `Callee::Cut`.
-fn build_program(procs: &[ProcPlan], cut: &HashSet<usize>) -> Result<Program, String> {
+/// Builds the core program, every call site followed (the budget policy cuts with `Supergraph::with_cut`).
+fn build_program(procs: &[ProcPlan]) -> Result<Program, String> {
     let out = procs
         .iter()
         .map(|p| {
@@ -213,8 +213,7 @@ fn build_program(procs: &[ProcPlan], cut: &HashSet<usize>) -> Result<Program, St
                 .site_calls
                 .iter()
                 .map(|s| {
-                    let q = ProcId::from_index(s.callee);
-                    CallSite { block: s.block, callee: if cut.contains(&s.callee) { Callee::Cut(q) } else { Callee::Proc(q) } }
+                    CallSite { block: s.block, callee: Callee::Proc(ProcId::from_index(s.callee)) }
                 })
                 .collect();
             Procedure { cfg: p.graph.cfg.clone(), call_sites, external_entry: p.external_entry }

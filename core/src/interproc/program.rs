@@ -231,6 +231,24 @@ impl Program {
         Ok(Program { procs, sites, first_site, site_of_block })
     }
 
+    /// The same program with every call of a procedure `q` cut (`Callee::Cut(q)`) when `cut(q)`, and followed
+    /// (`Callee::Proc(q)`) otherwise: the hybrid budget policy's rounds (§8), which change nothing else, so
+    /// nothing needs validating again.
+    pub fn with_cut(mut self, cut: impl Fn(ProcId) -> bool) -> Program {
+        let retarget = |c: Callee| match c {
+            Callee::Proc(q) | Callee::Cut(q) if cut(q) => Callee::Cut(q),
+            Callee::Proc(q) | Callee::Cut(q) => Callee::Proc(q),
+            Callee::External => Callee::External,
+        };
+        for cs in self.procs.iter_mut().flat_map(|p| p.call_sites.iter_mut()) {
+            cs.callee = retarget(cs.callee);
+        }
+        for s in &mut self.sites {
+            s.callee = retarget(s.callee);
+        }
+        self
+    }
+
     /// Number of procedures.
     pub fn num_procs(&self) -> usize {
         self.procs.len()

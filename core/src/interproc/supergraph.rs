@@ -72,6 +72,15 @@ impl Supergraph {
         Supergraph { program, calls, dfs, dags }
     }
 
+    /// The supergraph of the same program with calls cut as [`Program::with_cut`] says. A procedure's DFS and
+    /// DAG depend on its CFG alone, so they are kept and only the call graph is classified again: the budget
+    /// policy's rounds (a hundred for SQLite's amalgamation) each cost a numbering, not a rebuild.
+    pub fn with_cut(self, cut: impl Fn(ProcId) -> bool) -> Supergraph {
+        let program = self.program.with_cut(cut);
+        let calls = CallGraph::compute(&program, &self.dfs);
+        Supergraph { program, calls, dfs: self.dfs, dags: self.dags }
+    }
+
     /// The program.
     pub fn program(&self) -> &Program {
         &self.program
