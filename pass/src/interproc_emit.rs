@@ -132,6 +132,7 @@ struct EdgeActions {
 pub struct FnEmitter<'a> {
     b: LLVMBuilderRef,
     i64t: LLVMTypeRef,
+    i1t: LLVMTypeRef,
     tls: &'a Tls,
     store: &'a Store<'a>,
     num: &'a Numbering<'a>,
@@ -175,6 +176,7 @@ impl<'a> FnEmitter<'a> {
         };
         let b = counters.builder();
         let i64t = unsafe { LLVMTypeOf(counters.const_index(0)) };
+        let i1t = unsafe { LLVMInt1TypeInContext(LLVMGetTypeContext(i64t)) };
         let sg = num.supergraph();
         let is_root = sg.calls().is_root(p);
         let has_callers = !sg.calls().callers(p).is_empty();
@@ -187,6 +189,7 @@ impl<'a> FnEmitter<'a> {
         let mut em = FnEmitter {
             b,
             i64t,
+            i1t,
             tls,
             store,
             num,
@@ -327,9 +330,7 @@ impl<'a> FnEmitter<'a> {
                 self.nvc_slot = Some(LLVMBuildAlloca(self.b, self.i64t, c"pathprof.nvc".as_ptr()));
             }
             if self.piecewise {
-                let i1t = LLVMInt1TypeInContext(LLVMGetTypeContext(self.i64t));
-                let slot = LLVMBuildAlloca(self.b, i1t, c"pathprof.unbalanced".as_ptr());
-                self.unbalanced = Some(slot);
+                self.unbalanced = Some(LLVMBuildAlloca(self.b, self.i1t, c"pathprof.unbalanced".as_ptr()));
             }
             let ptrt = LLVMTypeOf(self.tls.token);
             let (path0, nvc0) = match self.shape {
@@ -356,7 +357,7 @@ impl<'a> FnEmitter<'a> {
             }
             if let Some(slot) = self.unbalanced {
                 // Entered through a call site, that call is open; a root opens its own "(".
-                self.store_to(LLVMConstInt(LLVMGetAllocatedType(slot), 0, 0), slot);
+                self.store_to(LLVMConstInt(self.i1t, 0, 0), slot);
             }
         }
     }
@@ -491,7 +492,7 @@ impl<'a> FnEmitter<'a> {
                         let nv = unsafe { LLVMBuildSelect(self.b, is_unb, unbal_p, old, c"".as_ptr()) };
                         self.store_to(nv, slot);
                         let flag = self.unbalanced.expect("piecewise");
-                        let was = self.load(flag, unsafe { LLVMInt1TypeInContext(LLVMGetTypeContext(self.i64t)) });
+                        let was = self.load(flag, self.i1t);
                         self.store_to(unsafe { LLVMBuildOr(self.b, was, is_unb, c"".as_ptr()) }, flag);
                     } else {
                         self.store_to(back, self.path);
@@ -543,8 +544,7 @@ impl<'a> FnEmitter<'a> {
             }
             return;
         }
-        let i1t = unsafe { LLVMInt1TypeInContext(LLVMGetTypeContext(self.i64t)) };
-        let unb = self.load(self.unbalanced.expect("piecewise"), i1t);
+        let unb = self.load(self.unbalanced.expect("piecewise"), self.i1t);
         // As a callee: report an unbalanced return.
         let flag = unsafe { LLVMBuildSelect(self.b, unb, self.konst(UNBALANCED), self.konst(0), c"".as_ptr()) };
         // As a root: the Exit_P→Exit_global value when no call is open.
@@ -639,30 +639,16 @@ impl<'a> FnEmitter<'a> {
         self.at(at);
         self.store_to(cur, self.path);
         if restart {
-            self.restart_piecewise_state(None);
+            self.restart_piecewise_state();
         }
     }
 
     /// Piecewise, after a back edge (at the builder's position): NVC = numUnbalRLPaths and the activation's
-    /// piece is unbalanced; with `when`, only where that `i1` is true.
-    fn restart_piecewise_state(&self, when: Option<LLVMValueRef>) {
-        let (nvc, flag) = (self.nvc_slot.expect("piecewise"), self.unbalanced.expect("piecewise"));
-        let unbal = self.konst(lo(self.num.num_unbal_rl_paths(self.p)));
-        unsafe {
-            let i1t = LLVMGetAllocatedType(flag);
-            match when {
-                None => {
-                    self.store_to(unbal, nvc);
-                    self.store_to(LLVMConstInt(i1t, 1, 0), flag);
-                }
-                Some(w) => {
-                    let old = self.load(nvc, self.i64t);
-                    self.store_to(LLVMBuildSelect(self.b, w, unbal, old, c"".as_ptr()), nvc);
-                    let was = self.load(flag, i1t);
-                    self.store_to(LLVMBuildOr(self.b, was, w, c"".as_ptr()), flag);
-                }
-            }
-        }
+    /// piece is unbalanced.
+    fn restart_piecewise_state(&self) {
+        let unbal = self.num.num_unbal_rl_paths(self.p);
+        self.store_to(self.konst(lo(unbal)), self.nvc_slot.expect("piecewise"));
+        self.store_to(unsafe { LLVMConstInt(self.i1t, 1, 0) }, self.unbalanced.expect("piecewise"));
     }
 
     fn place_by_phi(&self, v: usize, actions: &[Vec<Action>], via: &[Option<LLVMBasicBlockRef>]) {
@@ -674,7 +660,6 @@ impl<'a> FnEmitter<'a> {
             from: LLVMBasicBlockRef,
             path: LLVMValueRef,
             counts: Vec<(LLVMValueRef, i64)>,
-            restarts: bool,
         }
         let mut ins = Vec::new();
         for &e in adj.in_edges(BlockId(v as u32)) {
@@ -685,11 +670,11 @@ impl<'a> FnEmitter<'a> {
             let term = ir::terminator(from).expect("terminator");
             let own: &[Action] = if g.sites[e.index()] == Site::TargetPhi { &actions[e.index()] } else { &[] };
             let (path, counts, restarts) = self.evaluate(term, own);
-            ins.push(In { from, path, counts, restarts });
+            // Planning leaves piecewise functions whose back edges would need PHIs to path mode.
+            assert!(!restarts, "a piecewise back edge at a PHI site");
+            ins.push(In { from, path, counts });
         }
         let depth = ins.iter().map(|i| i.counts.len()).max().unwrap_or(0);
-        // A piecewise back edge among the in-edges: its state change happens in the target, behind a PHI.
-        let restart = ins.iter().any(|i| i.restarts);
         unsafe {
             LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, LLVMGetFirstInstruction(bb));
             let phi = |name: &std::ffi::CStr| LLVMBuildPhi(self.b, self.i64t, name.as_ptr());
@@ -698,16 +683,10 @@ impl<'a> FnEmitter<'a> {
             for _ in 0..depth {
                 layers.push((phi(c"pathprof.ip.slot"), phi(c"pathprof.ip.delta")));
             }
-            let i1t = LLVMInt1TypeInContext(LLVMGetTypeContext(self.i64t));
-            let restart_phi = restart.then(|| LLVMBuildPhi(self.b, i1t, c"pathprof.ip.restart".as_ptr()));
             for i in &ins {
                 let mut blocks = [i.from];
                 let mut pv = [i.path];
                 LLVMAddIncoming(path_phi, pv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-                if let Some(rp) = restart_phi {
-                    let mut rv = [LLVMConstInt(i1t, u64::from(i.restarts), 0)];
-                    LLVMAddIncoming(rp, rv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-                }
                 for (l, (sp, dp)) in layers.iter().enumerate() {
                     let (s, d) = i.counts.get(l).copied().unwrap_or((self.konst(0), 0));
                     let mut sv = [s];
@@ -722,9 +701,6 @@ impl<'a> FnEmitter<'a> {
             }
             self.at(at);
             self.store_to(path_phi, self.path);
-            if restart_phi.is_some() {
-                self.restart_piecewise_state(restart_phi);
-            }
         }
     }
 

@@ -1,6 +1,7 @@
-// A threaded-code interpreter: every instruction ends in `goto *dispatch[op]`, so the loop's back edges leave
-// an `indirectbr`, whose edges cannot be split; instrumentation for them goes into the targets through PHIs
-// (including the piecewise restart at a back edge). Calls a helper from inside the loop.
+// A threaded-code interpreter: every instruction ends in `goto *dispatch[op]`. Clang sends all of them to one
+// `indirectbr`, whose edges into the handlers cannot be split, so their instrumentation goes into the handlers
+// through PHIs; the loop's back edges are the plain branches to that `indirectbr`. Calls a helper from inside
+// the loop.
 #include <stdio.h>
 
 enum { PUSH, ADD, MUL, DUP, JNZ, DEC, SWAP, CALL, HALT };
