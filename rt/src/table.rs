@@ -585,8 +585,9 @@ impl Held {
         for (p, c) in unsafe { cache_pairs(self.t) } {
             let count = c.swap(0, Ordering::Relaxed);
             if count != 0 {
-                // Path numbers are below 2^63 (the pass's budget), so the key never wraps to "empty".
-                flags |= self.add(p.load(Ordering::Relaxed).wrapping_add(1), count);
+                // As in `__pathprof_path_add`: path u64::MAX has no key (it would be the empty key 0).
+                let key = p.load(Ordering::Relaxed).wrapping_add(1);
+                flags |= if key != 0 { self.add(key, count) } else { DROPPED };
             }
         }
         flags
@@ -910,6 +911,21 @@ mod tests {
         unsafe { __pathprof_path_add(&mut t, u64::MAX, 1) };
         assert_eq!(t.lock, DROPPED);
         assert_eq!(t.len, 0);
+    }
+
+    #[test]
+    fn cached_path_u64_max_is_dropped_and_flagged_when_absorbed() {
+        let mut cache = [0u64; 2];
+        let mut t = table(0);
+        t.cache = cache.as_mut_ptr();
+        t.cache_len = 1;
+        // The miss installs it in the only pair (path word, then count word).
+        unsafe { __pathprof_path_cache_miss(&mut t, u64::MAX, 1) };
+        assert_eq!(cache, [u64::MAX, 1]);
+        let mut h = unsafe { Held::lock(&mut t) }.unwrap();
+        assert_eq!(h.absorb_cache(), DROPPED);
+        drop(h);
+        assert_eq!((t.len, cache[1]), (0, 0));
     }
 
     #[test]
