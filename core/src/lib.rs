@@ -16,6 +16,7 @@
 //! - [`interproc`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382).
 #![deny(missing_docs)]
 
+pub mod arrivals;
 pub mod dag;
 pub mod dfs;
 pub mod graph;

@@ -2,6 +2,7 @@
 //! the BL96 notes (C.2–C.5), cuts for huge path spaces, and property tests on random CFGs that simulate the
 //! instrumented program exactly as the pass will emit it.
 
+use crate::arrivals::net_counts_from_arrivals;
 use crate::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag, DEFAULT_PATH_BUDGET};
 use crate::dfs::depth_first;
 use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
@@ -242,9 +243,20 @@ fn distance_to_exit(cfg: &Cfg) -> Vec<usize> {
     dist
 }
 
+/// What the instrumented program counts for a block that may be left abnormally (a `Termination` edge).
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Truncation {
+    /// Its truncated path when the `Termination` edge is taken (the net count the decoder reports).
+    Net,
+    /// Its truncated path on every arrival at the block, as the pass emits it (see `arrivals`).
+    Arrivals,
+}
+
 /// Random walks entry→EXIT through the cfg, instrumented exactly as the pass does it: r = 0 on entry,
 /// `r += Inc` on each DAG edge, at a back/cut edge `count[r + Inc(exit surrogate)]++; r = Inc(entry
-/// surrogate)`, on an edge into EXIT `count[r + Inc]++`. Every reachable block must reach EXIT.
+/// surrogate)`, on an edge into EXIT `count[r + Inc]++` — except that with [`Truncation::Arrivals`] a block
+/// with a `Termination` edge counts `count[r + Inc(Termination)]++` on arrival instead of when it is taken.
+/// Every reachable block must reach EXIT.
 fn simulate(
     cfg: &Cfg,
     dag: &PathDag,
@@ -252,6 +264,7 @@ fn simulate(
     rng: &mut Rng,
     invocations: usize,
     max_steps: usize,
+    truncation: Truncation,
 ) -> Simulation {
     let adj = cfg.adjacency();
     let dist = distance_to_exit(cfg);
@@ -269,6 +282,13 @@ fn simulate(
         let mut steps = 0;
         while v != exit {
             let outs = adj.out_edges(v);
+            if truncation == Truncation::Arrivals {
+                for &t in outs.iter().filter(|&&t| cfg.edge(t).kind == EdgeKind::Termination) {
+                    if let CfgEdgeRole::Real(dt) = dag.cfg_edge_role(t) {
+                        bump(&mut counted, r + inc.inc(dt));
+                    }
+                }
+            }
             assert!(!outs.is_empty() && dist[v.index()] != usize::MAX, "walk stuck at {v}");
             let e = if steps < max_steps {
                 outs[rng.below(outs.len())]
@@ -285,7 +305,9 @@ fn simulate(
                     seg.dag.push(de);
                     seg.edges.push(e);
                     if to == exit {
-                        bump(&mut counted, r);
+                        if !(truncation == Truncation::Arrivals && cfg.edge(e).kind == EdgeKind::Termination) {
+                            bump(&mut counted, r);
+                        }
                         segments.push(std::mem::take(&mut seg));
                     } else {
                         seg.blocks.push(to);
@@ -314,7 +336,7 @@ fn bump(counted: &mut BTreeMap<u128, u64>, r: i128) {
 /// Runs [`simulate`] and checks counts, segments and derived edge/block counts against the truth.
 fn check_simulation(cfg: &Cfg, dag: &PathDag, n: &Numbering, inc: &Increments, seed: u64, invocations: usize) {
     let mut rng = Rng::new(seed);
-    let sim = simulate(cfg, dag, inc, &mut rng, invocations, 40);
+    let sim = simulate(cfg, dag, inc, &mut rng, invocations, 40, Truncation::Net);
     let mut truth: BTreeMap<u128, u64> = BTreeMap::new();
     for s in &sim.segments {
         check_path(dag, &s.dag).unwrap();
@@ -914,6 +936,34 @@ proptest! {
         let w: Vec<f64> = (0..dag.num_edges()).map(|i| f64::from(weights[i % weights.len()])).collect();
         let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
         check_simulation(&cfg, &dag, &n, &inc, seed, invocations);
+    }
+
+    /// Counting arrivals at blocks that may be left abnormally (one update instead of +1/−1 around the call),
+    /// `net_counts_from_arrivals` recovers exactly the path segments the walks took.
+    #[test]
+    fn arrival_counts_give_the_exact_net_path_counts(
+        raw in raw_cfg(),
+        bi in 0usize..6,
+        weights in prop::collection::vec(0u8..10, 1..40),
+        seed in any::<u64>(),
+        invocations in 1usize..5,
+    ) {
+        let mut raw = raw;
+        // The pass gives a block at most one Termination edge.
+        raw.5.sort_unstable();
+        raw.5.dedup();
+        let cfg = make_cfg(&raw, true);
+        let Some((dag, _)) = build_for(&cfg, bi) else { return Ok(()) };
+        let n = Numbering::compute(&dag).unwrap();
+        let w: Vec<f64> = (0..dag.num_edges()).map(|i| f64::from(weights[i % weights.len()])).collect();
+        let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
+        let sim = simulate(&cfg, &dag, &inc, &mut Rng::new(seed), invocations, 40, Truncation::Arrivals);
+        let mut truth: BTreeMap<u128, i128> = BTreeMap::new();
+        for s in &sim.segments {
+            *truth.entry(val_sum(&n, &s.dag)).or_insert(0) += 1;
+        }
+        let net = net_counts_from_arrivals(&cfg, &dag, &n, sim.counted.iter().map(|(&r, &c)| (r, c))).unwrap();
+        prop_assert_eq!(net, truth);
     }
 
     /// A `DfsInfo` of another graph must not make anything panic.

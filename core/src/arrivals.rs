@@ -1,0 +1,206 @@
+//! Net counts of truncated paths from *arrival* counts: one counter update per call that may not return,
+//! instead of a +1 before it and a −1 after it.
+//!
+//! A block B whose calls may leave the function abnormally (`exit`, `longjmp`, an exception through a plain
+//! call) has a `Termination` edge B→EXIT, and the path "prefix p, then B→EXIT" (the *truncated* path T) counts
+//! how often the program left through B. Counting it exactly would need +1 before the call and −1 once the call
+//! has returned. Instead, the instrumented code only adds 1 to T's counter before the call: T's counter then
+//! holds the *arrivals* at B with prefix p, and the returns are derived here.
+//!
+//! Why that is exact: with Ball–Larus numbering, the paths that share the prefix p up to B are exactly the
+//! numbers `S..S + NumPaths(B)` with `S = T − Val(B→EXIT)`. Every execution that arrived at B with prefix p and
+//! came back from the calls goes on along a real out-edge of B and ends exactly one path of that range other
+//! than T (a return, a back or cut edge, or the arrival at a later abnormal block, whose own truncated path is
+//! in the range too). So, with `net` the true executions of each path:
+//!
+//! ```text
+//! arrivals(T) = net(T) + Σ net(P) over the paths P that pass B with prefix p and go on
+//! ```
+//!
+//! Every path that goes on from B ends at a vertex with fewer paths to EXIT than B, so solving for the
+//! truncated paths in increasing NumPaths(B) order sees every `net(P)` it needs already final. A path that
+//! passes B without T having been counted at all (only in an inconsistent profile) makes `net(T)` negative,
+//! which the reader reports. A `setjmp` block re-entered by `longjmp` continues without a new arrival, so its
+//! truncated path nets the re-entries as a negative count, exactly as with the +1/−1 scheme.
+
+use crate::dag::{DagEdgeId, DagEdgeKind, PathDag};
+use crate::graph::{BlockId, Cfg, EdgeKind};
+use crate::numbering::Numbering;
+use crate::regenerate::{decode, DecodeError};
+use std::collections::BTreeMap;
+
+/// One path of the profile (counted, or a truncated path that only its continuations name).
+struct Entry {
+    /// The counter's value: arrivals for a truncated path, executions otherwise.
+    raw: i128,
+    /// The truncated paths this path passes on its way (the arrivals it was also counted in).
+    passes: Vec<u128>,
+    /// NumPaths(B) if this is the truncated path of block B; `None` for every other path.
+    truncated_at: Option<u128>,
+}
+
+/// The `Termination` DAG edge out of each vertex, if any; more than one out of a block is an error.
+fn termination_edges(cfg: &Cfg, dag: &PathDag) -> Result<Vec<Option<DagEdgeId>>, DecodeError> {
+    let mut term = vec![None; dag.num_vertices()];
+    for d in dag.edge_ids() {
+        let e = dag.edge(d);
+        if let DagEdgeKind::Real(ce) = e.kind {
+            if cfg.edges().get(ce.index()).ok_or(DecodeError::Mismatch)?.kind == EdgeKind::Termination {
+                // The pass gives a block one Termination edge; a second is not its graph.
+                let slot = term.get_mut(e.from.index()).ok_or(DecodeError::Mismatch)?;
+                if slot.replace(d).is_some() {
+                    return Err(DecodeError::Mismatch);
+                }
+            }
+        }
+    }
+    Ok(term)
+}
+
+/// The truncated paths `path` passes: at each block B it executes that has a `Termination` edge it does not
+/// take, the number of "this path's prefix, then B→EXIT", with B. Also the block whose `Termination` edge ends
+/// `path`, if one does.
+fn passed_truncations(
+    dag: &PathDag,
+    numbering: &Numbering,
+    term: &[Option<DagEdgeId>],
+    path: &[DagEdgeId],
+) -> Result<(Vec<(u128, BlockId)>, Option<BlockId>), DecodeError> {
+    let mut passes = Vec::new();
+    let mut prefix: u128 = 0;
+    let mut ends_at = None;
+    for &d in path {
+        let e = dag.edge(d);
+        // A path that starts after a back or cut edge leaves ENTRY without executing the entry block.
+        if let (Some(t), false) = (term.get(e.from.index()).copied().flatten(), e.kind.starts_segment()) {
+            if t == d {
+                ends_at = Some(e.from);
+            } else {
+                passes.push((prefix.checked_add(numbering.val(t)).ok_or(DecodeError::Overflow)?, e.from));
+            }
+        }
+        prefix = prefix.checked_add(numbering.val(d)).ok_or(DecodeError::Overflow)?;
+    }
+    Ok((passes, ends_at))
+}
+
+/// Turns the counters of a path-mode function whose truncated paths count arrivals (see the module docs) into
+/// net path counts: `(path number, counter value)` in (numbers may repeat and add up), every path with a
+/// nonzero net count out. Fails like [`decode`] on a number the numbering does not have, and with
+/// [`DecodeError::Overflow`] if a sum leaves `i128`. The cost is one regeneration per counted path.
+pub fn net_counts_from_arrivals<I, C>(
+    cfg: &Cfg,
+    dag: &PathDag,
+    numbering: &Numbering,
+    counts: I,
+) -> Result<BTreeMap<u128, i128>, DecodeError>
+where
+    I: IntoIterator<Item = (u128, C)>,
+    C: Into<i128>,
+{
+    let term = termination_edges(cfg, dag)?;
+    let mut raw: BTreeMap<u128, i128> = BTreeMap::new();
+    for (r, c) in counts {
+        let slot = raw.entry(r).or_insert(0);
+        *slot = slot.checked_add(c.into()).ok_or(DecodeError::Overflow)?;
+    }
+    raw.retain(|_, c| *c != 0);
+    let mut entries: BTreeMap<u128, Entry> = BTreeMap::new();
+    for (&r, &count) in &raw {
+        let path = decode(dag, numbering, r)?;
+        let (passes, ends_at) = passed_truncations(dag, numbering, &term, &path)?;
+        // A truncated path this one passes but that was never counted (only in an inconsistent profile) takes
+        // part with 0 arrivals; its own passes are this path's before it (the same prefix).
+        for (i, &(t, block)) in passes.iter().enumerate() {
+            if !raw.contains_key(&t) {
+                entries.entry(t).or_insert_with(|| Entry {
+                    raw: 0,
+                    passes: passes[..i].iter().map(|p| p.0).collect(),
+                    truncated_at: Some(numbering.num_paths_from(block)),
+                });
+            }
+        }
+        let truncated_at = ends_at.map(|b| numbering.num_paths_from(b));
+        entries.insert(r, Entry { raw: count, passes: passes.into_iter().map(|p| p.0).collect(), truncated_at });
+    }
+
+    // Completed paths first (their counts are final), then truncated ones, innermost block first.
+    let mut order: Vec<(Option<u128>, u128)> = entries.iter().map(|(&r, e)| (e.truncated_at, r)).collect();
+    order.sort_unstable();
+    let mut went_on: BTreeMap<u128, i128> = BTreeMap::new();
+    let mut net: BTreeMap<u128, i128> = BTreeMap::new();
+    for (_, r) in order {
+        let e = &entries[&r];
+        let n = e.raw.checked_sub(went_on.get(&r).copied().unwrap_or(0)).ok_or(DecodeError::Overflow)?;
+        for &t in &e.passes {
+            let slot = went_on.entry(t).or_insert(0);
+            *slot = slot.checked_add(n).ok_or(DecodeError::Overflow)?;
+        }
+        if n != 0 {
+            net.insert(r, n);
+        }
+    }
+    Ok(net)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dfs::depth_first;
+    use crate::graph::{BlockId, Edge};
+
+    /// The setjmp graph of `regenerate`'s tests: bb1 holds a setjmp (Termination e5), bb2 a call that may
+    /// longjmp (Termination e6). Paths: 0 [e0 e1 e3 e4], 1 [e0 e1 e6]⊥, 2 [e0 e2 e4], 3 [e0 e5]⊥.
+    fn setjmp_graph() -> (Cfg, PathDag, Numbering) {
+        let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
+        let cfg = Cfg::new(
+            4,
+            vec![
+                b(0, 1, EdgeKind::Branch { succ: 0 }),
+                b(1, 2, EdgeKind::Branch { succ: 0 }),
+                b(1, 3, EdgeKind::Branch { succ: 1 }),
+                b(2, 3, EdgeKind::Branch { succ: 0 }),
+                b(3, 4, EdgeKind::Return),
+                b(1, 4, EdgeKind::Termination),
+                b(2, 4, EdgeKind::Termination),
+                b(4, 0, EdgeKind::ExitToEntry),
+            ],
+        )
+        .unwrap();
+        let adj = cfg.adjacency();
+        let dag = PathDag::build(&cfg, &adj, &depth_first(&cfg, &adj));
+        let n = Numbering::compute(&dag).unwrap();
+        (cfg, dag, n)
+    }
+
+    /// Three normal calls (each arrives at bb1 and bb2 and returns by path 0) and two longjmps from bb2 back
+    /// into bb1's setjmp that then return through bb3 (path 2): arrivals 5 at both truncated paths. Net: the
+    /// +1/−1 scheme's counts, 3, 2, 2 and −2 (the re-entries).
+    #[test]
+    fn setjmp_reentries_net_as_with_retractions() {
+        let (cfg, dag, n) = setjmp_graph();
+        let net = net_counts_from_arrivals(&cfg, &dag, &n, [(0u128, 3i64), (1, 5), (2, 2), (3, 5)]).unwrap();
+        assert_eq!(net, BTreeMap::from([(0, 3), (1, 2), (2, 2), (3, -2)]));
+    }
+
+    /// Repeated numbers add up; exits through bb2 only; a path whose truncated prefix path was never counted
+    /// (inconsistent) makes that one negative; bad numbers are errors.
+    #[test]
+    fn sums_missing_arrivals_and_errors() {
+        let (cfg, dag, n) = setjmp_graph();
+        // Four arrivals at bb1 and bb2 (two counted in two entries), one return: three exits from bb2.
+        let net = net_counts_from_arrivals(&cfg, &dag, &n, [(0u128, 1u64), (1, 2), (1, 2), (3, 4)]).unwrap();
+        assert_eq!(net, BTreeMap::from([(0, 1), (1, 3)]));
+        // Path 2 ran but nothing arrived at bb1 (truncated path 3).
+        let net = net_counts_from_arrivals(&cfg, &dag, &n, [(2u128, 1u64)]).unwrap();
+        assert_eq!(net, BTreeMap::from([(2, 1), (3, -1)]));
+        assert_eq!(
+            net_counts_from_arrivals(&cfg, &dag, &n, [(4u128, 1u64)]),
+            Err(DecodeError::OutOfRange { r: 4, num_paths: 4 })
+        );
+        assert_eq!(
+            net_counts_from_arrivals(&cfg, &dag, &n, [(0u128, i128::MAX), (0, 1)]),
+            Err(DecodeError::Overflow)
+        );
+    }
+}
