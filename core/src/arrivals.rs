@@ -57,15 +57,21 @@ fn termination_edges(cfg: &Cfg, dag: &PathDag) -> Result<Vec<Option<DagEdgeId>>,
     Ok(term)
 }
 
-/// The truncated paths `path` passes: at each block B it executes that has a `Termination` edge it does not
-/// take, the number of "this path's prefix, then B→EXIT", with B. Also the block whose `Termination` edge ends
-/// `path`, if one does.
+/// How one path meets the blocks that may be left abnormally.
+struct Truncations {
+    /// At each block B it executes that has a `Termination` edge it does not take: the number of "this path's
+    /// prefix, then B→EXIT", and B.
+    passes: Vec<(u128, BlockId)>,
+    /// The block whose `Termination` edge ends the path, if one does.
+    ends_at: Option<BlockId>,
+}
+
 fn passed_truncations(
     dag: &PathDag,
     numbering: &Numbering,
     term: &[Option<DagEdgeId>],
     path: &[DagEdgeId],
-) -> Result<(Vec<(u128, BlockId)>, Option<BlockId>), DecodeError> {
+) -> Result<Truncations, DecodeError> {
     let mut passes = Vec::new();
     let mut prefix: u128 = 0;
     let mut ends_at = None;
@@ -81,7 +87,7 @@ fn passed_truncations(
         }
         prefix = prefix.checked_add(numbering.val(d)).ok_or(DecodeError::Overflow)?;
     }
-    Ok((passes, ends_at))
+    Ok(Truncations { passes, ends_at })
 }
 
 /// Turns the counters of a path-mode function whose truncated paths count arrivals (see the module docs) into
@@ -108,7 +114,7 @@ where
     let mut entries: BTreeMap<u128, Entry> = BTreeMap::new();
     for (&r, &count) in &raw {
         let path = decode(dag, numbering, r)?;
-        let (passes, ends_at) = passed_truncations(dag, numbering, &term, &path)?;
+        let Truncations { passes, ends_at } = passed_truncations(dag, numbering, &term, &path)?;
         // A truncated path this one passes but that was never counted (only in an inconsistent profile) takes
         // part with 0 arrivals; its own passes are this path's before it (the same prefix).
         for (i, &(t, block)) in passes.iter().enumerate() {
