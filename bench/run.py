@@ -345,8 +345,8 @@ def llvm_counters(profraw):
 
 def pathprof_dynamic(prof, mode, term_blocks=None):
     """Edge mode: the sum of the counts of counted edges = executed counter increments.
-    Path mode: the sum of the path counts = executed path-count updates (the +1/-1 pairs around calls that
-    may not return cancel out in the file; they are estimated from the edge profile separately)."""
+    Path mode: the sum of the (net) path counts; the arrival updates before calls that may not return whose
+    calls came back are netted out by the decoder, so they are estimated from the edge profile separately."""
     if mode == "edge":
         j = json.loads(subprocess.run([str(PATHPROF), "show", "--json", str(prof)], capture_output=True,
                                       check=True).stdout)
@@ -584,14 +584,19 @@ def markdown(R):
                  + " | ".join(str(s["refs"].get(v, "?")) for v in
                               ["llvm-ir-pgo", "llvm-fe-pgo", "gcc-arcs", "pp-edge", "pp-path"]) + " |")
     L.append("")
+    # Runs before arrival counting recorded the +1/−1 pairs (key pp-path-pairs); later ones the arrivals.
+    arrivals = any("pp-path-arrivals" in d for d in R["dynamic"].values())
+    extra_key, extra = (("pp-path-arrivals", "arrivals") if arrivals else ("pp-path-pairs", "pairs"))
     L.append("**Dynamic counter updates** per run (sum of all counter values: LLVM; sum of counted-edge counts: "
-             "pp-edge; sum of path counts: pp-path, not including the +1/−1 pairs around calls that may not "
-             "return, estimated by *pairs* = executions of blocks with a termination edge)\n")
-    L.append("| workload | IR PGO | FE PGO | pp-edge | pp-path | pp-path pairs (est.) |")
+             "pp-edge; sum of path counts: pp-path, not including "
+             + ("the arrival updates before calls that may not return that the decoder nets out"
+                if arrivals else "the +1/−1 pairs around calls that may not return")
+             + f", estimated by *{extra}* = executions of blocks with a termination edge)\n")
+    L.append(f"| workload | IR PGO | FE PGO | pp-edge | pp-path | pp-path {extra} (est.) |")
     L.append("|---|---|---|---|---|---|")
     for w, d in R["dynamic"].items():
         L.append(f"| {w} | {d.get('llvm-ir-pgo', '?'):,} | {d.get('llvm-fe-pgo', '?'):,} | {d.get('pp-edge', '?'):,} | "
-                 f"{d.get('pp-path', '?'):,} | {d.get('pp-path-pairs', '?'):,} |")
+                 f"{d.get('pp-path', '?'):,} | {d.get(extra_key, '?'):,} |")
     L.append("")
     L.append("**Binary size**: text+data of the linked program (growth vs. the same compiler's -O2 build), "
              "and + bss (zero-initialised counters, no file space); debug info not included\n")
@@ -791,7 +796,7 @@ def main():
             d[v] = llvm_counters(profdir / f"{name}.{v}.profraw")["dynamic_increments"]
         e = pathprof_dynamic(profdir / f"{name}.pp-edge.pathprof", "edge", builds[(prog, "pp-edge")]["term_blocks"])
         d["pp-edge"] = e["dynamic_increments"]
-        d["pp-path-pairs"] = e["executions_of_blocks_with_termination_edges"]
+        d["pp-path-arrivals"] = e["executions_of_blocks_with_termination_edges"]
         pth = pathprof_dynamic(profdir / f"{name}.pp-path.pathprof", "path")
         d["pp-path"] = pth["dynamic_increments"]
         d["pp-path-executed-paths"] = pth["executed_paths"]

@@ -66,6 +66,7 @@ fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base:
 fn meta(module: &str) -> ModuleMeta {
     ModuleMeta {
         interproc: None,
+        path_arrivals: false,
         module_name: module.into(),
         mode: Mode::Edge,
         weighting: "uniform".into(),

@@ -12,9 +12,9 @@
 //! its paths, so each path's real edges get its count, a back (or cut) edge gets the count of the paths that end
 //! by taking it, and the EXIT→entry edge gets the number of invocations; block counts then follow by summing
 //! in-edges. The result is exact whenever every executed path was completed and counted. Path counts are signed
-//! in general ([`signed_edge_counts_from_paths`]): a path ending with a `Termination` edge is counted before a
-//! call and retracted after it returns, so a `setjmp` block re-entered by `longjmp` can end up with a negative
-//! termination-path count; the accumulation is checked `i128`.
+//! in general ([`signed_edge_counts_from_paths`]): the net count of a path ending with a `Termination` edge
+//! (arrivals minus the executions that came back, see [`crate::arrivals`]) is negative for a `setjmp` block
+//! re-entered by `longjmp` more often than it was left; the accumulation is checked `i128`.
 
 use crate::dag::{DagEdgeId, DagEdgeKind, PathDag};
 use crate::graph::{BlockId, Cfg, EdgeId};
@@ -235,9 +235,9 @@ pub struct DerivedCounts {
 
 /// Edge and block counts derived from *signed* path counts; see [`signed_edge_counts_from_paths`].
 ///
-/// Path counts are signed because a path that ends with a `Termination` edge is counted +1 before the call that
-/// may leave the block abnormally and −1 after it returns normally; a `setjmp` block re-entered by `longjmp`
-/// runs the −1 once more, so the net count of its termination path (and of its `Termination` edge) can be
+/// Path counts are signed because the net count of a path that ends with a `Termination` edge counts the
+/// departures from its block minus the re-entries of a `setjmp` block by `longjmp` (whether the counters held
+/// +1/−1 pairs or arrivals netted by [`crate::arrivals`]), so it (and its `Termination` edge) can be
 /// negative. Every other derived count of a real execution is non-negative; a negative one is evidence of an
 /// inconsistent profile, and the values are returned as they are for the caller to judge.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 
 /// First bytes of every metadata blob.
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
-/// Version of the metadata schema below; readers also accept version 1 (no interprocedural program).
-pub const META_VERSION: u32 = 2;
+/// Version of the metadata schema below; readers also accept version 1 (no interprocedural program) and
+/// version 2 (truncated paths count net executions).
+pub const META_VERSION: u32 = 3;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +59,22 @@ pub struct ModuleMeta {
     pub functions: Vec<FunctionMeta>,
     /// Context and piecewise modes: the program the module-wide path numbers belong to.
     pub interproc: Option<InterprocMeta>,
+    /// Path mode: the counter of a path that ends with a `Termination` edge counts the *arrivals* at its block
+    /// (updated once, before the block's first call that may not return), and readers derive its net count
+    /// with `pathprof_core::arrivals`; `false` (profiles of metadata version ≤ 2): the counter is already net
+    /// (+1 before the call, −1 after it returned).
+    pub path_arrivals: bool,
+}
+
+/// The version-2 layout of [`ModuleMeta`], still read.
+#[derive(Deserialize)]
+struct ModuleMetaV2 {
+    module_name: String,
+    mode: Mode,
+    weighting: String,
+    atomic: bool,
+    functions: Vec<FunctionMeta>,
+    interproc: Option<InterprocMeta>,
 }
 
 /// The version-1 layout of [`ModuleMeta`], still read.
@@ -206,7 +223,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1 or 2, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1, 2 or 3, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -219,6 +236,20 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
+            2 => {
+                // Version 2 = version 3 with net counts of truncated paths.
+                let (v2, rest): (ModuleMetaV2, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
+                let meta = ModuleMeta {
+                    module_name: v2.module_name,
+                    mode: v2.mode,
+                    weighting: v2.weighting,
+                    atomic: v2.atomic,
+                    functions: v2.functions,
+                    interproc: v2.interproc,
+                    path_arrivals: false,
+                };
+                (meta, rest)
+            }
             1 => {
                 // Version 1 = version 2 without `interproc` (profiles written before the interprocedural modes).
                 let (v1, rest): (ModuleMetaV1, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
@@ -229,6 +260,7 @@ impl ModuleMeta {
                     atomic: v1.atomic,
                     functions: v1.functions,
                     interproc: None,
+                    path_arrivals: false,
                 };
                 (meta, rest)
             }
@@ -242,6 +274,9 @@ impl ModuleMeta {
 
     /// Checks the cross-field invariants the tools rely on, so later code may index without panicking.
     pub fn validate(&self) -> Result<(), MetaError> {
+        if self.path_arrivals && self.mode != Mode::Path {
+            return Err(MetaError::Inconsistent(format!("{}-mode module with path-mode arrival counts", self.mode.name())));
+        }
         for f in &self.functions {
             let bad = |what: &str| Err(MetaError::Inconsistent(format!("function {}: {what}", f.name)));
             // Re-validate the graph: deserialisation bypasses Cfg::new.

@@ -47,6 +47,7 @@ fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
             storage,
             budget_cuts: 0,
         }),
+        path_arrivals: false,
     }
 }
 

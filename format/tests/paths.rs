@@ -115,6 +115,7 @@ fn module(name: &str, functions: Vec<(FunctionMeta, BTreeMap<u128, i64>)>) -> Mo
     }
     let meta = ModuleMeta {
         interproc: None,
+        path_arrivals: false,
         module_name: name.into(),
         mode: Mode::Path,
         weighting: "uniform".into(),
@@ -368,6 +369,24 @@ fn setjmp_reentry_corrections_keep_the_counts_exact() {
             assert!(*v >= 0);
         }
     }
+}
+
+/// Metadata version 3 counts a truncated path on every arrival at its block, with no −1 once the call has
+/// returned: the same executions as in `setjmp_events` arrive 5 times at bb1 (path 3) and at bb2 (path 1). The
+/// reader nets them, after a write/read round trip, to exactly the counts of the +1/−1 profile.
+#[test]
+fn arrival_counts_read_as_the_net_counts_of_the_same_executions() {
+    let (f, net) = uses_setjmp(true);
+    let retracting = module("s.c", vec![(f.clone(), net)]);
+    let arriving = module("s.c", vec![(f, BTreeMap::from([(0, 3), (1, 5), (2, 2), (3, 5)]))]);
+    let mut meta = arriving.meta.clone();
+    meta.path_arrivals = true;
+    let arriving = ModuleProfile::new(meta, arriving.counters.clone(), arriving.sparse.clone(), 0, 1);
+    let arriving = read(&write(&Profile { modules: vec![arriving] })).unwrap().modules.remove(0);
+    assert!(arriving.meta.path_arrivals);
+    assert_eq!(arriving.counters, vec![3, 5, 2, 5]);
+    assert_eq!(numbers_and_counts(&arriving, 0), [(0, 3), (1, 2), (2, 2), (3, -2)]);
+    assert_eq!(function_path_counts(&arriving, 0).unwrap(), function_path_counts(&retracting, 0).unwrap());
 }
 
 #[test]

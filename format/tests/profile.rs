@@ -6,7 +6,7 @@
 use pathprof_core::graph::test_cfg;
 use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN, RECORD_HEADER_LEN};
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
+use pathprof_format::meta::{BlockMeta, FunctionMeta, MetaError, Mode, ModuleMeta};
 use pathprof_format::profile::{
     self, merge, read, write, MergeError, ModuleProfile, Profile, ProfileError, SparseEntry,
 };
@@ -64,6 +64,7 @@ fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base:
 fn module_meta(name: &str) -> ModuleMeta {
     ModuleMeta {
         interproc: None,
+        path_arrivals: false,
         module_name: name.to_string(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
@@ -686,4 +687,24 @@ fn analysis_errors() {
     // Hand-built record with too few counters (read() refuses these).
     let short = ModuleProfile::new(module_meta("a.c"), vec![0; 4], vec![], 0, 1);
     assert!(matches!(function_edge_counts(&short, 1), Err(AnalysisError::CounterOutOfRange { .. })));
+}
+
+/// Metadata version 2 (written before path mode counted arrivals) is still read, as net counts; version 3 is
+/// written. Arrival counting belongs to path mode only.
+#[test]
+fn metadata_version_2_still_reads_and_arrivals_are_path_mode_only() {
+    let meta = module_meta("m.c");
+    let v3 = meta.encode();
+    assert_eq!(v3[4..8], 3u32.to_le_bytes());
+    // Version 2 is version 3 without the trailing `path_arrivals` byte.
+    let mut v2 = v3[..v3.len() - 1].to_vec();
+    v2[4..8].copy_from_slice(&2u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v2).unwrap(), meta);
+    // A version-2 header on a version-3 body leaves that byte over: corrupt, not misread.
+    let mut mislabelled = v3.clone();
+    mislabelled[4..8].copy_from_slice(&2u32.to_le_bytes());
+    assert!(matches!(ModuleMeta::decode(&mislabelled), Err(MetaError::Corrupt(_))));
+    let mut edge_with_arrivals = meta.clone();
+    edge_with_arrivals.path_arrivals = true;
+    assert!(matches!(ModuleMeta::decode(&edge_with_arrivals.encode()), Err(MetaError::Inconsistent(_))));
 }

@@ -80,7 +80,7 @@ impl Counters {
     }
 
     /// Emits `counters[idx] += delta` before `before` (plain or `atomicrmw add monotonic`); `idx` is a constant
-    /// or an i64 value, `delta` wraps like the counters themselves (path mode retracts with −1).
+    /// or an i64 value, `delta` wraps like the counters themselves (the interprocedural modes retract with −1).
     pub fn add_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: i64) {
         self.add_value_before(before, idx, self.const_index(delta as u64))
     }

@@ -10,9 +10,10 @@
 //!   split block for split edges); `r = c` on the first chord falls out of constant folding;
 //! - edge into EXIT: `count[r + Inc]++` (the last chord's add is folded into the slot index);
 //! - back edge / cut edge `w→v`: `count[r + Inc(w→EXIT)]++` on the edge, and `Inc(ENTRY→v)` into v's PHI;
-//! - termination edge of block `b`: `count[r + Inc(b→EXIT)]++` before its first call that may not return, and
-//!   `count[…]--` once the calls have returned (after the last one, or on both edges of an `invoke`), so a path
-//!   cut short by `exit()`, `longjmp` or an exception is counted, and completed paths are not.
+//! - termination edge of block `b`: `count[r + Inc(b→EXIT)]++` before its first call that may not return: the
+//!   truncated path counts arrivals at `b`, and the reader nets out the executions that came back (they end
+//!   the other paths with the same prefix, `pathprof_core::arrivals`), so a path cut short by `exit()`,
+//!   `longjmp` or an exception is counted, and completed paths are not, with one update instead of two.
 
 use crate::cfg_build::{FunctionGraph, Site};
 use crate::emit::Counters;
@@ -80,7 +81,7 @@ pub fn plan(
     // Code that must run on an edge needs a place to go.
     for e in cfg.edge_ids() {
         let role = dag.cfg_edge_role(e);
-        let needs_code = role.segment_break().is_some() || uncount_edge(&graph, e);
+        let needs_code = role.segment_break().is_some();
         if needs_code && graph.sites[e.index()] == Site::None {
             return Err(format!("edge {e} needs path code but cannot carry any"));
         }
@@ -114,17 +115,6 @@ pub fn plan(
         .collect();
     let meta = PathMeta { budget, num_paths, storage, instrumented_edges };
     Ok(PathPlan { graph, dag, incs, num_paths, split_for_phi, meta })
-}
-
-/// Whether `e` is an out-edge of an `invoke` whose call may not return: the truncated-path count taken
-/// before the call is retracted on both of its edges.
-fn uncount_edge(g: &FunctionGraph, e: EdgeId) -> bool {
-    let edge = g.cfg.edge(e);
-    if !matches!(edge.kind, EdgeKind::Branch { .. }) {
-        return false;
-    }
-    let term = ir::terminator(g.blocks[edge.from.index()]).expect("checked when building");
-    ir::opcode(term) == LLVMOpcode::LLVMInvoke && g.abnormal_calls[edge.from.index()].last() == Some(&term)
 }
 
 /// A value of the path register: known at compile time, or an SSA value.
@@ -230,7 +220,7 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
 
     // 1. Splits: parallel edges (own PHI entry) and edge code with a Split site.
     let via = g.split_edges(|e| {
-        let code = p.dag.cfg_edge_role(e).segment_break().is_some() || uncount_edge(g, e);
+        let code = p.dag.cfg_edge_role(e).segment_break().is_some();
         p.split_for_phi[e.index()] || (code && g.sites[e.index()] == Site::Split)
     });
     let incoming_block = |e: EdgeId| via[e.index()].unwrap_or(g.blocks[cfg.edge(e).from.index()]);
@@ -283,7 +273,7 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
         });
     }
 
-    // 3. Counting: returns, truncated paths, back and cut edges, retractions on invoke edges.
+    // 3. Counting: returns, truncated paths (arrivals), back and cut edges.
     let mut phi_actions: BTreeMap<usize, Vec<(EdgeId, Action)>> = BTreeMap::new();
     let on_edge = |e: EdgeId, a: Action, phi_actions: &mut BTreeMap<usize, Vec<(EdgeId, Action)>>| {
         let edge = cfg.edge(e);
@@ -312,34 +302,16 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
                 em.count(at, path, RVal::Const(1));
             }
             (EdgeKind::Termination, CfgEdgeRole::Real(d)) => {
+                // The truncated path counts arrivals, once, before the block's first call that may not return;
+                // nothing is retracted when the calls return: the reader derives the net count from the paths
+                // that went on (`pathprof_core::arrivals`).
                 let bb = g.blocks[edge.from.index()];
                 let calls = &g.abnormal_calls[edge.from.index()];
                 let before = calls.first().copied().or_else(|| ir::terminator(bb)).expect("terminator");
                 let path = em.add(before, r, inc(d));
                 em.count(before, path, RVal::Const(1));
-                // Retract once the calls have returned normally (not after `unreachable`, and on the edges of
-                // an invoke, which the loop below handles through `uncount_edge`).
-                if let Some(&last) = calls.last() {
-                    let term = ir::terminator(bb).expect("terminator");
-                    if last != term && ir::opcode(term) != LLVMOpcode::LLVMUnreachable {
-                        let after = unsafe { LLVMGetNextInstruction(last) };
-                        let path = em.add(after, r, inc(d));
-                        em.count(after, path, RVal::Const(-1));
-                    }
-                }
             }
             _ => {}
-        }
-        if uncount_edge(g, e) {
-            let term_edge = adj
-                .out_edges(edge.from)
-                .iter()
-                .copied()
-                .find(|&t| cfg.edge(t).kind == EdgeKind::Termination)
-                .expect("an invoke that may not return has a termination edge");
-            if let CfgEdgeRole::Real(d) = p.dag.cfg_edge_role(term_edge) {
-                on_edge(e, Action { r, offset: inc(d), delta: -1 }, &mut phi_actions);
-            }
         }
         if let Some((exit, _)) = role.segment_break() {
             on_edge(e, Action { r, offset: inc(exit), delta: 1 }, &mut phi_actions);

@@ -155,6 +155,7 @@ fn module(name: &str, variant: u32) -> Module {
     };
     let meta = ModuleMeta {
         interproc: None,
+        path_arrivals: false,
         module_name: name.to_string(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
@@ -195,6 +196,7 @@ fn path_module(name: &str) -> Module {
     };
     let meta = ModuleMeta {
         interproc: None,
+        path_arrivals: false,
         module_name: name.to_string(),
         mode: Mode::Path,
         weighting: "uniform".into(),

@@ -117,6 +117,7 @@ pub fn module(name: &str, functions: Vec<Fixture>) -> ModuleProfile {
     }
     let meta = ModuleMeta {
         interproc: None,
+        path_arrivals: false,
         module_name: name.into(),
         mode: Mode::Path,
         weighting: "uniform".into(),
@@ -281,6 +282,7 @@ pub fn edge_module(name: &str, functions: Vec<(FunctionMeta, Vec<u64>)>, flags: 
     }
     let meta = ModuleMeta {
         interproc: None,
+        path_arrivals: false,
         module_name: name.into(),
         mode: Mode::Edge,
         weighting: "uniform".into(),

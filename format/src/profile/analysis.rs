@@ -71,7 +71,7 @@ pub enum InexactReason {
         block: BlockId,
     },
     /// A path was counted a negative number of times and is not the termination path of a `setjmp` block
-    /// (the only path whose retraction after a normal return can legitimately outnumber its counting).
+    /// (the only path whose net count, departures minus `longjmp` re-entries, can legitimately be negative).
     NegativePath {
         /// The Ball–Larus path number.
         path: u128,

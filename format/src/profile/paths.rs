@@ -7,9 +7,11 @@
 //! number of paths, and regenerates every executed path (BL96 §3.5). Edge and block counts follow by summing the
 //! path counts along the paths ([`pathprof_core::regenerate::signed_edge_counts_from_dag_paths`]).
 //!
-//! Counts are signed: a path ending with a `Termination` edge is counted +1 before a call that may leave the
-//! block abnormally and −1 after it returns normally, so a `setjmp` block re-entered by `longjmp` can end up with
-//! a negative count for its termination path. Each counter is read as an `i64` (the two's complement of the
+//! Counts are signed: a path ending with a `Termination` edge nets the calls that left the block abnormally
+//! against the re-entries of a `setjmp` block by `longjmp`, so its count can be negative. Profiles of metadata
+//! version 3 ([`crate::meta::ModuleMeta::path_arrivals`]) count such a path once per arrival at its block,
+//! before the call, and the net count is derived here (`pathprof_core::arrivals`); older ones counted +1 before
+//! the call and −1 after it returned. Each counter is read as an `i64` (the two's complement of the
 //! `u64` in the file), and repeated hashed entries of one path add with wrapping, as [`super::merge`] does.
 //!
 //! Untrusted input: every path number is checked against `num_paths` before it is decoded, which bounds each
@@ -23,7 +25,10 @@ use crate::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
 use pathprof_core::dag::{DagEdgeId, PathDag};
 use pathprof_core::dfs::depth_first;
 use pathprof_core::numbering::Numbering;
-use pathprof_core::regenerate::{decode, signed_edge_counts_from_dag_paths, to_cfg_path, CfgPath, PathEnd};
+use pathprof_core::arrivals::net_counts_from_arrivals;
+use pathprof_core::regenerate::{
+    decode, signed_edge_counts_from_dag_paths, to_cfg_path, CfgPath, DecodeError, PathEnd,
+};
 use pathprof_core::{BlockId, Cfg, EdgeKind};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -132,6 +137,15 @@ pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result
     }
 
     let decode_err = |error| AnalysisError::PathDecode { module: name(), function: fname(), error };
+    let raw = if module.meta.path_arrivals {
+        net_counts_from_arrivals(cfg, &dag, &numbering, raw)
+            .map_err(decode_err)?
+            .into_iter()
+            .map(|(r, c)| i64::try_from(c).map(|c| (r, c)).map_err(|_| decode_err(DecodeError::Overflow)))
+            .collect::<Result<BTreeMap<u128, i64>, _>>()?
+    } else {
+        raw
+    };
     let mut dag_paths: Vec<(Vec<DagEdgeId>, i64)> = Vec::with_capacity(raw.len());
     let mut paths = Vec::with_capacity(raw.len());
     let mut leading = Vec::new();
