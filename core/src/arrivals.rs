@@ -152,32 +152,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfs::depth_first;
-    use crate::graph::{BlockId, Edge};
-
-    /// The setjmp graph of `regenerate`'s tests: bb1 holds a setjmp (Termination e5), bb2 a call that may
-    /// longjmp (Termination e6). Paths: 0 [e0 e1 e3 e4], 1 [e0 e1 e6]⊥, 2 [e0 e2 e4], 3 [e0 e5]⊥.
-    fn setjmp_graph() -> (Cfg, PathDag, Numbering) {
-        let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-        let cfg = Cfg::new(
-            4,
-            vec![
-                b(0, 1, EdgeKind::Branch { succ: 0 }),
-                b(1, 2, EdgeKind::Branch { succ: 0 }),
-                b(1, 3, EdgeKind::Branch { succ: 1 }),
-                b(2, 3, EdgeKind::Branch { succ: 0 }),
-                b(3, 4, EdgeKind::Return),
-                b(1, 4, EdgeKind::Termination),
-                b(2, 4, EdgeKind::Termination),
-                b(4, 0, EdgeKind::ExitToEntry),
-            ],
-        )
-        .unwrap();
-        let adj = cfg.adjacency();
-        let dag = PathDag::build(&cfg, &adj, &depth_first(&cfg, &adj));
-        let n = Numbering::compute(&dag).unwrap();
-        (cfg, dag, n)
-    }
+    use crate::regenerate::setjmp_graph;
 
     /// Three normal calls (each arrives at bb1 and bb2 and returns by path 0) and two longjmps from bb2 back
     /// into bb1's setjmp that then return through bb3 (path 2): arrivals 5 at both truncated paths. Net: the

@@ -860,6 +860,17 @@ fn build_for(cfg: &Cfg, choice: usize) -> Option<(PathDag, Option<u128>)> {
     }
 }
 
+/// A walkable random cfg (see [`make_cfg`]), its DAG per [`build_for`], numbering and increments from the
+/// given chord weights; `None` when the budget is unreachable.
+fn walkable(raw: &RawCfg, bi: usize, weights: &[u8]) -> Option<(Cfg, PathDag, Numbering, Increments)> {
+    let cfg = make_cfg(raw, true);
+    let (dag, _) = build_for(&cfg, bi)?;
+    let n = Numbering::compute(&dag).unwrap();
+    let w: Vec<f64> = (0..dag.num_edges()).map(|i| f64::from(weights[i % weights.len()])).collect();
+    let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
+    Some((cfg, dag, n, inc))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -930,11 +941,7 @@ proptest! {
         seed in any::<u64>(),
         invocations in 1usize..4,
     ) {
-        let cfg = make_cfg(&raw, true);
-        let Some((dag, _)) = build_for(&cfg, bi) else { return Ok(()) };
-        let n = Numbering::compute(&dag).unwrap();
-        let w: Vec<f64> = (0..dag.num_edges()).map(|i| f64::from(weights[i % weights.len()])).collect();
-        let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
+        let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
         check_simulation(&cfg, &dag, &n, &inc, seed, invocations);
     }
 
@@ -952,11 +959,7 @@ proptest! {
         // The pass gives a block at most one Termination edge.
         raw.5.sort_unstable();
         raw.5.dedup();
-        let cfg = make_cfg(&raw, true);
-        let Some((dag, _)) = build_for(&cfg, bi) else { return Ok(()) };
-        let n = Numbering::compute(&dag).unwrap();
-        let w: Vec<f64> = (0..dag.num_edges()).map(|i| f64::from(weights[i % weights.len()])).collect();
-        let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
+        let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
         let sim = simulate(&cfg, &dag, &inc, &mut Rng::new(seed), invocations, 40, Truncation::Arrivals);
         let mut truth: BTreeMap<u128, i128> = BTreeMap::new();
         for s in &sim.segments {
