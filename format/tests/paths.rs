@@ -616,12 +616,17 @@ fn put_u64(bytes: &mut [u8], at: usize, v: u64) {
     bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-/// Every analysis of every function of every module, plus a merge with itself: must return, never panic.
+/// Every analysis of every function of every module, with the counters read both as net and as arrival counts
+/// (`path_arrivals`), plus a merge with itself: must return, never panic.
 fn analyse_everything(p: &Profile) {
     for m in &p.modules {
-        for i in 0..m.meta.functions.len() + 1 {
-            let _ = function_path_counts(m, i);
-            let _ = function_edge_counts(m, i);
+        let mut other_reading = m.clone();
+        other_reading.meta.path_arrivals = !m.meta.path_arrivals;
+        for m in [m, &other_reading] {
+            for i in 0..m.meta.functions.len() + 1 {
+                let _ = function_path_counts(m, i);
+                let _ = function_edge_counts(m, i);
+            }
         }
     }
     let _ = merge(&[p.clone(), p.clone()]);
