@@ -142,12 +142,11 @@ pub enum Sink<'a> {
     },
 }
 
-/// One count update on an edge: slot `r + offset` of the path register value `r`, changed by `delta`.
+/// The count at the end of a back or cut edge: slot `r + offset` of the path register value `r`, plus one.
 #[derive(Copy, Clone)]
 struct Action {
     r: RVal,
     offset: i64,
-    delta: i64,
 }
 
 struct Emitter<'a> {
@@ -274,22 +273,24 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
     }
 
     // 3. Counting: returns, truncated paths (arrivals), back and cut edges.
-    let mut phi_actions: BTreeMap<usize, Vec<(EdgeId, Action)>> = BTreeMap::new();
-    let on_edge = |e: EdgeId, a: Action, phi_actions: &mut BTreeMap<usize, Vec<(EdgeId, Action)>>| {
+    // Per PHI-placed target block: the count of each incoming edge that ends a path (at most one per edge).
+    let mut phi_actions: BTreeMap<usize, BTreeMap<EdgeId, Action>> = BTreeMap::new();
+    let on_edge = |e: EdgeId, a: Action, phi_actions: &mut BTreeMap<usize, BTreeMap<EdgeId, Action>>| {
         let edge = cfg.edge(e);
         let at = match g.sites[e.index()] {
             _ if via[e.index()].is_some() => via[e.index()].and_then(ir::terminator),
             Site::SourceEnd => ir::source_end_insertion_point(g.blocks[edge.from.index()]),
             Site::TargetStart => ir::first_insertion_point(g.blocks[edge.to.index()]),
             Site::TargetPhi => {
-                phi_actions.entry(edge.to.index()).or_default().push((e, a));
+                let previous = phi_actions.entry(edge.to.index()).or_default().insert(e, a);
+                debug_assert!(previous.is_none(), "an edge ends at most one path");
                 return;
             }
             Site::Split | Site::None => unreachable!("split edges have a block; planning rejected None"),
         };
         let at = at.expect("a block has a terminator");
         let path = em.add(at, a.r, a.offset);
-        em.count(at, path, RVal::Const(a.delta));
+        em.count(at, path, RVal::Const(1));
     };
     for e in cfg.edge_ids() {
         let edge = *cfg.edge(e);
@@ -314,48 +315,41 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
             _ => {}
         }
         if let Some((exit, _)) = role.segment_break() {
-            on_edge(e, Action { r, offset: inc(exit), delta: 1 }, &mut phi_actions);
+            on_edge(e, Action { r, offset: inc(exit) }, &mut phi_actions);
         }
     }
 
     // 4. PHI-selected counts in targets whose incoming edges cannot be split (landing pads, indirectbr).
     for (v, actions) in phi_actions {
         let bb = g.blocks[v];
-        let layers = actions.iter().fold(BTreeMap::<EdgeId, usize>::new(), |mut m, (e, _)| {
-            *m.entry(*e).or_default() += 1;
-            m
-        });
-        let depth = layers.values().copied().max().unwrap_or(0);
-        for layer in 0..depth {
-            let mut path_entries = Vec::new();
-            for &e in adj.in_edges(BlockId(v as u32)) {
-                if !matches!(cfg.edge(e).kind, EdgeKind::Branch { .. }) {
-                    continue;
-                }
-                let a = actions.iter().filter(|(x, _)| *x == e).nth(layer).map(|(_, a)| *a);
-                let (path, delta) = match a {
-                    Some(a) => {
-                        let at = ir::terminator(g.blocks[cfg.edge(e).from.index()]).expect("terminator");
-                        (em.add(at, a.r, a.offset), a.delta)
-                    }
-                    None => (RVal::Const(0), 0),
-                };
-                path_entries.push((incoming_block(e), path, delta));
+        let mut path_entries = Vec::new();
+        for &e in adj.in_edges(BlockId(v as u32)) {
+            if !matches!(cfg.edge(e).kind, EdgeKind::Branch { .. }) {
+                continue;
             }
-            unsafe {
-                LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, LLVMGetFirstInstruction(bb));
-                let path_phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.edge.path".as_ptr());
-                let delta_phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.edge.delta".as_ptr());
-                for (blk, path, delta) in &path_entries {
-                    let mut pv = [em.as_value(*path)];
-                    let mut dv = [em.konst(*delta)];
-                    let mut bbs = [*blk];
-                    LLVMAddIncoming(path_phi, pv.as_mut_ptr(), bbs.as_mut_ptr(), 1);
-                    LLVMAddIncoming(delta_phi, dv.as_mut_ptr(), bbs.as_mut_ptr(), 1);
+            // Edges that end no path enter with delta 0.
+            let (path, delta) = match actions.get(&e) {
+                Some(a) => {
+                    let at = ir::terminator(g.blocks[cfg.edge(e).from.index()]).expect("terminator");
+                    (em.add(at, a.r, a.offset), 1)
                 }
-                let at = ir::first_insertion_point(bb).expect("terminator");
-                em.count(at, RVal::Value(path_phi), RVal::Value(delta_phi));
+                None => (RVal::Const(0), 0),
+            };
+            path_entries.push((incoming_block(e), path, delta));
+        }
+        unsafe {
+            LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, LLVMGetFirstInstruction(bb));
+            let path_phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.edge.path".as_ptr());
+            let delta_phi = LLVMBuildPhi(em.b, em.i64t, c"pathprof.edge.delta".as_ptr());
+            for (blk, path, delta) in &path_entries {
+                let mut pv = [em.as_value(*path)];
+                let mut dv = [em.konst(*delta)];
+                let mut bbs = [*blk];
+                LLVMAddIncoming(path_phi, pv.as_mut_ptr(), bbs.as_mut_ptr(), 1);
+                LLVMAddIncoming(delta_phi, dv.as_mut_ptr(), bbs.as_mut_ptr(), 1);
             }
+            let at = ir::first_insertion_point(bb).expect("terminator");
+            em.count(at, RVal::Value(path_phi), RVal::Value(delta_phi));
         }
     }
 }
