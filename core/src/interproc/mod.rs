@@ -22,12 +22,14 @@
 //! 4. [`encode`] / [`decode`]: path ↔ number, with [`InterprocPath`] marking calls, returns, summary edges,
 //!    surrogate edges and the context-prefix.
 //! 5. [`Simulator`]: what the instrumented program records for an [`Execution`].
+//! 6. [`net_counts_from_arrivals`]: net path counts from a profile whose truncated paths count arrivals.
 //!
 //! # Errata applied
 //! Algorithm 6.1's unbalanced return sets NVC := numUnbalRLPaths\[Exit_S\] (not ψ_r(…)); Entry_global→GEntry_P
 //! counts ψ_{GEntry_P}(numUnbalRLPaths\[Exit_P\]) (not \[GExit_P\]). See `/work/shared/notes/melski-reps-1998.md`
 //! §4.6 and the paper-oracle tests.
 
+pub mod arrivals;
 pub mod callgraph;
 pub mod counts;
 pub mod linear;
@@ -42,6 +44,7 @@ mod tests_paper;
 #[cfg(test)]
 mod tests_prop;
 
+pub use arrivals::{counted_termination, net_counts_from_arrivals, ArrivalError, NetPath};
 pub use callgraph::{CallGraph, SiteRole};
 pub use counts::signed_edge_counts;
 pub use linear::Linear;
@@ -52,4 +55,4 @@ pub use supergraph::{
     ArcKind, EntryKind, ExitSucc, ExitTarget, GlobalEntry, InvariantViolation, Mode, Numbering, NumberingError, OutArc,
     Supergraph,
 };
-pub use walk::{decode, decode_with_limit, encode, PathError, DEFAULT_MAX_STEPS};
+pub use walk::{decode, decode_visiting, decode_with_limit, encode, PathError, WalkState, DEFAULT_MAX_STEPS};

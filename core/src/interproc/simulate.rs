@@ -19,6 +19,10 @@
 //! pendingPaths entry" — and drops pending paths of call blocks without one. [`Callee::External`] calls execute
 //! no program code.
 //!
+//! [`Simulator::counting_arrivals`] simulates the runtime the pass emits: the truncated path of a block is
+//! counted on every *arrival* at the block ([`super::counted_termination`]) instead of at the termination, and
+//! nothing is flushed; [`super::net_counts_from_arrivals`] turns that profile back into this one.
+//!
 //! Invariant: for every trace accepted, the profile gains exactly the numbers ([`super::encode`]) of the
 //! observable paths the execution is cut into — each occurrence once — which the property tests check against
 //! an independent segmentation of the same execution.
@@ -85,6 +89,15 @@ pub enum TraceError {
     /// A count in the profile would exceed `u64::MAX`.
     #[error("a profile counter overflows")]
     CounterOverflow,
+    /// Arrival counting: a termination no instrumented program makes — the `Termination` edge of an
+    /// interprocedural call block taken before its call (the pass lets only the call itself leave such a
+    /// block), or one inside a recursive or cut callee whose call block has no `Termination` edge (the call was
+    /// known to return).
+    #[error("event {position}: a termination the instrumented program cannot make")]
+    ImpossibleTermination {
+        /// Index into `events`.
+        position: usize,
+    },
 }
 
 /// How an activation was entered.
@@ -123,18 +136,24 @@ struct Activation {
 #[derive(Clone, Debug)]
 pub struct Simulator<'n, 'a> {
     num: &'n Numbering<'a>,
+    arrivals: bool,
     profile: Profile,
 }
 
 impl<'n, 'a> Simulator<'n, 'a> {
     /// A simulator with an empty profile for `num`'s mode.
     pub fn new(num: &'n Numbering<'a>) -> Simulator<'n, 'a> {
-        Simulator { num, profile: Profile::new() }
+        Simulator { num, arrivals: false, profile: Profile::new() }
+    }
+
+    /// A simulator of the arrival-counting runtime: truncated paths count arrivals (see the module docs).
+    pub fn counting_arrivals(num: &'n Numbering<'a>) -> Simulator<'n, 'a> {
+        Simulator { num, arrivals: true, profile: Profile::new() }
     }
 
     /// Runs one execution; on error the profile is left unchanged.
     pub fn run(&mut self, exec: &Execution) -> Result<(), TraceError> {
-        let recorded = Run::execute(self.num, exec)?;
+        let recorded = Run::execute(self.num, self.arrivals, exec)?;
         let mut gained = Profile::new();
         for n in recorded {
             let slot = gained.entry(n).or_insert(0);
@@ -166,6 +185,7 @@ impl<'n, 'a> Simulator<'n, 'a> {
 struct Run<'n, 'a> {
     num: &'n Numbering<'a>,
     piecewise: bool,
+    arrivals: bool,
     path_num: u128,
     cnt: u64,
     frames: Vec<Activation>,
@@ -174,11 +194,12 @@ struct Run<'n, 'a> {
 }
 
 impl<'n, 'a> Run<'n, 'a> {
-    fn execute(num: &'n Numbering<'a>, exec: &Execution) -> Result<Vec<u128>, TraceError> {
+    fn execute(num: &'n Numbering<'a>, arrivals: bool, exec: &Execution) -> Result<Vec<u128>, TraceError> {
         let entry = num.root_entry(exec.root).ok_or(TraceError::NotARoot(exec.root))?;
         let mut run = Run {
             num,
             piecewise: num.mode() == Mode::Piecewise,
+            arrivals,
             path_num: entry.offset,
             cnt: 1,
             frames: vec![Activation {
@@ -192,6 +213,7 @@ impl<'n, 'a> Run<'n, 'a> {
             recorded: Vec::new(),
             position: 0,
         };
+        run.arrive()?;
         for (position, &event) in exec.events.iter().enumerate() {
             run.position = position;
             if run.frames.is_empty() {
@@ -250,6 +272,19 @@ impl<'n, 'a> Run<'n, 'a> {
         self.recorded.push(n);
     }
 
+    /// Arrival counting: the current block was just entered; count its truncated path.
+    fn arrive(&mut self) -> Result<(), TraceError> {
+        if !self.arrivals {
+            return Ok(());
+        }
+        let Some(top) = self.frames.last() else { return Ok(()) };
+        if let Some(t) = super::counted_termination(self.num, top.proc, top.block) {
+            let n = self.add(self.path_num, self.apply(t.rho, top.nvc)?)?;
+            self.record(n);
+        }
+        Ok(())
+    }
+
     fn edge(&mut self, e: EdgeId) -> Result<(), TraceError> {
         let top = self.top()?.clone();
         let program = self.num.supergraph().program();
@@ -294,7 +329,7 @@ impl<'n, 'a> Run<'n, 'a> {
         if let Some(f) = self.frames.last_mut() {
             f.block = edge.to;
         }
-        Ok(())
+        self.arrive()
     }
 
     fn call(&mut self) -> Result<(), TraceError> {
@@ -352,7 +387,7 @@ impl<'n, 'a> Run<'n, 'a> {
             }
             _ => return Err(self.bad("the call site is dead or inconsistent")),
         }
-        Ok(())
+        self.arrive()
     }
 
     fn ret(&mut self, e: EdgeId) -> Result<(), TraceError> {
@@ -410,12 +445,26 @@ impl<'n, 'a> Run<'n, 'a> {
                 }
             }
         }
-        Ok(())
+        self.arrive()
     }
 
     fn terminate(&mut self, e: EdgeId) -> Result<(), TraceError> {
         let arc = self.arc_out(e, |k| k == EdgeKind::Termination)?;
         let top = self.top()?.clone();
+        if self.arrivals {
+            // Counted on arrival, with every pending path's call block (a summary site) on its own arrival.
+            let impossible = TraceError::ImpossibleTermination { position: self.position };
+            if !matches!(super::counted_termination(self.num, top.proc, top.block), Some(t) if t.kind == arc.kind) {
+                return Err(impossible);
+            }
+            for f in self.frames.iter().rev().skip(1) {
+                if f.pending.is_some() && super::counted_termination(self.num, f.proc, f.block).is_none() {
+                    return Err(impossible);
+                }
+            }
+            self.frames.clear();
+            return Ok(());
+        }
         let ended = self.add(self.path_num, self.apply(arc.rho, top.nvc)?)?;
         self.record(ended);
         // Flush pending paths, innermost first, through their call blocks' first Termination edge.

@@ -1,8 +1,9 @@
 //! Property tests on random small programs with loops, recursion, multiple call sites, cut and external calls
 //! and termination edges: the numbering of each mode is dense and decoding round-trips (against brute-force
 //! enumeration of G*_fn's observable paths), the runtime simulator records exactly the observable paths an
-//! independent segmentation of the same random execution yields, and the edge counts derived from the decoded
-//! profile are the edges the execution took.
+//! independent segmentation of the same random execution yields, the edge counts derived from the decoded
+//! profile are the edges the execution took, and the arrival-counting runtime's profile nets to the same
+//! profile.
 
 use super::*;
 use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
@@ -508,8 +509,31 @@ fn check_program(seed: u64) {
             if let Some(taken) = trace_edge_counts(sg.program(), &exec) {
                 assert_eq!(derived, taken, "{mode:?}: {exec:?}");
             }
+            check_arrivals(&num, &exec, sim.profile());
         }
     }
+}
+
+/// The arrival-counting runtime's profile of `exec`, netted, is the profile the exact (+1 at the termination)
+/// simulator records, path by path, with each path decoded. Executions the pass cannot produce (an
+/// interprocedural call block left abnormally before its call) are skipped.
+fn check_arrivals(num: &Numbering<'_>, exec: &Execution, exact: &Profile) {
+    let mode = num.mode();
+    let mut sim = Simulator::counting_arrivals(num);
+    match sim.run(exec) {
+        Err(TraceError::ImpossibleTermination { .. }) => return,
+        other => other.unwrap_or_else(|e| panic!("{mode:?}: {e} in {exec:?}")),
+    }
+    let raw: BTreeMap<u128, i128> = sim.profile().iter().map(|(&n, &c)| (n, i128::from(c))).collect();
+    let net = net_counts_from_arrivals(num, &raw).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+    let got: Profile = net
+        .iter()
+        .map(|(&n, p)| {
+            assert_eq!(decode(num, n).as_ref(), Ok(&p.path), "{mode:?}: path {n}");
+            (n, u64::try_from(p.count).unwrap_or_else(|_| panic!("{mode:?}: path {n} nets to {}", p.count)))
+        })
+        .collect();
+    assert_eq!(&got, exact, "{mode:?}: arrivals {raw:?} of {exec:?}");
 }
 
 /// The cfg edges an execution takes, tallied from its events alone: each activation's EXIT→entry edge when it
@@ -719,10 +743,17 @@ fn too_many_paths_and_too_long_paths_are_errors() {
     assert_eq!(encode(&num, &p), Ok(0));
 }
 
-/// §9.2.1-style flush: a cut callee terminates; the callee's path ends at its termination edge and the caller's
-/// pending path ends at the call block's termination edge.
-#[test]
-fn termination_in_a_cut_callee_flushes_the_pending_path() {
+/// `main` (entry bb0 → call block bb1 with a `Termination` edge, cut call of `f` → bb2 → return) and `f` (bb0:
+/// return, or terminate), with the two paths of each that a run can record besides the truncated ones.
+struct CutCallee {
+    sg: Supergraph,
+    main_returns: InterprocPath,
+    f_returns: InterprocPath,
+    main_truncated: InterprocPath,
+    f_truncated: InterprocPath,
+}
+
+fn cut_callee() -> CutCallee {
     let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
     let br = EdgeKind::Branch { succ: 0 };
     let main = Cfg::new(
@@ -748,25 +779,84 @@ fn termination_in_a_cut_callee_flushes_the_pending_path() {
     let sg = Supergraph::build(program);
     assert_eq!(sg.calls().roles(), &[SiteRole::Cut]);
     assert_eq!(sg.calls().roots(), &[m, fp]);
-    let exec = Execution { root: m, events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Terminate(EdgeId(1))] };
-    let callee = InterprocPath {
-        steps: vec![Step { proc: fp, block: BlockId(0), via: Via::RootEntry }],
-        end: PathEnd::Termination { proc: fp, edge: EdgeId(1) },
-    };
-    let pending = InterprocPath {
-        steps: vec![
-            Step { proc: m, block: BlockId(0), via: Via::RootEntry },
-            Step { proc: m, block: BlockId(1), via: Via::Edge(EdgeId(0)) },
-        ],
-        end: PathEnd::Termination { proc: m, edge: EdgeId(2) },
+    let step = |proc, block, via| Step { proc, block: BlockId(block), via };
+    let upto_call = vec![step(m, 0, Via::RootEntry), step(m, 1, Via::Edge(EdgeId(0)))];
+    let mut main_steps = upto_call.clone();
+    main_steps.push(step(m, 2, Via::Summary { site: CallSiteId::from_index(0) }));
+    CutCallee {
+        sg,
+        main_returns: InterprocPath { steps: main_steps, end: PathEnd::RootReturn { proc: m, edge: EdgeId(3) } },
+        f_returns: InterprocPath {
+            steps: vec![step(fp, 0, Via::RootEntry)],
+            end: PathEnd::RootReturn { proc: fp, edge: EdgeId(0) },
+        },
+        main_truncated: InterprocPath { steps: upto_call, end: PathEnd::Termination { proc: m, edge: EdgeId(2) } },
+        f_truncated: InterprocPath {
+            steps: vec![step(fp, 0, Via::RootEntry)],
+            end: PathEnd::Termination { proc: fp, edge: EdgeId(1) },
+        },
+    }
+}
+
+/// §9.2.1-style flush: a cut callee terminates; the callee's path ends at its termination edge and the caller's
+/// pending path ends at the call block's termination edge.
+#[test]
+fn termination_in_a_cut_callee_flushes_the_pending_path() {
+    let t = cut_callee();
+    let exec = Execution {
+        root: ProcId(0),
+        events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Terminate(EdgeId(1))],
     };
     for mode in [Mode::Context, Mode::Piecewise] {
-        let num = sg.number(mode).unwrap();
-        assert_eq!(observed_paths(&sg, mode, &exec), vec![callee.clone(), pending.clone()]);
+        let num = t.sg.number(mode).unwrap();
+        assert_eq!(observed_paths(&t.sg, mode, &exec), vec![t.f_truncated.clone(), t.main_truncated.clone()]);
         let mut sim = Simulator::new(&num);
         sim.run(&exec).unwrap();
-        let expected: Profile = [(encode(&num, &callee).unwrap(), 1), (encode(&num, &pending).unwrap(), 1)].into();
+        let expected: Profile =
+            [(encode(&num, &t.f_truncated).unwrap(), 1), (encode(&num, &t.main_truncated).unwrap(), 1)].into();
         assert_eq!(sim.profile(), &expected, "{mode:?}");
+    }
+}
+
+/// Arrival counting, by hand: one run where `f` returns and one where it terminates. Both arrive at main's
+/// call block and at `f`'s block (2 arrivals each); one of each went on, to the two returning paths. Net: every
+/// path once — the pending path and `f`'s path were truncated in the second run only.
+#[test]
+fn arrivals_at_a_cut_call_net_to_the_one_run_that_did_not_return() {
+    let t = cut_callee();
+    let returns = Execution {
+        root: ProcId(0),
+        events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Return(EdgeId(0)), Event::Return(EdgeId(3))],
+    };
+    let terminates = Execution {
+        root: ProcId(0),
+        events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Terminate(EdgeId(1))],
+    };
+    for mode in [Mode::Context, Mode::Piecewise] {
+        let num = t.sg.number(mode).unwrap();
+        let n = |p: &InterprocPath| encode(&num, p).unwrap();
+        let mut sim = Simulator::counting_arrivals(&num);
+        sim.run(&returns).unwrap();
+        sim.run(&terminates).unwrap();
+        let arrivals: Profile =
+            [(n(&t.main_truncated), 2), (n(&t.f_truncated), 2), (n(&t.main_returns), 1), (n(&t.f_returns), 1)].into();
+        assert_eq!(sim.profile(), &arrivals, "{mode:?}");
+        let raw: BTreeMap<u128, i128> = arrivals.iter().map(|(&k, &c)| (k, i128::from(c))).collect();
+        let net = net_counts_from_arrivals(&num, &raw).unwrap();
+        let got: Vec<(&InterprocPath, i128)> = net.values().map(|p| (&p.path, p.count)).collect();
+        let mut want = vec![(&t.main_returns, 1), (&t.f_returns, 1), (&t.main_truncated, 1), (&t.f_truncated, 1)];
+        want.sort_by_key(|(p, _)| n(p));
+        assert_eq!(got, want, "{mode:?}");
+        // Without the run that returned, its arrivals are missing: the continuations net the truncations to 0.
+        let only_returns: BTreeMap<u128, i128> =
+            [(n(&t.main_truncated), 1), (n(&t.f_truncated), 1), (n(&t.main_returns), 1), (n(&t.f_returns), 1)].into();
+        let net = net_counts_from_arrivals(&num, &only_returns).unwrap();
+        let mut went_on = vec![n(&t.main_returns), n(&t.f_returns)];
+        went_on.sort();
+        assert_eq!(net.keys().copied().collect::<Vec<_>>(), went_on, "{mode:?}");
+        // A continuation without its arrival (an inconsistent profile) leaves a negative truncated path.
+        let net = net_counts_from_arrivals(&num, &[(n(&t.main_returns), 1)].into()).unwrap();
+        assert_eq!(net.get(&n(&t.main_truncated)).map(|p| (p.count, &p.path)), Some((-1, &t.main_truncated)));
     }
 }
 
@@ -836,3 +926,4 @@ proptest! {
         check_garbage(seed);
     }
 }
+

@@ -288,6 +288,30 @@ pub fn decode(num: &Numbering<'_>, n: u128) -> Result<InterprocPath, PathError> 
 
 /// [`decode`] with an explicit step limit ([`PathError::TooLong`] beyond it).
 pub fn decode_with_limit(num: &Numbering<'_>, n: u128, limit: usize) -> Result<InterprocPath, PathError> {
+    decode_visiting(num, n, limit, |_, _| Ok(()))
+}
+
+/// Where a decoding walk stands when it reaches a block: what the instrumented program holds there.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WalkState {
+    /// The index of the step just taken (the block visit) in the path's `steps`.
+    pub step: usize,
+    /// The block visit.
+    pub at: Step,
+    /// `pathNum` on arrival at the block: the Entry_global offset plus the values of the edges taken so far.
+    pub path_num: u128,
+    /// numValidCompsFromExit of the activation at the block.
+    pub nvc: u128,
+}
+
+/// [`decode_with_limit`], calling `visit` with the walk's state at every block visit in order — the one
+/// decoding walk, for readers that need the running `pathNum` (such as netting arrival counts).
+pub fn decode_visiting(
+    num: &Numbering<'_>,
+    n: u128,
+    limit: usize,
+    mut visit: impl FnMut(&Numbering<'_>, WalkState) -> Result<(), PathError>,
+) -> Result<InterprocPath, PathError> {
     let num_paths = num.num_paths();
     if n >= num_paths {
         return Err(PathError::OutOfRange { n, num_paths });
@@ -299,7 +323,11 @@ pub fn decode_with_limit(num: &Numbering<'_>, n: u128, limit: usize) -> Result<I
         .ok_or(PathError::Stuck { remainder: n })?;
     let mut rem = n - entry.offset;
     let (mut w, step0) = Walker::start(num, entry);
-    let mut steps: Vec<Step> = step0.into_iter().collect();
+    let mut steps: Vec<Step> = Vec::new();
+    if let Some(s) = step0 {
+        visit(num, WalkState { step: 0, at: s, path_num: n - rem, nvc: w.nvc })?;
+        steps.push(s);
+    }
     loop {
         if steps.len() > limit {
             return Err(PathError::TooLong { limit });
@@ -311,7 +339,10 @@ pub fn decode_with_limit(num: &Numbering<'_>, n: u128, limit: usize) -> Result<I
             .ok_or(PathError::Stuck { remainder: rem })?;
         rem -= opt.value;
         match w.take(opt.choice).ok_or(PathError::Stuck { remainder: rem })? {
-            Moved::Step(s) => steps.push(s),
+            Moved::Step(s) => {
+                visit(num, WalkState { step: steps.len(), at: s, path_num: n - rem, nvc: w.nvc })?;
+                steps.push(s);
+            }
             Moved::AtExit(_) => {}
             Moved::End(end) => {
                 return if rem == 0 {

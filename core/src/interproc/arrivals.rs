@@ -1,0 +1,188 @@
+//! Net counts of interprocedural truncated paths from *arrival* counts: one counter update per call that may
+//! not return, instead of a +1 before it and a −1 after it (the path-mode scheme of [`crate::arrivals`],
+//! carried over to the observable paths of G*_fn).
+//!
+//! A block B with a `Termination` arc (its calls may leave the frame: `exit`, `longjmp`, an exception) has a
+//! *truncated* path for every way of reaching it: "the path so far, then B→GExit_P". The instrumented code adds
+//! 1 to that path's counter, `count[pathNum + ρ_t(NVC)]`, on every arrival at B (before the first such call),
+//! and never takes it back; this module derives how many of those arrivals really ended there.
+//!
+//! Why that is exact: the path running on arrival at B is the prefix of the truncated path. If B's calls come
+//! back, that same path goes on — along B's out-edges, into a callee (the call arc hands `pathNum` over),
+//! through a summary edge (a recursive or cut callee keeps it pending in the caller and resumes it), back to a
+//! caller, or, in piecewise mode, up through an unbalanced return — until it is recorded: at a back edge, at
+//! the return of its outermost activation, or as the truncated path of a later arrival. That recorded path
+//! passes B, in its active part, with exactly the prefix of the truncated path. If the program does not come
+//! back, no such path is recorded. So, with `net` the true executions of each path,
+//!
+//! ```text
+//! arrivals(T) = net(T) + Σ net(P) over the paths P that pass B with T's prefix and go on
+//! ```
+//!
+//! and a path P that passes B and is itself truncated is truncated at a later step, so solving the truncated
+//! paths by decreasing step index (completed paths first) sees every `net(P)` already final.
+//!
+//! Which blocks count arrivals ([`counted_termination`]): every block with a `Termination` arc except the call
+//! block of an interprocedural call site, whose only call that may leave is that call (the pass splits the
+//! block before it otherwise): there the callee's path, which carries the caller's prefix, is counted where it
+//! actually ends. Steps of a context path's context-prefix ran in an earlier path, so they are not passes.
+//! A path that passes a truncation which was never counted (only in an inconsistent profile) gives that
+//! truncated path a negative net count, which readers report.
+
+use super::callgraph::SiteRole;
+use super::path::{InterprocPath, PathEnd};
+use super::program::ProcId;
+use super::supergraph::{ArcKind, Numbering, OutArc};
+use super::walk::{decode_visiting, PathError, DEFAULT_MAX_STEPS};
+use crate::graph::BlockId;
+use std::collections::BTreeMap;
+
+/// Why arrival counts could not be netted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArrivalError {
+    /// A counted path number could not be decoded.
+    #[error("path {number}: {error}")]
+    Path {
+        /// The path number.
+        number: u128,
+        /// Why.
+        error: PathError,
+    },
+    /// A block has more than one `Termination` arc: its arrivals would not say which one was left by.
+    #[error("{proc}:{block} has more than one termination edge")]
+    SeveralTerminations {
+        /// The procedure.
+        proc: ProcId,
+        /// The block.
+        block: BlockId,
+    },
+    /// A net count does not fit in an `i128`.
+    #[error("a net path count overflows")]
+    Overflow,
+}
+
+/// The `Termination` arc out of block `b` of `p` whose arrivals the instrumented program counts: the first
+/// one, and none at the call block of an interprocedural site (the callee counts where the path ends). Shared
+/// by the pass (where to count) and the readers (what to net).
+pub fn counted_termination(num: &Numbering<'_>, p: ProcId, b: BlockId) -> Option<OutArc> {
+    let sg = num.supergraph();
+    if let Some(site) = sg.program().site_at(p, b) {
+        if sg.calls().role(site) == SiteRole::Interprocedural {
+            return None;
+        }
+    }
+    num.arcs(p, b).iter().find(|a| matches!(a.kind, ArcKind::Termination { .. })).copied()
+}
+
+/// A path of the netted profile: decoded once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetPath {
+    /// The decoded path.
+    pub path: InterprocPath,
+    /// Its net count: executions that really took it (negative only in an inconsistent profile).
+    pub count: i128,
+}
+
+/// One path while netting.
+struct Entry {
+    path: InterprocPath,
+    /// The counter's value: arrivals for a truncated path, executions otherwise.
+    raw: i128,
+    /// The truncated paths this path passes, as (number, step index), by ascending step index.
+    passes: Vec<(u128, usize)>,
+    /// The step index of the block whose counted `Termination` arc ends this path, if one does.
+    truncated_at: Option<usize>,
+}
+
+/// Decodes `n` and lists the truncations it passes (its own end excluded).
+fn entry_of(num: &Numbering<'_>, n: u128, raw: i128) -> Result<Entry, ArrivalError> {
+    let mut candidates: Vec<(u128, usize, OutArc)> = Vec::new();
+    let path = decode_visiting(num, n, DEFAULT_MAX_STEPS, |num, at| {
+        if let Some(arc) = counted_termination(num, at.at.proc, at.at.block) {
+            let t = arc.rho.checked_apply(at.nvc).and_then(|v| v.checked_add(at.path_num)).ok_or(PathError::Overflow)?;
+            candidates.push((t, at.step, arc));
+        }
+        Ok(())
+    })
+    .map_err(|error| ArrivalError::Path { number: n, error })?;
+    let active_from = path.context_prefix_len();
+    let last = path.steps.len().saturating_sub(1);
+    let ends_here = |step: usize, arc: &OutArc| {
+        step == last
+            && matches!((path.end, arc.kind), (PathEnd::Termination { proc, edge }, ArcKind::Termination { edge: e })
+                if proc == path.steps[step].proc && edge == e)
+    };
+    let truncated_at = candidates.iter().find(|(_, s, arc)| ends_here(*s, arc)).map(|&(_, s, _)| s);
+    let passes = candidates
+        .iter()
+        .filter(|(_, s, arc)| *s >= active_from && !ends_here(*s, arc))
+        .map(|&(t, s, _)| (t, s))
+        .collect();
+    Ok(Entry { path, raw, passes, truncated_at })
+}
+
+/// The net count of every path from a profile whose truncated paths count arrivals (`raw`: path number →
+/// counter value, as summed from the counters). Paths whose net count is 0 are left out; a truncated path that
+/// only its continuations name (never counted itself) is included with its (negative) net count.
+///
+/// Errors: a path number that does not decode, a block with several termination arcs, an overflow. Never
+/// panics.
+pub fn net_counts_from_arrivals(
+    num: &Numbering<'_>,
+    raw: &BTreeMap<u128, i128>,
+) -> Result<BTreeMap<u128, NetPath>, ArrivalError> {
+    let program = num.supergraph().program();
+    for p in program.proc_ids() {
+        for b in 0..program.cfg(p).num_blocks() {
+            let b = BlockId(b as u32);
+            if num.arcs(p, b).iter().filter(|a| matches!(a.kind, ArcKind::Termination { .. })).count() > 1 {
+                return Err(ArrivalError::SeveralTerminations { proc: p, block: b });
+            }
+        }
+    }
+    let mut entries: BTreeMap<u128, Entry> = BTreeMap::new();
+    for (&n, &c) in raw {
+        entries.insert(n, entry_of(num, n, c)?);
+    }
+    // Truncations passed but never counted: their prefix and passes come from the path that passes them.
+    let mut implied: BTreeMap<u128, Entry> = BTreeMap::new();
+    for e in entries.values() {
+        for (j, &(t, step)) in e.passes.iter().enumerate() {
+            if entries.contains_key(&t) || implied.contains_key(&t) {
+                continue;
+            }
+            let at = e.path.steps[step];
+            let Some(ArcKind::Termination { edge }) = counted_termination(num, at.proc, at.block).map(|a| a.kind) else {
+                continue;
+            };
+            let path = InterprocPath {
+                steps: e.path.steps[..=step].to_vec(),
+                end: PathEnd::Termination { proc: at.proc, edge },
+            };
+            implied.insert(t, Entry { path, raw: 0, passes: e.passes[..j].to_vec(), truncated_at: Some(step) });
+        }
+    }
+    entries.extend(implied);
+
+    // Completed paths first, then truncated ones from the latest truncation step to the earliest.
+    let mut order: Vec<u128> = entries.keys().copied().collect();
+    order.sort_by_key(|n| match entries[n].truncated_at {
+        None => (0, 0),
+        Some(step) => (1, usize::MAX - step),
+    });
+    let mut passed: BTreeMap<u128, i128> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for n in order {
+        let Some(e) = entries.remove(&n) else { continue };
+        let continued = passed.get(&n).copied().unwrap_or(0);
+        let net = e.raw.checked_sub(continued).ok_or(ArrivalError::Overflow)?;
+        for &(t, _) in &e.passes {
+            let slot = passed.entry(t).or_insert(0);
+            *slot = slot.checked_add(net).ok_or(ArrivalError::Overflow)?;
+        }
+        if net != 0 {
+            out.insert(n, NetPath { path: e.path, count: net });
+        }
+    }
+    Ok(out)
+}
