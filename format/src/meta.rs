@@ -59,10 +59,11 @@ pub struct ModuleMeta {
     pub functions: Vec<FunctionMeta>,
     /// Context and piecewise modes: the program the module-wide path numbers belong to.
     pub interproc: Option<InterprocMeta>,
-    /// Path mode: the counter of a path that ends with a `Termination` edge counts the *arrivals* at its block
-    /// (updated once, before the block's first call that may not return), and readers derive its net count
-    /// with `pathprof_core::arrivals`; `false` (profiles of metadata version ≤ 2): the counter is already net
-    /// (+1 before the call, −1 after it returned).
+    /// Path, context and piecewise modes: the counter of a path that ends with a `Termination` edge counts the
+    /// *arrivals* at its block (updated once, before the block's first call that may not return), and readers
+    /// derive its net count with `pathprof_core::arrivals` (path mode) or `pathprof_core::interproc::arrivals`;
+    /// `false` (all profiles of metadata version ≤ 2, and context and piecewise profiles written before
+    /// pathprof counted their arrivals): the counter is already net (+1 before the call, −1 after it returned).
     pub path_arrivals: bool,
 }
 
@@ -274,8 +275,8 @@ impl ModuleMeta {
 
     /// Checks the cross-field invariants the tools rely on, so later code may index without panicking.
     pub fn validate(&self) -> Result<(), MetaError> {
-        if self.path_arrivals && self.mode != Mode::Path {
-            return Err(MetaError::Inconsistent(format!("{}-mode module with path-mode arrival counts", self.mode.name())));
+        if self.path_arrivals && !matches!(self.mode, Mode::Path | Mode::Context | Mode::Piecewise) {
+            return Err(MetaError::Inconsistent(format!("{}-mode module with path arrival counts", self.mode.name())));
         }
         for f in &self.functions {
             let bad = |what: &str| Err(MetaError::Inconsistent(format!("function {}: {what}", f.name)));

@@ -110,3 +110,97 @@ fn corrupt_interprocedural_data_is_an_error_not_a_panic() {
     meta.mode = Mode::Context;
     assert!(ModuleMeta::decode(&meta.encode()).is_err());
 }
+
+/// main's bb0 calls f and may leave abnormally (through f); f's bb0 branches to bb1 (which may leave
+/// abnormally, or returns) or bb2 (returns). Context mode, dense counters, arrival counts.
+fn arrival_module() -> ModuleMeta {
+    use pathprof_core::{Edge, EdgeKind};
+    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
+    let br = |succ| EdgeKind::Branch { succ };
+    let f_cfg = Cfg::new(
+        3,
+        vec![
+            b(0, 1, br(0)),
+            b(0, 2, br(1)),
+            b(1, 3, EdgeKind::Return),
+            b(1, 3, EdgeKind::Termination),
+            b(2, 3, EdgeKind::Return),
+            b(3, 0, EdgeKind::ExitToEntry),
+        ],
+    )
+    .unwrap();
+    let main_cfg =
+        Cfg::new(2, vec![b(0, 1, br(0)), b(0, 2, EdgeKind::Termination), b(1, 2, EdgeKind::Return), b(2, 0, EdgeKind::ExitToEntry)])
+            .unwrap();
+    let mut meta = module(Mode::Context, 4, PathStorage::Dense);
+    meta.functions[0] = function("main", main_cfg);
+    meta.functions[1] = function("f", f_cfg);
+    meta.path_arrivals = true;
+    meta
+}
+
+/// Arrival counting, by hand, on [`arrival_module`]. main's call block counts no arrivals of its own: f counts
+/// the path where it ends. Runs: f went through bb1 and returned 5 times, left through bb1's termination once,
+/// went through bb2 3 times. The instrumented program counted bb1's truncated path on each of the 6 arrivals. Read as arrivals: net 1 truncation, main
+/// and f entered 9 times, f's bb1 6 times and bb2 3 times, main's return site reached 8 times, all exact.
+/// Read as net counts (the flag off), the same counters would claim 6 exits and 14 calls.
+#[test]
+fn interprocedural_arrival_counts_net_to_the_executions() {
+    use pathprof_core::interproc::{decode, PathEnd, Procedure, Program, Supergraph};
+    let meta = arrival_module();
+    let ip = meta.interproc.as_ref().unwrap();
+    let program = Program::new(vec![
+        Procedure { cfg: meta.functions[0].cfg.clone(), call_sites: ip.procs[0].call_sites.clone(), external_entry: true },
+        Procedure { cfg: meta.functions[1].cfg.clone(), call_sites: vec![], external_entry: false },
+    ])
+    .unwrap();
+    let sg = Supergraph::build(program);
+    let num = sg.number(pathprof_core::interproc::Mode::Context).unwrap();
+    // The 3 paths through f, and main's bb0 left before the call (never counted: main's call block).
+    assert_eq!(num.num_paths(), 4);
+    let f = ProcId::from_index(1);
+    let mut counters = vec![0u64; 4];
+    for n in 0..4u128 {
+        let p = decode(&num, n).unwrap();
+        let through_bb1 = p.blocks().any(|s| s == (f, BlockId(1)));
+        counters[n as usize] = match (p.end, through_bb1) {
+            (PathEnd::Termination { proc, .. }, _) if proc != f => 0,
+            (PathEnd::Termination { .. }, _) => 6,
+            (_, true) => 5,
+            (_, false) => 3,
+        };
+    }
+    let m = ModuleProfile::new(meta, counters.clone(), vec![], 0, 1);
+    let p = read(&write(&Profile { modules: vec![m.clone()] })).unwrap();
+    let mp = module_path_counts(&p.modules[0]).unwrap();
+    let mut nets: Vec<i64> = mp.paths.iter().map(|c| c.count).collect();
+    nets.sort();
+    assert_eq!(nets, [1, 3, 5]);
+    assert_eq!(mp.functions[0].entry, Some(9));
+    assert_eq!(mp.functions[0].blocks, [Some(9), Some(8)]);
+    assert_eq!(mp.functions[1].blocks, [Some(9), Some(6), Some(3)]);
+    assert!(mp.functions.iter().all(|c| c.exact));
+    let mut as_net = m;
+    as_net.meta.path_arrivals = false;
+    let mp = module_path_counts(&as_net).unwrap();
+    assert_eq!(mp.functions[1].blocks, [Some(14), Some(11), Some(3)], "6 arrivals misread as 6 exits");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Arbitrary counters read as arrivals (dense and hashed, paths in and out of range): a result or an
+    /// error, never a panic.
+    #[test]
+    fn arrival_netting_never_panics_on_arbitrary_counts(
+        counters in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..6),
+        sparse in proptest::collection::vec((0u128..6, proptest::prelude::any::<u64>()), 0..8),
+    ) {
+        let dense = ModuleProfile::new(arrival_module(), counters.clone(), vec![], 0, 1);
+        let _ = module_path_counts(&dense);
+        let mut meta = arrival_module();
+        meta.interproc.as_mut().unwrap().storage = PathStorage::Hashed { table: 0 };
+        let sparse = sparse.into_iter().map(|(path, count)| SparseEntry { function: 0, path, count }).collect();
+        let _ = module_path_counts(&ModuleProfile::new(meta, vec![0], sparse, 0, 1));
+    }
+}

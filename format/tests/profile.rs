@@ -690,9 +690,9 @@ fn analysis_errors() {
 }
 
 /// Metadata version 2 (written before path mode counted arrivals) is still read, as net counts; version 3 is
-/// written. Arrival counting belongs to path mode only.
+/// written. Arrival counting belongs to the path-numbering modes (path, context, piecewise) only.
 #[test]
-fn metadata_version_2_still_reads_and_arrivals_are_path_mode_only() {
+fn metadata_version_2_still_reads_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
     let v3 = meta.encode();
     assert_eq!(v3[4..8], 3u32.to_le_bytes());

@@ -22,10 +22,11 @@
 //! A recursive or cut call site keeps the pending path in the caller's `alloca` while the callee runs its own
 //! paths. Edge code: ρ = ⟨0,0⟩ emits nothing, ⟨0,b⟩ a constant add, otherwise one multiply-add (§5.5.1).
 //!
-//! Paths cut short are counted as in path mode: `count[path + ρ_t(NVC)]` +1 before a call that may not return
-//! and −1 once it returned (on both edges of an `invoke`); an interprocedural call site needs no pair because
-//! the callee counts the path where it actually ends, with its calling context. A `resume` is a termination
-//! edge here.
+//! Paths cut short are counted as in path mode, by *arrivals*: `count[path + ρ_t(NVC)]` +1 before the first
+//! call of a block that may not return, and nothing once it returned — the reader nets the executions that
+//! went on (`pathprof_core::interproc::arrivals`). An interprocedural call block counts nothing: its only call
+//! that may leave is the site call, and the callee counts the path where it actually ends, with its calling
+//! context. A `resume` is a termination edge here.
 
 use crate::cfg_build::Site;
 use crate::emit::Counters;
@@ -37,7 +38,7 @@ use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode};
 use pathprof_core::dag::CfgEdgeRole;
-use pathprof_core::interproc::{ArcKind, ExitTarget, Linear, Mode, Numbering, ProcId, SiteRole};
+use pathprof_core::interproc::{counted_termination, ArcKind, ExitTarget, Linear, Mode, Numbering, ProcId, SiteRole};
 use pathprof_core::{BlockId, EdgeId, EdgeKind};
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::CString;
@@ -107,8 +108,6 @@ enum EntryShape {
 enum Action {
     /// `path += ρ(NVC)`.
     AddPath(Linear),
-    /// Retract the truncated path counted before an `invoke` that returned: `count[path + ρ_t(NVC)] -= 1`.
-    Retract(Linear),
     /// Back edge: record `path + ρ_exit(NVC)`, restart the path (context: `pathNumOnEntry + ρ_entry(NVC)`).
     Restart { exit: Linear, entry: Linear },
     /// Piecewise back edge: record `path + ρ_exit(NVC)`; `NVC = unbal`, `path = start`, the activation's
@@ -299,7 +298,7 @@ impl<'a> FnEmitter<'a> {
         };
         for a in acts.actions.iter().flatten() {
             match *a {
-                Action::AddPath(f) | Action::Retract(f) => note(f),
+                Action::AddPath(f) => note(f),
                 Action::Restart { exit, entry } => {
                     has_loop = true;
                     note(exit);
@@ -411,49 +410,26 @@ impl<'a> FnEmitter<'a> {
             .filter(|&s| sg.calls().role(s) == SiteRole::Interprocedural)
             .filter_map(|s| program.site(s).and_then(|i| site_call_of_block.get(&i.block.0).copied()))
             .collect();
-        let EdgeActions { mut actions, returns, terminations } = acts;
-
-        // Retractions on invoke edges: edge actions, evaluated when the edge runs.
-        for &(e, rho) in &terminations {
-            let from = cfg.edge(e).from;
-            let term = ir::terminator(g.blocks[from.index()]).expect("checked when building");
-            if ir::opcode(term) == LLVMOpcode::LLVMInvoke && g.abnormal_calls[from.index()].last() == Some(&term) {
-                for &o in cfg.adjacency().out_edges(from) {
-                    if matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }) {
-                        actions[o.index()].insert(0, Action::Retract(rho));
-                    }
-                }
-            }
-        }
+        let EdgeActions { actions, returns, terminations } = acts;
 
         // 2. Edge code first: later code goes before calls and terminators, after anything placed here.
         self.place(&actions);
 
-        // 3. Truncated paths: +1 before the first call that may not return, −1 once the calls returned.
+        // 3. Truncated paths: one arrival, before the first call that may not return (the terminator if none).
         for &(e, rho) in &terminations {
             let edge = *cfg.edge(e);
+            let counted = counted_termination(self.num, self.p, edge.from);
+            if !counted.is_some_and(|a| a.kind == (ArcKind::Termination { edge: e })) {
+                continue; // an interprocedural call block: the callee counts the path
+            }
             let bb = g.blocks[edge.from.index()];
             let term = ir::terminator(bb).expect("checked when building");
-            let resume = ir::opcode(term) == LLVMOpcode::LLVMResume;
-            let calls: Vec<LLVMValueRef> = if resume {
-                Vec::new()
-            } else {
-                g.abnormal_calls[edge.from.index()].iter().copied().filter(|c| !interprocedural_calls.contains(c)).collect()
-            };
-            if calls.is_empty() && !resume && ir::opcode(term) != LLVMOpcode::LLVMUnreachable {
-                continue; // only an interprocedural call may leave: the callee counts the path
-            }
-            let before = calls.first().copied().unwrap_or(term);
+            let first_call = g.abnormal_calls[edge.from.index()].iter().copied().find(|c| !interprocedural_calls.contains(c));
+            let before = if ir::opcode(term) == LLVMOpcode::LLVMResume { term } else { first_call.unwrap_or(term) };
             self.at(before);
             let cur = self.load(self.path, self.i64t);
             let slot = self.plus(cur, rho);
             self.count(before, slot, self.konst(1));
-            if let Some(&last) = calls.last() {
-                if last != term && ir::opcode(term) != LLVMOpcode::LLVMUnreachable {
-                    let after = unsafe { LLVMGetNextInstruction(last) };
-                    self.count(after, slot, self.konst(u64::MAX));
-                }
-            }
         }
 
         // 4. Call sites.
@@ -585,7 +561,6 @@ impl<'a> FnEmitter<'a> {
         for a in acts {
             match *a {
                 Action::AddPath(f) => cur = self.plus(cur, f),
-                Action::Retract(rho) => counts.push((self.plus(cur, rho), -1)),
                 Action::Restart { exit, entry } => {
                     counts.push((self.plus(cur, exit), 1));
                     cur = self.plus(self.on_entry, entry);

@@ -105,7 +105,7 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
             storage,
             budget_cuts: plan.budget_cuts,
         }),
-        path_arrivals: false,
+        path_arrivals: true,
     };
     globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);

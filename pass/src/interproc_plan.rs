@@ -66,7 +66,8 @@ pub struct ProgramPlan {
 }
 
 /// Selects the program, splits call blocks, builds graphs and the supergraph, and cuts call sites until the
-/// numbering fits `budget` paths. Changes the IR only by splitting blocks after call-site calls. Functions left
+/// numbering fits `budget` paths. Changes the IR only by splitting blocks after call-site calls (and before
+/// one that follows a call that may not return). Functions left
 /// out of the program are added to `left_out` (name, why); `None` when no function is left.
 pub fn plan(
     candidates: &[LLVMValueRef],
@@ -100,6 +101,13 @@ pub fn plan(
     let all_site_calls: HashSet<LLVMValueRef> = site_calls.values().flatten().copied().collect();
     for calls in site_calls.values() {
         for &c in calls {
+            // A call block's only call that may leave abnormally is its site call, so that an interprocedural
+            // site needs no arrival count of its own (`pathprof_core::interproc::counted_termination`).
+            if let Some(prev) = abnormal_call_before(c, facts) {
+                if unsafe { shim::pathprof_shim_split_after(prev) }.is_null() {
+                    return Err("LLVM refused to split a call block".into());
+                }
+            }
             let r = unsafe { shim::pathprof_shim_split_after(c) };
             if r.is_null() {
                 return Err("LLVM refused to split a call block".into());
@@ -257,6 +265,19 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
         }
     }
     Ok(())
+}
+
+/// The instruction just before `call` if an earlier call of its block may leave the frame abnormally.
+fn abnormal_call_before(call: LLVMValueRef, facts: &CallFacts) -> Option<LLVMValueRef> {
+    let prev = unsafe { LLVMGetPreviousInstruction(call) };
+    let mut i = prev;
+    while !i.is_null() {
+        if matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke) && facts.may_leave_abnormally(i) {
+            return Some(prev);
+        }
+        i = unsafe { LLVMGetPreviousInstruction(i) };
+    }
+    None
 }
 
 /// A direct plain call of a program function (the shape of a call site).

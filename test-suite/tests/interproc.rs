@@ -121,25 +121,29 @@ fn recursion_is_profiled_as_separate_activations() {
     assert_eq!(total, 5, "main, fact(2), fact(1), is_even(2), is_even(0)");
 }
 
-/// Per function: entry count and block counts with the pass's return-site blocks (the block after each call
-/// site) folded away, so they line up with edge mode's blocks.
+/// Per function: entry count and the count of the first block of each straight-line chain (a block that is
+/// its layout predecessor's only successor, and has no other predecessor, continues its chain). The blocks the
+/// interprocedural pass splits off around call sites continue their chains, so both modes' chains line up.
 fn folded_counts(show: &Value) -> BTreeMap<String, Option<u64>> {
     let mut m = BTreeMap::new();
     for f in show["functions"].as_array().unwrap() {
         let name = f["name"].as_str().unwrap();
         m.insert(format!("{name} entry"), f["entry_count"].as_u64());
         let blocks = f["blocks"].as_array().unwrap();
-        let mut skip = false;
-        let mut original = 0;
-        for b in blocks {
-            if skip {
-                skip = false;
-            } else {
-                m.insert(format!("{name} bb{original}"), b["count"].as_u64());
-                original += 1;
-            }
-            if b.get("calls").is_some_and(|c| !c.is_null()) {
-                skip = true;
+        let edges = f["edges"].as_array().unwrap();
+        let (mut outs, mut ins) = (vec![Vec::new(); blocks.len() + 1], vec![0usize; blocks.len() + 1]);
+        for e in edges {
+            let (from, to) = (e["from"].as_u64().unwrap() as usize, e["to"].as_u64().unwrap() as usize);
+            outs[from].push((to, e["kind"].as_str().unwrap().to_string()));
+            ins[to] += 1;
+        }
+        // Block i+1 continues block i's chain when it is i's only successor and i its only predecessor.
+        let continues = |i: usize| outs[i].len() == 1 && outs[i][0] == (i + 1, "branch".to_string()) && ins[i + 1] == 1;
+        let mut chain = 0;
+        for (i, b) in blocks.iter().enumerate() {
+            if i == 0 || !continues(i - 1) {
+                m.insert(format!("{name} chain{chain}"), b["count"].as_u64());
+                chain += 1;
             }
         }
     }

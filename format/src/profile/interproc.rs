@@ -10,16 +10,19 @@
 //! Per-function edge and block counts follow from the *active* part of each path
 //! (`pathprof_core::interproc::signed_edge_counts`).
 //!
-//! Counts are signed as in path mode (a path cut short by a call that did not return is counted +1 before the
-//! call and −1 once it returned). Untrusted input: path numbers are checked against `num_paths` before they
-//! are decoded, and decoding is bounded by the program size.
+//! Counts are signed as in path mode. A path cut short by a call that did not return is counted on every
+//! arrival at its block when the metadata says so ([`ModuleMeta::path_arrivals`]), and netted here with
+//! `pathprof_core::interproc::net_counts_from_arrivals`; older profiles counted it +1 before the call and −1
+//! once it returned. Untrusted input: path numbers are checked against `num_paths` before they are decoded, and
+//! decoding is bounded by the program size.
 
 use super::analysis::{judge, AnalysisError, FunctionCounts, InexactReason};
 use super::paths::conservation_violations;
 use super::ModuleProfile;
 use crate::meta::{ModuleMeta, PathStorage};
 use pathprof_core::interproc::{
-    decode, signed_edge_counts, InterprocPath, Mode, PathEnd, Procedure, Program, SiteRole, Supergraph,
+    decode, net_counts_from_arrivals, signed_edge_counts, InterprocPath, Mode, PathEnd, Procedure, Program, SiteRole,
+    Supergraph,
 };
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -120,14 +123,28 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         }
     }
 
+    if let Some((&number, _)) = raw.range(ip.num_paths..).next() {
+        return Err(corrupt(format!("a count for path {number}, but only {} paths", ip.num_paths)));
+    }
+    let decoded: Vec<(u128, i64, InterprocPath)> = if module.meta.path_arrivals {
+        let wide: BTreeMap<u128, i128> = raw.iter().map(|(&n, &c)| (n, i128::from(c))).collect();
+        let net = net_counts_from_arrivals(&num, &wide).map_err(|e| corrupt(e.to_string()))?;
+        net.into_iter()
+            .map(|(n, p)| match i64::try_from(p.count) {
+                Ok(c) => Ok((n, c, p.path)),
+                Err(_) => Err(corrupt(format!("path {n}: net count {} out of range", p.count))),
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        raw.iter()
+            .map(|(&n, &c)| decode(&num, n).map(|p| (n, c, p)).map_err(|e| corrupt(format!("path {n}: {e}"))))
+            .collect::<Result<_, _>>()?
+    };
+
     let program = sg.program();
     let mut leading: Vec<Vec<InexactReason>> = vec![Vec::new(); program.num_procs()];
-    let mut paths = Vec::with_capacity(raw.len());
-    for (&number, &count) in &raw {
-        if number >= ip.num_paths {
-            return Err(corrupt(format!("a count for path {number}, but only {} paths", ip.num_paths)));
-        }
-        let path = decode(&num, number).map_err(|e| corrupt(format!("path {number}: {e}")))?;
+    let mut paths = Vec::with_capacity(decoded.len());
+    for (number, count, path) in decoded {
         let end_proc = match path.end {
             PathEnd::RootReturn { proc, .. } | PathEnd::Termination { proc, .. } | PathEnd::BackEdge { proc, .. } => proc,
         };
