@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes seed profiles for the fuzz targets into fuzz/seeds/: real profiles written by instrumented test
 # programs (edge mode, path mode with dense arrays, path mode with every function hashed via
-# PATHPROF_PATH_ARRAY_MAX=1, and atomic), plus a two-module profile. Needs dist/ (scripts/build.sh).
+# PATHPROF_PATH_ARRAY_MAX=1, and atomic, and the interprocedural context and piecewise modes, whose truncated
+# paths count arrivals), plus a two-module profile. Needs dist/ (scripts/build.sh).
 # The checked-in corpus (fuzz/corpus/<target>/) was started from these seeds and minimised with
 # `cargo fuzz cmin`; rerun this script only to regenerate seeds.
 set -euo pipefail
@@ -29,6 +30,11 @@ for p in loops switch recursion longjmp gotos exit_deep paths_mod; do
   build_run "$p-hashed" path PATHPROF_PATH_ARRAY_MAX=1 -- "$progs/$p.c"
 done
 build_run exception-path path -- "$progs/exception.cpp"
+for p in exit_deep recursion mr_exit_in_loop; do
+  build_run "$p-context" context -- "$progs/$p.c"
+  build_run "$p-piecewise" piecewise -- "$progs/$p.c"
+done
+build_run exception-context context -- "$progs/exception.cpp"
 build_run cxx_mix-edge edge -- "$progs/cxx_mix.cpp"
 build_run threads-atomic-edge edge PATHPROF_ATOMIC=1 -- "$progs/threads.c"
 build_run threads-atomic-hashed path PATHPROF_ATOMIC=1 PATHPROF_PATH_ARRAY_MAX=1 -- "$progs/threads.c"
