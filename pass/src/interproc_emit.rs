@@ -551,28 +551,28 @@ impl<'a> FnEmitter<'a> {
     }
 
     /// Runs `acts` at the builder's position (`before`), starting from path value `cur`; returns the path value
-    /// after them, the counts to make and whether a piecewise back edge restarted the piece — all as values,
-    /// without emitting counts or state.
-    fn evaluate(&self, before: LLVMValueRef, acts: &[Action]) -> (LLVMValueRef, Vec<(LLVMValueRef, i64)>, bool) {
+    /// after them, the slot to count (an edge ends at most one path: its back edge's) and whether a piecewise
+    /// back edge restarted the piece — all as values, without emitting counts or state.
+    fn evaluate(&self, before: LLVMValueRef, acts: &[Action]) -> (LLVMValueRef, Option<LLVMValueRef>, bool) {
         self.at(before);
         let mut cur = self.load(self.path, self.i64t);
-        let mut counts = Vec::new();
+        let mut counted = None;
         let mut piecewise_restart = false;
         for a in acts {
             match *a {
                 Action::AddPath(f) => cur = self.plus(cur, f),
                 Action::Restart { exit, entry } => {
-                    counts.push((self.plus(cur, exit), 1));
+                    assert!(counted.replace(self.plus(cur, exit)).is_none(), "an edge ends at most one path");
                     cur = self.plus(self.on_entry, entry);
                 }
                 Action::RestartPiecewise { exit, start, .. } => {
-                    counts.push((self.plus(cur, exit), 1));
+                    assert!(counted.replace(self.plus(cur, exit)).is_none(), "an edge ends at most one path");
                     cur = self.konst(start);
                     piecewise_restart = true;
                 }
             }
         }
-        (cur, counts, piecewise_restart)
+        (cur, counted, piecewise_restart)
     }
 
     /// Places every edge's actions at its site: in the source or target block, on a split edge, or through PHIs
@@ -607,9 +607,9 @@ impl<'a> FnEmitter<'a> {
     }
 
     fn apply_at(&self, at: LLVMValueRef, acts: &[Action]) {
-        let (cur, counts, restart) = self.evaluate(at, acts);
-        for (slot, delta) in counts {
-            self.count(at, slot, self.konst(delta as u64));
+        let (cur, counted, restart) = self.evaluate(at, acts);
+        if let Some(slot) = counted {
+            self.count(at, slot, self.konst(1));
         }
         self.at(at);
         self.store_to(cur, self.path);
@@ -634,7 +634,7 @@ impl<'a> FnEmitter<'a> {
         struct In {
             from: LLVMBasicBlockRef,
             path: LLVMValueRef,
-            counts: Vec<(LLVMValueRef, i64)>,
+            counted: Option<LLVMValueRef>,
         }
         let mut ins = Vec::new();
         for &e in adj.in_edges(BlockId(v as u32)) {
@@ -644,34 +644,31 @@ impl<'a> FnEmitter<'a> {
             let from = via[e.index()].unwrap_or(g.blocks[cfg.edge(e).from.index()]);
             let term = ir::terminator(from).expect("terminator");
             let own: &[Action] = if g.sites[e.index()] == Site::TargetPhi { &actions[e.index()] } else { &[] };
-            let (path, counts, restarts) = self.evaluate(term, own);
+            let (path, counted, restarts) = self.evaluate(term, own);
             // Planning leaves piecewise functions whose back edges would need PHIs to path mode.
             assert!(!restarts, "a piecewise back edge at a PHI site");
-            ins.push(In { from, path, counts });
+            ins.push(In { from, path, counted });
         }
-        let depth = ins.iter().map(|i| i.counts.len()).max().unwrap_or(0);
+        // One slot/delta PHI pair when some incoming edge ends a path: the others add 0 to slot 0.
+        let any_count = ins.iter().any(|i| i.counted.is_some());
         unsafe {
             LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, LLVMGetFirstInstruction(bb));
             let phi = |name: &std::ffi::CStr| LLVMBuildPhi(self.b, self.i64t, name.as_ptr());
             let path_phi = phi(c"pathprof.ip.path");
-            let mut layers = Vec::new();
-            for _ in 0..depth {
-                layers.push((phi(c"pathprof.ip.slot"), phi(c"pathprof.ip.delta")));
-            }
+            let count_phis = any_count.then(|| (phi(c"pathprof.ip.slot"), phi(c"pathprof.ip.delta")));
             for i in &ins {
                 let mut blocks = [i.from];
                 let mut pv = [i.path];
                 LLVMAddIncoming(path_phi, pv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-                for (l, (sp, dp)) in layers.iter().enumerate() {
-                    let (s, d) = i.counts.get(l).copied().unwrap_or((self.konst(0), 0));
-                    let mut sv = [s];
-                    let mut dv = [self.konst(d as u64)];
-                    LLVMAddIncoming(*sp, sv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-                    LLVMAddIncoming(*dp, dv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                if let Some((sp, dp)) = count_phis {
+                    let mut sv = [i.counted.unwrap_or(self.konst(0))];
+                    let mut dv = [self.konst(u64::from(i.counted.is_some()))];
+                    LLVMAddIncoming(sp, sv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                    LLVMAddIncoming(dp, dv.as_mut_ptr(), blocks.as_mut_ptr(), 1);
                 }
             }
             let at = ir::first_insertion_point(bb).expect("terminator");
-            for (sp, dp) in layers {
+            if let Some((sp, dp)) = count_phis {
                 self.count(at, sp, dp);
             }
             self.at(at);
