@@ -29,14 +29,43 @@ use crate::numbering::Numbering;
 use crate::regenerate::{decode, DecodeError};
 use std::collections::BTreeMap;
 
-/// One path of the profile (counted, or a truncated path that only its continuations name).
-struct Entry {
+/// One path of the profile while netting (counted, or a truncated path that only its continuations name).
+/// Shared with the Melski–Reps netting (`interproc::arrivals`): only how the passes and ranks are found differs.
+pub(crate) struct Netting {
     /// The counter's value: arrivals for a truncated path, executions otherwise.
-    raw: i128,
+    pub(crate) raw: i128,
     /// The truncated paths this path passes on its way (the arrivals it was also counted in).
-    passes: Vec<u128>,
-    /// NumPaths(B) if this is the truncated path of block B; `None` for every other path.
-    truncated_at: Option<u128>,
+    pub(crate) passes: Vec<u128>,
+    /// When its net count can be solved: 0 for a completed path; for a truncated path, a rank above that of
+    /// every path that passes it.
+    pub(crate) rank: u128,
+}
+
+/// Solves `net(T) = raw(T) − Σ net(P)` over the paths P that pass T, in ascending rank (ties by number), and
+/// returns every nonzero net count; `None` if a sum leaves `i128`.
+pub(crate) fn solve_nets(entries: &BTreeMap<u128, Netting>) -> Option<BTreeMap<u128, i128>> {
+    let mut order: Vec<(u128, u128)> = entries.iter().map(|(&n, e)| (e.rank, n)).collect();
+    order.sort_unstable();
+    let mut went_on: BTreeMap<u128, i128> = BTreeMap::new();
+    let mut net: BTreeMap<u128, i128> = BTreeMap::new();
+    for (_, n) in order {
+        let e = &entries[&n];
+        let v = e.raw.checked_sub(went_on.get(&n).copied().unwrap_or(0))?;
+        for &t in &e.passes {
+            let slot = went_on.entry(t).or_insert(0);
+            *slot = slot.checked_add(v)?;
+        }
+        if v != 0 {
+            net.insert(n, v);
+        }
+    }
+    Some(net)
+}
+
+/// The rank of the truncated path of a block with `num_paths` paths to EXIT: a path that passes the block and
+/// is truncated later is truncated at a block with fewer (innermost block first).
+fn truncation_rank(num_paths: u128) -> u128 {
+    num_paths.saturating_add(1)
 }
 
 /// The `Termination` DAG edge out of each vertex, if any; more than one out of a block is an error.
@@ -111,7 +140,7 @@ where
         *slot = slot.checked_add(c.into()).ok_or(DecodeError::Overflow)?;
     }
     raw.retain(|_, c| *c != 0);
-    let mut entries: BTreeMap<u128, Entry> = BTreeMap::new();
+    let mut entries: BTreeMap<u128, Netting> = BTreeMap::new();
     for (&r, &count) in &raw {
         let path = decode(dag, numbering, r)?;
         let Truncations { passes, ends_at } = passed_truncations(dag, numbering, &term, &path)?;
@@ -119,34 +148,18 @@ where
         // part with 0 arrivals; its own passes are this path's before it (the same prefix).
         for (i, &(t, block)) in passes.iter().enumerate() {
             if !raw.contains_key(&t) {
-                entries.entry(t).or_insert_with(|| Entry {
+                entries.entry(t).or_insert_with(|| Netting {
                     raw: 0,
                     passes: passes[..i].iter().map(|p| p.0).collect(),
-                    truncated_at: Some(numbering.num_paths_from(block)),
+                    rank: truncation_rank(numbering.num_paths_from(block)),
                 });
             }
         }
-        let truncated_at = ends_at.map(|b| numbering.num_paths_from(b));
-        entries.insert(r, Entry { raw: count, passes: passes.into_iter().map(|p| p.0).collect(), truncated_at });
+        let rank = ends_at.map_or(0, |b| truncation_rank(numbering.num_paths_from(b)));
+        entries.insert(r, Netting { raw: count, passes: passes.into_iter().map(|p| p.0).collect(), rank });
     }
-
     // Completed paths first (their counts are final), then truncated ones, innermost block first.
-    let mut order: Vec<(Option<u128>, u128)> = entries.iter().map(|(&r, e)| (e.truncated_at, r)).collect();
-    order.sort_unstable();
-    let mut went_on: BTreeMap<u128, i128> = BTreeMap::new();
-    let mut net: BTreeMap<u128, i128> = BTreeMap::new();
-    for (_, r) in order {
-        let e = &entries[&r];
-        let n = e.raw.checked_sub(went_on.get(&r).copied().unwrap_or(0)).ok_or(DecodeError::Overflow)?;
-        for &t in &e.passes {
-            let slot = went_on.entry(t).or_insert(0);
-            *slot = slot.checked_add(n).ok_or(DecodeError::Overflow)?;
-        }
-        if n != 0 {
-            net.insert(r, n);
-        }
-    }
-    Ok(net)
+    solve_nets(&entries).ok_or(DecodeError::Overflow)
 }
 
 #[cfg(test)]

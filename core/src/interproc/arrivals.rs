@@ -34,6 +34,7 @@ use super::path::{InterprocPath, PathEnd};
 use super::program::ProcId;
 use super::supergraph::{ArcKind, Numbering, OutArc};
 use super::walk::{decode_visiting, PathError, DEFAULT_MAX_STEPS};
+use crate::arrivals::{solve_nets, Netting};
 use crate::graph::BlockId;
 use std::collections::BTreeMap;
 
@@ -165,24 +166,16 @@ pub fn net_counts_from_arrivals(
     entries.extend(implied);
 
     // Completed paths first, then truncated ones from the latest truncation step to the earliest.
-    let mut order: Vec<u128> = entries.keys().copied().collect();
-    order.sort_by_key(|n| match entries[n].truncated_at {
-        None => (0, 0),
-        Some(step) => (1, usize::MAX - step),
-    });
-    let mut passed: BTreeMap<u128, i128> = BTreeMap::new();
-    let mut out = BTreeMap::new();
-    for n in order {
-        let Some(e) = entries.remove(&n) else { continue };
-        let continued = passed.get(&n).copied().unwrap_or(0);
-        let net = e.raw.checked_sub(continued).ok_or(ArrivalError::Overflow)?;
-        for &(t, _) in &e.passes {
-            let slot = passed.entry(t).or_insert(0);
-            *slot = slot.checked_add(net).ok_or(ArrivalError::Overflow)?;
-        }
-        if net != 0 {
-            out.insert(n, NetPath { path: e.path, count: net });
-        }
-    }
-    Ok(out)
+    let netting: BTreeMap<u128, Netting> = entries
+        .iter()
+        .map(|(&n, e)| {
+            let rank = e.truncated_at.map_or(0, |step| (usize::MAX - step) as u128 + 1);
+            (n, Netting { raw: e.raw, passes: e.passes.iter().map(|p| p.0).collect(), rank })
+        })
+        .collect();
+    let net = solve_nets(&netting).ok_or(ArrivalError::Overflow)?;
+    Ok(net
+        .into_iter()
+        .filter_map(|(n, count)| entries.remove(&n).map(|e| (n, NetPath { path: e.path, count })))
+        .collect())
 }
