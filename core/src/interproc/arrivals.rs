@@ -98,7 +98,7 @@ struct Entry {
 /// Decodes `n` and lists the truncations it passes (its own end excluded).
 fn entry_of(num: &Numbering<'_>, n: u128, raw: i128) -> Result<Entry, ArrivalError> {
     let mut candidates: Vec<(u128, usize, OutArc)> = Vec::new();
-    let path = decode_visiting(num, n, DEFAULT_MAX_STEPS, |num, at| {
+    let path = decode_visiting(num, n, DEFAULT_MAX_STEPS, |at| {
         if let Some(arc) = counted_termination(num, at.at.proc, at.at.block) {
             let t = arc.rho.checked_apply(at.nvc).and_then(|v| v.checked_add(at.path_num)).ok_or(PathError::Overflow)?;
             candidates.push((t, at.step, arc));

@@ -288,7 +288,7 @@ pub fn decode(num: &Numbering<'_>, n: u128) -> Result<InterprocPath, PathError> 
 
 /// [`decode`] with an explicit step limit ([`PathError::TooLong`] beyond it).
 pub fn decode_with_limit(num: &Numbering<'_>, n: u128, limit: usize) -> Result<InterprocPath, PathError> {
-    decode_visiting(num, n, limit, |_, _| Ok(()))
+    decode_visiting(num, n, limit, |_| Ok(()))
 }
 
 /// Where a decoding walk stands when it reaches a block: what the instrumented program holds there.
@@ -310,7 +310,7 @@ pub fn decode_visiting(
     num: &Numbering<'_>,
     n: u128,
     limit: usize,
-    mut visit: impl FnMut(&Numbering<'_>, WalkState) -> Result<(), PathError>,
+    mut visit: impl FnMut(WalkState) -> Result<(), PathError>,
 ) -> Result<InterprocPath, PathError> {
     let num_paths = num.num_paths();
     if n >= num_paths {
@@ -325,7 +325,7 @@ pub fn decode_visiting(
     let (mut w, step0) = Walker::start(num, entry);
     let mut steps: Vec<Step> = Vec::new();
     if let Some(s) = step0 {
-        visit(num, WalkState { step: 0, at: s, path_num: n - rem, nvc: w.nvc })?;
+        visit(WalkState { step: 0, at: s, path_num: n - rem, nvc: w.nvc })?;
         steps.push(s);
     }
     loop {
@@ -340,7 +340,7 @@ pub fn decode_visiting(
         rem -= opt.value;
         match w.take(opt.choice).ok_or(PathError::Stuck { remainder: rem })? {
             Moved::Step(s) => {
-                visit(num, WalkState { step: steps.len(), at: s, path_num: n - rem, nvc: w.nvc })?;
+                visit(WalkState { step: steps.len(), at: s, path_num: n - rem, nvc: w.nvc })?;
                 steps.push(s);
             }
             Moved::AtExit(_) => {}
