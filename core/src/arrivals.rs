@@ -86,11 +86,18 @@ fn termination_edges(cfg: &Cfg, dag: &PathDag) -> Result<Vec<Option<DagEdgeId>>,
     Ok(term)
 }
 
+/// A truncated path that `path` passes: "the first `prefix_len` edges of `path`, then B→EXIT".
+struct Pass {
+    number: u128,
+    block: BlockId,
+    prefix_len: usize,
+    termination: DagEdgeId,
+}
+
 /// How one path meets the blocks that may be left abnormally.
 struct Truncations {
-    /// At each block B it executes that has a `Termination` edge it does not take: the number of "this path's
-    /// prefix, then B→EXIT", and B.
-    passes: Vec<(u128, BlockId)>,
+    /// At each block B it executes that has a `Termination` edge it does not take, in path order.
+    passes: Vec<Pass>,
     /// The block whose `Termination` edge ends the path, if one does.
     ends_at: Option<BlockId>,
 }
@@ -104,14 +111,15 @@ fn passed_truncations(
     let mut passes = Vec::new();
     let mut prefix: u128 = 0;
     let mut ends_at = None;
-    for &d in path {
+    for (i, &d) in path.iter().enumerate() {
         let e = dag.edge(d);
         // A path that starts after a back or cut edge leaves ENTRY without executing the entry block.
         if let (Some(t), false) = (term.get(e.from.index()).copied().flatten(), e.kind.starts_segment()) {
             if t == d {
                 ends_at = Some(e.from);
             } else {
-                passes.push((prefix.checked_add(numbering.val(t)).ok_or(DecodeError::Overflow)?, e.from));
+                let number = prefix.checked_add(numbering.val(t)).ok_or(DecodeError::Overflow)?;
+                passes.push(Pass { number, block: e.from, prefix_len: i, termination: t });
             }
         }
         prefix = prefix.checked_add(numbering.val(d)).ok_or(DecodeError::Overflow)?;
@@ -119,16 +127,27 @@ fn passed_truncations(
     Ok(Truncations { passes, ends_at })
 }
 
+/// A path of the netted profile, decoded once (the reader needs the path and netting needs it anyway).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetDagPath {
+    /// The regenerated path.
+    pub path: Vec<DagEdgeId>,
+    /// Its net count: executions that really took it (negative only in an inconsistent profile, or for a
+    /// `setjmp` block's re-entries).
+    pub count: i128,
+}
+
 /// Turns the counters of a path-mode function whose truncated paths count arrivals (see the module docs) into
 /// net path counts: `(path number, counter value)` in (numbers may repeat and add up), every path with a
-/// nonzero net count out. Fails like [`decode`] on a number the numbering does not have, and with
-/// [`DecodeError::Overflow`] if a sum leaves `i128`. The cost is one regeneration per counted path.
+/// nonzero net count out, with its regenerated path. Fails like [`decode`] on a number the numbering does not
+/// have, and with [`DecodeError::Overflow`] if a sum leaves `i128`. The cost is one regeneration per counted
+/// path; a truncated path that only its continuations name is built from their prefix.
 pub fn net_counts_from_arrivals<I, C>(
     cfg: &Cfg,
     dag: &PathDag,
     numbering: &Numbering,
     counts: I,
-) -> Result<BTreeMap<u128, i128>, DecodeError>
+) -> Result<BTreeMap<u128, NetDagPath>, DecodeError>
 where
     I: IntoIterator<Item = (u128, C)>,
     C: Into<i128>,
@@ -141,25 +160,37 @@ where
     }
     raw.retain(|_, c| *c != 0);
     let mut entries: BTreeMap<u128, Netting> = BTreeMap::new();
+    let mut paths: BTreeMap<u128, Vec<DagEdgeId>> = BTreeMap::new();
     for (&r, &count) in &raw {
         let path = decode(dag, numbering, r)?;
         let Truncations { passes, ends_at } = passed_truncations(dag, numbering, &term, &path)?;
         // A truncated path this one passes but that was never counted (only in an inconsistent profile) takes
         // part with 0 arrivals; its own passes are this path's before it (the same prefix).
-        for (i, &(t, block)) in passes.iter().enumerate() {
-            if !raw.contains_key(&t) {
-                entries.entry(t).or_insert_with(|| Netting {
-                    raw: 0,
-                    passes: passes[..i].iter().map(|p| p.0).collect(),
-                    rank: truncation_rank(numbering.num_paths_from(block)),
-                });
+        for (i, pass) in passes.iter().enumerate() {
+            if !raw.contains_key(&pass.number) && !entries.contains_key(&pass.number) {
+                entries.insert(
+                    pass.number,
+                    Netting {
+                        raw: 0,
+                        passes: passes[..i].iter().map(|p| p.number).collect(),
+                        rank: truncation_rank(numbering.num_paths_from(pass.block)),
+                    },
+                );
+                let mut implied = path[..pass.prefix_len].to_vec();
+                implied.push(pass.termination);
+                paths.insert(pass.number, implied);
             }
         }
         let rank = ends_at.map_or(0, |b| truncation_rank(numbering.num_paths_from(b)));
-        entries.insert(r, Netting { raw: count, passes: passes.into_iter().map(|p| p.0).collect(), rank });
+        entries.insert(r, Netting { raw: count, passes: passes.into_iter().map(|p| p.number).collect(), rank });
+        paths.insert(r, path);
     }
     // Completed paths first (their counts are final), then truncated ones, innermost block first.
-    solve_nets(&entries).ok_or(DecodeError::Overflow)
+    let net = solve_nets(&entries).ok_or(DecodeError::Overflow)?;
+    Ok(net
+        .into_iter()
+        .filter_map(|(r, count)| paths.remove(&r).map(|path| (r, NetDagPath { path, count })))
+        .collect())
 }
 
 #[cfg(test)]
@@ -167,13 +198,27 @@ mod tests {
     use super::*;
     use crate::regenerate::setjmp_graph;
 
+    /// The net counts of [`net_counts_from_arrivals`], after checking that each path is its number's.
+    fn net_counts<C: Into<i128>>(
+        cfg: &Cfg,
+        dag: &PathDag,
+        n: &Numbering,
+        counts: impl IntoIterator<Item = (u128, C)>,
+    ) -> Result<BTreeMap<u128, i128>, DecodeError> {
+        let net = net_counts_from_arrivals(cfg, dag, n, counts)?;
+        for (&r, p) in &net {
+            assert_eq!(decode(dag, n, r).unwrap(), p.path, "path {r}");
+        }
+        Ok(net.into_iter().map(|(r, p)| (r, p.count)).collect())
+    }
+
     /// Three normal calls (each arrives at bb1 and bb2 and returns by path 0) and two longjmps from bb2 back
     /// into bb1's setjmp that then return through bb3 (path 2): arrivals 5 at both truncated paths. Net: the
     /// +1/−1 scheme's counts, 3, 2, 2 and −2 (the re-entries).
     #[test]
     fn setjmp_reentries_net_as_with_retractions() {
         let (cfg, dag, n) = setjmp_graph();
-        let net = net_counts_from_arrivals(&cfg, &dag, &n, [(0u128, 3i64), (1, 5), (2, 2), (3, 5)]).unwrap();
+        let net = net_counts(&cfg, &dag, &n, [(0u128, 3i64), (1, 5), (2, 2), (3, 5)]).unwrap();
         assert_eq!(net, BTreeMap::from([(0, 3), (1, 2), (2, 2), (3, -2)]));
     }
 
@@ -183,17 +228,17 @@ mod tests {
     fn sums_missing_arrivals_and_errors() {
         let (cfg, dag, n) = setjmp_graph();
         // Four arrivals at bb1 and bb2 (two counted in two entries), one return: three exits from bb2.
-        let net = net_counts_from_arrivals(&cfg, &dag, &n, [(0u128, 1u64), (1, 2), (1, 2), (3, 4)]).unwrap();
+        let net = net_counts(&cfg, &dag, &n, [(0u128, 1u64), (1, 2), (1, 2), (3, 4)]).unwrap();
         assert_eq!(net, BTreeMap::from([(0, 1), (1, 3)]));
         // Path 2 ran but nothing arrived at bb1 (truncated path 3).
-        let net = net_counts_from_arrivals(&cfg, &dag, &n, [(2u128, 1u64)]).unwrap();
+        let net = net_counts(&cfg, &dag, &n, [(2u128, 1u64)]).unwrap();
         assert_eq!(net, BTreeMap::from([(2, 1), (3, -1)]));
         assert_eq!(
-            net_counts_from_arrivals(&cfg, &dag, &n, [(4u128, 1u64)]),
+            net_counts(&cfg, &dag, &n, [(4u128, 1u64)]),
             Err(DecodeError::OutOfRange { r: 4, num_paths: 4 })
         );
         assert_eq!(
-            net_counts_from_arrivals(&cfg, &dag, &n, [(0u128, i128::MAX), (0, 1)]),
+            net_counts(&cfg, &dag, &n, [(0u128, i128::MAX), (0, 1)]),
             Err(DecodeError::Overflow)
         );
     }

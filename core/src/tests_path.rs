@@ -966,6 +966,10 @@ proptest! {
             *truth.entry(val_sum(&n, &s.dag)).or_insert(0) += 1;
         }
         let net = net_counts_from_arrivals(&cfg, &dag, &n, sim.counted.iter().map(|(&r, &c)| (r, c))).unwrap();
+        for (&r, p) in &net {
+            prop_assert_eq!(&decode(&dag, &n, r).unwrap(), &p.path);
+        }
+        let net: BTreeMap<u128, i128> = net.into_iter().map(|(r, p)| (r, p.count)).collect();
         prop_assert_eq!(net, truth);
     }
 

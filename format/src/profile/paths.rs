@@ -137,21 +137,23 @@ pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result
     }
 
     let decode_err = |error| AnalysisError::PathDecode { module: name(), function: fname(), error };
-    let raw = if module.meta.path_arrivals {
+    // Each counted path regenerated once: netting arrivals needs the paths too, so it hands them back.
+    let net: Vec<(u128, i64, Vec<DagEdgeId>)> = if module.meta.path_arrivals {
         net_counts_from_arrivals(cfg, &dag, &numbering, raw)
             .map_err(decode_err)?
             .into_iter()
-            .map(|(r, c)| i64::try_from(c).map(|c| (r, c)).map_err(|_| decode_err(DecodeError::Overflow)))
-            .collect::<Result<BTreeMap<u128, i64>, _>>()?
+            .map(|(r, p)| i64::try_from(p.count).map(|c| (r, c, p.path)).map_err(|_| decode_err(DecodeError::Overflow)))
+            .collect::<Result<_, _>>()?
     } else {
-        raw
+        raw.into_iter()
+            .map(|(r, c)| decode(&dag, &numbering, r).map(|p| (r, c, p)).map_err(decode_err))
+            .collect::<Result<_, _>>()?
     };
-    let mut dag_paths: Vec<(Vec<DagEdgeId>, i64)> = Vec::with_capacity(raw.len());
-    let mut paths = Vec::with_capacity(raw.len());
+    let mut dag_paths: Vec<(Vec<DagEdgeId>, i64)> = Vec::with_capacity(net.len());
+    let mut paths = Vec::with_capacity(net.len());
     let mut leading = Vec::new();
     let mut total: i128 = 0;
-    for (&number, &count) in &raw {
-        let dag_path = decode(&dag, &numbering, number).map_err(decode_err)?;
+    for (number, count, dag_path) in net {
         let path = to_cfg_path(&dag, &dag_path).map_err(decode_err)?;
         let (abnormal, reentry) = match path.end {
             PathEnd::Exit { edge } => match cfg.edges().get(edge.index()) {
