@@ -19,6 +19,8 @@
 pub mod arrivals;
 pub mod dag;
 pub mod dfs;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod graph;
 pub mod increments;
 pub mod interproc;

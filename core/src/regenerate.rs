@@ -370,28 +370,12 @@ where
     })
 }
 
-/// Test fixture (shared with `arrivals`' tests): bb1 holds a setjmp (Termination e5), bb2 a call that may longjmp (Termination e6): e0 0→1, e1 1→2,
-/// e2 1→3, e3 2→3, e4 3→EXIT, e5 1→EXIT, e6 2→EXIT, e7 EXIT→0. Paths: 0 [0 1 2 3], 1 [0 1 2]⊥, 2 [0 1 3],
-/// 3 [0 1]⊥. Three normal calls (path 0) and two longjmps from bb2 back into bb1 that then return through
-/// bb3: net counts 0: 3, 1: 2, 2: 2, 3: −2.
+/// Test fixture (shared with `arrivals`' tests): [`crate::fixtures::setjmp_cfg`], its DAG and numbering.
+/// Three normal calls (path 0) and two longjmps from bb2 back into bb1 that then return through bb3: net
+/// counts 0: 3, 1: 2, 2: 2, 3: −2.
 #[cfg(test)]
 pub(crate) fn setjmp_graph() -> (Cfg, PathDag, Numbering) {
-    use crate::graph::{Edge, EdgeKind};
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    let cfg = Cfg::new(
-        4,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(1, 3, EdgeKind::Branch { succ: 1 }),
-            b(2, 3, EdgeKind::Branch { succ: 0 }),
-            b(3, 4, EdgeKind::Return),
-            b(1, 4, EdgeKind::Termination),
-            b(2, 4, EdgeKind::Termination),
-            b(4, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
+    let cfg = crate::fixtures::setjmp_cfg();
     let adj = cfg.adjacency();
     let dag = PathDag::build(&cfg, &adj, &crate::dfs::depth_first(&cfg, &adj));
     let n = Numbering::compute(&dag).unwrap();

@@ -7,10 +7,11 @@
 
 use pathprof_core::dag::{CfgEdgeRole, PathDag};
 use pathprof_core::dfs::depth_first;
+use pathprof_core::fixtures::{setjmp_cfg, setjmp_events};
 use pathprof_core::graph::test_cfg;
 use pathprof_core::numbering::Numbering;
 use pathprof_core::regenerate::{encode, PathEnd, PathStart};
-use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
+use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
 use pathprof_format::profile::{
@@ -167,41 +168,7 @@ fn loop_diamond(storage: PathStorage) -> (FunctionMeta, BTreeMap<u128, i64>) {
 }
 
 /// bb1 calls setjmp (a re-entry block, Termination e5); bb2 calls a function that may longjmp (Termination e6).
-/// e0 0→1, e1 1→2, e2 1→3, e3 2→3, e4 3→EXIT, e5 1→EXIT (Term), e6 2→EXIT (Term), e7 EXIT→0.
-/// Paths: 0 [0 1 2 3] return, 1 [0 1 2] term at bb2, 2 [0 1 3] return, 3 [0 1] term at bb1.
-/// 3 calls return normally through bb2 (+1 −1 on path 3 at the setjmp, +1 −1 on path 1 at the call, path 0);
-/// 2 calls longjmp from bb2 back into bb1 and return through bb3 (+1 −1 on path 3 at the first return from
-/// setjmp, +1 on path 1 before the call, −1 on path 3 when setjmp returns again, path 2):
-/// net counts 0: 3, 1: 2, 2: 2, 3: −2.
-fn setjmp_cfg() -> Cfg {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    Cfg::new(
-        4,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(1, 3, EdgeKind::Branch { succ: 1 }),
-            b(2, 3, EdgeKind::Branch { succ: 0 }),
-            b(3, 4, EdgeKind::Return),
-            b(1, 4, EdgeKind::Termination),
-            b(2, 4, EdgeKind::Termination),
-            b(4, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap()
-}
-
-fn setjmp_events() -> Vec<(i64, Vec<u32>)> {
-    let mut ev = Vec::new();
-    for _ in 0..3 {
-        ev.extend([(1, vec![0, 5]), (-1, vec![0, 5]), (1, vec![0, 1, 6]), (-1, vec![0, 1, 6]), (1, vec![0, 1, 3, 4])]);
-    }
-    for _ in 0..2 {
-        ev.extend([(1, vec![0, 5]), (-1, vec![0, 5]), (1, vec![0, 1, 6]), (-1, vec![0, 5]), (1, vec![0, 2, 4])]);
-    }
-    ev
-}
-
+/// The shared setjmp function ([`setjmp_cfg`]) run by [`setjmp_events`]: net counts 0: 3, 1: 2, 2: 2, 3: −2.
 fn uses_setjmp(reentry: bool) -> (FunctionMeta, BTreeMap<u128, i64>) {
     let cfg = setjmp_cfg();
     let counts = simulate(&cfg, BIG, &setjmp_events());

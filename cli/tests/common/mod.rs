@@ -5,10 +5,11 @@
 
 use pathprof_core::dag::{CfgEdgeRole, PathDag, DEFAULT_PATH_BUDGET};
 use pathprof_core::dfs::depth_first;
+use pathprof_core::fixtures::{setjmp_cfg, setjmp_events};
 use pathprof_core::graph::test_cfg;
 use pathprof_core::numbering::Numbering;
 use pathprof_core::regenerate::encode;
-use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
+use pathprof_core::{Cfg, EdgeId};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
 use pathprof_format::profile::{self, ModuleProfile, Profile, SparseEntry};
 use serde_json::Value;
@@ -156,39 +157,11 @@ pub fn loop_diamond(name: &str, storage: PathStorage, with_lines: bool) -> Fixtu
     fixture(name, cfg, BIG, storage, &lines, &events)
 }
 
-/// bb1 calls setjmp (re-entry block, Termination e5); bb2 calls a function that may longjmp (Termination e6).
-/// e0 0→1, e1 1→2, e2 1→3, e3 2→3, e4 3→EXIT, e5 1→EXIT, e6 2→EXIT. Paths: 0 [0 1 2 3], 1 [0 1 2] left
-/// abnormally, 2 [0 1 3], 3 [0 1] left abnormally. 3 normal calls, 2 longjmps from bb2 back into bb1 (which
-/// then return through bb3): net 0: 3, 1: 2, 2: 2, 3: −2.
+/// The shared setjmp function (`pathprof_core::fixtures::setjmp_cfg`, bb1 a re-entry block) with lines 40–43,
+/// run by `setjmp_events`: net 0: 3, 1: 2, 2: 2, 3: −2.
 pub fn uses_setjmp() -> Fixture {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    let cfg = Cfg::new(
-        4,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(1, 3, EdgeKind::Branch { succ: 1 }),
-            b(2, 3, EdgeKind::Branch { succ: 0 }),
-            b(3, 4, EdgeKind::Return),
-            b(1, 4, EdgeKind::Termination),
-            b(2, 4, EdgeKind::Termination),
-            b(4, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
-    let mut events = Vec::new();
-    for _ in 0..3 {
-        events.extend([
-            (1, vec![0, 5]),
-            (-1, vec![0, 5]),
-            (1, vec![0, 1, 6]),
-            (-1, vec![0, 1, 6]),
-            (1, vec![0, 1, 3, 4]),
-        ]);
-    }
-    for _ in 0..2 {
-        events.extend([(1, vec![0, 5]), (-1, vec![0, 5]), (1, vec![0, 1, 6]), (-1, vec![0, 5]), (1, vec![0, 2, 4])]);
-    }
+    let cfg = setjmp_cfg();
+    let events = setjmp_events();
     let lines: [&[u32]; 4] = [&[40], &[41], &[42], &[43]];
     let mut f = fixture("uses_setjmp", cfg, BIG, PathStorage::Dense, &lines, &events);
     f.meta.reentry_blocks = vec![1];
