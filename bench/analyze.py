@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where pathprof's run-time overhead goes, with evidence: run after bench/run.sh (it uses its builds).
 
-    python3 bench/analyze.py [--reps N] [--skip-callgrind] [--skip-attrs]
+    python3 bench/analyze.py [--reps N] [--skip-callgrind] [--skip-attrs] [--report-only]
 
 1. callgrind: executed instructions (Ir) of the small workloads for baseline, LLVM IR PGO, pathprof edge,
    path, context and piecewise, in total and for each workload's hottest functions (valgrind --tool=callgrind).
@@ -14,7 +14,11 @@
                   inference can give: no termination edges, no +1/-1 pairs at all; valid for these runs only
                   because their outputs are checked against the baseline's);
    each against a baseline built the same way, timed interleaved.
-Writes bench/results/analysis.{md,json}.
+3. What one executed path costs in path mode: the path executions of each callgrind workload (one native run
+   of the path-mode build, from its profile) against the instructions path mode and LLVM IR PGO add. Ball–Larus path profiling must update one
+   counter per executed path, so "1 instruction per path" is the floor any path profiler pays.
+Writes bench/results/analysis.{md,json}; --report-only rewrites them from analysis.json (counting the path
+executions again, which takes seconds) without measuring the rest again.
 """
 
 import argparse
@@ -48,6 +52,7 @@ def small_args(name):
 
 def callgrind(binary, args, out_file):
     env = dict(os.environ, PATHPROF_FILE=f"{out_file}.pathprof", LLVM_PROFILE_FILE=f"{out_file}.profraw")
+    Path(f"{out_file}.pathprof").unlink(missing_ok=True)  # one run per profile (the runtime merges into a file)
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", "--dump-instr=no",
                     "--compress-strings=no", "--compress-pos=no", str(binary), *args], env=env,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
@@ -101,6 +106,42 @@ def run_callgrind():
             res.setdefault(name, {})[v] = r
             res[name]["_args"] = [a.replace(str(B.ROOT) + "/", "") for a in args]
     return res
+
+
+def path_executions(workload, prog, args):
+    """Net path executions of one native run of `workload` (callgrind's arguments) with its path-mode build,
+    from the profile that run writes (a fresh file: the runtime adds to an existing one)."""
+    profile = OUT / f"paths.{workload}.pathprof"
+    profile.unlink(missing_ok=True)
+    subprocess.run([str(B.WORK / "build" / prog / "pp-path" / prog), *args], env=dict(os.environ, PATHPROF_FILE=str(profile)),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    out = subprocess.run([str(B.PATHPROF), "decode", "--json", "--top", "1", str(profile)], capture_output=True,
+                         text=True, check=True).stdout
+    return sum(f["total_count"] for f in json.loads(out)["functions"])
+
+
+def per_path_table(cg):
+    """Markdown lines of section 3 (see the module docs); none without path executions."""
+    rows, ratios, floors = [], [], []
+    for w, r in cg.items():
+        p = r.get("_path_executions")
+        if not p:
+            continue
+        b, pgo, path = r["baseline"]["total"], r["llvm-ir-pgo"]["total"], r["pp-path"]["total"]
+        ratios.append(path / pgo)
+        floors.append((b + p) / pgo)
+        rows.append(f"| {w} | {p:,} | {p / b * 1000:.0f} | {(pgo - b) / p:.2f} | {(path - b) / p:.2f} | "
+                    f"{path / pgo:.3f} | {(b + p) / pgo:.3f} |")
+    if not rows:
+        return []
+    rows.append(f"| geometric mean | | | | | {statistics.geometric_mean(ratios):.3f} | "
+                f"{statistics.geometric_mean(floors):.3f} |")
+    return ["## What one executed path costs (path mode)\n",
+            "Path executions: net counts of the profile of a native run of the path-mode build. Extra instructions: the variant's Ir "
+            "minus the baseline's. Floor: one counter update per executed path and nothing else.\n",
+            "| workload | path executions | per 1,000 baseline Ir | IR PGO extra Ir per path | pp-path extra Ir "
+            "per path | pp-path ÷ IR PGO | floor ÷ IR PGO |",
+            "|---|---|---|---|---|---|---|", *rows, ""]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -230,6 +271,7 @@ def markdown(cg, at):
                     cells.append("—" if x is None else f"{x / b - 1:+.1%}")
                 L.append(f"| {w} | `{fn}` | {b:,} | " + " | ".join(cells) + " |")
         L.append("")
+        L.extend(per_path_table(cg))
     if at:
         L.append("## The cost of counting calls that may not return\n")
         L.append("Median wall seconds (full workloads); overhead vs. the baseline built the same way.\n")
@@ -271,15 +313,23 @@ def main():
     ap.add_argument("--skip-callgrind", action="store_true")
     ap.add_argument("--skip-attrs", action="store_true")
     ap.add_argument("--attrs-workloads", default="lua-recursion,lua-tables-strings,lua-interpreter,sqlite")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the report from analysis.json")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    res = {"machine": B.machine()}
-    if not args.skip_callgrind:
-        B.log("== callgrind")
-        res["callgrind"] = run_callgrind()
-    if not args.skip_attrs:
-        B.log("== attributes experiment")
-        res["attrs"] = run_attrs(args.reps, args.attrs_workloads.split(","))
+    if args.report_only:
+        res = json.loads((B.BENCH / "results" / "analysis.json").read_text())
+    else:
+        res = {"machine": B.machine()}
+        if not args.skip_callgrind:
+            B.log("== callgrind")
+            res["callgrind"] = run_callgrind()
+        if not args.skip_attrs:
+            B.log("== attributes experiment")
+            res["attrs"] = run_attrs(args.reps, args.attrs_workloads.split(","))
+    if res.get("callgrind"):
+        for w, prog, cg_args in callgrind_workloads():
+            if w in res["callgrind"]:
+                res["callgrind"][w]["_path_executions"] = path_executions(w, prog, cg_args)
     md = markdown(res.get("callgrind"), res.get("attrs"))
     (B.BENCH / "results").mkdir(exist_ok=True)
     (B.BENCH / "results" / "analysis.md").write_text(md)
