@@ -120,6 +120,18 @@ def path_executions(workload, prog, args):
     return sum(f["total_count"] for f in json.loads(out)["functions"])
 
 
+def earlier_attrs():
+    """The attribute experiment of the last report, with the machine it ran on, to keep in a report that skips
+    it (`--skip-attrs`); nothing when there is none."""
+    path = B.BENCH / "results" / "analysis.json"
+    if not path.exists():
+        return {}
+    old = json.loads(path.read_text())
+    if "attrs" not in old:
+        return {}
+    return {"attrs": old["attrs"], "attrs_machine": old.get("attrs_machine", old.get("machine"))}
+
+
 def per_path_table(cg):
     """Markdown lines of section 3 (see the module docs); none without path executions."""
     rows, ratios, floors = [], [], []
@@ -138,7 +150,8 @@ def per_path_table(cg):
                 f"{statistics.geometric_mean(floors):.3f} |")
     return ["## What one executed path costs (path mode)\n",
             "Path executions: net counts of the profile of a native run of the path-mode build. Extra instructions: the variant's Ir "
-            "minus the baseline's. Floor: one counter update per executed path and nothing else.\n",
+            "minus the baseline's. Floor: one counter update per executed path and nothing else. (Lua seeds its string "
+            "hashes from addresses and the clock, so its path counts differ by tenths of a percent between runs.)\n",
             "| workload | path executions | per 1,000 baseline Ir | IR PGO extra Ir per path | pp-path extra Ir "
             "per path | pp-path ÷ IR PGO | floor ÷ IR PGO |",
             "|---|---|---|---|---|---|---|", *rows, ""]
@@ -247,7 +260,7 @@ def run_attrs(reps, workloads):
     return res
 
 
-def markdown(cg, at):
+def markdown(cg, at, at_machine=None, machine=None):
     L = ["# Where pathprof's overhead goes\n"]
     if cg:
         L.append("## Executed instructions (callgrind, small workloads)\n")
@@ -274,6 +287,9 @@ def markdown(cg, at):
         L.extend(per_path_table(cg))
     if at:
         L.append("## The cost of counting calls that may not return\n")
+        if at_machine and machine and at_machine.get("date") != machine.get("date"):
+            L.append(f"(Kept from the run of {at_machine.get('date')}, commit {at_machine.get('commit', '?')[:7]}; "
+                     "`bench/analyze.py --skip-attrs` reran only the callgrind part.)\n")
         L.append("Median wall seconds (full workloads); overhead vs. the baseline built the same way.\n")
         L.append("| workload | baseline | pp-edge as-is | pp-edge attrs-first | pp-edge all-return | pp-path as-is | "
                  "pp-path attrs-first | pp-path all-return | pp-path as-is, dense arrays | baseline all-return |")
@@ -326,11 +342,14 @@ def main():
         if not args.skip_attrs:
             B.log("== attributes experiment")
             res["attrs"] = run_attrs(args.reps, args.attrs_workloads.split(","))
+            res["attrs_machine"] = res["machine"]
+        else:
+            res.update(earlier_attrs())
     if res.get("callgrind"):
         for w, prog, cg_args in callgrind_workloads():
             if w in res["callgrind"]:
                 res["callgrind"][w]["_path_executions"] = path_executions(w, prog, cg_args)
-    md = markdown(res.get("callgrind"), res.get("attrs"))
+    md = markdown(res.get("callgrind"), res.get("attrs"), res.get("attrs_machine"), res.get("machine"))
     (B.BENCH / "results").mkdir(exist_ok=True)
     (B.BENCH / "results" / "analysis.md").write_text(md)
     (B.BENCH / "results" / "analysis.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
