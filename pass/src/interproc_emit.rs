@@ -405,11 +405,6 @@ impl<'a> FnEmitter<'a> {
         let program = sg.program();
         let site_call_of_block: BTreeMap<u32, LLVMValueRef> =
             self.plan.site_calls.iter().map(|s| (s.block.0, s.call)).collect();
-        let interprocedural_calls: HashSet<LLVMValueRef> = program
-            .sites_of(self.p)
-            .filter(|&s| sg.calls().role(s) == SiteRole::Interprocedural)
-            .filter_map(|s| program.site(s).and_then(|i| site_call_of_block.get(&i.block.0).copied()))
-            .collect();
         let EdgeActions { actions, returns, terminations } = acts;
 
         // 2. Edge code first: later code goes before calls and terminators, after anything placed here.
@@ -422,9 +417,11 @@ impl<'a> FnEmitter<'a> {
             if !counted.is_some_and(|a| a.kind == (ArcKind::Termination { edge: e })) {
                 continue; // an interprocedural call block: the callee counts the path
             }
+            // A counted block holds no interprocedural site call (the plan gives each its own block), so its
+            // first call that may leave is where the arrival goes.
             let bb = g.blocks[edge.from.index()];
             let term = ir::terminator(bb).expect("checked when building");
-            let first_call = g.abnormal_calls[edge.from.index()].iter().copied().find(|c| !interprocedural_calls.contains(c));
+            let first_call = g.abnormal_calls[edge.from.index()].first().copied();
             let before = if ir::opcode(term) == LLVMOpcode::LLVMResume { term } else { first_call.unwrap_or(term) };
             self.at(before);
             let cur = self.load(self.path, self.i64t);
