@@ -179,4 +179,13 @@ extern "C" {
 // Whether the module's definition of a global may be replaced at link or load time by another one with
 // different behaviour (weak/linkonce non-ODR linkage, or semantic interposition): LLVM's own criterion.
 int pathprof_shim_is_interposable(LLVMValueRef GV) { return unwrap<GlobalValue>(GV)->isInterposable(); }
+
+// Whether a call of this module's definition of GV is sure to run that very definition once linked and loaded:
+// local linkage, or a strong external definition that resolves within the linkage unit (dso_local). ODR
+// linkage (inline functions, templates) is not enough: the linker keeps one module's copy, and another module's
+// copy carries other instrumentation.
+int pathprof_shim_runs_own_definition(LLVMValueRef GV) {
+  const GlobalValue *G = unwrap<GlobalValue>(GV);
+  return G->hasLocalLinkage() || (G->hasExternalLinkage() && G->isDSOLocal());
+}
 }

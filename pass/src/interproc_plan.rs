@@ -280,12 +280,15 @@ fn abnormal_call_before(call: LLVMValueRef, facts: &CallFacts) -> Option<LLVMVal
     None
 }
 
-/// A direct plain call of a program function (the shape of a call site).
+/// A direct plain call of a program function (the shape of a call site) whose callee is sure to be this
+/// module's copy: the caller hands its path to the callee through this module's thread-locals, so a callee
+/// the linker may take from another module (an inline function's ODR copy, an interposable definition) would
+/// leave the handoff unread and the caller's path would silently go on without the callee's part.
 fn is_site_call(i: LLVMValueRef, members: &HashSet<LLVMValueRef>) -> bool {
     ir::opcode(i) == LLVMOpcode::LLVMCall
         && !ir::is_musttail(i)
         && !ir::calls_inline_asm(i)
-        && ir::called_function(i).is_some_and(|f| members.contains(&f))
+        && ir::called_function(i).is_some_and(|f| members.contains(&f) && ir::runs_own_definition(f))
         && unsafe {
             // The callee must not also be passed as an argument (then it escapes).
             let n = LLVMGetNumArgOperands(i);

@@ -251,3 +251,11 @@ pub fn source_end_insertion_point(bb: LLVMBasicBlockRef) -> Option<LLVMValueRef>
 pub fn definition_is_final(f: LLVMValueRef) -> bool {
     unsafe { crate::shim::pathprof_shim_is_interposable(f) == 0 }
 }
+
+/// Whether a call of `f` surely runs this module's definition of it, with this module's instrumentation:
+/// local linkage, or a strong external definition that resolves within the linkage unit (`dso_local`). An
+/// ODR-linkage definition (inline function, template instance) is equivalent in behaviour but not in
+/// instrumentation — the linker keeps one module's copy — and an interposable one may be replaced outright.
+pub fn runs_own_definition(f: LLVMValueRef) -> bool {
+    unsafe { crate::shim::pathprof_shim_runs_own_definition(f) != 0 }
+}

@@ -55,4 +55,5 @@ extern "C" {
 extern "C" {
     /// `GlobalValue::isInterposable()`.
     pub fn pathprof_shim_is_interposable(gv: LLVMValueRef) -> std::os::raw::c_int;
+    pub fn pathprof_shim_runs_own_definition(gv: LLVMValueRef) -> std::os::raw::c_int;
 }

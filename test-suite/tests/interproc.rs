@@ -350,3 +350,41 @@ fn a_module_without_functions_compiles() {
         run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).args(["-O2", "-c"]).arg(&src).arg("-o").arg(dir.join("data.o")));
     }
 }
+
+/// An inline function defined in two translation units: the linker keeps one module's copy, so calls from the
+/// other module run a copy that does not read their module's handoff state. Such calls must not be
+/// interprocedural call sites (before the fix, the other module's copy was credited with 45 phantom runs of its
+/// first path, every function still "exact"). Counts derived by hand in odr_inline.h; both copies summed per
+/// function equal edge mode's, at -O0 and -O2.
+#[test]
+fn inline_function_copies_of_other_modules_are_not_call_sites() {
+    let srcs = ["odr_main.cpp", "odr_util.cpp"];
+    for opt in ["-O0", "-O2"] {
+        let summed = |show: &Value| -> BTreeMap<String, u64> {
+            let mut m = BTreeMap::new();
+            for f in show["functions"].as_array().unwrap() {
+                assert_eq!(f["exact"], true, "{opt}: {} not exact: {}", f["name"], f["inexact_reasons"]);
+                let name = f["name"].as_str().unwrap().to_string();
+                for (i, b) in f["blocks"].as_array().unwrap().iter().enumerate() {
+                    *m.entry(format!("{name} line{}#{i}", b["lines"])).or_insert(0) += b["count"].as_u64().unwrap();
+                }
+            }
+            m
+        };
+        let edge = show_json(&run_in(&format!("ip-odr-edge{opt}"), &srcs, opt, "edge", &[]));
+        for src in ["odr_inline.h", "odr_main.cpp", "odr_util.cpp"] {
+            assert_markers(&edge, &programs().join(src));
+        }
+        for mode in ["context", "piecewise"] {
+            let ip = show_json(&run_in(&format!("ip-odr-{mode}{opt}"), &srcs, opt, mode, &[]));
+            for src in ["odr_inline.h", "odr_main.cpp", "odr_util.cpp"] {
+                assert_markers(&ip, &programs().join(src));
+            }
+            // Each copy of `twice` is counted where it ran: summed over the modules, its blocks equal edge mode's.
+            let (e, p) = (summed(&edge), summed(&ip));
+            for (k, v) in p.iter().filter(|(k, _)| k.starts_with("_Z5twicei")) {
+                assert_eq!(Some(v), e.get(k), "{opt} {mode}: {k}");
+            }
+        }
+    }
+}
