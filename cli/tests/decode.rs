@@ -352,25 +352,36 @@ fn corrupt(d: &Dir, name: &str, edit: impl FnOnce(&mut Vec<Fixture>)) -> PathBuf
 #[test]
 fn corrupt_path_data_is_exit_2_for_decode_and_show() {
     let d = Dir::new();
-    // A hashed path number beyond the function's 8 paths.
-    let out_of_range = corrupt(&d, "range.pathprof", |fs| {
-        fs[1].counts.insert(8, 1);
-    });
     // 9 recorded paths (and 9 dense counters) where the graph and budget give 6.
     let mismatch = corrupt(&d, "mismatch.pathprof", |fs| {
         fs[0].meta.path.as_mut().unwrap().num_paths = 9;
     });
-    let cases: [(&Path, &str); 2] = [
-        (&out_of_range, "range.pathprof: corrupt profile: function hashed_loop of module demo.c has a count for path 8, but only 8 paths"),
-        (&mismatch, "mismatch.pathprof: corrupt profile: function lecture of module demo.c records 9 paths, but its graph and budget give 6"),
-    ];
-    for (p, needle) in cases {
-        assert_one_line_error(&pathprof(&[&"decode", &p]), needle);
-        assert_one_line_error(&pathprof(&[&"decode", &p, &"--json"]), needle);
-        assert_one_line_error(&pathprof(&[&"show", &p]), needle);
-        assert_one_line_error(&pathprof(&[&"show", &p, &"--json"]), needle);
-    }
-    assert!(stderr(&pathprof(&[&"decode", &out_of_range])).starts_with("pathprof: error: decoding "));
+    let needle = "mismatch.pathprof: corrupt profile: function lecture of module demo.c records 9 paths, but its graph and budget give 6";
+    assert_one_line_error(&pathprof(&[&"decode", &mismatch]), needle);
+    assert_one_line_error(&pathprof(&[&"decode", &mismatch, &"--json"]), needle);
+    assert_one_line_error(&pathprof(&[&"show", &mismatch]), needle);
+    assert_one_line_error(&pathprof(&[&"show", &mismatch, &"--json"]), needle);
+    assert!(stderr(&pathprof(&[&"decode", &mismatch])).starts_with("pathprof: error: decoding "));
+}
+
+#[test]
+fn a_path_count_out_of_range_flags_its_function_and_the_rest_is_shown() {
+    let d = Dir::new();
+    // A hashed path number beyond the function's 8 paths, in an intact file.
+    let out_of_range = corrupt(&d, "range.pathprof", |fs| {
+        fs[1].counts.insert(8, 1);
+    });
+    let o = pathprof(&[&"show", &"--json", &out_of_range]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let f = |name: &str| v["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
+    assert_eq!(f("lecture")["exact"], true, "the other function is untouched");
+    let bad = f("hashed_loop");
+    assert_eq!(bad["exact"], false);
+    assert_eq!(bad["inexact_reasons"][0], "a count for path 8, but only 8 paths (left out)");
+    assert!(bad["blocks"].as_array().unwrap().iter().all(|b| b["count"].is_u64()), "the in-range counts are shown");
+    let o = pathprof(&[&"decode", &out_of_range]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ use pathprof_core::graph::test_cfg;
 use pathprof_core::interproc::{CallSite, Callee, ProcId};
 use pathprof_core::{BlockId, Cfg};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
-use pathprof_format::profile::{cfg_hash, module_path_counts, read, write, ModuleProfile, Profile, SparseEntry};
+use pathprof_format::profile::{
+    cfg_hash, module_path_counts, read, write, InexactReason, ModuleProfile, Profile, SparseEntry,
+};
 
 fn function(name: &str, cfg: Cfg) -> FunctionMeta {
     FunctionMeta {
@@ -86,16 +88,30 @@ fn hashed_piecewise_counts_add_up_per_path() {
 }
 
 #[test]
+fn a_path_number_out_of_range_flags_every_function_of_the_module_and_keeps_the_rest() {
+    // Path numbers are module-wide, so a count for path 7 of a 2-path program cannot be pinned on a function.
+    let sparse = vec![
+        SparseEntry { function: 0, path: 0, count: 3 },
+        SparseEntry { function: 0, path: 1, count: 5 },
+        SparseEntry { function: 0, path: 7, count: 1 },
+    ];
+    let m = ModuleProfile::new(module(Mode::Context, 2, PathStorage::Hashed { table: 0 }), vec![0], sparse, 0, 1);
+    let mp = module_path_counts(&m).unwrap();
+    let counts: Vec<(u128, i64)> = mp.paths.iter().map(|c| (c.number, c.count)).collect();
+    assert_eq!(counts, [(0, 3), (1, 5)], "the in-range paths as without the stray count");
+    assert_eq!(mp.functions[1].blocks, [Some(8), Some(3), Some(5)]);
+    for f in &mp.functions {
+        assert!(!f.exact);
+        assert_eq!(f.inexact_reasons, [InexactReason::PathOutOfRange { path: 7, num_paths: 2 }]);
+    }
+}
+
+#[test]
 fn corrupt_interprocedural_data_is_an_error_not_a_panic() {
     // A recorded path count that the program does not give.
     let m = ModuleProfile::new(module(Mode::Context, 3, PathStorage::Dense), vec![1, 1, 1], vec![], 0, 1);
     let e = module_path_counts(&m).unwrap_err().to_string();
     assert!(e.contains("records 3 paths, but its program gives 2"), "{e}");
-    // A path number out of range.
-    let sparse = vec![SparseEntry { function: 0, path: 7, count: 1 }];
-    let m = ModuleProfile::new(module(Mode::Context, 2, PathStorage::Hashed { table: 0 }), vec![0], sparse, 0, 1);
-    let e = module_path_counts(&m).unwrap_err().to_string();
-    assert!(e.contains("path 7"), "{e}");
     // Dense counters missing.
     let m = ModuleProfile::new(module(Mode::Context, 2, PathStorage::Dense), vec![1], vec![], 0, 1);
     assert!(module_path_counts(&m).is_err());

@@ -460,23 +460,27 @@ fn record_flags_make_path_counts_inexact() {
 // Corrupt path data: analysis errors
 
 #[test]
-fn path_number_out_of_range_is_an_error() {
-    let (f, mut counts) = loop_diamond(PathStorage::Hashed { table: 0 });
-    counts.insert(8, 1);
-    let m = module("p.c", vec![(f, counts)]);
-    let m = read(&write(&Profile { modules: vec![m] })).unwrap().modules.remove(0);
-    let e = function_path_counts(&m, 0).unwrap_err();
-    assert!(matches!(e, AnalysisError::PathOutOfRange { path: 8, num_paths: 8, .. }), "{e:?}");
-    assert_eq!(
-        e.to_string(),
-        "corrupt profile: function loop_diamond of module p.c has a count for path 8, but only 8 paths"
-    );
-    assert_eq!(function_edge_counts(&m, 0).unwrap_err(), e);
-    // A path number beyond u64.
-    let (f, mut counts) = loop_diamond(PathStorage::Hashed { table: 0 });
-    counts.insert(u128::MAX, 1);
-    let m = module("p.c", vec![(f, counts)]);
-    assert!(matches!(function_path_counts(&m, 0), Err(AnalysisError::PathOutOfRange { path: u128::MAX, .. })));
+fn path_number_out_of_range_marks_the_function_inexact_and_keeps_the_rest() {
+    // An intact file whose counts name a path the function does not have: the count is left out, every other
+    // path is still decoded with its count, and the function is reported inexact with the reason.
+    let (f, good) = loop_diamond(PathStorage::Hashed { table: 0 });
+    let clean = function_path_counts(&module("p.c", vec![(f.clone(), good.clone())]), 0).unwrap();
+    for bad_path in [8u128, u128::MAX] {
+        let mut counts = good.clone();
+        counts.insert(bad_path, 1);
+        let m = module("p.c", vec![(f.clone(), counts)]);
+        let m = read(&write(&Profile { modules: vec![m] })).unwrap().modules.remove(0);
+        let fp = function_path_counts(&m, 0).unwrap();
+        assert_eq!(fp.paths, clean.paths, "the in-range paths decode as without the stray count");
+        assert!(!fp.counts.exact);
+        assert_eq!(fp.counts.inexact_reasons, [InexactReason::PathOutOfRange { path: bad_path, num_paths: 8 }]);
+        assert_eq!(
+            fp.counts.inexact_reasons[0].to_string(),
+            format!("a count for path {bad_path}, but only 8 paths (left out)")
+        );
+        assert_eq!(fp.counts.blocks, clean.counts.blocks, "the rest is still shown");
+        assert_eq!(function_edge_counts(&m, 0).unwrap(), fp.counts);
+    }
 }
 
 #[test]

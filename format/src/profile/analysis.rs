@@ -78,6 +78,15 @@ pub enum InexactReason {
         /// Its (negative) net count.
         count: i64,
     },
+    /// A count names a path number the function (path mode) or module (interprocedural modes, whose numbers are
+    /// module-wide) does not have: the file is intact, but its counts cannot be accounted for. The count is
+    /// left out; the rest is derived as usual and flagged.
+    PathOutOfRange {
+        /// The path number found.
+        path: u128,
+        /// The number of paths.
+        num_paths: u128,
+    },
     /// A run ended in a way the runtime could not vouch for (`RECORD_FLAG_INCOMPLETE`).
     Incomplete,
     /// Counters were updated non-atomically by several threads (`RECORD_FLAG_THREADED_NONATOMIC`).
@@ -99,6 +108,9 @@ impl fmt::Display for InexactReason {
             }
             InexactReason::ConservationViolation { block } => write!(f, "flow is not conserved at {block}"),
             InexactReason::NegativePath { path, .. } => write!(f, "path {path} counted a negative number of times"),
+            InexactReason::PathOutOfRange { path, num_paths } => {
+                write!(f, "a count for path {path}, but only {num_paths} paths (left out)")
+            }
             InexactReason::Incomplete => write!(f, "a run ended abnormally, counts are a lower bound"),
             InexactReason::ThreadedNonatomic => {
                 write!(f, "counters were updated non-atomically by several threads, increments may be lost")
@@ -137,18 +149,6 @@ pub enum AnalysisError {
         module: String,
         /// Function name.
         function: String,
-    },
-    /// A path count names a path number the function does not have.
-    #[error("corrupt profile: function {function} of module {module} has a count for path {path}, but only {num_paths} paths")]
-    PathOutOfRange {
-        /// Module name.
-        module: String,
-        /// Function name.
-        function: String,
-        /// The path number found.
-        path: u128,
-        /// The function's number of paths.
-        num_paths: u128,
     },
     /// The path numbering rebuilt from the graph and budget does not have the recorded number of paths: the
     /// counts cannot be decoded (a corrupt profile, or one written by an incompatible pathprof).

@@ -123,9 +123,13 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         }
     }
 
-    if let Some((&number, _)) = raw.range(ip.num_paths..).next() {
-        return Err(corrupt(format!("a count for path {number}, but only {} paths", ip.num_paths)));
-    }
+    // A well-formed file whose counts name paths the module does not have: leave those out; path numbers are
+    // module-wide, so no function's derived counts are vouched for.
+    let out_of_range: Vec<InexactReason> = raw
+        .split_off(&ip.num_paths)
+        .into_keys()
+        .map(|path| InexactReason::PathOutOfRange { path, num_paths: ip.num_paths })
+        .collect();
     let decoded: Vec<(u128, i64, InterprocPath)> = if module.meta.path_arrivals {
         let wide: BTreeMap<u128, i128> = raw.iter().map(|(&n, &c)| (n, i128::from(c))).collect();
         let net = net_counts_from_arrivals(&num, &wide).map_err(|e| corrupt(e.to_string()))?;
@@ -142,7 +146,7 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
     };
 
     let program = sg.program();
-    let mut leading: Vec<Vec<InexactReason>> = vec![Vec::new(); program.num_procs()];
+    let mut leading: Vec<Vec<InexactReason>> = vec![out_of_range; program.num_procs()];
     let mut paths = Vec::with_capacity(decoded.len());
     for (number, count, path) in decoded {
         let end_proc = match path.end {

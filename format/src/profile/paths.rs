@@ -108,10 +108,14 @@ pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result
     let pm = f.path.as_ref().ok_or_else(|| AnalysisError::MissingPathData { module: name(), function: fname() })?;
 
     // Net count per path number; zero-sum paths are dropped.
-    let raw = raw_path_counts(module, func_index, f, pm)?;
-    if let Some((&path, _)) = raw.iter().find(|&(&r, _)| r >= pm.num_paths) {
-        return Err(AnalysisError::PathOutOfRange { module: name(), function: fname(), path, num_paths: pm.num_paths });
-    }
+    let mut raw = raw_path_counts(module, func_index, f, pm)?;
+    // A well-formed file whose counts name paths the function does not have: leave those out, and say that
+    // nothing derived for this function is vouched for.
+    let out_of_range: Vec<InexactReason> = raw
+        .split_off(&pm.num_paths)
+        .into_keys()
+        .map(|path| InexactReason::PathOutOfRange { path, num_paths: pm.num_paths })
+        .collect();
 
     // Rebuild the pass's numbering.
     let cfg = &f.cfg;
@@ -151,7 +155,7 @@ pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result
     };
     let mut dag_paths: Vec<(Vec<DagEdgeId>, i64)> = Vec::with_capacity(net.len());
     let mut paths = Vec::with_capacity(net.len());
-    let mut leading = Vec::new();
+    let mut leading = out_of_range;
     let mut total: i128 = 0;
     for (number, count, dag_path) in net {
         let path = to_cfg_path(&dag, &dag_path).map_err(decode_err)?;
