@@ -315,28 +315,32 @@ fn is_externally_entered(f: LLVMValueRef, site_calls: &HashSet<LLVMValueRef>) ->
 }
 
 /// The function's graph with `resume` edges as `Termination` edges: an exception leaving the function does not
-/// return to the caller's return site, so the path in flight ends there (and is counted there).
+/// return to the caller's return site, so the path in flight ends there (and is counted there). A block that
+/// also holds a call that may leave abnormally already has its `Termination` edge: the `resume` edge is
+/// dropped, so the block has one — every arrival there ends the path at that block, by the call or by the
+/// `resume`, and one arrival count before the call says so.
 pub fn build_graph(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, String> {
     let mut g = cfg_build::build(f, facts).map_err(|u| u.0)?;
-    let edges: Vec<Edge> = g
-        .cfg
-        .edges()
-        .iter()
-        .map(|e| {
-            let resume = e.kind == EdgeKind::Return
-                && ir::terminator(g.blocks[e.from.index()]).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMResume);
-            if resume {
-                Edge { kind: EdgeKind::Termination, ..*e }
-            } else {
-                *e
+    let terminated: HashSet<BlockId> =
+        g.cfg.edges().iter().filter(|e| e.kind == EdgeKind::Termination).map(|e| e.from).collect();
+    let mut edges = Vec::with_capacity(g.cfg.num_edges());
+    let mut sites = Vec::with_capacity(g.cfg.num_edges());
+    for (e, &site) in g.cfg.edges().iter().zip(&g.sites) {
+        let resume = e.kind == EdgeKind::Return
+            && ir::terminator(g.blocks[e.from.index()]).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMResume);
+        match resume {
+            true if terminated.contains(&e.from) => {}
+            true => {
+                edges.push(Edge { kind: EdgeKind::Termination, ..*e });
+                sites.push(Site::None);
             }
-        })
-        .collect();
-    g.cfg = Cfg::new(g.cfg.num_blocks() as u32, edges).map_err(|e| e.to_string())?;
-    for (i, e) in g.cfg.edges().iter().enumerate() {
-        if e.kind == EdgeKind::Termination {
-            g.sites[i] = Site::None;
+            false => {
+                edges.push(*e);
+                sites.push(site);
+            }
         }
     }
+    g.cfg = Cfg::new(g.cfg.num_blocks() as u32, edges).map_err(|e| e.to_string())?;
+    g.sites = sites;
     Ok(g)
 }

@@ -388,3 +388,28 @@ fn inline_function_copies_of_other_modules_are_not_call_sites() {
         }
     }
 }
+
+/// Whole program at -O2: f's landing pad, its call of a function that may not return and the `resume` are one
+/// block. Interprocedural modes end a path at a `resume`, so that block could be left abnormally in two ways;
+/// it keeps one termination edge, counted once per arrival (before, the reader refused the whole profile: "has
+/// more than one termination edge"). Counts hand-derived in the source; edge mode agrees.
+#[test]
+fn a_cleanup_block_that_calls_and_resumes_ends_paths_once() {
+    let src = programs().join("cleanup_resume.cpp");
+    for mode in ["edge", "context", "piecewise"] {
+        let dir = scratch(&format!("ip-cleanup-resume-{mode}"));
+        let exe = dir.join("prog");
+        run_ok(wrapper(true).arg(format!("--pathprof-mode={mode}")).args(["--pathprof-lto", "-O2", "-g"]).arg(&src).arg("-o").arg(&exe));
+        let prof = dir.join("out.pathprof");
+        let _ = std::fs::remove_file(&prof);
+        let out = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{mode}: the program's behaviour is unchanged");
+        let show = show_json(&prof);
+        for f in show["functions"].as_array().unwrap() {
+            assert_eq!(f["exact"], true, "{mode}: {} {}", f["name"], f["inexact_reasons"]);
+        }
+        let entries = entry_counts(&show);
+        assert_eq!(entries.get("_Z1fi"), Some(&Some(10)), "{mode}: {entries:?}");
+        assert_markers(&show, &src);
+    }
+}
