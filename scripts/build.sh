@@ -14,5 +14,6 @@ cp -f "$target/release/pathprof" "$target/release/pathprof-clang" dist/bin/
 # Cargo cannot name a binary with '+'; the wrapper acts as the C++ driver when its name ends in "++".
 cp -f "$target/release/pathprof-clangxx" dist/bin/pathprof-clang++
 cp -f "$target/release/libpathprof.so" dist/lib/
-cp -f "$target/rt/libpathprof_rt.a" dist/lib/
+# Only the runtime's own entry points, without the compiler-builtins crate cargo bundles (see rt-archive.sh).
+scripts/rt-archive.sh "$target/rt/libpathprof_rt.a" dist/lib/libpathprof_rt.a
 cp -f include/pathprof.h dist/include/

@@ -41,11 +41,12 @@
 //! # Finding the plugin and the runtime
 //! Each file is taken from the first place that has it. The plugin: `$PATHPROF_PLUGIN` (if set, it must exist),
 //! the wrapper's own directory, `<dir>/../lib`, `<dir>/../rt`. The runtime: `$PATHPROF_RUNTIME` (likewise),
-//! `<dir>/../rt`, the wrapper's own directory, `<dir>/../lib`. In a cargo target tree, where the wrapper is
-//! `target/release/pathprof-clang`, the runtime is `target/rt/libpathprof_rt.a` from
-//! `cargo build -p pathprof-rt --profile rt`; `../rt` comes first for it because a workspace build also leaves
-//! a `target/release/libpathprof_rt.a`, the crate compiled in the release profile (with `std` and unwinding),
-//! which is not the runtime to link.
+//! the wrapper's own directory, `<dir>/../lib`; and only an archive that defines nothing but the runtime's
+//! `__pathprof_*` entry points, as `scripts/build.sh` assembles it (see [`runtime_check`]). Cargo's own
+//! `libpathprof_rt.a` outputs, `target/release/` (the crate built hosted, for its tests) and `target/rt/`
+//! (freestanding, but with compiler-builtins bundled), define C-library and compiler-runtime symbols and are
+//! refused, so a wrapper run from `target/release` says to run `scripts/build.sh` (and use
+//! `dist/bin/pathprof-clang`) instead of linking one of them.
 //!
 //! # Exit status
 //! clang's own (the wrapper `exec`s it); 2 for wrapper errors (unknown option, missing file, clang not
@@ -68,8 +69,9 @@ pub const RUNTIME_FILE: &str = "libpathprof_rt.a";
 /// Where the plugin is searched, relative to the wrapper's directory ("" = that directory), after
 /// `$PATHPROF_PLUGIN`.
 pub const PLUGIN_DIRS: &[&str] = &["", "../lib", "../rt"];
-/// Where the runtime is searched, after `$PATHPROF_RUNTIME`: the rt profile's output first (see the crate docs).
-pub const RUNTIME_DIRS: &[&str] = &["../rt", "", "../lib"];
+/// Where the runtime is searched, after `$PATHPROF_RUNTIME` (only archives [`runtime_check::check_runtime`]
+/// accepts count).
+pub const RUNTIME_DIRS: &[&str] = &["", "../lib"];
 
 /// Which driver this is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -327,27 +329,48 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
 
 /// Finds `file`: in `explicit` (the value of `$PATHPROF_PLUGIN` / `$PATHPROF_RUNTIME`, `var`), else in the
 /// first of `dirs` (relative to the wrapper's directory `exe_dir`: [`PLUGIN_DIRS`], [`RUNTIME_DIRS`]) that has
-/// it. The error is one line naming what was searched.
+/// it and whose file `accept`s (which returns why not otherwise). The error is one line naming what was
+/// searched and what was refused.
 pub fn locate(
     file: &str,
     var: &str,
     explicit: Option<OsString>,
     exe_dir: Option<&Path>,
     dirs: &[&str],
+    accept: &dyn Fn(&Path) -> Result<(), String>,
 ) -> Result<PathBuf, String> {
+    let build = format!("build it with scripts/build.sh (dist/lib/{file})");
     if let Some(p) = explicit.filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
-        return if p.is_file() { Ok(p) } else { Err(format!("{var}={} is not a file", p.display())) };
+        if !p.is_file() {
+            return Err(format!("{var}={} is not a file", p.display()));
+        }
+        return match accept(&p) {
+            Ok(()) => Ok(p),
+            Err(why) => Err(format!("{var}={} {why}; {build}", p.display())),
+        };
     }
     let candidates: Vec<PathBuf> = match exe_dir {
         Some(d) => dirs.iter().map(|rel| if rel.is_empty() { d.join(file) } else { d.join(rel).join(file) }).collect(),
         None => vec![],
     };
-    if let Some(hit) = candidates.iter().find(|c| c.is_file()) {
-        return Ok(hit.clone());
+    let mut searched: Vec<String> = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        if !c.is_file() {
+            searched.push(c.display().to_string());
+            continue;
+        }
+        match accept(&c) {
+            Ok(()) => return Ok(c),
+            Err(why) => searched.push(format!("{}: refused, it {why}", c.display())),
+        }
     }
-    let searched: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
-    Err(format!("cannot find {file} (searched {}); set {var} to its path", searched.join(", ")))
+    Err(format!("cannot find {file} (searched {}); {build} or set {var} to its path", searched.join(", ")))
+}
+
+/// Accepts any file (the plugin: clang reports a file that is not one itself).
+pub fn any_file(_: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 /// Splits the compiler command (`$PATHPROF_CC` may be `ccache clang-19`) into program and leading arguments.
@@ -370,8 +393,22 @@ pub fn main(driver: Driver) -> ! {
     let exe = std::env::current_exe().ok();
     let exe_dir = exe.as_deref().and_then(Path::parent);
     let found = Found {
-        plugin: locate(PLUGIN_FILE, "PATHPROF_PLUGIN", std::env::var_os("PATHPROF_PLUGIN"), exe_dir, PLUGIN_DIRS),
-        runtime: locate(RUNTIME_FILE, "PATHPROF_RUNTIME", std::env::var_os("PATHPROF_RUNTIME"), exe_dir, RUNTIME_DIRS),
+        plugin: locate(
+            PLUGIN_FILE,
+            "PATHPROF_PLUGIN",
+            std::env::var_os("PATHPROF_PLUGIN"),
+            exe_dir,
+            PLUGIN_DIRS,
+            &any_file,
+        ),
+        runtime: locate(
+            RUNTIME_FILE,
+            "PATHPROF_RUNTIME",
+            std::env::var_os("PATHPROF_RUNTIME"),
+            exe_dir,
+            RUNTIME_DIRS,
+            &runtime_check::check_runtime,
+        ),
     };
     let fail = |msg: &dyn fmt::Display| -> ! {
         eprintln!("{}: error: {msg}", driver.name());
@@ -392,6 +429,8 @@ pub fn main(driver: Driver) -> ! {
         }
     }
 }
+
+pub mod runtime_check;
 
 #[cfg(test)]
 mod tests;
