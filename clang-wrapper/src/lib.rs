@@ -38,6 +38,12 @@
 //! `--pathprof-print-plugin` and `--pathprof-print-runtime` print the located paths and exit 0. Any other
 //! `--pathprof-…` option is an error.
 //!
+//! # As a compiler launcher
+//! `pathprof-clang [--pathprof-…] --pathprof-launcher COMPILER ARGS…` runs `COMPILER` (instead of `clang-19` or
+//! `$PATHPROF_CC`) on the rewritten `ARGS`: the form of CMake's `<LANG>_COMPILER_LAUNCHER`, which puts the
+//! launcher's own arguments before the compiler command. The CMake package (`cmake/PathProfConfig.cmake`)
+//! instruments single targets this way, with exactly the flags and debug-info rule of the `CC=` route.
+//!
 //! # Finding the plugin and the runtime
 //! Each file is taken from the first place that has it. The plugin: `$PATHPROF_PLUGIN` (if set, it must exist),
 //! the wrapper's own directory, `<dir>/../lib`, `<dir>/../rt`. The runtime: `$PATHPROF_RUNTIME` (likewise),
@@ -151,6 +157,8 @@ pub enum Error {
     MissingValue(String),
     /// A file the command needs was not found (the reason, one line).
     NotFound(String),
+    /// `--pathprof-launcher` is the last argument: no compiler follows it.
+    LauncherWithoutCompiler,
 }
 
 impl fmt::Display for Error {
@@ -159,6 +167,7 @@ impl fmt::Display for Error {
             Error::UnknownOption(o) => write!(f, "unknown option {o}"),
             Error::MissingValue(o) => write!(f, "option {o} needs a value ({o}=VALUE)"),
             Error::NotFound(why) => f.write_str(why),
+            Error::LauncherWithoutCompiler => f.write_str("--pathprof-launcher needs the compiler command after it"),
         }
     }
 }
@@ -327,6 +336,22 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
     Ok(Plan::Compile { args: out, env })
 }
 
+/// Splits a launcher command line (see the crate docs): the compiler named after `--pathprof-launcher`, which
+/// must come among the leading `--pathprof-…` options, and the other arguments in order. `None` when the
+/// wrapper is the compiler itself.
+pub fn split_launcher(mut args: Vec<OsString>) -> Result<(Option<OsString>, Vec<OsString>), Error> {
+    let leading = args.iter().take_while(|a| a.as_bytes().starts_with(b"--pathprof-")).count();
+    let Some(at) = args[..leading].iter().position(|a| a == "--pathprof-launcher") else {
+        return Ok((None, args));
+    };
+    if at + 1 >= args.len() {
+        return Err(Error::LauncherWithoutCompiler);
+    }
+    let compiler = args.remove(at + 1);
+    args.remove(at);
+    Ok((Some(compiler), args))
+}
+
 /// Finds `file`: in `explicit` (the value of `$PATHPROF_PLUGIN` / `$PATHPROF_RUNTIME`, `var`), else in the
 /// first of `dirs` (relative to the wrapper's directory `exe_dir`: [`PLUGIN_DIRS`], [`RUNTIME_DIRS`]) that has
 /// it and whose file `accept`s (which returns why not otherwise). The error is one line naming what was
@@ -389,7 +414,11 @@ pub fn compiler_command(driver: Driver, value: Option<OsString>) -> (OsString, V
 pub fn main(driver: Driver) -> ! {
     use std::os::unix::process::CommandExt;
 
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let fail = |msg: &dyn fmt::Display| -> ! {
+        eprintln!("{}: error: {msg}", driver.name());
+        std::process::exit(2)
+    };
+    let (launched, args) = split_launcher(std::env::args_os().skip(1).collect()).unwrap_or_else(|e| fail(&e));
     let exe = std::env::current_exe().ok();
     let exe_dir = exe.as_deref().and_then(Path::parent);
     let found = Found {
@@ -410,10 +439,6 @@ pub fn main(driver: Driver) -> ! {
             &runtime_check::check_runtime,
         ),
     };
-    let fail = |msg: &dyn fmt::Display| -> ! {
-        eprintln!("{}: error: {msg}", driver.name());
-        std::process::exit(2)
-    };
     match rewrite(&args, &found) {
         Err(e) => fail(&e),
         Ok(Plan::Print(paths)) => {
@@ -423,7 +448,10 @@ pub fn main(driver: Driver) -> ! {
             std::process::exit(0)
         }
         Ok(Plan::Compile { args, env }) => {
-            let (prog, lead) = compiler_command(driver, std::env::var_os(driver.override_var()));
+            let (prog, lead) = match launched {
+                Some(compiler) => (compiler, vec![]),
+                None => compiler_command(driver, std::env::var_os(driver.override_var())),
+            };
             let err = std::process::Command::new(&prog).args(lead).args(args).envs(env).exec();
             fail(&format_args!("cannot run {}: {err}", Path::new(&prog).display()))
         }

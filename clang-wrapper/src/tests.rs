@@ -243,3 +243,16 @@ fn lto_flag_moves_instrumentation_to_the_link() {
     assert!(args.iter().any(|a| a.starts_with("-Wl,--load-pass-plugin=") && a.ends_with("libpathprof.so")), "{args:?}");
     assert!(args.iter().any(|a| a.contains("-u,__pathprof_register_module")), "{args:?}");
 }
+
+#[test]
+fn launcher_takes_the_compiler_after_its_flag() {
+    let cmd = os(&["--pathprof-mode=edge", "--pathprof-launcher", "/usr/bin/clang-19", "-c", "a.c"]);
+    let (cc, rest) = split_launcher(cmd).unwrap();
+    assert_eq!(cc, Some("/usr/bin/clang-19".into()));
+    assert_eq!(rest, os(&["--pathprof-mode=edge", "-c", "a.c"]));
+    // Not a launcher: no flag, or the flag only after the compiler's own arguments began.
+    assert_eq!(split_launcher(os(&["-c", "a.c"])).unwrap(), (None, os(&["-c", "a.c"])));
+    let late = os(&["-c", "--pathprof-launcher", "x"]);
+    assert_eq!(split_launcher(late.clone()).unwrap(), (None, late));
+    assert_eq!(split_launcher(os(&["--pathprof-atomic", "--pathprof-launcher"])), Err(Error::LauncherWithoutCompiler));
+}

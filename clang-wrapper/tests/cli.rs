@@ -123,6 +123,36 @@ fn execs_the_compiler_with_rewritten_arguments_and_its_exit_status() {
     );
 }
 
+/// CMake's `<LANG>_COMPILER_LAUNCHER` form: the wrapper's options, `--pathprof-launcher`, then the compiler
+/// command; the named compiler runs (not `$PATHPROF_CC`) with the same rewriting and environment.
+#[test]
+fn launcher_runs_the_compiler_it_is_given() {
+    let dir = Dir::new("launcher");
+    let cc = dir.file("othercc", FAKE_CC.replace("arg %s", "other %s"), true);
+    let out = wrapper(WRAPPER, &dir, &["--pathprof-mode=context", "--pathprof-launcher", cc.to_str().unwrap()])
+        .args(["-O2", "-g", "-c", "a.c", "-o", "a.o"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let d = dir.0.display();
+    assert_eq!(
+        lines(&out),
+        [
+            format!("other -fpass-plugin={d}/libpathprof.so"),
+            "other -O2".into(),
+            "other -g".into(),
+            "other -c".into(),
+            "other a.c".into(),
+            "other -o".into(),
+            "other a.o".into(),
+            "env PATHPROF_MODE=context".into(),
+        ]
+    );
+    let out = wrapper(WRAPPER, &dir, &["--pathprof-launcher"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr), "pathprof-clang: error: --pathprof-launcher needs the compiler command after it\n");
+}
+
 #[test]
 fn cxx_driver_by_binary_and_by_name() {
     let dir = Dir::new("cxx");
