@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian 12 machine lacks to build and test pathprof: LLVM/clang 19 (Debian packages)
-# and a Rust toolchain check. Idempotent: does nothing when everything is present.
+# Installs what a fresh Debian 12 machine lacks to build and test pathprof: LLVM/clang 19 and CMake (Debian
+# packages) and a Rust toolchain check. Idempotent: does nothing when everything is present.
 set -euo pipefail
 
 need_pkgs=()
@@ -9,6 +9,9 @@ command -v llvm-config-19 >/dev/null 2>&1 || need_pkgs+=(llvm-19-dev)
 command -v ld.lld-19 >/dev/null 2>&1 || need_pkgs+=(lld-19)
 [ -e /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.profile-x86_64.a ] || need_pkgs+=(libclang-rt-19-dev)
 command -v llvm-profdata-19 >/dev/null 2>&1 || need_pkgs+=(llvm-19)
+# The CMake package's test (test-suite/tests/cmake.rs) configures and builds a project.
+command -v cmake >/dev/null 2>&1 || need_pkgs+=(cmake)
+command -v make >/dev/null 2>&1 || need_pkgs+=(make)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2

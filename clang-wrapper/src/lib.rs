@@ -38,14 +38,21 @@
 //! `--pathprof-print-plugin` and `--pathprof-print-runtime` print the located paths and exit 0. Any other
 //! `--pathprof-…` option is an error.
 //!
+//! # As a compiler launcher
+//! `pathprof-clang [--pathprof-…] --pathprof-launcher COMPILER ARGS…` runs `COMPILER` (instead of `clang-19` or
+//! `$PATHPROF_CC`) on the rewritten `ARGS`: the form of CMake's `<LANG>_COMPILER_LAUNCHER`, which puts the
+//! launcher's own arguments before the compiler command. The CMake package (`cmake/PathProfConfig.cmake`)
+//! instruments single targets this way, with exactly the flags and debug-info rule of the `CC=` route.
+//!
 //! # Finding the plugin and the runtime
 //! Each file is taken from the first place that has it. The plugin: `$PATHPROF_PLUGIN` (if set, it must exist),
 //! the wrapper's own directory, `<dir>/../lib`, `<dir>/../rt`. The runtime: `$PATHPROF_RUNTIME` (likewise),
-//! `<dir>/../rt`, the wrapper's own directory, `<dir>/../lib`. In a cargo target tree, where the wrapper is
-//! `target/release/pathprof-clang`, the runtime is `target/rt/libpathprof_rt.a` from
-//! `cargo build -p pathprof-rt --profile rt`; `../rt` comes first for it because a workspace build also leaves
-//! a `target/release/libpathprof_rt.a`, the crate compiled in the release profile (with `std` and unwinding),
-//! which is not the runtime to link.
+//! the wrapper's own directory, `<dir>/../lib`; and only an archive that defines nothing but the runtime's
+//! `__pathprof_*` entry points, as `scripts/build.sh` assembles it (see [`runtime_check`]). Cargo's own
+//! `libpathprof_rt.a` outputs, `target/release/` (the crate built hosted, for its tests) and `target/rt/`
+//! (freestanding, but with compiler-builtins bundled), define C-library and compiler-runtime symbols and are
+//! refused, so a wrapper run from `target/release` says to run `scripts/build.sh` (and use
+//! `dist/bin/pathprof-clang`) instead of linking one of them.
 //!
 //! # Exit status
 //! clang's own (the wrapper `exec`s it); 2 for wrapper errors (unknown option, missing file, clang not
@@ -68,8 +75,9 @@ pub const RUNTIME_FILE: &str = "libpathprof_rt.a";
 /// Where the plugin is searched, relative to the wrapper's directory ("" = that directory), after
 /// `$PATHPROF_PLUGIN`.
 pub const PLUGIN_DIRS: &[&str] = &["", "../lib", "../rt"];
-/// Where the runtime is searched, after `$PATHPROF_RUNTIME`: the rt profile's output first (see the crate docs).
-pub const RUNTIME_DIRS: &[&str] = &["../rt", "", "../lib"];
+/// Where the runtime is searched, after `$PATHPROF_RUNTIME` (only archives [`runtime_check::check_runtime`]
+/// accepts count).
+pub const RUNTIME_DIRS: &[&str] = &["", "../lib"];
 
 /// Which driver this is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -149,6 +157,8 @@ pub enum Error {
     MissingValue(String),
     /// A file the command needs was not found (the reason, one line).
     NotFound(String),
+    /// `--pathprof-launcher` is the last argument: no compiler follows it.
+    LauncherWithoutCompiler,
 }
 
 impl fmt::Display for Error {
@@ -157,6 +167,7 @@ impl fmt::Display for Error {
             Error::UnknownOption(o) => write!(f, "unknown option {o}"),
             Error::MissingValue(o) => write!(f, "option {o} needs a value ({o}=VALUE)"),
             Error::NotFound(why) => f.write_str(why),
+            Error::LauncherWithoutCompiler => f.write_str("--pathprof-launcher needs the compiler command after it"),
         }
     }
 }
@@ -325,29 +336,66 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
     Ok(Plan::Compile { args: out, env })
 }
 
+/// Splits a launcher command line (see the crate docs): the compiler named after `--pathprof-launcher`, which
+/// must come among the leading `--pathprof-…` options, and the other arguments in order. `None` when the
+/// wrapper is the compiler itself.
+pub fn split_launcher(mut args: Vec<OsString>) -> Result<(Option<OsString>, Vec<OsString>), Error> {
+    let leading = args.iter().take_while(|a| a.as_bytes().starts_with(b"--pathprof-")).count();
+    let Some(at) = args[..leading].iter().position(|a| a == "--pathprof-launcher") else {
+        return Ok((None, args));
+    };
+    if at + 1 >= args.len() {
+        return Err(Error::LauncherWithoutCompiler);
+    }
+    let compiler = args.remove(at + 1);
+    args.remove(at);
+    Ok((Some(compiler), args))
+}
+
 /// Finds `file`: in `explicit` (the value of `$PATHPROF_PLUGIN` / `$PATHPROF_RUNTIME`, `var`), else in the
 /// first of `dirs` (relative to the wrapper's directory `exe_dir`: [`PLUGIN_DIRS`], [`RUNTIME_DIRS`]) that has
-/// it. The error is one line naming what was searched.
+/// it and whose file `accept`s (which returns why not otherwise). The error is one line naming what was
+/// searched and what was refused.
 pub fn locate(
     file: &str,
     var: &str,
     explicit: Option<OsString>,
     exe_dir: Option<&Path>,
     dirs: &[&str],
+    accept: &dyn Fn(&Path) -> Result<(), String>,
 ) -> Result<PathBuf, String> {
+    let build = format!("build it with scripts/build.sh (dist/lib/{file})");
     if let Some(p) = explicit.filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
-        return if p.is_file() { Ok(p) } else { Err(format!("{var}={} is not a file", p.display())) };
+        if !p.is_file() {
+            return Err(format!("{var}={} is not a file", p.display()));
+        }
+        return match accept(&p) {
+            Ok(()) => Ok(p),
+            Err(why) => Err(format!("{var}={} {why}; {build}", p.display())),
+        };
     }
     let candidates: Vec<PathBuf> = match exe_dir {
         Some(d) => dirs.iter().map(|rel| if rel.is_empty() { d.join(file) } else { d.join(rel).join(file) }).collect(),
         None => vec![],
     };
-    if let Some(hit) = candidates.iter().find(|c| c.is_file()) {
-        return Ok(hit.clone());
+    let mut searched: Vec<String> = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        if !c.is_file() {
+            searched.push(c.display().to_string());
+            continue;
+        }
+        match accept(&c) {
+            Ok(()) => return Ok(c),
+            Err(why) => searched.push(format!("{}: refused, it {why}", c.display())),
+        }
     }
-    let searched: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
-    Err(format!("cannot find {file} (searched {}); set {var} to its path", searched.join(", ")))
+    Err(format!("cannot find {file} (searched {}); {build} or set {var} to its path", searched.join(", ")))
+}
+
+/// Accepts any file (the plugin: clang reports a file that is not one itself).
+pub fn any_file(_: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 /// Splits the compiler command (`$PATHPROF_CC` may be `ccache clang-19`) into program and leading arguments.
@@ -366,16 +414,30 @@ pub fn compiler_command(driver: Driver, value: Option<OsString>) -> (OsString, V
 pub fn main(driver: Driver) -> ! {
     use std::os::unix::process::CommandExt;
 
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let exe = std::env::current_exe().ok();
-    let exe_dir = exe.as_deref().and_then(Path::parent);
-    let found = Found {
-        plugin: locate(PLUGIN_FILE, "PATHPROF_PLUGIN", std::env::var_os("PATHPROF_PLUGIN"), exe_dir, PLUGIN_DIRS),
-        runtime: locate(RUNTIME_FILE, "PATHPROF_RUNTIME", std::env::var_os("PATHPROF_RUNTIME"), exe_dir, RUNTIME_DIRS),
-    };
     let fail = |msg: &dyn fmt::Display| -> ! {
         eprintln!("{}: error: {msg}", driver.name());
         std::process::exit(2)
+    };
+    let (launched, args) = split_launcher(std::env::args_os().skip(1).collect()).unwrap_or_else(|e| fail(&e));
+    let exe = std::env::current_exe().ok();
+    let exe_dir = exe.as_deref().and_then(Path::parent);
+    let found = Found {
+        plugin: locate(
+            PLUGIN_FILE,
+            "PATHPROF_PLUGIN",
+            std::env::var_os("PATHPROF_PLUGIN"),
+            exe_dir,
+            PLUGIN_DIRS,
+            &any_file,
+        ),
+        runtime: locate(
+            RUNTIME_FILE,
+            "PATHPROF_RUNTIME",
+            std::env::var_os("PATHPROF_RUNTIME"),
+            exe_dir,
+            RUNTIME_DIRS,
+            &runtime_check::check_runtime,
+        ),
     };
     match rewrite(&args, &found) {
         Err(e) => fail(&e),
@@ -386,12 +448,17 @@ pub fn main(driver: Driver) -> ! {
             std::process::exit(0)
         }
         Ok(Plan::Compile { args, env }) => {
-            let (prog, lead) = compiler_command(driver, std::env::var_os(driver.override_var()));
+            let (prog, lead) = match launched {
+                Some(compiler) => (compiler, vec![]),
+                None => compiler_command(driver, std::env::var_os(driver.override_var())),
+            };
             let err = std::process::Command::new(&prog).args(lead).args(args).envs(env).exec();
             fail(&format_args!("cannot run {}: {err}", Path::new(&prog).display()))
         }
     }
 }
+
+pub mod runtime_check;
 
 #[cfg(test)]
 mod tests;

@@ -154,9 +154,11 @@ fn locate_search_order() {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
     let f = "libthing.a";
-    let find = |explicit: Option<&str>, dirs| locate(f, "VAR", explicit.map(OsString::from), Some(&bin), dirs);
+    let find =
+        |explicit: Option<&str>, dirs| locate(f, "VAR", explicit.map(OsString::from), Some(&bin), dirs, &any_file);
     let err = find(None, PLUGIN_DIRS).unwrap_err();
-    assert!(err.starts_with("cannot find libthing.a (searched ") && err.ends_with("; set VAR to its path"), "{err}");
+    assert!(err.starts_with("cannot find libthing.a (searched "), "{err}");
+    assert!(err.ends_with("; build it with scripts/build.sh (dist/lib/libthing.a) or set VAR to its path"), "{err}");
     assert!(!err.contains('\n'));
     // Plugin order: own directory, ../lib, ../rt.
     std::fs::write(root.join("rt").join(f), b"").unwrap();
@@ -165,16 +167,52 @@ fn locate_search_order() {
     assert_eq!(find(None, PLUGIN_DIRS).unwrap(), bin.join("../lib").join(f));
     std::fs::write(bin.join(f), b"").unwrap();
     assert_eq!(find(None, PLUGIN_DIRS).unwrap(), bin.join(f));
-    // Runtime order: ../rt first (the rt profile's archive beats the release profile's build of the crate).
-    assert_eq!(find(None, RUNTIME_DIRS).unwrap(), bin.join("../rt").join(f));
-    std::fs::remove_file(root.join("rt").join(f)).unwrap();
+    // Runtime order: own directory, ../lib; never cargo's ../rt output.
     assert_eq!(find(None, RUNTIME_DIRS).unwrap(), bin.join(f));
+    std::fs::remove_file(bin.join(f)).unwrap();
+    assert_eq!(find(None, RUNTIME_DIRS).unwrap(), bin.join("../lib").join(f));
+    std::fs::remove_file(root.join("lib").join(f)).unwrap();
+    assert!(find(None, RUNTIME_DIRS).is_err(), "../rt is not searched for the runtime");
     // The explicit variable wins, and must exist; empty counts as unset.
-    let explicit = root.join("lib").join(f);
+    let explicit = root.join("rt").join(f);
     assert_eq!(find(explicit.to_str(), PLUGIN_DIRS).unwrap(), explicit);
-    assert_eq!(find(Some(""), PLUGIN_DIRS).unwrap(), bin.join(f));
+    assert_eq!(find(Some(""), PLUGIN_DIRS).unwrap(), bin.join("../rt").join(f));
     assert_eq!(find(Some("/nonexistent/x.a"), PLUGIN_DIRS).unwrap_err(), "VAR=/nonexistent/x.a is not a file");
-    assert!(locate(f, "VAR", None, None, PLUGIN_DIRS).is_err());
+    assert!(locate(f, "VAR", None, None, PLUGIN_DIRS, &any_file).is_err());
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn locate_skips_refused_files_and_says_why() {
+    let root = std::env::temp_dir().join(format!("pathprof-wrapper-refuse-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let bin = root.join("release");
+    for d in ["release", "lib"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let f = "libthing.a";
+    std::fs::write(bin.join(f), b"bad").unwrap();
+    let accept = |p: &Path| if std::fs::read(p).unwrap() == b"good" { Ok(()) } else { Err("is bad".to_string()) };
+    let find =
+        |explicit: Option<&str>| locate(f, "VAR", explicit.map(OsString::from), Some(&bin), RUNTIME_DIRS, &accept);
+    let err = find(None).unwrap_err();
+    let own = bin.join(f);
+    assert_eq!(
+        err,
+        format!(
+            "cannot find libthing.a (searched {}: refused, it is bad, {}); build it with scripts/build.sh \
+             (dist/lib/libthing.a) or set VAR to its path",
+            own.display(),
+            bin.join("../lib").join(f).display()
+        )
+    );
+    std::fs::write(root.join("lib").join(f), b"good").unwrap();
+    assert_eq!(find(None).unwrap(), bin.join("../lib").join(f), "a refused file does not stop the search");
+    assert_eq!(
+        find(own.to_str()).unwrap_err(),
+        format!("VAR={} is bad; build it with scripts/build.sh (dist/lib/libthing.a)", own.display()),
+        "the explicit variable is checked too"
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -204,4 +242,17 @@ fn lto_flag_moves_instrumentation_to_the_link() {
     assert!(args.contains(&"-fuse-ld=lld".to_string()), "{args:?}");
     assert!(args.iter().any(|a| a.starts_with("-Wl,--load-pass-plugin=") && a.ends_with("libpathprof.so")), "{args:?}");
     assert!(args.iter().any(|a| a.contains("-u,__pathprof_register_module")), "{args:?}");
+}
+
+#[test]
+fn launcher_takes_the_compiler_after_its_flag() {
+    let cmd = os(&["--pathprof-mode=edge", "--pathprof-launcher", "/usr/bin/clang-19", "-c", "a.c"]);
+    let (cc, rest) = split_launcher(cmd).unwrap();
+    assert_eq!(cc, Some("/usr/bin/clang-19".into()));
+    assert_eq!(rest, os(&["--pathprof-mode=edge", "-c", "a.c"]));
+    // Not a launcher: no flag, or the flag only after the compiler's own arguments began.
+    assert_eq!(split_launcher(os(&["-c", "a.c"])).unwrap(), (None, os(&["-c", "a.c"])));
+    let late = os(&["-c", "--pathprof-launcher", "x"]);
+    assert_eq!(split_launcher(late.clone()).unwrap(), (None, late));
+    assert_eq!(split_launcher(os(&["--pathprof-atomic", "--pathprof-launcher"])), Err(Error::LauncherWithoutCompiler));
 }

@@ -60,7 +60,10 @@
 //! Linked without `--exclude-libs`, shared objects interpose one copy and it serves all modules, which works too.
 //!
 //! # Build
-//! The shipped archive is built with `cargo build -p pathprof-rt --profile rt` (`panic = "abort"`): then the
+//! The shipped archive is built with `cargo build -p pathprof-rt --profile rt` (`panic = "abort"`) and then
+//! reduced by `scripts/rt-archive.sh` to the objects the `__pathprof_*` entry points need, with no other global
+//! definition (cargo bundles the compiler-builtins crate, whose `__muldc3`, `fmod`, … must not take the place
+//! of the toolchain's and the C library's); `scripts/build.sh` does both. Built `panic = "abort"`, the
 //! crate is freestanding and defines its own panic handler, which calls `abort()`. No code path is meant to
 //! reach it: the runtime indexes with `get`, uses checked arithmetic on sizes from files, and reports every
 //! failure as a return value. Under `panic = "unwind"` (the workspace's test and release builds, which only

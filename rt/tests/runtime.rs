@@ -54,7 +54,8 @@ fn tools() -> Option<&'static Tools> {
 }
 
 /// Builds the archive with the rt profile into the target directory this test binary lives in
-/// (`<target>/<profile>/deps/runtime-*`), which is `$CARGO_TARGET_DIR` when that is set.
+/// (`<target>/<profile>/deps/runtime-*`), which is `$CARGO_TARGET_DIR` when that is set, and assembles it as
+/// `scripts/build.sh` does (`scripts/rt-archive.sh`, into `<target>/rt/assembled/`): the archive that ships.
 fn build_archive(manifest: &Path) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -70,7 +71,15 @@ fn build_archive(manifest: &Path) -> PathBuf {
         .output()
         .expect("running cargo");
     assert!(out.status.success(), "building the runtime archive failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    target.join("rt/libpathprof_rt.a")
+    let assembled = target.join("rt/assembled");
+    std::fs::create_dir_all(&assembled).expect("create the assembled archive's directory");
+    let out = Command::new(manifest.join("../scripts/rt-archive.sh"))
+        .arg(target.join("rt/libpathprof_rt.a"))
+        .arg(assembled.join("libpathprof_rt.a"))
+        .output()
+        .expect("running scripts/rt-archive.sh");
+    assert!(out.status.success(), "assembling the runtime archive failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assembled.join("libpathprof_rt.a")
 }
 
 /// A per-test scratch directory, deleted on success and kept (and named) on failure.
