@@ -16,7 +16,8 @@ use inkwell::llvm_sys::LLVMLinkage;
 use pathprof_core::EdgeKind;
 use pathprof_format::profile::{self, FunctionCounts};
 
-use std::collections::HashMap;
+use crate::identity::{self, ModuleIdentity};
+use std::collections::{HashMap, HashSet};
 
 /// What the use mode did to a module, for the one-line summary.
 #[derive(Default, Debug)]
@@ -31,14 +32,25 @@ pub struct UseStats {
 
 /// Exact branch counts; names alone detect stale functions.
 ///
-/// Functions with internal linkage are looked up by (module, name, branch shape): two translation units may each
-/// have a `static` function of the same name and shape. Others by (name, branch shape), summed over the
-/// modules that define them: an inline (linkonce) function is defined in every module that uses it, but only
-/// the copy the linker kept ran, so the other modules' records hold zeros.
+/// Every profile module's functions are indexed by (name, branch shape), and the module being annotated finds its
+/// own record by identity ([`identity::own_module`]: same name, nearest output). Functions with internal linkage
+/// are looked up in that record only: two translation units (or two shared objects) may each have a `static`
+/// function of the same name and shape. So are all functions of a program merged by LTO: each executable or
+/// shared object is a module of its own, and a same-named function of another one is another function. Other
+/// functions of a translation unit are looked up by (name, branch shape), summed over the modules that define
+/// them: an inline (linkonce) function is defined in every module that uses it, but only the copy the linker kept
+/// ran, so the other modules' records hold zeros.
 struct ProfileIndex {
-    local: HashMap<(String, String, u64), Annotation>,
+    modules: Vec<ModuleIndex>,
     global: HashMap<(String, u64), Annotation>,
-    names: HashMap<String, ()>,
+    names: HashSet<String>,
+}
+
+/// One profile module's exact functions and the names of all its functions.
+struct ModuleIndex {
+    identity: ModuleIdentity,
+    functions: HashMap<(String, u64), Annotation>,
+    names: HashSet<String>,
 }
 
 /// What gets attached to one function.
@@ -96,13 +108,16 @@ impl Annotation {
 fn load(path: &str) -> Result<ProfileIndex, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read PATHPROF_USE profile {path}: {e}"))?;
     let prof = profile::read(&bytes).map_err(|e| format!("PATHPROF_USE profile {path}: {e}"))?;
-    let mut local = HashMap::new();
+    let mut modules = Vec::with_capacity(prof.modules.len());
     let mut global: HashMap<(String, u64), Annotation> = HashMap::new();
-    let mut names = HashMap::new();
+    let mut names = HashSet::new();
     for module in &prof.modules {
         let module_counts = profile::ModuleCounts::new(module);
+        let identity = ModuleIdentity { name: module.meta.module_name.clone(), output: module.meta.output.clone() };
+        let mut own = ModuleIndex { identity, functions: HashMap::new(), names: HashSet::new() };
         for (i, f) in module.meta.functions.iter().enumerate() {
-            names.insert(f.name.clone(), ());
+            names.insert(f.name.clone());
+            own.names.insert(f.name.clone());
             if let Ok(c) = module_counts.function(i) {
                 if c.exact {
                     let shape = branch_shape(&f.cfg);
@@ -113,12 +128,13 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
                             global.insert((f.name.clone(), shape), a.clone());
                         }
                     }
-                    local.insert((module.meta.module_name.clone(), f.name.clone(), shape), a);
+                    own.functions.insert((f.name.clone(), shape), a);
                 }
             }
         }
+        modules.push(own);
     }
-    Ok(ProfileIndex { local, global, names })
+    Ok(ProfileIndex { modules, global, names })
 }
 
 /// Scales counts into LLVM's 32-bit branch weights the way LLVM's PGO does (one common divisor).
@@ -128,10 +144,11 @@ pub fn branch_weights(counts: &[u64]) -> Vec<u32> {
     counts.iter().map(|&c| (c / scale) as u32).collect()
 }
 
-/// Annotates `m` from the profile at `path`.
-pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
+/// Annotates `m`, known as `me` (a whole program merged by LTO when `whole_output`), from the profile at `path`.
+pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output: bool) -> Result<UseStats, String> {
     let index = load(path)?;
-    let module_name = ir::module_source_name(m);
+    let identities: Vec<ModuleIdentity> = index.modules.iter().map(|x| x.identity.clone()).collect();
+    let own = identity::own_module(me, whole_output, &identities).and_then(|i| index.modules.get(i));
     let facts = CallFacts::new(m);
     let mut stats = UseStats::default();
     let summary = unsafe { shim::pathprof_shim_summary_new() };
@@ -157,13 +174,15 @@ pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
             let shape = branch_shape(&graph.cfg);
             let is_local =
                 matches!(LLVMGetLinkage(f), LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage);
-            let found = if is_local {
-                index.local.get(&(module_name.clone(), name.clone(), shape))
-            } else {
-                index.global.get(&(name.clone(), shape))
+            // A local function, or any function of an LTO program whose own record is known, is looked up in
+            // that record only; other functions over all modules.
+            let (found, known) = match own {
+                Some(o) if is_local || whole_output => (o.functions.get(&(name.clone(), shape)), o.names.contains(&name)),
+                None if is_local => (None, false),
+                _ => (index.global.get(&(name.clone(), shape)), index.names.contains(&name)),
             };
             let Some(counts) = found else {
-                if index.names.contains_key(&name) {
+                if known {
                     stats.mismatched += 1;
                 } else {
                     stats.missing += 1;
