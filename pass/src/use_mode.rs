@@ -3,9 +3,9 @@
 //! so the rest of clang's pipeline optimises with them like `-fprofile-use`.
 //!
 //! The pass runs at the pipeline point where the profile was collected and rebuilds the same `Cfg`; a function
-//! is annotated only when a profile function has the same name and the same branch structure (blocks,
-//! successors, returns) and its counts are exact — anything else is skipped and counted, never annotated
-//! wrongly.
+//! is annotated only when a profile function of its module (see [`crate::identity`]) has the same name and the
+//! same branch structure (straight-line chains of blocks and the branches between them, so that profiles of
+//! every mode apply) and its counts are exact — anything else is skipped and counted, never annotated wrongly.
 
 use crate::cfg_build::{self, CallFacts};
 use crate::ir;
@@ -13,6 +13,7 @@ use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
+use pathprof_core::chains::Chains;
 use pathprof_core::EdgeKind;
 use pathprof_format::profile::{self, FunctionCounts};
 
@@ -57,35 +58,49 @@ struct ModuleIndex {
 #[derive(Clone)]
 struct Annotation {
     entry: u64,
-    /// Count of successor `succ` of block `b`, keyed by `(b, succ)`.
+    /// Count of successor `succ` of the last block of chain `c`, keyed by `(c, succ)`.
     branches: HashMap<(u32, u32), u64>,
     blocks: Vec<u64>,
 }
 
-/// Hash of the branch structure only (blocks, successors, returns). Termination edges are left out: whether a
-/// call may leave its frame abnormally depends on attributes that differ between -O levels, but the branches
-/// the weights describe do not.
-fn branch_shape(cfg: &pathprof_core::Cfg) -> u64 {
+/// Hash of the branch structure only: the function's straight-line chains ([`Chains`]) and the branches between
+/// them, with their successor numbers. Chains, not blocks: the context and piecewise modes cut a block after
+/// every call site, so their profiles describe more blocks than the same code has uninstrumented, but the same
+/// chains. Termination edges are left out (whether a call may leave its frame abnormally depends on attributes
+/// that differ between -O levels, but the branches the weights describe do not), and so are returns (a
+/// `resume` returns in edge and path mode but terminates in the interprocedural modes; neither carries a
+/// weight).
+fn branch_shape(cfg: &pathprof_core::Cfg, chains: &Chains) -> u64 {
     use pathprof_format::layout::{fnv1a64_continue, FNV_OFFSET};
-    let mut h = fnv1a64_continue(FNV_OFFSET, &(cfg.num_blocks() as u64).to_le_bytes());
-    for e in cfg.edges() {
-        let tag: u32 = match e.kind {
-            EdgeKind::Branch { succ } => succ,
-            EdgeKind::Return => u32::MAX,
-            EdgeKind::Termination | EdgeKind::ExitToEntry => continue,
-        };
-        for v in [e.from.0, e.to.0, tag] {
-            h = fnv1a64_continue(h, &v.to_le_bytes());
-        }
+    let mut branches: Vec<[u32; 3]> = cfg
+        .edges()
+        .iter()
+        .zip(&chains.link)
+        .filter_map(|(e, &link)| match e.kind {
+            EdgeKind::Branch { succ } if !link => {
+                Some([chains.of_block[e.from.index()], chains.of_block[e.to.index()], succ])
+            }
+            _ => None,
+        })
+        .collect();
+    branches.sort_unstable();
+    let mut h = fnv1a64_continue(FNV_OFFSET, &(chains.count as u64).to_le_bytes());
+    for v in branches.iter().flatten() {
+        h = fnv1a64_continue(h, &v.to_le_bytes());
     }
     h
 }
 
-fn annotation(cfg: &pathprof_core::Cfg, c: &FunctionCounts) -> Annotation {
+/// The weights of `cfg`'s branches between chains, keyed by (chain, successor): a chain's branches are those
+/// of its last block, the only one of its blocks that can have more than one successor.
+fn annotation(cfg: &pathprof_core::Cfg, chains: &Chains, c: &FunctionCounts) -> Annotation {
     let mut branches = HashMap::new();
     for (i, e) in cfg.edges().iter().enumerate() {
-        if let EdgeKind::Branch { succ } = e.kind {
-            branches.insert((e.from.0, succ), c.edges[i].unwrap_or(0));
+        match e.kind {
+            EdgeKind::Branch { succ } if !chains.link[i] => {
+                branches.insert((chains.of_block[e.from.index()], succ), c.edges[i].unwrap_or(0));
+            }
+            _ => {}
         }
     }
     Annotation { entry: c.entry.unwrap_or(0), branches, blocks: c.blocks.iter().map(|b| b.unwrap_or(0)).collect() }
@@ -120,8 +135,9 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
             own.names.insert(f.name.clone());
             if let Ok(c) = module_counts.function(i) {
                 if c.exact {
-                    let shape = branch_shape(&f.cfg);
-                    let a = annotation(&f.cfg, &c);
+                    let chains = Chains::of(&f.cfg);
+                    let shape = branch_shape(&f.cfg, &chains);
+                    let a = annotation(&f.cfg, &chains, &c);
                     match global.get_mut(&(f.name.clone(), shape)) {
                         Some(g) => g.add(&a),
                         None => {
@@ -171,7 +187,8 @@ pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output:
                 stats.missing += 1;
                 continue;
             };
-            let shape = branch_shape(&graph.cfg);
+            let chains = Chains::of(&graph.cfg);
+            let shape = branch_shape(&graph.cfg, &chains);
             let is_local =
                 matches!(LLVMGetLinkage(f), LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage);
             // A local function, or any function of an LTO program whose own record is known, is looked up in
@@ -197,8 +214,9 @@ pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output:
                 if succs < 2 {
                     continue;
                 }
+                let chain = chains.of_block[b];
                 let per_succ: Vec<u64> =
-                    (0..succs as u32).map(|s| counts.branches.get(&(b as u32, s)).copied().unwrap_or(0)).collect();
+                    (0..succs as u32).map(|s| counts.branches.get(&(chain, s)).copied().unwrap_or(0)).collect();
                 let weights = branch_weights(&per_succ).into_iter().map(|w| LLVMConstInt(i32t, u64::from(w), 0));
                 let md = node("branch_weights", weights.collect());
                 LLVMSetMetadata(term, prof_kind, LLVMMetadataAsValue(ctx, md));
