@@ -38,6 +38,12 @@
 //! `--pathprof-print-plugin` and `--pathprof-print-runtime` print the located paths and exit 0. Any other
 //! `--pathprof-…` option is an error.
 //!
+//! Every command with an input also gets `PATHPROF_OUTPUT`: the file it writes as given (`-o FILE`, `-oFILE`,
+//! `--output[=]FILE`; `a.out` for a link without one), or empty for a compile without one (so a value in the
+//! wrapper's own environment never leaks in). The pass resolves it against the working directory and records it
+//! as part of the module's identity, which keeps apart modules of one name in different outputs (see
+//! `pathprof::identity`).
+//!
 //! # As a compiler launcher
 //! `pathprof-clang [--pathprof-…] --pathprof-launcher COMPILER ARGS…` runs `COMPILER` (instead of `clang-19` or
 //! `$PATHPROF_CC`) on the rewritten `ARGS`: the form of CMake's `<LANG>_COMPILER_LAUNCHER`, which puts the
@@ -176,6 +182,7 @@ impl fmt::Display for Error {
 /// `-o -c` or `-Xlinker -g` are not mistaken for mode or debug options, nor `-l m` for an input.
 const SEPARATE_VALUE: &[&str] = &[
     "-o",
+    "--output",
     "-x",
     "-I",
     "-D",
@@ -229,12 +236,23 @@ fn is_debug_option(arg: &[u8]) -> bool {
     arg.starts_with(b"-g") && !arg.starts_with(b"-gen-") && !arg.starts_with(b"-gcc-")
 }
 
+/// The file of a joined output option, `-oFILE` or `--output=FILE` (clang's other options that start with `-o`
+/// all start with `-obj`).
+fn joined_output(arg: &[u8]) -> Option<&[u8]> {
+    let file = match arg.strip_prefix(b"--output=") {
+        Some(f) => f,
+        None => arg.strip_prefix(b"-o").filter(|f| !f.is_empty() && !f.starts_with(b"bj"))?,
+    };
+    Some(file)
+}
+
 /// Rewrites the user's arguments (without `argv[0]`) into the compiler's, given the located files.
 pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
     let mut user: Vec<OsString> = Vec::with_capacity(args.len() + 4);
     let mut env: Vec<(String, String)> = Vec::new();
     let mut print: Vec<&Result<PathBuf, String>> = Vec::new();
     let (mut user_debug, mut no_link, mut lang_x, mut inputs, mut lto) = (false, false, false, 0usize, false);
+    let mut output: Option<OsString> = None;
 
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -281,8 +299,15 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
         if SEPARATE_VALUE.iter().any(|o| o.as_bytes() == a) {
             if let Some(v) = it.next() {
                 user.push(v.clone());
+                if a == b"-o" || a == b"--output" {
+                    output = Some(v.clone());
+                }
             }
             lang_x |= a == b"-x";
+            continue;
+        }
+        if let Some(file) = joined_output(a) {
+            output = Some(OsString::from_vec(file.to_vec()));
             continue;
         }
         if NO_LINK.iter().any(|o| o.as_bytes() == a) {
@@ -304,6 +329,13 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
         // `--version`, `-v`, `-print-search-dirs`...: nothing to instrument or link.
         return Ok(Plan::Compile { args: user, env });
     }
+
+    let written = match output {
+        Some(o) => o.to_string_lossy().into_owned(),
+        None if no_link => String::new(),
+        None => "a.out".into(),
+    };
+    env.push(("PATHPROF_OUTPUT".into(), written));
 
     let plugin = found.plugin.clone().map_err(Error::NotFound)?;
     let mut out: Vec<OsString> = Vec::with_capacity(user.len() + 6);

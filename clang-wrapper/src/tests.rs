@@ -24,7 +24,7 @@ const HIDE: &str = "-Wl,--exclude-libs,libpathprof_rt.a";
 fn compile_only_gets_plugin_and_line_tables_but_no_runtime() {
     let (args, env) = compile(&["-O2", "-c", "a.c", "-o", "a.o"]);
     assert_eq!(args, [PLUGIN, LINES, "-O2", "-c", "a.c", "-o", "a.o"]);
-    assert!(env.is_empty());
+    assert_eq!(env, [("PATHPROF_OUTPUT".to_string(), "a.o".to_string())]);
 }
 
 #[test]
@@ -76,6 +76,7 @@ fn wrapper_options_become_environment_and_are_not_passed_on() {
         ("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"),
         ("PATHPROF_ATOMIC", "1"),
         ("PATHPROF_STATS", "1"),
+        ("PATHPROF_OUTPUT", ""),
     ];
     assert_eq!(env, want.map(|(k, v)| (k.to_string(), v.to_string())));
 }
@@ -101,6 +102,33 @@ fn separate_values_are_not_inputs_or_modes() {
     // Only option values, no input: nothing to instrument.
     let (args, _) = compile(&["-o", "x.c"]);
     assert_eq!(args, ["-o", "x.c"]);
+}
+
+/// The output the pass records as part of the module identity: `-o` in every spelling (the last one counts),
+/// `a.out` for a link without one, empty (never inherited) for a compile without one.
+#[test]
+fn the_output_is_handed_to_the_pass() {
+    let output = |cmd: &[&str]| -> String {
+        let (_, env) = compile(cmd);
+        let values: Vec<&String> = env.iter().filter(|(k, _)| k == "PATHPROF_OUTPUT").map(|(_, v)| v).collect();
+        assert_eq!(values.len(), 1, "{cmd:?}: {env:?}");
+        values[0].clone()
+    };
+    assert_eq!(output(&["-shared", "-fPIC", "a.c", "-o", ".libs/libfoo.so.0.0.0"]), ".libs/libfoo.so.0.0.0");
+    assert_eq!(output(&["a.c", "-oprog"]), "prog");
+    assert_eq!(output(&["a.c", "--output=prog"]), "prog");
+    assert_eq!(output(&["a.c", "--output", "prog"]), "prog");
+    assert_eq!(output(&["a.c", "-o", "first", "-o", "second"]), "second");
+    assert_eq!(output(&["a.c", "b.c"]), "a.out");
+    assert_eq!(output(&["-c", "a.c"]), "");
+    assert_eq!(output(&["-S", "a.c", "-o", "a.s"]), "a.s");
+    // `-objcmt-…` options are not `-o bjcmt-…`; `--output X` is not an input (nothing to do without one).
+    assert_eq!(output(&["-c", "-objcmt-migrate-literals", "a.c"]), "");
+    let (args, env) = compile(&["--output", "x.c"]);
+    assert_eq!((args.len(), env.len()), (2, 0));
+    // The joined spellings are passed on to clang unchanged.
+    let (args, _) = compile(&["a.c", "-oprog"]);
+    assert!(args.contains(&"-oprog".to_string()), "{args:?}");
 }
 
 #[test]
@@ -237,7 +265,8 @@ fn driver_from_argv0() {
 fn lto_flag_moves_instrumentation_to_the_link() {
     let (args, env) = compile(&["--pathprof-lto", "-c", "a.c"]);
     assert_eq!(args, [PLUGIN, LINES, "-flto", "-c", "a.c"]);
-    assert_eq!(env, [("PATHPROF_LTO".to_string(), "1".to_string())]);
+    let want = [("PATHPROF_LTO", "1"), ("PATHPROF_OUTPUT", "")];
+    assert_eq!(env, want.map(|(k, v)| (k.to_string(), v.to_string())));
     let (args, _) = compile(&["--pathprof-lto", "a.o", "b.o"]);
     assert!(args.contains(&"-fuse-ld=lld".to_string()), "{args:?}");
     assert!(args.iter().any(|a| a.starts_with("-Wl,--load-pass-plugin=") && a.ends_with("libpathprof.so")), "{args:?}");

@@ -44,7 +44,11 @@ struct FunctionReport {
     name: String,
     /// Source-level name (empty without debug info).
     display_name: String,
+    /// The module's name (a source file, or the executable or shared object of an LTO program).
     module: String,
+    /// Where the module's code went (absolute; empty in profiles before metadata version 4): with `module`, the
+    /// module's identity.
+    module_output: String,
     mode: &'static str,
     file: String,
     start_line: u32,
@@ -184,6 +188,7 @@ fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts)
         name: f.name.clone(),
         display_name: f.display_name.clone(),
         module: module.meta.module_name.clone(),
+        module_output: module.meta.output.clone(),
         mode: module.meta.mode.name(),
         file: f.file.clone(),
         start_line: f.start_line,

@@ -68,6 +68,7 @@ fn meta(module: &str) -> ModuleMeta {
         interproc: None,
         path_arrivals: false,
         module_name: module.into(),
+        output: String::new(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
         atomic: false,

@@ -35,6 +35,7 @@ fn edge_profile() -> Profile {
         interproc: None,
         path_arrivals: false,
         module_name: "e.c".into(),
+        output: String::new(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
         atomic: false,

@@ -6,6 +6,7 @@
 //!
 //! # Modules
 //! - [`graph`]: the CFG multigraph with virtual EXIT (Ball & Larus, TOPLAS 1994, §2).
+//! - [`chains`]: straight-line chains of blocks (one graph, however straight-line code is cut into blocks).
 //! - [`dfs`]: iterative depth-first search, back edges.
 //! - [`loops`]: natural loops (for the BL94 §5 weighting).
 //! - [`weighting`]: edge weightings that steer the spanning tree.
@@ -17,6 +18,7 @@
 #![deny(missing_docs)]
 
 pub mod arrivals;
+pub mod chains;
 pub mod dag;
 pub mod dfs;
 #[cfg(any(test, feature = "fixtures"))]

@@ -23,7 +23,8 @@
 //!     32 num_sparse    u64  number of SparseEntry (path counts held in runtime hash tables)
 //!     40 flags         u64  RECORD_FLAG_*
 //!     48 runs          u64  process runs summed into this record
-//!     56 name_hash     u64  fnv1a64 of the module name: same name + other meta_hash = a stale build
+//!     56 name_hash     u64  module_identity_hash of the module name and output: same identity + other
+//!                           meta_hash = a stale build
 //!   meta bytes (meta_len), zero-padded to a multiple of 8
 //!   counters: u64 × num_counters
 //!   sparse entries: SparseEntry × num_sparse (SPARSE_ENTRY_LEN = 32 bytes each):
@@ -187,6 +188,19 @@ pub const fn fnv1a64_continue(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
+/// The `name_hash` of a module (descriptor and record header): what identifies a module across its builds.
+/// `name` is the module name and `output` the absolute path of the file its code went into (both from the
+/// metadata, `ModuleMeta::module_name` and `ModuleMeta::output`). Without an output (metadata written before
+/// pathprof recorded one) it is `fnv1a64(name)`, the hash those profiles carry; with one, the name, a zero byte
+/// and the output, so two modules of one name in different outputs are different modules.
+pub const fn module_identity_hash(name: &[u8], output: &[u8]) -> u64 {
+    let h = fnv1a64(name);
+    if output.is_empty() {
+        return h;
+    }
+    fnv1a64_continue(fnv1a64_continue(h, &[0]), output)
+}
+
 /// Rounds `n` up to a multiple of 8 (`None` on overflow).
 pub const fn pad8(n: u64) -> Option<u64> {
     match n.checked_add(7) {
@@ -265,7 +279,8 @@ pub struct RecordHeader {
     pub flags: u64,
     /// Runs summed into the record.
     pub runs: u64,
-    /// fnv1a64 of the module name, so the runtime can recognise a stale build of the same module.
+    /// [`module_identity_hash`] of the module's name and output, so the runtime can recognise a stale build of
+    /// the same module.
     pub name_hash: u64,
 }
 
@@ -325,6 +340,19 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
         assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn identity_hash_is_the_name_hash_without_an_output_and_separates_outputs() {
+        // Profiles written before modules had outputs carry fnv1a64(name): still the same identity.
+        assert_eq!(module_identity_hash(b"util.c", b""), fnv1a64(b"util.c"));
+        // With an output: exactly the bytes name, NUL, output.
+        assert_eq!(module_identity_hash(b"util.c", b"/b/a/util.o"), fnv1a64(b"util.c\0/b/a/util.o"));
+        let a = module_identity_hash(b"util.c", b"/b/a/util.o");
+        assert_ne!(a, module_identity_hash(b"util.c", b"/b/b/util.o"));
+        assert_ne!(a, fnv1a64(b"util.c"));
+        // The separator keeps (name, output) pairs apart that concatenate to the same bytes.
+        assert_ne!(module_identity_hash(b"ab", b"c"), module_identity_hash(b"a", b"bc"));
     }
 
     #[test]

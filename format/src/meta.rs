@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 /// First bytes of every metadata blob.
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
-/// Version of the metadata schema below; readers also accept version 1 (no interprocedural program) and
-/// version 2 (truncated paths count net executions).
-pub const META_VERSION: u32 = 3;
+/// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
+/// (truncated paths count net executions) and version 3 (no module output).
+pub const META_VERSION: u32 = 4;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,8 +47,16 @@ impl Mode {
 /// Everything the tools need to interpret one module's counters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModuleMeta {
-    /// The module identifier (usually the source file as given to the compiler).
+    /// The module's name: for a translation unit the source file as given to the compiler; for a program
+    /// merged by LTO the file name of the executable or shared object it was linked into.
     pub module_name: String,
+    /// Where the module's code went, as an absolute path: the object file or linked output, or — for a compile
+    /// whose output is not known (no `-o`, or the plugin used without `pathprof-clang`) — the directory the
+    /// compiler ran in, ending in `/`. Empty in metadata before version 4. With [`ModuleMeta::module_name`] it
+    /// identifies the module across builds ([`ModuleMeta::name_hash`]): a rebuild of the same output replaces
+    /// the old counts, while modules of one name in different outputs (two `util.c` of two libraries, every
+    /// LTO-merged shared object) stay apart.
+    pub output: String,
     /// What the counters measure.
     pub mode: Mode,
     /// The weighting used for the spanning tree (`uniform`, `bl94`, `llvm`, `profile:FILE`): affects cost only.
@@ -65,6 +73,18 @@ pub struct ModuleMeta {
     /// `false` (all profiles of metadata version ≤ 2, and context and piecewise profiles written before
     /// pathprof counted their arrivals): the counter is already net (+1 before the call, −1 after it returned).
     pub path_arrivals: bool,
+}
+
+/// The version-3 layout of [`ModuleMeta`], still read.
+#[derive(Deserialize)]
+struct ModuleMetaV3 {
+    module_name: String,
+    mode: Mode,
+    weighting: String,
+    atomic: bool,
+    functions: Vec<FunctionMeta>,
+    interproc: Option<InterprocMeta>,
+    path_arrivals: bool,
 }
 
 /// The version-2 layout of [`ModuleMeta`], still read.
@@ -217,6 +237,22 @@ impl ModuleMeta {
         out
     }
 
+    /// The module's identity across builds as hashed into descriptors and record headers
+    /// ([`crate::layout::module_identity_hash`] of the name and output).
+    pub fn name_hash(&self) -> u64 {
+        crate::layout::module_identity_hash(self.module_name.as_bytes(), self.output.as_bytes())
+    }
+
+    /// The module for messages: its name, and its output when it has one (`util.c in /b/x/util.o`), so that
+    /// two modules of one name are told apart.
+    pub fn label(&self) -> String {
+        if self.output.is_empty() {
+            self.module_name.clone()
+        } else {
+            format!("{} in {}", self.module_name, self.output)
+        }
+    }
+
     /// Decodes and validates a blob read from an untrusted profile; never panics.
     pub fn decode(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let meta = ModuleMeta::decode_unvalidated(bytes)?;
@@ -224,7 +260,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1, 2 or 3, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1 to 4, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -237,11 +273,27 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
+            3 => {
+                // Version 3 = version 4 without the module's output.
+                let (v3, rest): (ModuleMetaV3, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
+                let meta = ModuleMeta {
+                    module_name: v3.module_name,
+                    output: String::new(),
+                    mode: v3.mode,
+                    weighting: v3.weighting,
+                    atomic: v3.atomic,
+                    functions: v3.functions,
+                    interproc: v3.interproc,
+                    path_arrivals: v3.path_arrivals,
+                };
+                (meta, rest)
+            }
             2 => {
                 // Version 2 = version 3 with net counts of truncated paths.
                 let (v2, rest): (ModuleMetaV2, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
                 let meta = ModuleMeta {
                     module_name: v2.module_name,
+                    output: String::new(),
                     mode: v2.mode,
                     weighting: v2.weighting,
                     atomic: v2.atomic,
@@ -256,6 +308,7 @@ impl ModuleMeta {
                 let (v1, rest): (ModuleMetaV1, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
                 let meta = ModuleMeta {
                     module_name: v1.module_name,
+                    output: String::new(),
                     mode: v1.mode,
                     weighting: v1.weighting,
                     atomic: v1.atomic,

@@ -12,7 +12,7 @@
 //! Checks, in order: length ≥ header, magic, version, header flags and reserved word, `payload_len` equals the
 //! bytes after the header, checksum; then per record: header present, `record_len` equals
 //! [`layout::record_len`] of its sizes and fits in the remaining bytes, metadata padding is zero, `meta_hash` is
-//! the fnv1a64 of the metadata, `name_hash` the fnv1a64 of the module name, the metadata decodes, every function's
+//! the fnv1a64 of the metadata, `name_hash` the module's identity hash ([`ModuleMeta::name_hash`]), the metadata decodes, every function's
 //! counters lie inside the record, the metadata validates, every function's `cfg_hash` matches its graph, every
 //! sparse entry names a function of the module; finally, no two records share a `meta_hash` and no bytes follow
 //! the last record.
@@ -67,7 +67,8 @@ pub struct ModuleProfile {
     pub meta_bytes: Vec<u8>,
     /// fnv1a64 of `meta_bytes`: identifies the module build.
     pub meta_hash: u64,
-    /// fnv1a64 of `meta.module_name`: the same name with another `meta_hash` is another build of the module.
+    /// [`ModuleMeta::name_hash`] (module name and output): the same identity with another `meta_hash` is another
+    /// build of the module.
     pub name_hash: u64,
     /// The dense counter array (per function: `counters[counter_base..counter_base + num_counters]`).
     pub counters: Vec<u64>,
@@ -96,7 +97,7 @@ impl ModuleProfile {
         let meta_bytes = meta.encode();
         ModuleProfile {
             meta_hash: layout::fnv1a64(&meta_bytes),
-            name_hash: layout::fnv1a64(meta.module_name.as_bytes()),
+            name_hash: meta.name_hash(),
             meta,
             meta_bytes,
             counters,
@@ -201,8 +202,8 @@ pub enum ProfileError {
         /// What is wrong with the metadata.
         error: MetaError,
     },
-    /// The record's `name_hash` is not the fnv1a64 of its module name.
-    #[error("corrupt profile: module {module} has a name hash that does not match its name")]
+    /// The record's `name_hash` is not the identity hash of its module name and output.
+    #[error("corrupt profile: module {module} has a name hash that does not match its name and output")]
     NameHashMismatch {
         /// Module name.
         module: String,
@@ -352,7 +353,7 @@ pub fn read(bytes: &[u8]) -> Result<Profile, ProfileError> {
     for record in 0..header.num_modules {
         let m = read_record(&mut r, record)?;
         if !seen.insert(m.meta_hash) {
-            return Err(ProfileError::DuplicateModule { module: m.meta.module_name });
+            return Err(ProfileError::DuplicateModule { module: m.meta.label() });
         }
         modules.push(m);
     }
@@ -408,8 +409,8 @@ fn read_record(r: &mut Reader<'_>, record: u32) -> Result<ModuleProfile, Profile
         return Err(ProfileError::MetaHashMismatch { record });
     }
     let meta = decode_meta(meta_bytes, counters.len() as u64, record)?;
-    let module = || meta.module_name.clone();
-    if layout::fnv1a64(meta.module_name.as_bytes()) != h.name_hash {
+    let module = || meta.label();
+    if meta.name_hash() != h.name_hash {
         return Err(ProfileError::NameHashMismatch { module: module() });
     }
     for f in &meta.functions {

@@ -33,6 +33,7 @@ fn function(name: &str, cfg: Cfg) -> FunctionMeta {
 fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
     ModuleMeta {
         module_name: "m.c".into(),
+        output: String::new(),
         mode,
         weighting: "llvm".into(),
         atomic: false,

@@ -118,6 +118,7 @@ fn module(name: &str, functions: Vec<(FunctionMeta, BTreeMap<u128, i64>)>) -> Mo
         interproc: None,
         path_arrivals: false,
         module_name: name.into(),
+        output: String::new(),
         mode: Mode::Path,
         weighting: "uniform".into(),
         atomic: false,

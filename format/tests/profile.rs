@@ -66,6 +66,7 @@ fn module_meta(name: &str) -> ModuleMeta {
         interproc: None,
         path_arrivals: false,
         module_name: name.to_string(),
+        output: String::new(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
         atomic: false,
@@ -689,13 +690,21 @@ fn analysis_errors() {
     assert!(matches!(function_edge_counts(&short, 1), Err(AnalysisError::CounterOutOfRange { .. })));
 }
 
-/// Metadata version 2 (written before path mode counted arrivals) is still read, as net counts; version 3 is
-/// written. Arrival counting belongs to the path-numbering modes (path, context, piecewise) only.
+/// Metadata version 2 (written before path mode counted arrivals) is still read, as net counts, and version 3
+/// (written before modules recorded their output) with an empty output; version 4 is written. Arrival counting
+/// belongs to the path-numbering modes (path, context, piecewise) only.
 #[test]
-fn metadata_version_2_still_reads_and_arrivals_belong_to_path_numbering_modes() {
+fn metadata_versions_2_and_3_still_read_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
-    let v3 = meta.encode();
-    assert_eq!(v3[4..8], 3u32.to_le_bytes());
+    let v4 = meta.encode();
+    assert_eq!(v4[4..8], 4u32.to_le_bytes());
+    // Version 3 is version 4 without the output: postcard writes the name as a length byte (3) and "m.c",
+    // then the empty output as one zero byte, at offset 8 + 1 + 3.
+    assert_eq!(&v4[8..13], b"\x03m.c\x00");
+    let mut v3 = v4.clone();
+    v3.remove(12);
+    v3[4..8].copy_from_slice(&3u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v3).unwrap(), meta);
     // Version 2 is version 3 without the trailing `path_arrivals` byte.
     let mut v2 = v3[..v3.len() - 1].to_vec();
     v2[4..8].copy_from_slice(&2u32.to_le_bytes());
@@ -707,4 +716,39 @@ fn metadata_version_2_still_reads_and_arrivals_belong_to_path_numbering_modes() 
     let mut edge_with_arrivals = meta.clone();
     edge_with_arrivals.path_arrivals = true;
     assert!(matches!(ModuleMeta::decode(&edge_with_arrivals.encode()), Err(MetaError::Inconsistent(_))));
+}
+
+/// A module's identity is its name and its output: a record's `name_hash` covers both (and is the plain name
+/// hash without an output, as in older profiles); two modules of one name in different outputs are different
+/// modules to `merge`, and a different build of one (name, output) is refused.
+#[test]
+fn module_identity_is_name_and_output() {
+    let plain = module("u.c", vec![0; 5]);
+    assert_eq!(plain.name_hash, layout::fnv1a64(b"u.c"));
+    let in_output = |output: &str, counters: Vec<u64>| {
+        let mut meta = module_meta("u.c");
+        meta.output = output.into();
+        ModuleProfile::new(meta, counters, vec![], 0, 1)
+    };
+    let (a, b) = (in_output("/b/a/u.o", vec![1, 0, 0, 0, 0]), in_output("/b/b/u.o", vec![2, 0, 0, 0, 0]));
+    assert_eq!(a.name_hash, layout::fnv1a64(b"u.c\0/b/a/u.o"));
+    assert_ne!(a.name_hash, b.name_hash);
+    assert_eq!(a.meta.label(), "u.c in /b/a/u.o");
+    // Both in one profile: it reads back, and merging it with itself doubles each.
+    let p = Profile { modules: vec![a.clone(), b.clone()] };
+    let back = read(&write(&p)).unwrap();
+    assert_eq!(back, p);
+    let m = merge(&[p.clone(), p]).unwrap();
+    assert_eq!((m.modules[0].counters[0], m.modules[1].counters[0]), (2, 4));
+    // A record whose name hash is the name's alone while it has an output is corrupt.
+    let mut forged = a.clone();
+    forged.name_hash = layout::fnv1a64(b"u.c");
+    assert!(matches!(read(&write(&Profile { modules: vec![forged] })), Err(ProfileError::NameHashMismatch { .. })));
+    // Another build of the same (name, output): refused, naming the output.
+    let mut other_build = module_meta("u.c");
+    other_build.output = "/b/a/u.o".into();
+    other_build.functions.truncate(1);
+    let other = ModuleProfile::new(other_build, vec![0; 3], vec![], 0, 1);
+    let e = merge(&[Profile { modules: vec![a] }, Profile { modules: vec![other] }]).unwrap_err();
+    assert_eq!(e.to_string(), "different builds of module u.c in /b/a/u.o: the profiles come from different binaries");
 }

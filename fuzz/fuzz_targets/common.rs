@@ -20,7 +20,7 @@ pub fn fixup(bytes: &[u8]) -> Vec<u8> {
         let Some(meta) = b.get(meta_at..meta_end) else { break };
         rh.meta_hash = fnv1a64(meta);
         if let Ok(m) = ModuleMeta::decode(meta) {
-            rh.name_hash = fnv1a64(m.module_name.as_bytes());
+            rh.name_hash = m.name_hash();
         }
         b[at..at + RECORD_HEADER_LEN].copy_from_slice(&rh.encode());
         let Some(next) = usize::try_from(rh.record_len).ok().and_then(|l| at.checked_add(l)) else { break };

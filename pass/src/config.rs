@@ -61,6 +61,9 @@ pub struct Config {
     /// Whole-program mode (`PATHPROF_LTO=1`): instrument at the full-LTO link (lld loads the plugin with
     /// `--load-pass-plugin`), not when compiling; interprocedural paths then cross translation units.
     pub lto: bool,
+    /// The file the compile or link writes, as the command gave it (`PATHPROF_OUTPUT`, set by `pathprof-clang`
+    /// from `-o`; relative to the working directory): part of the module's identity ([`crate::identity`]).
+    pub output: Option<String>,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -140,6 +143,7 @@ impl Config {
         };
         let use_profile = get("PATHPROF_USE").filter(|v| !v.is_empty());
         let lto = flag("PATHPROF_LTO", get("PATHPROF_LTO"))?;
+        let output = get("PATHPROF_OUTPUT").filter(|v| !v.is_empty());
         Ok(Config {
             mode,
             weighting,
@@ -152,6 +156,7 @@ impl Config {
             path_cache: if atomic { Some(0) } else { path_cache },
             use_profile,
             lto,
+            output,
         })
     }
 

@@ -22,8 +22,9 @@ pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void,
         }
         match &config.use_profile {
             Some(path) => {
-                let stats = use_mode::annotate(m, path)?;
-                let name = crate::ir::module_source_name(m);
+                let me = crate::identity::of_module(&crate::ir::module_source_name(m), &config);
+                let stats = use_mode::annotate(m, path, &me, config.lto)?;
+                let name = &me.name;
                 if stats.mismatched > 0 {
                     eprintln!(
                         "pathprof: warning: {name}: {} functions not annotated: their CFG differs from the profile's \

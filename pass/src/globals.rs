@@ -47,7 +47,7 @@ pub fn register_module(
 ) {
     let blob = meta.encode();
     let meta_hash = fnv1a64(&blob);
-    let name_hash = fnv1a64(meta.module_name.as_bytes());
+    let name_hash = meta.name_hash();
     unsafe {
         let ctx = LLVMGetModuleContext(m);
         let i32t = LLVMInt32TypeInContext(ctx);

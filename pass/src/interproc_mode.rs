@@ -10,6 +10,7 @@ use crate::cfg_build::CallFacts;
 use crate::config::Config;
 use crate::emit::Counters;
 use crate::globals;
+use crate::identity::ModuleIdentity;
 use crate::interproc_emit::{FnEmitter, Store, Tls};
 use crate::interproc_plan;
 use crate::ir;
@@ -21,7 +22,13 @@ use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocPro
 use pathprof_format::profile::cfg_hash;
 
 /// Instruments `candidates` of `m` as one program; returns whether the module changed.
-pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config, module_name: &str) -> Result<bool, String> {
+pub fn instrument(
+    m: LLVMModuleRef,
+    candidates: &[LLVMValueRef],
+    config: &Config,
+    identity: &ModuleIdentity,
+) -> Result<bool, String> {
+    let module_name = identity.name.as_str();
     let facts = CallFacts::new(m);
     let mode = if config.mode == Mode::Piecewise { IpMode::Piecewise } else { IpMode::Context };
     let mut left_out = Vec::new();
@@ -70,7 +77,8 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
 
     let program = sg.program();
     let meta = ModuleMeta {
-        module_name: module_name.to_string(),
+        module_name: identity.name.clone(),
+        output: identity.output.clone(),
         mode: config.mode,
         weighting: config.weighting.spelling(),
         atomic: config.atomic,

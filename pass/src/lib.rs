@@ -25,6 +25,7 @@ pub mod config;
 pub mod emit;
 pub mod entry;
 pub mod globals;
+pub mod identity;
 pub mod interproc_emit;
 pub mod interproc_mode;
 pub mod interproc_plan;

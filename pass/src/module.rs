@@ -74,17 +74,17 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     if ir::has_named_metadata(m, INSTRUMENTED_MARK) {
         return Ok(false);
     }
+    let identity = crate::identity::of_module(&ir::module_source_name(m), config);
     if config.mode.is_interprocedural() {
-        let name = ir::module_source_name(m);
         let candidates: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| should_instrument(f)).collect();
-        return crate::interproc_mode::instrument(m, &candidates, config, &name);
+        return crate::interproc_mode::instrument(m, &candidates, config, &identity);
     }
     let profile = match &config.weighting {
         Weighting::Profile(path) => Some(ProfileWeights::load(path)?),
         _ => None,
     };
     let facts = CallFacts::new(m);
-    let module_name = ir::module_source_name(m);
+    let module_name = identity.name.clone();
     let mut stats = Stats::default();
     let mut planned = Vec::new();
     let mut next_counter = 0u64;
@@ -185,7 +185,8 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     }
 
     let meta = ModuleMeta {
-        module_name: module_name.clone(),
+        module_name: identity.name,
+        output: identity.output,
         mode: config.mode,
         weighting: config.weighting.spelling(),
         atomic: config.atomic,

@@ -3,9 +3,9 @@
 //! so the rest of clang's pipeline optimises with them like `-fprofile-use`.
 //!
 //! The pass runs at the pipeline point where the profile was collected and rebuilds the same `Cfg`; a function
-//! is annotated only when a profile function has the same name and the same branch structure (blocks,
-//! successors, returns) and its counts are exact — anything else is skipped and counted, never annotated
-//! wrongly.
+//! is annotated only when a profile function of its module (see [`crate::identity`]) has the same name and the
+//! same branch structure (straight-line chains of blocks and the branches between them, so that profiles of
+//! every mode apply) and its counts are exact — anything else is skipped and counted, never annotated wrongly.
 
 use crate::cfg_build::{self, CallFacts};
 use crate::ir;
@@ -13,10 +13,12 @@ use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
+use pathprof_core::chains::Chains;
 use pathprof_core::EdgeKind;
 use pathprof_format::profile::{self, FunctionCounts};
 
-use std::collections::HashMap;
+use crate::identity::{self, ModuleIdentity};
+use std::collections::{HashMap, HashSet};
 
 /// What the use mode did to a module, for the one-line summary.
 #[derive(Default, Debug)]
@@ -31,49 +33,74 @@ pub struct UseStats {
 
 /// Exact branch counts; names alone detect stale functions.
 ///
-/// Functions with internal linkage are looked up by (module, name, branch shape): two translation units may each
-/// have a `static` function of the same name and shape. Others by (name, branch shape), summed over the
-/// modules that define them: an inline (linkonce) function is defined in every module that uses it, but only
-/// the copy the linker kept ran, so the other modules' records hold zeros.
+/// Every profile module's functions are indexed by (name, branch shape), and the module being annotated finds its
+/// own record by identity ([`identity::own_module`]: same name, nearest output). Functions with internal linkage
+/// are looked up in that record only: two translation units (or two shared objects) may each have a `static`
+/// function of the same name and shape. So are all functions of a program merged by LTO: each executable or
+/// shared object is a module of its own, and a same-named function of another one is another function. Other
+/// functions of a translation unit are looked up by (name, branch shape), summed over the modules that define
+/// them: an inline (linkonce) function is defined in every module that uses it, but only the copy the linker kept
+/// ran, so the other modules' records hold zeros.
 struct ProfileIndex {
-    local: HashMap<(String, String, u64), Annotation>,
+    modules: Vec<ModuleIndex>,
     global: HashMap<(String, u64), Annotation>,
-    names: HashMap<String, ()>,
+    names: HashSet<String>,
+}
+
+/// One profile module's exact functions and the names of all its functions.
+struct ModuleIndex {
+    identity: ModuleIdentity,
+    functions: HashMap<(String, u64), Annotation>,
+    names: HashSet<String>,
 }
 
 /// What gets attached to one function.
 #[derive(Clone)]
 struct Annotation {
     entry: u64,
-    /// Count of successor `succ` of block `b`, keyed by `(b, succ)`.
+    /// Count of successor `succ` of the last block of chain `c`, keyed by `(c, succ)`.
     branches: HashMap<(u32, u32), u64>,
     blocks: Vec<u64>,
 }
 
-/// Hash of the branch structure only (blocks, successors, returns). Termination edges are left out: whether a
-/// call may leave its frame abnormally depends on attributes that differ between -O levels, but the branches
-/// the weights describe do not.
-fn branch_shape(cfg: &pathprof_core::Cfg) -> u64 {
+/// Hash of the branch structure only: the function's straight-line chains ([`Chains`]) and the branches between
+/// them, with their successor numbers. Chains, not blocks: the context and piecewise modes cut a block after
+/// every call site, so their profiles describe more blocks than the same code has uninstrumented, but the same
+/// chains. Termination edges are left out (whether a call may leave its frame abnormally depends on attributes
+/// that differ between -O levels, but the branches the weights describe do not), and so are returns (a
+/// `resume` returns in edge and path mode but terminates in the interprocedural modes; neither carries a
+/// weight).
+fn branch_shape(cfg: &pathprof_core::Cfg, chains: &Chains) -> u64 {
     use pathprof_format::layout::{fnv1a64_continue, FNV_OFFSET};
-    let mut h = fnv1a64_continue(FNV_OFFSET, &(cfg.num_blocks() as u64).to_le_bytes());
-    for e in cfg.edges() {
-        let tag: u32 = match e.kind {
-            EdgeKind::Branch { succ } => succ,
-            EdgeKind::Return => u32::MAX,
-            EdgeKind::Termination | EdgeKind::ExitToEntry => continue,
-        };
-        for v in [e.from.0, e.to.0, tag] {
-            h = fnv1a64_continue(h, &v.to_le_bytes());
-        }
+    let mut branches: Vec<[u32; 3]> = cfg
+        .edges()
+        .iter()
+        .zip(&chains.link)
+        .filter_map(|(e, &link)| match e.kind {
+            EdgeKind::Branch { succ } if !link => {
+                Some([chains.of_block[e.from.index()], chains.of_block[e.to.index()], succ])
+            }
+            _ => None,
+        })
+        .collect();
+    branches.sort_unstable();
+    let mut h = fnv1a64_continue(FNV_OFFSET, &(chains.count as u64).to_le_bytes());
+    for v in branches.iter().flatten() {
+        h = fnv1a64_continue(h, &v.to_le_bytes());
     }
     h
 }
 
-fn annotation(cfg: &pathprof_core::Cfg, c: &FunctionCounts) -> Annotation {
+/// The weights of `cfg`'s branches between chains, keyed by (chain, successor): a chain's branches are those
+/// of its last block, the only one of its blocks that can have more than one successor.
+fn annotation(cfg: &pathprof_core::Cfg, chains: &Chains, c: &FunctionCounts) -> Annotation {
     let mut branches = HashMap::new();
     for (i, e) in cfg.edges().iter().enumerate() {
-        if let EdgeKind::Branch { succ } = e.kind {
-            branches.insert((e.from.0, succ), c.edges[i].unwrap_or(0));
+        match e.kind {
+            EdgeKind::Branch { succ } if !chains.link[i] => {
+                branches.insert((chains.of_block[e.from.index()], succ), c.edges[i].unwrap_or(0));
+            }
+            _ => {}
         }
     }
     Annotation { entry: c.entry.unwrap_or(0), branches, blocks: c.blocks.iter().map(|b| b.unwrap_or(0)).collect() }
@@ -96,29 +123,34 @@ impl Annotation {
 fn load(path: &str) -> Result<ProfileIndex, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read PATHPROF_USE profile {path}: {e}"))?;
     let prof = profile::read(&bytes).map_err(|e| format!("PATHPROF_USE profile {path}: {e}"))?;
-    let mut local = HashMap::new();
+    let mut modules = Vec::with_capacity(prof.modules.len());
     let mut global: HashMap<(String, u64), Annotation> = HashMap::new();
-    let mut names = HashMap::new();
+    let mut names = HashSet::new();
     for module in &prof.modules {
         let module_counts = profile::ModuleCounts::new(module);
+        let identity = ModuleIdentity { name: module.meta.module_name.clone(), output: module.meta.output.clone() };
+        let mut own = ModuleIndex { identity, functions: HashMap::new(), names: HashSet::new() };
         for (i, f) in module.meta.functions.iter().enumerate() {
-            names.insert(f.name.clone(), ());
+            names.insert(f.name.clone());
+            own.names.insert(f.name.clone());
             if let Ok(c) = module_counts.function(i) {
                 if c.exact {
-                    let shape = branch_shape(&f.cfg);
-                    let a = annotation(&f.cfg, &c);
+                    let chains = Chains::of(&f.cfg);
+                    let shape = branch_shape(&f.cfg, &chains);
+                    let a = annotation(&f.cfg, &chains, &c);
                     match global.get_mut(&(f.name.clone(), shape)) {
                         Some(g) => g.add(&a),
                         None => {
                             global.insert((f.name.clone(), shape), a.clone());
                         }
                     }
-                    local.insert((module.meta.module_name.clone(), f.name.clone(), shape), a);
+                    own.functions.insert((f.name.clone(), shape), a);
                 }
             }
         }
+        modules.push(own);
     }
-    Ok(ProfileIndex { local, global, names })
+    Ok(ProfileIndex { modules, global, names })
 }
 
 /// Scales counts into LLVM's 32-bit branch weights the way LLVM's PGO does (one common divisor).
@@ -128,10 +160,11 @@ pub fn branch_weights(counts: &[u64]) -> Vec<u32> {
     counts.iter().map(|&c| (c / scale) as u32).collect()
 }
 
-/// Annotates `m` from the profile at `path`.
-pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
+/// Annotates `m`, known as `me` (a whole program merged by LTO when `whole_output`), from the profile at `path`.
+pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output: bool) -> Result<UseStats, String> {
     let index = load(path)?;
-    let module_name = ir::module_source_name(m);
+    let identities: Vec<ModuleIdentity> = index.modules.iter().map(|x| x.identity.clone()).collect();
+    let own = identity::own_module(me, whole_output, &identities).and_then(|i| index.modules.get(i));
     let facts = CallFacts::new(m);
     let mut stats = UseStats::default();
     let summary = unsafe { shim::pathprof_shim_summary_new() };
@@ -154,16 +187,19 @@ pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
                 stats.missing += 1;
                 continue;
             };
-            let shape = branch_shape(&graph.cfg);
+            let chains = Chains::of(&graph.cfg);
+            let shape = branch_shape(&graph.cfg, &chains);
             let is_local =
                 matches!(LLVMGetLinkage(f), LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage);
-            let found = if is_local {
-                index.local.get(&(module_name.clone(), name.clone(), shape))
-            } else {
-                index.global.get(&(name.clone(), shape))
+            // A local function, or any function of an LTO program whose own record is known, is looked up in
+            // that record only; other functions over all modules.
+            let (found, known) = match own {
+                Some(o) if is_local || whole_output => (o.functions.get(&(name.clone(), shape)), o.names.contains(&name)),
+                None if is_local => (None, false),
+                _ => (index.global.get(&(name.clone(), shape)), index.names.contains(&name)),
             };
             let Some(counts) = found else {
-                if index.names.contains_key(&name) {
+                if known {
                     stats.mismatched += 1;
                 } else {
                     stats.missing += 1;
@@ -178,8 +214,9 @@ pub fn annotate(m: LLVMModuleRef, path: &str) -> Result<UseStats, String> {
                 if succs < 2 {
                     continue;
                 }
+                let chain = chains.of_block[b];
                 let per_succ: Vec<u64> =
-                    (0..succs as u32).map(|s| counts.branches.get(&(b as u32, s)).copied().unwrap_or(0)).collect();
+                    (0..succs as u32).map(|s| counts.branches.get(&(chain, s)).copied().unwrap_or(0)).collect();
                 let weights = branch_weights(&per_succ).into_iter().map(|w| LLVMConstInt(i32t, u64::from(w), 0));
                 let md = node("branch_weights", weights.collect());
                 LLVMSetMetadata(term, prof_kind, LLVMMetadataAsValue(ctx, md));

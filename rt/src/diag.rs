@@ -1,8 +1,20 @@
 //! Diagnostics: one line per message, assembled on the stack and written to fd 2 with a single `write(2)`, so
 //! lines from concurrent processes never interleave and no stdio state of the host program is touched.
 //!
-//! `pp_warn!` always prints; `pp_info!` prints only with `PATHPROF_VERBOSE` set to anything but `0`. Messages
-//! are built from [`Part`]s (string literals, byte strings such as paths, numbers, errno values) instead of
+//! `pp_warn!` always prints; `pp_info!` prints only with `PATHPROF_VERBOSE` set to anything but `0`.
+//!
+//! # What may reach the program's stderr
+//! The runtime's output lands in the instrumented program's stderr, which test suites and scripts compare, so a
+//! healthy run prints nothing. `pp_warn!` is for what the user must act on or the profile cannot vouch for: the
+//! profile cannot be written (one line per dump; the interval timer reports only its first failure), the file
+//! it would merge into is not a valid profile and is replaced, a record is inconsistent (a hash collision or a
+//! corrupt writer), a module cannot be registered (another descriptor version, a malformed descriptor), counts
+//! were dropped (a full or failed path table: the record is flagged incomplete), a setting is invalid
+//! (`PATHPROF_DUMP_INTERVAL`), a fatal-signal flush could not write or went to another file. Everything that
+//! is expected in healthy use is `pp_info!`: replacing the counts of an older build of a module (every rebuild
+//! does that), merging without a lock on a file system that has none, a module registered twice.
+//!
+//! Messages are built from [`Part`]s (string literals, byte strings such as paths, numbers, errno values) instead of
 //! `core::fmt`, which keeps formatting machinery and its panic paths out of the archive.
 
 use crate::sys::Errno;

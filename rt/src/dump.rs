@@ -438,8 +438,9 @@ fn write_merged(
 
     let mut image = MVec::new();
     let summary = merge::build(existing, groups.as_slice(), &mut image, &mut |note| match note {
+        // A rebuild replacing its own old counts is healthy use: said only when asked (see crate::diag).
         Note::Stale { name_hash } => {
-            pp_warn!(path, ": dropping the counts of an older build of a module (name hash ", Hex(name_hash), ")")
+            pp_info!(path, ": replacing the counts of an older build of a module (name hash ", Hex(name_hash), ")")
         }
         Note::Mismatch { meta_hash } => {
             pp_warn!(path, ": dropping an inconsistent record (meta hash ", Hex(meta_hash), ")")

@@ -14,7 +14,9 @@
 //!   gets a fresh record.
 //! - A file record whose `name_hash` equals a registered module's while its `meta_hash` matches none is an
 //!   older build of that module: its counts would be meaningless against the new metadata, so it is dropped
-//!   with a warning.
+//!   (a verbose note: after a rebuild this is the expected case). `name_hash` covers the module's name and
+//!   output (`pathprof_format::layout::module_identity_hash`), so modules of one name in different executables
+//!   or shared objects never take each other for an older build.
 //! - Every other file record (say, a library that an earlier run `dlopen`ed) is copied unchanged.
 //! - Registered modules with no record in the file are appended, in registration order, with `runs` = 1.
 //!

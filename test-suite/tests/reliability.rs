@@ -549,8 +549,8 @@ fn fnv1a64(b: &[u8]) -> u64 {
 }
 
 /// The fuzz targets' `fixup` (fuzz/fuzz_targets/common.rs), restated without the format crate: recompute
-/// `meta_hash`, `name_hash` (the module name is the first field of the postcard metadata, after 8 bytes of
-/// magic and version: a LEB128 length and the bytes), `payload_len` and the checksum, so mutated inputs reach
+/// `meta_hash`, `name_hash` (the module name and, from metadata version 4 on, its output are the first fields
+/// of the postcard metadata, after 8 bytes of magic and version: each a LEB128 length and the bytes), `payload_len` and the checksum, so mutated inputs reach
 /// the record and count logic. (common.rs sets `name_hash` only when the whole metadata decodes; when it does
 /// not, the reader refuses the file either way.)
 fn fixup(bytes: &[u8]) -> Vec<u8> {
@@ -569,8 +569,9 @@ fn fixup(bytes: &[u8]) -> Vec<u8> {
         let Some(meta_end) = usize::try_from(meta_len).ok().and_then(|l| (at + 64).checked_add(l)) else { break };
         let Some(meta) = b.get(at + 64..meta_end) else { break };
         let meta_hash = fnv1a64(meta);
-        let name_hash = meta.get(8..).and_then(|p| {
-            let (mut len, mut shift, mut i) = (0usize, 0u32, 0usize);
+        // A postcard string at `p[i..]`: LEB128 length, bytes; returns the bytes and the offset after them.
+        let string = |p: &[u8], mut i: usize| -> Option<(Vec<u8>, usize)> {
+            let (mut len, mut shift) = (0usize, 0u32);
             loop {
                 let c = *p.get(i)?;
                 len |= usize::from(c & 0x7f).checked_shl(shift)?;
@@ -580,7 +581,21 @@ fn fixup(bytes: &[u8]) -> Vec<u8> {
                 }
                 shift += 7;
             }
-            p.get(i..i.checked_add(len)?).map(fnv1a64)
+            let end = i.checked_add(len)?;
+            Some((p.get(i..end)?.to_vec(), end))
+        };
+        // name_hash: fnv1a64 of the name, or of name, NUL, output when the module has an output (metadata
+        // version 4 and later; earlier versions have no output field).
+        let version = meta.get(4..8).map_or(0, |v| u32::from_le_bytes(v.try_into().unwrap()));
+        let name_hash = meta.get(8..).and_then(|p| {
+            let (name, after) = string(p, 0)?;
+            let (output, _) = if version >= 4 { string(p, after)? } else { (Vec::new(), after) };
+            let mut bytes = name;
+            if !output.is_empty() {
+                bytes.push(0);
+                bytes.extend_from_slice(&output);
+            }
+            Some(fnv1a64(&bytes))
         });
         b[at + 8..at + 16].copy_from_slice(&meta_hash.to_le_bytes());
         if let Some(h) = name_hash {

@@ -15,10 +15,10 @@ pub enum MergeError {
     /// No profiles were given.
     #[error("nothing to merge: no input profiles")]
     NoInputs,
-    /// The same module name has two different metadata hashes: two builds of one source file.
+    /// The same module (name and output) has two different metadata hashes: two builds of it.
     #[error("different builds of module {module}: the profiles come from different binaries")]
     DifferentBuilds {
-        /// Module name.
+        /// The module ([`crate::meta::ModuleMeta::label`]).
         module: String,
     },
     /// One input has a module another lacks.
@@ -26,7 +26,7 @@ pub enum MergeError {
         "module {module} is in input {present} but not in input {missing}: the profiles come from different binaries"
     )]
     ModuleMissing {
-        /// Module name.
+        /// The module ([`crate::meta::ModuleMeta::label`]).
         module: String,
         /// Input (1-based) that has it.
         present: usize,
@@ -36,7 +36,7 @@ pub enum MergeError {
     /// One input has two records for the same module build.
     #[error("module {module} appears twice in input {input}")]
     DuplicateModule {
-        /// Module name.
+        /// The module ([`crate::meta::ModuleMeta::label`]).
         module: String,
         /// Input (1-based).
         input: usize,
@@ -44,7 +44,7 @@ pub enum MergeError {
     /// Records of the same build disagree on the number of counters (only possible for hand-built profiles).
     #[error("module {module} has {first} counters in input 1 but {other} in input {input}")]
     CounterCountMismatch {
-        /// Module name.
+        /// The module ([`crate::meta::ModuleMeta::label`]).
         module: String,
         /// Counters in the first input.
         first: usize,
@@ -57,7 +57,7 @@ pub enum MergeError {
     /// so none is produced. Path-mode counts wrap instead (they are signed).
     #[error("count overflow while merging module {module}: {what} exceeds 2^64-1")]
     Overflow {
-        /// Module name.
+        /// The module ([`crate::meta::ModuleMeta::label`]).
         module: String,
         /// Which count (`counter 12`, `run count`, `path 7 of function #2`).
         what: String,
@@ -74,23 +74,25 @@ pub enum MergeError {
 pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
     let first = profiles.first().ok_or(MergeError::NoInputs)?;
 
-    // Which build each module name belongs to, over all inputs: the most specific refusal comes first.
-    let mut builds: HashMap<&str, u64> = HashMap::new();
+    // Which build each module (name and output) belongs to, over all inputs: the most specific refusal comes
+    // first.
+    let mut builds: HashMap<(&str, &str), u64> = HashMap::new();
     let mut per_input: Vec<HashMap<u64, &ModuleProfile>> = Vec::with_capacity(profiles.len());
     for (i, p) in profiles.iter().enumerate() {
         let input = i.saturating_add(1);
         let mut map = HashMap::with_capacity(p.modules.len());
         for m in &p.modules {
             if map.insert(m.meta_hash, m).is_some() {
-                return Err(MergeError::DuplicateModule { module: m.name().to_string(), input });
+                return Err(MergeError::DuplicateModule { module: m.meta.label(), input });
             }
-            match builds.get(m.name()) {
+            let identity = (m.meta.module_name.as_str(), m.meta.output.as_str());
+            match builds.get(&identity) {
                 Some(&h) if h != m.meta_hash => {
-                    return Err(MergeError::DifferentBuilds { module: m.name().to_string() });
+                    return Err(MergeError::DifferentBuilds { module: m.meta.label() });
                 }
                 Some(_) => {}
                 None => {
-                    builds.insert(m.name(), m.meta_hash);
+                    builds.insert(identity, m.meta_hash);
                 }
             }
         }
@@ -100,22 +102,23 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
     for (i, p) in profiles.iter().enumerate().skip(1) {
         let input = i.saturating_add(1);
         if let Some(m) = p.modules.iter().find(|m| !first_set.contains(&m.meta_hash)) {
-            return Err(MergeError::ModuleMissing { module: m.name().to_string(), present: input, missing: 1 });
+            return Err(MergeError::ModuleMissing { module: m.meta.label(), present: input, missing: 1 });
         }
         if let Some(m) = first.modules.iter().find(|m| !per_input.get(i).is_some_and(|s| s.contains_key(&m.meta_hash)))
         {
-            return Err(MergeError::ModuleMissing { module: m.name().to_string(), present: 1, missing: input });
+            return Err(MergeError::ModuleMissing { module: m.meta.label(), present: 1, missing: input });
         }
     }
 
     let mut out = first.clone();
     for acc in &mut out.modules {
-        let module = || acc.meta.module_name.clone();
+        let label = acc.meta.label();
+        let module = || label.clone();
         let wrapping = acc.meta.mode != Mode::Edge;
         // Index the first input's entries (folding any repeated keys), then add the others' into them.
         let mut sparse_index: HashMap<(u64, u128), usize> = HashMap::with_capacity(acc.sparse.len());
         let own = std::mem::take(&mut acc.sparse);
-        add_sparse(&mut acc.sparse, &mut sparse_index, &own, &acc.meta.module_name, wrapping)?;
+        add_sparse(&mut acc.sparse, &mut sparse_index, &own, &label, wrapping)?;
         for (i, map) in per_input.iter().enumerate().skip(1) {
             let input = i.saturating_add(1);
             let Some(m) = map.get(&acc.meta_hash) else { continue };
@@ -135,7 +138,7 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
                         .ok_or_else(|| MergeError::Overflow { module: module(), what: format!("counter {k}") })?
                 };
             }
-            add_sparse(&mut acc.sparse, &mut sparse_index, &m.sparse, &acc.meta.module_name, wrapping)?;
+            add_sparse(&mut acc.sparse, &mut sparse_index, &m.sparse, &label, wrapping)?;
             acc.flags |= m.flags;
             acc.runs = acc
                 .runs
