@@ -296,7 +296,9 @@ fn is_site_call(i: LLVMValueRef, members: &HashSet<LLVMValueRef>) -> bool {
         }
 }
 
-/// Whether `f` may be entered other than through one of our call sites.
+/// Whether `f` may be entered other than through one of our call sites: every use of it must be the callee of
+/// a site call. A use as an *argument* of a site call (`visit(&f)`, where `visit` is a site's callee) hands
+/// out its address like any other use, and `f` may then be called through it.
 fn is_externally_entered(f: LLVMValueRef, site_calls: &HashSet<LLVMValueRef>) -> bool {
     let linkage = unsafe { LLVMGetLinkage(f) };
     if !matches!(linkage, LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage) {
@@ -305,7 +307,10 @@ fn is_externally_entered(f: LLVMValueRef, site_calls: &HashSet<LLVMValueRef>) ->
     unsafe {
         let mut u = LLVMGetFirstUse(f);
         while !u.is_null() {
-            if !site_calls.contains(&LLVMGetUser(u)) {
+            let user = LLVMGetUser(u);
+            // A site call never also passes its callee as an argument (`is_site_call`), so a site call that
+            // calls `f` uses it only as its callee.
+            if !site_calls.contains(&user) || ir::called_function(user) != Some(f) {
                 return true;
             }
             u = LLVMGetNextUse(u);

@@ -173,6 +173,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("paths_mod", &["paths_mod.c"]),
         ("glob_match", &["glob_match.c"]),
         ("threaded_interp", &["threaded_interp.c"]),
+        ("fnptr_arg", &["fnptr_arg.c"]),
         ("demo", &["../../examples/demo.c"]),
     ];
     for (name, srcs) in programs {
@@ -411,5 +412,21 @@ fn a_cleanup_block_that_calls_and_resumes_ends_paths_once() {
         let entries = entry_counts(&show);
         assert_eq!(entries.get("_Z1fi"), Some(&Some(10)), "{mode}: {entries:?}");
         assert_markers(&show, &src);
+    }
+}
+
+/// A static function whose address is passed as an argument to another program function's call site, and that
+/// is also called directly: it may be entered through the pointer, so it checks at entry. Before, such a use
+/// counted as "only entered through call sites": the 30 calls through the pointer read a stale handoff, and the
+/// profile said add ran once, every function "exact". Counts hand-derived in fnptr_arg.c.
+#[test]
+fn a_function_passed_as_an_argument_to_a_call_site_is_entered_from_outside() {
+    let src = programs().join("fnptr_arg.c");
+    for opt in ["-O0", "-O2"] {
+        for mode in ["context", "piecewise"] {
+            let show = show_json(&run_in(&format!("ip-fnptr-arg-{mode}{opt}"), &["fnptr_arg.c"], opt, mode, &[]));
+            assert_markers(&show, &src);
+            assert_eq!(entry_counts(&show).get("add"), Some(&Some(31)), "{mode} {opt}");
+        }
     }
 }
