@@ -72,7 +72,7 @@ pub fn instrument(
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
     for (i, p) in plan.procs.iter().enumerate() {
         FnEmitter::emit(&tls, &store, &num, &functions, ProcId::from_index(i), p);
-        ir::add_string_attr(p.f, INSTRUMENTED_MARK);
+        ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
 
     let program = sg.program();

@@ -259,3 +259,39 @@ pub fn definition_is_final(f: LLVMValueRef) -> bool {
 pub fn runs_own_definition(f: LLVMValueRef) -> bool {
     unsafe { crate::shim::pathprof_shim_runs_own_definition(f) != 0 }
 }
+
+/// Attributes that promise a function touches no memory beyond what it says (`memory(…)`), never synchronises
+/// through memory (`nosync`: volatile counter updates do), or may be executed speculatively. Instrumented code
+/// reads and writes counters, tables, caches and the interprocedural handoff, so these promises no longer
+/// hold; left in place (the whole-program link sees them inferred by the pre-link pipeline), the optimiser
+/// moves a caller's handoff stores and loads across the call or keeps a shared cache slot in a register.
+const MEMORY_PROMISES: [&str; 6] = ["memory", "readnone", "readonly", "writeonly", "nosync", "speculatable"];
+
+/// Marks `f` instrumented (the string attribute `mark`, so no later run instruments it again) and withdraws
+/// its memory promises ([`MEMORY_PROMISES`]) from its definition and from every call of it.
+pub fn mark_instrumented(f: LLVMValueRef, mark: &str) {
+    add_string_attr(f, mark);
+    let kinds: Vec<u32> = MEMORY_PROMISES.iter().map(|n| attr_kind(n)).filter(|&k| k != 0).collect();
+    unsafe {
+        for &k in &kinds {
+            LLVMRemoveEnumAttributeAtIndex(f, FUNCTION_INDEX, k);
+        }
+        let mut u = LLVMGetFirstUse(f);
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            if matches!(opcode_of_value(user), Some(LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke))
+                && LLVMGetCalledValue(user) == f
+            {
+                for &k in &kinds {
+                    LLVMRemoveCallSiteEnumAttribute(user, FUNCTION_INDEX, k);
+                }
+            }
+            u = LLVMGetNextUse(u);
+        }
+    }
+}
+
+/// The opcode of `v` if it is an instruction.
+fn opcode_of_value(v: LLVMValueRef) -> Option<LLVMOpcode> {
+    unsafe { (!LLVMIsAInstruction(v).is_null()).then(|| LLVMGetInstructionOpcode(v)) }
+}

@@ -176,7 +176,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
                 stats.cuts += pp.dag.cut_edges().len();
             }
         }
-        ir::add_string_attr(p.f, INSTRUMENTED_MARK);
+        ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
         let g = p.graph();
         stats.functions += 1;
         stats.blocks += g.cfg.num_blocks();

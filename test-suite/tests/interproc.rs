@@ -430,3 +430,32 @@ fn a_function_passed_as_an_argument_to_a_call_site_is_entered_from_outside() {
         }
     }
 }
+
+/// Whole program at -O2: the pre-link pipeline marks functions with memory promises (argument memory only,
+/// nosync) that instrumentation breaks; the pass withdraws them from instrumented functions and their calls.
+/// Before, the optimiser moved the handoff around the calls: path numbers out of range, counts lost (xz and
+/// zlib under --pathprof-lto). Counts hand-derived in lto_tree.c, in every mode.
+#[test]
+fn memory_promises_of_instrumented_functions_are_withdrawn() {
+    let srcs = [programs().join("lto_tree.c"), programs().join("lto_tree_free.c")];
+    for mode in ["edge", "path", "context", "piecewise"] {
+        let dir = scratch(&format!("ip-lto-tree-{mode}"));
+        let exe = dir.join("prog");
+        run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).args(["--pathprof-lto", "-O2", "-g"]).args(&srcs).arg("-o").arg(&exe));
+        let prof = dir.join("out.pathprof");
+        let _ = std::fs::remove_file(&prof);
+        let out = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{mode}");
+        let show = show_json(&prof);
+        for f in show["functions"].as_array().unwrap() {
+            assert_eq!(f["exact"], true, "{mode}: {} {}", f["name"], f["inexact_reasons"]);
+        }
+        let entries = entry_counts(&show);
+        for (f, n) in [("tree_node_end", 600), ("free_stream", 75), ("lto_tree_free", 525), ("build", 600)] {
+            assert_eq!(entries.get(f), Some(&Some(n)), "{mode}: {f} {entries:?}");
+        }
+        for src in &srcs {
+            assert_markers(&show, src);
+        }
+    }
+}
