@@ -1,0 +1,740 @@
+#!/usr/bin/env python3
+"""Real-software corpus: builds Debian's upstream sources of real projects with plain clang-19 and through
+pathprof-clang in every mode, runs each project's own test suite, and checks the profiles.
+
+Per project and pathprof mode it checks
+  (a) tests: every test has the same result as in the plain clang-19 build,
+  (b) exact: every function of the merged profile is exact,
+  (c) tools: `pathprof show --json`, `decode` and `export --format=sample-text` exit 0,
+  (d) counts: block counts derived in this mode equal edge mode's (projects whose tests are deterministic).
+See test-suite/corpus/README.md. Only the Python 3 standard library is used.
+"""
+
+import argparse
+import fnmatch
+import glob
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+MODES = ["edge", "path", "context", "piecewise", "lto-edge", "lto"]
+QUICK_MODES = ["edge", "path", "context", "piecewise", "lto"]
+# What each mode passes to the wrapper; lto is whole-program context mode. lto-edge (whole-program edge mode)
+# is only the baseline of lto's count check: the LTO pass sees the IR after the pre-link optimisations, so
+# per-translation-unit edge counts are not comparable with it.
+MODE_FLAGS = {
+    "edge": ["--pathprof-mode=edge"],
+    "path": ["--pathprof-mode=path"],
+    "context": ["--pathprof-mode=context"],
+    "piecewise": ["--pathprof-mode=piecewise"],
+    "lto-edge": ["--pathprof-mode=edge", "--pathprof-lto"],
+    "lto": ["--pathprof-mode=context", "--pathprof-lto"],
+}
+# Check (d) compares each mode's block counts with those of its edge-mode baseline.
+BASELINE = {"path": "edge", "context": "edge", "piecewise": "edge", "lto": "lto-edge"}
+CHECKS = ["build", "tests", "exact", "tools", "counts"]
+TOOL_TIMEOUT = 1200
+
+
+def log(msg):
+    print(f"[corpus {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sources
+
+
+def have_deb_src():
+    """True when apt has a deb-src entry (one-line or deb822 format)."""
+    files = glob.glob("/etc/apt/sources.list.d/*.sources") + glob.glob("/etc/apt/sources.list.d/*.list")
+    files.append("/etc/apt/sources.list")
+    for f in files:
+        try:
+            text = Path(f).read_text()
+        except OSError:
+            continue
+        if re.search(r"^\s*deb-src\s", text, re.M) or re.search(r"^Types:.*\bdeb-src\b", text, re.M):
+            return True
+    return False
+
+
+def sudo():
+    return [] if os.geteuid() == 0 else ["sudo"]
+
+
+def ensure_apt(manifest, projects):
+    """Adds the deb-src twin of the machine's apt source if there is none, and installs the build
+    dependencies the chosen projects list (only the missing ones)."""
+    updated = False
+    if not have_deb_src():
+        src = Path("/etc/apt/sources.list.d/debian.sources")
+        if not src.exists():
+            sys.exit("corpus: no deb-src entry and no /etc/apt/sources.list.d/debian.sources to copy")
+        text = re.sub(r"^Types: deb$", "Types: deb-src", src.read_text(), flags=re.M)
+        log("adding /etc/apt/sources.list.d/pathprof-corpus-src.sources (deb-src twin of debian.sources)")
+        subprocess.run(sudo() + ["tee", "/etc/apt/sources.list.d/pathprof-corpus-src.sources"], input=text,
+                       text=True, stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(sudo() + ["apt-get", "update", "-qq"], check=True)
+        updated = True
+    want = sorted({p for name in projects for p in manifest[name].get("apt", [])} | {"lld-19", "llvm-19"})
+    missing = []
+    for pkg in want:
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True)
+        if "install ok installed" not in r.stdout:
+            missing.append(pkg)
+    if missing:
+        if not updated:
+            subprocess.run(sudo() + ["apt-get", "update", "-qq"], check=True)
+            updated = True
+        log(f"installing {' '.join(missing)}")
+        subprocess.run(sudo() + ["apt-get", "install", "-y", "-qq", *missing], check=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, stdout=subprocess.DEVNULL)
+    return updated
+
+
+def fetch_source(work, name, entry, apt_updated):
+    """Downloads the Debian source package (release suite) once; returns the upstream tarball."""
+    dest = work / "sources" / entry["package"]
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def tarball():
+        found = [p for p in dest.glob("*.orig.tar.*") if not p.name.endswith(".asc")]
+        return found[0] if found else None
+
+    if tarball() is None:
+        os.chmod(dest, 0o777)  # apt's _apt user downloads into it when it can
+        cmd = ["apt-get", "source", "--download-only", f"{entry['package']}/bookworm"]
+        r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
+        if r.returncode != 0 and not apt_updated:
+            subprocess.run(sudo() + ["apt-get", "update", "-qq"], check=False)
+            r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
+        if r.returncode != 0 or tarball() is None:
+            raise RuntimeError(f"apt-get source {entry['package']}/bookworm failed: {r.stderr.strip()[-400:]}")
+    return tarball()
+
+
+def extract(tarball, tree):
+    """Unpacks the upstream tarball into `tree` (its single top-level directory becomes `tree`)."""
+    if tree.exists():
+        shutil.rmtree(tree)
+    tmp = tree.with_name(tree.name + ".unpack")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    subprocess.run(["tar", "-xf", str(tarball), "-C", str(tmp)], check=True)
+    tops = list(tmp.iterdir())
+    top = tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp
+    top.rename(tree)
+    if tmp.exists():
+        shutil.rmtree(tmp)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Compilers
+
+
+def make_compilers(pdir, dist, variant, extra_flags):
+    """Writes cc/c++ scripts for one project and variant, so every build system sees one compiler path
+    (the mode flags and the project's own pathprof flags, e.g. --pathprof-atomic, baked in)."""
+    d = pdir / "bin" / variant
+    d.mkdir(parents=True, exist_ok=True)
+    for name, plain, wrapped in [("cc", "clang-19", "pathprof-clang"), ("c++", "clang++-19", "pathprof-clang++")]:
+        if variant == "plain":
+            cmd = plain
+        else:
+            cmd = " ".join([str(dist / "bin" / wrapped)] + MODE_FLAGS[variant] + list(extra_flags))
+        p = d / name
+        p.write_text(f'#!/bin/sh\nexec {cmd} "$@"\n')
+        p.chmod(0o755)
+    return d
+
+
+def build_env(bindir, jobs):
+    cc, cxx = str(bindir / "cc"), str(bindir / "c++")
+    tools = {"AR": "llvm-ar-19", "RANLIB": "llvm-ranlib-19", "NM": "llvm-nm-19"}
+    cmake = (f"-DCMAKE_C_COMPILER={cc} -DCMAKE_CXX_COMPILER={cxx} -DCMAKE_AR=/usr/bin/llvm-ar-19 "
+             f"-DCMAKE_RANLIB=/usr/bin/llvm-ranlib-19 -DCMAKE_BUILD_TYPE=Release")
+    env = dict(os.environ)
+    for var in ["PATHPROF_MODE", "PATHPROF_LTO", "PATHPROF_FILE", "CFLAGS", "CXXFLAGS", "LDFLAGS", "MAKEFLAGS"]:
+        env.pop(var, None)
+    env.update(tools)
+    env.update({"CC": cc, "CXX": cxx, "JOBS": str(jobs), "CMAKE_ARGS": cmake, "LC_ALL": "C.UTF-8"})
+    return env
+
+
+def run_step(cmd, cwd, env, logfile, timeout):
+    """Runs one manifest command under bash; returns (exit status, seconds). Never raises on failure."""
+    start = time.monotonic()
+    with open(logfile, "ab") as f:
+        f.write(f"$ {cmd}\n".encode())
+        f.flush()
+        try:
+            r = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, timeout=timeout, start_new_session=True)
+            rc = r.returncode
+        except subprocess.TimeoutExpired:
+            f.write(f"\n[corpus] timeout after {timeout} s\n".encode())
+            rc = 124
+    return rc, time.monotonic() - start
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Test results
+
+AUTOMAKE = re.compile(r"^(PASS|FAIL|XFAIL|XPASS|SKIP|ERROR): (\S.*?)\s*$")
+CTEST = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(\*\*\*)?(Passed|Failed|Skipped|Not Run|Timeout|Exception|"
+                   r"\*\*\*\w+)?")
+TAP = re.compile(r"^(not ok|ok) \d+ - (.*?)(?:\s+#\s*(SKIP|TODO)\b.*)?$")
+
+
+def parse_results(kind, text, tree, entry, rc):
+    """Per-test status {name: status} from the test log (or the harness's own files)."""
+    res = {}
+
+    def add(name, status):
+        key, n = name, 2
+        while key in res:
+            key, n = f"{name}#{n}", n + 1
+        res[key] = status
+
+    if kind == "automake":
+        for line in text.splitlines():
+            m = AUTOMAKE.match(line)
+            if m:
+                add(m.group(2), m.group(1))
+    elif kind == "ctest":
+        for line in text.splitlines():
+            m = CTEST.search(line)
+            if m:
+                status = (m.group(3) or "Failed").strip("*")
+                add(m.group(1), status)
+    elif kind == "tap":
+        for line in text.splitlines():
+            m = TAP.match(line.strip())
+            if m:
+                add(m.group(2), m.group(3) or ("PASS" if m.group(1) == "ok" else "FAIL"))
+    elif kind == "meson":
+        logfile = tree / entry.get("results_file", "_build/meson-logs/testlog.json")
+        if logfile.exists():
+            for line in logfile.read_text().splitlines():
+                try:
+                    t = json.loads(line)
+                except ValueError:
+                    continue
+                add(t.get("name", "?"), t.get("result", "?"))
+    elif kind == "gawk":
+        # gawk's test/Makefile runs every test; a failing one leaves test/_NAME behind and is named in the log.
+        names = re.findall(r"^([A-Za-z0-9_.+-]+)$", text, re.M)
+        failed = {p.name[1:] for p in (tree / "test").glob("_*")}
+        for n in names:
+            add(n, "FAIL" if n in failed else "PASS")
+        for n in sorted(failed - set(names)):
+            add(n, "FAIL")
+    elif kind == "steps":
+        pass  # filled in by the caller: one result per test command
+    else:
+        add("test-suite", "PASS" if rc == 0 else f"FAIL({rc})")
+    return res
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Profiles
+
+
+def reason_class(text):
+    """A reason with its numbers and quoted names blanked, so equal causes group together."""
+    t = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "'…'", text)
+    return re.sub(r"-?\d+", "N", t)
+
+
+def analyse_profile(show, tree):
+    """Counts functions and inexact ones, groups the reasons, and aggregates block counts per
+    (file, function) over modules (inline copies, one copy per binary under LTO)."""
+    funcs = show.get("functions", [])
+    inexact = [f for f in funcs if not f.get("exact", True)]
+    classes = {}
+    for f in inexact:
+        for r in f.get("inexact_reasons") or ["(no reason given)"]:
+            c = classes.setdefault(reason_class(r), {"count": 0, "samples": []})
+            c["count"] += 1
+            c["samples"].append({"function": f.get("name"), "module": f.get("module"), "file": f.get("file"),
+                                 "blocks": len(f.get("blocks", [])), "reason": r})
+    for c in classes.values():  # keep the smallest functions: the easiest reproductions
+        c["samples"] = sorted(c["samples"], key=lambda s: (s["blocks"], s["function"] or ""))[:5]
+    prefix = str(tree) + "/"
+    agg = {}
+    for f in funcs:
+        key = f"{(f.get('file') or '').replace(prefix, '')}::{f.get('name')}"
+        blocks = [b.get("count") for b in f.get("blocks", [])]
+        lines = [b.get("lines", []) for b in f.get("blocks", [])]
+        a = agg.setdefault(key, {"exact": True, "blocks": None, "lines": {}, "shape": True, "entry": 0})
+        if not f.get("exact", True) or any(c is None for c in blocks):
+            a["exact"] = False
+            continue
+        a["entry"] += f.get("entry_count") or 0
+        if a["blocks"] is None:
+            a["blocks"] = blocks
+        elif len(a["blocks"]) == len(blocks):
+            a["blocks"] = [x + y for x, y in zip(a["blocks"], blocks)]
+        else:
+            a["shape"] = False
+        per_line = {}
+        for c, ls in zip(blocks, lines):
+            for ln in ls:
+                per_line[ln] = max(per_line.get(ln, 0), c)
+        for ln, c in per_line.items():
+            a["lines"][str(ln)] = a["lines"].get(str(ln), 0) + c
+    return {"functions": len(funcs), "inexact": len(inexact), "reasons": classes,
+            "inexact_functions": sorted({f"{f.get('module')}::{f.get('name')}" for f in inexact})[:200]}, agg
+
+
+def compare_counts(agg, edge):
+    """Functions whose block counts differ from edge mode's; CFGs that differ in shape (a mode that splits
+    blocks) are compared by the largest count of each source line."""
+    mismatches, compared, unmatched = [], 0, 0
+    for key, a in agg.items():
+        e = edge.get(key)
+        if e is None:
+            unmatched += 1
+            continue
+        if not a["exact"] or not e["exact"]:
+            continue
+        compared += 1
+        if a["shape"] and e["shape"] and a["blocks"] is not None and e["blocks"] is not None \
+                and len(a["blocks"]) == len(e["blocks"]):
+            if a["blocks"] != e["blocks"]:
+                diff = [i for i, (x, y) in enumerate(zip(a["blocks"], e["blocks"])) if x != y]
+                mismatches.append({"function": key, "how": "blocks", "first_block": diff[0],
+                                   "count": a["blocks"][diff[0]], "edge": e["blocks"][diff[0]]})
+        elif a["lines"] != e["lines"]:
+            diff = sorted(set(a["lines"]) ^ set(e["lines"]) |
+                          {k for k in a["lines"] if k in e["lines"] and a["lines"][k] != e["lines"][k]},
+                          key=lambda s: int(s))
+            ln = diff[0]
+            mismatches.append({"function": key, "how": "lines", "first_line": int(ln),
+                               "count": a["lines"].get(ln), "edge": e["lines"].get(ln)})
+    return {"compared": compared, "unmatched": unmatched, "mismatched": len(mismatches),
+            "samples": mismatches[:10]}
+
+
+def run_tool(args, timeout=TOOL_TIMEOUT, stdout=None):
+    start = time.monotonic()
+    try:
+        r = subprocess.run(args, stdout=stdout or subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
+        rc, err = r.returncode, r.stderr.decode(errors="replace").strip()
+    except subprocess.TimeoutExpired:
+        rc, err = 124, f"timeout after {timeout} s"
+    return rc, round(time.monotonic() - start, 2), err[-600:]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One project in one variant
+
+
+def run_variant(ctx, name, entry, variant):
+    work, dist = ctx["work"], ctx["dist"]
+    pdir = work / name
+    vdir = pdir / variant
+    if vdir.exists():
+        shutil.rmtree(vdir)
+    vdir.mkdir(parents=True)
+    tree = pdir / "tree"  # the same path in every variant, so recorded source paths agree
+    result = {"project": name, "variant": variant, "checks": {}, "notes": []}
+    try:
+        tarball = fetch_source(work, name, entry, ctx["apt_updated"])
+    except RuntimeError as e:
+        result["checks"]["build"] = {"ok": False, "why": str(e)}
+        return result
+    extract(tarball, tree)
+    env = build_env(make_compilers(pdir, dist, variant, entry.get("pathprof_flags", [])), ctx["jobs"])
+    env["PATHPROF_FILE"] = str(vdir / "build.pathprof")  # instrumented programs run while building
+    t0 = time.monotonic()
+    for step in ["configure", "build"]:
+        cmd = entry.get(step)
+        if not cmd:
+            continue
+        rc, _ = run_step(cmd, tree, env, vdir / f"{step}.log", entry.get("build_timeout", 1800))
+        if rc != 0:
+            result["checks"]["build"] = {"ok": False, "why": f"{step} exited {rc} (see {vdir / (step + '.log')})"}
+            result["build_s"] = round(time.monotonic() - t0, 1)
+            finish_tree(ctx, tree, pdir, variant)
+            return result
+    result["build_s"] = round(time.monotonic() - t0, 1)
+    result["checks"]["build"] = {"ok": True}
+
+    # Whole-program builds write one file per program (%m): every program's merged module is named
+    # ld-temp.o, so in one shared file each program's records replace the previous program's as a stale build.
+    per_program = variant.startswith("lto")
+    profile = vdir / ("test-%m.pathprof" if per_program else "test.pathprof")
+    env["PATHPROF_FILE"] = str(profile)
+    env.update(entry.get("test_env", {}))
+    tests = entry["test"] if isinstance(entry["test"], list) else [entry["test"]]
+    test_log = vdir / "test.log"
+    t0 = time.monotonic()
+    status, rc = {}, 0
+    for i, cmd in enumerate(tests):
+        rc_i, _ = run_step(cmd, tree, env, test_log, entry.get("test_timeout", 1800))
+        rc = rc or rc_i
+        if entry["results"] == "steps":
+            status[entry.get("step_names", [])[i] if i < len(entry.get("step_names", [])) else f"step{i + 1}"] = \
+                "PASS" if rc_i == 0 else f"FAIL({rc_i})"
+    result["test_s"] = round(time.monotonic() - t0, 1)
+    result["test_exit"] = rc
+    text = test_log.read_text(errors="replace")
+    if entry["results"] != "steps":
+        status = parse_results(entry["results"], text, tree, entry, rc)
+    result["tests"] = status
+    result["tests_summary"] = summarize_tests(status)
+    (vdir / "tests.json").write_text(json.dumps(status, indent=1, sort_keys=True))
+    finish_tree(ctx, tree, pdir, variant)
+    if variant == "plain":
+        return result
+
+    profiles = sorted(vdir.glob("test-*.pathprof")) if per_program else [profile] if profile.exists() else []
+    if not profiles:
+        result["checks"]["tools"] = {"ok": False, "why": "the test suite wrote no profile"}
+        return result
+    result["profile_files"] = len(profiles)
+    result["profile_bytes"] = sum(p.stat().st_size for p in profiles)
+    pp = str(dist / "bin" / "pathprof")
+    show_json = vdir / "show.json"
+    times = {"show_s": 0.0, "decode_s": None if variant in ("edge", "lto-edge") else 0.0, "export_s": 0.0}
+    errors, functions = [], []
+    for prof in profiles:
+        with open(show_json, "wb") as out:
+            rc, secs, err = run_tool([pp, "show", "--json", str(prof)], stdout=out)
+        times["show_s"] += secs
+        if rc != 0:
+            errors.append(f"show exited {rc}: {last_line(err)}")
+        else:
+            try:
+                functions += json.loads(show_json.read_text()).get("functions", [])
+            except ValueError as e:
+                errors.append(f"show --json printed invalid JSON: {e}")
+        if variant not in ("edge", "lto-edge"):  # an edge profile has no paths: decode refuses it by design
+            rc, secs, err = run_tool([pp, "decode", str(prof)])
+            times["decode_s"] += secs
+            if rc != 0:
+                errors.append(f"decode exited {rc}: {last_line(err)}")
+        rc, secs, err = run_tool([pp, "export", "--format=sample-text", str(prof), "-o", str(vdir / "sample.prof")])
+        times["export_s"] += secs
+        if rc != 0:
+            errors.append(f"export exited {rc}: {last_line(err)}")
+    result["times"] = {k: (round(v, 2) if v is not None else None) for k, v in times.items()}
+    result["checks"]["tools"] = {"ok": not errors, "why": "; ".join(dict.fromkeys(errors))}
+    if not ctx["keep"]:
+        show_json.unlink(missing_ok=True)
+        (vdir / "sample.prof").unlink(missing_ok=True)
+    if not functions and errors:
+        return result
+    summary, agg = analyse_profile({"functions": functions}, tree)
+    result["profile"] = summary
+    with gzip.open(vdir / "blocks.json.gz", "wt") as f:
+        json.dump(agg, f)
+    result["checks"]["exact"] = {
+        "ok": summary["inexact"] == 0 and summary["functions"] > 0,
+        "why": f"{summary['inexact']} of {summary['functions']} inexact" if summary["inexact"] else
+        ("" if summary["functions"] else "no function in the profile")}
+    if variant in BASELINE:
+        base_file = pdir / BASELINE[variant] / "blocks.json.gz"
+        result["counts_baseline"] = BASELINE[variant]
+        if base_file.exists():
+            with gzip.open(base_file, "rt") as f:
+                base = json.load(f)
+            cmp_ = compare_counts(agg, base)
+            result["counts"] = cmp_
+            if entry.get("deterministic", False):
+                result["checks"]["counts"] = {
+                    "ok": cmp_["mismatched"] == 0,
+                    "why": f"{cmp_['mismatched']} of {cmp_['compared']} functions differ from "
+                           f"{BASELINE[variant]} mode" if cmp_["mismatched"] else ""}
+    return result
+
+
+def last_line(text):
+    return text.splitlines()[-1] if text else ""
+
+
+def finish_tree(ctx, tree, pdir, variant):
+    if ctx["keep"]:
+        dest = pdir / f"tree-{variant}"
+        if dest.exists():
+            shutil.rmtree(dest)
+        tree.rename(dest)
+    elif tree.exists():
+        shutil.rmtree(tree)
+
+
+def summarize_tests(status):
+    out = {}
+    for s in status.values():
+        s = s.split("(")[0].upper()
+        out[s] = out.get(s, 0) + 1
+    return out
+
+
+def compare_tests(result, plain):
+    """Check (a): the same per-test results as the plain build."""
+    if result["checks"].get("build", {}).get("ok") is not True:
+        return
+    if plain is None or "tests" not in plain:
+        result["checks"]["tests"] = {"ok": False, "why": "no plain result to compare with"}
+        return
+    a, b = result.get("tests", {}), plain["tests"]
+    if not a and not b:
+        result["checks"]["tests"] = {"ok": False, "why": "no test result parsed"}
+        return
+    diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    result["tests_diff"] = [{"test": k, "plain": b.get(k), "here": a.get(k)} for k in diff[:50]]
+    result["checks"]["tests"] = {
+        "ok": not diff,
+        "why": ", ".join(f"{k}: {b.get(k)} -> {a.get(k)}" for k in diff[:6]) + (" …" if len(diff) > 6 else "")}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Known failures and the report
+
+
+def load_known(path):
+    """Lines `project mode check  reason…` (`*` matches anything); returns [(p, m, c, reason)]."""
+    out = []
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 3)
+        if len(parts) < 3:
+            continue
+        out.append((parts[0], parts[1], parts[2], parts[3] if len(parts) > 3 else ""))
+    return out
+
+
+def match_known(known, project, mode, check):
+    for p, m, c, reason in known:
+        if fnmatch.fnmatch(project, p) and fnmatch.fnmatch(mode, m) and fnmatch.fnmatch(check, c):
+            return (p, m, c, reason)
+    return None
+
+
+def fmt_s(x):
+    return "–" if x is None else f"{x} s"
+
+
+def fmt_size(n):
+    if n is None:
+        return "–"
+    for unit in ["B", "KiB", "MiB", "GiB"]:
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta):
+    rows = []
+    rows.append("| project | mode | functions | inexact | tests (plain) | same as plain | counts = edge | "
+                "profile | show | decode | build | result |")
+    rows.append("|---|---|---:|---:|---|---|---|---:|---:|---:|---:|---|")
+    for r in results:
+        if r["variant"] == "plain":
+            continue
+        prof = r.get("profile", {})
+        ch = r["checks"]
+        t = r.get("tests_summary", {})
+        ts = " ".join(f"{k.lower()} {v}" for k, v in sorted(t.items())) or "–"
+        same = "–" if "tests" not in ch else ("yes" if ch["tests"]["ok"] else "**no**")
+        cnt = r.get("counts")
+        counts = "–" if cnt is None else (f"{cnt['compared'] - cnt['mismatched']}/{cnt['compared']}" +
+                                          ("" if manifest[r["project"]].get("deterministic") else " (nd)"))
+        failed = [c for c in CHECKS if c in ch and not ch[c]["ok"]]
+        verdict = "ok" if not failed else ", ".join(
+            c + (" (known)" if (r["project"], r["variant"], c) in known_hits else "") for c in failed)
+        times = r.get("times", {})
+        rows.append(f"| {r['project']} | {r['variant']} | {prof.get('functions', '–')} | "
+                    f"{prof.get('inexact', '–')} | {ts} | {same} | {counts} | {fmt_size(r.get('profile_bytes'))} | "
+                    f"{fmt_s(times.get('show_s'))} | {fmt_s(times.get('decode_s'))} | {fmt_s(r.get('build_s'))} | "
+                    f"{verdict} |")
+    md = [f"# Real-software corpus ({meta['when']}, commit {meta['commit']})", "",
+          "functions / inexact: function records in the merged profile of the test run; tests: per-test results "
+          "(the plain clang-19 build's in the plain row); counts = edge: functions whose block counts equal those of "
+          "edge mode (lto: of lto-edge, whole-program edge mode) / functions compared ((nd): tests not "
+          "deterministic, not a failure); show/decode: "
+          "wall time of `pathprof show --json` / `pathprof decode` on the profile.", ""] + rows
+    plain_rows = [r for r in results if r["variant"] == "plain"]
+    if plain_rows:
+        md += ["", "Plain clang-19 builds:", "", "| project | tests | build | test run |", "|---|---|---:|---:|"]
+        for r in plain_rows:
+            t = r.get("tests_summary", {})
+            ts = " ".join(f"{k.lower()} {v}" for k, v in sorted(t.items())) or "–"
+            md.append(f"| {r['project']} | {ts} | {r.get('build_s', '–')} s | {r.get('test_s', '–')} s |")
+    md += ["", "## Failures", ""]
+    any_fail = False
+    for r in results:
+        for c in CHECKS:
+            ch = r["checks"].get(c)
+            if ch and not ch["ok"]:
+                any_fail = True
+                k = " (known)" if (r["project"], r["variant"], c) in known_hits else ""
+                md.append(f"- {r['project']} {r['variant']} {c}{k}: {ch.get('why', '')}")
+    if not any_fail:
+        md.append("none")
+    md += ["", "## Inexact functions by reason (smallest functions first)", ""]
+    for r in results:
+        for cls, c in sorted(r.get("profile", {}).get("reasons", {}).items(), key=lambda kv: -kv[1]["count"]):
+            s = c["samples"][0]
+            others = ", ".join(x["function"] for x in c["samples"][1:4])
+            md.append(f"- {r['project']} {r['variant']}: {c['count']} × \"{cls}\" — e.g. `{s['function']}` "
+                      f"({s['file']}, {s['blocks']} blocks): \"{s['reason']}\"" + (f"; also {others}" if others else ""))
+    md += ["", "## Block counts that differ from edge mode", ""]
+    for r in results:
+        cnt = r.get("counts")
+        if cnt and cnt["mismatched"]:
+            nd = "" if manifest[r["project"]].get("deterministic") else " (tests not deterministic)"
+            md.append(f"- {r['project']} {r['variant']}{nd}: {cnt['mismatched']} of {cnt['compared']}; e.g. " +
+                      "; ".join(f"`{m['function']}` {m['how']} {m.get('first_block', m.get('first_line'))}: "
+                                f"{m['count']} vs edge {m['edge']}" for m in cnt["samples"][:3]))
+    if fixed_known:
+        md += ["", "## Known failures that no longer fail (remove them from known-failures)", ""]
+        md += [f"- {' '.join(k[:3])}  {k[3]}" for k in fixed_known]
+    path_md.write_text("\n".join(md) + "\n")
+    path_json.write_text(json.dumps({"meta": meta, "results": results}, indent=1, default=str))
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="only the projects marked quick in the manifest")
+    ap.add_argument("--project", action="append", help="only this project (repeatable, or comma-separated)")
+    ap.add_argument("--mode", action="append", help=f"only these modes ({', '.join(MODES)}); plain and edge "
+                    "run too when their results are missing")
+    ap.add_argument("--keep", action="store_true", help="keep build trees (tree-MODE) and show --json output")
+    ap.add_argument("--allow-known", action="store_true",
+                    help="failures listed in known-failures are reported but do not fail the run")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--work", default=str(ROOT / "test-suite" / "work" / "corpus"))
+    ap.add_argument("--dist", default=str(ROOT / "dist"))
+    ap.add_argument("--out", help="results file stem (default WORK/results, or WORK/quick with --quick)")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the report from the stored results")
+    args = ap.parse_args()
+
+    manifest = tomllib.loads((HERE / "manifest.toml").read_text())
+    names = list(manifest)
+    if args.project:
+        wanted = [p for a in args.project for p in a.split(",") if p]
+        unknown = [p for p in wanted if p not in manifest]
+        if unknown:
+            print(f"corpus: error: unknown project {', '.join(unknown)} (known: {', '.join(names)})",
+                  file=sys.stderr)
+            sys.exit(2)
+        names = wanted
+    elif args.quick:
+        names = [n for n in names if manifest[n].get("quick")]
+    modes = QUICK_MODES if args.quick else MODES
+    if args.mode:
+        modes = [m for a in args.mode for m in a.split(",") if m]
+        bad = [m for m in modes if m not in MODES]
+        if bad:
+            print(f"corpus: error: unknown mode {', '.join(bad)} (modes: {', '.join(MODES)})", file=sys.stderr)
+            sys.exit(2)
+    work = Path(args.work).resolve()
+    dist = Path(args.dist).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    stem = Path(args.out) if args.out else work / ("quick" if args.quick and not args.project else "results")
+    known = load_known(HERE / "known-failures")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip() or "?"
+    meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit, "projects": names,
+            "modes": modes, "clang": subprocess.run(["clang-19", "--version"], capture_output=True,
+                                                     text=True).stdout.splitlines()[0]}
+
+    results = []
+    if args.report_only:
+        for n in names:
+            for v in ["plain"] + modes:
+                f = work / n / v / "result.json"
+                if f.exists():
+                    results.append(json.loads(f.read_text()))
+    else:
+        for tool in ["pathprof", "pathprof-clang", "pathprof-clang++"]:
+            if not (dist / "bin" / tool).exists():
+                sys.exit(f"corpus: {dist / 'bin' / tool} missing: run scripts/build.sh")
+        ctx = {"work": work, "dist": dist, "jobs": args.jobs, "keep": args.keep,
+               "apt_updated": ensure_apt(manifest, names)}
+        started = time.monotonic()
+        for n in names:
+            entry = manifest[n]
+            variants = list(modes)
+            if args.mode:  # a baseline this run does not rebuild must exist already
+                for m in modes:
+                    b = BASELINE.get(m)
+                    if b and b not in variants and not (work / n / b / "blocks.json.gz").exists():
+                        variants.insert(variants.index(m), b)
+            plain_file = work / n / "plain" / "result.json"
+            if args.mode is None or not plain_file.exists():
+                variants.insert(0, "plain")
+            plain = json.loads(plain_file.read_text()) if plain_file.exists() else None
+            for v in variants:
+                log(f"{n}: {v}")
+                r = run_variant(ctx, n, entry, v)
+                if v == "plain":
+                    plain = r
+                else:
+                    compare_tests(r, plain)
+                (work / n / v / "result.json").write_text(json.dumps(r, indent=1, default=str))
+                results.append(r)
+                failed = [c for c in CHECKS if c in r["checks"] and not r["checks"][c]["ok"]]
+                log(f"{n}: {v}: {'ok' if not failed else 'FAILED ' + ', '.join(failed)} "
+                    f"(build {r.get('build_s', '–')} s, tests {r.get('test_s', '–')} s, "
+                    f"{r.get('profile', {}).get('functions', '–')} functions, "
+                    f"{r.get('profile', {}).get('inexact', '–')} inexact)")
+        meta["wall_s"] = round(time.monotonic() - started, 1)
+
+    known_hits, new_failures = set(), []
+    for r in results:
+        for c in CHECKS:
+            ch = r["checks"].get(c)
+            if ch and not ch["ok"]:
+                if match_known(known, r["project"], r["variant"], c):
+                    known_hits.add((r["project"], r["variant"], c))
+                else:
+                    new_failures.append((r["project"], r["variant"], c, ch.get("why", "")))
+    ran = {(r["project"], r["variant"]) for r in results}
+    fixed = []
+    for k in known:
+        hit = any(fnmatch.fnmatch(p, k[0]) and fnmatch.fnmatch(v, k[1]) for p, v in ran)
+        still = any(fnmatch.fnmatch(p, k[0]) and fnmatch.fnmatch(v, k[1]) and fnmatch.fnmatch(c, k[2])
+                    for p, v, c in known_hits)
+        if hit and not still:
+            fixed.append(k)
+    md, js = stem.with_suffix(".md"), stem.with_suffix(".json")
+    report(results, manifest, known_hits, fixed, md, js, meta)
+    print(md.read_text())
+    n_checks = sum(len(r["checks"]) for r in results)
+    n_fail = len(new_failures) + len(known_hits)
+    log(f"report: {md} and {js}")
+    if known_hits:
+        log(f"{len(known_hits)} known failure(s) (listed in {HERE / 'known-failures'})")
+    for k in fixed:
+        log(f"known failure no longer fails: {' '.join(k[:3])} — remove it from known-failures")
+    for p, v, c, why in new_failures:
+        log(f"FAILED: {p} {v} {c}: {why}")
+    print(f"corpus: {n_checks - n_fail} passed, {n_fail} failed" +
+          (f" ({len(known_hits)} known)" if known_hits else ""))
+    if new_failures or (known_hits and not args.allow_known):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
