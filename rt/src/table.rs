@@ -9,7 +9,7 @@
 //! # Table
 //! Open addressing with linear probing over `capacity` (a power of two) pairs `(path + 1, count)`; a key of 0
 //! marks an empty slot. The slot of a key starts at the splitmix64 finalizer of the key. The pair array is
-//! `calloc`ed at the table's first insertion ([`INITIAL_CAPACITY`] pairs, 1 KiB) and doubled with a rehash when an
+//! mapped (anonymous `mmap`, never the program's heap) at the table's first insertion ([`INITIAL_CAPACITY`] pairs, 1 KiB) and doubled with a rehash when an
 //! insertion would bring the load to more than 70 % (see "Concurrency" for what happens to the old array). `len` is the number of occupied slots. Only
 //! `lock`, `slots`, `capacity` and `len` are written by the runtime, and only `slots` memory is allocated.
 //!
@@ -22,7 +22,7 @@
 //! path that is not in a full table is dropped and the table remembers it; the dump then marks the module's
 //! record [`RECORD_FLAG_INCOMPLETE`](pathprof_format::layout::RECORD_FLAG_INCOMPLETE) and prints one warning
 //! per table and process. Updates of paths already in the table are always counted. The same happens, rarer
-//! still, when `calloc` fails, for the path number `u64::MAX` (whose key would be 0; the pass never numbers a
+//! still, when the mapping fails, for the path number `u64::MAX` (whose key would be 0; the pass never numbers a
 //! path that high), and for an update that re-enters a table from a signal handler that interrupted an update
 //! of the same table in the same thread (waiting would deadlock).
 //!
@@ -61,7 +61,7 @@
 //! Signal handlers: an update from a handler that interrupted an update of the same table in the same thread is
 //! dropped (see above), and a dump in such a handler (`exit` from a signal handler) leaves that table for later
 //! and flags the record. The runtime is not async-signal-safe beyond that: an update from a handler that must
-//! insert a path and grow the table calls `calloc`.
+//! insert a path and grow the table maps memory.
 
 use crate::diag::{pp_warn, Dec, Hex};
 use crate::merge::PathCount;
@@ -250,15 +250,28 @@ unsafe fn capacity_of(slots: *mut u64) -> u64 {
 }
 
 /// A zeroed array of `capacity` pairs preceded by a header holding `capacity`, so that a reader holding only the
-/// array pointer knows its size; null if it cannot be allocated.
+/// array pointer knows its size; null if it cannot be allocated. Anonymous `mmap`, not `malloc`: counting never
+/// changes the program's heap, so a program that reads memory it never initialised (zlib's `slide_hash` does)
+/// sees what it sees in the uninstrumented build, and its counts match the other modes'.
 fn alloc_pairs(capacity: u64) -> *mut u64 {
     // At most 2 × 2^CAP_LOG2 pairs of 16 bytes plus the header: no overflow anywhere.
-    // SAFETY: calloc has no preconditions; the result is checked.
-    let base = unsafe { libc::calloc(capacity as usize + 1, 16) }.cast::<u64>();
-    if base.is_null() {
-        return base;
+    let bytes = (capacity as usize + 1) * 16;
+    // SAFETY: an anonymous private mapping has no preconditions; the result is checked.
+    let base = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return core::ptr::null_mut();
     }
-    // SAFETY: the allocation has 2 × (capacity + 1) words.
+    let base = base.cast::<u64>();
+    // SAFETY: the mapping has 2 × (capacity + 1) zeroed words.
     unsafe {
         *base = capacity;
         base.add(HEADER_WORDS)
@@ -271,8 +284,11 @@ fn alloc_pairs(capacity: u64) -> *mut u64 {
 /// Nothing may use the array afterwards.
 unsafe fn free_pairs(slots: *mut u64) {
     if !slots.is_null() {
-        // SAFETY: caller contract; the allocation starts at the header.
-        unsafe { libc::free(slots.sub(HEADER_WORDS).cast::<c_void>()) };
+        // SAFETY: caller contract; the mapping starts at the header, which holds the capacity it was made for.
+        unsafe {
+            let bytes = (capacity_of(slots) as usize + 1) * 16;
+            libc::munmap(slots.sub(HEADER_WORDS).cast::<c_void>(), bytes);
+        }
     }
 }
 
@@ -368,7 +384,7 @@ fn mix(key: u64) -> u64 {
 /// Exclusive access to a table (its lock held by this thread), released on drop.
 ///
 /// Invariants while held: `slots` is null with `capacity == 0` and `len == 0`, or it points to `capacity`
-/// (a power of two) `calloc`ed pairs of which exactly `len < capacity` have a nonzero key.
+/// (a power of two) mapped pairs of which exactly `len < capacity` have a nonzero key.
 struct Held {
     t: *mut PathTable,
 }

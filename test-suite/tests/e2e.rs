@@ -498,3 +498,39 @@ fn use_mode_keeps_static_functions_of_different_modules_apart() {
         assert_eq!(entry_of("_Z5twicei"), Some(8), "{src}: inline twice");
     }
 }
+
+/// The runtime's path tables live outside the program's heap: a program that counts into run-time hash tables
+/// (no dense array, no sparse region, no cache) prints the same heap usage and allocation distance as its
+/// uninstrumented build. Before, the tables were `calloc`ed, which shifted the heap (zlib's `slide_hash` reads
+/// memory it never initialised, and its counts differed between modes).
+#[test]
+fn path_tables_leave_the_heap_alone() {
+    let src = programs().join("heap_untouched.c");
+    let dir = scratch("heap-untouched");
+    let plain = dir.join("plain");
+    run_ok(Command::new("clang-19").arg("-O2").arg(&src).arg("-o").arg(&plain));
+    let want = run_ok(&mut Command::new(&plain)).stdout;
+    for mode in ["path", "context", "piecewise"] {
+        for atomic in ["0", "1"] {
+            let exe = dir.join(format!("{mode}-{atomic}"));
+            run_ok(
+                wrapper(false)
+                    .arg("-O2")
+                    .arg(&src)
+                    .arg("-o")
+                    .arg(&exe)
+                    .env("PATHPROF_MODE", mode)
+                    .env("PATHPROF_ATOMIC", atomic)
+                    .env("PATHPROF_PATH_ARRAY_MAX", "1")
+                    .env("PATHPROF_PATH_SPARSE_MAX", "1")
+                    .env("PATHPROF_PATH_CACHE", "0"),
+            );
+            let prof = dir.join(format!("{mode}-{atomic}.pathprof"));
+            let got = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof)).stdout;
+            assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want), "{mode} atomic={atomic}");
+            let show = show_json(&prof);
+            assert!(show["functions"].as_array().unwrap().iter().all(|f| f["exact"] == true), "{mode}");
+            assert_eq!(entry_counts(&show).get("mix"), Some(&Some(5000)), "{mode} atomic={atomic}");
+        }
+    }
+}
