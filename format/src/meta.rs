@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 /// First bytes of every metadata blob.
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
-/// Version of the metadata schema below; readers also accept version 1 (no interprocedural program) and
-/// version 2 (truncated paths count net executions).
-pub const META_VERSION: u32 = 3;
+/// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
+/// (truncated paths count net executions) and version 3 (no fork re-entries).
+pub const META_VERSION: u32 = 4;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +65,23 @@ pub struct ModuleMeta {
     /// `false` (all profiles of metadata version ≤ 2, and context and piecewise profiles written before
     /// pathprof counted their arrivals): the counter is already net (+1 before the call, −1 after it returned).
     pub path_arrivals: bool,
+    /// Every call that may not return compares the process's fork generation before and after it and records a
+    /// fork re-entry when a `fork()`ed child resumes it (sparse entries flagged
+    /// [`SPARSE_REENTRY`](crate::layout::SPARSE_REENTRY)); `false` for profiles of metadata version ≤ 3, whose
+    /// fork children's in-flight activations show up as inconsistent counts.
+    pub fork_reentries: bool,
+}
+
+/// The version-3 layout of [`ModuleMeta`], still read.
+#[derive(Deserialize)]
+struct ModuleMetaV3 {
+    module_name: String,
+    mode: Mode,
+    weighting: String,
+    atomic: bool,
+    functions: Vec<FunctionMeta>,
+    interproc: Option<InterprocMeta>,
+    path_arrivals: bool,
 }
 
 /// The version-2 layout of [`ModuleMeta`], still read.
@@ -224,7 +241,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1, 2 or 3, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1 to 4, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -237,6 +254,21 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
+            3 => {
+                // Version 3 = version 4 without fork re-entries.
+                let (v3, rest): (ModuleMetaV3, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
+                let meta = ModuleMeta {
+                    module_name: v3.module_name,
+                    mode: v3.mode,
+                    weighting: v3.weighting,
+                    atomic: v3.atomic,
+                    functions: v3.functions,
+                    interproc: v3.interproc,
+                    path_arrivals: v3.path_arrivals,
+                    fork_reentries: false,
+                };
+                (meta, rest)
+            }
             2 => {
                 // Version 2 = version 3 with net counts of truncated paths.
                 let (v2, rest): (ModuleMetaV2, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
@@ -248,6 +280,7 @@ impl ModuleMeta {
                     functions: v2.functions,
                     interproc: v2.interproc,
                     path_arrivals: false,
+                    fork_reentries: false,
                 };
                 (meta, rest)
             }
@@ -262,6 +295,7 @@ impl ModuleMeta {
                     functions: v1.functions,
                     interproc: None,
                     path_arrivals: false,
+                    fork_reentries: false,
                 };
                 (meta, rest)
             }
@@ -277,6 +311,9 @@ impl ModuleMeta {
     pub fn validate(&self) -> Result<(), MetaError> {
         if self.path_arrivals && !matches!(self.mode, Mode::Path | Mode::Context | Mode::Piecewise) {
             return Err(MetaError::Inconsistent(format!("{}-mode module with path arrival counts", self.mode.name())));
+        }
+        if self.fork_reentries && self.mode != Mode::Edge && !self.path_arrivals {
+            return Err(MetaError::Inconsistent("fork re-entries of paths that do not count arrivals".into()));
         }
         for f in &self.functions {
             let bad = |what: &str| Err(MetaError::Inconsistent(format!("function {}: {what}", f.name)));

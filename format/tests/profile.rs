@@ -65,6 +65,7 @@ fn module_meta(name: &str) -> ModuleMeta {
     ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.to_string(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
@@ -689,22 +690,34 @@ fn analysis_errors() {
     assert!(matches!(function_edge_counts(&short, 1), Err(AnalysisError::CounterOutOfRange { .. })));
 }
 
-/// Metadata version 2 (written before path mode counted arrivals) is still read, as net counts; version 3 is
-/// written. Arrival counting belongs to the path-numbering modes (path, context, piecewise) only.
+/// Metadata versions 2 (written before path mode counted arrivals, read as net counts) and 3 (before fork
+/// re-entries) are still read; version 4 is written. Arrival counting belongs to the path-numbering modes (path,
+/// context, piecewise) only, and fork re-entries of paths to profiles that count arrivals.
 #[test]
-fn metadata_version_2_still_reads_and_arrivals_belong_to_path_numbering_modes() {
+fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
-    let v3 = meta.encode();
-    assert_eq!(v3[4..8], 3u32.to_le_bytes());
-    // Version 2 is version 3 without the trailing `path_arrivals` byte.
-    let mut v2 = v3[..v3.len() - 1].to_vec();
+    let v4 = meta.encode();
+    assert_eq!(v4[4..8], 4u32.to_le_bytes());
+    // Version 3 is version 4 without the trailing `fork_reentries` byte, version 2 also without `path_arrivals`.
+    let mut v3 = v4[..v4.len() - 1].to_vec();
+    v3[4..8].copy_from_slice(&3u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v3).unwrap(), meta);
+    let mut v2 = v4[..v4.len() - 2].to_vec();
     v2[4..8].copy_from_slice(&2u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v2).unwrap(), meta);
-    // A version-2 header on a version-3 body leaves that byte over: corrupt, not misread.
-    let mut mislabelled = v3.clone();
-    mislabelled[4..8].copy_from_slice(&2u32.to_le_bytes());
-    assert!(matches!(ModuleMeta::decode(&mislabelled), Err(MetaError::Corrupt(_))));
+    // An older version's header on a newer body leaves bytes over: corrupt, not misread.
+    for old in [2u32, 3] {
+        let mut mislabelled = v4.clone();
+        mislabelled[4..8].copy_from_slice(&old.to_le_bytes());
+        assert!(matches!(ModuleMeta::decode(&mislabelled), Err(MetaError::Corrupt(_))), "version {old}");
+    }
     let mut edge_with_arrivals = meta.clone();
     edge_with_arrivals.path_arrivals = true;
     assert!(matches!(ModuleMeta::decode(&edge_with_arrivals.encode()), Err(MetaError::Inconsistent(_))));
+    // Edge mode records block re-entries; path modes only with arrival counting.
+    let mut forking = meta.clone();
+    forking.fork_reentries = true;
+    assert_eq!(ModuleMeta::decode(&forking.encode()).unwrap(), forking);
+    forking.mode = Mode::Path;
+    assert!(matches!(ModuleMeta::decode(&forking.encode()), Err(MetaError::Inconsistent(_))));
 }
