@@ -106,6 +106,7 @@ pub fn instrument(m: LLVMModuleRef, candidates: &[LLVMValueRef], config: &Config
             budget_cuts: plan.budget_cuts,
         }),
         path_arrivals: true,
+        fork_reentries: false,
     };
     globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);

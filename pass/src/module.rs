@@ -193,6 +193,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         interproc: None,
         // Path mode's truncated paths count arrivals (path_mode.rs); edge mode has none.
         path_arrivals: config.mode == Mode::Path,
+        fork_reentries: false,
     };
     globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);

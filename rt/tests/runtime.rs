@@ -156,6 +156,7 @@ fn module(name: &str, variant: u32) -> Module {
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.to_string(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
@@ -197,6 +198,7 @@ fn path_module(name: &str) -> Module {
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.to_string(),
         mode: Mode::Path,
         weighting: "uniform".into(),

@@ -119,6 +119,7 @@ pub fn module(name: &str, functions: Vec<Fixture>) -> ModuleProfile {
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.into(),
         mode: Mode::Path,
         weighting: "uniform".into(),
@@ -256,6 +257,7 @@ pub fn edge_module(name: &str, functions: Vec<(FunctionMeta, Vec<u64>)>, flags: 
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.into(),
         mode: Mode::Edge,
         weighting: "uniform".into(),
