@@ -59,6 +59,9 @@ impl Guard {
     }
 }
 
+/// A guarded invoke into a landing pad: its block, the generation before it, the word and the key.
+type Unwinding = (LLVMBasicBlockRef, LLVMValueRef, u64, Key);
+
 /// The module's generation variable, runtime function and descriptor.
 pub struct ForkChecks {
     b: LLVMBuilderRef,
@@ -145,9 +148,8 @@ impl ForkChecks {
 
     /// Emits the checks of one function's `guards` (after all its other instrumentation: the checks split blocks).
     pub fn emit(&self, guards: &[Guard]) {
-        // Landing pads: per pad, (invoke block, generation before the invoke, word, key) of each guarded invoke.
-        let mut pads: BTreeMap<usize, (LLVMBasicBlockRef, Vec<(LLVMBasicBlockRef, LLVMValueRef, u64, Key)>)> =
-            BTreeMap::new();
+        // Landing pads: per pad, each guarded invoke that unwinds to it.
+        let mut pads: BTreeMap<usize, (LLVMBasicBlockRef, Vec<Unwinding>)> = BTreeMap::new();
         for g in guards {
             let before = self.load_gen(g.call);
             let word = unsafe { LLVMConstInt(self.i64t, g.word, 0) };
@@ -178,7 +180,7 @@ impl ForkChecks {
     /// A landing pad reached from guarded invokes: PHIs pick the generation, word and key of the invoke that
     /// unwound; other invokes into the pad (none can be in flight at a fork) pass a word without
     /// `SPARSE_REENTRY`, which the runtime ignores.
-    fn check_pad(&self, pad: LLVMBasicBlockRef, guarded: &[(LLVMBasicBlockRef, LLVMValueRef, u64, Key)]) {
+    fn check_pad(&self, pad: LLVMBasicBlockRef, guarded: &[Unwinding]) {
         unsafe {
             let preds = predecessors(pad);
             let mut incoming: Vec<(LLVMBasicBlockRef, LLVMValueRef, LLVMValueRef, LLVMValueRef)> = Vec::new();
