@@ -265,3 +265,52 @@ fn vfork_and_posix_spawn_stay_harmless() {
         }
     }
 }
+
+/// An exception thrown in the child lands in the catch of an activation that was in flight at the fork
+/// (fork_exception.cpp): the landing pad records the re-entry. Every mode, -O0 and -O2, merged and `%p` files
+/// against the hand-derived counts; spawn's one abnormal exit (the child's throw) is the only one.
+#[test]
+fn exception_into_an_activation_in_flight_at_the_fork() {
+    let source = programs().join("fork_exception.cpp");
+    for mode in MODES {
+        for opt in ["-O0", "-O2"] {
+            let what = format!("{mode} {opt}");
+            let dir = scratch(&format!("fork-exc-{mode}{opt}"));
+            let exe = dir.join("prog");
+            run_ok(wrapper(true).args([opt, &format!("--pathprof-mode={mode}")]).arg(&source).arg("-o").arg(&exe));
+            let merged = dir.join("merged.pathprof");
+            run(&exe, &merged);
+            run(&exe, &dir.join("own-%p.pathprof"));
+            let own: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("own-"))
+                .filter(|p| p.extension().is_some_and(|e| e == "pathprof"))
+                .collect();
+            assert_eq!(own.len(), 2, "{what}");
+            let show = show_json(&merged);
+            let shows: Vec<Value> = own.iter().map(|p| show_json(p)).collect();
+            let child_at = shows.iter().position(|s| entry_counts(s)["main"] == Some(0)).expect("the child's file");
+            let (child, parent) = (&shows[child_at], &shows[1 - child_at]);
+            for (who, s, throws) in [("merged", &show, 1), ("child", child, 1), ("parent", parent, 0)] {
+                for f in s["functions"].as_array().unwrap() {
+                    assert_eq!(f["exact"], true, "{what} {who}: {} not exact: {}", f["name"], f["inexact_reasons"]);
+                    let abnormal: u64 = f["abnormal_exits"].as_array().unwrap().iter().map(|a| a["count"].as_u64().unwrap()).sum();
+                    let want = if f["name"] == "_Z5spawnv" { throws } else { 0 };
+                    assert_eq!(abnormal, want, "{what} {who}: abnormal exits of {}", f["name"]);
+                }
+            }
+            assert_markers(&show, &source);
+            let (want_child, merged_want) = (child_expectations(&source), expectations(&source));
+            let (got_child, got_parent) = (marker_counts(child, &source), marker_counts(parent, &source));
+            for (line, c) in &want_child {
+                assert_eq!(got_child[line], Some(*c), "{what}: child line {line}");
+                assert_eq!(got_parent[line], Some(merged_want[line].1 - c), "{what}: parent line {line}");
+            }
+            for f in ["_Z5spawnv", "_Z6middlev", "main"] {
+                let n: u64 = function(&show, f)["fork_reentries"].as_array().unwrap().iter().map(|r| r["count"].as_u64().unwrap()).sum();
+                assert_eq!(n, 1, "{what}: re-entries of {f}");
+            }
+        }
+    }
+}
