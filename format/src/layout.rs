@@ -62,6 +62,23 @@ pub const SPARSE_REENTRY_BLOCK: u64 = 1 << 62;
 /// The function index of a sparse entry's `function` field, without the re-entry flags.
 pub const SPARSE_FUNCTION_MASK: u64 = SPARSE_REENTRY_BLOCK - 1;
 
+/// What instrumented code passes to `__pathprof_fork_reentry` to name a re-entry's function and kind:
+/// `function × 2 + 1` for a block re-entry, `function × 2` for a truncated path's. A small number, so that the
+/// constant costs an immediate operand on the cold path rather than a 64-bit constant (which LLVM hoists into a
+/// register for a whole loop). Values with the top bit set name nothing (the runtime ignores them).
+pub const fn reentry_packed(function: u64, block: bool) -> u64 {
+    (function << 1) | block as u64
+}
+
+/// The sparse entry `function` word of a [`reentry_packed`] value; `None` for a value that names nothing.
+pub const fn reentry_word(packed: u64) -> Option<u64> {
+    if packed >> 63 != 0 {
+        return None;
+    }
+    let flags = if packed & 1 != 0 { SPARSE_REENTRY | SPARSE_REENTRY_BLOCK } else { SPARSE_REENTRY };
+    Some(flags | (packed >> 1))
+}
+
 /// Version of [`ModuleDesc`]; the runtime ignores (with a warning) descriptors of another version.
 pub const DESC_VERSION: u32 = 4;
 /// Descriptor flag: counters are updated with atomic read-modify-write.

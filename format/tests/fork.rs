@@ -291,3 +291,16 @@ fn interprocedural_profiles_with_reentries_are_exact() {
         assert!(module_path_counts(&bad).is_err(), "{mode:?}");
     }
 }
+
+/// The small number instrumented code passes names the function and kind of the sparse entry; a value with the
+/// top bit set names nothing.
+#[test]
+fn packed_reentry_names_map_to_sparse_words() {
+    use pathprof_format::layout::{reentry_packed, reentry_word};
+    assert_eq!(reentry_packed(3, true), 7);
+    assert_eq!(reentry_packed(3, false), 6);
+    assert_eq!(reentry_word(7), Some(SPARSE_REENTRY | SPARSE_REENTRY_BLOCK | 3));
+    assert_eq!(reentry_word(6), Some(SPARSE_REENTRY | 3));
+    assert_eq!(reentry_word(u64::MAX), None);
+    assert_eq!(reentry_word(1 << 63), None);
+}

@@ -7,7 +7,7 @@
 //! call was in flight at a fork and this process is the child resuming the activation". The code then calls
 //! [`__pathprof_fork_reentry`] once (a cold path) with what to re-enter: the truncated path it counted on arrival
 //! at the call's block (path, context and piecewise modes) or the block (edge mode, and interprocedural call
-//! blocks). Calls made after the fork read the new generation, so each in-flight call records at most one
+//! blocks), and the function with the kind, packed small (`layout::reentry_packed`). Calls made after the fork read the new generation, so each in-flight call records at most one
 //! re-entry per fork, and a child's child (whose generation moved again) records its own.
 //!
 //! Why this is exact: only the forking thread exists in the child, and only its frames were in flight at the
@@ -18,7 +18,7 @@
 //!
 //! Re-entries are few (one per in-flight call of the forking thread, per child), so they are kept in a small
 //! array under the runtime lock, summed per (module, function word, key), and written as sparse entries whose
-//! function word carries `SPARSE_REENTRY` (the pass puts the flags in the word it passes). Dumps drain them like
+//! function word carries `SPARSE_REENTRY` (and `SPARSE_REENTRY_BLOCK` for a block). Dumps drain them like
 //! counters, a failed write puts them back, resets and unregistration drop them, and a forked child starts with
 //! none. If memory runs out, the lost re-entry makes the next dump flag its records incomplete.
 
@@ -26,7 +26,7 @@ use crate::merge::PathCount;
 use crate::sys::{Errno, MVec};
 use core::ptr;
 use core::sync::atomic::{AtomicU64, Ordering};
-use pathprof_format::layout::{ModuleDesc, SPARSE_REENTRY};
+use pathprof_format::layout::{reentry_word, ModuleDesc, SPARSE_REENTRY};
 
 /// The process's fork generation: 0 in the first process, incremented in every `fork()`ed child (by this runtime
 /// copy's child handler), never changed otherwise. Instrumented code reads it around calls that may not return.
@@ -46,14 +46,16 @@ pub(crate) struct Reentry {
     pub(crate) count: u64,
 }
 
-/// Records one fork re-entry of module `desc` (see the module docs); `function` must carry `SPARSE_REENTRY`
-/// (anything else is ignored). Called by instrumented code when the fork generation changed across a call.
+/// Records one fork re-entry of module `desc` (see the module docs): `packed` names the function and the kind
+/// (`layout::reentry_packed`; a value with the top bit set names nothing and is ignored), `key` the truncated
+/// path or the block. Called by instrumented code when the fork generation changed across a call.
 ///
 /// # Safety
 /// `desc` must be the calling module's descriptor (it is only compared and, once registered, dumped).
 #[no_mangle]
-pub unsafe extern "C" fn __pathprof_fork_reentry(desc: *mut ModuleDesc, function: u64, key: u64) {
-    if desc.is_null() || function & SPARSE_REENTRY == 0 {
+pub unsafe extern "C" fn __pathprof_fork_reentry(desc: *mut ModuleDesc, packed: u64, key: u64) {
+    let Some(function) = reentry_word(packed) else { return };
+    if desc.is_null() {
         return;
     }
     let mut guard = crate::lock();

@@ -694,9 +694,9 @@ fn fork_children_record_reentries_and_vfork_changes_nothing() {
 extern uint64_t __pathprof_fork_gen;
 void __pathprof_fork_reentry(Desc *, uint64_t, uint64_t);
 #define GEN() __atomic_load_n(&__pathprof_fork_gen, __ATOMIC_RELAXED)
-#define RE ((1ull << 63) | (1ull << 62))
+/* reentry_packed(function 0, block): 0 * 2 + 1 */
 static void resumed(uint64_t before, uint64_t key) {
-  if (GEN() != before) __pathprof_fork_reentry(&desc0, RE | 0, key);
+  if (GEN() != before) __pathprof_fork_reentry(&desc0, 1, key);
 }
 int main(void) {
   uint64_t g_main = GEN();
