@@ -82,6 +82,9 @@ pub struct ForkChecks {
     gen: LLVMValueRef,
     /// The module's thunk `void (i64 packed, i64 key)` that calls the runtime with the descriptor.
     record: LLVMValueRef,
+    /// TBAA access tag of the generation: a type of its own under clang's "omnipotent char", so stores of
+    /// other types do not clobber it.
+    tbaa: LLVMValueRef,
     returns_twice: u32,
     noreturn: u32,
     /// The module's functions whose calls can neither fork nor return from a fork (see the module docs).
@@ -157,7 +160,15 @@ impl ForkChecks {
             LLVMBuildCall2(b, LLVMGlobalGetValueType(runtime), runtime, args.as_mut_ptr(), 3, c"".as_ptr());
             LLVMBuildRetVoid(b);
             LLVMDisposeBuilder(b);
+            let md = |ops: &mut [LLVMMetadataRef]| LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len());
+            let s = |t: &str| LLVMMDStringInContext2(ctx, t.as_ptr() as *const _, t.len());
+            let zero = LLVMValueAsMetadata(LLVMConstInt(i64t, 0, 0));
+            let root = md(&mut [s("Simple C/C++ TBAA")]);
+            let chr = md(&mut [s("omnipotent char"), root, zero]);
+            let ty = md(&mut [s("pathprof fork generation"), chr, zero]);
+            let tbaa = LLVMMetadataAsValue(ctx, md(&mut [ty, ty, zero]));
             ForkChecks {
+                tbaa,
                 b: LLVMCreateBuilderInContext(ctx),
                 i64t,
                 gen,
@@ -227,6 +238,7 @@ impl ForkChecks {
             // so LLVM cannot merge the loads around it. (The backend folds the second into the compare.)
             let v = LLVMBuildLoad2(self.b, self.i64t, self.gen, c"pathprof.forkgen".as_ptr());
             LLVMSetAlignment(v, 8);
+            LLVMSetMetadata(v, LLVMGetMDKindIDInContext(LLVMGetTypeContext(self.i64t), c"tbaa".as_ptr(), 4), self.tbaa);
             v
         }
     }

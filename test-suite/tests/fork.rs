@@ -314,3 +314,28 @@ fn exception_into_an_activation_in_flight_at_the_fork() {
         }
     }
 }
+
+/// A fork while two worker threads are in the middle of calls (fork_threads.c, `--pathprof-atomic`): only the
+/// forking thread's activations are resumed in the child, one re-entry each (main, run, spawn); the merged
+/// profile is exact in every mode and matches the hand-derived counts.
+#[test]
+fn fork_with_other_threads_in_flight() {
+    let source = programs().join("fork_threads.c");
+    for mode in MODES {
+        let what = mode.to_string();
+        let dir = scratch(&format!("fork-threads-{mode}"));
+        let exe = dir.join("prog");
+        run_ok(wrapper(false).args(["-O2", "--pathprof-atomic", &format!("--pathprof-mode={mode}"), "-pthread"]).arg(&source).arg("-o").arg(&exe));
+        let merged = dir.join("merged.pathprof");
+        run(&exe, &merged);
+        let show = show_json(&merged);
+        for f in show["functions"].as_array().unwrap() {
+            assert_eq!(f["exact"], true, "{what}: {} not exact: {}", f["name"], f["inexact_reasons"]);
+        }
+        assert_markers(&show, &source);
+        for (f, n) in [("main", 1), ("run", 1), ("spawn", 1), ("worker", 0), ("step", 0), ("child_work", 0)] {
+            let got: u64 = function(&show, f)["fork_reentries"].as_array().unwrap().iter().map(|r| r["count"].as_u64().unwrap()).sum();
+            assert_eq!(got, n, "{what}: re-entries of {f}");
+        }
+    }
+}
