@@ -6,7 +6,10 @@
 //! ([`Report`]) is rendered either as JSON (serde) or as text, so the two outputs cannot disagree.
 //!
 //! Counts are signed: a path that leaves a `setjmp` block abnormally can have a negative net count (the block
-//! was re-entered by `longjmp`); such paths are listed last and marked as re-entry corrections.
+//! was re-entered by `longjmp`); such paths are listed last and marked as re-entry corrections. So can a path
+//! cut short at a call that was in flight when the program called `fork()`: the child resumed the activation
+//! after that call without running the path's prefix, and recorded it (`fork_reentries`); the path's count is
+//! lower by that many, and count + fork_reentries is how often the program really left the block abnormally.
 //!
 //! A profile whose modules are all edge-mode is refused ("use pathprof show"); the edge-mode modules of a mixed
 //! profile are skipped. Text output lists functions without executed paths only when `--function` names them;
@@ -116,6 +119,10 @@ impl std::fmt::Display for PathId {
     }
 }
 
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
 /// `count` as a percentage of `total` (0 when the total is not positive).
 fn percent_of(count: i64, total: i128) -> f64 {
     if total > 0 {
@@ -150,8 +157,14 @@ pub(crate) struct PathReport {
     /// The back or cut edge the path ends by taking (for `back_edge` and `cut`).
     #[serde(skip_serializing_if = "Option::is_none")]
     end_edge: Option<EdgeRef>,
-    /// A negative count of a setjmp block's termination path: re-entries by longjmp, not executions.
+    /// A negative count of a setjmp block's termination path (re-entries by longjmp) or of a path cut short at
+    /// a call that fork()ed children resumed: a correction, not executions.
     reentry_correction: bool,
+    /// How often fork()ed children resumed the path's last block after its call, with this path's prefix (which
+    /// ran in the parent); `count + fork_reentries` is how often the block was really left abnormally. 0 (and
+    /// absent) for other paths.
+    #[serde(skip_serializing_if = "is_zero")]
+    fork_reentries: i64,
     /// Steps of calling contexts before the function's own blocks (interprocedural modes; always 0 here).
     context_steps: u32,
     /// The blocks of the path, in order.
@@ -282,6 +295,7 @@ fn path_report(module: &ModuleProfile, f: &FunctionMeta, p: &PathCount, rank: us
         start_edge,
         end_edge,
         reentry_correction: p.is_reentry_correction(),
+        fork_reentries: p.fork_reentries,
         context_steps: 0,
         steps: p
             .path
@@ -309,6 +323,7 @@ fn marks(p: &PathReport) -> Vec<String> {
     match (p.end, p.end_edge) {
         ("back_edge", Some(e)) => m.push(format!("ends at back edge bb{}->bb{}", e.from, e.to)),
         ("cut", Some(e)) => m.push(format!("ends at a cut bb{}->bb{}", e.from, e.to)),
+        ("abnormal", _) if p.fork_reentries != 0 => m.push(fork_mark(p, &format!("bb{last}"))),
         ("abnormal", _) if p.reentry_correction => {
             m.push(format!("re-entry correction: setjmp block bb{last} re-entered by longjmp"))
         }
@@ -316,6 +331,16 @@ fn marks(p: &PathReport) -> Vec<String> {
         _ => {}
     }
     m
+}
+
+/// The mark of a truncated path that fork()ed children resumed: how often its block was left abnormally and how
+/// often it was re-entered by fork (the count is the difference).
+fn fork_mark(p: &PathReport, block: &str) -> String {
+    let left = p.count.saturating_add(p.fork_reentries);
+    format!(
+        "cut short at {block}: left abnormally {left} times, re-entered by fork {} times (count = {left} - {})",
+        p.fork_reentries, p.fork_reentries
+    )
 }
 
 fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Result<()> {

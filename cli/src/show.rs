@@ -4,6 +4,10 @@
 //! (`pathprof decode` lists the paths themselves), with the same output shape and `"mode": "path"`. In path mode
 //! an edge is `instrumented` when it carries path-register or path-count code.
 //!
+//! Fork re-entries: a block whose call was in flight when the program called `fork()` and that a child resumed
+//! lists them in `fork_reentries` (text: "re-entered by fork N"); its count includes them (the code after the call
+//! ran in both processes), and the function stays exact.
+//!
 //! One report model ([`Report`]) is built from the profile and rendered either as JSON (serde) or as text, so the
 //! two outputs cannot disagree. Counts that are not exact and negative are `null` in JSON and `?` in text: a
 //! negative "count" is evidence of a broken profile, not a number to act on.
@@ -63,6 +67,9 @@ struct FunctionReport {
     abnormal_exits: Vec<BlockCount>,
     /// setjmp blocks re-entered more often than left abnormally: minus their (negative) Termination count.
     net_reentries: Vec<BlockCount>,
+    /// Blocks resumed by fork()ed children after a call that was in flight at the fork: the re-entries, which
+    /// the block's count includes.
+    fork_reentries: Vec<BlockCount>,
 }
 
 #[derive(Serialize)]
@@ -184,6 +191,13 @@ fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts)
             instrumented: c.measured.get(id.index()).copied().unwrap_or(false),
         });
     }
+    let fork_reentries = c
+        .fork_reentries
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(b, &n)| BlockCount { block: b as u32, count: n })
+        .collect();
     FunctionReport {
         name: f.name.clone(),
         display_name: f.display_name.clone(),
@@ -199,6 +213,7 @@ fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts)
         edges,
         abnormal_exits,
         net_reentries,
+        fork_reentries,
     }
 }
 
@@ -221,6 +236,10 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
         if !f.exact {
             writeln!(out, "  INEXACT: {}", f.inexact_reasons.join("; "))?;
         }
+        let resumed: u64 = f.fork_reentries.iter().map(|r| r.count).sum();
+        if resumed > 0 {
+            writeln!(out, "  re-entered by fork: {resumed} (activations resumed by fork()ed children; counts include them)")?;
+        }
         writeln!(out, "  blocks:")?;
         for b in &f.blocks {
             let lines = if b.lines.is_empty() {
@@ -234,6 +253,9 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
             }
             if let Some(r) = f.net_reentries.iter().find(|r| r.block == b.id) {
                 write!(out, "  net setjmp re-entries {}", r.count)?;
+            }
+            if let Some(r) = f.fork_reentries.iter().find(|r| r.block == b.id) {
+                write!(out, "  re-entered by fork {}", r.count)?;
             }
             writeln!(out)?;
         }

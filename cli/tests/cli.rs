@@ -67,6 +67,7 @@ fn meta(module: &str) -> ModuleMeta {
     ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: module.into(),
         output: String::new(),
         mode: Mode::Edge,

@@ -34,6 +34,7 @@ fn edge_profile() -> Profile {
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: "e.c".into(),
         output: String::new(),
         mode: Mode::Edge,

@@ -22,6 +22,13 @@
 //! passes B without T having been counted at all (only in an inconsistent profile) makes `net(T)` negative,
 //! which the reader reports. A `setjmp` block re-entered by `longjmp` continues without a new arrival, so its
 //! truncated path nets the re-entries as a negative count, exactly as with the +1/−1 scheme.
+//!
+//! Fork re-entries ([`net_counts_with_reentries`]): a `fork()`ed child starts with zeroed counters and resumes
+//! each activation that was in flight at the fork after its call, without an arrival: it goes on to end one of
+//! the paths that share T's prefix, so T's net count comes out one lower per such resumption. The instrumented
+//! code measures them — the call compares the process's fork generation before and after, and records a
+//! re-entry of T on a change — so a truncated path's real abnormal departures are `net(T) + reentries(T)`, which
+//! must not be negative; the resumption itself is a virtual edge EXIT→B ([`crate::reentry`]).
 
 use crate::dag::{DagEdgeId, DagEdgeKind, PathDag};
 use crate::graph::{BlockId, Cfg, EdgeKind};
@@ -132,9 +139,12 @@ fn passed_truncations(
 pub struct NetDagPath {
     /// The regenerated path.
     pub path: Vec<DagEdgeId>,
-    /// Its net count: executions that really took it (negative only in an inconsistent profile, or for a
-    /// `setjmp` block's re-entries).
+    /// Its net count: executions that really took it (negative only in an inconsistent profile, for a
+    /// `setjmp` block's re-entries, or for a truncated path with fork re-entries).
     pub count: i128,
+    /// A truncated path's measured fork re-entries (0 for every other path): `count + fork_reentries` is how
+    /// often the program really left its block abnormally with its prefix.
+    pub fork_reentries: i128,
 }
 
 /// Turns the counters of a path-mode function whose truncated paths count arrivals (see the module docs) into
@@ -151,6 +161,26 @@ pub fn net_counts_from_arrivals<I, C>(
 where
     I: IntoIterator<Item = (u128, C)>,
     C: Into<i128>,
+{
+    net_counts_with_reentries(cfg, dag, numbering, counts, std::iter::empty::<(u128, u64)>())
+}
+
+/// [`net_counts_from_arrivals`] with measured fork re-entries `(truncated path number, count)` (see the module
+/// docs): each lands in its path's `fork_reentries` (numbers may repeat and add up); a truncated path that only
+/// re-entries name comes out with net count 0. Fails with [`DecodeError::NotTruncated`] on a re-entry of a path
+/// that does not end with a `Termination` edge, and like [`decode`] on a number the numbering does not have.
+pub fn net_counts_with_reentries<I, C, R, K>(
+    cfg: &Cfg,
+    dag: &PathDag,
+    numbering: &Numbering,
+    counts: I,
+    reentries: R,
+) -> Result<BTreeMap<u128, NetDagPath>, DecodeError>
+where
+    I: IntoIterator<Item = (u128, C)>,
+    C: Into<i128>,
+    R: IntoIterator<Item = (u128, K)>,
+    K: Into<i128>,
 {
     let term = termination_edges(cfg, dag)?;
     let mut raw: BTreeMap<u128, i128> = BTreeMap::new();
@@ -187,10 +217,41 @@ where
     }
     // Completed paths first (their counts are final), then truncated ones, innermost block first.
     let net = solve_nets(&entries).ok_or(DecodeError::Overflow)?;
-    Ok(net
+    let mut out: BTreeMap<u128, NetDagPath> = net
         .into_iter()
-        .filter_map(|(r, count)| paths.remove(&r).map(|path| (r, NetDagPath { path, count })))
-        .collect())
+        .filter_map(|(r, count)| paths.remove(&r).map(|path| (r, NetDagPath { path, count, fork_reentries: 0 })))
+        .collect();
+    for (t, k) in reentries {
+        let k: i128 = k.into();
+        if k == 0 {
+            continue;
+        }
+        let slot = match out.entry(t) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let path = match paths.remove(&t) {
+                    Some(p) => p,
+                    None => decode(dag, numbering, t)?,
+                };
+                v.insert(NetDagPath { path, count: 0, fork_reentries: 0 })
+            }
+        };
+        if slot.fork_reentries == 0 && truncation_block(cfg, dag, &slot.path).is_none() {
+            return Err(DecodeError::NotTruncated { r: t });
+        }
+        slot.fork_reentries = slot.fork_reentries.checked_add(k).ok_or(DecodeError::Overflow)?;
+    }
+    out.retain(|_, p| p.count != 0 || p.fork_reentries != 0);
+    Ok(out)
+}
+
+/// The block a truncated path leaves abnormally: the source of its final `Termination` edge.
+pub fn truncation_block(cfg: &Cfg, dag: &PathDag, path: &[DagEdgeId]) -> Option<BlockId> {
+    let last = dag.edge(*path.last()?);
+    match last.kind {
+        DagEdgeKind::Real(e) if cfg.edges().get(e.index())?.kind == EdgeKind::Termination => Some(last.from),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -220,6 +281,41 @@ mod tests {
         let (cfg, dag, n) = setjmp_graph();
         let net = net_counts(&cfg, &dag, &n, [(0u128, 3i64), (1, 5), (2, 2), (3, 5)]).unwrap();
         assert_eq!(net, BTreeMap::from([(0, 3), (1, 2), (2, 2), (3, -2)]));
+    }
+
+    /// One call that forks in bb2's call: the parent and the child both return through bb3 (path 0); the child
+    /// resumed bb2 without arriving there and recorded one re-entry of its truncated path 1. Merged: arrivals
+    /// 1 at paths 1 and 3, path 0 twice. Path 1 nets to 1 − 2 = −1, which its re-entry makes up for (nobody left
+    /// bb2 abnormally); path 3 nets to 1 − (2 − 1) = 0. The child's profile alone: path 0 once, the re-entry,
+    /// nothing else — the same −1 for path 1, and path 3 nets to 0 − (1 − 1) = 0.
+    #[test]
+    fn fork_reentries_make_up_for_the_resumed_prefix() {
+        let (cfg, dag, n) = setjmp_graph();
+        for (counts, want) in [
+            (vec![(0u128, 2i64), (1, 1), (3, 1)], BTreeMap::from([(0, (2, 0)), (1, (-1, 1))])),
+            (vec![(0, 1)], BTreeMap::from([(0, (1, 0)), (1, (-1, 1))])),
+        ] {
+            let net = net_counts_with_reentries(&cfg, &dag, &n, counts, [(1u128, 1u64)]).unwrap();
+            let got: BTreeMap<u128, (i128, i128)> = net.iter().map(|(&r, p)| (r, (p.count, p.fork_reentries))).collect();
+            assert_eq!(got, want);
+            assert_eq!(truncation_block(&cfg, &dag, &net[&1].path), Some(BlockId(2)));
+            assert_eq!(truncation_block(&cfg, &dag, &net[&0].path), None);
+        }
+        // The parent's profile alone is an ordinary one.
+        let net = net_counts_with_reentries(&cfg, &dag, &n, [(0u128, 1i64), (1, 1), (3, 1)], [(0u128, 0u64)]).unwrap();
+        assert_eq!(net.iter().map(|(&r, p)| (r, p.count)).collect::<Vec<_>>(), vec![(0, 1)]);
+        // A re-entry that only the re-entry names: the child left bb2 abnormally after resuming it.
+        let net = net_counts_with_reentries(&cfg, &dag, &n, Vec::<(u128, i64)>::new(), [(1u128, 1u64)]).unwrap();
+        assert_eq!(net.iter().map(|(&r, p)| (r, p.count, p.fork_reentries)).collect::<Vec<_>>(), vec![(1, 0, 1)]);
+        // Only truncated paths can be re-entered.
+        assert_eq!(
+            net_counts_with_reentries(&cfg, &dag, &n, [(0u128, 1i64)], [(0u128, 1u64)]),
+            Err(DecodeError::NotTruncated { r: 0 })
+        );
+        assert_eq!(
+            net_counts_with_reentries(&cfg, &dag, &n, [(0u128, 1i64)], [(9u128, 1u64)]),
+            Err(DecodeError::OutOfRange { r: 9, num_paths: 4 })
+        );
     }
 
     /// Repeated numbers add up; exits through bb2 only; a path whose truncated prefix path was never counted

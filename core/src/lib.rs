@@ -14,6 +14,7 @@
 //! - [`placement`]: optimal edge-counter placement, Eprof(Ecnt).
 //! - [`propagate`]: deriving every edge and block count from the chord counts (BL94 Figure 6).
 //! - [`dag`], [`numbering`], [`increments`], [`regenerate`]: Ball–Larus path profiling (MICRO 1996).
+//! - [`reentry`]: fork re-entries (activations a `fork()`ed child resumes) as measured virtual edges.
 //! - [`interproc`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382).
 #![deny(missing_docs)]
 
@@ -30,6 +31,7 @@ pub mod loops;
 pub mod numbering;
 pub mod placement;
 pub mod propagate;
+pub mod reentry;
 pub mod regenerate;
 pub mod spanning;
 pub mod weighting;

@@ -13,10 +13,15 @@
 //! from a real execution (including EXIT→entry once per invocation and each `Termination` edge once per abnormal
 //! departure), every count is exact.
 //!
+//! Fork re-entries ([`derive_counts_with_reentries`]): a `fork()`ed child resumes the activations that were on
+//! the stack at the fork after their in-flight call, without having entered them (its counters start at zero).
+//! Each such resumption is a measured virtual edge EXIT→B into the block B of the call, so flow is conserved
+//! again: B's count includes its re-entries, and its `Termination` edge counts only real abnormal departures.
+//!
 //! The input is untrusted (profile files): every failure is an `Err` or a reported violation, never a panic, and
-//! counts are `i128`. Overflow is impossible: a derived count is the signed sum of the measured counts crossing
-//! one cut of its tree, and the derived counts at one vertex come from disjoint cuts, so every intermediate sum
-//! is at most 3 · Σ measured < 3 · 2^32 · 2^64.
+//! counts are `i128`. Overflow is impossible: a derived count is the signed sum of the measured counts (re-entries
+//! included) crossing one cut of its tree, and the derived counts at one vertex come from disjoint cuts, so every
+//! intermediate sum is at most 3 · Σ measured, far below 2^127 for any input that fits in memory.
 
 use crate::graph::{Adjacency, BlockId, Cfg, EdgeId};
 use crate::spanning::UnionFind;
@@ -65,15 +70,41 @@ pub enum PropagateError {
         /// The first unmeasured edge (in `EdgeId` order) that closes a cycle with lower-numbered unmeasured edges.
         edge: EdgeId,
     },
+    /// A fork re-entry names a block that has no `Termination` edge: no call there can be in flight at a fork.
+    #[error("fork re-entry into {block}, which has no call that may not return")]
+    ReentryWithoutTermination {
+        /// The block named.
+        block: BlockId,
+    },
 }
 
 /// Derives every edge count of `cfg` from `measured` (`Some(count)` on edges that carried a counter, `None` on
 /// edges to derive) by leaf peeling of the unmeasured forest. `adj` must be `cfg.adjacency()`. O(|V| + |E| α).
 pub fn derive_counts(cfg: &Cfg, adj: &Adjacency, measured: &[Option<u64>]) -> Result<DerivedCounts, PropagateError> {
+    derive_counts_with_reentries(cfg, adj, measured, &[])
+}
+
+/// [`derive_counts`] with measured fork re-entries `(block, count)` (see the module docs): each is a virtual
+/// edge EXIT→block with a known count, so a block's vertex count includes its re-entries and its derived
+/// `Termination` edge does not absorb them. Repeated blocks add up. Fails on a re-entry into a block without a
+/// `Termination` edge (or outside the graph).
+pub fn derive_counts_with_reentries(
+    cfg: &Cfg,
+    adj: &Adjacency,
+    measured: &[Option<u64>],
+    reentries: &[(BlockId, u64)],
+) -> Result<DerivedCounts, PropagateError> {
     let m = cfg.num_edges();
     let n = cfg.num_vertices();
     if measured.len() != m {
         return Err(PropagateError::MeasuredCountMismatch { expected: m, found: measured.len() });
+    }
+    for &(block, _) in reentries {
+        let terminates = block.index() < cfg.num_blocks()
+            && adj.out_edges(block).iter().any(|&e| cfg.edge(e).kind == crate::graph::EdgeKind::Termination);
+        if !terminates {
+            return Err(PropagateError::ReentryWithoutTermination { block });
+        }
     }
 
     // The unmeasured edges must be a forest.
@@ -89,6 +120,11 @@ pub fn derive_counts(cfg: &Cfg, adj: &Adjacency, measured: &[Option<u64>]) -> Re
     let mut in_known = vec![0i128; n];
     let mut out_known = vec![0i128; n];
     let mut unknown_degree = vec![0usize; n];
+    for &(block, c) in reentries {
+        // The measured virtual edge EXIT→block.
+        in_known[block.index()] += i128::from(c);
+        out_known[cfg.exit().index()] += i128::from(c);
+    }
     for (i, edge) in cfg.edges().iter().enumerate() {
         match count[i] {
             Some(c) => {
@@ -342,6 +378,102 @@ mod tests {
         counts
     }
 
+    #[test]
+    fn fork_reentry_is_a_measured_virtual_edge() {
+        // G1 with A (bb2) calling a function that forks: the parent runs P Q A R EXIT; the child resumes A after
+        // the call (one re-entry) and goes A R C P Q B R EXIT. Merged true counts:
+        //                 P->Q Q->A Q->B A->R B->R R->C C->P P->X R->X X->P A->X
+        let truth: Vec<u64> = vec![2, 1, 1, 2, 1, 1, 1, 0, 2, 1, 0];
+        let g = g1_with_termination();
+        let adj = g.adjacency();
+        let w = crate::weighting::bl94(&g, &adj);
+        let plan = plan_edge_counters(&g, &w, &[true; 11]).unwrap();
+        let counters: Vec<u64> = plan.chords.iter().map(|e| truth[e.index()]).collect();
+        let d = derive_counts_with_reentries(&g, &adj, &plan.measured(&counters), &[(BlockId(2), 1)]).unwrap();
+        assert_eq!(d.edges, truth.iter().map(|&c| i128::from(c)).collect::<Vec<_>>());
+        assert!(d.is_consistent());
+        // A was entered once and re-entered once; EXIT saw three departures for one invocation and one re-entry.
+        assert_eq!(d.vertices[2], 2);
+        assert_eq!(d.vertices[6], 2);
+        assert_eq!(d.edges[9], 1);
+        // Without the re-entry the same counters say A was left abnormally -1 times.
+        let d = derive_counts(&g, &adj, &plan.measured(&counters)).unwrap();
+        assert_eq!(d.edges[10], -1);
+        assert!(!d.is_consistent());
+        // A re-entry needs a block whose calls may not return.
+        assert_eq!(
+            derive_counts_with_reentries(&g, &adj, &plan.measured(&counters), &[(BlockId(1), 1)]),
+            Err(PropagateError::ReentryWithoutTermination { block: BlockId(1) })
+        );
+        assert_eq!(
+            derive_counts_with_reentries(&g, &adj, &plan.measured(&counters), &[(BlockId(6), 1)]),
+            Err(PropagateError::ReentryWithoutTermination { block: BlockId(6) })
+        );
+    }
+
+    /// One process of a forking execution: its edge counts and its re-entries per block.
+    #[derive(Clone, Debug, Default)]
+    struct Process {
+        edges: Vec<u64>,
+        reentries: Vec<u64>,
+    }
+
+    /// Like [`simulate`], with fork points: where a block has a `Termination` edge (its call may not return),
+    /// the call may `fork()` (probability 1/5, at most 8 processes). The child's counters start at zero; it
+    /// either dies inside the call (nothing of this activation is counted there) or resumes the activation
+    /// after the call (one re-entry of the block, then any out-edge, `Termination` included), and then runs
+    /// the rest of the program: the remaining runs. Children fork again. Returns every process's counts.
+    fn simulate_forking(rc: &RandomCfg, rng: &mut Rng, runs: usize) -> Vec<Process> {
+        let g = &rc.cfg;
+        let adj = g.adjacency();
+        let fresh = || Process { edges: vec![0; g.num_edges()], reentries: vec![0; g.num_blocks()] };
+        // (resume block, runs left after the current one)
+        let mut pending: Vec<(Option<BlockId>, usize)> = vec![(None, runs)];
+        let mut done = Vec::new();
+        while let Some((resume, mut runs_left)) = pending.pop() {
+            let mut p = fresh();
+            let mut current = resume;
+            loop {
+                let (mut v, mut resumed) = match current.take() {
+                    Some(b) => {
+                        p.reentries[b.index()] += 1;
+                        (b, true)
+                    }
+                    None if runs_left == 0 => break,
+                    None => {
+                        runs_left -= 1;
+                        p.edges[g.exit_to_entry().index()] += 1;
+                        (g.entry(), false)
+                    }
+                };
+                let mut steps = 0;
+                while v != g.exit() {
+                    let outs = adj.out_edges(v);
+                    let term = outs.iter().copied().find(|&e| g.edge(e).kind == EdgeKind::Termination);
+                    if term.is_some() && !resumed && done.len() + pending.len() < 7 && rng.below(5) == 0 {
+                        // fork() inside the call; the child resumes with probability 3/4
+                        if rng.below(4) != 0 {
+                            pending.push((Some(v), runs_left));
+                        }
+                    }
+                    resumed = false;
+                    let real: Vec<EdgeId> =
+                        outs.iter().copied().filter(|&e| g.edge(e).kind != EdgeKind::Termination).collect();
+                    let e = match term {
+                        Some(t) if rng.below(4) == 0 || real.is_empty() => t,
+                        _ if steps > 40 => rc.progress[v.index()],
+                        _ => real[rng.below(real.len())],
+                    };
+                    p.edges[e.index()] += 1;
+                    v = g.edge(e).to;
+                    steps += 1;
+                }
+            }
+            done.push(p);
+        }
+        done
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -417,6 +549,53 @@ mod tests {
                 let other = max_spanning_tree(g, &rw, &forced).unwrap();
                 prop_assert_eq!(other.chords().count(), plan.num_counters());
                 prop_assert!(best >= other.cost(&w), "max tree {} < random tree {}", best, other.cost(&w));
+            }
+        }
+
+        /// Forking executions: each process's profile alone, and all of them summed (one merged file), give
+        /// back every edge count exactly from the chords plus the measured re-entries, with flow conserved and
+        /// no negative count.
+        #[test]
+        fn chord_counts_and_reentries_recover_forking_executions(
+            rc in random_cfg(),
+            seed in any::<u64>(),
+            runs in 1usize..5,
+            weights in prop::collection::vec(0u8..6, 40),
+        ) {
+            let g = &rc.cfg;
+            let adj = g.adjacency();
+            let w: Vec<f64> = g.edge_ids().map(|e| f64::from(weights[e.index() % 40])).collect();
+            let plan = plan_edge_counters_with_entry_counter(g, &w, &vec![true; g.num_edges()]).unwrap();
+            let procs = simulate_forking(&rc, &mut Rng(seed | 1), runs);
+            let mut merged = Process { edges: vec![0; g.num_edges()], reentries: vec![0; g.num_blocks()] };
+            for p in &procs {
+                for (m, c) in merged.edges.iter_mut().zip(&p.edges) {
+                    *m += c;
+                }
+                for (m, c) in merged.reentries.iter_mut().zip(&p.reentries) {
+                    *m += c;
+                }
+            }
+            for p in procs.iter().chain([&merged]) {
+                let counters: Vec<u64> = plan.chords.iter().map(|e| p.edges[e.index()]).collect();
+                let re: Vec<(BlockId, u64)> = p
+                    .reentries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &c)| c > 0)
+                    .map(|(b, &c)| (BlockId::from_index(b), c))
+                    .collect();
+                let d = derive_counts_with_reentries(g, &adj, &plan.measured(&counters), &re).unwrap();
+                let want: Vec<i128> = p.edges.iter().map(|&c| i128::from(c)).collect();
+                prop_assert_eq!(&d.edges, &want);
+                prop_assert!(d.is_consistent());
+                for v in g.vertices() {
+                    let mut s: i128 = adj.in_edges(v).iter().map(|e| want[e.index()]).sum();
+                    if v.index() < g.num_blocks() {
+                        s += i128::from(p.reentries[v.index()]);
+                    }
+                    prop_assert_eq!(d.vertices[v.index()], s);
+                }
             }
         }
 

@@ -51,6 +51,13 @@ pub enum DecodeError {
     /// A path number or count sum does not fit in a `u128`.
     #[error("count overflows 128 bits")]
     Overflow,
+    /// A fork re-entry names a path that does not end with a `Termination` edge (only truncated paths are
+    /// in flight at a fork).
+    #[error("fork re-entry of path {r}, which is not cut short by a call")]
+    NotTruncated {
+        /// The path number given.
+        r: u128,
+    },
 }
 
 fn check_numbering(dag: &PathDag, numbering: &Numbering) -> Result<(), DecodeError> {

@@ -2,14 +2,16 @@
 //! the BL96 notes (C.2–C.5), cuts for huge path spaces, and property tests on random CFGs that simulate the
 //! instrumented program exactly as the pass will emit it.
 
-use crate::arrivals::net_counts_from_arrivals;
+use crate::arrivals::{net_counts_from_arrivals, net_counts_with_reentries, truncation_block};
 use crate::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag, DEFAULT_PATH_BUDGET};
 use crate::dfs::depth_first;
 use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
 use crate::increments::{IncrementError, Increments};
 use crate::numbering::{Numbering, NumberingError};
+use crate::reentry::add_fork_reentries;
 use crate::regenerate::{
-    check_path, decode, edge_counts_from_paths, encode, to_cfg_path, DecodeError, PathEnd, PathStart,
+    check_path, decode, edge_counts_from_paths, encode, signed_edge_counts_from_dag_paths, to_cfg_path, DecodeError,
+    PathEnd, PathStart,
 };
 use proptest::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
@@ -331,6 +333,95 @@ fn simulate(
 fn bump(counted: &mut BTreeMap<u128, u64>, r: i128) {
     let r = u128::try_from(r).expect("path register went negative at a count");
     *counted.entry(r).or_insert(0) += 1;
+}
+
+/// One process of a forking path-mode execution: what its instrumentation counted and what really ran there.
+#[derive(Clone, Default)]
+struct ForkedProcess {
+    /// `count[r]`, arrivals included.
+    counted: BTreeMap<u128, i128>,
+    /// Fork re-entries recorded per truncated path number.
+    reentries: BTreeMap<u128, i128>,
+    /// True edge counts of the process (what ran in it).
+    edges: Vec<i128>,
+    /// True block counts: in-edges plus re-entries (EXIT: departures).
+    blocks: Vec<i128>,
+}
+
+/// [`simulate`] with [`Truncation::Arrivals`] and fork points: on arrival at a block with a `Termination` edge the
+/// call may `fork()` (probability 1/3, at most 8 processes). The child's counters start at zero; it dies inside
+/// the call (probability 1/4: nothing more of this activation runs there), or resumes after it with the same path
+/// register, records one re-entry of the truncated path — as the instrumented code does when the fork generation
+/// changed across the call — and takes any out-edge (`Termination`: a later call of the block does not return);
+/// then it runs the remaining invocations. Children fork again.
+fn simulate_forking(cfg: &Cfg, dag: &PathDag, inc: &Increments, rng: &mut Rng, invocations: usize) -> Vec<ForkedProcess> {
+    let adj = cfg.adjacency();
+    let dist = distance_to_exit(cfg);
+    let (entry, exit) = (cfg.entry(), cfg.exit());
+    let mut pending: Vec<(Option<(BlockId, i128)>, usize)> = vec![(None, invocations)];
+    let mut done = Vec::new();
+    while let Some((mut resume, mut left)) = pending.pop() {
+        let mut p = ForkedProcess {
+            edges: vec![0; cfg.num_edges()],
+            blocks: vec![0; cfg.num_vertices()],
+            ..ForkedProcess::default()
+        };
+        loop {
+            let (mut v, mut r, mut resumed) = match resume.take() {
+                Some((v, r)) => (v, r, true),
+                None if left == 0 => break,
+                None => {
+                    left -= 1;
+                    p.edges[cfg.exit_to_entry().index()] += 1;
+                    p.blocks[entry.index()] += 1;
+                    (entry, 0, false)
+                }
+            };
+            let mut steps = 0;
+            while v != exit {
+                let outs = adj.out_edges(v);
+                let term = outs.iter().copied().find(|&t| cfg.edge(t).kind == EdgeKind::Termination);
+                if let Some(CfgEdgeRole::Real(dt)) = term.map(|t| dag.cfg_edge_role(t)) {
+                    let t = u128::try_from(r + inc.inc(dt)).unwrap();
+                    if resumed {
+                        *p.reentries.entry(t).or_insert(0) += 1;
+                        p.blocks[v.index()] += 1;
+                    } else {
+                        *p.counted.entry(t).or_insert(0) += 1;
+                        if done.len() + pending.len() < 7 && rng.below(3) == 0 && rng.below(4) != 0 {
+                            pending.push((Some((v, r)), left));
+                        }
+                    }
+                }
+                resumed = false;
+                let e = if steps < 40 {
+                    outs[rng.below(outs.len())]
+                } else {
+                    *outs.iter().find(|&&e| dist[cfg.edge(e).to.index()] < dist[v.index()]).unwrap()
+                };
+                steps += 1;
+                let to = cfg.edge(e).to;
+                p.edges[e.index()] += 1;
+                p.blocks[to.index()] += 1;
+                match dag.cfg_edge_role(e) {
+                    CfgEdgeRole::Real(de) => {
+                        r += inc.inc(de);
+                        if to == exit && cfg.edge(e).kind != EdgeKind::Termination {
+                            *p.counted.entry(u128::try_from(r).unwrap()).or_insert(0) += 1;
+                        }
+                    }
+                    CfgEdgeRole::Back { exit: x, entry: n } | CfgEdgeRole::Cut { exit: x, entry: n } => {
+                        *p.counted.entry(u128::try_from(r + inc.inc(x)).unwrap()).or_insert(0) += 1;
+                        r = inc.inc(n);
+                    }
+                    role => panic!("executed {e} with role {role:?}"),
+                }
+                v = to;
+            }
+        }
+        done.push(p);
+    }
+    done
 }
 
 /// Runs [`simulate`] and checks counts, segments and derived edge/block counts against the truth.
@@ -971,6 +1062,69 @@ proptest! {
         }
         let net: BTreeMap<u128, i128> = net.into_iter().map(|(r, p)| (r, p.count)).collect();
         prop_assert_eq!(net, truth);
+    }
+
+    /// Forking executions (see [`simulate_forking`]): each process's profile alone and all of them merged give
+    /// back the true edge counts and block counts (re-entries included) from the netted arrival counts plus the
+    /// measured re-entries; the only negative net counts are truncated paths whose re-entries make up for them.
+    #[test]
+    fn arrival_counts_and_reentries_recover_forking_executions(
+        raw in raw_cfg(),
+        bi in 0usize..6,
+        weights in prop::collection::vec(0u8..10, 1..40),
+        seed in any::<u64>(),
+        invocations in 1usize..5,
+    ) {
+        let mut raw = raw;
+        raw.5.sort_unstable();
+        raw.5.dedup();
+        let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
+        let procs = simulate_forking(&cfg, &dag, &inc, &mut Rng::new(seed), invocations);
+        let mut merged = ForkedProcess {
+            edges: vec![0; cfg.num_edges()],
+            blocks: vec![0; cfg.num_vertices()],
+            ..ForkedProcess::default()
+        };
+        for p in &procs {
+            for (k, c) in &p.counted {
+                *merged.counted.entry(*k).or_insert(0) += c;
+            }
+            for (k, c) in &p.reentries {
+                *merged.reentries.entry(*k).or_insert(0) += c;
+            }
+            for (m, c) in merged.edges.iter_mut().zip(&p.edges) {
+                *m += c;
+            }
+            for (m, c) in merged.blocks.iter_mut().zip(&p.blocks) {
+                *m += c;
+            }
+        }
+        for p in procs.iter().chain([&merged]) {
+            let net = net_counts_with_reentries(
+                &cfg,
+                &dag,
+                &n,
+                p.counted.iter().map(|(&r, &c)| (r, c)),
+                p.reentries.iter().map(|(&r, &c)| (r, c)),
+            )
+            .unwrap();
+            for (&r, q) in &net {
+                prop_assert_eq!(&decode(&dag, &n, r).unwrap(), &q.path);
+                let block = truncation_block(&cfg, &dag, &q.path);
+                prop_assert!(q.fork_reentries == 0 || block.is_some(), "re-entries of a completed path {}", r);
+                prop_assert!(q.count + q.fork_reentries >= 0, "path {}: {} + {} re-entries", r, q.count, q.fork_reentries);
+            }
+            let mut d = signed_edge_counts_from_dag_paths(&cfg, &dag, net.values().map(|q| (q.path.as_slice(), q.count)))
+                .unwrap();
+            let re: Vec<(BlockId, i128)> = net
+                .values()
+                .filter(|q| q.fork_reentries != 0)
+                .map(|q| (truncation_block(&cfg, &dag, &q.path).unwrap(), q.fork_reentries))
+                .collect();
+            add_fork_reentries(&cfg, &mut d.edges, &mut d.blocks, re).unwrap();
+            prop_assert_eq!(&d.edges, &p.edges);
+            prop_assert_eq!(&d.blocks, &p.blocks);
+        }
     }
 
     /// A `DfsInfo` of another graph must not make anything panic.

@@ -29,6 +29,8 @@
 //!   counters: u64 × num_counters
 //!   sparse entries: SparseEntry × num_sparse (SPARSE_ENTRY_LEN = 32 bytes each):
 //!     0 function u64 (index into the metadata's function list), 8 path_lo u64, 16 path_hi u64, 24 count u64
+//!     (with SPARSE_REENTRY set in `function`: fork re-entries of the path or, with SPARSE_REENTRY_BLOCK,
+//!     of the block `path_lo`, of function `function & SPARSE_FUNCTION_MASK`)
 //! ```
 
 /// File magic: high byte 0xFF and a final byte that is invalid UTF-8, so text files never look like profiles.
@@ -47,6 +49,36 @@ pub const SPARSE_ENTRY_LEN: usize = 32;
 pub const RECORD_FLAG_INCOMPLETE: u64 = 1 << 0;
 /// Record flag: the counters were updated non-atomically by more than one thread, so increments may be lost.
 pub const RECORD_FLAG_THREADED_NONATOMIC: u64 = 1 << 1;
+
+/// Sparse entry `function` flag: the entry counts *fork re-entries* — activations that a `fork()`ed child
+/// resumed after a call that was in flight at the fork (its counters started at zero, so they were never
+/// entered there) — not path executions. Its `path` is the number of the truncated path counted on arrival at
+/// the call's block (path, context and piecewise modes), or, with [`SPARSE_REENTRY_BLOCK`], the block itself.
+/// The instrumented code passes `function` with these flags to `__pathprof_fork_reentry`; merges sum such
+/// entries like any other. Only metadata version 5 and later modules have them.
+pub const SPARSE_REENTRY: u64 = 1 << 63;
+/// With [`SPARSE_REENTRY`]: the entry's `path` is a block index (edge mode, and the interprocedural modes'
+/// call blocks), not a path number.
+pub const SPARSE_REENTRY_BLOCK: u64 = 1 << 62;
+/// The function index of a sparse entry's `function` field, without the re-entry flags.
+pub const SPARSE_FUNCTION_MASK: u64 = SPARSE_REENTRY_BLOCK - 1;
+
+/// What instrumented code passes to `__pathprof_fork_reentry` to name a re-entry's function and kind:
+/// `function × 2 + 1` for a block re-entry, `function × 2` for a truncated path's. A small number, so that the
+/// constant costs an immediate operand on the cold path rather than a 64-bit constant (which LLVM hoists into a
+/// register for a whole loop). Values with the top bit set name nothing (the runtime ignores them).
+pub const fn reentry_packed(function: u64, block: bool) -> u64 {
+    (function << 1) | block as u64
+}
+
+/// The sparse entry `function` word of a [`reentry_packed`] value; `None` for a value that names nothing.
+pub const fn reentry_word(packed: u64) -> Option<u64> {
+    if packed >> 63 != 0 {
+        return None;
+    }
+    let flags = if packed & 1 != 0 { SPARSE_REENTRY | SPARSE_REENTRY_BLOCK } else { SPARSE_REENTRY };
+    Some(flags | (packed >> 1))
+}
 
 /// Version of [`ModuleDesc`]; the runtime ignores (with a warning) descriptors of another version.
 pub const DESC_VERSION: u32 = 4;

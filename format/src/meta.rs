@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 /// First bytes of every metadata blob.
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
-/// (truncated paths count net executions) and version 3 (no module output).
-pub const META_VERSION: u32 = 4;
+/// (truncated paths count net executions), version 3 (no module output) and version 4 (no fork re-entries).
+pub const META_VERSION: u32 = 5;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,12 +73,30 @@ pub struct ModuleMeta {
     /// `false` (all profiles of metadata version ≤ 2, and context and piecewise profiles written before
     /// pathprof counted their arrivals): the counter is already net (+1 before the call, −1 after it returned).
     pub path_arrivals: bool,
+    /// Every call that may not return compares the process's fork generation before and after it and records a
+    /// fork re-entry when a `fork()`ed child resumes it (sparse entries flagged
+    /// [`SPARSE_REENTRY`](crate::layout::SPARSE_REENTRY)); `false` for profiles of metadata version ≤ 3, whose
+    /// fork children's in-flight activations show up as inconsistent counts.
+    pub fork_reentries: bool,
 }
 
 /// The version-3 layout of [`ModuleMeta`], still read.
 #[derive(Deserialize)]
 struct ModuleMetaV3 {
     module_name: String,
+    mode: Mode,
+    weighting: String,
+    atomic: bool,
+    functions: Vec<FunctionMeta>,
+    interproc: Option<InterprocMeta>,
+    path_arrivals: bool,
+}
+
+/// The version-4 layout of [`ModuleMeta`] (version 5 without fork re-entries), still read.
+#[derive(Deserialize)]
+struct ModuleMetaV4 {
+    module_name: String,
+    output: String,
     mode: Mode,
     weighting: String,
     atomic: bool,
@@ -273,6 +291,22 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
+            4 => {
+                // Version 4 = version 5 without fork re-entries.
+                let (v4, rest): (ModuleMetaV4, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
+                let meta = ModuleMeta {
+                    module_name: v4.module_name,
+                    output: v4.output,
+                    mode: v4.mode,
+                    weighting: v4.weighting,
+                    atomic: v4.atomic,
+                    functions: v4.functions,
+                    interproc: v4.interproc,
+                    path_arrivals: v4.path_arrivals,
+                    fork_reentries: false,
+                };
+                (meta, rest)
+            }
             3 => {
                 // Version 3 = version 4 without the module's output.
                 let (v3, rest): (ModuleMetaV3, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
@@ -285,6 +319,7 @@ impl ModuleMeta {
                     functions: v3.functions,
                     interproc: v3.interproc,
                     path_arrivals: v3.path_arrivals,
+                    fork_reentries: false,
                 };
                 (meta, rest)
             }
@@ -300,6 +335,7 @@ impl ModuleMeta {
                     functions: v2.functions,
                     interproc: v2.interproc,
                     path_arrivals: false,
+                    fork_reentries: false,
                 };
                 (meta, rest)
             }
@@ -315,6 +351,7 @@ impl ModuleMeta {
                     functions: v1.functions,
                     interproc: None,
                     path_arrivals: false,
+                    fork_reentries: false,
                 };
                 (meta, rest)
             }
@@ -330,6 +367,9 @@ impl ModuleMeta {
     pub fn validate(&self) -> Result<(), MetaError> {
         if self.path_arrivals && !matches!(self.mode, Mode::Path | Mode::Context | Mode::Piecewise) {
             return Err(MetaError::Inconsistent(format!("{}-mode module with path arrival counts", self.mode.name())));
+        }
+        if self.fork_reentries && self.mode != Mode::Edge && !self.path_arrivals {
+            return Err(MetaError::Inconsistent("fork re-entries of paths that do not count arrivals".into()));
         }
         for f in &self.functions {
             let bad = |what: &str| Err(MetaError::Inconsistent(format!("function {}: {what}", f.name)));

@@ -14,8 +14,8 @@
 //! [`layout::record_len`] of its sizes and fits in the remaining bytes, metadata padding is zero, `meta_hash` is
 //! the fnv1a64 of the metadata, `name_hash` the module's identity hash ([`ModuleMeta::name_hash`]), the metadata decodes, every function's
 //! counters lie inside the record, the metadata validates, every function's `cfg_hash` matches its graph, every
-//! sparse entry names a function of the module; finally, no two records share a `meta_hash` and no bytes follow
-//! the last record.
+//! sparse entry names a function of the module (with re-entry flags only in a module that records fork
+//! re-entries); finally, no two records share a `meta_hash` and no bytes follow the last record.
 //!
 //! # Writing and merging
 //! [`write()`] produces exactly the bytes the runtime writes (so `read(write(p)) == p`). [`merge`] adds the counts of
@@ -80,10 +80,11 @@ pub struct ModuleProfile {
     pub runs: u64,
 }
 
-/// One path count held outside the dense counters.
+/// One path count held outside the dense counters, or a fork re-entry count (see [`SparseEntry::reentry`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SparseEntry {
-    /// Index of the function in the module metadata's function list.
+    /// Index of the function in the module metadata's function list, with the re-entry flags
+    /// (`layout::SPARSE_REENTRY`, `layout::SPARSE_REENTRY_BLOCK`) for re-entry counts.
     pub function: u64,
     /// Ball–Larus path number.
     pub path: u128,
@@ -91,7 +92,75 @@ pub struct SparseEntry {
     pub count: u64,
 }
 
+impl SparseEntry {
+    /// The function index without the re-entry flags.
+    pub fn function_index(&self) -> u64 {
+        self.function & layout::SPARSE_FUNCTION_MASK
+    }
+
+    /// What a re-entry entry counts re-entries of; `None` for a path count.
+    pub fn reentry(&self) -> Option<Reentered> {
+        if self.function & layout::SPARSE_REENTRY == 0 {
+            None
+        } else if self.function & layout::SPARSE_REENTRY_BLOCK != 0 {
+            Some(Reentered::Block(self.path))
+        } else {
+            Some(Reentered::Path(self.path))
+        }
+    }
+}
+
+/// What a fork re-entry entry names.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Reentered {
+    /// A truncated path (its number), counted on arrival at the block of the call that was in flight.
+    Path(u128),
+    /// A block (its index) of the function.
+    Block(u128),
+}
+
+/// A module's fork re-entries, summed per key (see `layout::SPARSE_REENTRY`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ForkReentries {
+    /// (function index, truncated path number) → re-entries; in context and piecewise modes the path number is
+    /// module-wide and the function is the one whose block counted it.
+    pub paths: std::collections::BTreeMap<(u64, u128), u64>,
+    /// (function index, block) → re-entries.
+    pub blocks: std::collections::BTreeMap<(u64, u128), u64>,
+}
+
+impl ForkReentries {
+    /// Whether function `f` was re-entered at all.
+    pub fn touches(&self, f: u64) -> bool {
+        let any = |m: &std::collections::BTreeMap<(u64, u128), u64>| m.range((f, 0)..=(f, u128::MAX)).next().is_some();
+        any(&self.paths) || any(&self.blocks)
+    }
+}
+
 impl ModuleProfile {
+    /// The sparse entries that are path counts (fork re-entry entries left out).
+    pub fn path_entries(&self) -> impl Iterator<Item = &SparseEntry> + Clone {
+        self.sparse.iter().filter(|s| s.reentry().is_none())
+    }
+
+    /// The module's fork re-entries, summed per key (wrapping, like the counts they come from: a sum is only
+    /// out of range in a corrupt profile, where it shows up as inconsistent counts).
+    pub fn fork_reentries(&self) -> ForkReentries {
+        let mut out = ForkReentries::default();
+        for s in &self.sparse {
+            let (map, key) = match s.reentry() {
+                Some(Reentered::Path(t)) => (&mut out.paths, t),
+                Some(Reentered::Block(b)) => (&mut out.blocks, b),
+                None => continue,
+            };
+            let slot = map.entry((s.function_index(), key)).or_insert(0);
+            *slot = slot.wrapping_add(s.count);
+        }
+        out.paths.retain(|_, c| *c != 0);
+        out.blocks.retain(|_, c| *c != 0);
+        out
+    }
+
     /// Builds a record for `meta` with consistent derived fields: encodes the metadata and computes both hashes.
     pub fn new(meta: ModuleMeta, counters: Vec<u64>, sparse: Vec<SparseEntry>, flags: u64, runs: u64) -> Self {
         let meta_bytes = meta.encode();
@@ -242,6 +311,12 @@ pub enum ProfileError {
         function: u64,
         /// Functions in the metadata.
         num_functions: usize,
+    },
+    /// A module whose metadata says it records no fork re-entries has re-entry entries.
+    #[error("corrupt profile: module {module} has fork re-entry counts but was not built to record them")]
+    UnexpectedReentries {
+        /// Module name.
+        module: String,
     },
     /// Two records have the same `meta_hash`; a writer merges such records.
     #[error("corrupt profile: module {module} appears twice")]
@@ -419,8 +494,14 @@ fn read_record(r: &mut Reader<'_>, record: u32) -> Result<ModuleProfile, Profile
         }
     }
     let num_functions = meta.functions.len();
-    if let Some(bad) = sparse.iter().find(|s| !matches!(usize::try_from(s.function), Ok(i) if i < num_functions)) {
+    if let Some(bad) = sparse.iter().find(|s| {
+        !matches!(usize::try_from(s.function_index()), Ok(i) if i < num_functions)
+            || (s.reentry().is_none() && s.function != s.function_index())
+    }) {
         return Err(ProfileError::SparseFunctionOutOfRange { module: module(), function: bad.function, num_functions });
+    }
+    if !meta.fork_reentries && sparse.iter().any(|s| s.reentry().is_some()) {
+        return Err(ProfileError::UnexpectedReentries { module: module() });
     }
     Ok(ModuleProfile {
         meta,

@@ -51,6 +51,7 @@ fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
             budget_cuts: 0,
         }),
         path_arrivals: false,
+        fork_reentries: false,
     }
 }
 

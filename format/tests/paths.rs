@@ -117,6 +117,7 @@ fn module(name: &str, functions: Vec<(FunctionMeta, BTreeMap<u128, i64>)>) -> Mo
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.into(),
         output: String::new(),
         mode: Mode::Path,

@@ -65,6 +65,7 @@ fn module_meta(name: &str) -> ModuleMeta {
     ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.to_string(),
         output: String::new(),
         mode: Mode::Edge,
@@ -690,14 +691,19 @@ fn analysis_errors() {
     assert!(matches!(function_edge_counts(&short, 1), Err(AnalysisError::CounterOutOfRange { .. })));
 }
 
-/// Metadata version 2 (written before path mode counted arrivals) is still read, as net counts, and version 3
-/// (written before modules recorded their output) with an empty output; version 4 is written. Arrival counting
-/// belongs to the path-numbering modes (path, context, piecewise) only.
+/// Metadata versions 2 (written before path mode counted arrivals, read as net counts), 3 (before modules
+/// recorded their output, read with an empty output) and 4 (before fork re-entries) are still read; version 5 is
+/// written. Arrival counting belongs to the path-numbering modes (path, context, piecewise) only, and fork
+/// re-entries of paths to profiles that count arrivals.
 #[test]
-fn metadata_versions_2_and_3_still_read_and_arrivals_belong_to_path_numbering_modes() {
+fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
-    let v4 = meta.encode();
-    assert_eq!(v4[4..8], 4u32.to_le_bytes());
+    let v5 = meta.encode();
+    assert_eq!(v5[4..8], 5u32.to_le_bytes());
+    // Version 4 is version 5 without the trailing `fork_reentries` byte.
+    let mut v4 = v5[..v5.len() - 1].to_vec();
+    v4[4..8].copy_from_slice(&4u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v4).unwrap(), meta);
     // Version 3 is version 4 without the output: postcard writes the name as a length byte (3) and "m.c",
     // then the empty output as one zero byte, at offset 8 + 1 + 3.
     assert_eq!(&v4[8..13], b"\x03m.c\x00");
@@ -709,13 +715,21 @@ fn metadata_versions_2_and_3_still_read_and_arrivals_belong_to_path_numbering_mo
     let mut v2 = v3[..v3.len() - 1].to_vec();
     v2[4..8].copy_from_slice(&2u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v2).unwrap(), meta);
-    // A version-2 header on a version-3 body leaves that byte over: corrupt, not misread.
-    let mut mislabelled = v3.clone();
-    mislabelled[4..8].copy_from_slice(&2u32.to_le_bytes());
-    assert!(matches!(ModuleMeta::decode(&mislabelled), Err(MetaError::Corrupt(_))));
+    // An older version's header on a newer body leaves bytes over: corrupt, not misread.
+    for old in [2u32, 3, 4] {
+        let mut mislabelled = v5.clone();
+        mislabelled[4..8].copy_from_slice(&old.to_le_bytes());
+        assert!(matches!(ModuleMeta::decode(&mislabelled), Err(MetaError::Corrupt(_))), "version {old}");
+    }
     let mut edge_with_arrivals = meta.clone();
     edge_with_arrivals.path_arrivals = true;
     assert!(matches!(ModuleMeta::decode(&edge_with_arrivals.encode()), Err(MetaError::Inconsistent(_))));
+    // Edge mode records block re-entries; path modes only with arrival counting.
+    let mut forking = meta.clone();
+    forking.fork_reentries = true;
+    assert_eq!(ModuleMeta::decode(&forking.encode()).unwrap(), forking);
+    forking.mode = Mode::Path;
+    assert!(matches!(ModuleMeta::decode(&forking.encode()), Err(MetaError::Inconsistent(_))));
 }
 
 /// A module's identity is its name and its output: a record's `name_hash` covers both (and is the plain name

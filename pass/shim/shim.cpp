@@ -121,6 +121,7 @@ void pathprof_shim_register_callbacks(PassBuilder &PB) {
 
 } // extern "C"
 
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
 extern "C" {
@@ -144,6 +145,17 @@ LLVMBasicBlockRef pathprof_shim_split_after(LLVMValueRef Inst) {
 LLVMValueRef pathprof_shim_if_then(LLVMValueRef Cond, LLVMValueRef Before) {
   Instruction *I = unwrap<Instruction>(Before);
   return wrap(SplitBlockAndInsertIfThen(unwrap(Cond), I->getIterator(), false));
+}
+
+// Marks a global dso_local (the C API has no setter): an executable's code then addresses it directly.
+void pathprof_shim_set_dso_local(LLVMValueRef GV) { unwrap<GlobalValue>(GV)->setDSOLocal(true); }
+
+// Like pathprof_shim_if_then, for code that almost never runs: the branch carries LLVM's "unlikely" weights, so
+// block placement moves the guarded block out of the hot path.
+LLVMValueRef pathprof_shim_if_then_cold(LLVMValueRef Cond, LLVMValueRef Before) {
+  Instruction *I = unwrap<Instruction>(Before);
+  MDNode *Weights = MDBuilder(I->getContext()).createUnlikelyBranchWeights();
+  return wrap(SplitBlockAndInsertIfThen(unwrap(Cond), I->getIterator(), false, Weights));
 }
 }
 

@@ -82,10 +82,9 @@ pub fn register_module(
             LLVMConstInt(i64t, regions.len() as u64, 0),
         ];
         let desc_init = LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
-        let desc = LLVMAddGlobal(m, desc_ty, cstr("__pathprof_desc").as_ptr());
+        let desc = descriptor(m);
+        debug_assert!(LLVMGlobalGetValueType(desc) == desc_ty, "one descriptor type");
         LLVMSetInitializer(desc, desc_init);
-        LLVMSetLinkage(desc, LLVMLinkage::LLVMInternalLinkage);
-        LLVMSetAlignment(desc, 8);
 
         let register = runtime_function(m, "__pathprof_register_module", ptrt);
         let ctor = internal_void_function(m, "__pathprof_module_ctor");
@@ -97,6 +96,28 @@ pub fn register_module(
         LLVMBuildRetVoid(builder);
         LLVMDisposeBuilder(builder);
         append_to_global_ctors(m, ctor, CTOR_PRIORITY);
+    }
+}
+
+/// The module's runtime descriptor global (`__pathprof_desc`, `pathprof_format::layout::ModuleDesc`): created
+/// zeroed on first use, so that instrumented code can name it (fork re-entries) before [`register_module`] fills
+/// it in.
+pub fn descriptor(m: LLVMModuleRef) -> LLVMValueRef {
+    unsafe {
+        let name = cstr("__pathprof_desc");
+        let existing = LLVMGetNamedGlobal(m, name.as_ptr());
+        if !existing.is_null() {
+            return existing;
+        }
+        let ctx = LLVMGetModuleContext(m);
+        let (i32t, i64t, ptrt) = (LLVMInt32TypeInContext(ctx), LLVMInt64TypeInContext(ctx), LLVMPointerTypeInContext(ctx, 0));
+        let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t, ptrt, i64t];
+        let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
+        let desc = LLVMAddGlobal(m, desc_ty, name.as_ptr());
+        LLVMSetInitializer(desc, LLVMConstNull(desc_ty));
+        LLVMSetLinkage(desc, LLVMLinkage::LLVMInternalLinkage);
+        LLVMSetAlignment(desc, 8);
+        desc
     }
 }
 

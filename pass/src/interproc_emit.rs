@@ -149,6 +149,8 @@ pub struct FnEmitter<'a> {
     via_site: Option<LLVMValueRef>,
     shape: EntryShape,
     guarded: Vec<(LLVMValueRef, LLVMValueRef, LLVMValueRef)>,
+    /// Per block that counts arrivals: its truncated path's number (what a fork re-entry records).
+    arrival_keys: Vec<Option<LLVMValueRef>>,
 }
 
 fn k(i64t: LLVMTypeRef, v: u64) -> LLVMValueRef {
@@ -161,7 +163,8 @@ fn lo(x: u128) -> u64 {
 }
 
 impl<'a> FnEmitter<'a> {
-    /// Emits everything for function `p`.
+    /// Emits everything for function `p`. Returns, per block that counts arrivals, the number of its truncated
+    /// path (what a fork re-entry of the block's calls records, see [`crate::fork_check`]).
     pub fn emit(
         tls: &'a Tls,
         store: &'a Store<'a>,
@@ -169,7 +172,7 @@ impl<'a> FnEmitter<'a> {
         functions: &'a [LLVMValueRef],
         p: ProcId,
         plan: &'a ProcPlan,
-    ) {
+    ) -> Vec<Option<LLVMValueRef>> {
         let counters = match store {
             Store::Dense(c) | Store::Hashed { counters: c, .. } => *c,
         };
@@ -205,12 +208,14 @@ impl<'a> FnEmitter<'a> {
             via_site: None,
             shape,
             guarded: Vec::new(),
+            arrival_keys: vec![None; plan.graph.cfg.num_blocks()],
         };
         let actions = em.edge_actions();
         em.nvc_volatile = !em.piecewise && em.opaque_nvc_wanted(&actions);
         em.prologue();
         em.body(actions);
         em.finish_guarded();
+        em.arrival_keys
     }
 
     fn konst(&self, v: u64) -> LLVMValueRef {
@@ -427,6 +432,7 @@ impl<'a> FnEmitter<'a> {
             let cur = self.load(self.path, self.i64t);
             let slot = self.plus(cur, rho);
             self.count(before, slot, self.konst(1));
+            self.arrival_keys[edge.from.index()] = Some(slot);
         }
 
         // 4. Call sites.

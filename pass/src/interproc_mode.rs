@@ -12,12 +12,14 @@ use crate::emit::Counters;
 use crate::globals;
 use crate::identity::ModuleIdentity;
 use crate::interproc_emit::{FnEmitter, Store, Tls};
-use crate::interproc_plan;
+use crate::fork_check::{ForkChecks, Guard, Key};
+use crate::interproc_plan::{self, ProcPlan};
 use crate::ir;
 use crate::module::INSTRUMENTED_MARK;
 use crate::shim;
 use inkwell::llvm_sys::prelude::*;
-use pathprof_core::interproc::{Mode as IpMode, ProcId, SiteRole};
+use pathprof_core::interproc::{Mode as IpMode, Numbering, ProcId, SiteRole};
+use pathprof_core::BlockId;
 use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
 use pathprof_format::profile::cfg_hash;
 
@@ -70,8 +72,10 @@ pub fn instrument(
     };
     let tls = Tls::new(m);
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
+    let fork_checks = ForkChecks::new(m, globals::descriptor(m));
     for (i, p) in plan.procs.iter().enumerate() {
-        FnEmitter::emit(&tls, &store, &num, &functions, ProcId::from_index(i), p);
+        let keys = FnEmitter::emit(&tls, &store, &num, &functions, ProcId::from_index(i), p);
+        fork_checks.emit(&fork_guards(&num, ProcId::from_index(i), p, &keys, &fork_checks));
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
 
@@ -114,6 +118,7 @@ pub fn instrument(
             budget_cuts: plan.budget_cuts,
         }),
         path_arrivals: true,
+        fork_reentries: true,
     };
     globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
@@ -140,4 +145,20 @@ pub fn instrument(
         );
     }
     Ok(true)
+}
+
+/// The fork re-entry checks of function `p`: a block that counts arrivals records its truncated path (`keys`); an
+/// interprocedural call block, whose path goes on in the callee, records the block.
+fn fork_guards(num: &Numbering<'_>, p: ProcId, plan: &ProcPlan, keys: &[Option<LLVMValueRef>], checks: &ForkChecks) -> Vec<Guard> {
+    let sg = num.supergraph();
+    let index = p.index() as u64;
+    crate::module::guarded_calls(&plan.graph, checks)
+        .filter_map(|(b, call)| match keys.get(b as usize).copied().flatten() {
+            Some(k) => Some(Guard::path(call, index, Key::Value(k))),
+            None => {
+                let site = sg.program().site_at(p, BlockId(b))?;
+                (sg.calls().role(site) == SiteRole::Interprocedural).then(|| Guard::block(call, index, b))
+            }
+        })
+        .collect()
 }

@@ -24,6 +24,7 @@ pub mod cfg_build;
 pub mod config;
 pub mod emit;
 pub mod entry;
+pub mod fork_check;
 pub mod globals;
 pub mod identity;
 pub mod interproc_emit;

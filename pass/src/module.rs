@@ -7,6 +7,7 @@
 use crate::cfg_build::{self, CallFacts, FunctionGraph, Site};
 use crate::config::{Config, Weighting};
 use crate::emit::{Counters, EmitStats};
+use crate::fork_check::{ForkChecks, Guard};
 use crate::globals;
 use crate::ir;
 use crate::path_mode::{self, PathPlan, Sink};
@@ -67,6 +68,7 @@ struct Stats {
     sparse: usize,
     chords: usize,
     cuts: usize,
+    fork_checks: usize,
 }
 
 /// Instruments `m` per `config`; returns whether the module changed.
@@ -149,14 +151,19 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         .collect();
     let region_counters: Vec<Counters> =
         regions.iter().map(|r| Counters::new(m, r.global, r.len, config.atomic, true, 0)).collect();
-    for p in &planned {
-        match &p.plan {
+    let fork_checks = ForkChecks::new(m, globals::descriptor(m));
+    for (index, p) in planned.iter().enumerate() {
+        let index = index as u64;
+        let guards: Vec<Guard> = match &p.plan {
             Plan::Edge { graph, chords } => {
                 let s = counters.instrument(graph, chords, p.meta.counter_base);
                 stats.emit.split_edges += s.split_edges;
                 stats.emit.phi_edges += s.phi_edges;
                 stats.counters += chords.len();
                 stats.optimum += graph.cfg.num_edges() + 1 - graph.cfg.num_vertices();
+                guarded_calls(graph, &fork_checks)
+                    .map(|(b, call)| Guard::block(call, index, b))
+                    .collect()
             }
             Plan::Path(pp) => {
                 let sink = match pp.meta.storage {
@@ -170,12 +177,17 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
                         Sink::Dense { counters: &region_counters[region as usize], base: 0 }
                     }
                 };
-                path_mode::emit(pp, &sink);
+                let keys = path_mode::emit(pp, &sink);
                 stats.paths += pp.num_paths;
                 stats.chords += pp.incs.chords().filter(|&d| pp.incs.inc(d) != 0).count();
                 stats.cuts += pp.dag.cut_edges().len();
+                guarded_calls(&pp.graph, &fork_checks)
+                    .filter_map(|(b, call)| keys[b as usize].map(|k| Guard::path(call, index, k)))
+                    .collect()
             }
-        }
+        };
+        stats.fork_checks += guards.len();
+        fork_checks.emit(&guards);
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
         let g = p.graph();
         stats.functions += 1;
@@ -194,6 +206,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         interproc: None,
         // Path mode's truncated paths count arrivals (path_mode.rs); edge mode has none.
         path_arrivals: config.mode == Mode::Path,
+        fork_reentries: true,
     };
     globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
@@ -210,18 +223,32 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         };
         eprintln!(
             "pathprof: stats: module={module_name} mode={} functions={} skipped={} blocks={} edges={} \
-             virtual_edges={} {mode_stats} weighting={} weighting_fallbacks={}",
+             virtual_edges={} {mode_stats} fork_checks={} weighting={} weighting_fallbacks={}",
             config.mode.name(),
             stats.functions,
             stats.skipped,
             stats.blocks,
             stats.edges,
             stats.virtual_edges,
+            stats.fork_checks,
             config.weighting.spelling(),
             stats.weights_fallbacks,
         );
     }
     Ok(true)
+}
+
+/// The calls of `g` that may be in flight at a `fork()` and get a re-entry check, with their blocks: every call
+/// that may not return ([`FunctionGraph::abnormal_calls`]) the checks want, in a block that is not left by
+/// `unreachable` (a call there cannot come back).
+pub(crate) fn guarded_calls<'g>(
+    g: &'g FunctionGraph,
+    checks: &'g ForkChecks,
+) -> impl Iterator<Item = (u32, LLVMValueRef)> + 'g {
+    g.abnormal_calls.iter().enumerate().flat_map(move |(b, calls)| {
+        let dead_end = ir::terminator(g.blocks[b]).is_some_and(|t| ir::opcode(t) == inkwell::llvm_sys::LLVMOpcode::LLVMUnreachable);
+        calls.iter().copied().filter(move |&c| !dead_end && checks.wants(c)).map(move |c| (b as u32, c))
+    })
 }
 
 /// Decides where each path-mode function's counts go, in module order: the dense counter array up to

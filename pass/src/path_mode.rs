@@ -206,8 +206,9 @@ impl Emitter<'_> {
     }
 }
 
-/// Emits path profiling for a planned function.
-pub fn emit(p: &PathPlan, sink: &Sink) {
+/// Emits path profiling for a planned function. Returns, per block that counts arrivals, the number of its
+/// truncated path (what a fork re-entry of its calls records, see [`crate::fork_check`]).
+pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
     let g = &p.graph;
     let cfg = &g.cfg;
     let adj = cfg.adjacency();
@@ -216,6 +217,7 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
     };
     let em = Emitter { sink, b: counters.builder(), i64t: unsafe { LLVMInt64TypeInContext(LLVMGetTypeContext(LLVMTypeOf(counters.const_index(0)))) } };
     let inc = |d: DagEdgeId| p.incs.inc(d) as i64; // wraps mod 2^64, see the module docs
+    let mut arrival_keys: Vec<Option<crate::fork_check::Key>> = vec![None; cfg.num_blocks()];
 
     // 1. Splits: parallel edges (own PHI entry) and edge code with a Split site.
     let via = g.split_edges(|e| {
@@ -311,6 +313,10 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
                 let before = calls.first().copied().or_else(|| ir::terminator(bb)).expect("terminator");
                 let path = em.add(before, r, inc(d));
                 em.count(before, path, RVal::Const(1));
+                arrival_keys[edge.from.index()] = Some(match path {
+                    RVal::Const(c) => crate::fork_check::Key::Const(c as u64),
+                    RVal::Value(v) => crate::fork_check::Key::Value(v),
+                });
             }
             _ => {}
         }
@@ -352,4 +358,5 @@ pub fn emit(p: &PathPlan, sink: &Sink) {
             em.count(at, RVal::Value(path_phi), RVal::Value(delta_phi));
         }
     }
+    arrival_keys
 }

@@ -18,6 +18,10 @@ extern "C" {
     pub fn pathprof_shim_split_after(inst: LLVMValueRef) -> LLVMBasicBlockRef;
     /// Splits before `before` and returns the terminator of a block that runs only when `cond` is true.
     pub fn pathprof_shim_if_then(cond: LLVMValueRef, before: LLVMValueRef) -> LLVMValueRef;
+    /// `GlobalValue::setDSOLocal(true)`.
+    pub fn pathprof_shim_set_dso_local(gv: LLVMValueRef);
+    /// [`pathprof_shim_if_then`] with "unlikely" branch weights on the guard.
+    pub fn pathprof_shim_if_then_cold(cond: LLVMValueRef, before: LLVMValueRef) -> LLVMValueRef;
     /// `sizeof(llvm::PassPluginLibraryInfo)`, to check the Rust mirror.
     pub fn pathprof_shim_plugin_info_size() -> usize;
     /// Registers the pass with clang's / opt's PassBuilder.

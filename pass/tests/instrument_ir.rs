@@ -176,3 +176,54 @@ dead:
     assert_eq!(f.num_counters, 2);
     assert_eq!(f.num_counters as usize, f.cfg.num_edges() + 1 - f.cfg.num_vertices());
 }
+
+/// Fork re-entry checks go around the calls that may fork and return: a call of `fork`, through a function
+/// pointer, of an unknown function, or of a module function that may do one of those; not around calls of
+/// fork-free module functions (here one that may `longjmp`, so it still gets a termination edge), of the
+/// library functions known not to fork, or of `noreturn` ones. The same in every mode.
+#[test]
+fn fork_checks_go_around_calls_that_may_fork_and_return() {
+    let ir = r#"
+declare i32 @fork()
+declare i64 @strlen(ptr)
+declare void @longjmp(ptr, i32) noreturn
+declare void @unknown()
+define internal void @errs(ptr %p, i1 %c) {
+entry:
+  %n = call i64 @strlen(ptr %p)
+  br i1 %c, label %die, label %ok
+die:
+  call void @longjmp(ptr %p, i32 1)
+  unreachable
+ok:
+  ret void
+}
+define internal void @forks() {
+  %r = call i32 @fork()
+  ret void
+}
+define void @f(ptr %p, ptr %fp) {
+entry:
+  call void @errs(ptr %p, i1 false)
+  call void @forks()
+  call void %fp()
+  call void @unknown()
+  ret void
+}
+"#;
+    for mode in ["edge", "path", "context", "piecewise"] {
+        let (text, meta) = instrument_in(ir, mode);
+        assert!(meta.fork_reentries, "{mode}");
+        let checks = |name: &str| {
+            let body = text.split("define ").find(|d| d.contains(&format!("@{name}("))).unwrap();
+            let body = &body[..body.find("\n}\n").unwrap()];
+            body.matches("call void @__pathprof_fork_reentry_here").count()
+        };
+        assert_eq!((checks("errs"), checks("forks"), checks("f")), (0, 1, 3), "{mode}:\n{text}");
+        // A check is a load of the generation before the call and a compare after it.
+        assert!(text.contains("load i64, ptr @__pathprof_fork_gen"), "{mode}");
+        // errs may leave by longjmp: it still has a termination edge (its calls are counted as in flight).
+        let f = meta.functions.iter().find(|f| f.name == "f").unwrap();
+        assert!(f.cfg.edges().iter().any(|e| e.kind == pathprof_core::EdgeKind::Termination), "{mode}");
+    }
+}

@@ -34,7 +34,7 @@ use crate::diag::{pp_info, pp_warn, Dec, Hex};
 use crate::merge::{self, Existing, Group, Note, PathCount};
 use crate::path::{self, Vars};
 use crate::sys::{self, Errno, Fd, MVec};
-use crate::{counters, is_atomic, modules, table, State};
+use crate::{counters, is_atomic, modules, reentry, table, State};
 use core::sync::atomic::Ordering;
 use pathprof_format::layout::{ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
 
@@ -205,7 +205,7 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
         t.snap_at = total;
         total = total.checked_add(desc(t.desc).num_counters as usize).ok_or(Errno(libc::ENOMEM))?;
         nothing_new = nothing_new && counters(t.desc).all(|c| c.load(Ordering::Relaxed) == 0);
-        nothing_new = nothing_new && !table::has_news(t.desc);
+        nothing_new = nothing_new && !table::has_news(t.desc) && !reentry::has_news(&st.reentries, t.desc);
     }
     if nothing_new && !matches!(kind, Kind::Fatal(_)) {
         // Every module is already counted in this process's runs and nothing was counted since: the file is
@@ -338,11 +338,12 @@ fn locked(
     snap.extend_fill(0, total)?;
     drain(taken, &mut snap);
     let mut paths: MVec<PathCount> = MVec::new();
-    let result = match drain_tables(taken, &mut paths) {
+    let lost = st.reentries_lost;
+    let result = match drain_tables(taken, &mut paths, &mut st.reentries) {
         Ok(()) => {
             // Sampled after the drain: every thread that could have contributed to these counts existed by now.
             let mut flags = if crate::threads::probe() { RECORD_FLAG_THREADED_NONATOMIC } else { 0 };
-            if matches!(kind, Kind::Fatal(_)) {
+            if matches!(kind, Kind::Fatal(_)) || lost {
                 flags |= RECORD_FLAG_INCOMPLETE;
             }
             write_merged(st, taken, &snap, &paths, existing, path, tmp, mode, flags)
@@ -352,19 +353,32 @@ fn locked(
     if result.is_err() {
         restore(taken, &snap);
         table::restore(paths.as_slice());
+        for t in taken.as_slice().iter().filter(|t| t.snap_at != usize::MAX) {
+            let drained = paths.as_slice().get(t.sparse_at..t.sparse_end).unwrap_or(&[]);
+            if reentry::restore(&mut st.reentries, t.desc, drained).is_err() {
+                st.reentries_lost = true;
+            }
+        }
         for t in taken.as_slice().iter().filter(|t| t.dropped) {
             table::mark_dropped(t.desc);
         }
+    } else if lost {
+        st.reentries_lost = false;
     }
     result
 }
 
-/// Moves the included modules' path-table counts into `paths` (step 4), each build's sorted by (function, path).
-/// On `Err`, what was drained is in `paths` and the `dropped` flags, for [`table::restore`].
-fn drain_tables(taken: &mut MVec<Taken>, paths: &mut MVec<PathCount>) -> Result<(), Errno> {
+/// Moves the included modules' path-table counts and fork re-entries into `paths` (step 4), each build's sorted
+/// by (function, path) (re-entries, whose function word has its top bit set, last). On `Err`, what was drained is
+/// in `paths` and the `dropped` flags, for [`table::restore`] and [`reentry::restore`].
+fn drain_tables(
+    taken: &mut MVec<Taken>,
+    paths: &mut MVec<PathCount>,
+    reentries: &mut MVec<reentry::Reentry>,
+) -> Result<(), Errno> {
     for t in taken.as_mut_slice().iter_mut().filter(|t| t.snap_at != usize::MAX) {
         t.sparse_at = paths.len();
-        let r = table::drain(t.desc, paths, &mut t.dropped);
+        let r = table::drain(t.desc, paths, &mut t.dropped).and_then(|()| reentry::drain(reentries, t.desc, paths));
         t.sparse_end = paths.len();
         r?;
     }

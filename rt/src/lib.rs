@@ -30,7 +30,9 @@
 //!
 //! # Fork, threads, exit
 //! A `fork()`ed child zeroes its inherited counters (the parent reports everything before the fork) and writes
-//! its own counts at its exit; merging under the file lock makes parent and child sum exactly. (Counts are lost
+//! its own counts at its exit; merging under the file lock makes parent and child sum exactly. The child also
+//! moves the fork generation on, so that each activation in flight at the fork records one re-entry when it
+//! resumes in the child (see `reentry`). (Counts are lost
 //! only if the parent never dumps, e.g. ends with `_exit`; a child that `exec`s loses what it counted between
 //! `fork` and `exec`.) `vfork`/`posix_spawn` run no fork handlers: a `vfork` child shares the parent's memory,
 //! so what it runs before `exec`/`_exit` is counted in the parent's profile (the pass treats `vfork` as
@@ -79,6 +81,7 @@ mod merge;
 mod path;
 mod signals;
 mod sys;
+mod reentry;
 mod region;
 mod table;
 mod threads;
@@ -231,6 +234,7 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
     }
     unlink(desc);
     table::release(desc);
+    reentry::forget(&mut guard.state().reentries, desc);
 }
 
 /// Merges the counts accumulated since the last dump or reset into the profile file, then zeroes them.
@@ -247,12 +251,13 @@ pub extern "C" fn __pathprof_dump() -> i32 {
 /// Zeroes every counter and path-table count of every registered module (without writing anything).
 #[no_mangle]
 pub extern "C" fn __pathprof_reset() {
-    let _guard = lock();
+    let mut guard = lock();
     for m in modules() {
         for c in counters(m) {
             c.store(0, Ordering::Relaxed);
         }
         table::reset(m);
+        reentry::forget(&mut guard.state().reentries, m);
     }
 }
 
@@ -314,6 +319,9 @@ unsafe extern "C" fn fork_child_handler() {
     st.counted_pid = 0;
     st.exit_failed = false;
     st.timer_warned = false;
+    st.reentries_lost = false;
+    // Before `fork` returns here: every activation on this stack compares the generation after its call.
+    reentry::fork_child(&mut st.reentries);
     LOCK.store(0, Ordering::Release);
     threads::fork_child();
     signals::fork_child();
@@ -401,6 +409,10 @@ pub(crate) struct State {
     pub(crate) exiting: bool,
     /// A timer tick failed and said so; later failing ticks stay quiet.
     pub(crate) timer_warned: bool,
+    /// Fork re-entries recorded in this process and not yet written (see `reentry`).
+    pub(crate) reentries: sys::MVec<reentry::Reentry>,
+    /// A re-entry could not be recorded (out of memory): the next successful dump flags its records incomplete.
+    pub(crate) reentries_lost: bool,
 }
 
 struct Global<T>(core::cell::UnsafeCell<T>);
@@ -414,6 +426,8 @@ static STATE: Global<State> = Global(core::cell::UnsafeCell::new(State {
     exit_failed: false,
     exiting: false,
     timer_warned: false,
+    reentries: sys::MVec::new(),
+    reentries_lost: false,
 }));
 
 /// The runtime lock: a spin lock (yielding) rather than a pthread mutex, so a child forked while another thread

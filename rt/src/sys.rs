@@ -176,6 +176,11 @@ impl<T: Copy> MVec<T> {
         self.len = 0;
     }
 
+    /// Keeps the first `len` elements (no-op if there are fewer).
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
     /// Forgets the allocation without freeing it: used in a `fork()`ed child, where the block may be in the middle
     /// of being reallocated by a thread that no longer exists.
     pub(crate) fn leak(&mut self) {

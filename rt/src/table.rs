@@ -725,6 +725,9 @@ pub(crate) fn restore(counts: &[PathCount]) {
             unsafe { crate::region::restore(c.slot, c.count) };
             continue;
         }
+        if c.table.is_null() {
+            continue; // a fork re-entry (`reentry::restore`)
+        }
         if held.as_ref().map(|h| h.t) != Some(c.table) {
             // Release the previous table before waiting for the next.
             drop(held.take());

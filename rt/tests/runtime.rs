@@ -13,7 +13,7 @@ use pathprof_format::layout::{
     fnv1a64, record_len, FileHeader, ModuleDesc, PathTable, RecordHeader, DESC_FLAG_ATOMIC, DESC_VERSION,
     PATH_HASH_MULTIPLIER,
     FILE_HEADER_LEN, FILE_VERSION, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC, RECORD_HEADER_LEN,
-    SPARSE_ENTRY_LEN,
+    SPARSE_ENTRY_LEN, SPARSE_REENTRY, SPARSE_REENTRY_BLOCK,
 };
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
 use std::collections::BTreeMap;
@@ -165,6 +165,7 @@ fn module(name: &str, variant: u32) -> Module {
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.to_string(),
         output: String::new(),
         mode: Mode::Edge,
@@ -207,6 +208,7 @@ fn path_module(name: &str) -> Module {
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.to_string(),
         output: String::new(),
         mode: Mode::Path,
@@ -685,6 +687,91 @@ int main(void) {
     assert_eq!(r.h.runs, 2);
 }
 
+/// The fork generation moves only in `fork()`ed children (a child's child moves it again), never in the parent or
+/// a `vfork` child; each process writes the re-entries it recorded (summed per key) as flagged sparse entries,
+/// and a child does not inherit its parent's. Re-entries the program records (as instrumented code does when
+/// the generation changed across a call): the child resumes main's call (key 1) and the first fork (key 2); the
+/// grandchild main's call (key 1) and the second fork (key 3); the child's second fork did not move the
+/// child's generation. Merged: key 1 twice, keys 2 and 3 once.
+#[test]
+fn fork_children_record_reentries_and_vfork_changes_nothing() {
+    let Some(_) = tools() else { return };
+    let dir = Dir::new("fork-reentry");
+    let mut m = module("r.c", 0);
+    m.meta.fork_reentries = true;
+    m.bytes = m.meta.encode();
+    m.meta_hash = fnv1a64(&m.bytes);
+    let main = r#"
+extern uint64_t __pathprof_fork_gen;
+void __pathprof_fork_reentry(Desc *, uint64_t, uint64_t);
+#define GEN() __atomic_load_n(&__pathprof_fork_gen, __ATOMIC_RELAXED)
+/* reentry_packed(function 0, block): 0 * 2 + 1 */
+static void resumed(uint64_t before, uint64_t key) {
+  if (GEN() != before) __pathprof_fork_reentry(&desc0, 1, key);
+}
+int main(void) {
+  uint64_t g_main = GEN();
+  C(0, 0) += 1;
+  fflush(stdout);
+  uint64_t g1 = GEN();
+  pid_t a = fork();
+  resumed(g1, 2);
+  if (a == 0) {
+    uint64_t g2 = GEN();
+    fflush(stdout);
+    pid_t b = fork();
+    resumed(g2, 3);
+    if (b == 0) {
+      resumed(g_main, 1);
+      printf("grandchild gen %llu\n", (unsigned long long)GEN());
+      return 0;
+    }
+    int st;
+    waitpid(b, &st, 0);
+    resumed(g_main, 1);
+    printf("child gen %llu\n", (unsigned long long)GEN());
+    return 0;
+  }
+  int st;
+  waitpid(a, &st, 0);
+  resumed(g_main, 1);
+  pid_t v = vfork();
+  if (v == 0) _exit(GEN() == g_main ? 0 : 3);
+  waitpid(v, &st, 0);
+  printf("parent gen %llu vfork %d\n", (unsigned long long)GEN(), WEXITSTATUS(st));
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    let prof = dir.join("fork.pathprof");
+    let out = ok(run(&exe, &[], &prof));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "grandchild gen 2\nchild gen 1\nparent gen 0 vfork 0\n");
+    let recs = read_profile(&prof);
+    let r = path_record(&recs, &m);
+    assert_eq!(r.counters, vec![1, 0, 0]);
+    assert_eq!(r.h.runs, 3);
+    let re = SPARSE_REENTRY | SPARSE_REENTRY_BLOCK;
+    assert_eq!(sparse(r), BTreeMap::from([((re, 1), 2), ((re, 2), 1), ((re, 3), 1)]));
+    // Each process's own file (%p): the parent none, the child keys 1 and 2, the grandchild keys 1 and 3.
+    let per = dir.join("fork-%p.pathprof");
+    ok(run(&exe, &[], &per));
+    let mut got: Vec<BTreeMap<(u64, u64), u64>> = dir
+        .listing()
+        .iter()
+        .filter(|f| f.starts_with("fork-") && f.ends_with(".pathprof"))
+        .map(|f| sparse(path_record(&read_profile(&dir.join(f)), &m)))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            BTreeMap::new(),
+            BTreeMap::from([((re, 1), 1), ((re, 2), 1)]),
+            BTreeMap::from([((re, 1), 1), ((re, 3), 1)]),
+        ]
+    );
+}
+
 #[test]
 fn dump_mid_run_then_exit_reports_every_increment_once() {
     let Some(_) = tools() else { return };
@@ -1070,6 +1157,8 @@ fn archive_links_into_plain_c_with_clang_and_gcc() {
             own,
             [
                 "__pathprof_dump",
+                "__pathprof_fork_gen",
+                "__pathprof_fork_reentry",
                 "__pathprof_path_add",
                 "__pathprof_path_add_plain",
                 "__pathprof_path_cache_miss",

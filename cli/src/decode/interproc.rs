@@ -114,6 +114,7 @@ fn path_report(module: &ModuleProfile, mp: &ModulePaths, p: &InterprocCount, ran
         start_edge,
         end_edge,
         reentry_correction: p.count < 0 && end == "abnormal",
+        fork_reentries: p.fork_reentries,
         context_steps: prefix as u32,
         steps: p
             .path
@@ -169,6 +170,10 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
         }
         match p.end {
             "back_edge" => marks.push("ends at back edge".into()),
+            "abnormal" if p.fork_reentries != 0 => {
+                let last = p.steps.last().map_or(String::new(), |s| format!("{}:bb{}", s.function, s.block));
+                marks.push(super::fork_mark(p, &last));
+            }
             "abnormal" => marks.push("left abnormally: exit/longjmp/exception".into()),
             _ => {}
         }

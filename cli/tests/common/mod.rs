@@ -119,6 +119,7 @@ pub fn module(name: &str, functions: Vec<Fixture>) -> ModuleProfile {
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.into(),
         output: String::new(),
         mode: Mode::Path,
@@ -257,6 +258,7 @@ pub fn edge_module(name: &str, functions: Vec<(FunctionMeta, Vec<u64>)>, flags: 
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
+        fork_reentries: false,
         module_name: name.into(),
         output: String::new(),
         mode: Mode::Edge,

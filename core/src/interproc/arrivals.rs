@@ -28,6 +28,14 @@
 //! actually ends. Steps of a context path's context-prefix ran in an earlier path, so they are not passes.
 //! A path that passes a truncation which was never counted (only in an inconsistent profile) gives that
 //! truncated path a negative net count, which readers report.
+//!
+//! Fork re-entries ([`net_counts_with_reentries`]): a `fork()`ed child starts with zeroed counters and resumes
+//! the activations that were in flight after their calls. The innermost one goes on along the path that was
+//! running — through returns into its callers — without an arrival, so that path's truncated path T nets one
+//! lower per resumption, exactly as in path mode ([`crate::arrivals`]). The instrumented code records a
+//! re-entry of T when the fork generation changed across a call of a counted block, so `net(T) + reentries(T)`
+//! is how often the program really left with T's prefix. (Callers waiting in interprocedural call blocks are on
+//! the same path; they record re-entries of their call blocks instead, see [`super::counts`].)
 
 use super::callgraph::SiteRole;
 use super::path::{InterprocPath, PathEnd};
@@ -60,6 +68,13 @@ pub enum ArrivalError {
     /// A net count does not fit in an `i128`.
     #[error("a net path count overflows")]
     Overflow,
+    /// A fork re-entry names a path that does not end at the counted termination of its last block (only such
+    /// truncated paths are counted before a call that may be in flight at a fork).
+    #[error("fork re-entry of path {number}, which is not a counted truncated path")]
+    NotTruncated {
+        /// The path number.
+        number: u128,
+    },
 }
 
 /// The `Termination` arc out of block `b` of `p` whose arrivals the instrumented program counts: the first
@@ -80,8 +95,12 @@ pub fn counted_termination(num: &Numbering<'_>, p: ProcId, b: BlockId) -> Option
 pub struct NetPath {
     /// The decoded path.
     pub path: InterprocPath,
-    /// Its net count: executions that really took it (negative only in an inconsistent profile).
+    /// Its net count: executions that really took it (negative only in an inconsistent profile, or for a
+    /// truncated path with fork re-entries).
     pub count: i128,
+    /// A truncated path's measured fork re-entries (0 for other paths): `count + fork_reentries` is how often
+    /// the program really left with its prefix.
+    pub fork_reentries: i128,
 }
 
 /// One path while netting.
@@ -132,6 +151,18 @@ pub fn net_counts_from_arrivals(
     num: &Numbering<'_>,
     raw: &BTreeMap<u128, i128>,
 ) -> Result<BTreeMap<u128, NetPath>, ArrivalError> {
+    net_counts_with_reentries(num, raw, &BTreeMap::new())
+}
+
+/// [`net_counts_from_arrivals`] with measured fork re-entries (truncated path number → count, see the module
+/// docs), which land in each path's `fork_reentries`; a truncated path that only re-entries name comes out with
+/// net count 0. Also fails with [`ArrivalError::NotTruncated`] on a re-entry of a path that does not end at the
+/// counted termination of its last block.
+pub fn net_counts_with_reentries(
+    num: &Numbering<'_>,
+    raw: &BTreeMap<u128, i128>,
+    reentries: &BTreeMap<u128, i128>,
+) -> Result<BTreeMap<u128, NetPath>, ArrivalError> {
     let program = num.supergraph().program();
     for p in program.proc_ids() {
         for b in 0..program.cfg(p).num_blocks() {
@@ -174,8 +205,37 @@ pub fn net_counts_from_arrivals(
         })
         .collect();
     let net = solve_nets(&netting).ok_or(ArrivalError::Overflow)?;
-    Ok(net
+    let mut out: BTreeMap<u128, NetPath> = net
         .into_iter()
-        .filter_map(|(n, count)| entries.remove(&n).map(|e| (n, NetPath { path: e.path, count })))
-        .collect())
+        .filter_map(|(n, count)| entries.remove(&n).map(|e| (n, NetPath { path: e.path, count, fork_reentries: 0 })))
+        .collect();
+    for (&t, &k) in reentries {
+        if k == 0 {
+            continue;
+        }
+        let slot = match out.entry(t) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let path = match entries.remove(&t) {
+                    Some(e) => e.path,
+                    None => decode_visiting(num, t, DEFAULT_MAX_STEPS, |_| Ok(()))
+                        .map_err(|error| ArrivalError::Path { number: t, error })?,
+                };
+                v.insert(NetPath { path, count: 0, fork_reentries: 0 })
+            }
+        };
+        if !ends_at_counted_termination(num, &slot.path) {
+            return Err(ArrivalError::NotTruncated { number: t });
+        }
+        slot.fork_reentries = slot.fork_reentries.checked_add(k).ok_or(ArrivalError::Overflow)?;
+    }
+    Ok(out)
+}
+
+/// Whether `path` ends through the counted termination arc of its last block (a path whose arrivals count).
+pub fn ends_at_counted_termination(num: &Numbering<'_>, path: &InterprocPath) -> bool {
+    let (PathEnd::Termination { proc, edge }, Some(last)) = (path.end, path.steps.last()) else { return false };
+    proc == last.proc
+        && matches!(counted_termination(num, proc, last.block).map(|a| a.kind),
+            Some(ArcKind::Termination { edge: e }) if e == edge)
 }

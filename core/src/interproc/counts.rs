@@ -14,11 +14,19 @@
 //!
 //! Invariant: for the paths of complete executions, the result conserves flow at every vertex of every
 //! procedure, and equals the edge counts of the executions.
+//!
+//! Fork re-entries ([`signed_edge_counts_with_reentries`], see [`crate::reentry`]): every activation a
+//! `fork()`ed child resumes is a virtual edge EXIT→B into the block B of its in-flight call, and the
+//! instrumented code measures each one. A counted block records a re-entry of its truncated path T, whose net
+//! count is one lower per re-entry ([`super::arrivals`]): the re-entry goes back onto T's termination edge and
+//! into B. A caller waiting in an interprocedural call block records a re-entry of that block: in context mode
+//! the truncated path's departures reached its first termination edge, so the re-entry goes back there too; in
+//! piecewise mode that edge is derived by flow, which the re-entry now balances.
 
 use super::path::{InterprocPath, PathEnd, Via};
 use super::program::{CallSiteId, Callee, ProcId, Program};
 use super::supergraph::Mode;
-use crate::graph::{EdgeId, EdgeKind};
+use crate::graph::{BlockId, EdgeId, EdgeKind};
 
 /// Per procedure and cfg edge (`[proc][edge]`), the signed sum of the counts of the paths whose active part
 /// takes the edge. Ids outside the program are ignored (the paths come from [`super::decode`] of the same
@@ -28,8 +36,41 @@ pub fn signed_edge_counts<'p>(
     mode: Mode,
     paths: impl IntoIterator<Item = (&'p InterprocPath, i128)>,
 ) -> Vec<Vec<i128>> {
+    signed_edge_counts_with_reentries(program, mode, paths.into_iter().map(|(p, c)| (p, c, 0)), &[]).edges
+}
+
+/// Per-procedure edge counts with fork re-entries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeCountsWithReentries {
+    /// `[proc][edge]`, as [`signed_edge_counts`] returns them, with the re-entries' departures put back.
+    pub edges: Vec<Vec<i128>>,
+    /// `[proc][block]`: the re-entries of each block (virtual edges EXIT→block).
+    pub reentries: Vec<Vec<i128>>,
+}
+
+/// [`signed_edge_counts`] of paths `(path, net count, fork re-entries)` and measured re-entries of
+/// interprocedural call blocks `(proc, block, count)` (see the module docs). Ids outside the program, and
+/// re-entries of blocks without a termination edge, are ignored (readers check them first); sums saturate.
+pub fn signed_edge_counts_with_reentries<'p>(
+    program: &Program,
+    mode: Mode,
+    paths: impl IntoIterator<Item = (&'p InterprocPath, i128, i128)>,
+    block_reentries: &[(ProcId, BlockId, i128)],
+) -> EdgeCountsWithReentries {
     let mut edges: Vec<Vec<i128>> = program.procs().iter().map(|p| vec![0; p.cfg.num_edges()]).collect();
-    for (path, count) in paths {
+    let mut reentries: Vec<Vec<i128>> = program.procs().iter().map(|p| vec![0; p.cfg.num_blocks()]).collect();
+    let bump = |v: &mut Vec<Vec<i128>>, p: ProcId, i: usize, c: i128| {
+        if let Some(x) = v.get_mut(p.index()).and_then(|v| v.get_mut(i)) {
+            *x = x.saturating_add(c);
+        }
+    };
+    for (path, count, forked) in paths {
+        if let (PathEnd::Termination { proc, edge }, true) = (path.end, forked != 0) {
+            if let Some(e) = program.get_proc(proc).and_then(|p| p.cfg.edges().get(edge.index())) {
+                bump(&mut edges, proc, edge.index(), forked);
+                bump(&mut reentries, proc, e.from.index(), forked);
+            }
+        }
         let mut add = |p: ProcId, e: EdgeId| {
             if let Some(x) = edges.get_mut(p.index()).and_then(|v| v.get_mut(e.index())) {
                 *x = x.saturating_add(count);
@@ -84,10 +125,20 @@ pub fn signed_edge_counts<'p>(
         };
         add(proc, edge);
     }
-    if mode == Mode::Piecewise {
-        close_unfinished_calls(program, &mut edges);
+    for &(p, b, r) in block_reentries {
+        if program.get_proc(p).is_none() || b.index() >= program.cfg(p).num_blocks() {
+            continue;
+        }
+        let Some(t) = first_termination(program, p, b) else { continue };
+        bump(&mut reentries, p, b.index(), r);
+        if mode == Mode::Context {
+            bump(&mut edges, p, t.index(), r);
+        }
     }
-    edges
+    if mode == Mode::Piecewise {
+        close_unfinished_calls(program, &mut edges, &reentries);
+    }
+    EdgeCountsWithReentries { edges, reentries }
 }
 
 /// The first termination edge of block `block` of `p`.
@@ -96,14 +147,15 @@ fn first_termination(program: &Program, p: ProcId, block: crate::graph::BlockId)
     cfg.edge_ids().find(|&e| cfg.edge(e).from == block && cfg.edge(e).kind == EdgeKind::Termination)
 }
 
-/// Piecewise: every call block's in-flow that is not accounted for by its out-edges left through its first
-/// termination edge (a call that never returned). A negative difference is left alone: flow conservation then
-/// reports it.
-fn close_unfinished_calls(program: &Program, edges: &mut [Vec<i128>]) {
+/// Piecewise: every call block's in-flow (fork re-entries included) that is not accounted for by its out-edges
+/// left through its first termination edge (a call that never returned). A negative difference is left alone:
+/// flow conservation then reports it.
+fn close_unfinished_calls(program: &Program, edges: &mut [Vec<i128>], reentries: &[Vec<i128>]) {
     for site in program.sites() {
         let cfg = program.cfg(site.proc);
         let Some(counts) = edges.get(site.proc.index()) else { continue };
-        let (mut inflow, mut outflow) = (0i128, 0i128);
+        let reentered = reentries.get(site.proc.index()).and_then(|r| r.get(site.block.index())).copied().unwrap_or(0);
+        let (mut inflow, mut outflow) = (reentered, 0i128);
         for (e, &c) in cfg.edges().iter().zip(counts) {
             if e.to == site.block {
                 inflow = inflow.saturating_add(c);

@@ -43,10 +43,15 @@ pub mod walk;
 mod tests_paper;
 #[cfg(test)]
 mod tests_prop;
+#[cfg(test)]
+mod tests_fork;
 
-pub use arrivals::{counted_termination, net_counts_from_arrivals, ArrivalError, NetPath};
+pub use arrivals::{
+    counted_termination, ends_at_counted_termination, net_counts_from_arrivals, net_counts_with_reentries, ArrivalError,
+    NetPath,
+};
 pub use callgraph::{CallGraph, SiteRole};
-pub use counts::signed_edge_counts;
+pub use counts::{signed_edge_counts, signed_edge_counts_with_reentries, EdgeCountsWithReentries};
 pub use linear::Linear;
 pub use path::{InterprocPath, PathEnd, Step, Via};
 pub use program::{CallSite, CallSiteId, Callee, ProcId, Procedure, Program, ProgramError, SiteInfo};

@@ -27,6 +27,13 @@
 //! observable paths the execution is cut into — each occurrence once — which the property tests check against
 //! an independent segmentation of the same execution.
 //!
+//! [`Simulator::run_forking`] adds `fork()` to the arrival-counting runtime: at a point where the running block
+//! counts arrivals (its call may be the one that forks) the execution splits into the parent, which goes on in
+//! this simulator, and a child with zeroed counters that resumes every activation on the stack as control
+//! returns to it, recording the re-entries the instrumented code records: of the counted block's truncated path
+//! (the running block, and callers waiting in recursive or cut calls with their pending paths), or of the call
+//! block (callers waiting in interprocedural calls).
+//!
 //! [`Callee::External`]: super::Callee::External
 
 use super::callgraph::SiteRole;
@@ -35,6 +42,26 @@ use super::supergraph::{ArcKind, ExitTarget, Mode, Numbering, OutArc};
 use crate::dag::CfgEdgeRole;
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 use std::collections::BTreeMap;
+
+/// What a `fork()`ed child records ([`Simulator::run_forking`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ForkedChild {
+    /// The child's own profile (its counters start at zero at the fork).
+    pub profile: Profile,
+    /// Re-entries of counted truncated paths: path number → count.
+    pub path_reentries: BTreeMap<u128, u64>,
+    /// Re-entries of interprocedural call blocks: (procedure, block) → count.
+    pub block_reentries: BTreeMap<(ProcId, BlockId), u64>,
+}
+
+/// What an activation in flight at a fork records when a child resumes it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Reentry {
+    /// The truncated path counted on arrival at the block of its in-flight call.
+    Path(u128),
+    /// Its interprocedural call block.
+    Block(ProcId, BlockId),
+}
 
 /// One step of a program execution in the original supergraph G* (back edges and recursive calls included).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -98,6 +125,13 @@ pub enum TraceError {
         /// Index into `events`.
         position: usize,
     },
+    /// [`Simulator::run_forking`]: no call can fork at that point (the running block does not count arrivals,
+    /// or a caller waits in a call known to return), or the simulator does not count arrivals.
+    #[error("event {position}: no call in flight there can fork")]
+    ImpossibleFork {
+        /// Index into `events`.
+        position: usize,
+    },
 }
 
 /// How an activation was entered.
@@ -130,6 +164,8 @@ struct Activation {
     entered: Entered,
     /// Set while this activation waits for a recursive or cut call to return.
     pending: Option<Pending>,
+    /// In a forked child: what the activation records when control comes back to it (cleared then).
+    reentry: Option<Reentry>,
 }
 
 /// Accumulates the profile of executions, exactly as the instrumented program would.
@@ -154,6 +190,41 @@ impl<'n, 'a> Simulator<'n, 'a> {
     /// Runs one execution; on error the profile is left unchanged.
     pub fn run(&mut self, exec: &Execution) -> Result<(), TraceError> {
         let recorded = Run::execute(self.num, self.arrivals, exec)?;
+        self.add(recorded)
+    }
+
+    /// Runs one execution of the arrival-counting runtime that calls `fork()` just before event `fork_at`, inside
+    /// a call of the running block: the parent goes on with the rest of `exec` (its counts go into this
+    /// simulator's profile, as [`Simulator::run`]), the child with `child` (events from the same point on). The
+    /// child's own profile and re-entries are returned. On error the profile is left unchanged.
+    pub fn run_forking(&mut self, exec: &Execution, fork_at: usize, child: &[Event]) -> Result<ForkedChild, TraceError> {
+        let impossible = TraceError::ImpossibleFork { position: fork_at };
+        let (head, tail) = match (self.arrivals, exec.events.split_at_checked(fork_at)) {
+            (true, Some(split)) => split,
+            _ => return Err(impossible),
+        };
+        let mut parent = Run::start(self.num, self.arrivals, exec.root)?;
+        parent.steps(head, 0)?;
+        let mut forked = parent.fork().ok_or(impossible)?;
+        parent.steps(tail, fork_at)?;
+        let recorded = parent.finish()?;
+        forked.steps(child, fork_at)?;
+        forked.resume_top();
+        let mut out = ForkedChild::default();
+        for r in std::mem::take(&mut forked.reentries) {
+            match r {
+                Reentry::Path(t) => *out.path_reentries.entry(t).or_insert(0) += 1,
+                Reentry::Block(p, b) => *out.block_reentries.entry((p, b)).or_insert(0) += 1,
+            }
+        }
+        for n in forked.finish()? {
+            *out.profile.entry(n).or_insert(0) += 1;
+        }
+        self.add(recorded)?;
+        Ok(out)
+    }
+
+    fn add(&mut self, recorded: Vec<u128>) -> Result<(), TraceError> {
         let mut gained = Profile::new();
         for n in recorded {
             let slot = gained.entry(n).or_insert(0);
@@ -182,6 +253,7 @@ impl<'n, 'a> Simulator<'n, 'a> {
     }
 }
 
+#[derive(Clone)]
 struct Run<'n, 'a> {
     num: &'n Numbering<'a>,
     piecewise: bool,
@@ -191,11 +263,19 @@ struct Run<'n, 'a> {
     frames: Vec<Activation>,
     recorded: Vec<u128>,
     position: usize,
+    /// A forked child's re-entries so far.
+    reentries: Vec<Reentry>,
 }
 
 impl<'n, 'a> Run<'n, 'a> {
     fn execute(num: &'n Numbering<'a>, arrivals: bool, exec: &Execution) -> Result<Vec<u128>, TraceError> {
-        let entry = num.root_entry(exec.root).ok_or(TraceError::NotARoot(exec.root))?;
+        let mut run = Run::start(num, arrivals, exec.root)?;
+        run.steps(&exec.events, 0)?;
+        run.finish()
+    }
+
+    fn start(num: &'n Numbering<'a>, arrivals: bool, root: ProcId) -> Result<Run<'n, 'a>, TraceError> {
+        let entry = num.root_entry(root).ok_or(TraceError::NotARoot(root))?;
         let mut run = Run {
             num,
             piecewise: num.mode() == Mode::Piecewise,
@@ -203,33 +283,87 @@ impl<'n, 'a> Run<'n, 'a> {
             path_num: entry.offset,
             cnt: 1,
             frames: vec![Activation {
-                proc: exec.root,
+                proc: root,
                 block: BlockId(0),
                 nvc: 1,
                 path_num_on_entry: entry.offset,
                 entered: Entered::Root,
                 pending: None,
+                reentry: None,
             }],
             recorded: Vec::new(),
             position: 0,
+            reentries: Vec::new(),
         };
         run.arrive()?;
-        for (position, &event) in exec.events.iter().enumerate() {
-            run.position = position;
-            if run.frames.is_empty() {
-                return Err(run.bad("event after the execution ended"));
+        Ok(run)
+    }
+
+    /// Runs `events`, numbered from `first` in errors.
+    fn steps(&mut self, events: &[Event], first: usize) -> Result<(), TraceError> {
+        for (i, &event) in events.iter().enumerate() {
+            self.position = first + i;
+            if self.frames.is_empty() {
+                return Err(self.bad("event after the execution ended"));
             }
+            // A forked child's innermost activation resumes with its first event.
+            self.resume_top();
             match event {
-                Event::Edge(e) => run.edge(e)?,
-                Event::Call => run.call()?,
-                Event::Return(e) => run.ret(e)?,
-                Event::Terminate(e) => run.terminate(e)?,
+                Event::Edge(e) => self.edge(e)?,
+                Event::Call => self.call()?,
+                Event::Return(e) => self.ret(e)?,
+                Event::Terminate(e) => self.terminate(e)?,
             }
         }
-        if !run.frames.is_empty() {
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Vec<u128>, TraceError> {
+        if !self.frames.is_empty() {
             return Err(TraceError::Incomplete);
         }
-        Ok(run.recorded)
+        Ok(self.recorded)
+    }
+
+    /// Records the re-entry of the running activation if it was in flight at a fork and has not resumed yet.
+    fn resume_top(&mut self) {
+        if let Some(r) = self.frames.last_mut().and_then(|f| f.reentry.take()) {
+            self.reentries.push(r);
+        }
+    }
+
+    /// The child of a `fork()` inside a call of the running block: zeroed counts, and every activation marked
+    /// with what it records when it resumes. `None` if no call in flight here can fork.
+    fn fork(&self) -> Option<Run<'n, 'a>> {
+        let mut child = self.clone();
+        child.recorded.clear();
+        child.reentries.clear();
+        let n = child.frames.len();
+        for i in (0..n).rev() {
+            let f = &child.frames[i];
+            let counted = super::counted_termination(self.num, f.proc, f.block);
+            let key = if i + 1 == n {
+                // The running block counted its truncated path on arrival: path_num + ρ_t(NVC).
+                let t = counted?;
+                Reentry::Path(self.path_num.checked_add(t.rho.checked_apply(f.nvc)?)?)
+            } else {
+                match child.frames[i + 1].entered {
+                    Entered::Call(_) => {
+                        let cfg = self.num.supergraph().program().cfg(f.proc);
+                        cfg.edges().iter().find(|e| e.from == f.block && e.kind == EdgeKind::Termination)?;
+                        Reentry::Block(f.proc, f.block)
+                    }
+                    Entered::Separate(_) => {
+                        let t = counted?;
+                        let pending = f.pending?;
+                        Reentry::Path(pending.path_num.checked_add(t.rho.checked_apply(f.nvc)?)?)
+                    }
+                    Entered::Root => return None,
+                }
+            };
+            child.frames[i].reentry = Some(key);
+        }
+        Some(child)
     }
 
     fn bad(&self, reason: &'static str) -> TraceError {
@@ -355,6 +489,7 @@ impl<'n, 'a> Run<'n, 'a> {
                     path_num_on_entry: self.path_num,
                     entered: Entered::Call(site),
                     pending: None,
+                    reentry: None,
                 });
             }
             (
@@ -377,6 +512,7 @@ impl<'n, 'a> Run<'n, 'a> {
                     path_num_on_entry: offset,
                     entered: Entered::Separate(site),
                     pending: None,
+                    reentry: None,
                 });
             }
             (SiteRole::External, Callee::External, ArcKind::Summary { .. }) => {
@@ -393,6 +529,8 @@ impl<'n, 'a> Run<'n, 'a> {
     fn ret(&mut self, e: EdgeId) -> Result<(), TraceError> {
         let arc = self.arc_out(e, |k| k == EdgeKind::Return)?;
         let done = self.frames.pop().ok_or_else(|| self.bad("no activation"))?;
+        // The caller's call returned: in a forked child, an activation in flight at the fork resumes here.
+        self.resume_top();
         self.path_num = self.add(self.path_num, self.apply(arc.rho, done.nvc)?)?;
         let unbalanced_exit = |run: &Run<'_, '_>, target: ExitTarget| -> Result<u128, TraceError> {
             run.num.exit_value(done.proc, target).ok_or_else(|| run.bad("no such Exit_P successor"))

@@ -11,10 +11,10 @@ use proptest::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 
 /// Small deterministic PRNG (xorshift64*), so every case is reproducible from its seed.
-struct Rng(u64);
+pub(super) struct Rng(u64);
 
 impl Rng {
-    fn new(seed: u64) -> Rng {
+    pub(super) fn new(seed: u64) -> Rng {
         Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
     }
     fn next(&mut self) -> u64 {
@@ -23,10 +23,10 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
-    fn chance(&mut self, one_in: usize) -> bool {
+    pub(super) fn chance(&mut self, one_in: usize) -> bool {
         self.below(one_in) == 0
     }
 }
@@ -35,7 +35,7 @@ impl Rng {
 /// 0→n−1 (so every procedure can return without calling: executions can always be steered to an end), call
 /// blocks c ∈ 1..=n−3 with return site c+1, a few extra branches (forward, backward, self-loops, parallel; never
 /// out of a call block or into a return site or the entry), extra returns and termination edges.
-fn random_program(rng: &mut Rng) -> Program {
+pub(super) fn random_program(rng: &mut Rng) -> Program {
     let nprocs = 1 + rng.below(4);
     let mut procs = Vec::new();
     for _ in 0..nprocs {
@@ -253,10 +253,20 @@ fn costs(program: &Program) -> Vec<Vec<u64>> {
 
 /// A random execution of `root`: random moves for `budget` events (with occasional termination), then moves that
 /// minimise the remaining cost, so it always ends.
-fn random_execution(sg: &Supergraph, rng: &mut Rng, root: ProcId, budget: usize) -> Execution {
+pub(super) fn random_execution(sg: &Supergraph, rng: &mut Rng, root: ProcId, budget: usize) -> Execution {
+    Execution { root, events: random_events(sg, rng, vec![(root, BlockId(0), None)], budget) }
+}
+
+/// [`random_execution`]'s events from the activations `frames` (procedure, current block, call site entered
+/// through) on.
+pub(super) fn random_events(
+    sg: &Supergraph,
+    rng: &mut Rng,
+    mut frames: Vec<(ProcId, BlockId, Option<CallSiteId>)>,
+    budget: usize,
+) -> Vec<Event> {
     let program = sg.program();
     let dist = costs(program);
-    let mut frames: Vec<(ProcId, BlockId, Option<CallSiteId>)> = vec![(root, BlockId(0), None)];
     let mut events = Vec::new();
     while let Some(&(p, b, _)) = frames.last() {
         assert!(events.len() < 100_000, "steering failed");
@@ -317,7 +327,7 @@ fn random_execution(sg: &Supergraph, rng: &mut Rng, root: ProcId, budget: usize)
             frames.last_mut().unwrap().1 = e.to;
         }
     }
-    Execution { root, events }
+    events
 }
 
 /// The observable paths an execution is cut into, by their definition (§3.4, §6): independent of ψ/ρ and of

@@ -1,5 +1,9 @@
 //! From a module's chord counters (edge mode) or path counts (path mode, via [`super::paths`]) to every edge and
 //! block count of one function, with an honest "exact" flag.
+//!
+//! Fork re-entries (`ModuleMeta::fork_reentries`): activations that a `fork()`ed child resumed after a call that
+//! was in flight at the fork are measured virtual edges EXIT→B (`pathprof_core::reentry`); a block's count
+//! includes them, and every count stays exact — a `Termination` edge then counts real abnormal departures only.
 
 use super::ModuleProfile;
 use crate::layout::{RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
@@ -7,7 +11,7 @@ use crate::meta::FunctionMeta;
 use crate::meta::Mode;
 use pathprof_core::dag::DagError;
 use pathprof_core::numbering::NumberingError;
-use pathprof_core::propagate::{derive_counts, PropagateError};
+use pathprof_core::propagate::{derive_counts_with_reentries, PropagateError};
 use pathprof_core::regenerate::DecodeError;
 use pathprof_core::{BlockId, EdgeId, EdgeKind};
 use std::fmt;
@@ -26,8 +30,11 @@ pub struct FunctionCounts {
     /// (`PathMeta::instrumented_edges`).
     pub measured: Vec<bool>,
     /// Per real block (EXIT excluded): how often it ran, the sum of its incoming edge counts (for the entry
-    /// block this includes the EXIT→entry edge, i.e. the invocations).
+    /// block this includes the EXIT→entry edge, i.e. the invocations) and of its fork re-entries.
     pub blocks: Vec<Option<u64>>,
+    /// Per real block: how often a `fork()`ed child resumed an activation in flight at the fork in a call of this
+    /// block (the virtual edge EXIT→block; all 0 without forks).
+    pub fork_reentries: Vec<u64>,
     /// Invocations: the derived count of the EXIT→entry edge.
     pub entry: Option<u64>,
     /// True when every count above is exact: no reasons below.
@@ -93,6 +100,11 @@ pub enum InexactReason {
     ThreadedNonatomic,
     /// The record carries flags this pathprof does not know.
     UnknownFlags(u64),
+    /// A fork re-entry count is negative (only in a corrupt or inconsistently merged profile).
+    NegativeReentry {
+        /// The block.
+        block: BlockId,
+    },
 }
 
 impl fmt::Display for InexactReason {
@@ -116,6 +128,7 @@ impl fmt::Display for InexactReason {
                 write!(f, "counters were updated non-atomically by several threads, increments may be lost")
             }
             InexactReason::UnknownFlags(x) => write!(f, "the record has unknown flags {x:#x}"),
+            InexactReason::NegativeReentry { block } => write!(f, "fork re-entries of {block} counted as negative"),
         }
     }
 }
@@ -221,6 +234,16 @@ pub enum AnalysisError {
         /// What is wrong.
         reason: String,
     },
+    /// A fork re-entry names a block or path that cannot have been in flight at a fork.
+    #[error("corrupt profile: function {function} of module {module}: {reason}")]
+    Reentry {
+        /// Module name.
+        module: String,
+        /// Function name.
+        function: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Propagation refused the graph or the counter placement.
     #[error("function {function} of module {module}: {error}")]
     Propagate {
@@ -313,25 +336,45 @@ fn per_function_counts(module: &ModuleProfile, func_index: usize) -> Result<Func
     if measured_counts.len() != cfg.num_edges() {
         return Err(out_of_range());
     }
+    let forked = module.fork_reentries();
+    let corrupt = |reason: String| AnalysisError::Reentry { module: name(), function: f.name.clone(), reason };
+    let mine = |m: &std::collections::BTreeMap<(u64, u128), u64>| {
+        m.range((func_index as u64, 0)..=(func_index as u64, u128::MAX)).map(|(&(_, k), &c)| (k, c)).collect::<Vec<_>>()
+    };
+    if let Some((t, _)) = mine(&forked.paths).first() {
+        return Err(corrupt(format!("an edge-mode function with a fork re-entry of path {t}")));
+    }
+    let reentries: Vec<(BlockId, u64)> = mine(&forked.blocks)
+        .into_iter()
+        .map(|(b, c)| (BlockId(u32::try_from(b).unwrap_or(u32::MAX)), c))
+        .collect();
     let adj = cfg.adjacency();
-    let derived = derive_counts(cfg, &adj, &measured_counts).map_err(|error| AnalysisError::Propagate {
-        module: name(),
-        function: f.name.clone(),
-        error,
+    let derived = derive_counts_with_reentries(cfg, &adj, &measured_counts, &reentries).map_err(|error| {
+        AnalysisError::Propagate { module: name(), function: f.name.clone(), error }
     })?;
+    let mut per_block = vec![0i128; cfg.num_blocks()];
+    for (b, c) in reentries {
+        if let Some(x) = per_block.get_mut(b.index()) {
+            *x = x.saturating_add(i128::from(c));
+        }
+    }
 
     let measured = f.edge_counters.iter().map(Option::is_some).collect();
-    Ok(judge(module, f, derived.edges, &derived.vertices, &derived.conservation_violations, measured, Vec::new()))
+    let violations = &derived.conservation_violations;
+    Ok(judge(module, f, derived.edges, &derived.vertices, &per_block, violations, measured, Vec::new()))
 }
 
 /// Turns signed derived counts into [`FunctionCounts`]: negative counts (except the `Termination` edges of
 /// re-entry blocks) and counts above `u64::MAX` become `None` with a reason, as do conservation violations
-/// and the record's flags. `leading` reasons (e.g. negative path counts) come first.
+/// and the record's flags. `reentries` are the fork re-entries per block (empty: none). `leading` reasons (e.g.
+/// negative path counts) come first.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn judge(
     module: &ModuleProfile,
     f: &FunctionMeta,
     raw_edges: Vec<i128>,
     raw_vertices: &[i128],
+    reentries: &[i128],
     conservation_violations: &[BlockId],
     measured: Vec<bool>,
     leading: Vec<InexactReason>,
@@ -374,6 +417,22 @@ pub(super) fn judge(
         }
         blocks.push(count);
     }
+    let mut fork_reentries = vec![0u64; cfg.num_blocks()];
+    for (i, (&r, slot)) in reentries.iter().zip(fork_reentries.iter_mut()).enumerate() {
+        match u64::try_from(r) {
+            Ok(v) => *slot = v,
+            Err(_) => reasons.push(InexactReason::NegativeReentry { block: BlockId::from_index(i) }),
+        }
+    }
     let entry = edges.get(cfg.exit_to_entry().index()).copied().flatten();
-    FunctionCounts { measured, raw_edges, edges, blocks, entry, exact: reasons.is_empty(), inexact_reasons: reasons }
+    FunctionCounts {
+        measured,
+        raw_edges,
+        edges,
+        blocks,
+        fork_reentries,
+        entry,
+        exact: reasons.is_empty(),
+        inexact_reasons: reasons,
+    }
 }

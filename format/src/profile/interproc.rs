@@ -15,15 +15,21 @@
 //! `pathprof_core::interproc::net_counts_from_arrivals`; older profiles counted it +1 before the call and −1
 //! once it returned. Untrusted input: path numbers are checked against `num_paths` before they are decoded, and
 //! decoding is bounded by the program size.
+//!
+//! Fork re-entries (metadata version 4): a `fork()`ed child recorded a re-entry of the truncated path of each
+//! counted block whose call was in flight at the fork and of each interprocedural call block it resumed; they
+//! go into the netting (`pathprof_core::interproc::net_counts_with_reentries`) and back into the edge counts as
+//! virtual edges EXIT→B (`pathprof_core::interproc::signed_edge_counts_with_reentries`).
 
 use super::analysis::{judge, AnalysisError, FunctionCounts, InexactReason};
 use super::paths::conservation_violations;
 use super::ModuleProfile;
 use crate::meta::{ModuleMeta, PathStorage};
 use pathprof_core::interproc::{
-    decode, net_counts_from_arrivals, signed_edge_counts, InterprocPath, Mode, PathEnd, Procedure, Program, SiteRole,
-    Supergraph,
+    decode, net_counts_with_reentries, signed_edge_counts_with_reentries, InterprocPath, Mode, PathEnd, ProcId,
+    Procedure, Program, SiteRole, Supergraph,
 };
+use pathprof_core::BlockId;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
@@ -32,8 +38,11 @@ use std::collections::BTreeMap;
 pub struct InterprocCount {
     /// The module-wide path number, `0..num_paths`.
     pub number: u128,
-    /// The net count (negative only for a `setjmp` re-entry correction, or in an inconsistent profile).
+    /// The net count (negative only for a re-entry correction — `setjmp`, or fork re-entries of a truncated path —
+    /// or in an inconsistent profile).
     pub count: i64,
+    /// A truncated path's fork re-entries (see [`super::PathCount::fork_reentries`]).
+    pub fork_reentries: i64,
     /// The decoded path: steps across functions, the end, and the context-prefix length.
     pub path: InterprocPath,
 }
@@ -110,12 +119,12 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
                     raw.insert(i as u128, c as i64);
                 }
             }
-            if !module.sparse.is_empty() {
+            if module.path_entries().next().is_some() {
                 return Err(corrupt("dense path counters and hashed path counts".into()));
             }
         }
         PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => {
-            for s in &module.sparse {
+            for s in module.path_entries() {
                 let slot = raw.entry(s.path).or_insert(0);
                 *slot = slot.wrapping_add(s.count as i64);
             }
@@ -130,25 +139,44 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         .into_keys()
         .map(|path| InexactReason::PathOutOfRange { path, num_paths: ip.num_paths })
         .collect();
-    let decoded: Vec<(u128, i64, InterprocPath)> = if module.meta.path_arrivals {
+    let forked = module.fork_reentries();
+    let program = sg.program();
+    let mut path_reentries: BTreeMap<u128, i128> = BTreeMap::new();
+    for (&(_, t), &c) in &forked.paths {
+        // Signed like the path counts they correct; the function field only says where the path was counted.
+        let slot = path_reentries.entry(t).or_insert(0);
+        *slot = slot.saturating_add(i128::from(c as i64));
+    }
+    let mut block_reentries: Vec<(ProcId, BlockId, i128)> = Vec::new();
+    for (&(f, b), &c) in &forked.blocks {
+        let (p, b) = (ProcId(u32::try_from(f).unwrap_or(u32::MAX)), BlockId(u32::try_from(b).unwrap_or(u32::MAX)));
+        let waits_in_a_call = program.get_proc(p).is_some()
+            && program.site_at(p, b).is_some_and(|s| sg.calls().role(s) == SiteRole::Interprocedural)
+            && program.cfg(p).edges().iter().any(|e| e.from == b && e.kind == pathprof_core::EdgeKind::Termination);
+        if !waits_in_a_call {
+            let why = "which holds no interprocedural call that may not return";
+            return Err(corrupt(format!("a fork re-entry of block {b} of function #{f}, {why}")));
+        }
+        block_reentries.push((p, b, i128::from(c as i64)));
+    }
+    let decoded: Vec<(u128, i64, i64, InterprocPath)> = if module.meta.path_arrivals {
         let wide: BTreeMap<u128, i128> = raw.iter().map(|(&n, &c)| (n, i128::from(c))).collect();
-        let net = net_counts_from_arrivals(&num, &wide).map_err(|e| corrupt(e.to_string()))?;
+        let net = net_counts_with_reentries(&num, &wide, &path_reentries).map_err(|e| corrupt(e.to_string()))?;
         net.into_iter()
-            .map(|(n, p)| match i64::try_from(p.count) {
-                Ok(c) => Ok((n, c, p.path)),
-                Err(_) => Err(corrupt(format!("path {n}: net count {} out of range", p.count))),
+            .map(|(n, p)| match (i64::try_from(p.count), i64::try_from(p.fork_reentries)) {
+                (Ok(c), Ok(k)) => Ok((n, c, k, p.path)),
+                _ => Err(corrupt(format!("path {n}: net count {} out of range", p.count))),
             })
             .collect::<Result<_, _>>()?
     } else {
         raw.iter()
-            .map(|(&n, &c)| decode(&num, n).map(|p| (n, c, p)).map_err(|e| corrupt(format!("path {n}: {e}"))))
+            .map(|(&n, &c)| decode(&num, n).map(|p| (n, c, 0, p)).map_err(|e| corrupt(format!("path {n}: {e}"))))
             .collect::<Result<_, _>>()?
     };
 
-    let program = sg.program();
     let mut leading: Vec<Vec<InexactReason>> = vec![out_of_range; program.num_procs()];
     let mut paths = Vec::with_capacity(decoded.len());
-    for (number, count, path) in decoded {
+    for (number, count, fork_reentries, path) in decoded {
         let end_proc = match path.end {
             PathEnd::RootReturn { proc, .. } | PathEnd::Termination { proc, .. } | PathEnd::BackEdge { proc, .. } => proc,
         };
@@ -156,32 +184,42 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
             if module.meta.functions.get(proc.index()).is_some_and(|f| {
                 f.cfg.edges().get(edge.index()).is_some_and(|e| f.reentry_blocks.contains(&e.from.0))
             }));
-        if count < 0 && !reentry {
+        let departures = count.saturating_add(fork_reentries);
+        if (count < 0 && !reentry && departures < 0) || fork_reentries < 0 {
             if let Some(l) = leading.get_mut(end_proc.index()) {
-                l.push(InexactReason::NegativePath { path: number, count });
+                l.push(InexactReason::NegativePath { path: number, count: departures });
             }
         }
-        paths.push(InterprocCount { number, count, path });
+        paths.push(InterprocCount { number, count, fork_reentries, path });
     }
-    let edges = signed_edge_counts(program, mode, paths.iter().map(|p| (&p.path, i128::from(p.count))));
+    let counted = signed_edge_counts_with_reentries(
+        program,
+        mode,
+        paths.iter().map(|p| (&p.path, i128::from(p.count), i128::from(p.fork_reentries))),
+        &block_reentries,
+    );
 
     let functions = module
         .meta
         .functions
         .iter()
-        .zip(edges)
+        .zip(counted.edges)
+        .zip(counted.reentries)
         .zip(leading)
-        .map(|((f, raw_edges), lead)| {
+        .map(|(((f, raw_edges), reentries), lead)| {
             let cfg = &f.cfg;
-            let violations = conservation_violations(cfg, &raw_edges);
+            let violations = conservation_violations(cfg, &raw_edges, &reentries);
             let mut blocks = vec![0i128; cfg.num_vertices()];
             for (e, &c) in cfg.edges().iter().zip(&raw_edges) {
                 if let Some(b) = blocks.get_mut(e.to.index()) {
                     *b = b.saturating_add(c);
                 }
             }
+            for (b, &r) in blocks.iter_mut().zip(&reentries) {
+                *b = b.saturating_add(r);
+            }
             blocks.truncate(cfg.num_blocks());
-            judge(module, f, raw_edges, &blocks, &violations, vec![false; cfg.num_edges()], lead)
+            judge(module, f, raw_edges, &blocks, &reentries, &violations, vec![false; cfg.num_edges()], lead)
         })
         .collect();
     let site_roles = sg.calls().roles().to_vec();

@@ -14,6 +14,12 @@
 //! the call and −1 after it returned. Each counter is read as an `i64` (the two's complement of the
 //! `u64` in the file), and repeated hashed entries of one path add with wrapping, as [`super::merge`] does.
 //!
+//! Fork re-entries (metadata version 4): a `fork()`ed child resumes the activations in flight at the fork without
+//! arriving at their blocks, so a truncated path nets one lower per resumption; the child recorded each one
+//! against that truncated path, and `count + fork_reentries` is how often the program really left with its
+//! prefix ([`pathprof_core::arrivals`]). Edge and block counts put the re-entries back as virtual edges EXIT→B
+//! ([`pathprof_core::reentry`]), so they equal edge mode's.
+//!
 //! Untrusted input: every path number is checked against `num_paths` before it is decoded, which bounds each
 //! decode by the size of the DAG, and the number of decodes by the number of counters and entries in the file.
 //! A path number out of range or a recomputed path count that differs from the metadata is an
@@ -25,7 +31,8 @@ use crate::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
 use pathprof_core::dag::{DagEdgeId, PathDag};
 use pathprof_core::dfs::depth_first;
 use pathprof_core::numbering::Numbering;
-use pathprof_core::arrivals::net_counts_from_arrivals;
+use pathprof_core::arrivals::{net_counts_with_reentries, truncation_block};
+use pathprof_core::reentry::add_fork_reentries;
 use pathprof_core::regenerate::{
     decode, signed_edge_counts_from_dag_paths, to_cfg_path, CfgPath, DecodeError, PathEnd,
 };
@@ -41,6 +48,10 @@ pub struct PathCount {
     /// The net count: how often the path ran (negative only for a re-entry correction, see
     /// [`PathCount::is_reentry_correction`], or in an inconsistent profile).
     pub count: i64,
+    /// A truncated path's fork re-entries: how often a `fork()`ed child resumed the call of its last block that
+    /// was in flight at the fork, with the path's prefix (which ran in the parent). `count + fork_reentries` is
+    /// how often the program really left the block abnormally with this prefix.
+    pub fork_reentries: i64,
     /// The regenerated path: how it starts and ends, its blocks and cfg edges.
     pub path: CfgPath,
     /// Whether the path ends with a `Termination` edge: the program left its last block abnormally (`exit`,
@@ -53,9 +64,16 @@ pub struct PathCount {
 
 impl PathCount {
     /// A negative count of a re-entry block's termination path: the block was re-entered by `longjmp` more
-    /// often than it was left abnormally; the count is a correction, not executions.
+    /// often than it was left abnormally, or resumed by `fork()`ed children (see `fork_reentries`); the count is a
+    /// correction, not executions.
     pub fn is_reentry_correction(&self) -> bool {
-        self.reentry && self.count < 0
+        (self.reentry || self.fork_reentries > 0) && self.count < 0
+    }
+
+    /// How often the program left the path's last block abnormally with this prefix: the count plus the fork
+    /// re-entries (a `setjmp` block's net count is all that is known).
+    pub fn departures(&self) -> i64 {
+        self.count.saturating_add(self.fork_reentries)
     }
 
     /// The block the path leaves the function from (abnormally or by returning), or takes its back or cut edge
@@ -141,23 +159,38 @@ pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result
     }
 
     let decode_err = |error| AnalysisError::PathDecode { module: name(), function: fname(), error };
+    let forked = module.fork_reentries();
+    let f_index = func_index as u64;
+    let reentered = |m: &BTreeMap<(u64, u128), u64>| -> Vec<(u128, u64)> {
+        m.range((f_index, 0)..=(f_index, u128::MAX)).map(|(&(_, k), &c)| (k, c)).collect()
+    };
+    if let Some((b, _)) = reentered(&forked.blocks).first() {
+        let reason = format!("a path-mode function with a fork re-entry of block {b}");
+        return Err(AnalysisError::Reentry { module: name(), function: fname(), reason });
+    }
     // Each counted path regenerated once: netting arrivals needs the paths too, so it hands them back.
-    let net: Vec<(u128, i64, Vec<DagEdgeId>)> = if module.meta.path_arrivals {
-        net_counts_from_arrivals(cfg, &dag, &numbering, raw)
+    let net: Vec<(u128, i64, i64, Vec<DagEdgeId>)> = if module.meta.path_arrivals {
+        // Re-entry counts are u64 sums in the file; read them as signed like the path counts they correct.
+        let re = reentered(&forked.paths).into_iter().map(|(t, c)| (t, i128::from(c as i64)));
+        net_counts_with_reentries(cfg, &dag, &numbering, raw, re)
             .map_err(decode_err)?
             .into_iter()
-            .map(|(r, p)| i64::try_from(p.count).map(|c| (r, c, p.path)).map_err(|_| decode_err(DecodeError::Overflow)))
+            .map(|(r, p)| match (i64::try_from(p.count), i64::try_from(p.fork_reentries)) {
+                (Ok(c), Ok(k)) => Ok((r, c, k, p.path)),
+                _ => Err(decode_err(DecodeError::Overflow)),
+            })
             .collect::<Result<_, _>>()?
     } else {
         raw.into_iter()
-            .map(|(r, c)| decode(&dag, &numbering, r).map(|p| (r, c, p)).map_err(decode_err))
+            .map(|(r, c)| decode(&dag, &numbering, r).map(|p| (r, c, 0, p)).map_err(decode_err))
             .collect::<Result<_, _>>()?
     };
     let mut dag_paths: Vec<(Vec<DagEdgeId>, i64)> = Vec::with_capacity(net.len());
+    let mut reentries: Vec<(BlockId, i128)> = Vec::new();
     let mut paths = Vec::with_capacity(net.len());
     let mut leading = out_of_range;
     let mut total: i128 = 0;
-    for (number, count, dag_path) in net {
+    for (number, count, fork_reentries, dag_path) in net {
         let path = to_cfg_path(&dag, &dag_path).map_err(decode_err)?;
         let (abnormal, reentry) = match path.end {
             PathEnd::Exit { edge } => match cfg.edges().get(edge.index()) {
@@ -166,26 +199,34 @@ pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result
             },
             PathEnd::BackEdge { .. } | PathEnd::Cut { .. } => (false, false),
         };
-        if count < 0 && !reentry {
-            leading.push(InexactReason::NegativePath { path: number, count });
+        let p = PathCount { number, count, fork_reentries, path, abnormal, reentry };
+        if (count < 0 && !reentry && p.departures() < 0) || fork_reentries < 0 {
+            leading.push(InexactReason::NegativePath { path: number, count: p.departures() });
+        }
+        if fork_reentries != 0 {
+            if let Some(b) = truncation_block(cfg, &dag, &dag_path) {
+                reentries.push((b, i128::from(fork_reentries)));
+            }
         }
         // At most one i64 per path number, and fewer than 2^64 numbers: the sum cannot overflow i128.
         total = total.saturating_add(i128::from(count));
         dag_paths.push((dag_path, count));
-        paths.push(PathCount { number, count, path, abnormal, reentry });
+        paths.push(p);
     }
 
-    let derived =
+    let mut derived =
         signed_edge_counts_from_dag_paths(cfg, &dag, dag_paths.iter().map(|(p, c)| (p.as_slice(), i128::from(*c))))
             .map_err(decode_err)?;
-    let violations = conservation_violations(cfg, &derived.edges);
+    let per_block = add_fork_reentries(cfg, &mut derived.edges, &mut derived.blocks, reentries)
+        .map_err(|e| AnalysisError::Reentry { module: name(), function: fname(), reason: e.to_string() })?;
+    let violations = conservation_violations(cfg, &derived.edges, &per_block);
     let mut measured = vec![false; cfg.num_edges()];
     for &e in &pm.instrumented_edges {
         if let Some(m) = usize::try_from(e).ok().and_then(|i| measured.get_mut(i)) {
             *m = true;
         }
     }
-    let counts = judge(module, f, derived.edges, &derived.blocks, &violations, measured, leading);
+    let counts = judge(module, f, derived.edges, &derived.blocks, &per_block, &violations, measured, leading);
     Ok(FunctionPaths { num_paths: pm.num_paths, paths, total, counts })
 }
 
@@ -228,11 +269,20 @@ fn raw_path_counts(
 
 /// Vertices (EXIT included, in id order) whose in-flow differs from their out-flow in path-derived counts. A
 /// consistent profile conserves flow everywhere: every path segment that ends at a back or cut edge is followed
-/// by one that starts at its target, and every invocation leaves through EXIT.
-pub(super) fn conservation_violations(cfg: &Cfg, edges: &[i128]) -> Vec<BlockId> {
+/// by one that starts at its target, and every invocation leaves through EXIT. `reentries` (per block, may be
+/// empty) are fork re-entries: virtual edges EXIT→block.
+pub(super) fn conservation_violations(cfg: &Cfg, edges: &[i128], reentries: &[i128]) -> Vec<BlockId> {
     let n = cfg.num_vertices();
     let mut flow_in = vec![0i128; n];
     let mut flow_out = vec![0i128; n];
+    for (b, &r) in reentries.iter().enumerate() {
+        if let Some(x) = flow_in.get_mut(b) {
+            *x = x.saturating_add(r);
+        }
+        if let Some(x) = flow_out.get_mut(cfg.exit().index()) {
+            *x = x.saturating_add(r);
+        }
+    }
     for (e, &c) in cfg.edges().iter().zip(edges) {
         if let Some(x) = flow_in.get_mut(e.to.index()) {
             *x = x.saturating_add(c);
