@@ -11,7 +11,7 @@ use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathStora
 use pathprof_format::profile::{self, ModuleProfile, Profile};
 use serde_json::{json, Value};
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// One edge-mode function: bb0 returns (e0, counter 0), EXIT→bb0 (e1, tree edge).

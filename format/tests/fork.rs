@@ -41,6 +41,7 @@ fn function(name: &str, cfg: Cfg) -> FunctionMeta {
 fn meta(mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {
     ModuleMeta {
         module_name: "fork.c".into(),
+        output: String::new(),
         mode,
         weighting: "llvm".into(),
         atomic: false,

@@ -38,7 +38,8 @@ fn runtime_references(file: &Path) -> BTreeSet<String> {
 /// The runtime's entry points, derived without looking at the archive: every `__pathprof_*` name the public
 /// header declares or names as exported, plus every one that instrumented code calls, collected from objects the
 /// pass emits in each configuration that calls a different one (a path-mode function too large for an array:
-/// hash table with its cache, without it, atomic; and edge mode).
+/// hash table with its cache, without it, atomic; and edge mode; and a program calling `fork` through a
+/// function that may fork, for the fork re-entry checks).
 fn entry_points(dir: &Path) -> BTreeSet<String> {
     let header = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/pathprof.h")).unwrap();
     let mut names: BTreeSet<String> = header
@@ -54,6 +55,9 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         run_ok(wrapper(false).args(*flags).args(["-O1", "-c"]).arg(source).arg("-o").arg(&obj));
         names.extend(runtime_references(&obj));
     }
+    let obj = dir.join("forking.o");
+    run_ok(wrapper(false).args(["-O1", "-c"]).arg(programs().join("fork_main.c")).arg("-o").arg(&obj));
+    names.extend(runtime_references(&obj));
     names
 }
 
@@ -66,6 +70,8 @@ fn archive_defines_only_the_runtime_entry_points() {
         expected.iter().map(String::as_str).collect::<Vec<_>>(),
         [
             "__pathprof_dump",
+            "__pathprof_fork_gen",
+            "__pathprof_fork_reentry",
             "__pathprof_path_add",
             "__pathprof_path_add_plain",
             "__pathprof_path_cache_miss",
