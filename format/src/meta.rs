@@ -75,7 +75,7 @@ pub struct ModuleMeta {
     pub path_arrivals: bool,
     /// Every call that may not return compares the process's fork generation before and after it and records a
     /// fork re-entry when a `fork()`ed child resumes it (sparse entries flagged
-    /// [`SPARSE_REENTRY`](crate::layout::SPARSE_REENTRY)); `false` for profiles of metadata version ≤ 3, whose
+    /// [`SPARSE_REENTRY`](crate::layout::SPARSE_REENTRY)); `false` for profiles of metadata version ≤ 4, whose
     /// fork children's in-flight activations show up as inconsistent counts.
     pub fork_reentries: bool,
 }

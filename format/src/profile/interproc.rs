@@ -16,7 +16,7 @@
 //! once it returned. Untrusted input: path numbers are checked against `num_paths` before they are decoded, and
 //! decoding is bounded by the program size.
 //!
-//! Fork re-entries (metadata version 4): a `fork()`ed child recorded a re-entry of the truncated path of each
+//! Fork re-entries (metadata version 5): a `fork()`ed child recorded a re-entry of the truncated path of each
 //! counted block whose call was in flight at the fork and of each interprocedural call block it resumed; they
 //! go into the netting (`pathprof_core::interproc::net_counts_with_reentries`) and back into the edge counts as
 //! virtual edges EXIT→B (`pathprof_core::interproc::signed_edge_counts_with_reentries`).

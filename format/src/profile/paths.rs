@@ -14,7 +14,7 @@
 //! the call and −1 after it returned. Each counter is read as an `i64` (the two's complement of the
 //! `u64` in the file), and repeated hashed entries of one path add with wrapping, as [`super::merge`] does.
 //!
-//! Fork re-entries (metadata version 4): a `fork()`ed child resumes the activations in flight at the fork without
+//! Fork re-entries (metadata version 5): a `fork()`ed child resumes the activations in flight at the fork without
 //! arriving at their blocks, so a truncated path nets one lower per resumption; the child recorded each one
 //! against that truncated path, and `count + fork_reentries` is how often the program really left with its
 //! prefix ([`pathprof_core::arrivals`]). Edge and block counts put the re-entries back as virtual edges EXIT→B
