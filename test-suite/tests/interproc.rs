@@ -398,17 +398,7 @@ fn inline_function_copies_of_other_modules_are_not_call_sites() {
 fn a_cleanup_block_that_calls_and_resumes_ends_paths_once() {
     let src = programs().join("cleanup_resume.cpp");
     for mode in ["edge", "context", "piecewise"] {
-        let dir = scratch(&format!("ip-cleanup-resume-{mode}"));
-        let exe = dir.join("prog");
-        run_ok(wrapper(true).arg(format!("--pathprof-mode={mode}")).args(["--pathprof-lto", "-O2", "-g"]).arg(&src).arg("-o").arg(&exe));
-        let prof = dir.join("out.pathprof");
-        let _ = std::fs::remove_file(&prof);
-        let out = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run");
-        assert_eq!(out.status.code(), Some(0), "{mode}: the program's behaviour is unchanged");
-        let show = show_json(&prof);
-        for f in show["functions"].as_array().unwrap() {
-            assert_eq!(f["exact"], true, "{mode}: {} {}", f["name"], f["inexact_reasons"]);
-        }
+        let show = whole_program_o2(&format!("ip-cleanup-resume-{mode}"), true, mode, &[src.clone()]);
         let entries = entry_counts(&show);
         assert_eq!(entries.get("_Z1fi"), Some(&Some(10)), "{mode}: {entries:?}");
         assert_markers(&show, &src);
@@ -439,17 +429,7 @@ fn a_function_passed_as_an_argument_to_a_call_site_is_entered_from_outside() {
 fn memory_promises_of_instrumented_functions_are_withdrawn() {
     let srcs = [programs().join("lto_tree.c"), programs().join("lto_tree_free.c")];
     for mode in ["edge", "path", "context", "piecewise"] {
-        let dir = scratch(&format!("ip-lto-tree-{mode}"));
-        let exe = dir.join("prog");
-        run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).args(["--pathprof-lto", "-O2", "-g"]).args(&srcs).arg("-o").arg(&exe));
-        let prof = dir.join("out.pathprof");
-        let _ = std::fs::remove_file(&prof);
-        let out = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run");
-        assert_eq!(out.status.code(), Some(0), "{mode}");
-        let show = show_json(&prof);
-        for f in show["functions"].as_array().unwrap() {
-            assert_eq!(f["exact"], true, "{mode}: {} {}", f["name"], f["inexact_reasons"]);
-        }
+        let show = whole_program_o2(&format!("ip-lto-tree-{mode}"), false, mode, &srcs);
         let entries = entry_counts(&show);
         for (f, n) in [("tree_node_end", 600), ("free_stream", 75), ("lto_tree_free", 525), ("build", 600)] {
             assert_eq!(entries.get(f), Some(&Some(n)), "{mode}: {f} {entries:?}");
@@ -458,4 +438,21 @@ fn memory_promises_of_instrumented_functions_are_withdrawn() {
             assert_markers(&show, src);
         }
     }
+}
+
+/// Builds `srcs` as one whole program (`--pathprof-lto -O2 -g`) in `mode`, runs it (exit status 0: behaviour
+/// unchanged) and returns `show --json` of its profile, every function asserted exact.
+fn whole_program_o2(name: &str, cxx: bool, mode: &str, srcs: &[PathBuf]) -> Value {
+    let dir = scratch(name);
+    let exe = dir.join("prog");
+    run_ok(wrapper(cxx).arg(format!("--pathprof-mode={mode}")).args(["--pathprof-lto", "-O2", "-g"]).args(srcs).arg("-o").arg(&exe));
+    let prof = dir.join("out.pathprof");
+    let _ = std::fs::remove_file(&prof);
+    let out = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{name}: the program's behaviour is unchanged");
+    let show = show_json(&prof);
+    for f in show["functions"].as_array().unwrap() {
+        assert_eq!(f["exact"], true, "{name}: {} {}", f["name"], f["inexact_reasons"]);
+    }
+    show
 }
