@@ -37,7 +37,7 @@ use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMIntPredicate, LLVMOpcode};
 use pathprof_format::layout::reentry_packed;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::CString;
 
 /// What a re-entry records: the block's arrival key (a truncated path number) or the block.
@@ -70,6 +70,16 @@ impl Guard {
     pub fn block(call: LLVMValueRef, function: u64, block: u32) -> Guard {
         Guard { call, word: reentry_packed(function, true), key: Key::Const(u64::from(block)) }
     }
+}
+
+/// How a call relates to forking (see [`ForkChecks::call_may_fork`]).
+enum CallKind {
+    /// It cannot be in flight at a fork and then return.
+    Never,
+    /// It may.
+    Maybe,
+    /// A direct call of this function defined in the module: it may iff the function is not fork-free.
+    Defined(LLVMValueRef),
 }
 
 /// A guarded invoke into a landing pad: its block, the generation before it, the word and the key.
@@ -181,52 +191,72 @@ impl ForkChecks {
         .with_fork_free_functions(m)
     }
 
-    /// Computes [`ForkChecks::fork_free`]: every function with a final definition starts fork-free and stops
-    /// being so when it has a call that may fork and return; only removes, so it terminates.
+    /// Computes [`ForkChecks::fork_free`]: every function with a final definition is fork-free unless it has a
+    /// call that may fork and return on its own (see [`ForkChecks::call_may_fork`]) or calls a module function
+    /// that is not fork-free — the greatest such set, found by propagating "may fork" backwards along direct
+    /// calls from the functions that fork on their own (linear in the calls).
     fn with_fork_free_functions(mut self, m: LLVMModuleRef) -> ForkChecks {
         let defined: Vec<LLVMValueRef> =
             ir::functions(m).into_iter().filter(|&f| !ir::is_declaration(f) && ir::definition_is_final(f)).collect();
-        let calls: Vec<(LLVMValueRef, Vec<LLVMValueRef>)> = defined
-            .iter()
-            .map(|&f| {
-                let c = ir::blocks(f)
-                    .into_iter()
-                    .flat_map(ir::instructions)
-                    .filter(|&i| matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr))
-                    .collect();
-                (f, c)
-            })
-            .collect();
-        self.fork_free = defined.into_iter().collect();
-        loop {
-            let forking: Vec<LLVMValueRef> = calls
-                .iter()
-                .filter(|(f, c)| self.fork_free.contains(f) && c.iter().any(|&i| self.wants(i)))
-                .map(|(f, _)| *f)
-                .collect();
-            if forking.is_empty() {
-                return self;
+        let candidates: HashSet<LLVMValueRef> = defined.iter().copied().collect();
+        let mut callers: HashMap<LLVMValueRef, Vec<LLVMValueRef>> = HashMap::new();
+        let mut forking: Vec<LLVMValueRef> = Vec::new();
+        for &f in &defined {
+            let mut forks = false;
+            for i in ir::blocks(f).into_iter().flat_map(ir::instructions) {
+                if !matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr) {
+                    continue;
+                }
+                match self.call_may_fork(i) {
+                    CallKind::Never => {}
+                    CallKind::Maybe => forks = true,
+                    CallKind::Defined(g) if candidates.contains(&g) => callers.entry(g).or_default().push(f),
+                    CallKind::Defined(_) => forks = true,
+                }
             }
-            for f in forking {
-                self.fork_free.remove(&f);
+            if forks {
+                forking.push(f);
             }
+        }
+        self.fork_free = candidates;
+        while let Some(f) = forking.pop() {
+            if self.fork_free.remove(&f) {
+                forking.extend(callers.get(&f).into_iter().flatten().copied());
+            }
+        }
+        self
+    }
+
+    /// What a call means for forking, before the module's fork-free functions are known.
+    fn call_may_fork(&self, call: LLVMValueRef) -> CallKind {
+        if ir::calls_inline_asm(call) {
+            return CallKind::Never;
+        }
+        let callee = ir::called_function(call);
+        let has = |kind| ir::call_has_attr(call, kind) || callee.is_some_and(|f| ir::fn_has_attr(f, kind));
+        if has(self.returns_twice) || has(self.noreturn) {
+            return CallKind::Never;
+        }
+        match callee {
+            None => CallKind::Maybe,
+            Some(f) if ir::intrinsic_id(f) != 0 => CallKind::Never,
+            Some(f) if ir::is_declaration(f) => {
+                if FORK_FREE_LIBRARY.contains(&ir::name(f).as_str()) {
+                    CallKind::Never
+                } else {
+                    CallKind::Maybe
+                }
+            }
+            Some(f) => CallKind::Defined(f),
         }
     }
 
     /// Whether a call needs a check: whether it may be in flight at a fork and then return (see the module docs).
     pub fn wants(&self, call: LLVMValueRef) -> bool {
-        if ir::calls_inline_asm(call) {
-            return false;
-        }
-        let callee = ir::called_function(call);
-        let has = |kind| ir::call_has_attr(call, kind) || callee.is_some_and(|f| ir::fn_has_attr(f, kind));
-        if has(self.returns_twice) || has(self.noreturn) {
-            return false;
-        }
-        match callee {
-            None => true,
-            Some(f) if ir::intrinsic_id(f) != 0 || self.fork_free.contains(&f) => false,
-            Some(f) => !(ir::is_declaration(f) && FORK_FREE_LIBRARY.contains(&ir::name(f).as_str())),
+        match self.call_may_fork(call) {
+            CallKind::Never => false,
+            CallKind::Maybe => true,
+            CallKind::Defined(f) => !self.fork_free.contains(&f),
         }
     }
 

@@ -73,9 +73,12 @@ pub fn instrument(
     let tls = Tls::new(m);
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
     let fork_checks = ForkChecks::new(m, globals::descriptor(m));
+    let mut num_fork_checks = 0;
     for (i, p) in plan.procs.iter().enumerate() {
         let keys = FnEmitter::emit(&tls, &store, &num, &functions, ProcId::from_index(i), p);
-        fork_checks.emit(&fork_guards(&num, ProcId::from_index(i), p, &keys, &fork_checks));
+        let guards = fork_guards(&num, ProcId::from_index(i), p, &keys, &fork_checks);
+        num_fork_checks += guards.len();
+        fork_checks.emit(&guards);
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
 
@@ -127,7 +130,7 @@ pub fn instrument(
         let count = |r: SiteRole| roles.iter().filter(|&&x| x == r).count();
         eprintln!(
             "pathprof: stats: module={module_name} mode={} functions={} skipped={} roots={} paths={num_paths} \
-             storage={} call_sites={} interprocedural={} recursive={} cut_by_budget={} budget={}",
+             storage={} call_sites={} interprocedural={} recursive={} cut_by_budget={} budget={} fork_checks={}",
             config.mode.name(),
             plan.procs.len(),
             left_out.len(),
@@ -142,6 +145,7 @@ pub fn instrument(
             count(SiteRole::Recursive),
             plan.budget_cuts,
             config.path_budget,
+            num_fork_checks,
         );
     }
     Ok(true)
