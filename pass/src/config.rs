@@ -61,6 +61,10 @@ pub struct Config {
     /// Whole-program mode (`PATHPROF_LTO=1`): instrument at the full-LTO link (lld loads the plugin with
     /// `--load-pass-plugin`), not when compiling; interprocedural paths then cross translation units.
     pub lto: bool,
+    /// Fork re-entry checks around calls that may fork (`PATHPROF_FORK_CHECKS`, default 1; see
+    /// [`crate::fork_check`]). Without them a `fork()`ed child's in-flight activations make those functions'
+    /// counts inexact (reported, never wrong), and calls cost nothing extra.
+    pub fork_checks: bool,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -140,6 +144,10 @@ impl Config {
         };
         let use_profile = get("PATHPROF_USE").filter(|v| !v.is_empty());
         let lto = flag("PATHPROF_LTO", get("PATHPROF_LTO"))?;
+        let fork_checks = match get("PATHPROF_FORK_CHECKS").filter(|v| !v.is_empty()) {
+            None => true,
+            v => flag("PATHPROF_FORK_CHECKS", v)?,
+        };
         Ok(Config {
             mode,
             weighting,
@@ -152,6 +160,7 @@ impl Config {
             path_cache: if atomic { Some(0) } else { path_cache },
             use_profile,
             lto,
+            fork_checks,
         })
     }
 
@@ -195,6 +204,9 @@ mod tests {
 
     #[test]
     fn parses_every_option() {
+        assert!(cfg(&[]).unwrap().fork_checks);
+        assert!(!cfg(&[("PATHPROF_FORK_CHECKS", "0")]).unwrap().fork_checks);
+        assert!(cfg(&[("PATHPROF_FORK_CHECKS", "2")]).is_err());
         let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));
         assert!(c.atomic);
