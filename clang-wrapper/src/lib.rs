@@ -27,6 +27,7 @@
 //! | `--pathprof-path-sparse-max=N` | `PATHPROF_PATH_SPARSE_MAX=N` |
 //! | `--pathprof-path-cache=N` | `PATHPROF_PATH_CACHE=N` |
 //! | `--pathprof-atomic` | `PATHPROF_ATOMIC=1` |
+//! | `--pathprof-fork-checks=0` | `PATHPROF_FORK_CHECKS=0` (no fork re-entry checks: cheaper calls, forked children make in-flight functions inexact) |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
 //! | `--pathprof-lto` | `PATHPROF_LTO=1`, plus `-flto` and, when linking, `-fuse-ld=lld`, `-Wl,--load-pass-plugin=<plugin>` and `-Wl,-u,…` for the runtime's entry points |
 //!
@@ -271,6 +272,7 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
                 b"path-array-max" => "PATHPROF_PATH_ARRAY_MAX",
                 b"path-sparse-max" => "PATHPROF_PATH_SPARSE_MAX",
                 b"path-cache" => "PATHPROF_PATH_CACHE",
+                b"fork-checks" => "PATHPROF_FORK_CHECKS",
                 b"atomic" | b"stats" | b"lto" | b"print-plugin" | b"print-runtime" if value.is_none() => {
                     match name {
                         b"atomic" => env.push(("PATHPROF_ATOMIC".into(), "1".into())),

@@ -69,6 +69,7 @@ fn wrapper_options_become_environment_and_are_not_passed_on() {
         "a.c",
         "--pathprof-atomic",
         "--pathprof-stats",
+        "--pathprof-fork-checks=0",
     ]);
     assert_eq!(args, [PLUGIN, LINES, "-c", "a.c"]);
     let want = [
@@ -77,6 +78,7 @@ fn wrapper_options_become_environment_and_are_not_passed_on() {
         ("PATHPROF_ATOMIC", "1"),
         ("PATHPROF_STATS", "1"),
         ("PATHPROF_OUTPUT", ""),
+        ("PATHPROF_FORK_CHECKS", "0"),
     ];
     assert_eq!(env, want.map(|(k, v)| (k.to_string(), v.to_string())));
 }

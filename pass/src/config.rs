@@ -64,6 +64,10 @@ pub struct Config {
     /// The file the compile or link writes, as the command gave it (`PATHPROF_OUTPUT`, set by `pathprof-clang`
     /// from `-o`; relative to the working directory): part of the module's identity ([`crate::identity`]).
     pub output: Option<String>,
+    /// Fork re-entry checks around calls that may fork (`PATHPROF_FORK_CHECKS`, default 1; see
+    /// [`crate::fork_check`]). Without them a `fork()`ed child's in-flight activations make those functions'
+    /// counts inexact (reported, never wrong), and calls cost nothing extra.
+    pub fork_checks: bool,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -144,6 +148,10 @@ impl Config {
         let use_profile = get("PATHPROF_USE").filter(|v| !v.is_empty());
         let lto = flag("PATHPROF_LTO", get("PATHPROF_LTO"))?;
         let output = get("PATHPROF_OUTPUT").filter(|v| !v.is_empty());
+        let fork_checks = match get("PATHPROF_FORK_CHECKS").filter(|v| !v.is_empty()) {
+            None => true,
+            v => flag("PATHPROF_FORK_CHECKS", v)?,
+        };
         Ok(Config {
             mode,
             weighting,
@@ -157,6 +165,7 @@ impl Config {
             use_profile,
             lto,
             output,
+            fork_checks,
         })
     }
 
@@ -200,6 +209,9 @@ mod tests {
 
     #[test]
     fn parses_every_option() {
+        assert!(cfg(&[]).unwrap().fork_checks);
+        assert!(!cfg(&[("PATHPROF_FORK_CHECKS", "0")]).unwrap().fork_checks);
+        assert!(cfg(&[("PATHPROF_FORK_CHECKS", "2")]).is_err());
         let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));
         assert!(c.atomic);

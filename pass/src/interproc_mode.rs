@@ -76,7 +76,8 @@ pub fn instrument(
     let mut num_fork_checks = 0;
     for (i, p) in plan.procs.iter().enumerate() {
         let keys = FnEmitter::emit(&tls, &store, &num, &functions, ProcId::from_index(i), p);
-        let guards = fork_guards(&num, ProcId::from_index(i), p, &keys, &fork_checks);
+        let guards =
+            if config.fork_checks { fork_guards(&num, ProcId::from_index(i), p, &keys, &fork_checks) } else { Vec::new() };
         num_fork_checks += guards.len();
         fork_checks.emit(&guards);
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
@@ -121,7 +122,7 @@ pub fn instrument(
             budget_cuts: plan.budget_cuts,
         }),
         path_arrivals: true,
-        fork_reentries: true,
+        fork_reentries: config.fork_checks,
     };
     globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);

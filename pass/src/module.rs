@@ -186,6 +186,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
                     .collect()
             }
         };
+        let guards = if config.fork_checks { guards } else { Vec::new() };
         stats.fork_checks += guards.len();
         fork_checks.emit(&guards);
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
@@ -206,7 +207,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         interproc: None,
         // Path mode's truncated paths count arrivals (path_mode.rs); edge mode has none.
         path_arrivals: config.mode == Mode::Path,
-        fork_reentries: true,
+        fork_reentries: config.fork_checks,
     };
     globals::register_module(m, &meta, counters_global, array_len, config.atomic, &tables, &regions);
     ir::add_named_metadata(m, INSTRUMENTED_MARK);

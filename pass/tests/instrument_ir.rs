@@ -8,9 +8,11 @@ use pathprof::module;
 use pathprof_format::meta::ModuleMeta;
 
 fn config(mode: &str) -> Config {
+    let (mode, checks) = mode.split_once('+').unwrap_or((mode, "1"));
     Config::from_lookup(|k| match k {
         "PATHPROF_WEIGHTS" => Some("uniform".into()),
         "PATHPROF_MODE" => Some(mode.into()),
+        "PATHPROF_FORK_CHECKS" => Some(if checks == "nochecks" { "0".into() } else { "1".into() }),
         _ => None,
     })
     .unwrap()
@@ -225,5 +227,9 @@ entry:
         // errs may leave by longjmp: it still has a termination edge (its calls are counted as in flight).
         let f = meta.functions.iter().find(|f| f.name == "f").unwrap();
         assert!(f.cfg.edges().iter().any(|e| e.kind == pathprof_core::EdgeKind::Termination), "{mode}");
+        // PATHPROF_FORK_CHECKS=0: none, and the metadata says so.
+        let (text, meta) = instrument_in(ir, &format!("{mode}+nochecks"));
+        assert!(!meta.fork_reentries, "{mode}");
+        assert!(!text.contains("load i64, ptr @__pathprof_fork_gen"), "{mode}");
     }
 }

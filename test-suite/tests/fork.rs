@@ -339,3 +339,25 @@ fn fork_with_other_threads_in_flight() {
         }
     }
 }
+
+/// `--pathprof-fork-checks=0`: no checks (the metadata says so), and the forked child's resumed activations
+/// make exactly the functions on the stack at the fork inexact — reported, never wrong.
+#[test]
+fn without_fork_checks_the_functions_on_the_stack_are_reported_inexact() {
+    for mode in MODES {
+        let dir = scratch(&format!("fork-nochecks-{mode}"));
+        let lib = dir.join("libforklib.so");
+        let flags = [format!("--pathprof-mode={mode}"), "--pathprof-fork-checks=0".to_string(), "-O1".to_string()];
+        run_ok(wrapper(false).args(&flags).args(["-fPIC", "-shared"]).arg(programs().join("fork_lib.c")).arg("-o").arg(&lib));
+        let exe = dir.join("prog");
+        run_ok(wrapper(false).args(&flags).arg(programs().join("fork_main.c")).arg(&lib).arg(format!("-Wl,-rpath,{}", dir.display())).arg("-o").arg(&exe));
+        let prof = dir.join("merged.pathprof");
+        run(&exe, &prof);
+        let show = show_json(&prof);
+        for f in show["functions"].as_array().unwrap() {
+            let on_stack = ["main", "run", "spawn_in_loop"].contains(&f["name"].as_str().unwrap());
+            assert_eq!(f["exact"], !on_stack, "{mode}: {} {}", f["name"], f["inexact_reasons"]);
+            assert_eq!(f["fork_reentries"], Value::Array(vec![]), "{mode}: {}", f["name"]);
+        }
+    }
+}
