@@ -77,8 +77,8 @@ fn wrapper_options_become_environment_and_are_not_passed_on() {
         ("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"),
         ("PATHPROF_ATOMIC", "1"),
         ("PATHPROF_STATS", "1"),
-        ("PATHPROF_OUTPUT", ""),
         ("PATHPROF_FORK_CHECKS", "0"),
+        ("PATHPROF_OUTPUT", ""),
     ];
     assert_eq!(env, want.map(|(k, v)| (k.to_string(), v.to_string())));
 }
