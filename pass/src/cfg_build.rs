@@ -156,6 +156,27 @@ impl CallFacts {
         !(self.has(call, callee, self.nounwind) && self.has(call, callee, self.willreturn))
     }
 
+    /// Control surely goes on to the next instruction (LLVM's `isGuaranteedToTransferExecutionToSuccessor`, the
+    /// test its optimiser deletes code before `unreachable` by): not a call other than a side-effect-free
+    /// intrinsic, not a volatile store. Calls to functions are never taken to transfer, even `willreturn` ones:
+    /// the conservative side, where the block stays an ordinary termination block.
+    pub fn surely_transfers(&self, inst: LLVMValueRef) -> bool {
+        match ir::opcode(inst) {
+            LLVMOpcode::LLVMCall => {
+                !ir::calls_inline_asm(inst)
+                    && ir::called_function(inst).is_some_and(|f| ir::intrinsic_id(f) != 0)
+                    && !self.may_leave_abnormally(inst)
+            }
+            LLVMOpcode::LLVMStore => !ir::is_volatile(inst),
+            LLVMOpcode::LLVMInvoke
+            | LLVMOpcode::LLVMCallBr
+            | LLVMOpcode::LLVMLandingPad
+            | LLVMOpcode::LLVMCatchPad
+            | LLVMOpcode::LLVMCleanupPad => false,
+            _ => true,
+        }
+    }
+
     /// setjmp-like calls return a second time, re-entering their block.
     pub fn returns_twice(&self, call: LLVMValueRef) -> bool {
         self.has(call, ir::called_function(call), self.returns_twice)
@@ -171,6 +192,7 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     }
     let index: HashMap<LLVMBasicBlockRef, u32> = blocks.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
     let exit = BlockId(n as u32);
+    let dead = dead_blocks(&blocks, &index, facts);
     let mut edges = Vec::new();
     let mut block_lines = Vec::with_capacity(n);
     let mut reentry_blocks = Vec::new();
@@ -220,6 +242,10 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
         block_lines.push(lines);
         abnormal_calls.push(calls);
         let term = ir::terminator(bb).ok_or_else(|| Unsupported(format!("block {bi} has no terminator")))?;
+        if dead[bi] {
+            // Never part of a defined execution: no edges, so no code goes here or on the way here.
+            continue;
+        }
         match ir::opcode(term) {
             LLVMOpcode::LLVMRet | LLVMOpcode::LLVMResume => {
                 edges.push(Edge { from: src, to: exit, kind: EdgeKind::Return });
@@ -232,6 +258,9 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
             _ => {
                 for (s, succ) in ir::successors(term).into_iter().enumerate() {
                     let to = *index.get(&succ).ok_or_else(|| Unsupported("successor outside function".into()))?;
+                    if dead[to as usize] {
+                        continue;
+                    }
                     edges.push(Edge { from: src, to: BlockId(to), kind: EdgeKind::Branch { succ: s as u32 } });
                 }
             }
@@ -244,6 +273,49 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     let cfg = Cfg::new(n as u32, edges).map_err(|e| Unsupported(format!("malformed CFG: {e}")))?;
     let sites = choose_sites(&cfg, &blocks);
     Ok(FunctionGraph { cfg, blocks, sites, block_lines, reentry_blocks, abnormal_calls })
+}
+
+/// Blocks that no defined execution reaches: a block that ends in `unreachable` with nothing before it that could
+/// keep control from getting there (no call but side-effect-free intrinsics, no volatile store) — what
+/// `__builtin_unreachable()`, gnulib's `assume`, or a switch's impossible default compile to — and, transitively,
+/// a branching block all of whose successors are such blocks. The optimiser deletes these blocks and folds the
+/// branches into them, and a program that breaks the promise keeps running on the folded code. Code of ours in
+/// them (a volatile counter update) would keep them alive: a program that reaches them — undefined behaviour
+/// that its plain build survives, like sed's regex inserting an element already present — would then fall off
+/// the end of the function. So they get no edges and no code; the counts they would carry are zero in every
+/// defined execution. The entry block is never dead (a function must have a path to EXIT).
+fn dead_blocks(blocks: &[LLVMBasicBlockRef], index: &HashMap<LLVMBasicBlockRef, u32>, facts: &CallFacts) -> Vec<bool> {
+    let transfers: Vec<bool> = blocks
+        .iter()
+        .map(|&bb| {
+            let insts = ir::instructions(bb);
+            insts[..insts.len().saturating_sub(1)].iter().all(|&i| facts.surely_transfers(i))
+        })
+        .collect();
+    let mut dead = vec![false; blocks.len()];
+    loop {
+        let mut changed = false;
+        for (bi, &bb) in blocks.iter().enumerate().skip(1) {
+            if dead[bi] || !transfers[bi] {
+                continue;
+            }
+            let Some(term) = ir::terminator(bb) else { continue };
+            let now_dead = match ir::opcode(term) {
+                LLVMOpcode::LLVMUnreachable => true,
+                LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {
+                    ir::successors(term).iter().all(|s| index.get(s).is_some_and(|&t| dead[t as usize]))
+                }
+                _ => false,
+            };
+            if now_dead {
+                dead[bi] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return dead;
+        }
+    }
 }
 
 /// Picks, for every edge, the cheapest place its counter code could go (BL94 §6.1: source block when it has
@@ -265,7 +337,17 @@ fn choose_sites(cfg: &Cfg, blocks: &[LLVMBasicBlockRef]) -> Vec<Site> {
                 EdgeKind::Branch { succ } => {
                     let term = ir::terminator(blocks[edge.from.index()]).expect("checked in build");
                     let op = ir::opcode(term);
-                    let real_out = ir::successors(term).len();
+                    // A `br`/`switch`'s successors into dead blocks do not count: code before the terminator runs
+                    // on the way to them too, which no defined execution does. (An `invoke` is a call: code
+                    // before it would also run when the call leaves abnormally.)
+                    let real_out = if matches!(op, LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
+                        adj.out_edges(edge.from)
+                            .iter()
+                            .filter(|&&o| matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }))
+                            .count()
+                    } else {
+                        ir::successors(term).len()
+                    };
                     let parallel = adj
                         .out_edges(edge.from)
                         .iter()

@@ -67,6 +67,11 @@ pub fn successors(term: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
     unsafe { (0..LLVMGetNumSuccessors(term)).map(|i| LLVMGetSuccessor(term, i)).collect() }
 }
 
+/// A volatile load or store (the only instructions `LLVMGetVolatile` is asked about here).
+pub fn is_volatile(memory_access: LLVMValueRef) -> bool {
+    unsafe { LLVMGetVolatile(memory_access) != 0 }
+}
+
 /// The value's name (empty if unnamed).
 pub fn name(v: LLVMValueRef) -> String {
     unsafe {

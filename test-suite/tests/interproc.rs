@@ -174,6 +174,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("glob_match", &["glob_match.c"]),
         ("threaded_interp", &["threaded_interp.c"]),
         ("fnptr_arg", &["fnptr_arg.c"]),
+        ("assume", &["assume.c"]),
         ("demo", &["../../examples/demo.c"]),
     ];
     for (name, srcs) in programs {
