@@ -451,7 +451,10 @@ def run_variant(ctx, name, entry, variant):
     if variant in BASELINE:
         base_file = pdir / BASELINE[variant] / "blocks.json.gz"
         result["counts_baseline"] = BASELINE[variant]
-        if base_file.exists():
+        # A baseline from an earlier invocation is used only when this one asked for single modes (--mode):
+        # --quick builds no lto-edge, and an old one may come from another commit.
+        fresh = (name, BASELINE[variant]) in ctx["ran"] or ctx["partial"]
+        if base_file.exists() and fresh:
             with gzip.open(base_file, "rt") as f:
                 base = json.load(f)
             cmp_ = compare_counts(agg, base, set(entry.get("nondeterministic_functions", [])))
@@ -588,6 +591,26 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
           "edge mode (lto: of lto-edge, whole-program edge mode) / functions compared ((nd): tests not "
           "deterministic, not a failure); show/decode: "
           "wall time of `pathprof show --json` / `pathprof decode` on the profile.", ""] + rows
+    md += ["", "Summary (inexact / functions; **T** tests differ from plain, **C** counts differ from the edge baseline "
+           "on deterministic tests, **X** show/decode/export failed, **B** build failed; ✓ all checks pass):", ""]
+    variants = [m for m in MODES if any(r["variant"] == m for r in results)]
+    md.append("| project | " + " | ".join(variants) + " |")
+    md.append("|---|" + "---|" * len(variants))
+    by = {(r["project"], r["variant"]): r for r in results}
+    for name in dict.fromkeys(r["project"] for r in results):
+        cells = []
+        for m in variants:
+            r = by.get((name, m))
+            if r is None:
+                cells.append("–")
+                continue
+            ch, prof = r["checks"], r.get("profile", {})
+            flags = "".join(f for c, f in [("build", "B"), ("tests", "T"), ("counts", "C"), ("tools", "X")]
+                            if c in ch and not ch[c]["ok"])
+            base = f"{prof['inexact']}/{prof['functions']}" if prof else "–"
+            ok = not any(not c["ok"] for c in ch.values())
+            cells.append(base + (" ✓" if ok else (" **" + flags + "**" if flags else "")))
+        md.append(f"| {name} | " + " | ".join(cells) + " |")
     plain_rows = [r for r in results if r["variant"] == "plain"]
     if plain_rows:
         md += ["", "Plain clang-19 builds:", "", "| project | tests | build | test run |", "|---|---|---:|---:|"]
@@ -688,7 +711,8 @@ def main():
         for tool in ["pathprof", "pathprof-clang", "pathprof-clang++"]:
             if not (dist / "bin" / tool).exists():
                 sys.exit(f"corpus: {dist / 'bin' / tool} missing: run scripts/build.sh")
-        ctx = {"work": work, "dist": dist, "jobs": args.jobs, "keep": args.keep,
+        ctx = {"work": work, "dist": dist, "jobs": args.jobs, "keep": args.keep, "ran": set(),
+               "partial": bool(args.mode),
                "apt_updated": ensure_apt(manifest, names)}
         started = time.monotonic()
         for n in names:
@@ -706,6 +730,7 @@ def main():
             for v in variants:
                 log(f"{n}: {v}")
                 r = run_variant(ctx, n, entry, v)
+                ctx["ran"].add((n, v))
                 if v == "plain":
                     plain = r
                 else:
