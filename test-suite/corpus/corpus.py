@@ -771,10 +771,11 @@ def main():
                     known_hits.add((r["project"], r["variant"], c))
                 else:
                     new_failures.append((r["project"], r["variant"], c, ch.get("why", "")))
-    ran = {(r["project"], r["variant"]) for r in results}
+    evaluated = {(r["project"], r["variant"], c) for r in results for c in r["checks"]}
     fixed = []
-    for k in known:
-        hit = any(fnmatch.fnmatch(p, k[0]) and fnmatch.fnmatch(v, k[1]) for p, v in ran)
+    for k in known:  # fixed: the check ran and passed (--quick, for one, never checks lto's counts)
+        hit = any(fnmatch.fnmatch(p, k[0]) and fnmatch.fnmatch(v, k[1]) and fnmatch.fnmatch(c, k[2])
+                  for p, v, c in evaluated)
         still = any(fnmatch.fnmatch(p, k[0]) and fnmatch.fnmatch(v, k[1]) and fnmatch.fnmatch(c, k[2])
                     for p, v, c in known_hits)
         if hit and not still:
