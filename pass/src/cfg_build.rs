@@ -283,7 +283,8 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
 /// them (a volatile counter update) would keep them alive: a program that reaches them — undefined behaviour
 /// that its plain build survives, like sed's regex inserting an element already present — would then fall off
 /// the end of the function. So they get no edges and no code; the counts they would carry are zero in every
-/// defined execution. The entry block is never dead (a function must have a path to EXIT).
+/// defined execution. The entry block is never dead (a function must have a path to EXIT), nor is a block a live
+/// block cannot avoid.
 fn dead_blocks(blocks: &[LLVMBasicBlockRef], index: &HashMap<LLVMBasicBlockRef, u32>, facts: &CallFacts) -> Vec<bool> {
     let transfers: Vec<bool> = blocks
         .iter()
@@ -313,6 +314,28 @@ fn dead_blocks(blocks: &[LLVMBasicBlockRef], index: &HashMap<LLVMBasicBlockRef, 
             }
         }
         if !changed {
+            break;
+        }
+    }
+    // A live block whose successors are all dead is left by a call that does not return (a `noreturn` call
+    // split from its `unreachable`, as the interprocedural modes split call blocks): the way on stays an ordinary
+    // termination block, so the block keeps an out-edge.
+    loop {
+        let mut revived = false;
+        for (bi, &bb) in blocks.iter().enumerate() {
+            if dead[bi] {
+                continue;
+            }
+            let Some(term) = ir::terminator(bb) else { continue };
+            let succs: Vec<usize> = ir::successors(term).iter().filter_map(|s| index.get(s)).map(|&t| t as usize).collect();
+            if !succs.is_empty() && succs.iter().all(|&t| dead[t]) {
+                for t in succs {
+                    dead[t] = false;
+                }
+                revived = true;
+            }
+        }
+        if !revived {
             return dead;
         }
     }

@@ -63,6 +63,11 @@ fn promises_to_the_optimiser() {
     check_program("assume", &["assume.c"], &[]);
 }
 
+#[test]
+fn call_that_never_returns() {
+    check_program("noreturn_site", &["noreturn_site.c"], &[]);
+}
+
 /// Blocks no defined execution reaches (`unreachable` with nothing before it) get no code, so the optimiser still
 /// deletes them and folds the branches into them, in every mode. Second method: plain clang-19 at -O2 keeps no
 /// more of them. Before, `classify` and `insert` kept theirs behind volatile counter updates — and sed's regex,

@@ -175,6 +175,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("threaded_interp", &["threaded_interp.c"]),
         ("fnptr_arg", &["fnptr_arg.c"]),
         ("assume", &["assume.c"]),
+        ("noreturn_site", &["noreturn_site.c"]),
         ("demo", &["../../examples/demo.c"]),
     ];
     for (name, srcs) in programs {
@@ -437,6 +438,27 @@ fn memory_promises_of_instrumented_functions_are_withdrawn() {
         }
         for src in &srcs {
             assert_markers(&show, src);
+        }
+    }
+}
+
+/// Blocks no defined execution reaches get no code (assume.c); a call that never returns, split from its
+/// `unreachable` as a call site, keeps that block as its return site (jsoncpp under --pathprof-lto: "call block
+/// must have exactly one branch out-edge"). Whole program at -O2 in every mode, hand-derived counts.
+#[test]
+fn promises_and_calls_that_never_return_whole_program() {
+    for mode in ["edge", "path", "context", "piecewise"] {
+        // The optimiser turns classify's switch into arithmetic, so its lines are gone: entry counts instead.
+        let show = whole_program_o2(&format!("ip-lto-assume-{mode}"), false, mode, &[programs().join("assume.c")]);
+        let entries = entry_counts(&show);
+        for (f, n) in [("classify", 40), ("insert", 10)] {
+            assert_eq!(entries.get(f), Some(&Some(n)), "{mode}: {f} {entries:?}");
+        }
+        // The loop folds to its sum at -O2: finish runs once, and ends the program.
+        let show = whole_program_o2(&format!("ip-lto-noreturn-site-{mode}"), false, mode, &[programs().join("noreturn_site.c")]);
+        let entries = entry_counts(&show);
+        for f in ["main", "finish"] {
+            assert_eq!(entries.get(f), Some(&Some(1)), "{mode}: {f} {entries:?}");
         }
     }
 }
