@@ -28,6 +28,7 @@
 //! | `--pathprof-path-cache=N` | `PATHPROF_PATH_CACHE=N` |
 //! | `--pathprof-atomic` | `PATHPROF_ATOMIC=1` |
 //! | `--pathprof-fork-checks=0` | `PATHPROF_FORK_CHECKS=0` (no fork re-entry checks: cheaper calls, forked children make in-flight functions inexact) |
+//! | `--pathprof-promote=0` | `PATHPROF_PROMOTE=0` (edge mode: every in-loop counter update goes to memory; see README, counter promotion) |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
 //! | `--pathprof-lto` | `PATHPROF_LTO=1`, plus `-flto` and, when linking, `-fuse-ld=lld`, `-Wl,--load-pass-plugin=<plugin>` and `-Wl,-u,…` for the runtime's entry points |
 //!
@@ -273,6 +274,7 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
                 b"path-sparse-max" => "PATHPROF_PATH_SPARSE_MAX",
                 b"path-cache" => "PATHPROF_PATH_CACHE",
                 b"fork-checks" => "PATHPROF_FORK_CHECKS",
+                b"promote" => "PATHPROF_PROMOTE",
                 b"atomic" | b"stats" | b"lto" | b"print-plugin" | b"print-runtime" if value.is_none() => {
                     match name {
                         b"atomic" => env.push(("PATHPROF_ATOMIC".into(), "1".into())),

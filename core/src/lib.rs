@@ -30,6 +30,7 @@ pub mod interproc;
 pub mod loops;
 pub mod numbering;
 pub mod placement;
+pub mod promotion;
 pub mod propagate;
 pub mod reentry;
 pub mod regenerate;

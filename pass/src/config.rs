@@ -68,6 +68,9 @@ pub struct Config {
     /// [`crate::fork_check`]). Without them a `fork()`ed child's in-flight activations make those functions'
     /// counts inexact (reported, never wrong), and calls cost nothing extra.
     pub fork_checks: bool,
+    /// Counter promotion in loops nothing can observe from inside (`PATHPROF_PROMOTE`, default 1; edge mode; see
+    /// [`crate::promote`]). Off: every in-loop update goes to memory, as LLVM's instrumentation without promotion.
+    pub promote: bool,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -152,6 +155,10 @@ impl Config {
             None => true,
             v => flag("PATHPROF_FORK_CHECKS", v)?,
         };
+        let promote = match get("PATHPROF_PROMOTE").filter(|v| !v.is_empty()) {
+            None => true,
+            v => flag("PATHPROF_PROMOTE", v)?,
+        };
         Ok(Config {
             mode,
             weighting,
@@ -166,6 +173,7 @@ impl Config {
             lto,
             output,
             fork_checks,
+            promote,
         })
     }
 
@@ -212,6 +220,9 @@ mod tests {
         assert!(cfg(&[]).unwrap().fork_checks);
         assert!(!cfg(&[("PATHPROF_FORK_CHECKS", "0")]).unwrap().fork_checks);
         assert!(cfg(&[("PATHPROF_FORK_CHECKS", "2")]).is_err());
+        assert!(cfg(&[]).unwrap().promote);
+        assert!(!cfg(&[("PATHPROF_PROMOTE", "0")]).unwrap().promote);
+        assert!(cfg(&[("PATHPROF_PROMOTE", "2")]).is_err());
         let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));
         assert!(c.atomic);

@@ -33,6 +33,7 @@ pub mod interproc_plan;
 pub mod ir;
 pub mod module;
 pub mod path_mode;
+pub mod promote;
 pub mod shim;
 pub mod use_mode;
 pub mod weights;

@@ -68,6 +68,8 @@ struct Stats {
     sparse: usize,
     chords: usize,
     cuts: usize,
+    /// Counter updates moved into promotion slots ([`crate::promote`]).
+    promoted: usize,
     fork_checks: usize,
 }
 
@@ -189,6 +191,9 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         let guards = if config.fork_checks { guards } else { Vec::new() };
         stats.fork_checks += guards.len();
         fork_checks.emit(&guards);
+        if config.mode == Mode::Edge && config.promote {
+            stats.promoted += crate::promote::promote(p.f, counters_global, config.atomic, &facts);
+        }
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
         let g = p.graph();
         stats.functions += 1;
@@ -214,8 +219,8 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     if config.stats {
         let mode_stats = match config.mode {
             Mode::Edge => format!(
-                "counters={} optimum={} split_edges={} phi_edges={}",
-                stats.counters, stats.optimum, stats.emit.split_edges, stats.emit.phi_edges
+                "counters={} optimum={} split_edges={} phi_edges={} promoted_updates={}",
+                stats.counters, stats.optimum, stats.emit.split_edges, stats.emit.phi_edges, stats.promoted
             ),
             Mode::Path | Mode::Context | Mode::Piecewise => format!(
                 "paths={} dense_counters={} sparse_functions={} hashed_functions={} increment_chords={} cut_edges={}",

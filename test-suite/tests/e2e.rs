@@ -97,6 +97,93 @@ fn promised_unreachable_blocks_stay_deletable() {
 }
 
 #[test]
+fn loops_that_only_count() {
+    check_program("count_nest", &["count_nest.c"], &[]);
+}
+
+/// Back edges of `f` in an `.ll` file: branches to a block that comes earlier in the function's text.
+fn back_edges(ll: &std::path::Path, f: &str) -> usize {
+    let text = std::fs::read_to_string(ll).expect("read IR");
+    let head = format!("@{f}(");
+    let body: Vec<&str> = text.lines().skip_while(|l| !(l.starts_with("define") && l.contains(&head))).take_while(|l| *l != "}").collect();
+    let mut seen: Vec<String> = vec!["%entry".into()];
+    let mut n = 0;
+    for l in &body[1..] {
+        if let Some((label, _)) = l.split_once(':').filter(|(lb, _)| !lb.starts_with(' ') && !lb.is_empty()) {
+            seen.push(format!("%{label}"));
+        } else if l.trim_start().starts_with("br ") {
+            n += l.split("label ").skip(1).filter(|t| seen.iter().any(|s| t.trim_end_matches([',', ' ']).split([',', ' ']).next() == Some(s))).count();
+        }
+    }
+    n
+}
+
+/// Counter promotion (edge mode): a nest that only counts keeps its counters in registers, so the optimiser
+/// folds it to closed form as in the plain build (second method: plain clang-19 -O2 has no loop left in `nest`);
+/// without promotion (`PATHPROF_PROMOTE=0`) the loops stay. Atomic builds fold too (one atomic add per exit).
+#[test]
+fn promoted_counters_let_a_counting_nest_fold() {
+    let src = programs().join("count_nest.c");
+    let dir = scratch("promote-ir");
+    let plain = dir.join("plain.ll");
+    run_ok(Command::new("clang-19").args(["-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&plain));
+    assert_eq!(back_edges(&plain, "nest"), 0, "plain clang-19 folds the nest");
+    for (name, promote, atomic) in [("on", "1", false), ("atomic", "1", true), ("off", "0", false)] {
+        let ll = dir.join(format!("{name}.ll"));
+        let mut cc = wrapper(false);
+        cc.args(["--pathprof-mode=edge", "-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&ll).env("PATHPROF_PROMOTE", promote);
+        if atomic {
+            cc.arg("--pathprof-atomic");
+        }
+        run_ok(&mut cc);
+        let loops = back_edges(&ll, "nest");
+        if promote == "1" {
+            assert_eq!(loops, 0, "{name}: the promoted nest folds");
+        } else {
+            assert!(loops >= 3, "{name}: unpromoted counters keep the three loops ({loops} back edges)");
+        }
+    }
+}
+
+/// Promotion changes where counts wait, never what they are: every program's edge-mode profile at -O2 is the
+/// same with and without it (atomic too), including programs that leave loops by exit(), longjmp, exceptions
+/// and computed gotos.
+#[test]
+fn promoted_counts_equal_unpromoted_counts() {
+    let programs: &[(&str, &[&str])] = &[
+        ("loops", &["loops.c"]),
+        ("gotos", &["gotos.c"]),
+        ("switch", &["switch.c"]),
+        ("recursion", &["recursion.c"]),
+        ("exit_deep", &["exit_deep.c"]),
+        ("noexit_loop", &["noexit_loop.c"]),
+        ("longjmp", &["longjmp.c"]),
+        ("exception", &["exception.cpp"]),
+        ("cxx_mix", &["cxx_mix.cpp"]),
+        ("glob_match", &["glob_match.c"]),
+        ("threaded_interp", &["threaded_interp.c"]),
+        ("count_nest", &["count_nest.c"]),
+        ("assume", &["assume.c"]),
+        ("paths_mod", &["paths_mod.c"]),
+    ];
+    for (name, srcs) in programs {
+        for atomic in [false, true] {
+            let extra: &[&str] = if atomic { &["--pathprof-atomic"] } else { &[] };
+            let profile = |promote: &str| {
+                profile_of(&format!("{name}-promote{promote}{}", if atomic { "-atomic" } else { "" }), srcs, "-O2", &[("PATHPROF_MODE", "edge"), ("PATHPROF_PROMOTE", promote)], extra)
+            };
+            let (on, off) = (profile("1"), profile("0"));
+            let (a, b) = (counts_of(&on), counts_of(&off));
+            assert_eq!(a.len(), b.len(), "{name}: different graphs");
+            for (k, v) in &b {
+                assert!(v.is_some(), "{name}: {k} not exact without promotion");
+                assert_eq!(a.get(k), Some(v), "{name} atomic={atomic}: {k}");
+            }
+        }
+    }
+}
+
+#[test]
 fn gotos_and_irreducible_flow() {
     check_program("gotos", &["gotos.c"], &[]);
 }

@@ -1,0 +1,209 @@
+//! Counter promotion: edge-mode counter updates inside loops that nothing can observe from inside accumulate in
+//! function-local slots, and go back to the counters on the edges that leave the loop.
+//!
+//! Which loops, and where the counts go back, is [`pathprof_core::promotion`]'s decision; this module finds the
+//! updates the emitter put in those loops (a plain `load`/`add`/`store` of a counter at a constant address, or an
+//! `atomicrmw add`), retargets them to an `alloca` per counter, and adds the slots to the counters at the region's
+//! exits. The pass runs at the start of the pipeline, so SROA turns the slots into SSA values right after it: the
+//! count lives in a register for the loop's duration (LLVM's `PGOCounterPromoter` gets the same with
+//! `SSAUpdater`), loops stay vectorisable, and a nest that only counts folds to closed form as in the plain build.
+//!
+//! Exactness is unchanged: a region contains no call that may not return (exit, longjmp, an exception, fork, a
+//! dump), so an activation leaves it only along an exit edge, where every slot is flushed. What a promoted count
+//! changes is *when* the counter in memory catches up: a dump by another thread (the interval timer) sees a loop
+//! that is running in this one up to its last exit, as it sees none of that loop's in-flight paths in path mode.
+//! Functions compiled without optimisation (`optnone`) and functions that call `setjmp` are left alone.
+
+use crate::cfg_build::{self, CallFacts};
+use crate::{ir, shim};
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMOpcode};
+use pathprof_core::promotion::promotion_regions;
+use pathprof_core::EdgeKind;
+use std::collections::BTreeMap;
+
+/// One counter update the emitter wrote inside a region.
+enum Update {
+    /// `%v = load P; %n = add %v, d; store %n, P` — retargeted to the slot in place.
+    Plain { load: LLVMValueRef, store: LLVMValueRef },
+    /// `atomicrmw add P, d` — replaced by a plain update of the (thread-private) slot.
+    Atomic { rmw: LLVMValueRef },
+}
+
+/// Promotes the in-loop counter updates of `f` (already instrumented) that address `counters`; returns how many
+/// updates now go to slots.
+pub fn promote(f: LLVMValueRef, counters: LLVMValueRef, atomic: bool, facts: &CallFacts) -> usize {
+    if ir::fn_has_attr(f, ir::attr_kind("optnone")) {
+        return 0;
+    }
+    let Ok(graph) = cfg_build::build(f, facts) else { return 0 };
+    if !graph.reentry_blocks.is_empty() {
+        return 0;
+    }
+    let cfg = &graph.cfg;
+    let adj = cfg.adjacency();
+    // A block with a call that may not return, or any other way to EXIT than a return, can let the profile be
+    // read while a slot holds counts.
+    let blocked: Vec<bool> = (0..cfg.num_blocks())
+        .map(|b| {
+            !graph.abnormal_calls[b].is_empty()
+                || adj.out_edges(pathprof_core::BlockId(b as u32)).iter().any(|&e| cfg.edge(e).kind == EdgeKind::Termination)
+        })
+        .collect();
+    let ctx = unsafe { LLVMGetModuleContext(LLVMGetGlobalParent(f)) };
+    let i64t = unsafe { LLVMInt64TypeInContext(ctx) };
+    let builder = unsafe { LLVMCreateBuilderInContext(ctx) };
+    let entry = ir::blocks(f)[0];
+    let mut promoted = 0;
+    for region in promotion_regions(cfg, &blocked) {
+        let mut by_counter: BTreeMap<usize, (LLVMValueRef, Vec<Update>)> = BTreeMap::new();
+        for &b in &region.blocks {
+            for inst in ir::instructions(graph.blocks[b.index()]) {
+                if let Some((address, update)) = counter_update(inst, counters) {
+                    by_counter.entry(address as usize).or_insert_with(|| (address, Vec::new())).1.push(update);
+                }
+            }
+        }
+        if by_counter.is_empty() {
+            continue;
+        }
+        let zero = unsafe { LLVMConstInt(i64t, 0, 0) };
+        let mut slots = Vec::new();
+        for (address, updates) in by_counter.into_values() {
+            let slot = unsafe {
+                LLVMPositionBuilderBefore(builder, LLVMGetFirstInstruction(entry));
+                let slot = LLVMBuildAlloca(builder, i64t, c"pathprof.promoted".as_ptr());
+                LLVMSetAlignment(slot, 8);
+                let init = LLVMBuildStore(builder, zero, slot);
+                LLVMSetAlignment(init, 8);
+                slot
+            };
+            for u in updates {
+                promoted += 1;
+                match u {
+                    Update::Plain { load, store } => unsafe {
+                        LLVMSetOperand(load, 0, slot);
+                        LLVMSetOperand(store, 1, slot);
+                    },
+                    Update::Atomic { rmw } => unsafe {
+                        LLVMPositionBuilderBefore(builder, rmw);
+                        let old = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.count".as_ptr());
+                        LLVMSetAlignment(old, 8);
+                        let new = LLVMBuildAdd(builder, old, LLVMGetOperand(rmw, 1), c"pathprof.count.next".as_ptr());
+                        LLVMSetAlignment(LLVMBuildStore(builder, new, slot), 8);
+                        LLVMInstructionEraseFromParent(rmw);
+                    },
+                }
+            }
+            slots.push((address, slot));
+        }
+        for &e in &region.exits {
+            let edge = cfg.edge(e);
+            let from = graph.blocks[edge.from.index()];
+            let at = match edge.kind {
+                EdgeKind::Branch { succ } => {
+                    let single_pred = adj
+                        .in_edges(edge.to)
+                        .iter()
+                        .filter(|&&i| matches!(cfg.edge(i).kind, EdgeKind::Branch { .. }))
+                        .count()
+                        == 1;
+                    let term = ir::terminator(from).expect("a block has a terminator");
+                    if single_pred {
+                        ir::first_insertion_point(graph.blocks[edge.to.index()])
+                    } else if matches!(ir::opcode(term), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
+                        let via = unsafe { shim::pathprof_shim_split_edge(term, succ) };
+                        if via.is_null() { ir::source_end_insertion_point(from) } else { ir::terminator(via) }
+                    } else {
+                        // Flushing before the terminator is exact too; it just also runs when the loop goes on.
+                        ir::source_end_insertion_point(from)
+                    }
+                }
+                _ => ir::source_end_insertion_point(from),
+            };
+            let at = at.expect("an exit has an insertion point");
+            for &(address, slot) in &slots {
+                flush(builder, i64t, at, address, slot, atomic);
+            }
+        }
+    }
+    unsafe { LLVMDisposeBuilder(builder) };
+    promoted
+}
+
+/// `counters[P] += slot; slot = 0` before `at`.
+fn flush(builder: LLVMBuilderRef, i64t: LLVMTypeRef, at: LLVMValueRef, address: LLVMValueRef, slot: LLVMValueRef, atomic: bool) {
+    unsafe {
+        LLVMPositionBuilderBefore(builder, at);
+        let count = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.promoted.count".as_ptr());
+        LLVMSetAlignment(count, 8);
+        if atomic {
+            LLVMBuildAtomicRMW(
+                builder,
+                LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                address,
+                count,
+                LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            );
+        } else {
+            let old = LLVMBuildLoad2(builder, i64t, address, c"pathprof.count".as_ptr());
+            LLVMSetAlignment(old, 8);
+            let new = LLVMBuildAdd(builder, old, count, c"pathprof.count.next".as_ptr());
+            LLVMSetAlignment(LLVMBuildStore(builder, new, address), 8);
+        }
+        LLVMSetAlignment(LLVMBuildStore(builder, LLVMConstInt(i64t, 0, 0), slot), 8);
+    }
+}
+
+/// The counter address and shape of `inst` if it is an update the emitter wrote: the store of a plain update
+/// (whose load of the same constant address feeds the add), or an `atomicrmw add`. Volatile updates are not
+/// the emitter's in-loop ones and are left alone.
+fn counter_update(inst: LLVMValueRef, counters: LLVMValueRef) -> Option<(LLVMValueRef, Update)> {
+    unsafe {
+        match ir::opcode(inst) {
+            LLVMOpcode::LLVMStore => {
+                let address = LLVMGetOperand(inst, 1);
+                let value = LLVMGetOperand(inst, 0);
+                if ir::is_volatile(inst) || !addresses(address, counters) || LLVMIsAInstruction(value).is_null() {
+                    return None;
+                }
+                if ir::opcode(value) != LLVMOpcode::LLVMAdd {
+                    return None;
+                }
+                let load = LLVMGetOperand(value, 0);
+                let is_own_load = !LLVMIsAInstruction(load).is_null()
+                    && ir::opcode(load) == LLVMOpcode::LLVMLoad
+                    && LLVMGetOperand(load, 0) == address
+                    && !ir::is_volatile(load)
+                    && LLVMGetInstructionParent(load) == LLVMGetInstructionParent(inst);
+                // The load's value must feed nothing but this add, and the add nothing but the store.
+                let sole_use = |v: LLVMValueRef| {
+                    let u = LLVMGetFirstUse(v);
+                    !u.is_null() && LLVMGetNextUse(u).is_null()
+                };
+                (is_own_load && sole_use(load) && sole_use(value)).then_some((address, Update::Plain { load, store: inst }))
+            }
+            LLVMOpcode::LLVMAtomicRMW => {
+                let address = LLVMGetOperand(inst, 0);
+                let is_add = LLVMGetAtomicRMWBinOp(inst) == LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd;
+                (is_add && addresses(address, counters) && LLVMGetFirstUse(inst).is_null())
+                    .then_some((address, Update::Atomic { rmw: inst }))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `address` is `counters` or a constant GEP into it.
+fn addresses(address: LLVMValueRef, counters: LLVMValueRef) -> bool {
+    unsafe {
+        if address == counters {
+            return true;
+        }
+        !LLVMIsAConstantExpr(address).is_null()
+            && LLVMGetConstOpcode(address) == LLVMOpcode::LLVMGetElementPtr
+            && LLVMGetOperand(address, 0) == counters
+    }
+}
