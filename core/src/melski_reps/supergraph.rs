@@ -34,7 +34,7 @@
 use super::callgraph::{CallGraph, SiteRole};
 use super::linear::Linear;
 use super::program::{CallSiteId, Callee, ProcId, Program};
-use crate::dag::{DagEdgeId, DagEdgeKind, PathDag};
+use crate::ball_larus::dag::{DagEdgeId, DagEdgeKind, PathDag};
 use crate::dfs::{depth_first, DfsInfo};
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 

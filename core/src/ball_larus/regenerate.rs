@@ -13,12 +13,12 @@
 //! by taking it, and the EXIT→entry edge gets the number of invocations; block counts then follow by summing
 //! in-edges. The result is exact whenever every executed path was completed and counted. Path counts are signed
 //! in general ([`signed_edge_counts_from_paths`]): the net count of a path ending with a `Termination` edge
-//! (arrivals minus the executions that came back, see [`crate::arrivals`]) is negative for a `setjmp` block
+//! (arrivals minus the executions that came back, see [`crate::ball_larus::arrivals`]) is negative for a `setjmp` block
 //! re-entered by `longjmp` more often than it was left; the accumulation is checked `i128`.
 
-use crate::dag::{DagEdgeId, DagEdgeKind, PathDag};
+use super::dag::{DagEdgeId, DagEdgeKind, PathDag};
 use crate::graph::{BlockId, Cfg, EdgeId};
-use crate::numbering::Numbering;
+use super::numbering::Numbering;
 
 /// Why a path number or a DAG path could not be regenerated.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -244,7 +244,7 @@ pub struct DerivedCounts {
 ///
 /// Path counts are signed because the net count of a path that ends with a `Termination` edge counts the
 /// departures from its block minus the re-entries of a `setjmp` block by `longjmp` (whether the counters held
-/// +1/−1 pairs or arrivals netted by [`crate::arrivals`]), so it (and its `Termination` edge) can be
+/// +1/−1 pairs or arrivals netted by [`crate::ball_larus::arrivals`]), so it (and its `Termination` edge) can be
 /// negative. Every other derived count of a real execution is non-negative; a negative one is evidence of an
 /// inconsistent profile, and the values are returned as they are for the caller to judge.
 #[derive(Clone, Debug, PartialEq, Eq)]

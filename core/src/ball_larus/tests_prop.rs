@@ -2,14 +2,14 @@
 //! the BL96 notes (C.2–C.5), cuts for huge path spaces, and property tests on random CFGs that simulate the
 //! instrumented program exactly as the pass will emit it.
 
-use crate::arrivals::{net_counts_from_arrivals, net_counts_with_reentries, truncation_block};
-use crate::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag, DEFAULT_PATH_BUDGET};
+use super::arrivals::{net_counts_from_arrivals, net_counts_with_reentries, truncation_block};
+use super::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag, DEFAULT_PATH_BUDGET};
 use crate::dfs::depth_first;
 use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
-use crate::increments::{IncrementError, Increments};
-use crate::numbering::{Numbering, NumberingError};
+use super::increments::{IncrementError, Increments};
+use super::numbering::{Numbering, NumberingError};
 use crate::reentry::add_fork_reentries;
-use crate::regenerate::{
+use super::regenerate::{
     check_path, decode, edge_counts_from_paths, encode, signed_edge_counts_from_dag_paths, to_cfg_path, DecodeError,
     PathEnd, PathStart,
 };
@@ -105,7 +105,7 @@ fn check_dag(cfg: &Cfg, dag: &PathDag) {
     // Ids grouped by source vertex; EXIT->ENTRY last.
     let e2e = dag.exit_to_entry();
     assert_eq!(e2e.index(), dag.num_edges() - 1);
-    assert_eq!(*dag.edge(e2e), crate::dag::DagEdge { from: exit, to: entry, kind: DagEdgeKind::ExitToEntry });
+    assert_eq!(*dag.edge(e2e), crate::ball_larus::dag::DagEdge { from: exit, to: entry, kind: DagEdgeKind::ExitToEntry });
     assert!(dag.edges().windows(2).all(|w| w[0].from <= w[1].from), "ids not grouped by source");
     // Topological order.
     let topo = dag.topological_order();

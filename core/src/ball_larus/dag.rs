@@ -35,7 +35,7 @@
 
 use crate::dfs::DfsInfo;
 use crate::graph::{Adjacency, BlockId, Cfg, EdgeId, EdgeKind};
-use crate::numbering::Numbering;
+use super::numbering::Numbering;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -442,8 +442,8 @@ fn fits(dag: &PathDag, budget: u128) -> Fit {
                 Fit::No(n.num_paths())
             }
         }
-        Err(crate::numbering::NumberingError::TooManyPaths { .. }) => Fit::No(u128::MAX),
-        Err(crate::numbering::NumberingError::NotADag { .. }) => Fit::NotADag,
+        Err(crate::ball_larus::numbering::NumberingError::TooManyPaths { .. }) => Fit::No(u128::MAX),
+        Err(crate::ball_larus::numbering::NumberingError::NotADag { .. }) => Fit::NotADag,
     }
 }
 
@@ -702,6 +702,3 @@ fn topological_order(
     order
 }
 
-#[cfg(test)]
-#[path = "tests_path.rs"]
-mod tests_path;

@@ -15,7 +15,7 @@
 //! 1. [`Program`]: procedures (each a [`Cfg`](crate::graph::Cfg)) with call sites; see [`program`] for how a
 //!    call site is modelled (a call block whose single branch leads to its return-site block).
 //! 2. [`Supergraph::build`]: Transformations 1–3 — the Ball–Larus DAG of every procedure (reused from
-//!    [`crate::dag`]) and the call-graph DFS that turns recursive call sites into summary edges and picks the
+//!    [`crate::ball_larus::dag`]) and the call-graph DFS that turns recursive call sites into summary edges and picks the
 //!    roots ([`CallGraph`]).
 //! 3. [`Supergraph::number`]: ψ/ρ for [`Mode::Context`] or [`Mode::Piecewise`] (with numUnbalRLPaths and the
 //!    Eq. 35 return-edge values), and the Entry_global offsets.
@@ -37,7 +37,7 @@ pub mod path;
 pub mod program;
 pub mod simulate;
 pub mod supergraph;
-pub mod walk;
+pub mod regenerate;
 
 #[cfg(test)]
 mod tests_paper;
@@ -60,4 +60,4 @@ pub use supergraph::{
     ArcKind, EntryKind, ExitSucc, ExitTarget, GlobalEntry, InvariantViolation, Mode, Numbering, NumberingError, OutArc,
     Supergraph,
 };
-pub use walk::{decode, decode_visiting, decode_with_limit, encode, PathError, WalkState, DEFAULT_MAX_STEPS};
+pub use regenerate::{decode, decode_visiting, decode_with_limit, encode, PathError, WalkState, DEFAULT_MAX_STEPS};
