@@ -5,14 +5,16 @@
 //! file names for the same jobs in the interprocedural case:
 //!
 //! 1. [`dag`]: the CFG with back edges replaced by surrogate edges (§3.3), the graph every path lives in.
-//! 2. [`numbering`]: NumPaths per vertex and Val per DAG edge (§3.1, Figure 5).
-//! 3. [`increments`]: Val moved onto the chords of a maximum spanning tree (§3.3–3.4, event counting).
-//! 4. [`regenerate`]: path number ↔ DAG path ↔ cfg blocks and edges (§3.5), and edge and block counts derived
+//! 2. [`budget`]: cuts that bound the path count of a huge DAG so path numbers fit a register.
+//! 3. [`numbering`]: NumPaths per vertex and Val per DAG edge (§3.1, Figure 5).
+//! 4. [`increments`]: Val moved onto the chords of a maximum spanning tree (§3.3–3.4, event counting).
+//! 5. [`regenerate`]: path number ↔ DAG path ↔ cfg blocks and edges (§3.5), and edge and block counts derived
 //!    from counted paths.
-//! 5. [`arrivals`]: net counts of truncated paths from arrival counts (one counter update per call that may
+//! 6. [`arrivals`]: net counts of truncated paths from arrival counts (one counter update per call that may
 //!    not return) and fork re-entries.
 
 pub mod arrivals;
+pub mod budget;
 pub mod dag;
 pub mod increments;
 pub mod numbering;
@@ -26,7 +28,8 @@ pub use regenerate::{
     edge_counts_from_paths, signed_edge_counts_from_dag_paths, signed_edge_counts_from_paths, DerivedCounts,
     SignedDerivedCounts,
 };
-pub use dag::{CfgEdgeRole, DEFAULT_PATH_BUDGET, MAX_GREEDY_CUTS, DagEdge, DagEdgeId, DagEdgeKind, DagError, PathDag};
+pub use budget::{DEFAULT_PATH_BUDGET, MAX_GREEDY_CUTS};
+pub use dag::{CfgEdgeRole, DagEdge, DagEdgeId, DagEdgeKind, DagError, PathDag};
 pub use increments::{IncrementError, Increments};
 pub use numbering::{Numbering, NumberingError};
 pub use regenerate::{check_path, decode, encode, to_cfg_path, CfgPath, DecodeError, PathEnd, PathStart};

@@ -3,7 +3,8 @@
 //! instrumented program exactly as the pass will emit it.
 
 use super::arrivals::{net_counts_from_arrivals, net_counts_with_reentries, truncation_block};
-use super::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag, DEFAULT_PATH_BUDGET};
+use super::budget::DEFAULT_PATH_BUDGET;
+use super::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag};
 use crate::dfs::depth_first;
 use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
 use super::increments::{IncrementError, Increments};
