@@ -34,16 +34,25 @@ pub mod placement;
 pub mod propagate;
 pub mod reentry;
 pub mod spanning;
+#[cfg(test)]
+mod test_rng;
 pub mod weighting;
 
 pub use graph::{Adjacency, BlockId, Cfg, CfgError, Edge, EdgeId, EdgeKind};
 
 // The flat layout's module paths, used by the other crates.
-pub use ball_larus::{arrivals, increments, numbering, regenerate};
+pub use ball_larus::{arrivals, increments, numbering};
 pub use melski_reps as interproc;
 
 /// The flat layout's `dag` path: [`ball_larus::dag`] with the budget constants, now in [`ball_larus::budget`].
 pub mod dag {
     pub use crate::ball_larus::budget::{DEFAULT_PATH_BUDGET, MAX_GREEDY_CUTS};
     pub use crate::ball_larus::dag::*;
+}
+
+/// The flat layout's `regenerate` path: [`ball_larus::regenerate`] with the path-to-edge counts, now in
+/// [`ball_larus::counts`].
+pub mod regenerate {
+    pub use crate::ball_larus::counts::*;
+    pub use crate::ball_larus::regenerate::*;
 }

@@ -257,7 +257,7 @@ pub fn truncation_block(cfg: &Cfg, dag: &PathDag, path: &[DagEdgeId]) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ball_larus::regenerate::setjmp_graph;
+    use crate::ball_larus::counts::setjmp_graph;
 
     /// The net counts of [`net_counts_from_arrivals`], after checking that each path is its number's.
     fn net_counts<C: Into<i128>>(

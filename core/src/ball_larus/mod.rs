@@ -8,27 +8,30 @@
 //! 2. [`budget`]: cuts that bound the path count of a huge DAG so path numbers fit a register.
 //! 3. [`numbering`]: NumPaths per vertex and Val per DAG edge (§3.1, Figure 5).
 //! 4. [`increments`]: Val moved onto the chords of a maximum spanning tree (§3.3–3.4, event counting).
-//! 5. [`regenerate`]: path number ↔ DAG path ↔ cfg blocks and edges (§3.5), and edge and block counts derived
-//!    from counted paths.
-//! 6. [`arrivals`]: net counts of truncated paths from arrival counts (one counter update per call that may
+//! 5. [`regenerate`]: path number ↔ DAG path ↔ cfg blocks and edges (§3.5).
+//! 6. [`counts`]: edge and block counts derived from counted paths.
+//! 7. [`arrivals`]: net counts of truncated paths from arrival counts (one counter update per call that may
 //!    not return) and fork re-entries.
 
 pub mod arrivals;
 pub mod budget;
+pub mod counts;
 pub mod dag;
 pub mod increments;
 pub mod numbering;
 pub mod regenerate;
 
 #[cfg(test)]
+mod tests_paper;
+#[cfg(test)]
 mod tests_prop;
 
 pub use arrivals::{net_counts_from_arrivals, net_counts_with_reentries, truncation_block, NetDagPath};
-pub use regenerate::{
+pub use budget::{DEFAULT_PATH_BUDGET, MAX_GREEDY_CUTS};
+pub use counts::{
     edge_counts_from_paths, signed_edge_counts_from_dag_paths, signed_edge_counts_from_paths, DerivedCounts,
     SignedDerivedCounts,
 };
-pub use budget::{DEFAULT_PATH_BUDGET, MAX_GREEDY_CUTS};
 pub use dag::{CfgEdgeRole, DagEdge, DagEdgeId, DagEdgeKind, DagError, PathDag};
 pub use increments::{IncrementError, Increments};
 pub use numbering::{Numbering, NumberingError};
