@@ -1,6 +1,7 @@
-//! Tests for Ball–Larus path profiling (`dag`, `numbering`, `increments`, `regenerate`): the lecture oracle of
-//! the BL96 notes (C.2–C.5), cuts for huge path spaces, and property tests on random CFGs that simulate the
-//! instrumented program exactly as the pass will emit it.
+//! Tests for Ball–Larus path profiling across its modules (`dag`, `budget`, `numbering`, `increments`,
+//! `regenerate`, `counts`, `arrivals`): loops and odd graphs, cuts for huge path spaces, and property tests on
+//! random CFGs that simulate the instrumented program exactly as the pass will emit it. The checkers here are
+//! shared with the paper oracles of `tests_paper.rs`.
 
 use super::arrivals::{net_counts_from_arrivals, net_counts_with_reentries, truncation_block};
 use super::budget::DEFAULT_PATH_BUDGET;
@@ -795,6 +796,26 @@ fn walkable(raw: &RawCfg, bi: usize, weights: &[u8]) -> Option<(Cfg, PathDag, Nu
     Some((cfg, dag, n, inc))
 }
 
+/// What a simulated run is made of: a random cfg, the DAG choice of [`build_for`], chord weights, the walk's
+/// seed and its number of invocations (in `1..max_invocations`).
+type RunInputs = (RawCfg, usize, Vec<u8>, u64, usize);
+
+fn run_inputs(max_invocations: usize) -> impl Strategy<Value = RunInputs> {
+    (raw_cfg(), 0usize..6, prop::collection::vec(0u8..10, 1..40), any::<u64>(), 1usize..max_invocations)
+}
+
+/// [`walkable`] with at most one `Termination` edge per block, as the pass gives it (for arrival counting).
+fn walkable_one_termination_per_block(
+    raw: &RawCfg,
+    bi: usize,
+    weights: &[u8],
+) -> Option<(Cfg, PathDag, Numbering, Increments)> {
+    let mut raw = raw.clone();
+    raw.5.sort_unstable();
+    raw.5.dedup();
+    walkable(&raw, bi, weights)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -858,13 +879,7 @@ proptest! {
     /// Simulated executions instrumented as the pass will do it count exactly the brute-force path segments,
     /// and the path counts reproduce the true edge and block counts.
     #[test]
-    fn instrumented_walks_count_exact_paths_and_edges(
-        raw in raw_cfg(),
-        bi in 0usize..6,
-        weights in prop::collection::vec(0u8..10, 1..40),
-        seed in any::<u64>(),
-        invocations in 1usize..4,
-    ) {
+    fn instrumented_walks_count_exact_paths_and_edges((raw, bi, weights, seed, invocations) in run_inputs(4)) {
         let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
         check_simulation(&cfg, &dag, &n, &inc, seed, invocations);
     }
@@ -872,18 +887,8 @@ proptest! {
     /// Counting arrivals at blocks that may be left abnormally (one update instead of +1/−1 around the call),
     /// `net_counts_from_arrivals` recovers exactly the path segments the walks took.
     #[test]
-    fn arrival_counts_give_the_exact_net_path_counts(
-        raw in raw_cfg(),
-        bi in 0usize..6,
-        weights in prop::collection::vec(0u8..10, 1..40),
-        seed in any::<u64>(),
-        invocations in 1usize..5,
-    ) {
-        let mut raw = raw;
-        // The pass gives a block at most one Termination edge.
-        raw.5.sort_unstable();
-        raw.5.dedup();
-        let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
+    fn arrival_counts_give_the_exact_net_path_counts((raw, bi, weights, seed, invocations) in run_inputs(5)) {
+        let Some((cfg, dag, n, inc)) = walkable_one_termination_per_block(&raw, bi, &weights) else { return Ok(()) };
         let sim = simulate(&cfg, &dag, &inc, &mut Rng::new(seed), invocations, 40, Truncation::Arrivals);
         let mut truth: BTreeMap<u128, i128> = BTreeMap::new();
         for s in &sim.segments {
@@ -902,16 +907,9 @@ proptest! {
     /// measured re-entries; the only negative net counts are truncated paths whose re-entries make up for them.
     #[test]
     fn arrival_counts_and_reentries_recover_forking_executions(
-        raw in raw_cfg(),
-        bi in 0usize..6,
-        weights in prop::collection::vec(0u8..10, 1..40),
-        seed in any::<u64>(),
-        invocations in 1usize..5,
+        (raw, bi, weights, seed, invocations) in run_inputs(5),
     ) {
-        let mut raw = raw;
-        raw.5.sort_unstable();
-        raw.5.dedup();
-        let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
+        let Some((cfg, dag, n, inc)) = walkable_one_termination_per_block(&raw, bi, &weights) else { return Ok(()) };
         let procs = simulate_forking(&cfg, &dag, &inc, &mut Rng::new(seed), invocations);
         let mut merged = ForkedProcess {
             edges: vec![0; cfg.num_edges()],
