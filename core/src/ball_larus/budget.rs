@@ -39,9 +39,9 @@ impl PathDag {
     ///    vertex, at most [`MAX_GREEDY_CUTS`] cuts, stopping when no cut helps.
     ///
     /// The cuts are recorded in the DAG ([`PathDag::cut_edges`], [`PathDag::cut_vertices`],
-    /// [`PathDag::cfg_edge_role`] = [`CfgEdgeRole::Cut`], edge kinds [`DagEdgeKind::SplitEntry`] /
-    /// [`DagEdgeKind::SplitExit`]), so decoding stays exact and the CLI recomputes the same DAG from the cfg and
-    /// the budget alone.
+    /// [`PathDag::cfg_edge_role`] = [`CfgEdgeRole::Cut`](super::dag::CfgEdgeRole::Cut), edge kinds
+    /// [`DagEdgeKind::SplitEntry`] / [`DagEdgeKind::SplitExit`]), so decoding stays exact and the CLI recomputes
+    /// the same DAG from the cfg and the budget alone.
     ///
     /// Fails with [`DagError::BudgetUnreachable`] when neither phase reaches the budget. That is unavoidable
     /// for small budgets: the entry's own successors cannot be cut (three returning successors are three

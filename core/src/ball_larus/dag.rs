@@ -186,7 +186,8 @@ pub struct PathDag {
 impl PathDag {
     /// Builds the uncut BL96 DAG. `adj` must be `cfg.adjacency()` and `dfs` must be
     /// `dfs::depth_first(cfg, adj)`. Its path count may be astronomically large (2^k for k sequential
-    /// diamonds); [`Numbering::compute`] reports overflow, [`PathDag::build_with_budget`] avoids it.
+    /// diamonds); [`Numbering::compute`](super::numbering::Numbering::compute) reports overflow,
+    /// [`PathDag::build_with_budget`] avoids it.
     pub fn build(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo) -> PathDag {
         let no_cuts = vec![false; cfg.num_vertices()];
         assemble(cfg, adj, dfs, &no_cuts)

@@ -40,7 +40,7 @@
 use super::callgraph::SiteRole;
 use super::path::{InterprocPath, PathEnd};
 use super::program::ProcId;
-use super::supergraph::{ArcKind, Numbering, OutArc};
+use super::numbering::{ArcKind, Numbering, OutArc};
 use super::regenerate::{decode_visiting, PathError, DEFAULT_MAX_STEPS};
 use crate::ball_larus::arrivals::{solve_nets, Netting};
 use crate::graph::BlockId;

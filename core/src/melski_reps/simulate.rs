@@ -38,7 +38,7 @@
 
 use super::callgraph::SiteRole;
 use super::program::{CallSiteId, Callee, ProcId};
-use super::supergraph::{ArcKind, ExitTarget, Mode, Numbering, OutArc};
+use super::numbering::{ArcKind, ExitTarget, Mode, Numbering, OutArc};
 use crate::ball_larus::dag::CfgEdgeRole;
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 use std::collections::BTreeMap;
