@@ -40,3 +40,26 @@ pub fn setjmp_events() -> Vec<(i64, Vec<u32>)> {
     }
     ev
 }
+
+/// The Ball–Larus path-profiling lecture graph (BL96 notes C.2), written down once for every crate's oracle
+/// tests: A→C, A→B, B→C, B→D, C→D, D→F, D→E, E→F in that `EdgeId` order (e0–e7; the successor order the slides
+/// imply: A: C then B; B: C then D; D: F then E), F returns to the virtual EXIT (block 6, e8) and e9 is
+/// EXIT→A. Blocks A..F are [`LECTURE_A`]..[`LECTURE_F`]. Paths: ACDF 0, ACDEF 1, ABCDF 2, ABCDEF 3, ABDF 4,
+/// ABDEF 5.
+pub fn lecture_cfg() -> Cfg {
+    let (a, b, c, d, e, f) = (LECTURE_A, LECTURE_B, LECTURE_C, LECTURE_D, LECTURE_E, LECTURE_F);
+    crate::graph::test_cfg(6, &[(a, c), (a, b), (b, c), (b, d), (c, d), (d, f), (d, e), (e, f)], &[f])
+}
+
+/// Block A of [`lecture_cfg`] (the entry).
+pub const LECTURE_A: u32 = 0;
+/// Block B of [`lecture_cfg`].
+pub const LECTURE_B: u32 = 1;
+/// Block C of [`lecture_cfg`].
+pub const LECTURE_C: u32 = 2;
+/// Block D of [`lecture_cfg`].
+pub const LECTURE_D: u32 = 3;
+/// Block E of [`lecture_cfg`].
+pub const LECTURE_E: u32 = 4;
+/// Block F of [`lecture_cfg`] (the one that returns).
+pub const LECTURE_F: u32 = 5;

@@ -13,28 +13,47 @@
 //! - [`spanning`]: maximum spanning tree with forced edges (Knuth–Stevenson / BL94 §3.2).
 //! - [`placement`]: optimal edge-counter placement, Eprof(Ecnt).
 //! - [`propagate`]: deriving every edge and block count from the chord counts (BL94 Figure 6).
-//! - [`dag`], [`numbering`], [`increments`], [`regenerate`]: Ball–Larus path profiling (MICRO 1996).
 //! - [`reentry`]: fork re-entries (activations a `fork()`ed child resumes) as measured virtual edges.
-//! - [`interproc`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382).
+//! - [`ball_larus`]: Ball–Larus path profiling (MICRO 1996).
+//! - [`melski_reps`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382),
+//!   built on the Ball–Larus DAG; its files carry the same names as their Ball–Larus counterparts.
+//!
+//! The paths of the earlier flat layout (`dag`, `numbering`, `increments`, `regenerate`, `arrivals`,
+//! `interproc`) are kept as re-exports, so code written against them keeps compiling.
 #![deny(missing_docs)]
 
-pub mod arrivals;
+pub mod ball_larus;
 pub mod chains;
-pub mod dag;
 pub mod dfs;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod graph;
-pub mod increments;
-pub mod interproc;
 pub mod loops;
-pub mod numbering;
+pub mod melski_reps;
 pub mod placement;
 pub mod promotion;
 pub mod propagate;
 pub mod reentry;
-pub mod regenerate;
 pub mod spanning;
+#[cfg(test)]
+mod test_rng;
 pub mod weighting;
 
 pub use graph::{Adjacency, BlockId, Cfg, CfgError, Edge, EdgeId, EdgeKind};
+
+// The flat layout's module paths, used by the other crates.
+pub use ball_larus::{arrivals, increments, numbering};
+pub use melski_reps as interproc;
+
+/// The flat layout's `dag` path: [`ball_larus::dag`] with the budget constants, now in [`ball_larus::budget`].
+pub mod dag {
+    pub use crate::ball_larus::budget::{DEFAULT_PATH_BUDGET, MAX_GREEDY_CUTS};
+    pub use crate::ball_larus::dag::*;
+}
+
+/// The flat layout's `regenerate` path: [`ball_larus::regenerate`] with the path-to-edge counts, now in
+/// [`ball_larus::counts`].
+pub mod regenerate {
+    pub use crate::ball_larus::counts::*;
+    pub use crate::ball_larus::regenerate::*;
+}

@@ -11,7 +11,7 @@
 //! Edge mode derives counts with the re-entries as measured edges ([`crate::propagate::derive_counts_with_reentries`]).
 //! The path modes derive edge counts from net path counts, in which a truncated path's re-entries show up as a
 //! count that is one lower per re-entry (its prefix ran once although two processes went on from it, see
-//! [`crate::arrivals`]); [`add_fork_reentries`] adds them back on B's `Termination` edge together with the
+//! [`crate::ball_larus::arrivals`]); [`add_fork_reentries`] adds them back on B's `Termination` edge together with the
 //! virtual edge.
 
 use crate::graph::{BlockId, Cfg, EdgeKind};

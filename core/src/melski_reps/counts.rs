@@ -25,7 +25,7 @@
 
 use super::path::{InterprocPath, PathEnd, Via};
 use super::program::{CallSiteId, Callee, ProcId, Program};
-use super::supergraph::Mode;
+use super::numbering::Mode;
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 
 /// Per procedure and cfg edge (`[proc][edge]`), the signed sum of the counts of the paths whose active part

@@ -38,8 +38,8 @@
 
 use super::callgraph::SiteRole;
 use super::program::{CallSiteId, Callee, ProcId};
-use super::supergraph::{ArcKind, ExitTarget, Mode, Numbering, OutArc};
-use crate::dag::CfgEdgeRole;
+use super::numbering::{ArcKind, ExitTarget, Mode, Numbering, OutArc};
+use crate::ball_larus::dag::CfgEdgeRole;
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 use std::collections::BTreeMap;
 

@@ -13,7 +13,7 @@
 //! number of paths from ENTRY not starting with a self-loop, the k-th self-loop (they come last in ENTRY's
 //! order) gets Val = k·P and contributes P paths — "re-enter block 0, then any ordinary path".
 
-use crate::dag::{DagEdgeId, DagEdgeKind, PathDag};
+use super::dag::{DagEdgeId, DagEdgeKind, PathDag};
 use crate::graph::BlockId;
 
 /// Why a DAG could not be numbered.

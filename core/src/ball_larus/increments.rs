@@ -13,8 +13,8 @@
 //! holds for *any* acyclic tree edge set containing EXIT→ENTRY, which the property tests exercise. O(V + E)
 //! after the O(E log E) tree; checked `i128` arithmetic.
 
-use crate::dag::{DagEdgeId, PathDag};
-use crate::numbering::Numbering;
+use super::dag::{DagEdgeId, PathDag};
+use super::numbering::Numbering;
 use crate::spanning::{max_spanning_tree_of, SpanningError};
 
 /// Why increments could not be computed.

@@ -14,15 +14,16 @@
 //! # Pipeline
 //! 1. [`Program`]: procedures (each a [`Cfg`](crate::graph::Cfg)) with call sites; see [`program`] for how a
 //!    call site is modelled (a call block whose single branch leads to its return-site block).
-//! 2. [`Supergraph::build`]: Transformations 1–3 — the Ball–Larus DAG of every procedure (reused from
-//!    [`crate::dag`]) and the call-graph DFS that turns recursive call sites into summary edges and picks the
-//!    roots ([`CallGraph`]).
-//! 3. [`Supergraph::number`]: ψ/ρ for [`Mode::Context`] or [`Mode::Piecewise`] (with numUnbalRLPaths and the
-//!    Eq. 35 return-edge values), and the Entry_global offsets.
-//! 4. [`encode`] / [`decode`]: path ↔ number, with [`InterprocPath`] marking calls, returns, summary edges,
-//!    surrogate edges and the context-prefix.
+//! 2. [`Supergraph::build`] ([`supergraph`]): Transformations 1–3 — the Ball–Larus DAG of every procedure
+//!    (reused from [`crate::ball_larus::dag`]) and the call-graph DFS that turns recursive call sites into
+//!    summary edges and picks the roots ([`CallGraph`]).
+//! 3. [`Supergraph::number`] ([`numbering`]): ψ/ρ for [`Mode::Context`] or [`Mode::Piecewise`] (with
+//!    numUnbalRLPaths and the Eq. 35 return-edge values), and the Entry_global offsets.
+//! 4. [`encode`] / [`decode`] ([`regenerate`]): path ↔ number, with [`InterprocPath`] marking calls, returns,
+//!    summary edges, surrogate edges and the context-prefix.
 //! 5. [`Simulator`]: what the instrumented program records for an [`Execution`].
-//! 6. [`net_counts_from_arrivals`]: net path counts from a profile whose truncated paths count arrivals.
+//! 6. [`signed_edge_counts`] ([`counts`]): edge counts from counted paths; [`net_counts_from_arrivals`]
+//!    ([`arrivals`]): net path counts from a profile whose truncated paths count arrivals.
 //!
 //! # Errata applied
 //! Algorithm 6.1's unbalanced return sets NVC := numUnbalRLPaths\[Exit_S\] (not ψ_r(…)); Entry_global→GEntry_P
@@ -33,11 +34,12 @@ pub mod arrivals;
 pub mod callgraph;
 pub mod counts;
 pub mod linear;
+pub mod numbering;
 pub mod path;
 pub mod program;
+pub mod regenerate;
 pub mod simulate;
 pub mod supergraph;
-pub mod walk;
 
 #[cfg(test)]
 mod tests_paper;
@@ -55,9 +57,9 @@ pub use counts::{signed_edge_counts, signed_edge_counts_with_reentries, EdgeCoun
 pub use linear::Linear;
 pub use path::{InterprocPath, PathEnd, Step, Via};
 pub use program::{CallSite, CallSiteId, Callee, ProcId, Procedure, Program, ProgramError, SiteInfo};
-pub use simulate::{Event, Execution, Profile, Simulator, TraceError};
-pub use supergraph::{
+pub use numbering::{
     ArcKind, EntryKind, ExitSucc, ExitTarget, GlobalEntry, InvariantViolation, Mode, Numbering, NumberingError, OutArc,
-    Supergraph,
 };
-pub use walk::{decode, decode_visiting, decode_with_limit, encode, PathError, WalkState, DEFAULT_MAX_STEPS};
+pub use regenerate::{decode, decode_visiting, decode_with_limit, encode, PathError, WalkState, DEFAULT_MAX_STEPS};
+pub use simulate::{Event, Execution, Profile, Simulator, TraceError};
+pub use supergraph::Supergraph;

@@ -1,18 +1,20 @@
-//! Tests for Ball–Larus path profiling (`dag`, `numbering`, `increments`, `regenerate`): the lecture oracle of
-//! the BL96 notes (C.2–C.5), cuts for huge path spaces, and property tests on random CFGs that simulate the
-//! instrumented program exactly as the pass will emit it.
+//! Tests for Ball–Larus path profiling across its modules (`dag`, `budget`, `numbering`, `increments`,
+//! `regenerate`, `counts`, `arrivals`): loops and odd graphs, cuts for huge path spaces, and property tests on
+//! random CFGs that simulate the instrumented program exactly as the pass will emit it. The checkers here are
+//! shared with the paper oracles of `tests_paper.rs`.
 
-use crate::arrivals::{net_counts_from_arrivals, net_counts_with_reentries, truncation_block};
-use crate::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag, DEFAULT_PATH_BUDGET};
+use super::arrivals::{net_counts_from_arrivals, net_counts_with_reentries, truncation_block};
+use super::budget::DEFAULT_PATH_BUDGET;
+use super::counts::{edge_counts_from_paths, signed_edge_counts_from_dag_paths};
+use super::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag};
+use super::increments::{IncrementError, Increments};
+use super::numbering::{Numbering, NumberingError};
+use super::regenerate::{check_path, decode, encode, to_cfg_path, DecodeError, PathEnd, PathStart};
 use crate::dfs::depth_first;
+use crate::fixtures::lecture_cfg;
 use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
-use crate::increments::{IncrementError, Increments};
-use crate::numbering::{Numbering, NumberingError};
 use crate::reentry::add_fork_reentries;
-use crate::regenerate::{
-    check_path, decode, edge_counts_from_paths, encode, signed_edge_counts_from_dag_paths, to_cfg_path, DecodeError,
-    PathEnd, PathStart,
-};
+use crate::test_rng::Rng;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -20,15 +22,15 @@ use std::collections::{BTreeMap, VecDeque};
 // Fixtures and checkers
 // ---------------------------------------------------------------------------------------------------------------
 
-fn b(i: u32) -> BlockId {
+pub(super) fn b(i: u32) -> BlockId {
     BlockId(i)
 }
 
-fn d(i: u32) -> DagEdgeId {
+pub(super) fn d(i: u32) -> DagEdgeId {
     DagEdgeId(i)
 }
 
-fn dag_of(cfg: &Cfg) -> PathDag {
+pub(super) fn dag_of(cfg: &Cfg) -> PathDag {
     let adj = cfg.adjacency();
     PathDag::build(cfg, &adj, &depth_first(cfg, &adj))
 }
@@ -38,29 +40,8 @@ fn dag_with_budget(cfg: &Cfg, budget: u128) -> Result<PathDag, DagError> {
     PathDag::build_with_budget(cfg, &adj, &depth_first(cfg, &adj), budget)
 }
 
-/// Small deterministic PRNG (xorshift64*), so property tests stay reproducible from their seed.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn below_u128(&mut self, n: u128) -> u128 {
-        ((u128::from(self.next()) << 64) | u128::from(self.next())) % n
-    }
-}
-
 /// Every ENTRY→EXIT path of the DAG by brute force (an ENTRY self-loop only as first edge); `None` above `limit`.
-fn enumerate_paths(dag: &PathDag, limit: usize) -> Option<Vec<Vec<DagEdgeId>>> {
+pub(super) fn enumerate_paths(dag: &PathDag, limit: usize) -> Option<Vec<Vec<DagEdgeId>>> {
     let mut paths = Vec::new();
     let mut stack: Vec<(BlockId, Vec<DagEdgeId>)> = vec![(dag.entry(), Vec::new())];
     while let Some((v, path)) = stack.pop() {
@@ -87,16 +68,16 @@ fn enumerate_paths(dag: &PathDag, limit: usize) -> Option<Vec<Vec<DagEdgeId>>> {
     Some(paths)
 }
 
-fn val_sum(n: &Numbering, path: &[DagEdgeId]) -> u128 {
+pub(super) fn val_sum(n: &Numbering, path: &[DagEdgeId]) -> u128 {
     path.iter().map(|&e| n.val(e)).sum()
 }
 
-fn inc_sum(inc: &Increments, path: &[DagEdgeId]) -> i128 {
+pub(super) fn inc_sum(inc: &Increments, path: &[DagEdgeId]) -> i128 {
     path.iter().map(|&e| inc.inc(e)).sum()
 }
 
 /// Structural invariants of a [`PathDag`] built from `cfg` (see the `dag.rs` module docs).
-fn check_dag(cfg: &Cfg, dag: &PathDag) {
+pub(super) fn check_dag(cfg: &Cfg, dag: &PathDag) {
     let adj = cfg.adjacency();
     let dfs = depth_first(cfg, &adj);
     let (entry, exit) = (dag.entry(), dag.exit());
@@ -105,7 +86,10 @@ fn check_dag(cfg: &Cfg, dag: &PathDag) {
     // Ids grouped by source vertex; EXIT->ENTRY last.
     let e2e = dag.exit_to_entry();
     assert_eq!(e2e.index(), dag.num_edges() - 1);
-    assert_eq!(*dag.edge(e2e), crate::dag::DagEdge { from: exit, to: entry, kind: DagEdgeKind::ExitToEntry });
+    assert_eq!(
+        *dag.edge(e2e),
+        crate::ball_larus::dag::DagEdge { from: exit, to: entry, kind: DagEdgeKind::ExitToEntry }
+    );
     assert!(dag.edges().windows(2).all(|w| w[0].from <= w[1].from), "ids not grouped by source");
     // Topological order.
     let topo = dag.topological_order();
@@ -193,7 +177,7 @@ fn check_dag(cfg: &Cfg, dag: &PathDag) {
 }
 
 /// Numbering is dense and bijective, and decode/encode are inverse; returns all paths (if enumerable).
-fn check_numbering(dag: &PathDag, n: &Numbering, limit: usize) -> Option<Vec<Vec<DagEdgeId>>> {
+pub(super) fn check_numbering(dag: &PathDag, n: &Numbering, limit: usize) -> Option<Vec<Vec<DagEdgeId>>> {
     let paths = enumerate_paths(dag, limit)?;
     assert_eq!(paths.len() as u128, n.num_paths(), "NumPaths(ENTRY) vs brute force");
     let mut numbers: Vec<u128> = paths.iter().map(|p| val_sum(n, p)).collect();
@@ -354,7 +338,13 @@ struct ForkedProcess {
 /// register, records one re-entry of the truncated path — as the instrumented code does when the fork generation
 /// changed across the call — and takes any out-edge (`Termination`: a later call of the block does not return);
 /// then it runs the remaining invocations. Children fork again.
-fn simulate_forking(cfg: &Cfg, dag: &PathDag, inc: &Increments, rng: &mut Rng, invocations: usize) -> Vec<ForkedProcess> {
+fn simulate_forking(
+    cfg: &Cfg,
+    dag: &PathDag,
+    inc: &Increments,
+    rng: &mut Rng,
+    invocations: usize,
+) -> Vec<ForkedProcess> {
     let adj = cfg.adjacency();
     let dist = distance_to_exit(cfg);
     let (entry, exit) = (cfg.entry(), cfg.exit());
@@ -425,7 +415,14 @@ fn simulate_forking(cfg: &Cfg, dag: &PathDag, inc: &Increments, rng: &mut Rng, i
 }
 
 /// Runs [`simulate`] and checks counts, segments and derived edge/block counts against the truth.
-fn check_simulation(cfg: &Cfg, dag: &PathDag, n: &Numbering, inc: &Increments, seed: u64, invocations: usize) {
+pub(super) fn check_simulation(
+    cfg: &Cfg,
+    dag: &PathDag,
+    n: &Numbering,
+    inc: &Increments,
+    seed: u64,
+    invocations: usize,
+) {
     let mut rng = Rng::new(seed);
     let sim = simulate(cfg, dag, inc, &mut rng, invocations, 40, Truncation::Net);
     let mut truth: BTreeMap<u128, u64> = BTreeMap::new();
@@ -444,169 +441,6 @@ fn check_simulation(cfg: &Cfg, dag: &PathDag, n: &Numbering, inc: &Increments, s
     assert_eq!(derived.edges, sim.edge_counts, "edge counts from paths");
     assert_eq!(derived.blocks, sim.block_counts, "block counts from paths");
     assert_eq!(derived.invocations, invocations as u128);
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// The lecture example (notes C.2–C.5)
-// ---------------------------------------------------------------------------------------------------------------
-
-const A: u32 = 0;
-const B: u32 = 1;
-const C: u32 = 2;
-const D: u32 = 3;
-const E: u32 = 4;
-const F: u32 = 5;
-
-/// A→B, A→C, B→C, B→D, C→D, D→E, D→F, E→F with the successor order the slides imply (A: C then B; B: C then
-/// D; D: F then E); the lecture's exit F returns to our virtual EXIT (vertex 6).
-/// DAG edges: d0 A→C, d1 A→B, d2 B→C, d3 B→D, d4 C→D, d5 D→F, d6 D→E, d7 E→F, d8 F→EXIT, d9 EXIT→A.
-fn lecture() -> Cfg {
-    test_cfg(6, &[(A, C), (A, B), (B, C), (B, D), (C, D), (D, F), (D, E), (E, F)], &[F])
-}
-
-fn lecture_path(blocks: &[u32]) -> Vec<DagEdgeId> {
-    let dag = dag_of(&lecture());
-    let mut path: Vec<DagEdgeId> = blocks
-        .windows(2)
-        .map(|w| *dag.out_edges(b(w[0])).iter().find(|&&e| dag.edge(e).to == b(w[1])).unwrap())
-        .collect();
-    path.push(d(8));
-    path
-}
-
-#[test]
-fn ball_larus_1996_lecture_dag_shape() {
-    let cfg = lecture();
-    let dag = dag_of(&cfg);
-    check_dag(&cfg, &dag);
-    assert_eq!(dag.num_edges(), 10);
-    assert_eq!(dag.out_edges(b(A)), &[d(0), d(1)]);
-    assert_eq!(dag.out_edges(b(D)), &[d(5), d(6)]);
-    assert_eq!(dag.in_edges(b(F)), &[d(5), d(7)]);
-    assert!(dag.back_edges().is_empty() && dag.cut_edges().is_empty());
-    assert_eq!(dag.topological_order().first(), Some(&b(A)));
-}
-
-#[test]
-fn ball_larus_1996_lecture_numbering() {
-    let dag = dag_of(&lecture());
-    let n = Numbering::compute(&dag).unwrap();
-    let np: Vec<u128> = (0..7).map(|v| n.num_paths_from(b(v))).collect();
-    assert_eq!(np, vec![6, 4, 2, 2, 1, 1, 1], "NumPaths A..F, EXIT");
-    assert_eq!(n.num_paths(), 6);
-    // Val: D→E = 1, B→D = 2, A→B = 2, all others 0.
-    assert_eq!(n.vals(), &[0, 2, 0, 2, 0, 0, 1, 0, 0, 0]);
-    assert_eq!(n.num_paths_per_vertex().iter().take(6).sum::<u128>(), 16, "notes C.6: Σ NumPaths = 16");
-}
-
-#[test]
-fn ball_larus_1996_lecture_encoding_table() {
-    let dag = dag_of(&lecture());
-    let n = Numbering::compute(&dag).unwrap();
-    let table: [(&[u32], u128); 6] = [
-        (&[A, C, D, F], 0),
-        (&[A, C, D, E, F], 1),
-        (&[A, B, C, D, F], 2),
-        (&[A, B, C, D, E, F], 3),
-        (&[A, B, D, F], 4),
-        (&[A, B, D, E, F], 5),
-    ];
-    for (blocks, r) in table {
-        let p = lecture_path(blocks);
-        assert_eq!(encode(&dag, &n, &p).unwrap(), r, "{blocks:?}");
-        assert_eq!(decode(&dag, &n, r).unwrap(), p, "r = {r}");
-        let cp = to_cfg_path(&dag, &p).unwrap();
-        assert_eq!(cp.blocks, blocks.iter().map(|&x| b(x)).collect::<Vec<_>>());
-        assert_eq!(cp.start, PathStart::Entry);
-        assert_eq!(cp.end, PathEnd::Exit { edge: EdgeId(8) });
-    }
-    check_numbering(&dag, &n, 100).unwrap();
-}
-
-#[test]
-fn ball_larus_1996_lecture_regeneration() {
-    // Notes C.5: r = 4 → ABDF, r = 1 → ACDEF.
-    let dag = dag_of(&lecture());
-    let n = Numbering::compute(&dag).unwrap();
-    let blocks = |r| to_cfg_path(&dag, &decode(&dag, &n, r).unwrap()).unwrap().blocks;
-    assert_eq!(blocks(4), vec![b(A), b(B), b(D), b(F)]);
-    assert_eq!(blocks(1), vec![b(A), b(C), b(D), b(E), b(F)]);
-    assert_eq!(decode(&dag, &n, 6), Err(DecodeError::OutOfRange { r: 6, num_paths: 6 }));
-}
-
-/// Weights in DAG-edge order d0 A→C, d1 A→B, d2 B→C, d3 B→D, d4 C→D, d5 D→F, d6 D→E, d7 E→F, d8 F→EXIT,
-/// d9 EXIT→A; F→EXIT stands in for the lecture's F (= exit) and gets the top weight so it is a tree edge.
-fn lecture_increments(w: [f64; 10]) -> (Increments, Vec<i128>) {
-    let dag = dag_of(&lecture());
-    let n = Numbering::compute(&dag).unwrap();
-    let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
-    for p in enumerate_paths(&dag, 10).unwrap() {
-        assert_eq!(inc_sum(&inc, &p), val_sum(&n, &p) as i128);
-    }
-    let v = inc.increments().to_vec();
-    (inc, v)
-}
-
-#[test]
-fn ball_larus_1996_lecture_oracle1_uniform_increments() {
-    // A→B ½, A→C ½, B→C ¼, B→D ¼, C→D ¾, D→E ½, D→F ½, E→F ½, F→A 1.
-    let (inc, v) = lecture_increments([0.5, 0.5, 0.25, 0.25, 0.75, 0.5, 0.5, 0.5, 1.0, 1.0]);
-    // Tree {F→A, C→D, A→C, A→B, D→E} (+ F→EXIT); chords B→C = 2, B→D = 4, D→F = 0, E→F = 1.
-    assert_eq!(inc.chords().collect::<Vec<_>>(), vec![d(2), d(3), d(5), d(7)]);
-    assert_eq!((v[2], v[3], v[5], v[7]), (2, 4, 0, 1));
-    for t in [0, 1, 4, 6, 8, 9] {
-        assert!(inc.in_tree(d(t)) && v[t as usize] == 0);
-    }
-}
-
-#[test]
-fn ball_larus_1996_lecture_oracle2_hot_path_increments() {
-    // Hot path ABCDEF: A→B .9, A→C .1, B→C .8, B→D .1, C→D .9, D→E .8, D→F .2, E→F .8.
-    let (inc, v) = lecture_increments([0.1, 0.9, 0.8, 0.1, 0.9, 0.2, 0.8, 0.8, 1.0, 1.0]);
-    // Tree {F→A, A→B, C→D, B→C, D→E}; chords A→C = −2, B→D = 2, D→F = 2, E→F = 3.
-    assert_eq!(inc.chords().collect::<Vec<_>>(), vec![d(0), d(3), d(5), d(7)]);
-    assert_eq!((v[0], v[3], v[5], v[7]), (-2, 2, 2, 3));
-    // The hottest path crosses a single chord (E→F).
-    let hot = lecture_path(&[A, B, C, D, E, F]);
-    assert_eq!(hot.iter().filter(|&&e| inc.is_chord(e)).count(), 1);
-}
-
-#[test]
-fn ball_larus_1996_lecture_instrumented_runs() {
-    let cfg = lecture();
-    let dag = dag_of(&cfg);
-    let n = Numbering::compute(&dag).unwrap();
-    let inc = Increments::compute(&dag, &n, &[0.5, 0.5, 0.25, 0.25, 0.75, 0.5, 0.5, 0.5, 1.0, 1.0], &[]).unwrap();
-    check_simulation(&cfg, &dag, &n, &inc, 7, 50);
-}
-
-#[test]
-fn ball_larus_1996_all_spanning_trees_with_exit_to_entry_encode_exactly() {
-    // Notes C.3: every spanning tree containing EXIT→ENTRY gives exact encodings; without it, from_tree refuses.
-    let dag = dag_of(&lecture());
-    let n = Numbering::compute(&dag).unwrap();
-    let paths = enumerate_paths(&dag, 10).unwrap();
-    let m = dag.num_edges();
-    let mut trees = 0;
-    for mask in 0u32..(1 << m) {
-        if mask.count_ones() != 6 {
-            continue;
-        }
-        let in_tree: Vec<bool> = (0..m).map(|i| mask & (1 << i) != 0).collect();
-        match Increments::from_tree(&dag, &n, in_tree) {
-            Ok(inc) => {
-                trees += 1;
-                for p in &paths {
-                    assert_eq!(inc_sum(&inc, p), val_sum(&n, p) as i128);
-                }
-            }
-            Err(IncrementError::TreeCycle { .. }) | Err(IncrementError::ExitToEntryNotInTree) => {}
-            Err(e) => panic!("{e}"),
-        }
-    }
-    // Trees with F→EXIT are the lecture's 40 trees through F→A; trees without it hang EXIT off A and span the
-    // lecture graph without F→A (the notes' other 24 trees): 64 in all.
-    assert_eq!(trees, 64);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -701,7 +535,7 @@ fn termination_edges_end_paths() {
 
 #[test]
 fn errors_are_reported_not_panicked() {
-    let cfg = lecture();
+    let cfg = lecture_cfg();
     let dag = dag_of(&cfg);
     let n = Numbering::compute(&dag).unwrap();
     let w = vec![1.0; dag.num_edges()];
@@ -962,6 +796,26 @@ fn walkable(raw: &RawCfg, bi: usize, weights: &[u8]) -> Option<(Cfg, PathDag, Nu
     Some((cfg, dag, n, inc))
 }
 
+/// What a simulated run is made of: a random cfg, the DAG choice of [`build_for`], chord weights, the walk's
+/// seed and its number of invocations (in `1..max_invocations`).
+type RunInputs = (RawCfg, usize, Vec<u8>, u64, usize);
+
+fn run_inputs(max_invocations: usize) -> impl Strategy<Value = RunInputs> {
+    (raw_cfg(), 0usize..6, prop::collection::vec(0u8..10, 1..40), any::<u64>(), 1usize..max_invocations)
+}
+
+/// [`walkable`] with at most one `Termination` edge per block, as the pass gives it (for arrival counting).
+fn walkable_one_termination_per_block(
+    raw: &RawCfg,
+    bi: usize,
+    weights: &[u8],
+) -> Option<(Cfg, PathDag, Numbering, Increments)> {
+    let mut raw = raw.clone();
+    raw.5.sort_unstable();
+    raw.5.dedup();
+    walkable(&raw, bi, weights)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -1025,13 +879,7 @@ proptest! {
     /// Simulated executions instrumented as the pass will do it count exactly the brute-force path segments,
     /// and the path counts reproduce the true edge and block counts.
     #[test]
-    fn instrumented_walks_count_exact_paths_and_edges(
-        raw in raw_cfg(),
-        bi in 0usize..6,
-        weights in prop::collection::vec(0u8..10, 1..40),
-        seed in any::<u64>(),
-        invocations in 1usize..4,
-    ) {
+    fn instrumented_walks_count_exact_paths_and_edges((raw, bi, weights, seed, invocations) in run_inputs(4)) {
         let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
         check_simulation(&cfg, &dag, &n, &inc, seed, invocations);
     }
@@ -1039,18 +887,8 @@ proptest! {
     /// Counting arrivals at blocks that may be left abnormally (one update instead of +1/−1 around the call),
     /// `net_counts_from_arrivals` recovers exactly the path segments the walks took.
     #[test]
-    fn arrival_counts_give_the_exact_net_path_counts(
-        raw in raw_cfg(),
-        bi in 0usize..6,
-        weights in prop::collection::vec(0u8..10, 1..40),
-        seed in any::<u64>(),
-        invocations in 1usize..5,
-    ) {
-        let mut raw = raw;
-        // The pass gives a block at most one Termination edge.
-        raw.5.sort_unstable();
-        raw.5.dedup();
-        let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
+    fn arrival_counts_give_the_exact_net_path_counts((raw, bi, weights, seed, invocations) in run_inputs(5)) {
+        let Some((cfg, dag, n, inc)) = walkable_one_termination_per_block(&raw, bi, &weights) else { return Ok(()) };
         let sim = simulate(&cfg, &dag, &inc, &mut Rng::new(seed), invocations, 40, Truncation::Arrivals);
         let mut truth: BTreeMap<u128, i128> = BTreeMap::new();
         for s in &sim.segments {
@@ -1069,16 +907,9 @@ proptest! {
     /// measured re-entries; the only negative net counts are truncated paths whose re-entries make up for them.
     #[test]
     fn arrival_counts_and_reentries_recover_forking_executions(
-        raw in raw_cfg(),
-        bi in 0usize..6,
-        weights in prop::collection::vec(0u8..10, 1..40),
-        seed in any::<u64>(),
-        invocations in 1usize..5,
+        (raw, bi, weights, seed, invocations) in run_inputs(5),
     ) {
-        let mut raw = raw;
-        raw.5.sort_unstable();
-        raw.5.dedup();
-        let Some((cfg, dag, n, inc)) = walkable(&raw, bi, &weights) else { return Ok(()) };
+        let Some((cfg, dag, n, inc)) = walkable_one_termination_per_block(&raw, bi, &weights) else { return Ok(()) };
         let procs = simulate_forking(&cfg, &dag, &inc, &mut Rng::new(seed), invocations);
         let mut merged = ForkedProcess {
             edges: vec![0; cfg.num_edges()],

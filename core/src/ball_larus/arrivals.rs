@@ -30,10 +30,10 @@
 //! re-entry of T on a change — so a truncated path's real abnormal departures are `net(T) + reentries(T)`, which
 //! must not be negative; the resumption itself is a virtual edge EXIT→B ([`crate::reentry`]).
 
-use crate::dag::{DagEdgeId, DagEdgeKind, PathDag};
+use super::dag::{DagEdgeId, DagEdgeKind, PathDag};
 use crate::graph::{BlockId, Cfg, EdgeKind};
-use crate::numbering::Numbering;
-use crate::regenerate::{decode, DecodeError};
+use super::numbering::Numbering;
+use super::regenerate::{decode, DecodeError};
 use std::collections::BTreeMap;
 
 /// One path of the profile while netting (counted, or a truncated path that only its continuations name).
@@ -257,7 +257,7 @@ pub fn truncation_block(cfg: &Cfg, dag: &PathDag, path: &[DagEdgeId]) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::regenerate::setjmp_graph;
+    use crate::ball_larus::counts::setjmp_graph;
 
     /// The net counts of [`net_counts_from_arrivals`], after checking that each path is its number's.
     fn net_counts<C: Into<i128>>(

@@ -10,26 +10,7 @@ use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 
-/// Small deterministic PRNG (xorshift64*), so every case is reproducible from its seed.
-pub(super) struct Rng(u64);
-
-impl Rng {
-    pub(super) fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub(super) fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    pub(super) fn chance(&mut self, one_in: usize) -> bool {
-        self.below(one_in) == 0
-    }
-}
+pub(super) use crate::test_rng::Rng;
 
 /// A random program of 1–4 procedures. Per procedure: blocks 0..n (n ≤ 7) on a skeleton chain 0→1→…→n−1 that returns, a bypass
 /// 0→n−1 (so every procedure can return without calling: executions can always be steered to an end), call

@@ -4,7 +4,8 @@
 //! removed and replaced by a dummy edge ENTRY→v and a dummy edge w→EXIT, which turns the reachable part of the
 //! CFG into a DAG whose ENTRY→EXIT paths are exactly the acyclic *path segments* an execution is cut into at
 //! back edges. The same transformation applied to ordinary edges ("cuts", as in old LLVM's `SPLITEDGE`) bounds
-//! the number of paths when the acyclic path space is too large for a counter index.
+//! the number of paths when the acyclic path space is too large for a counter index; [`super::budget`] chooses
+//! them.
 //!
 //! Invariant: with the ENTRY self-loops described below set aside, the path edges form a DAG in which ENTRY
 //! (block 0) is a source, EXIT is the only sink that ends paths, every vertex of [`PathDag::topological_order`]
@@ -25,26 +26,11 @@
 //! ENTRY→ENTRY, a self-loop: a path may start with it ("the path began by re-entering block 0 through the back
 //! edge") and then continues as any other path from ENTRY. Such self-loops are placed last in ENTRY's successor
 //! order so that the greedy decoder never picks one twice (see `numbering.rs`).
-//!
-//! # Cuts for huge path spaces
-//! [`PathDag::build_with_budget`] bounds NumPaths of every vertex by a budget (default
-//! [`DEFAULT_PATH_BUDGET`] = 2^63, so path numbers fit an `i64`/`u64` register). A *cut* vertex v has each
-//! real out-edge v→s (s ≠ EXIT) replaced by [`DagEdgeKind::SplitExit`] v→EXIT and [`DagEdgeKind::SplitEntry`]
-//! ENTRY→s — instrumented exactly like a back edge — so NumPaths(v) drops to its out-degree. See
-//! [`PathDag::build_with_budget`] for the deterministic choice of cut vertices.
 
 use crate::dfs::DfsInfo;
 use crate::graph::{Adjacency, BlockId, Cfg, EdgeId, EdgeKind};
-use crate::numbering::Numbering;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-
-/// The default bound on NumPaths(ENTRY) used by the pass: path numbers then fit a signed 64-bit register.
-pub const DEFAULT_PATH_BUDGET: u128 = 1 << 63;
-
-/// At most this many cuts are made by the greedy phase of [`PathDag::build_with_budget`] (each costs one
-/// O(V + E) rebuild), which bounds its time on huge functions.
-pub const MAX_GREEDY_CUTS: usize = 256;
 
 crate::graph::typed_index!(
     /// An edge of a [`PathDag`]; ids are dense `0..dag.num_edges()` (at most 2·|E| + 1 of them).
@@ -200,131 +186,11 @@ pub struct PathDag {
 impl PathDag {
     /// Builds the uncut BL96 DAG. `adj` must be `cfg.adjacency()` and `dfs` must be
     /// `dfs::depth_first(cfg, adj)`. Its path count may be astronomically large (2^k for k sequential
-    /// diamonds); [`Numbering::compute`] reports overflow, [`PathDag::build_with_budget`] avoids it.
+    /// diamonds); [`Numbering::compute`](super::numbering::Numbering::compute) reports overflow,
+    /// [`PathDag::build_with_budget`] avoids it.
     pub fn build(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo) -> PathDag {
         let no_cuts = vec![false; cfg.num_vertices()];
         assemble(cfg, adj, dfs, &no_cuts)
-    }
-
-    /// Builds the DAG and cuts it so that every vertex's NumPaths is at most `budget`.
-    ///
-    /// If the uncut DAG already fits, it is returned unchanged. Otherwise cut vertices are chosen in two
-    /// deterministic phases, and the first cut set whose DAG fits is returned:
-    ///
-    /// 1. *Threshold passes* (old LLVM's rule, for large budgets): in reverse topological order, a vertex
-    ///    v ≠ ENTRY whose NumPaths (over its already-decided successors) exceeds a threshold `t` and that has a
-    ///    real out-edge to a block is cut, after which NumPaths(v) = out-degree(v). Each cut adds the NumPaths
-    ///    of the cut edges' targets to ENTRY, so `t` starts at `budget` and is halved until ENTRY fits (at most
-    ///    ~128 passes of O(V + E)). This keeps path segments as long as the budget allows.
-    /// 2. *Greedy descent* (for small budgets, where phase 1 cuts too much): starting uncut, repeatedly cut the
-    ///    vertex whose cut lowers NumPaths(ENTRY) the most — exactly `pf(v)·(NumPaths(v) − deg(v)) −
-    ///    pf(ENTRY)·Σ NumPaths(cut targets)`, with `pf` the number of ENTRY→v prefixes — ties to the lower
-    ///    vertex, at most [`MAX_GREEDY_CUTS`] cuts, stopping when no cut helps.
-    ///
-    /// The cuts are recorded in the DAG ([`PathDag::cut_edges`], [`PathDag::cut_vertices`],
-    /// [`PathDag::cfg_edge_role`] = [`CfgEdgeRole::Cut`], edge kinds [`DagEdgeKind::SplitEntry`] /
-    /// [`DagEdgeKind::SplitExit`]), so decoding stays exact and the CLI recomputes the same DAG from the cfg and
-    /// the budget alone.
-    ///
-    /// Fails with [`DagError::BudgetUnreachable`] when neither phase reaches the budget. That is unavoidable
-    /// for small budgets: the entry's own successors cannot be cut (three returning successors are three
-    /// paths), and every segment boundary costs distinct path numbers. Fails with [`DagError::DfsMismatch`]
-    /// if `dfs` does not belong to `cfg`.
-    pub fn build_with_budget(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, budget: u128) -> Result<PathDag, DagError> {
-        let base = PathDag::build(cfg, adj, dfs);
-        let mut achieved = match fits(&base, budget) {
-            Fit::Yes => return Ok(base),
-            Fit::No(a) => a,
-            Fit::NotADag => return Err(DagError::DfsMismatch),
-        };
-        let entry = base.entry();
-        let exit = base.exit();
-        let cuttable = |dag: &PathDag, v: BlockId| {
-            v != entry
-                && v != exit
-                && dag.out_edges(v).iter().any(|&d| {
-                    let e = dag.edges[d.index()];
-                    matches!(e.kind, DagEdgeKind::Real(_)) && e.to != exit
-                })
-        };
-
-        // Phase 1: threshold passes over the uncut DAG in reverse topological order. Cutting v only adds edges
-        // out of ENTRY and into EXIT, so the uncut topological order stays valid for every cut DAG.
-        let mut threshold = budget;
-        let mut previous: Option<Vec<bool>> = None;
-        loop {
-            let mut cut = vec![false; base.num_vertices];
-            let mut np: Vec<Option<u128>> = vec![Some(0); base.num_vertices];
-            np[exit.index()] = Some(1);
-            for &v in base.topo.iter().rev() {
-                if v == exit || v == entry {
-                    continue;
-                }
-                let outs = base.out_edges(v);
-                let mut sum = Some(0u128);
-                for &d in outs {
-                    let to = base.edges[d.index()].to;
-                    sum = sum.and_then(|s| np.get(to.index()).copied().flatten().and_then(|x| s.checked_add(x)));
-                }
-                if !matches!(sum, Some(s) if s <= threshold) && cuttable(&base, v) {
-                    cut[v.index()] = true;
-                    sum = Some(outs.len() as u128);
-                }
-                np[v.index()] = sum;
-            }
-            if previous.as_ref() != Some(&cut) {
-                let dag = assemble(cfg, adj, dfs, &cut);
-                match fits(&dag, budget) {
-                    Fit::Yes => return Ok(dag),
-                    Fit::No(a) => achieved = achieved.min(a),
-                    Fit::NotADag => return Err(DagError::DfsMismatch),
-                }
-                previous = Some(cut);
-            }
-            if threshold <= 1 {
-                break;
-            }
-            threshold /= 2;
-        }
-
-        // Phase 2: greedy descent on NumPaths(ENTRY), exact gains (saturating only beyond u128).
-        let mut cut = vec![false; base.num_vertices];
-        let mut dag = base;
-        for _ in 0..MAX_GREEDY_CUTS {
-            let (np, pf) = saturating_counts(&dag);
-            let factor = pf[entry.index()];
-            let mut best: Option<(u128, BlockId)> = None;
-            for &v in &dag.topo {
-                if cut[v.index()] || !cuttable(&dag, v) {
-                    continue;
-                }
-                let outs = dag.out_edges(v);
-                let saved = pf[v.index()].saturating_mul(np[v.index()].saturating_sub(outs.len() as u128));
-                let restart: u128 = outs
-                    .iter()
-                    .map(|&d| dag.edges[d.index()])
-                    .filter(|e| matches!(e.kind, DagEdgeKind::Real(_)) && e.to != exit)
-                    .fold(0u128, |acc, e| acc.saturating_add(np[e.to.index()]));
-                let cost = factor.saturating_mul(restart);
-                if saved <= cost {
-                    continue;
-                }
-                let gain = saved - cost;
-                // Strictly better gain, ties to the lower vertex index.
-                if !matches!(best, Some((g, w)) if g > gain || (g == gain && w < v)) {
-                    best = Some((gain, v));
-                }
-            }
-            let Some((_, v)) = best else { break };
-            cut[v.index()] = true;
-            dag = assemble(cfg, adj, dfs, &cut);
-            match fits(&dag, budget) {
-                Fit::Yes => return Ok(dag),
-                Fit::No(a) => achieved = achieved.min(a),
-                Fit::NotADag => return Err(DagError::DfsMismatch),
-            }
-        }
-        Err(DagError::BudgetUnreachable { budget, achieved })
     }
 
     /// Number of vertices, EXIT included (the cfg's `num_vertices`).
@@ -425,67 +291,11 @@ impl PathDag {
     }
 }
 
-enum Fit {
-    Yes,
-    /// Does not fit; NumPaths(ENTRY) or `u128::MAX` on overflow.
-    No(u128),
-    NotADag,
-}
-
-fn fits(dag: &PathDag, budget: u128) -> Fit {
-    match Numbering::compute(dag) {
-        Ok(n) => {
-            let max = dag.topo.iter().map(|&v| n.num_paths_from(v)).max().unwrap_or(0);
-            if max <= budget {
-                Fit::Yes
-            } else {
-                Fit::No(n.num_paths())
-            }
-        }
-        Err(crate::numbering::NumberingError::TooManyPaths { .. }) => Fit::No(u128::MAX),
-        Err(crate::numbering::NumberingError::NotADag { .. }) => Fit::NotADag,
-    }
-}
-
-/// NumPaths and forward path counts pf (ENTRY→v prefixes, a leading ENTRY self-loop included) per vertex,
-/// saturating at `u128::MAX`; the heuristic of the greedy cut phase (validity is always rechecked exactly).
-fn saturating_counts(dag: &PathDag) -> (Vec<u128>, Vec<u128>) {
-    let nv = dag.num_vertices;
-    let (entry, exit) = (dag.entry(), dag.exit());
-    let mut np = vec![0u128; nv];
-    for &v in dag.topo.iter().rev() {
-        if v == exit {
-            np[v.index()] = 1;
-            continue;
-        }
-        let outs = dag.out_edges(v);
-        let plain = outs
-            .iter()
-            .map(|&d| dag.edges[d.index()].to)
-            .filter(|&w| w != v)
-            .fold(0u128, |acc, w| acc.saturating_add(np[w.index()]));
-        let loops = outs.iter().filter(|&&d| dag.edges[d.index()].to == v).count() as u128;
-        np[v.index()] = plain.saturating_mul(loops.saturating_add(1));
-    }
-    let mut pf = vec![0u128; nv];
-    let loops = dag.out_edges(entry).iter().filter(|&&d| dag.edges[d.index()].to == entry).count() as u128;
-    pf[entry.index()] = loops.saturating_add(1);
-    for &v in &dag.topo {
-        for &d in dag.out_edges(v) {
-            let w = dag.edges[d.index()].to;
-            if w != v {
-                pf[w.index()] = pf[w.index()].saturating_add(pf[v.index()]);
-            }
-        }
-    }
-    (np, pf)
-}
-
 /// Sort key of a surrogate-class out-edge: the cfg edge it stands for, then entry-side before exit-side.
 type SurrogateKey = (EdgeId, u8);
 
 /// Builds the DAG for a given set of cut vertices (`cut[v]`; ENTRY and EXIT are never cut).
-fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) -> PathDag {
+pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) -> PathDag {
     let nv = cfg.num_vertices();
     let ne = cfg.num_edges();
     let entry = cfg.entry();
@@ -702,6 +512,3 @@ fn topological_order(
     order
 }
 
-#[cfg(test)]
-#[path = "tests_path.rs"]
-mod tests_path;

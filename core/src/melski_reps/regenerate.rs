@@ -21,7 +21,7 @@
 
 use super::path::{InterprocPath, PathEnd, Step, Via};
 use super::program::{CallSiteId, ProcId};
-use super::supergraph::{ArcKind, EntryKind, ExitTarget, GlobalEntry, Mode, Numbering, OutArc};
+use super::numbering::{ArcKind, EntryKind, ExitTarget, GlobalEntry, Mode, Numbering, OutArc};
 use crate::graph::{BlockId, EdgeId};
 
 /// The step limit of [`decode`]; use [`decode_with_limit`] for longer paths.

@@ -1,10 +1,12 @@
-//! G*_fn and its ψ/ρ numbering, for context (§5) and piecewise (§6) interprocedural path profiling.
+//! The ψ/ρ numbering of G*_fn ([`Supergraph`]), for context (§5) and piecewise (§6) interprocedural path
+//! profiling.
 //!
 //! Melski & Reps, "Interprocedural Path Profiling", CC 1999 / UW–Madison TR-1382, 1998:
 //! - §3.2 builds G*_fn with Transformation 1 (a GExit_P per procedure), Transformation 2 (each intraprocedural
 //!   back edge w→v becomes the surrogate edges Entry_P→v and w→GExit_P — exactly the Ball–Larus DAG of
 //!   [`PathDag`], whose ENTRY is Entry_P, whose EXIT is Exit_P for `Return` edges and GExit_P for the exit
-//!   surrogates) and Transformation 3 (recursive call sites become summary edges; see [`CallGraph`]);
+//!   surrogates) and Transformation 3 (recursive call sites become summary edges; see
+//!   [`CallGraph`](super::callgraph::CallGraph));
 //! - §6 adds Transformation 0 (a GEntry_P per procedure with Entry_global→GEntry_P) and moves every surrogate
 //!   Entry_P→v to GEntry_P→v;
 //! - §5.2 solves, procedures callees-first and vertices in reverse topological order, ψ_{Exit_P} = id (19),
@@ -31,11 +33,13 @@
 //! Exit_P's successors (piecewise, no open call) are the return sites of its interprocedural callers in
 //! call-site order, then Exit_global if P is a root. This reproduces the paper's Figs. 7 and 15 exactly.
 
-use super::callgraph::{CallGraph, SiteRole};
+use super::callgraph::SiteRole;
 use super::linear::Linear;
-use super::program::{CallSiteId, Callee, ProcId, Program};
-use crate::dag::{DagEdgeId, DagEdgeKind, PathDag};
-use crate::dfs::{depth_first, DfsInfo};
+use super::program::{CallSiteId, Callee, ProcId};
+use super::supergraph::Supergraph;
+use crate::ball_larus::dag::{DagEdgeId, DagEdgeKind};
+#[cfg(doc)]
+use crate::ball_larus::dag::PathDag;
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 
 /// Which observable paths are numbered.
@@ -47,60 +51,7 @@ pub enum Mode {
     Piecewise,
 }
 
-/// G*_fn's structure: the program, its classified call graph and every procedure's Ball–Larus DAG.
-#[derive(Clone, Debug)]
-pub struct Supergraph {
-    program: Program,
-    calls: CallGraph,
-    dfs: Vec<DfsInfo>,
-    dags: Vec<PathDag>,
-}
-
 impl Supergraph {
-    /// Applies Transformations 1–3: per-procedure DFS and DAG (reusing [`depth_first`] and
-    /// [`PathDag::build`]), then the call-graph classification.
-    pub fn build(program: Program) -> Supergraph {
-        let mut dfs = Vec::with_capacity(program.num_procs());
-        let mut dags = Vec::with_capacity(program.num_procs());
-        for p in program.procs() {
-            let adj = p.cfg.adjacency();
-            let d = depth_first(&p.cfg, &adj);
-            dags.push(PathDag::build(&p.cfg, &adj, &d));
-            dfs.push(d);
-        }
-        let calls = CallGraph::compute(&program, &dfs);
-        Supergraph { program, calls, dfs, dags }
-    }
-
-    /// The supergraph of the same program with calls cut as [`Program::with_cut`] says. A procedure's DFS and
-    /// DAG depend on its CFG alone, so they are kept and only the call graph is classified again: the budget
-    /// policy's rounds (a hundred for SQLite's amalgamation) each cost a numbering, not a rebuild.
-    pub fn with_cut(self, cut: impl Fn(ProcId) -> bool) -> Supergraph {
-        let program = self.program.with_cut(cut);
-        let calls = CallGraph::compute(&program, &self.dfs);
-        Supergraph { program, calls, dfs: self.dfs, dags: self.dags }
-    }
-
-    /// The program.
-    pub fn program(&self) -> &Program {
-        &self.program
-    }
-
-    /// The classified call graph.
-    pub fn calls(&self) -> &CallGraph {
-        &self.calls
-    }
-
-    /// The Ball–Larus DAG of `p` (Transformations 1 and 2). Panics on an id outside the program.
-    pub fn dag(&self, p: ProcId) -> &PathDag {
-        &self.dags[p.index()]
-    }
-
-    /// The intraprocedural DFS of `p`. Panics on an id outside the program.
-    pub fn dfs(&self, p: ProcId) -> &DfsInfo {
-        &self.dfs[p.index()]
-    }
-
     /// Solves ψ and ρ for `mode` and lays out Entry_global's successors.
     pub fn number(&self, mode: Mode) -> Result<Numbering<'_>, NumberingError> {
         Numbering::compute(self, mode)
@@ -270,10 +221,10 @@ fn overflow(proc: ProcId, at: impl Into<String>) -> NumberingError {
 impl<'a> Numbering<'a> {
     /// Solves the numbering of `mode` for `sg` (see the module docs).
     pub fn compute(sg: &'a Supergraph, mode: Mode) -> Result<Numbering<'a>, NumberingError> {
-        let program = &sg.program;
+        let program = &sg.program();
         let n = program.num_procs();
         let mut procs: Vec<Option<ProcNumbering>> = vec![None; n];
-        for &p in sg.calls.callee_first() {
+        for &p in sg.calls().callee_first() {
             let pn = solve_proc(sg, mode, p, &procs)?;
             procs[p.index()] = Some(pn);
         }
@@ -285,10 +236,10 @@ impl<'a> Numbering<'a> {
         let mut exit_succs = vec![Vec::new(); n];
         if mode == Mode::Piecewise {
             let mut done = vec![false; n];
-            for &p in sg.calls.callee_first().iter().rev() {
+            for &p in sg.calls().callee_first().iter().rev() {
                 let mut running = 0u128;
                 let mut succs = Vec::new();
-                for &s in sg.calls.callers(p) {
+                for &s in sg.calls().callers(p) {
                     let info = program.site(s).ok_or(NumberingError::Internal("unknown site"))?;
                     if !done[info.proc.index()] {
                         return Err(NumberingError::Internal("caller not solved before callee"));
@@ -300,7 +251,7 @@ impl<'a> Numbering<'a> {
                     succs.push(ExitSucc { target: ExitTarget::Site(s), value: running, count });
                     running = running.checked_add(count).ok_or_else(|| overflow(p, "numUnbalRLPaths[Exit_P]"))?;
                 }
-                if sg.calls.is_root(p) {
+                if sg.calls().is_root(p) {
                     succs.push(ExitSucc { target: ExitTarget::Global, value: running, count: 1 });
                     running = running.checked_add(1).ok_or_else(|| overflow(p, "numUnbalRLPaths[Exit_P]"))?;
                 }
@@ -320,7 +271,7 @@ impl<'a> Numbering<'a> {
             total = total.checked_add(count).ok_or_else(|| overflow(p, "numValidComps([ε:Entry_global])"))?;
             Ok(entries.len() - 1)
         };
-        for &r in sg.calls.roots() {
+        for &r in sg.calls().roots() {
             let count = procs[r.index()].psi[0].checked_apply(1).ok_or_else(|| overflow(r, "ψ_Entry(1)"))?;
             root_entry[r.index()] = Some(push(EntryKind::Root(r), count, r)?);
         }
@@ -415,7 +366,7 @@ impl<'a> Numbering<'a> {
     /// kind, entry offsets are prefix sums, and Eq. 33–35 for piecewise Exit_P successors.
     pub fn check_invariants(&self) -> Result<(), InvariantViolation> {
         let bad = |m: String| Err(InvariantViolation(m));
-        for p in self.sg.program.proc_ids() {
+        for p in self.sg.program().proc_ids() {
             let dag = self.sg.dag(p);
             let q = &self.procs[p.index()];
             let lists =
@@ -501,7 +452,7 @@ fn solve_proc(
     p: ProcId,
     solved: &[Option<ProcNumbering>],
 ) -> Result<ProcNumbering, NumberingError> {
-    let program = &sg.program;
+    let program = &sg.program();
     let cfg = program.cfg(p);
     let dag = sg.dag(p);
     let nv = dag.num_vertices();
@@ -526,7 +477,7 @@ fn solve_proc(
                 DagEdgeKind::Real(e) => match cfg.edge(e).kind {
                     EdgeKind::Branch { .. } => match site {
                         Some((s, info)) if info.call_edge == e => {
-                            let kind = match (sg.calls.role(s), info.callee) {
+                            let kind = match (sg.calls().role(s), info.callee) {
                                 (SiteRole::Interprocedural, Callee::Proc(callee)) => {
                                     ArcKind::Call { site: s, callee, ret: info.ret }
                                 }

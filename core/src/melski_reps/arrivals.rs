@@ -1,5 +1,5 @@
 //! Net counts of interprocedural truncated paths from *arrival* counts: one counter update per call that may
-//! not return, instead of a +1 before it and a −1 after it (the path-mode scheme of [`crate::arrivals`],
+//! not return, instead of a +1 before it and a −1 after it (the path-mode scheme of [`crate::ball_larus::arrivals`],
 //! carried over to the observable paths of G*_fn).
 //!
 //! A block B with a `Termination` arc (its calls may leave the frame: `exit`, `longjmp`, an exception) has a
@@ -32,7 +32,7 @@
 //! Fork re-entries ([`net_counts_with_reentries`]): a `fork()`ed child starts with zeroed counters and resumes
 //! the activations that were in flight after their calls. The innermost one goes on along the path that was
 //! running — through returns into its callers — without an arrival, so that path's truncated path T nets one
-//! lower per resumption, exactly as in path mode ([`crate::arrivals`]). The instrumented code records a
+//! lower per resumption, exactly as in path mode ([`crate::ball_larus::arrivals`]). The instrumented code records a
 //! re-entry of T when the fork generation changed across a call of a counted block, so `net(T) + reentries(T)`
 //! is how often the program really left with T's prefix. (Callers waiting in interprocedural call blocks are on
 //! the same path; they record re-entries of their call blocks instead, see [`super::counts`].)
@@ -40,9 +40,9 @@
 use super::callgraph::SiteRole;
 use super::path::{InterprocPath, PathEnd};
 use super::program::ProcId;
-use super::supergraph::{ArcKind, Numbering, OutArc};
-use super::walk::{decode_visiting, PathError, DEFAULT_MAX_STEPS};
-use crate::arrivals::{solve_nets, Netting};
+use super::numbering::{ArcKind, Numbering, OutArc};
+use super::regenerate::{decode_visiting, PathError, DEFAULT_MAX_STEPS};
+use crate::ball_larus::arrivals::{solve_nets, Netting};
 use crate::graph::BlockId;
 use std::collections::BTreeMap;
 
