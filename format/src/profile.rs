@@ -22,12 +22,7 @@
 //! profiles of the same binary — with checked arithmetic in edge mode, with wrapping (two's complement) arithmetic
 //! in path mode, whose counters are signed — and refuses profiles of different builds.
 //!
-//! # Analysis
-//! [`function_edge_counts`] derives every edge and block count of a function and says whether the result is
-//! exact: in edge mode from its chord counters (Ball & Larus, "Optimally Profiling and Tracing Programs", TOPLAS
-//! 16(3), 1994, Figure 6, implemented in [`pathprof_core::propagate`]), in path mode from its path counts.
-//! [`function_path_counts`] regenerates every executed path of a path-mode function (Ball & Larus, "Efficient
-//! Path Profiling", MICRO-29, 1996, §3.5, implemented in [`pathprof_core::regenerate`]).
+//! Counts derived from a profile (edge and block counts, regenerated paths) are the `pathprof-analysis` crate's.
 #![deny(
     clippy::indexing_slicing,
     clippy::unwrap_used,
@@ -36,15 +31,9 @@
     clippy::arithmetic_side_effects
 )]
 
-mod analysis;
-mod interproc;
 mod merge;
-mod paths;
 
-pub use analysis::{function_edge_counts, AnalysisError, FunctionCounts, InexactReason, ModuleCounts};
-pub use interproc::{module_path_counts, program_of, InterprocCount, ModulePaths};
 pub use merge::{merge, MergeError};
-pub use paths::{function_path_counts, FunctionPaths, PathCount};
 
 use crate::layout::{self, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION, MAGIC, RECORD_HEADER_LEN};
 use crate::meta::{MetaError, ModuleMeta};

@@ -11,10 +11,8 @@ use pathprof_core::regenerate::encode;
 use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
 use pathprof_format::layout::{SPARSE_REENTRY, SPARSE_REENTRY_BLOCK};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
-use pathprof_format::profile::{
-    self, function_edge_counts, function_path_counts, merge, module_path_counts, read, write, AnalysisError,
-    InexactReason, ModuleProfile, Profile, ProfileError, SparseEntry,
-};
+use pathprof_analysis::{function_edge_counts, function_path_counts, module_path_counts, AnalysisError, InexactReason};
+use pathprof_format::profile::{self, merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
 use std::collections::BTreeMap;
 
 fn b(f: u32, t: u32, kind: EdgeKind) -> Edge {
@@ -240,7 +238,7 @@ fn interprocedural_profiles_with_reentries_are_exact() {
             },
             InterprocProc { call_sites: vec![], external_entry: false },
         ];
-        let (program, ip_mode) = profile::program_of(&ModuleMeta {
+        let (program, ip_mode) = pathprof_analysis::program_of(&ModuleMeta {
             interproc: Some(InterprocMeta { procs: procs.clone(), num_paths: 0, storage: PathStorage::Dense, budget_cuts: 0 }),
             ..m.clone()
         })

@@ -14,10 +14,8 @@ use pathprof_core::regenerate::{encode, PathEnd, PathStart};
 use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
-use pathprof_format::profile::{
-    self, function_edge_counts, function_path_counts, merge, read, write, AnalysisError, InexactReason, ModuleProfile,
-    Profile, SparseEntry,
-};
+use pathprof_analysis::{function_edge_counts, function_path_counts, AnalysisError, InexactReason};
+use pathprof_format::profile::{self, merge, read, write, ModuleProfile, Profile, SparseEntry};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
