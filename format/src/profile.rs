@@ -341,7 +341,8 @@ pub fn read(bytes: &[u8]) -> Result<Profile, ProfileError> {
         modules.push(read_record(&framed, record)?);
     }
     let mut hashes: Vec<u64> = modules.iter().map(|m| m.meta_hash).collect();
-    if let Some(meta_hash) = records::repeated_module(&mut hashes) {
+    hashes.sort_unstable();
+    if let Some(meta_hash) = records::repeated_module(&hashes) {
         return Err(wire_error(WireError::DuplicateModule { meta_hash }, &modules));
     }
     Ok(Profile { modules })

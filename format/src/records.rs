@@ -12,7 +12,7 @@
 //!   within the remaining bytes, zero metadata padding, and `meta_hash` the fnv1a64 of the metadata;
 //! - after the last record: no bytes left over;
 //! - then ([`repeated_module`]): no two records share a `meta_hash` (a writer merges such records). This needs
-//!   one word per record, which the caller allocates (the walk itself allocates nothing).
+//!   one word per record, which the caller allocates and sorts (the walk itself allocates nothing).
 //!
 //! What needs the decoded metadata (its name hash, graphs, counter ranges, sparse function indices) is the
 //! reader's alone; the runtime only merges records whose metadata bytes equal a registered module's.
@@ -282,12 +282,12 @@ impl<'a> Records<'a> {
 }
 
 /// The last check of a [`walk`]ed file: a `meta_hash` that two records share (a writer merges such records),
-/// given every record's `meta_hash` in `hashes` (reordered: sorting keeps the check O(n log n) on files with
-/// many records). The caller collects the hashes once the walk has shown the records are there, so a forged
-/// record count cannot make it allocate more than the file's size.
-pub fn repeated_module(hashes: &mut [u64]) -> Option<u64> {
-    hashes.sort_unstable();
-    hashes.windows(2).find(|w| w.first() == w.last()).and_then(|w| w.first().copied())
+/// given every record's `meta_hash` in `sorted`, in ascending order (sorting keeps the check O(n log n) on files
+/// with many records). The caller collects and sorts the hashes once the walk has shown the records are there,
+/// so a forged record count cannot make it allocate more than the file's size; the runtime sorts with its own
+/// panic-free sort, as `core`'s slice sorts carry panic paths the runtime archive must not contain.
+pub fn repeated_module(sorted: &[u64]) -> Option<u64> {
+    sorted.windows(2).find(|w| w.first() == w.last()).and_then(|w| w.first().copied())
 }
 
 impl<'a> Iterator for Records<'a> {
@@ -364,7 +364,8 @@ mod tests {
     fn validate(f: &[u8]) -> Result<Records<'_>, WireError> {
         let records = walk(f)?;
         let mut hashes: std::vec::Vec<u64> = records.clone().map(|r| r.unwrap().header.meta_hash).collect();
-        match repeated_module(&mut hashes) {
+        hashes.sort_unstable();
+        match repeated_module(&hashes) {
             Some(meta_hash) => Err(WireError::DuplicateModule { meta_hash }),
             None => Ok(records),
         }

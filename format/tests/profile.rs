@@ -3,8 +3,9 @@
 //! The counter placements below are chosen by hand (a spanning tree containing the virtual edges; the chords
 //! carry counters): these tests exercise the format, not placement.
 
+use pathprof_core::fixtures::{early_exit_cfg, early_exit_chords, loop_diamond_cfg, loop_diamond_chords};
 use pathprof_core::graph::test_cfg;
-use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+use pathprof_core::{Cfg, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN, RECORD_HEADER_LEN};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, MetaError, Mode, ModuleMeta};
 use pathprof_format::profile::{
@@ -13,34 +14,21 @@ use pathprof_format::profile::{
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------------------------------
-// Fixtures
+// Fixtures (graphs and counter placements: `pathprof_core::fixtures`)
 
 /// Loop around a diamond: 0 → 1; 1 → 2 | 3; 2, 3 → 4; 4 → 1 (back edge) | 5; 5 returns.
 /// Edges: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1, e6 4→5, e7 5→EXIT, e8 EXIT→0.
 /// Spanning tree {e8, e0, e1, e3, e4, e7}; chords e2, e5, e6 carry counters 0, 1, 2.
 /// With 2 invocations and 10 loop iterations (7 via bb2, 3 via bb3): e2 = 3, e5 = 8, e6 = 2.
 fn loop_diamond(counter_base: u64) -> FunctionMeta {
-    let cfg = test_cfg(6, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 1), (4, 5)], &[5]);
-    function("loop_diamond", cfg, vec![None, None, Some(0), None, None, Some(1), Some(2), None, None], counter_base, 3)
+    function("loop_diamond", loop_diamond_cfg(), loop_diamond_chords(), counter_base, 3)
 }
 
 /// 0 → 1 → 2 → return, and bb1 may leave abnormally (a call to `exit`).
 /// Edges: e0 0→1, e1 1→2, e2 2→EXIT (Return), e3 1→EXIT (Termination), e4 EXIT→0.
 /// Spanning tree {e4, e3, e1}; chords e0, e2 carry counters 0, 1. 5 calls, 1 abnormal exit: e0 = 5, e2 = 4.
 fn early_exit(counter_base: u64) -> FunctionMeta {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    let cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(2, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
-    function("early_exit", cfg, vec![Some(0), None, Some(1), None, None], counter_base, 2)
+    function("early_exit", early_exit_cfg(), early_exit_chords(), counter_base, 2)
 }
 
 fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base: u64, n: u32) -> FunctionMeta {

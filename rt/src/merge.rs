@@ -147,7 +147,8 @@ pub(crate) fn validate(file: &[u8]) -> Result<Result<Existing<'_>, Invalid>, Err
     for r in records.clone().flatten() {
         hashes.push(r.header.meta_hash)?;
     }
-    if let Some(meta_hash) = records::repeated_module(hashes.as_mut_slice()) {
+    crate::sys::sort_by_key(hashes.as_mut_slice(), |&h| h);
+    if let Some(meta_hash) = records::repeated_module(hashes.as_slice()) {
         return Ok(Err(WireError::DuplicateModule { meta_hash }.reason()));
     }
     Ok(Ok(Existing { records }))

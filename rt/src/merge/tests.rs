@@ -222,13 +222,8 @@ fn validate_checks_record_lengths_even_with_a_correct_checksum() {
 fn random_inputs_never_panic() {
     let m = b"meta".as_slice();
     let (f, _, _) = image(None, &[group(m, b"m.c", &[1, 2, 3], 3, 0)]);
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = pathprof_core::fixtures::Rng::new(0x2545_f491_4f6c_dd1d);
+    let mut rnd = move || rng.next();
     for _ in 0..20_000 {
         let mut b = if rnd() % 4 == 0 {
             let mut v = MAGIC.to_vec();
