@@ -3,65 +3,18 @@
 //! counters): these tests exercise the analysis, not placement.
 
 use pathprof_analysis::{function_edge_counts, AnalysisError, InexactReason};
-use pathprof_core::fixtures::{early_exit_cfg, early_exit_chords, loop_diamond_cfg, loop_diamond_chords};
-use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
+use pathprof_core::fixtures::longjmp_cfg;
+use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::layout;
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
-use pathprof_format::profile::{self, ModuleProfile};
+use pathprof_format::meta::Mode;
+use pathprof_format::profile::ModuleProfile;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fixtures (graphs and counter placements: `pathprof_core::fixtures`)
 
-/// Loop around a diamond: 0 → 1; 1 → 2 | 3; 2, 3 → 4; 4 → 1 (back edge) | 5; 5 returns.
-/// Edges: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1, e6 4→5, e7 5→EXIT, e8 EXIT→0.
-/// Spanning tree {e8, e0, e1, e3, e4, e7}; chords e2, e5, e6 carry counters 0, 1, 2.
-/// With 2 invocations and 10 loop iterations (7 via bb2, 3 via bb3): e2 = 3, e5 = 8, e6 = 2.
-fn loop_diamond(counter_base: u64) -> FunctionMeta {
-    function("loop_diamond", loop_diamond_cfg(), loop_diamond_chords(), counter_base, 3)
-}
-
-/// 0 → 1 → 2 → return, and bb1 may leave abnormally (a call to `exit`).
-/// Edges: e0 0→1, e1 1→2, e2 2→EXIT (Return), e3 1→EXIT (Termination), e4 EXIT→0.
-/// Spanning tree {e4, e3, e1}; chords e0, e2 carry counters 0, 1. 5 calls, 1 abnormal exit: e0 = 5, e2 = 4.
-fn early_exit(counter_base: u64) -> FunctionMeta {
-    function("early_exit", early_exit_cfg(), early_exit_chords(), counter_base, 2)
-}
-
-fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base: u64, n: u32) -> FunctionMeta {
-    let blocks = (0..cfg.num_blocks()).map(|b| BlockMeta { lines: vec![10 + b as u32, 20 + b as u32] }).collect();
-    FunctionMeta {
-        name: name.to_string(),
-        display_name: format!("{name}()"),
-        file: "t.c".into(),
-        start_line: 9,
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: None,
-        cfg,
-        blocks,
-        edge_counters,
-        counter_base,
-        num_counters: n,
-        reentry_blocks: vec![],
-    }
-}
-
-fn module_meta(name: &str) -> ModuleMeta {
-    ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: name.to_string(),
-        output: String::new(),
-        mode: Mode::Edge,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: vec![loop_diamond(0), early_exit(3)],
-    }
-}
-
-fn module(name: &str, counters: Vec<u64>) -> ModuleProfile {
-    ModuleProfile::new(module_meta(name), counters, vec![], 0, 1)
-}
+#[path = "../../format/tests/support/edge_module.rs"]
+mod edge_module;
+use edge_module::{function, module, module_meta};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Analysis: counts derived from the chord counters
@@ -126,19 +79,7 @@ fn negative_derived_edges_are_inexact_and_not_numbers() {
 /// Tree {e5, e3, e4}; chords e0, e1, e2. 5 calls, 2 longjmps: e0 = 5, e1 = 7, e2 = 5, so e3 = -2 (net
 /// re-entries of bb1) and e4 = 2 (abnormal departures from bb2).
 fn setjmp_function(reentry: bool) -> ModuleProfile {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    let cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(2, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(2, 3, EdgeKind::Termination),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
+    let cfg = longjmp_cfg();
     let mut f = function("uses_setjmp", cfg, vec![Some(0), Some(1), Some(2), None, None, None], 0, 3);
     if reentry {
         f.reentry_blocks = vec![1];

@@ -3,8 +3,8 @@
 //! Fixture functions have hand-chosen spanning trees: only chord counts are stored in the counters, and the
 //! expected edge and block counts below are computed by hand from the runs they describe.
 
-use pathprof_core::fixtures::{early_exit_cfg, early_exit_chords, loop_diamond_cfg, loop_diamond_chords};
-use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+use pathprof_core::fixtures::{early_exit_cfg, early_exit_chords, longjmp_cfg, loop_diamond_cfg, loop_diamond_chords};
+use pathprof_core::Cfg;
 use pathprof_format::layout;
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
 use pathprof_format::profile::{self, ModuleProfile, Profile};
@@ -288,19 +288,7 @@ fn show_reports_incomplete_runs_as_inexact() {
 /// derived e3 = -2 (bb1 re-entered twice), e4 = 2 (bb2 left abnormally twice).
 #[test]
 fn show_setjmp_reentries_are_exact_but_not_abnormal_exits() {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    let cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(2, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(2, 3, EdgeKind::Termination),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
+    let cfg = longjmp_cfg();
     let mut f = function("uses_setjmp", cfg, vec![Some(0), Some(1), Some(2), None, None, None], 0, 3);
     f.reentry_blocks = vec![1];
     let mut m = meta("s.c");

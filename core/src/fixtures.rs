@@ -156,3 +156,24 @@ pub fn loop_diamond_chords() -> Vec<Option<u32>> {
 pub fn early_exit_chords() -> Vec<Option<u32>> {
     vec![Some(0), None, Some(1), None, None]
 }
+
+/// Edge mode's `setjmp` example: bb1 holds a `setjmp` (a re-entry block), bb2 calls a function that may
+/// `longjmp` back into bb1: e0 0→1, e1 1→2, e2 2→EXIT (Return), e3 1→EXIT (Termination), e4 2→EXIT
+/// (Termination), e5 EXIT→0. With the spanning tree {e5, e3, e4} the chords e0, e1, e2 carry counters 0, 1, 2:
+/// 5 calls of which 2 longjmp give e0 = 5, e1 = 7, e2 = 5, so e3 = −2 (bb1 re-entered twice, net) and e4 = 2
+/// (bb2 left abnormally twice).
+pub fn longjmp_cfg() -> Cfg {
+    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
+    Cfg::new(
+        3,
+        vec![
+            b(0, 1, EdgeKind::Branch { succ: 0 }),
+            b(1, 2, EdgeKind::Branch { succ: 0 }),
+            b(2, 3, EdgeKind::Return),
+            b(1, 3, EdgeKind::Termination),
+            b(2, 3, EdgeKind::Termination),
+            b(3, 0, EdgeKind::ExitToEntry),
+        ],
+    )
+    .expect("a well-formed graph")
+}
