@@ -90,7 +90,8 @@
 use crate::files;
 use anyhow::{bail, Context, Result};
 use pathprof_format::meta::FunctionMeta;
-use pathprof_format::profile::{self, FunctionCounts, Profile};
+use pathprof_analysis::{FunctionCounts, ModuleCounts};
+use pathprof_format::profile::Profile;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -173,7 +174,7 @@ pub fn sample_profile(profile: &Profile) -> Result<(Vec<FunctionSamples>, Vec<St
     let mut warnings = Vec::new();
     for module in &profile.modules {
         let mname = &module.meta.module_name;
-        let module_counts = profile::ModuleCounts::new(module);
+        let module_counts = ModuleCounts::new(module);
         for (index, f) in module.meta.functions.iter().enumerate() {
             let counts = module_counts.function(index)?;
             if !accs.contains_key(&f.name) {

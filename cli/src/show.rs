@@ -17,7 +17,8 @@ use pathprof_core::interproc::Callee;
 use anyhow::{bail, Context, Result};
 use pathprof_core::{EdgeId, EdgeKind};
 use pathprof_format::meta::{FunctionMeta, Mode};
-use pathprof_format::profile::{self, FunctionCounts, ModuleProfile};
+use pathprof_analysis::{FunctionCounts, ModuleCounts};
+use pathprof_format::profile::ModuleProfile;
 use serde::Serialize;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
@@ -108,7 +109,7 @@ pub fn run(args: &Args) -> Result<()> {
     let profile = files::read_profile(&args.file)?;
     let mut functions = Vec::new();
     for module in &profile.modules {
-        let module_counts = profile::ModuleCounts::new(module);
+        let module_counts = ModuleCounts::new(module);
         for (index, f) in module.meta.functions.iter().enumerate() {
             let selected = match args.function.as_deref() {
                 None => true,

@@ -3,8 +3,8 @@
 //! Fixture functions have hand-chosen spanning trees: only chord counts are stored in the counters, and the
 //! expected edge and block counts below are computed by hand from the runs they describe.
 
-use pathprof_core::graph::test_cfg;
-use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+use pathprof_core::fixtures::{early_exit_cfg, early_exit_chords, longjmp_cfg, loop_diamond_cfg, loop_diamond_chords};
+use pathprof_core::Cfg;
 use pathprof_format::layout;
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
 use pathprof_format::profile::{self, ModuleProfile, Profile};
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 // ---------------------------------------------------------------------------------------------------------------
-// Fixtures
+// Fixtures (graphs and counter placements: `pathprof_core::fixtures`)
 
 /// Loop around a diamond: 0 → 1; 1 → 2 | 3; 2, 3 → 4; 4 → 1 (back edge) | 5; 5 returns.
 /// Edges: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1, e6 4→5, e7 5→EXIT, e8 EXIT→0.
@@ -21,8 +21,7 @@ use std::process::{Command, Output, Stdio};
 /// 2 calls, 10 iterations (7 via bb2, 3 via bb3): counters e2 = 3, e5 = 8, e6 = 2; derived e0 = 2, e1 = 7,
 /// e3 = 7, e4 = 3, e7 = 2; blocks 2, 10, 7, 3, 10, 2.
 fn loop_diamond(name: &str, counter_base: u64) -> FunctionMeta {
-    let cfg = test_cfg(6, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 1), (4, 5)], &[5]);
-    function(name, cfg, vec![None, None, Some(0), None, None, Some(1), Some(2), None, None], counter_base, 3)
+    function(name, loop_diamond_cfg(), loop_diamond_chords(), counter_base, 3)
 }
 
 /// 0 → 1 → 2 → return; bb1 calls `exit` sometimes (Termination edge).
@@ -30,19 +29,7 @@ fn loop_diamond(name: &str, counter_base: u64) -> FunctionMeta {
 /// Spanning tree {e4, e3, e1}; chords e0, e2 carry counters 0, 1. 5 calls, 1 exit(): e0 = 5, e2 = 4; derived
 /// e1 = 4, e3 = 1; blocks 5, 5, 4.
 fn early_exit(counter_base: u64) -> FunctionMeta {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    let cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(2, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
-    function("early_exit", cfg, vec![Some(0), None, Some(1), None, None], counter_base, 2)
+    function("early_exit", early_exit_cfg(), early_exit_chords(), counter_base, 2)
 }
 
 fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base: u64, n: u32) -> FunctionMeta {
@@ -301,19 +288,7 @@ fn show_reports_incomplete_runs_as_inexact() {
 /// derived e3 = -2 (bb1 re-entered twice), e4 = 2 (bb2 left abnormally twice).
 #[test]
 fn show_setjmp_reentries_are_exact_but_not_abnormal_exits() {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    let cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(2, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(2, 3, EdgeKind::Termination),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
+    let cfg = longjmp_cfg();
     let mut f = function("uses_setjmp", cfg, vec![Some(0), Some(1), Some(2), None, None, None], 0, 3);
     f.reentry_blocks = vec![1];
     let mut m = meta("s.c");

@@ -45,7 +45,8 @@ pub fn setjmp_events() -> Vec<(i64, Vec<u32>)> {
 /// tests: A→C, A→B, B→C, B→D, C→D, D→F, D→E, E→F in that `EdgeId` order (e0–e7; the successor order the slides
 /// imply: A: C then B; B: C then D; D: F then E), F returns to the virtual EXIT (block 6, e8) and e9 is
 /// EXIT→A. Blocks A..F are [`LECTURE_A`]..[`LECTURE_F`]. Paths: ACDF 0, ACDEF 1, ABCDF 2, ABCDEF 3, ABDF 4,
-/// ABDEF 5.
+/// ABDEF 5. Path mode instruments e0, e2, e3, e5, e7 (notes C.4: r=0 on A→C, r=2 on B→C, r=4 on B→D, count on
+/// D→F and E→F); [`lecture_events`] runs it.
 pub fn lecture_cfg() -> Cfg {
     let (a, b, c, d, e, f) = (LECTURE_A, LECTURE_B, LECTURE_C, LECTURE_D, LECTURE_E, LECTURE_F);
     crate::graph::test_cfg(6, &[(a, c), (a, b), (b, c), (b, d), (c, d), (d, f), (d, e), (e, f)], &[f])
@@ -63,3 +64,132 @@ pub const LECTURE_D: u32 = 3;
 pub const LECTURE_E: u32 = 4;
 /// Block F of [`lecture_cfg`] (the one that returns).
 pub const LECTURE_F: u32 = 5;
+
+/// 11 calls of [`lecture_cfg`] as `(times, cfg edges walked)`: ABDEF ×7, ACDF ×3, ABCDF ×1, so path counts
+/// 5: 7, 0: 3, 2: 1.
+pub fn lecture_events() -> Vec<(i64, Vec<u32>)> {
+    vec![(7, vec![1, 3, 6, 7, 8]), (3, vec![0, 4, 5, 8]), (1, vec![1, 2, 4, 5, 8])]
+}
+
+/// Loop around a diamond: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1 (back edge), e6 4→5, e7 5→EXIT,
+/// e8 EXIT→0. Edge mode with the spanning tree {e8, e0, e1, e3, e4, e7} puts counters on chords e2, e5, e6.
+/// Path mode: 0 [0 1 2 4 5], 1 [0 1 2 4]↺, 2 [0 1 3 4 5], 3 [0 1 3 4]↺, 4 ↻[1 2 4 5], 5 ↻[1 2 4]↺,
+/// 6 ↻[1 3 4 5], 7 ↻[1 3 4]↺ (↻ starts at header bb1, ↺ ends at back edge bb4->bb1).
+pub fn loop_diamond_cfg() -> Cfg {
+    crate::graph::test_cfg(6, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 1), (4, 5)], &[5])
+}
+
+/// 0 → 1 → 2 → return, and bb1 may leave abnormally (a call to `exit`): e0 0→1, e1 1→2, e2 2→EXIT (Return),
+/// e3 1→EXIT (Termination), e4 EXIT→0. Edge mode with the spanning tree {e4, e3, e1} puts counters on chords
+/// e0, e2: 5 calls of which 1 exits give e0 = 5, e2 = 4, so e1 = 4, e3 = 1 and blocks 5, 5, 4.
+pub fn early_exit_cfg() -> Cfg {
+    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
+    Cfg::new(
+        3,
+        vec![
+            b(0, 1, EdgeKind::Branch { succ: 0 }),
+            b(1, 2, EdgeKind::Branch { succ: 0 }),
+            b(2, 3, EdgeKind::Return),
+            b(1, 3, EdgeKind::Termination),
+            b(3, 0, EdgeKind::ExitToEntry),
+        ],
+    )
+    .expect("a well-formed graph")
+}
+
+/// The path counts path-mode instrumentation records for `events` (signed weight, walk of cfg edge ids from the
+/// entry to an edge into EXIT) in a function numbered with `budget`: a path is counted (±weight) when it
+/// reaches EXIT or takes a back or cut edge, after which the next path starts at the edge's target. A negative
+/// weight models the −1 of a path retracted after a call returned. Zero counts are left out. Panics on a walk
+/// that does not follow the graph (a broken fixture).
+pub fn simulate(cfg: &Cfg, budget: u128, events: &[(i64, Vec<u32>)]) -> std::collections::BTreeMap<u128, i64> {
+    use crate::dag::{CfgEdgeRole, PathDag};
+    let adj = cfg.adjacency();
+    let dag = PathDag::build_with_budget(cfg, &adj, &crate::dfs::depth_first(cfg, &adj), budget).expect("a path DAG");
+    let n = crate::numbering::Numbering::compute(&dag).expect("a numbering");
+    let mut counts = std::collections::BTreeMap::new();
+    for (weight, walk) in events {
+        let mut cur = Vec::new();
+        let mut bump = |path: &[_]| {
+            *counts.entry(crate::regenerate::encode(&dag, &n, path).expect("a DAG path")).or_insert(0) += weight
+        };
+        for &e in walk {
+            match dag.cfg_edge_role(crate::graph::EdgeId(e)) {
+                CfgEdgeRole::Real(d) => {
+                    cur.push(d);
+                    if dag.edge(d).to == dag.exit() {
+                        bump(&cur);
+                        cur.clear();
+                    }
+                }
+                CfgEdgeRole::Back { exit, entry } | CfgEdgeRole::Cut { exit, entry } => {
+                    cur.push(exit);
+                    bump(&cur);
+                    cur = vec![entry];
+                }
+                role => panic!("walk takes e{e} with role {role:?}"),
+            }
+        }
+        assert!(cur.is_empty(), "walk {walk:?} does not end at EXIT");
+    }
+    counts.retain(|_, c| *c != 0);
+    counts
+}
+
+/// The tests' one small deterministic generator (xorshift64*, Vigna 2016), so a randomised test is reproducible
+/// from its seed without a dependency.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from any seed (0 included: the state is never 0).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+
+    /// The next 64 random bits.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number below `n` (0 for `n` = 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Edge mode's counter slot per edge of [`loop_diamond_cfg`] (chords e2, e5, e6 → counters 0, 1, 2), for
+/// profiles built by hand.
+pub fn loop_diamond_chords() -> Vec<Option<u32>> {
+    vec![None, None, Some(0), None, None, Some(1), Some(2), None, None]
+}
+
+/// Edge mode's counter slot per edge of [`early_exit_cfg`] (chords e0, e2 → counters 0, 1).
+pub fn early_exit_chords() -> Vec<Option<u32>> {
+    vec![Some(0), None, Some(1), None, None]
+}
+
+/// Edge mode's `setjmp` example: bb1 holds a `setjmp` (a re-entry block), bb2 calls a function that may
+/// `longjmp` back into bb1: e0 0→1, e1 1→2, e2 2→EXIT (Return), e3 1→EXIT (Termination), e4 2→EXIT
+/// (Termination), e5 EXIT→0. With the spanning tree {e5, e3, e4} the chords e0, e1, e2 carry counters 0, 1, 2:
+/// 5 calls of which 2 longjmp give e0 = 5, e1 = 7, e2 = 5, so e3 = −2 (bb1 re-entered twice, net) and e4 = 2
+/// (bb2 left abnormally twice).
+pub fn longjmp_cfg() -> Cfg {
+    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
+    Cfg::new(
+        3,
+        vec![
+            b(0, 1, EdgeKind::Branch { succ: 0 }),
+            b(1, 2, EdgeKind::Branch { succ: 0 }),
+            b(2, 3, EdgeKind::Return),
+            b(1, 3, EdgeKind::Termination),
+            b(2, 3, EdgeKind::Termination),
+            b(3, 0, EdgeKind::ExitToEntry),
+        ],
+    )
+    .expect("a well-formed graph")
+}

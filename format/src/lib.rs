@@ -3,12 +3,15 @@
 //! # Layers
 //! - [`layout`] (`no_std`, no allocation): file and record headers, the descriptor the pass emits for the
 //!   runtime, the checksum. The runtime writes and merges files with nothing else.
+//! - [`records`] (`no_std`, no allocation): the one walk over a file's header and records, shared by the
+//!   runtime's merge and the reader, so both accept exactly the same files.
 //! - [`meta`] (std): the per-module metadata blob the pass embeds and the tools decode.
 //! - [`profile`] (std): reading a whole profile from untrusted bytes (never panics), writing, merging.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
 pub mod layout;
+pub mod records;
 
 #[cfg(feature = "std")]
 pub mod meta;

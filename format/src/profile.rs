@@ -9,25 +9,21 @@
 //! clippy lints that would let a panic in (`indexing_slicing`, `unwrap_used`, `expect_used`, `panic`,
 //! `arithmetic_side_effects`).
 //!
-//! Checks, in order: length ≥ header, magic, version, header flags and reserved word, `payload_len` equals the
-//! bytes after the header, checksum; then per record: header present, `record_len` equals
-//! [`layout::record_len`] of its sizes and fits in the remaining bytes, metadata padding is zero, `meta_hash` is
-//! the fnv1a64 of the metadata, `name_hash` the module's identity hash ([`ModuleMeta::name_hash`]), the metadata decodes, every function's
+//! Checks, in order: the framing checks of [`crate::records`], which the runtime applies before it merges
+//! (length ≥ header, magic, version, header flags and reserved word, `payload_len` equals the bytes after the
+//! header, checksum; then per record: header present, `record_len` equals [`layout::record_len`] of its sizes
+//! and fits in the remaining bytes, metadata padding is zero, `meta_hash` is the fnv1a64 of the metadata); then
+//! per record, what needs the metadata: `name_hash` the module's identity hash ([`ModuleMeta::name_hash`]), the metadata decodes, every function's
 //! counters lie inside the record, the metadata validates, every function's `cfg_hash` matches its graph, every
 //! sparse entry names a function of the module (with re-entry flags only in a module that records fork
-//! re-entries); finally, no two records share a `meta_hash` and no bytes follow the last record.
+//! re-entries); finally, no bytes follow the last record and no two records share a `meta_hash`.
 //!
 //! # Writing and merging
 //! [`write()`] produces exactly the bytes the runtime writes (so `read(write(p)) == p`). [`merge`] adds the counts of
 //! profiles of the same binary — with checked arithmetic in edge mode, with wrapping (two's complement) arithmetic
 //! in path mode, whose counters are signed — and refuses profiles of different builds.
 //!
-//! # Analysis
-//! [`function_edge_counts`] derives every edge and block count of a function and says whether the result is
-//! exact: in edge mode from its chord counters (Ball & Larus, "Optimally Profiling and Tracing Programs", TOPLAS
-//! 16(3), 1994, Figure 6, implemented in [`pathprof_core::propagate`]), in path mode from its path counts.
-//! [`function_path_counts`] regenerates every executed path of a path-mode function (Ball & Larus, "Efficient
-//! Path Profiling", MICRO-29, 1996, §3.5, implemented in [`pathprof_core::regenerate`]).
+//! Counts derived from a profile (edge and block counts, regenerated paths) are the `pathprof-analysis` crate's.
 #![deny(
     clippy::indexing_slicing,
     clippy::unwrap_used,
@@ -36,20 +32,14 @@
     clippy::arithmetic_side_effects
 )]
 
-mod analysis;
-mod interproc;
 mod merge;
-mod paths;
 
-pub use analysis::{function_edge_counts, AnalysisError, FunctionCounts, InexactReason, ModuleCounts};
-pub use interproc::{module_path_counts, program_of, InterprocCount, ModulePaths};
 pub use merge::{merge, MergeError};
-pub use paths::{function_path_counts, FunctionPaths, PathCount};
 
-use crate::layout::{self, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION, MAGIC, RECORD_HEADER_LEN};
+use crate::layout::{self, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION};
+use crate::records::{self, Record, WireError};
 use crate::meta::{MetaError, ModuleMeta};
 use pathprof_core::{Cfg, EdgeKind};
-use std::collections::HashSet;
 
 /// A whole profile: one record per instrumented module, in file order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -188,7 +178,7 @@ pub enum ProfileError {
     /// The input has no bytes at all.
     #[error("empty file: not a pathprof profile")]
     Empty,
-    /// The input does not start with [`MAGIC`].
+    /// The input does not start with [`layout::MAGIC`].
     #[error("not a pathprof profile (bad magic)")]
     BadMagic,
     /// A section extends past the end of the input.
@@ -334,47 +324,6 @@ pub enum ProfileError {
     },
 }
 
-/// A cursor over the input that cannot panic: every read is `get`-checked, and on failure the cursor empties
-/// itself (as `object`'s `Bytes` does) so a caller that ignored the error could not keep parsing garbage.
-struct Reader<'a> {
-    rest: &'a [u8],
-    /// Absolute offset of `rest` in the file, for messages.
-    offset: u64,
-}
-
-impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8], offset: u64) -> Self {
-        Reader { rest: bytes, offset }
-    }
-
-    fn take(&mut self, n: u64) -> Result<&'a [u8], ProfileError> {
-        let split = usize::try_from(n).ok().and_then(|n| Some((self.rest.get(..n)?, self.rest.get(n..)?)));
-        match split {
-            Some((head, tail)) => {
-                self.rest = tail;
-                // Cannot overflow: the offset stays within the input's length.
-                self.offset = self.offset.saturating_add(n);
-                Ok(head)
-            }
-            None => {
-                let err = ProfileError::Truncated { offset: self.offset, needed: n, available: self.rest.len() as u64 };
-                self.rest = &[];
-                Err(err)
-            }
-        }
-    }
-
-    fn take_array<const N: usize>(&mut self) -> Result<&'a [u8; N], ProfileError> {
-        let s = self.take(N as u64)?;
-        // `take` returned exactly N bytes, so the conversion cannot fail; map it anyway instead of unwrapping.
-        s.try_into().map_err(|_| ProfileError::Truncated { offset: self.offset, needed: N as u64, available: 0 })
-    }
-
-    fn remaining(&self) -> u64 {
-        self.rest.len() as u64
-    }
-}
-
 fn u64_le(chunk: &[u8]) -> u64 {
     let mut a = [0u8; 8];
     for (d, s) in a.iter_mut().zip(chunk) {
@@ -385,94 +334,57 @@ fn u64_le(chunk: &[u8]) -> u64 {
 
 /// Decodes a profile from untrusted bytes; see the module docs for the checks. Never panics.
 pub fn read(bytes: &[u8]) -> Result<Profile, ProfileError> {
-    if bytes.is_empty() {
-        return Err(ProfileError::Empty);
-    }
-    // Only compare the magic bytes that are there, so a short text file is "bad magic", not "truncated".
-    let have = bytes.len().min(MAGIC.len());
-    if bytes.get(..have) != MAGIC.get(..have) {
-        return Err(ProfileError::BadMagic);
-    }
-    let mut r = Reader::new(bytes, 0);
-    let raw = r.take_array::<FILE_HEADER_LEN>()?;
-    let header = FileHeader::decode(raw).ok_or(ProfileError::BadMagic)?;
-    if header.version != FILE_VERSION {
-        return Err(ProfileError::UnsupportedVersion { found: header.version });
-    }
-    if header.flags != 0 {
-        return Err(ProfileError::UnsupportedFlags(header.flags));
-    }
-    // FileHeader does not decode the reserved word at offset 20; it is part of the header all the same.
-    let reserved = raw.get(20..24).map_or(0, |b| u64_le(b) as u32);
-    if reserved != 0 {
-        return Err(ProfileError::NonZeroReserved(reserved));
-    }
-    let actual = r.remaining();
-    if header.payload_len > actual {
-        return Err(ProfileError::Truncated {
-            offset: FILE_HEADER_LEN as u64,
-            needed: header.payload_len,
-            available: actual,
-        });
-    }
-    if header.payload_len != actual {
-        return Err(ProfileError::PayloadLenMismatch { declared: header.payload_len, actual });
-    }
-    let computed = layout::fnv1a64(r.rest);
-    if computed != header.checksum {
-        return Err(ProfileError::ChecksumMismatch { stored: header.checksum, computed });
-    }
-
     let mut modules: Vec<ModuleProfile> = Vec::new();
-    let mut seen: HashSet<u64> = HashSet::new();
-    for record in 0..header.num_modules {
-        let m = read_record(&mut r, record)?;
-        if !seen.insert(m.meta_hash) {
-            return Err(ProfileError::DuplicateModule { module: m.meta.label() });
-        }
-        modules.push(m);
+    let records = records::open(bytes).map_err(|e| wire_error(e, &[]))?;
+    for (record, framed) in (0u32..).zip(records.clone()) {
+        let framed = framed.map_err(|e| wire_error(e, &modules))?;
+        modules.push(read_record(&framed, record)?);
     }
-    if r.remaining() != 0 {
-        return Err(ProfileError::TrailingBytes { count: r.remaining(), num_modules: header.num_modules });
+    let mut hashes: Vec<u64> = modules.iter().map(|m| m.meta_hash).collect();
+    hashes.sort_unstable();
+    if let Some(meta_hash) = records::repeated_module(&hashes) {
+        return Err(wire_error(WireError::DuplicateModule { meta_hash }, &modules));
     }
     Ok(Profile { modules })
 }
 
-fn read_record(r: &mut Reader<'_>, record: u32) -> Result<ModuleProfile, ProfileError> {
-    let offset = r.offset;
-    let h = RecordHeader::decode(r.take_array::<RECORD_HEADER_LEN>()?);
-    let expected = layout::record_len(h.meta_len, h.num_counters, h.num_sparse)
-        .ok_or(ProfileError::RecordSizeOverflow { record, offset })?;
-    if expected != h.record_len {
-        return Err(ProfileError::RecordLenMismatch { record, offset, declared: h.record_len, expected });
+/// The reader's error for a framing error of [`records`]; `modules` are the records read so far (to name the
+/// module a duplicate repeats).
+fn wire_error(e: WireError, modules: &[ModuleProfile]) -> ProfileError {
+    match e {
+        WireError::Empty => ProfileError::Empty,
+        WireError::BadMagic => ProfileError::BadMagic,
+        WireError::UnsupportedVersion { found } => ProfileError::UnsupportedVersion { found },
+        WireError::UnsupportedFlags(flags) => ProfileError::UnsupportedFlags(flags),
+        WireError::NonZeroReserved(word) => ProfileError::NonZeroReserved(word),
+        WireError::Truncated { offset, needed, available } => ProfileError::Truncated { offset, needed, available },
+        WireError::PayloadLenMismatch { declared, actual } => ProfileError::PayloadLenMismatch { declared, actual },
+        WireError::ChecksumMismatch { stored, computed } => ProfileError::ChecksumMismatch { stored, computed },
+        WireError::RecordSizeOverflow { record, offset } => ProfileError::RecordSizeOverflow { record, offset },
+        WireError::RecordLenMismatch { record, offset, declared, expected } => {
+            ProfileError::RecordLenMismatch { record, offset, declared, expected }
+        }
+        WireError::NonZeroPadding { record } => ProfileError::NonZeroPadding { record },
+        WireError::MetaHashMismatch { record } => ProfileError::MetaHashMismatch { record },
+        WireError::DuplicateModule { meta_hash } => ProfileError::DuplicateModule {
+            module: modules
+                .iter()
+                .find(|m| m.meta_hash == meta_hash)
+                .map_or_else(|| format!("{meta_hash:#x}"), |m| m.meta.label()),
+        },
+        WireError::TrailingBytes { count, num_modules } => ProfileError::TrailingBytes { count, num_modules },
     }
-    // record_len >= RECORD_HEADER_LEN by construction of layout::record_len.
-    let body_len = h.record_len.saturating_sub(RECORD_HEADER_LEN as u64);
-    if body_len > r.remaining() {
-        return Err(ProfileError::Truncated {
-            offset,
-            needed: h.record_len,
-            available: r.remaining().saturating_add(RECORD_HEADER_LEN as u64),
-        });
-    }
-    let mut body = Reader::new(r.take(body_len)?, r.offset.saturating_sub(body_len));
+}
 
+/// Decodes one record that [`records`] framed: its counters, sparse entries and metadata, with the checks
+/// that need the decoded metadata.
+fn read_record(framed: &Record<'_>, record: u32) -> Result<ModuleProfile, ProfileError> {
+    let h = framed.header;
     // Every size below was bounded by record_len, which fits in the input: allocations are input-bounded.
-    let meta_bytes = body.take(h.meta_len)?;
-    let padded = layout::pad8(h.meta_len).ok_or(ProfileError::RecordSizeOverflow { record, offset })?;
-    let padding = body.take(padded.saturating_sub(h.meta_len))?;
-    if padding.iter().any(|&b| b != 0) {
-        return Err(ProfileError::NonZeroPadding { record });
-    }
-    let counter_bytes =
-        body.take(h.num_counters.checked_mul(8).ok_or(ProfileError::RecordSizeOverflow { record, offset })?)?;
-    let counters: Vec<u64> = counter_bytes.chunks_exact(8).map(u64_le).collect();
-    let sparse_bytes = body.take(
-        h.num_sparse
-            .checked_mul(layout::SPARSE_ENTRY_LEN as u64)
-            .ok_or(ProfileError::RecordSizeOverflow { record, offset })?,
-    )?;
-    let sparse: Vec<SparseEntry> = sparse_bytes
+    let meta_bytes = framed.meta;
+    let counters: Vec<u64> = framed.counters.chunks_exact(8).map(u64_le).collect();
+    let sparse: Vec<SparseEntry> = framed
+        .sparse
         .chunks_exact(layout::SPARSE_ENTRY_LEN)
         .map(|e| {
             let word = |i: usize| e.get(i..).map_or(0, u64_le);
@@ -480,9 +392,6 @@ fn read_record(r: &mut Reader<'_>, record: u32) -> Result<ModuleProfile, Profile
         })
         .collect();
 
-    if layout::fnv1a64(meta_bytes) != h.meta_hash {
-        return Err(ProfileError::MetaHashMismatch { record });
-    }
     let meta = decode_meta(meta_bytes, counters.len() as u64, record)?;
     let module = || meta.label();
     if meta.name_hash() != h.name_hash {

@@ -4,7 +4,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use pathprof_format::meta::Mode;
-use pathprof_format::profile::{function_edge_counts, function_path_counts, read};
+use pathprof_analysis::{function_edge_counts, function_path_counts};
+use pathprof_format::profile::read;
 
 mod common;
 

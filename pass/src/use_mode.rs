@@ -15,7 +15,8 @@ use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
 use pathprof_core::chains::Chains;
 use pathprof_core::EdgeKind;
-use pathprof_format::profile::{self, FunctionCounts};
+use pathprof_analysis::{FunctionCounts, ModuleCounts};
+use pathprof_format::profile;
 
 use crate::identity::{self, ModuleIdentity};
 use std::collections::{HashMap, HashSet};
@@ -127,7 +128,7 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
     let mut global: HashMap<(String, u64), Annotation> = HashMap::new();
     let mut names = HashSet::new();
     for module in &prof.modules {
-        let module_counts = profile::ModuleCounts::new(module);
+        let module_counts = ModuleCounts::new(module);
         let identity = ModuleIdentity { name: module.meta.module_name.clone(), output: module.meta.output.clone() };
         let mut own = ModuleIndex { identity, functions: HashMap::new(), names: HashSet::new() };
         for (i, f) in module.meta.functions.iter().enumerate() {

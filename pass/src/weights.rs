@@ -6,6 +6,7 @@ use crate::config::Weighting;
 use crate::shim;
 use inkwell::llvm_sys::prelude::*;
 use pathprof_core::{weighting, EdgeKind};
+use pathprof_analysis::ModuleCounts;
 use pathprof_format::profile::{self, Profile};
 use std::collections::HashMap;
 use std::os::raw::c_void;
@@ -22,7 +23,7 @@ impl ProfileWeights {
         let prof: Profile = profile::read(&bytes).map_err(|e| format!("weights profile {path}: {e}"))?;
         let mut by_function = HashMap::new();
         for module in &prof.modules {
-            let module_counts = profile::ModuleCounts::new(module);
+            let module_counts = ModuleCounts::new(module);
             for (i, f) in module.meta.functions.iter().enumerate() {
                 if let Ok(counts) = module_counts.function(i) {
                     if counts.exact {

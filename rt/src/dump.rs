@@ -324,7 +324,7 @@ fn locked(
             pp_warn!(path, " is not a valid profile (", *why, "); replacing it");
             None
         }
-        Old::Bytes(b) => match merge::validate(b.as_slice()) {
+        Old::Bytes(b) => match merge::validate(b.as_slice())? {
             Ok(e) => Some(e),
             Err(why) => {
                 pp_warn!(path, " is not a valid profile (", why, "); replacing it");

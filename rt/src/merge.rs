@@ -33,8 +33,9 @@ use pathprof_format::layout::{
     fnv1a64, fnv1a64_continue, pad8, record_len, FileHeader, PathTable, RecordHeader, FILE_HEADER_LEN, FILE_VERSION,
     RECORD_HEADER_LEN, SPARSE_ENTRY_LEN,
 };
+use pathprof_format::records::{self, Record, Records, WireError};
 
-/// Why an existing file is not a profile this runtime can merge into (it is then replaced).
+/// Why an existing file is not a profile this runtime can merge into (it is then replaced, with a warning).
 pub(crate) type Invalid = &'static str;
 
 /// One drained path count of a hashed path-mode function.
@@ -121,100 +122,43 @@ pub(crate) struct Summary {
 }
 
 /// A validated profile's records.
-#[derive(Copy, Clone)]
+#[derive(Clone)]
 pub(crate) struct Existing<'a> {
-    payload: &'a [u8],
-    num_modules: u32,
-    /// The header's flags word (reserved in this version), preserved by a merge.
-    flags: u32,
+    records: Records<'a>,
 }
 
 /// A cheap check of the 40 header bytes against the file size, before reading (and allocating) the rest: a
 /// foreign file of any size is recognised without being read.
 pub(crate) fn precheck(head: &[u8; FILE_HEADER_LEN], file_len: u64) -> Result<(), Invalid> {
-    let h = FileHeader::decode(head).ok_or("bad magic")?;
-    if h.version != FILE_VERSION {
-        return Err("unsupported format version");
-    }
-    if h.payload_len.checked_add(FILE_HEADER_LEN as u64) != Some(file_len) {
-        return Err("length does not match the header (truncated?)");
-    }
-    Ok(())
+    records::check_header(head, file_len).map(|_| ()).map_err(|e| e.reason())
 }
 
-/// Validates a whole profile: header, length, checksum, and every record's length against its sizes. Never
-/// panics and never reads out of bounds, whatever the bytes.
-pub(crate) fn validate(file: &[u8]) -> Result<Existing<'_>, Invalid> {
-    let head = file.first_chunk::<FILE_HEADER_LEN>().ok_or("shorter than the file header")?;
-    precheck(head, file.len() as u64)?;
-    let h = FileHeader::decode(head).ok_or("bad magic")?;
-    let payload = file.get(FILE_HEADER_LEN..).ok_or("shorter than the file header")?;
-    if fnv1a64(payload) != h.checksum {
-        return Err("checksum mismatch");
+/// Validates a whole profile with the checks `pathprof_format::records` shares with the reader (so a file the
+/// CLI refuses is never merged into): the inner error says why the file is not a profile; the outer one is a
+/// failed allocation (the file is then neither merged nor replaced). Never panics and never reads out of
+/// bounds, whatever the bytes.
+pub(crate) fn validate(file: &[u8]) -> Result<Result<Existing<'_>, Invalid>, Errno> {
+    let records = match records::walk(file) {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(e.reason())),
+    };
+    let mut hashes: MVec<u64> = MVec::new();
+    hashes.reserve(records.num_modules() as usize)?;
+    for r in records.clone().flatten() {
+        hashes.push(r.header.meta_hash)?;
     }
-    let mut rest = payload;
-    for _ in 0..h.num_modules {
-        let rh = rest.first_chunk::<RECORD_HEADER_LEN>().ok_or("record header truncated")?;
-        let rh = RecordHeader::decode(rh);
-        let want = record_len(rh.meta_len, rh.num_counters, rh.num_sparse).ok_or("record sizes overflow")?;
-        if want != rh.record_len {
-            return Err("record length inconsistent with its sizes");
-        }
-        let len = usize::try_from(rh.record_len).map_err(|_| "record too large")?;
-        rest = rest.get(len..).ok_or("record truncated")?;
+    crate::sys::sort_by_key(hashes.as_mut_slice(), |&h| h);
+    if let Some(meta_hash) = records::repeated_module(hashes.as_slice()) {
+        return Ok(Err(WireError::DuplicateModule { meta_hash }.reason()));
     }
-    if !rest.is_empty() {
-        return Err("bytes after the last record");
-    }
-    Ok(Existing { payload, num_modules: h.num_modules, flags: h.flags })
-}
-
-/// One record of a validated file, split into its sections.
-pub(crate) struct Rec<'a> {
-    /// The decoded header.
-    pub(crate) h: RecordHeader,
-    /// The whole record, header included.
-    pub(crate) bytes: &'a [u8],
-    /// Metadata (unpadded).
-    pub(crate) meta: &'a [u8],
-    /// Counters, `8 × num_counters` little-endian bytes.
-    pub(crate) counters: &'a [u8],
-    /// Sparse entries, verbatim.
-    pub(crate) sparse: &'a [u8],
+    Ok(Ok(Existing { records }))
 }
 
 impl<'a> Existing<'a> {
     /// The records in file order.
-    pub(crate) fn records(&self) -> impl Iterator<Item = Rec<'a>> {
-        let mut rest = self.payload;
-        let mut left = self.num_modules;
-        core::iter::from_fn(move || {
-            if left == 0 {
-                return None;
-            }
-            left -= 1;
-            let rec = split_record(rest)?;
-            rest = rest.get(rec.bytes.len()..)?;
-            Some(rec)
-        })
+    pub(crate) fn records(&self) -> impl Iterator<Item = Record<'a>> {
+        self.records.clone().flatten()
     }
-}
-
-fn split_record(b: &[u8]) -> Option<Rec<'_>> {
-    let h = RecordHeader::decode(b.first_chunk::<RECORD_HEADER_LEN>()?);
-    let bytes = b.get(..usize::try_from(h.record_len).ok()?)?;
-    let meta_at = RECORD_HEADER_LEN;
-    let meta_len = usize::try_from(h.meta_len).ok()?;
-    let counters_at = meta_at.checked_add(usize::try_from(pad8(h.meta_len)?).ok()?)?;
-    let counters_len = usize::try_from(h.num_counters).ok()?.checked_mul(8)?;
-    let sparse_at = counters_at.checked_add(counters_len)?;
-    Some(Rec {
-        h,
-        bytes,
-        meta: bytes.get(meta_at..meta_at.checked_add(meta_len)?)?,
-        counters: bytes.get(counters_at..sparse_at)?,
-        sparse: bytes.get(sparse_at..)?,
-    })
 }
 
 fn le64(b: &[u8], i: usize) -> u64 {
@@ -240,20 +184,21 @@ pub(crate) fn build(
     let mut num_modules: u32 = 0;
 
     for rec in existing.iter().flat_map(|e| e.records()) {
-        let found = groups.binary_search_by_key(&rec.h.meta_hash, |g| g.meta_hash).ok();
+        let found = groups.binary_search_by_key(&rec.header.meta_hash, |g| g.meta_hash).ok();
         let slot = found.and_then(|i| Some((groups.get(i)?, merged.as_mut_slice().get_mut(i)?)));
         match slot {
-            // A second record of the same build (never written by pathprof): keep it rather than add twice.
+            // A second record of the same build: `validate` refuses such files; were one to get here, it is kept
+            // rather than added to twice.
             Some((_, done)) if *done => {
                 out.extend_from_slice(rec.bytes)?;
                 sum.kept += 1;
             }
             Some((g, done)) => {
-                let same = rec.h.meta_len == g.meta.len() as u64
-                    && rec.h.num_counters == g.num_counters as u64
+                let same = rec.header.meta_len == g.meta.len() as u64
+                    && rec.header.num_counters == g.num_counters as u64
                     && rec.meta == g.meta;
                 if !same {
-                    note(Note::Mismatch { meta_hash: rec.h.meta_hash });
+                    note(Note::Mismatch { meta_hash: rec.header.meta_hash });
                     sum.dropped += 1;
                     continue;
                 }
@@ -261,8 +206,8 @@ pub(crate) fn build(
                 put_record(out, g, &rec)?;
                 sum.merged += 1;
             }
-            None if groups.iter().any(|g| g.name_hash == rec.h.name_hash) => {
-                note(Note::Stale { name_hash: rec.h.name_hash });
+            None if groups.iter().any(|g| g.name_hash == rec.header.name_hash) => {
+                note(Note::Stale { name_hash: rec.header.name_hash });
                 sum.dropped += 1;
                 continue;
             }
@@ -291,7 +236,8 @@ pub(crate) fn build(
     let payload = out.as_slice().get(FILE_HEADER_LEN..).unwrap_or(&[]);
     let header = FileHeader {
         version: FILE_VERSION,
-        flags: existing.map_or(0, |e| e.flags),
+        // Reserved: a file with other flags is not merged into (pathprof_format::records).
+        flags: 0,
         num_modules,
         payload_len: payload.len() as u64,
         checksum: fnv1a64(payload),
@@ -303,7 +249,7 @@ pub(crate) fn build(
 }
 
 /// A file record with this process's counts added.
-fn put_record(out: &mut MVec<u8>, g: &Group<'_>, rec: &Rec<'_>) -> Result<(), Errno> {
+fn put_record(out: &mut MVec<u8>, g: &Group<'_>, rec: &Record<'_>) -> Result<(), Errno> {
     let at = out.len();
     out.extend_from_slice(&[0; RECORD_HEADER_LEN])?;
     put_meta(out, g.meta)?;
@@ -312,11 +258,11 @@ fn put_record(out: &mut MVec<u8>, g: &Group<'_>, rec: &Rec<'_>) -> Result<(), Er
     }
     let num_sparse = put_sparse(out, rec.sparse, g.sparse)?;
     let h = RecordHeader {
-        record_len: record_len(rec.h.meta_len, rec.h.num_counters, num_sparse).ok_or(Errno(libc::EFBIG))?,
+        record_len: record_len(rec.header.meta_len, rec.header.num_counters, num_sparse).ok_or(Errno(libc::EFBIG))?,
         num_sparse,
-        flags: rec.h.flags | g.flags,
-        runs: rec.h.runs.saturating_add(g.runs_add),
-        ..rec.h
+        flags: rec.header.flags | g.flags,
+        runs: rec.header.runs.saturating_add(g.runs_add),
+        ..rec.header
     };
     set_header(out, at, &h);
     Ok(())

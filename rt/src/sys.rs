@@ -399,16 +399,9 @@ mod tests {
 
     #[test]
     fn heapsort_matches_std_sort() {
-        let mut seed = 88172645463325252u64;
+        let mut rng = pathprof_core::fixtures::Rng::new(88172645463325252);
         for len in 0..200usize {
-            let mut v: std::vec::Vec<(u64, usize)> = (0..len)
-                .map(|i| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    (seed % 13, i)
-                })
-                .collect();
+            let mut v: std::vec::Vec<(u64, usize)> = (0..len).map(|i| (rng.below(13), i)).collect();
             let mut want = v.clone();
             want.sort();
             sort_by_key(&mut v, |x| *x);

@@ -5,8 +5,8 @@
 //! `layout` headers.
 //!
 //! The archive is built once per test binary with `cargo build -p pathprof-rt --profile rt` into the target
-//! directory this test runs from (or taken from `$PATHPROF_RUNTIME`). Tests skip, with a message, when clang-19
-//! is not installed. Each test works in its own directory under the system temp dir, removed when it passes.
+//! directory this test runs from (or taken from `$PATHPROF_RUNTIME`). Tests fail, with a one-line hint, when
+//! clang-19 is not installed. Each test works in its own directory under the system temp dir, removed when it passes.
 
 use pathprof_core::graph::test_cfg;
 use pathprof_format::layout::{
@@ -32,25 +32,23 @@ struct Tools {
     include: PathBuf,
 }
 
-/// The archive and header, or `None` (after printing why) if the tests cannot run here.
-fn tools() -> Option<&'static Tools> {
-    static TOOLS: OnceLock<Option<Tools>> = OnceLock::new();
-    TOOLS
-        .get_or_init(|| {
-            if Command::new("clang-19").arg("--version").output().is_err() {
-                eprintln!("skipping runtime tests: clang-19 not found");
-                return None;
-            }
-            let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let include = manifest.join("../include");
-            let archive = match std::env::var_os("PATHPROF_RUNTIME") {
-                Some(p) if !p.is_empty() => PathBuf::from(p),
-                _ => build_archive(manifest),
-            };
-            assert!(archive.is_file(), "runtime archive {} missing", archive.display());
-            Some(Tools { archive, include })
-        })
-        .as_ref()
+/// The archive and header. Panics with a one-line hint when clang-19 is missing, so a machine that cannot run
+/// these tests fails them instead of passing them silently (as the test-suite crate does).
+fn tools() -> &'static Tools {
+    static TOOLS: OnceLock<Tools> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        if Command::new("clang-19").arg("--version").output().is_err() {
+            panic!("clang-19 not found: the runtime tests compile C programs with it (install LLVM 19, see README)");
+        }
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let include = manifest.join("../include");
+        let archive = match std::env::var_os("PATHPROF_RUNTIME") {
+            Some(p) if !p.is_empty() => PathBuf::from(p),
+            _ => build_archive(manifest),
+        };
+        assert!(archive.is_file(), "runtime archive {} missing", archive.display());
+        Tools { archive, include }
+    })
 }
 
 /// Builds the archive with the rt profile into the target directory this test binary lives in
@@ -162,28 +160,26 @@ fn module(name: &str, variant: u32) -> Module {
         num_counters: 3,
         reentry_blocks: vec![],
     };
+    finish_module(name, Mode::Edge, vec![f], 3, vec![])
+}
+
+/// The module named `name` of `functions` in `mode`, with `num_counters` dense counters and path tables for
+/// the functions `tables` (validated: a broken fixture fails here, not in the runtime).
+fn finish_module(name: &str, mode: Mode, functions: Vec<FunctionMeta>, num_counters: usize, tables: Vec<u64>) -> Module {
     let meta = ModuleMeta {
         interproc: None,
         path_arrivals: false,
         fork_reentries: false,
         module_name: name.to_string(),
         output: String::new(),
-        mode: Mode::Edge,
+        mode,
         weighting: "uniform".into(),
         atomic: false,
-        functions: vec![f],
+        functions,
     };
     meta.validate().unwrap();
     let bytes = meta.encode();
-    Module {
-        meta_hash: fnv1a64(&bytes),
-        name_hash: fnv1a64(name.as_bytes()),
-        num_counters: 3,
-        bytes,
-        meta,
-        flags: 0,
-        tables: vec![],
-    }
+    Module { meta_hash: fnv1a64(&bytes), name_hash: fnv1a64(name.as_bytes()), num_counters, bytes, meta, flags: 0, tables }
 }
 
 /// A path-mode module named `name`: function 0 counts its two paths densely (`C(i, 0..2)`), functions 1 and 2
@@ -205,32 +201,12 @@ fn path_module(name: &str) -> Module {
         num_counters,
         reentry_blocks: vec![],
     };
-    let meta = ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: name.to_string(),
-        output: String::new(),
-        mode: Mode::Path,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: vec![
+    let functions = vec![
             function(0, PathStorage::Dense, 2),
             function(1, PathStorage::Hashed { table: 0 }, 0),
             function(2, PathStorage::Hashed { table: 1 }, 0),
-        ],
-    };
-    meta.validate().unwrap();
-    let bytes = meta.encode();
-    Module {
-        meta_hash: fnv1a64(&bytes),
-        name_hash: fnv1a64(name.as_bytes()),
-        num_counters: 2,
-        bytes,
-        meta,
-        flags: 0,
-        tables: vec![1, 2],
-    }
+    ];
+    finish_module(name, Mode::Path, functions, 2, vec![1, 2])
 }
 
 fn atomic(mut m: Module) -> Module {
@@ -331,7 +307,7 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
 
 /// Compiles `source` as `dir/name` with clang-19 and the runtime archive.
 fn compile(dir: &Dir, name: &str, source: &str, extra: &[&str]) -> PathBuf {
-    let t = tools().unwrap();
+    let t = tools();
     let src = dir.join(&format!("{name}.c"));
     fs::write(&src, source).unwrap();
     let exe = dir.join(name);
@@ -491,6 +467,22 @@ fn looks_valid(path: &Path) -> bool {
     fs::read(path).map(|b| parse(&b).is_ok()).unwrap_or(false)
 }
 
+/// Builds `main` with module `m` (compiler `flags`) and runs it once without arguments, writing `dir/profile`:
+/// the profile's path and the run's output, which must be a success.
+fn run_main(dir: &Dir, m: &Module, main: &str, flags: &[&str], profile: &str) -> (PathBuf, Output) {
+    let exe = compile(dir, "prog", &c_source(&[m], main), flags);
+    let prof = dir.join(profile);
+    let out = ok(run(&exe, &[], &prof));
+    (prof, out)
+}
+
+/// [`run_main`], checking that the program printed `stdout`: `m`'s record of the profile.
+fn run_once(dir: &Dir, m: &Module, main: &str, flags: &[&str], profile: &str, stdout: &[u8]) -> Record {
+    let (prof, out) = run_main(dir, m, main, flags, profile);
+    assert_eq!(out.stdout, stdout);
+    record(&read_profile(&prof), m).clone()
+}
+
 /// The record of module `m`, checked to carry its identity and metadata (and no sparse entries).
 fn record<'a>(recs: &'a [Record], m: &Module) -> &'a Record {
     let r = path_record(recs, m);
@@ -546,7 +538,6 @@ int main(int argc, char **argv) {
 
 #[test]
 fn single_run_writes_exact_counts() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("single");
     let m = module("single.c", 0);
     let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
@@ -563,7 +554,6 @@ fn single_run_writes_exact_counts() {
 
 #[test]
 fn default_file_name_is_default_pathprof() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("default-name");
     let m = module("d.c", 0);
     let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
@@ -574,7 +564,6 @@ fn default_file_name_is_default_pathprof() {
 
 #[test]
 fn second_run_merges() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("merge");
     let (a, b) = (module("a.c", 0), module("b.c", 0));
     let src = c_source(&[&a, &b], &COUNT_MAIN.replace("printf", "C(1, 2) += n; printf"));
@@ -594,7 +583,6 @@ fn second_run_merges() {
 
 #[test]
 fn percent_p_gives_per_process_files() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("percent-p");
     let m = module("p.c", 0);
     let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
@@ -615,7 +603,6 @@ fn percent_p_gives_per_process_files() {
 
 #[test]
 fn percent_m_separates_binaries() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("percent-m");
     let (a, b) = (module("one.c", 0), module("two.c", 0));
     let exe_a = compile(&dir, "a", &c_source(&[&a], COUNT_MAIN), &[]);
@@ -637,7 +624,6 @@ fn percent_m_separates_binaries() {
 
 #[test]
 fn sixteen_concurrent_processes_lose_nothing() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("concurrent");
     let m = module("c.c", 0);
     let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
@@ -658,7 +644,6 @@ fn sixteen_concurrent_processes_lose_nothing() {
 
 #[test]
 fn fork_child_and_parent_merge_into_one_file() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("fork");
     let m = module("f.c", 0);
     let main = r#"
@@ -677,12 +662,7 @@ int main(void) {
   return 0;
 }
 "#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
-    let prof = dir.join("fork.pathprof");
-    let out = ok(run(&exe, &[], &prof));
-    assert_eq!(out.stdout, b"child status 0\n");
-    let recs = read_profile(&prof);
-    let r = record(&recs, &m);
+    let r = run_once(&dir, &m, main, &[], "fork.pathprof", b"child status 0\n");
     assert_eq!(r.counters, vec![100, 20, 3]);
     assert_eq!(r.h.runs, 2);
 }
@@ -695,7 +675,6 @@ int main(void) {
 /// child's generation. Merged: key 1 twice, keys 2 and 3 once.
 #[test]
 fn fork_children_record_reentries_and_vfork_changes_nothing() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("fork-reentry");
     let mut m = module("r.c", 0);
     m.meta.fork_reentries = true;
@@ -774,7 +753,6 @@ int main(void) {
 
 #[test]
 fn dump_mid_run_then_exit_reports_every_increment_once() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("dump-mid-run");
     let m = module("d.c", 0);
     let main = r#"
@@ -790,9 +768,7 @@ int main(void) {
   return 0;
 }
 "#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
-    let prof = dir.join("p.pathprof");
-    let out = ok(run(&exe, &[], &prof));
+    let (prof, out) = run_main(&dir, &m, main, &[], "p.pathprof");
     assert_eq!(out.stdout, b"0 0\n");
     let mid = read_profile(&dir.join("mid.pathprof"));
     assert_eq!(record(&mid, &m).counters, vec![3, 0, 0]);
@@ -804,7 +780,6 @@ int main(void) {
 
 #[test]
 fn reset_discards_counts() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("reset");
     let m = module("r.c", 0);
     let main = r#"
@@ -823,7 +798,6 @@ int main(void) {
 
 #[test]
 fn atomic_counters_are_exact_under_threads_and_concurrent_dumps() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("atomic");
     let m = atomic(module("t.c", 0));
     let main = r#"
@@ -842,19 +816,13 @@ int main(void) {
   return 0;
 }
 "#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], main), &["-pthread"]);
-    let prof = dir.join("p.pathprof");
-    let out = ok(run(&exe, &[], &prof));
-    assert_eq!(out.stdout, b"0\n");
-    let recs = read_profile(&prof);
-    let r = record(&recs, &m);
+    let r = run_once(&dir, &m, main, &["-pthread"], "p.pathprof", b"0\n");
     assert_eq!(r.counters, vec![4_000_000, 0, 0]);
     assert_eq!(r.h.runs, 1);
 }
 
 #[test]
 fn threads_still_running_at_exit_do_no_harm() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("threads-at-exit");
     let m = module("x.c", 0);
     let main = r#"
@@ -890,7 +858,6 @@ fn assert_fails_politely(out: Output, profile: &Path, reason: &str) {
 
 #[test]
 fn missing_directory_warns_once_and_changes_nothing() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("missing-dir");
     let exe = compile(&dir, "prog", &c_source(&[&module("m.c", 0)], COUNT_MAIN), &[]);
     let prof = dir.join("no/such/dir/p.pathprof");
@@ -900,7 +867,6 @@ fn missing_directory_warns_once_and_changes_nothing() {
 
 #[test]
 fn unwritable_directory_warns_once_and_changes_nothing() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("unwritable-dir");
     let exe = compile(&dir, "prog", &c_source(&[&module("m.c", 0)], COUNT_MAIN), &[]);
     let ro = dir.join("ro");
@@ -914,7 +880,6 @@ fn unwritable_directory_warns_once_and_changes_nothing() {
 
 #[test]
 fn profile_path_that_is_a_directory_warns_once() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-is-dir");
     let exe = compile(&dir, "prog", &c_source(&[&module("m.c", 0)], COUNT_MAIN), &[]);
     let prof = dir.join("adir");
@@ -926,7 +891,6 @@ fn profile_path_that_is_a_directory_warns_once() {
 
 #[test]
 fn read_only_existing_profile_is_left_alone() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("read-only");
     let m = module("m.c", 0);
     let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
@@ -949,7 +913,6 @@ fn read_only_existing_profile_is_left_alone() {
 
 #[test]
 fn corrupt_existing_file_is_replaced_with_a_warning() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("corrupt");
     let m = module("m.c", 0);
     let exe = compile(&dir, "prog", &c_source(&[&m], COUNT_MAIN), &[]);
@@ -980,7 +943,6 @@ fn corrupt_existing_file_is_replaced_with_a_warning() {
 /// stderr is not the runtime's to change in healthy use; `PATHPROF_VERBOSE=1` tells. Other records stay.
 #[test]
 fn stale_build_is_replaced_silently_and_other_modules_are_kept() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("stale");
     let (v1, v2, other) = (module("m.c", 1), module("m.c", 2), module("lib.c", 0));
     assert_ne!(v1.meta_hash, v2.meta_hash);
@@ -1015,7 +977,6 @@ fn stale_build_is_replaced_silently_and_other_modules_are_kept() {
 
 #[test]
 fn same_build_in_two_images_is_one_record() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("two-copies");
     let m = module("shared.c", 0);
     // Two descriptors of one build in one program (as when one object is linked into two shared objects).
@@ -1032,7 +993,6 @@ fn same_build_in_two_images_is_one_record() {
 
 #[test]
 fn descriptor_of_another_version_is_ignored_with_a_warning() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("desc-version");
     let m = module("m.c", 0);
     let src = c_source(&[&m], COUNT_MAIN).replace(&format!("{{ {DESC_VERSION}u,"), "{ 99u,");
@@ -1052,7 +1012,6 @@ fn descriptor_of_another_version_is_ignored_with_a_warning() {
 /// copy that the executable's interposes.
 #[test]
 fn dlclosed_library_keeps_its_counts() {
-    let Some(_) = tools() else { return };
     for hidden in [true, false] {
         let dir = Dir::new(if hidden { "dlclose-hidden" } else { "dlclose-exported" });
         let (main_m, lib_m) = (module("main.c", 0), module("plugin.c", 0));
@@ -1099,7 +1058,7 @@ int main(void) {
 /// The archive needs no library beyond libc: plain C links with clang-19 and gcc, and exports only the API.
 #[test]
 fn archive_links_into_plain_c_with_clang_and_gcc() {
-    let Some(t) = tools() else { return };
+    let t = tools();
     let dir = Dir::new("link");
     let m = module("m.c", 0);
     let src = c_source(&[&m], COUNT_MAIN);
@@ -1193,7 +1152,7 @@ fn archive_links_into_plain_c_with_clang_and_gcc() {
 /// A weakly declared API lets code built without the runtime call it conditionally.
 #[test]
 fn weak_api_declarations_link_without_the_runtime() {
-    let Some(t) = tools() else { return };
+    let t = tools();
     let dir = Dir::new("weak-api");
     let src = "#define PATHPROF_WEAK_API\n#include <pathprof.h>\n#include <stdio.h>\n\
                int main(void) { pathprof_reset_if_linked(); printf(\"%d\\n\", pathprof_dump_if_linked()); return 0; }\n";
@@ -1214,7 +1173,6 @@ fn weak_api_declarations_link_without_the_runtime() {
 
 #[test]
 fn verbose_mode_reports_the_write() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("verbose");
     let exe = compile(&dir, "prog", &c_source(&[&module("v.c", 0)], COUNT_MAIN), &[]);
     let prof = dir.join("p.pathprof");
@@ -1226,7 +1184,6 @@ fn verbose_mode_reports_the_write() {
 
 #[test]
 fn failed_write_keeps_counts_for_a_later_dump() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("retry");
     let m = module("m.c", 0);
     let main = r#"
@@ -1307,12 +1264,9 @@ fn path_main_expected(n: u64, runs: u64) -> BTreeMap<(u64, u64), u64> {
 
 #[test]
 fn path_tables_count_exactly_in_one_thread() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-single");
     let m = path_module("hashed.c");
-    let exe = compile(&dir, "prog", &c_source(&[&m], PATH_MAIN), &[]);
-    let prof = dir.join("p.pathprof");
-    let out = ok(run(&exe, &[], &prof));
+    let (prof, out) = run_main(&dir, &m, PATH_MAIN, &[], "p.pathprof");
     // 3000 paths: grown from 64 pairs to the first power of two with a load of at most 70 %.
     assert_eq!(String::from_utf8_lossy(&out.stdout), "3000 8192 1\n");
     let recs = read_profile(&prof);
@@ -1326,7 +1280,6 @@ fn path_tables_count_exactly_in_one_thread() {
 /// including the update made before the module was registered (it waits in the cache).
 #[test]
 fn cached_path_updates_count_exactly_in_one_thread() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-cached-single");
     let m = path_module("cached.c");
     let exe = compile(&dir, "prog", &c_source(&[&m], &cached(PATH_MAIN)), &[]);
@@ -1343,7 +1296,6 @@ fn cached_path_updates_count_exactly_in_one_thread() {
 /// path in its only pair.
 #[test]
 fn cache_miss_installs_the_path_where_the_inline_code_looks() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-cache-slot");
     let m = path_module("cache_slot.c");
     let paths = [0u64, 1, 2, 3, 77, 1 << 40, (1 << 62) + 12345];
@@ -1373,7 +1325,6 @@ fn cache_miss_installs_the_path_where_the_inline_code_looks() {
 /// does not count them again), and a path whose total returns to 0 leaves the file.
 #[test]
 fn cached_retractions_and_mid_run_dump_count_every_update_once() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-cached-mid");
     let m = path_module("cached_mid.c");
     let main = r#"
@@ -1405,7 +1356,6 @@ int main(void) {
 
 #[test]
 fn path_counts_of_two_runs_merge() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-two-runs");
     let m = path_module("hashed.c");
     let exe = compile(&dir, "prog", &c_source(&[&m], PATH_MAIN), &[]);
@@ -1424,7 +1374,6 @@ fn path_counts_of_two_runs_merge() {
 
 #[test]
 fn path_retractions_are_exact_and_signed_and_zero_deltas_insert_nothing() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-retract");
     let m = path_module("retract.c");
     let main = r#"
@@ -1457,7 +1406,6 @@ int main(void) {
 
 #[test]
 fn path_table_is_exact_under_eight_threads_and_concurrent_dumps() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-threads");
     let m = path_module("threads.c");
     let main = r#"
@@ -1480,9 +1428,7 @@ int main(void) {
   return 0;
 }
 "#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], main), &["-pthread"]);
-    let prof = dir.join("p.pathprof");
-    let out = ok(run(&exe, &[], &prof));
+    let (prof, out) = run_main(&dir, &m, main, &["-pthread"], "p.pathprof");
     assert_eq!(out.stdout, b"0\n");
     let mut want: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     for t in 0..8u64 {
@@ -1502,7 +1448,6 @@ int main(void) {
 
 #[test]
 fn path_dump_mid_run_then_exit_reports_every_update_once() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-dump-mid-run");
     let m = path_module("mid.c");
     let main = r#"
@@ -1523,9 +1468,7 @@ int main(void) {
   return 0;
 }
 "#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
-    let prof = dir.join("p.pathprof");
-    let out = ok(run(&exe, &[], &prof));
+    let (prof, out) = run_main(&dir, &m, main, &[], "p.pathprof");
     assert_eq!(out.stdout, b"0 0 1\n");
     let mid = read_profile(&dir.join("mid.pathprof"));
     assert_eq!(sparse(path_record(&mid, &m)), BTreeMap::from([((1, 10), 3), ((2, 20), 1)]));
@@ -1538,7 +1481,6 @@ int main(void) {
 /// Also through the tables' caches: a reset discards cached counts too.
 #[test]
 fn path_reset_discards_table_counts() {
-    let Some(_) = tools() else { return };
     for (kind, through_cache) in [("direct", false), ("cached", true)] {
         let dir = Dir::new(&format!("path-reset-{kind}"));
         let m = path_module("reset.c");
@@ -1562,7 +1504,6 @@ int main(void) {
 
 #[test]
 fn failed_write_keeps_path_counts_for_a_later_dump() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-retry");
     let m = path_module("retry.c");
     let main = r#"
@@ -1589,7 +1530,6 @@ int main(void) {
 
 #[test]
 fn path_table_cap_drops_new_paths_and_marks_the_record_incomplete() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-cap");
     let m = path_module("cap.c");
     let main = r#"
@@ -1637,7 +1577,6 @@ int main(void) {
 /// Also through the tables' caches: the child starts with none of the parent's cached counts.
 #[test]
 fn path_tables_fork_child_and_parent_merge_into_one_file() {
-    let Some(_) = tools() else { return };
     for (kind, through_cache) in [("direct", false), ("cached", true)] {
         let dir = Dir::new(&format!("path-fork-{kind}"));
         let m = path_module("fork.c");
@@ -1688,7 +1627,6 @@ fn output_within(mut cmd: Command, secs: u64) -> Output {
 /// deadlock: the handler's update is dropped and the record flagged, and every other update stays exact.
 #[test]
 fn path_update_from_a_signal_handler_never_deadlocks() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-signal");
     let m = path_module("signal.c");
     let main = r#"
@@ -1740,7 +1678,6 @@ int main(void) {
 /// counts (each load of a library with a hidden runtime copy is one run).
 #[test]
 fn dlclosed_library_keeps_its_path_counts() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("path-dlclose");
     let lib_m = path_module("plugin.c");
     let lib_src = c_source(&[&lib_m], "").replace(
@@ -1778,7 +1715,6 @@ int main(void) {
 /// -1 reaching a file that holds +1) must wrap back to the exact sum, not saturate.
 #[test]
 fn dense_path_counters_add_with_wrapping_arithmetic() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("dense-wrapping");
     let m = path_module("dense.c");
     let main = r#"
@@ -1792,9 +1728,7 @@ int main(void) {
   return 0;
 }
 "#;
-    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
-    let prof = dir.join("p.pathprof");
-    let out = ok(run(&exe, &[], &prof));
+    let (prof, out) = run_main(&dir, &m, main, &[], "p.pathprof");
     assert_eq!(out.stdout, b"0\n");
     let recs = read_profile(&prof);
     assert_eq!(path_record(&recs, &m).counters, vec![0, u64::MAX]);
@@ -1806,7 +1740,6 @@ int main(void) {
 /// record incomplete.
 #[test]
 fn fatal_flush_merges_then_chains_to_an_earlier_handler() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("signal-chain");
     let m = module("chain.c", 0);
     let main = r#"
@@ -1847,7 +1780,6 @@ int main(int argc, char **argv) {
 /// was, and the program dies of SIGABRT as usual.
 #[test]
 fn without_the_opt_in_a_crash_writes_nothing() {
-    let Some(_) = tools() else { return };
     let dir = Dir::new("signal-off");
     let m = module("off.c", 0);
     let main = r#"

@@ -884,9 +884,9 @@ fn interprocedural_profiles_with_any_bit_flipped_are_refused_or_analysed() {
             let outcome = std::panic::catch_unwind(|| {
                 let Ok(p) = pathprof_format::profile::read(&fixed) else { return false };
                 for m in &p.modules {
-                    let _ = pathprof_format::profile::module_path_counts(m);
+                    let _ = pathprof_analysis::module_path_counts(m);
                     for f in 0..m.meta.functions.len() {
-                        let _ = pathprof_format::profile::function_edge_counts(m, f);
+                        let _ = pathprof_analysis::function_edge_counts(m, f);
                     }
                 }
                 true

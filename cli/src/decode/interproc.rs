@@ -1,6 +1,6 @@
 //! `pathprof decode` for context and piecewise profiles: module-wide Melski–Reps paths that cross functions.
 //!
-//! Each counted path number is decoded by `pathprof_format::profile::module_path_counts` (Algorithm 5.2 and its
+//! Each counted path number is decoded by `pathprof_analysis::module_path_counts` (Algorithm 5.2 and its
 //! piecewise extension over the program rebuilt from the metadata). A context path is printed as its
 //! *context-prefix* (the calling context that led to the loop header where it starts; it ran in earlier paths)
 //! and its *active suffix* (what this count measures). Steps carry how they were reached: `call` (entering a
@@ -13,7 +13,8 @@ use super::{EdgeRef, FunctionReport, PathId, PathReport, Report, Step};
 use anyhow::{Context, Result};
 use pathprof_core::interproc::{InterprocPath, PathEnd, ProcId, SiteRole, Via};
 use pathprof_format::meta::ModuleMeta;
-use pathprof_format::profile::{self, InterprocCount, ModulePaths, ModuleProfile};
+use pathprof_analysis::{module_path_counts, InterprocCount, ModulePaths};
+use pathprof_format::profile::ModuleProfile;
 use std::path::Path;
 
 /// Adds every (selected) interprocedural module of the profile to `report`.
@@ -25,7 +26,7 @@ pub fn add_modules(
     file: &Path,
 ) -> Result<()> {
     for module in modules {
-        let mp = profile::module_path_counts(module).with_context(|| format!("decoding {}", file.display()))?;
+        let mp = module_path_counts(module).with_context(|| format!("decoding {}", file.display()))?;
         add_module(report, module, &mp, function, top);
     }
     Ok(())

@@ -3,13 +3,13 @@
 //! a counter on every edge but EXIT→entry, and a harness that runs the `pathprof` binary.
 #![allow(dead_code)]
 
-use pathprof_core::dag::{CfgEdgeRole, PathDag, DEFAULT_PATH_BUDGET};
+use pathprof_core::dag::{PathDag, DEFAULT_PATH_BUDGET};
 use pathprof_core::dfs::depth_first;
-use pathprof_core::fixtures::{setjmp_cfg, setjmp_events};
+pub use pathprof_core::fixtures::simulate;
+use pathprof_core::fixtures::{lecture_cfg, lecture_events, loop_diamond_cfg, setjmp_cfg, setjmp_events};
 use pathprof_core::graph::test_cfg;
 use pathprof_core::numbering::Numbering;
-use pathprof_core::regenerate::encode;
-use pathprof_core::{Cfg, EdgeId};
+use pathprof_core::Cfg;
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
 use pathprof_format::profile::{self, ModuleProfile, Profile, SparseEntry};
 use serde_json::Value;
@@ -20,39 +20,6 @@ use std::process::{Command, Output};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Path-mode fixtures (as in decode.rs)
-
-/// Runs `events` (signed weight, walk of cfg edge ids from the entry to an edge into EXIT) through the path
-/// instrumentation: a path is counted when it reaches EXIT or takes a back or cut edge.
-pub fn simulate(cfg: &Cfg, budget: u128, events: &[(i64, Vec<u32>)]) -> BTreeMap<u128, i64> {
-    let adj = cfg.adjacency();
-    let dag = PathDag::build_with_budget(cfg, &adj, &depth_first(cfg, &adj), budget).unwrap();
-    let n = Numbering::compute(&dag).unwrap();
-    let mut counts = BTreeMap::new();
-    for (weight, walk) in events {
-        let mut cur = Vec::new();
-        let mut bump = |path: &[_]| *counts.entry(encode(&dag, &n, path).unwrap()).or_insert(0) += weight;
-        for &e in walk {
-            match dag.cfg_edge_role(EdgeId(e)) {
-                CfgEdgeRole::Real(d) => {
-                    cur.push(d);
-                    if dag.edge(d).to == dag.exit() {
-                        bump(&cur);
-                        cur.clear();
-                    }
-                }
-                CfgEdgeRole::Back { exit, entry } | CfgEdgeRole::Cut { exit, entry } => {
-                    cur.push(exit);
-                    bump(&cur);
-                    cur = vec![entry];
-                }
-                role => panic!("walk takes e{e} with role {role:?}"),
-            }
-        }
-        assert!(cur.is_empty(), "walk {walk:?} does not end at EXIT");
-    }
-    counts.retain(|_, c| *c != 0);
-    counts
-}
 
 pub struct Fixture {
     pub meta: FunctionMeta,
@@ -136,9 +103,8 @@ pub const BIG: u128 = DEFAULT_PATH_BUDGET;
 /// e8 F→EXIT. Paths ACDF 0, ACDEF 1, ABCDF 2, ABCDEF 3, ABDF 4, ABDEF 5. 11 calls: ABDEF ×7, ACDF ×3, ABCDF ×1.
 /// Instrumented edges as in notes C.4.
 pub fn lecture(name: &str, executed: bool) -> Fixture {
-    let cfg = test_cfg(6, &[(0, 2), (0, 1), (1, 2), (1, 3), (2, 3), (3, 5), (3, 4), (4, 5)], &[5]);
-    let events =
-        if executed { vec![(7, vec![1, 3, 6, 7, 8]), (3, vec![0, 4, 5, 8]), (1, vec![1, 2, 4, 5, 8])] } else { vec![] };
+    let cfg = lecture_cfg();
+    let events = if executed { lecture_events() } else { vec![] };
     let lines: [&[u32]; 6] = [&[10, 11], &[12], &[13, 14, 15], &[16], &[17, 19], &[20]];
     let mut f = fixture(name, cfg, BIG, PathStorage::Dense, &lines, &events);
     f.meta.display_name = format!("{name}(int)");
@@ -151,7 +117,7 @@ pub fn lecture(name: &str, executed: bool) -> Fixture {
 /// 7 ↻[1 3 4]↺ (↻ starts at header bb1, ↺ ends at back edge bb4->bb1). Two calls iterating via bb2 bb2 bb3 bb2
 /// and bb3 bb2 bb2 bb2: paths 1 5 7 4 and 3 5 5 4, so 5: 3, 4: 2, 1: 1, 3: 1, 7: 1.
 pub fn loop_diamond(name: &str, storage: PathStorage, with_lines: bool) -> Fixture {
-    let cfg = test_cfg(6, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 1), (4, 5)], &[5]);
+    let cfg = loop_diamond_cfg();
     let events =
         vec![(1, vec![0, 1, 3, 5, 1, 3, 5, 2, 4, 5, 1, 3, 6, 7]), (1, vec![0, 2, 4, 5, 1, 3, 5, 1, 3, 5, 1, 3, 6, 7])];
     let lines: Vec<Vec<u32>> = (0..6).map(|b| if with_lines { vec![30 + b] } else { vec![] }).collect();
@@ -272,7 +238,7 @@ pub fn edge_module(name: &str, functions: Vec<(FunctionMeta, Vec<u64>)>, flags: 
 /// The loop around a diamond of [`loop_diamond`] in edge mode, run the same way: 2 calls, 8 iterations (6 via
 /// bb2); edge counts e0..e7 = 2, 6, 2, 6, 2, 6, 2, 2; blocks 2, 8, 6, 2, 8, 2.
 pub fn edge_loop_diamond(name: &str, file: &str, lines: &[&[u32]]) -> (FunctionMeta, Vec<u64>) {
-    let cfg = test_cfg(6, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 1), (4, 5)], &[5]);
+    let cfg = loop_diamond_cfg();
     (edge_function(name, file, cfg, lines), vec![2, 6, 2, 6, 2, 6, 2, 2])
 }
 

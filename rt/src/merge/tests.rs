@@ -3,6 +3,11 @@ use pathprof_format::layout::{MAGIC, RECORD_FLAG_INCOMPLETE, SPARSE_ENTRY_LEN};
 use std::vec;
 use std::vec::Vec;
 
+/// [`validate`] with allocation failures treated as a test failure.
+fn valid(file: &[u8]) -> Result<Existing<'_>, Invalid> {
+    validate(file).expect("allocation")
+}
+
 fn group<'a>(meta: &'a [u8], name: &[u8], snap: &'a [u64], n: usize, order: usize) -> Group<'a> {
     Group {
         meta_hash: fnv1a64(meta),
@@ -34,18 +39,18 @@ fn sorted(mut g: Vec<Group<'_>>) -> Vec<Group<'_>> {
 fn image(existing: Option<&[u8]>, groups: &[Group<'_>]) -> (Vec<u8>, Vec<Note>, Summary) {
     let mut out = MVec::new();
     let mut notes = Vec::new();
-    let e = existing.map(|b| validate(b).expect("test input must be valid"));
+    let e = existing.map(|b| valid(b).expect("test input must be valid"));
     let s = build(e, groups, &mut out, &mut |n| notes.push(n)).unwrap();
     (out.as_slice().to_vec(), notes, s)
 }
 
 /// (header, counters, sparse bytes) of every record, via the validated iterator.
 fn records(file: &[u8]) -> Vec<(RecordHeader, Vec<u64>, Vec<u8>)> {
-    let e = validate(file).expect("builder output must validate");
+    let e = valid(file).expect("builder output must validate");
     e.records()
         .map(|r| {
-            let c = (0..r.h.num_counters as usize).map(|i| le64(r.counters, i)).collect();
-            (r.h, c, r.sparse.to_vec())
+            let c = (0..r.header.num_counters as usize).map(|i| le64(r.counters, i)).collect();
+            (r.header, c, r.sparse.to_vec())
         })
         .collect()
 }
@@ -178,20 +183,21 @@ fn sparse_entries_and_flags_are_carried_through_a_merge() {
 fn validate_rejects_every_truncation_and_corruption() {
     let m = b"meta".as_slice();
     let (f, _, _) = image(None, &[group(m, b"m.c", &[1, 2, 3], 3, 0)]);
-    assert!(validate(&f).is_ok());
+    assert!(valid(&f).is_ok());
     for n in 0..f.len() {
-        assert!(validate(&f[..n]).is_err(), "truncated to {n} bytes");
+        assert!(valid(&f[..n]).is_err(), "truncated to {n} bytes");
     }
     let mut longer = f.clone();
     longer.push(0);
-    assert!(validate(&longer).is_err());
-    // Bytes 12..16 (flags) and 20..24 (reserved) are not interpreted by this version.
-    for i in (0..f.len()).filter(|i| !(12..16).contains(i) && !(20..24).contains(i)) {
+    assert!(valid(&longer).is_err());
+    // Every byte counts, the header's flags (12..16) and reserved word (20..24) included: the reader refuses a
+    // file with either nonzero, so the runtime does not merge into one either.
+    for i in 0..f.len() {
         let mut bad = f.clone();
         bad[i] ^= 0x40;
-        assert!(validate(&bad).is_err(), "flipped byte {i}");
+        assert!(valid(&bad).is_err(), "flipped byte {i}");
     }
-    assert_eq!(validate(b"hello world, this is definitely not a profile at all").err(), Some("bad magic"));
+    assert_eq!(valid(b"hello world, this is definitely not a profile at all").err(), Some("bad magic"));
 }
 
 #[test]
@@ -203,11 +209,11 @@ fn validate_checks_record_lengths_even_with_a_correct_checksum() {
     bad[FILE_HEADER_LEN + 24] += 1;
     let ck = fnv1a64(&bad[FILE_HEADER_LEN..]);
     bad[32..40].copy_from_slice(&ck.to_le_bytes());
-    assert_eq!(validate(&bad).err(), Some("record length inconsistent with its sizes"));
+    assert_eq!(valid(&bad).err(), Some("record length inconsistent with its sizes"));
     // An absurd num_modules.
     let mut bad = f.clone();
     bad[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert!(validate(&bad).is_err());
+    assert!(valid(&bad).is_err());
 }
 
 /// Random byte soup and random mutations of a valid file: validation and merging never panic, and whatever
@@ -216,13 +222,8 @@ fn validate_checks_record_lengths_even_with_a_correct_checksum() {
 fn random_inputs_never_panic() {
     let m = b"meta".as_slice();
     let (f, _, _) = image(None, &[group(m, b"m.c", &[1, 2, 3], 3, 0)]);
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = pathprof_core::fixtures::Rng::new(0x2545_f491_4f6c_dd1d);
+    let mut rnd = move || rng.next();
     for _ in 0..20_000 {
         let mut b = if rnd() % 4 == 0 {
             let mut v = MAGIC.to_vec();
@@ -242,13 +243,13 @@ fn random_inputs_never_panic() {
                 b[32..40].copy_from_slice(&ck.to_le_bytes());
             }
         }
-        if let Ok(e) = validate(&b) {
+        if let Ok(e) = valid(&b) {
             let mut out = MVec::new();
             let drained = [pc(0, 1, 1), pc(0, 1, 2), pc(5, 3, u64::MAX)];
             let mut g = group(m, b"m.c", &[1, 1, 1], 3, 0);
             g.sparse = &drained;
             build(Some(e), &[g], &mut out, &mut |_| {}).unwrap();
-            assert!(validate(out.as_slice()).is_ok());
+            assert!(valid(out.as_slice()).is_ok());
         }
     }
 }
@@ -294,4 +295,57 @@ fn a_new_record_carries_the_drained_path_counts() {
     g2.runs_add = 0;
     let (f2, _, _) = image(Some(&f), &[g2]);
     assert_eq!(f2, f);
+}
+
+/// The runtime and the reader frame files with one walk (`pathprof_format::records`): what `pathprof` refuses —
+/// header flags, the reserved header word, a module recorded twice — the runtime does not merge into either
+/// (it warns and replaces the file).
+#[test]
+fn files_the_reader_refuses_are_not_merged_into() {
+    use pathprof_format::meta::{Mode, ModuleMeta};
+    use pathprof_format::profile::{read, ProfileError};
+    let meta = ModuleMeta {
+        interproc: None,
+        path_arrivals: false,
+        fork_reentries: false,
+        module_name: "m.c".into(),
+        output: std::string::String::new(),
+        mode: Mode::Edge,
+        weighting: "uniform".into(),
+        atomic: false,
+        functions: vec![],
+    }
+    .encode();
+    let (f, _, _) = image(None, &[group(&meta, b"m.c", &[], 0, 0)]);
+    assert!(read(&f).is_ok() && valid(&f).is_ok());
+    // The checksum covers the payload only, so these header edits need no resealing.
+    let mut flagged = f.clone();
+    flagged[12] = 1;
+    assert!(matches!(read(&flagged), Err(ProfileError::UnsupportedFlags(1))));
+    assert_eq!(valid(&flagged).err(), Some("unsupported header flags"));
+    let mut reserved = f.clone();
+    reserved[20] = 3;
+    assert!(matches!(read(&reserved), Err(ProfileError::NonZeroReserved(3))));
+    assert_eq!(valid(&reserved).err(), Some("nonzero reserved header word"));
+    // The one record twice, in a well-formed file.
+    let record = &f[FILE_HEADER_LEN..];
+    let payload = [record, record].concat();
+    let h = FileHeader {
+        version: FILE_VERSION,
+        flags: 0,
+        num_modules: 2,
+        payload_len: payload.len() as u64,
+        checksum: fnv1a64(&payload),
+    };
+    let twice = [&h.encode()[..], &payload].concat();
+    assert!(matches!(read(&twice), Err(ProfileError::DuplicateModule { module }) if module == "m.c"));
+    assert_eq!(valid(&twice).err(), Some("a module appears twice"));
+    // Nonzero metadata padding, checksum resealed.
+    let mut padded = f.clone();
+    padded[FILE_HEADER_LEN + RECORD_HEADER_LEN + meta.len()] = 1;
+    let ck = fnv1a64(&padded[FILE_HEADER_LEN..]);
+    padded[32..40].copy_from_slice(&ck.to_le_bytes());
+    assert_ne!(meta.len() % 8, 0, "the metadata needs padding for this case");
+    assert!(matches!(read(&padded), Err(ProfileError::NonZeroPadding { record: 0 })));
+    assert_eq!(valid(&padded).err(), Some("nonzero metadata padding"));
 }

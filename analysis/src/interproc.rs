@@ -3,7 +3,7 @@
 //! Melski & Reps, "Interprocedural Path Profiling", CC 1999 / UW–Madison TR-1382, 1998: the pass numbered the
 //! observable paths of G*_fn for the program made of the module's functions (their graphs, with each direct
 //! call to a function of the program ending its block) and the call sites recorded in
-//! [`InterprocMeta`](crate::meta::InterprocMeta). That program, the supergraph and the ψ/ρ numbering are pure
+//! [`InterprocMeta`](pathprof_format::meta::InterprocMeta). That program, the supergraph and the ψ/ρ numbering are pure
 //! functions of the metadata, so the reader rebuilds them with `pathprof_core::interproc`, checks that the
 //! number of paths matches, and decodes every counted path (Algorithm 5.2 and its piecewise extension).
 //!
@@ -21,10 +21,9 @@
 //! go into the netting (`pathprof_core::interproc::net_counts_with_reentries`) and back into the edge counts as
 //! virtual edges EXIT→B (`pathprof_core::interproc::signed_edge_counts_with_reentries`).
 
-use super::analysis::{judge, AnalysisError, FunctionCounts, InexactReason};
-use super::paths::conservation_violations;
-use super::ModuleProfile;
-use crate::meta::{ModuleMeta, PathStorage};
+use crate::judge::{conservation_violations, judge, AnalysisError, FunctionCounts, InexactReason};
+use pathprof_format::profile::ModuleProfile;
+use pathprof_format::meta::{ModuleMeta, PathStorage};
 use pathprof_core::interproc::{
     decode, net_counts_with_reentries, signed_edge_counts_with_reentries, InterprocPath, Mode, PathEnd, ProcId,
     Procedure, Program, SiteRole, Supergraph,
@@ -41,7 +40,7 @@ pub struct InterprocCount {
     /// The net count (negative only for a re-entry correction — `setjmp`, or fork re-entries of a truncated path —
     /// or in an inconsistent profile).
     pub count: i64,
-    /// A truncated path's fork re-entries (see [`super::PathCount::fork_reentries`]).
+    /// A truncated path's fork re-entries (see [`crate::PathCount::fork_reentries`]).
     pub fork_reentries: i64,
     /// The decoded path: steps across functions, the end, and the context-prefix length.
     pub path: InterprocPath,
@@ -76,8 +75,8 @@ impl ModulePaths {
 /// Rebuilds the program the pass numbered from a module's metadata.
 pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
     let mode = match meta.mode {
-        crate::meta::Mode::Context => Mode::Context,
-        crate::meta::Mode::Piecewise => Mode::Piecewise,
+        pathprof_format::meta::Mode::Context => Mode::Context,
+        pathprof_format::meta::Mode::Piecewise => Mode::Piecewise,
         other => return Err(format!("the module was profiled in {} mode", other.name())),
     };
     let ip = meta.interproc.as_ref().ok_or("the module has no interprocedural program")?;

@@ -5,19 +5,17 @@
 //! instruments them (a path is counted when it reaches EXIT or takes a back or cut edge); every expected value
 //! below is derived by hand from the executions each fixture describes.
 
-use pathprof_core::dag::{CfgEdgeRole, PathDag};
+use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::depth_first;
-use pathprof_core::fixtures::{setjmp_cfg, setjmp_events};
+use pathprof_core::fixtures::{lecture_cfg, lecture_events, loop_diamond_cfg, setjmp_cfg, setjmp_events, simulate};
 use pathprof_core::graph::test_cfg;
 use pathprof_core::numbering::Numbering;
-use pathprof_core::regenerate::{encode, PathEnd, PathStart};
+use pathprof_core::regenerate::{PathEnd, PathStart};
 use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
-use pathprof_format::profile::{
-    self, function_edge_counts, function_path_counts, merge, read, write, AnalysisError, InexactReason, ModuleProfile,
-    Profile, SparseEntry,
-};
+use pathprof_analysis::{function_edge_counts, function_path_counts, AnalysisError, InexactReason};
+use pathprof_format::profile::{self, merge, read, write, ModuleProfile, Profile, SparseEntry};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -31,39 +29,6 @@ fn dag_for(cfg: &Cfg, budget: u128) -> (PathDag, Numbering) {
     let dag = PathDag::build_with_budget(cfg, &adj, &depth_first(cfg, &adj), budget).unwrap();
     let n = Numbering::compute(&dag).unwrap();
     (dag, n)
-}
-
-/// Runs `events` through the path instrumentation: each is a signed weight and a walk (cfg edge ids from the
-/// entry to an edge into EXIT). A path is counted (±weight) when it reaches EXIT or takes a back or cut edge,
-/// after which the next path starts at the edge's target. A negative weight models the `−1` a call that may
-/// terminate runs after it returns (the `+1` before it is modelled by a positive event of the same path).
-fn simulate(cfg: &Cfg, budget: u128, events: &[(i64, Vec<u32>)]) -> BTreeMap<u128, i64> {
-    let (dag, n) = dag_for(cfg, budget);
-    let mut counts = BTreeMap::new();
-    for (weight, walk) in events {
-        let mut cur = Vec::new();
-        let mut bump = |path: &[_]| *counts.entry(encode(&dag, &n, path).unwrap()).or_insert(0) += weight;
-        for &e in walk {
-            match dag.cfg_edge_role(EdgeId(e)) {
-                CfgEdgeRole::Real(d) => {
-                    cur.push(d);
-                    if dag.edge(d).to == dag.exit() {
-                        bump(&cur);
-                        cur.clear();
-                    }
-                }
-                CfgEdgeRole::Back { exit, entry } | CfgEdgeRole::Cut { exit, entry } => {
-                    cur.push(exit);
-                    bump(&cur);
-                    cur = vec![entry];
-                }
-                role => panic!("walk takes e{e} with role {role:?}"),
-            }
-        }
-        assert!(cur.is_empty(), "walk {walk:?} does not end at EXIT");
-    }
-    counts.retain(|_, c| *c != 0);
-    counts
 }
 
 /// A path-mode function; `counter_base` and `num_counters` are set by [`module`].
@@ -135,27 +100,11 @@ const D: u32 = 3;
 const E: u32 = 4;
 const F: u32 = 5;
 
-/// The BL96 lecture graph (notes C.2): e0 A→C, e1 A→B, e2 B→C, e3 B→D, e4 C→D, e5 D→F, e6 D→E, e7 E→F,
-/// e8 F→EXIT, e9 EXIT→A. Paths: ACDF 0, ACDEF 1, ABCDF 2, ABCDEF 3, ABDF 4, ABDEF 5. Instrumented edges as in
-/// notes C.4 (r=0 on A→C, r=2 on B→C, r=4 on B→D, count on D→F and E→F).
-fn lecture_cfg() -> Cfg {
-    test_cfg(6, &[(A, C), (A, B), (B, C), (B, D), (C, D), (D, F), (D, E), (E, F)], &[F])
-}
-
-/// 11 calls: ABDEF ×7, ACDF ×3, ABCDF ×1.
+/// The lecture graph (`pathprof_core::fixtures::lecture_cfg`), 11 calls: ABDEF ×7, ACDF ×3, ABCDF ×1.
 fn lecture() -> (FunctionMeta, BTreeMap<u128, i64>) {
     let cfg = lecture_cfg();
-    let events = vec![(7, vec![1, 3, 6, 7, 8]), (3, vec![0, 4, 5, 8]), (1, vec![1, 2, 4, 5, 8])];
-    let counts = simulate(&cfg, BIG, &events);
+    let counts = simulate(&cfg, BIG, &lecture_events());
     (function("lecture", cfg, BIG, PathStorage::Dense, vec![0, 2, 3, 5, 7]), counts)
-}
-
-/// Loop around a diamond: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1 (back edge), e6 4→5, e7 5→EXIT,
-/// e8 EXIT→0. DAG order: 0: e0, surrogate ENTRY→1; 4: e6, surrogate 4→EXIT. Val: ENTRY→1 = 4, 1→3 = 2,
-/// 4→EXIT = 1. Paths: 0 [0 1 2 4 5], 1 [0 1 2 4]↺, 2 [0 1 3 4 5], 3 [0 1 3 4]↺, 4 ↻[1 2 4 5], 5 ↻[1 2 4]↺,
-/// 6 ↻[1 3 4 5], 7 ↻[1 3 4]↺ (↻ starts at header bb1, ↺ ends at back edge bb4->bb1).
-fn loop_cfg() -> Cfg {
-    test_cfg(6, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 1), (4, 5)], &[5])
 }
 
 /// Two calls: iterations via bb2, bb2, bb3, bb2 and via bb3, bb2, bb2, bb2: paths 1, 5, 7, 4 and 3, 5, 5, 4.
@@ -164,7 +113,7 @@ fn loop_events() -> Vec<(i64, Vec<u32>)> {
 }
 
 fn loop_diamond(storage: PathStorage) -> (FunctionMeta, BTreeMap<u128, i64>) {
-    let cfg = loop_cfg();
+    let cfg = loop_diamond_cfg();
     let counts = simulate(&cfg, BIG, &loop_events());
     (function("loop_diamond", cfg, BIG, storage, vec![2, 5, 6]), counts)
 }

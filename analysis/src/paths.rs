@@ -9,10 +9,10 @@
 //!
 //! Counts are signed: a path ending with a `Termination` edge nets the calls that left the block abnormally
 //! against the re-entries of a `setjmp` block by `longjmp`, so its count can be negative. Profiles of metadata
-//! version 3 ([`crate::meta::ModuleMeta::path_arrivals`]) count such a path once per arrival at its block,
+//! version 3 ([`pathprof_format::meta::ModuleMeta::path_arrivals`]) count such a path once per arrival at its block,
 //! before the call, and the net count is derived here (`pathprof_core::arrivals`); older ones counted +1 before
 //! the call and −1 after it returned. Each counter is read as an `i64` (the two's complement of the
-//! `u64` in the file), and repeated hashed entries of one path add with wrapping, as [`super::merge`] does.
+//! `u64` in the file), and repeated hashed entries of one path add with wrapping, as [`pathprof_format::profile::merge`] does.
 //!
 //! Fork re-entries (metadata version 5): a `fork()`ed child resumes the activations in flight at the fork without
 //! arriving at their blocks, so a truncated path nets one lower per resumption; the child recorded each one
@@ -25,9 +25,9 @@
 //! A path number out of range or a recomputed path count that differs from the metadata is an
 //! [`AnalysisError`] (a corrupt profile); a negative count that cannot be explained is an inexact reason.
 
-use super::analysis::{judge, AnalysisError, FunctionCounts, InexactReason};
-use super::ModuleProfile;
-use crate::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
+use crate::judge::{conservation_violations, judge, AnalysisError, FunctionCounts, InexactReason};
+use pathprof_format::profile::ModuleProfile;
+use pathprof_format::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
 use pathprof_core::dag::{DagEdgeId, PathDag};
 use pathprof_core::dfs::depth_first;
 use pathprof_core::numbering::Numbering;
@@ -36,7 +36,7 @@ use pathprof_core::reentry::add_fork_reentries;
 use pathprof_core::regenerate::{
     decode, signed_edge_counts_from_dag_paths, to_cfg_path, CfgPath, DecodeError, PathEnd,
 };
-use pathprof_core::{BlockId, Cfg, EdgeKind};
+use pathprof_core::{BlockId, EdgeKind};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
@@ -265,37 +265,4 @@ fn raw_path_counts(
         }
     }
     Ok(raw)
-}
-
-/// Vertices (EXIT included, in id order) whose in-flow differs from their out-flow in path-derived counts. A
-/// consistent profile conserves flow everywhere: every path segment that ends at a back or cut edge is followed
-/// by one that starts at its target, and every invocation leaves through EXIT. `reentries` (per block, may be
-/// empty) are fork re-entries: virtual edges EXIT→block.
-pub(super) fn conservation_violations(cfg: &Cfg, edges: &[i128], reentries: &[i128]) -> Vec<BlockId> {
-    let n = cfg.num_vertices();
-    let mut flow_in = vec![0i128; n];
-    let mut flow_out = vec![0i128; n];
-    for (b, &r) in reentries.iter().enumerate() {
-        if let Some(x) = flow_in.get_mut(b) {
-            *x = x.saturating_add(r);
-        }
-        if let Some(x) = flow_out.get_mut(cfg.exit().index()) {
-            *x = x.saturating_add(r);
-        }
-    }
-    for (e, &c) in cfg.edges().iter().zip(edges) {
-        if let Some(x) = flow_in.get_mut(e.to.index()) {
-            *x = x.saturating_add(c);
-        }
-        if let Some(x) = flow_out.get_mut(e.from.index()) {
-            *x = x.saturating_add(c);
-        }
-    }
-    flow_in
-        .iter()
-        .zip(&flow_out)
-        .enumerate()
-        .filter(|(_, (i, o))| i != o)
-        .map(|(v, _)| BlockId::from_index(v))
-        .collect()
 }

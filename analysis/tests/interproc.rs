@@ -9,9 +9,8 @@ use pathprof_core::graph::test_cfg;
 use pathprof_core::interproc::{CallSite, Callee, ProcId};
 use pathprof_core::{BlockId, Cfg};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
-use pathprof_format::profile::{
-    cfg_hash, module_path_counts, read, write, InexactReason, ModuleProfile, Profile, SparseEntry,
-};
+use pathprof_analysis::{module_path_counts, InexactReason};
+use pathprof_format::profile::{cfg_hash, read, write, ModuleProfile, Profile, SparseEntry};
 
 fn function(name: &str, cfg: Cfg) -> FunctionMeta {
     FunctionMeta {

@@ -4,17 +4,15 @@
 
 use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::depth_first;
-use pathprof_core::fixtures::setjmp_cfg;
+use pathprof_core::fixtures::{early_exit_cfg, setjmp_cfg};
 use pathprof_core::interproc::{CallSite, Callee, Event, Execution, ProcId, Simulator};
 use pathprof_core::numbering::Numbering;
 use pathprof_core::regenerate::encode;
 use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
 use pathprof_format::layout::{SPARSE_REENTRY, SPARSE_REENTRY_BLOCK};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
-use pathprof_format::profile::{
-    self, function_edge_counts, function_path_counts, merge, module_path_counts, read, write, AnalysisError,
-    InexactReason, ModuleProfile, Profile, ProfileError, SparseEntry,
-};
+use pathprof_analysis::{function_edge_counts, function_path_counts, module_path_counts, AnalysisError, InexactReason};
+use pathprof_format::profile::{self, merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
 use std::collections::BTreeMap;
 
 fn b(f: u32, t: u32, kind: EdgeKind) -> Edge {
@@ -68,18 +66,7 @@ fn some(v: &[u64]) -> Vec<Option<u64>> {
 /// Edges e0 0→1, e1 1→2, e2 2→EXIT, e3 1→EXIT (Termination), e4 EXIT→0; chords e0 (counter 0), e2 (counter 1).
 /// One call; the call in bb1 forks; the parent and the child both return through bb2.
 fn edge_spawn() -> FunctionMeta {
-    let cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(2, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
-    let mut f = function("spawn", cfg);
+    let mut f = function("spawn", early_exit_cfg());
     f.edge_counters = vec![Some(0), None, Some(1), None, None];
     f.num_counters = 2;
     f
@@ -240,7 +227,7 @@ fn interprocedural_profiles_with_reentries_are_exact() {
             },
             InterprocProc { call_sites: vec![], external_entry: false },
         ];
-        let (program, ip_mode) = profile::program_of(&ModuleMeta {
+        let (program, ip_mode) = pathprof_analysis::program_of(&ModuleMeta {
             interproc: Some(InterprocMeta { procs: procs.clone(), num_paths: 0, storage: PathStorage::Dense, budget_cuts: 0 }),
             ..m.clone()
         })

@@ -1,20 +1,19 @@
-//! From a module's chord counters (edge mode) or path counts (path mode, via [`super::paths`]) to every edge and
-//! block count of one function, with an honest "exact" flag.
+//! Judging derived counts: the one place that decides whether a function's counts are exact, and why not.
 //!
-//! Fork re-entries (`ModuleMeta::fork_reentries`): activations that a `fork()`ed child resumed after a call that
-//! was in flight at the fork are measured virtual edges EXIT→B (`pathprof_core::reentry`); a block's count
-//! includes them, and every count stays exact — a `Termination` edge then counts real abnormal departures only.
+//! Every analysis ([`crate::counts`] for edge mode, [`crate::paths`] for path mode, [`crate::interproc`] for the
+//! context and piecewise modes) derives signed counts its own way and hands them to [`judge`], so all modes
+//! report negative, oversized and non-conserved counts and the record's flags with the same reasons.
 
-use super::ModuleProfile;
-use crate::layout::{RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
-use crate::meta::FunctionMeta;
-use crate::meta::Mode;
 use pathprof_core::dag::DagError;
 use pathprof_core::numbering::NumberingError;
-use pathprof_core::propagate::{derive_counts_with_reentries, PropagateError};
+use pathprof_core::propagate::PropagateError;
 use pathprof_core::regenerate::DecodeError;
-use pathprof_core::{BlockId, EdgeId, EdgeKind};
+use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
+use pathprof_format::layout::{RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
+use pathprof_format::meta::FunctionMeta;
+use pathprof_format::profile::ModuleProfile;
 use std::fmt;
+
 
 /// All counts of one function, measured by chord counters (edge mode) or derived from path counts (path mode).
 /// Counts that are negative (or above `u64::MAX`) are `None`: they are evidence that the profile is inexact,
@@ -154,7 +153,7 @@ pub enum AnalysisError {
         /// The module's mode name.
         mode: &'static str,
     },
-    /// A function of a path-mode module has no [`crate::meta::PathMeta`] (only for hand-built profiles: `read`
+    /// A function of a path-mode module has no [`pathprof_format::meta::PathMeta`] (only for hand-built profiles: `read`
     /// validates this).
     #[error("corrupt profile: function {function} of module {module} is in a path-mode module but has no path data")]
     MissingPathData {
@@ -256,120 +255,12 @@ pub enum AnalysisError {
     },
 }
 
-/// Derives every edge and block count of function `func_index` and decides whether the counts are exact.
-///
-/// Edge mode: from its chord counters (BL94 Figure 6, via [`derive_counts`]). Path mode: from its path counts
-/// (BL96 regeneration, via [`super::function_path_counts`], whose `counts` this returns), so `pathprof show`
-/// prints the same block and edge counts for both modes.
-///
-/// Not exact when: a derived edge is negative (except a `Termination` edge of a block in
-/// `FunctionMeta::reentry_blocks`, which `setjmp` re-enters so its net departures can be negative), a derived
-/// edge exceeds `u64::MAX`, flow is not conserved somewhere, or the record has `RECORD_FLAG_INCOMPLETE`,
-/// `RECORD_FLAG_THREADED_NONATOMIC` or unknown flags. A negative count is never returned as a number.
-///
-/// Context and piecewise modules: from the module's decoded paths (the whole module is decoded; callers that
-/// want several functions use [`ModuleCounts`], which decodes once).
-pub fn function_edge_counts(module: &ModuleProfile, func_index: usize) -> Result<FunctionCounts, AnalysisError> {
-    ModuleCounts::new(module).function(func_index)
-}
-
-/// The counts of a module's functions, one at a time, with the work that is per module done once: a context
-/// or piecewise module's paths are decoded at construction (every function's counts come from them), edge- and
-/// path-mode functions are analysed when asked for.
-pub struct ModuleCounts<'a> {
-    module: &'a ModuleProfile,
-    interproc: Option<Result<Vec<FunctionCounts>, AnalysisError>>,
-}
-
-impl<'a> ModuleCounts<'a> {
-    /// Prepares `module` (decoding its interprocedural paths, if it has any).
-    pub fn new(module: &'a ModuleProfile) -> ModuleCounts<'a> {
-        let interproc = module
-            .meta
-            .mode
-            .is_interprocedural()
-            .then(|| super::interproc::module_path_counts(module).map(|mp| mp.functions));
-        ModuleCounts { module, interproc }
-    }
-
-    /// The counts of function `func_index` (see [`function_edge_counts`]).
-    pub fn function(&self, func_index: usize) -> Result<FunctionCounts, AnalysisError> {
-        let module = self.module;
-        let out_of_range = |n: usize| AnalysisError::FunctionOutOfRange {
-            module: module.meta.module_name.clone(),
-            index: func_index,
-            num_functions: n,
-        };
-        match &self.interproc {
-            Some(Ok(all)) => all.get(func_index).cloned().ok_or_else(|| out_of_range(all.len())),
-            Some(Err(e)) => Err(e.clone()),
-            None => per_function_counts(module, func_index),
-        }
-    }
-}
-
-/// [`function_edge_counts`] of an edge- or path-mode function.
-fn per_function_counts(module: &ModuleProfile, func_index: usize) -> Result<FunctionCounts, AnalysisError> {
-    let name = || module.meta.module_name.clone();
-    if module.meta.mode == Mode::Path {
-        return super::paths::function_path_counts(module, func_index).map(|p| p.counts);
-    }
-    let f = module.meta.functions.get(func_index).ok_or_else(|| AnalysisError::FunctionOutOfRange {
-        module: name(),
-        index: func_index,
-        num_functions: module.meta.functions.len(),
-    })?;
-    let cfg = &f.cfg;
-    let out_of_range = || AnalysisError::CounterOutOfRange { module: name(), function: f.name.clone() };
-
-    let mut measured_counts: Vec<Option<u64>> = Vec::with_capacity(cfg.num_edges());
-    for slot in &f.edge_counters {
-        measured_counts.push(match slot {
-            Some(i) => {
-                let at = f.counter_base.checked_add(u64::from(*i)).ok_or_else(out_of_range)?;
-                let at = usize::try_from(at).map_err(|_| out_of_range())?;
-                Some(*module.counters.get(at).ok_or_else(out_of_range)?)
-            }
-            None => None,
-        });
-    }
-    if measured_counts.len() != cfg.num_edges() {
-        return Err(out_of_range());
-    }
-    let forked = module.fork_reentries();
-    let corrupt = |reason: String| AnalysisError::Reentry { module: name(), function: f.name.clone(), reason };
-    let mine = |m: &std::collections::BTreeMap<(u64, u128), u64>| {
-        m.range((func_index as u64, 0)..=(func_index as u64, u128::MAX)).map(|(&(_, k), &c)| (k, c)).collect::<Vec<_>>()
-    };
-    if let Some((t, _)) = mine(&forked.paths).first() {
-        return Err(corrupt(format!("an edge-mode function with a fork re-entry of path {t}")));
-    }
-    let reentries: Vec<(BlockId, u64)> = mine(&forked.blocks)
-        .into_iter()
-        .map(|(b, c)| (BlockId(u32::try_from(b).unwrap_or(u32::MAX)), c))
-        .collect();
-    let adj = cfg.adjacency();
-    let derived = derive_counts_with_reentries(cfg, &adj, &measured_counts, &reentries).map_err(|error| {
-        AnalysisError::Propagate { module: name(), function: f.name.clone(), error }
-    })?;
-    let mut per_block = vec![0i128; cfg.num_blocks()];
-    for (b, c) in reentries {
-        if let Some(x) = per_block.get_mut(b.index()) {
-            *x = x.saturating_add(i128::from(c));
-        }
-    }
-
-    let measured = f.edge_counters.iter().map(Option::is_some).collect();
-    let violations = &derived.conservation_violations;
-    Ok(judge(module, f, derived.edges, &derived.vertices, &per_block, violations, measured, Vec::new()))
-}
-
 /// Turns signed derived counts into [`FunctionCounts`]: negative counts (except the `Termination` edges of
 /// re-entry blocks) and counts above `u64::MAX` become `None` with a reason, as do conservation violations
 /// and the record's flags. `reentries` are the fork re-entries per block (empty: none). `leading` reasons (e.g.
 /// negative path counts) come first.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn judge(
+pub(crate) fn judge(
     module: &ModuleProfile,
     f: &FunctionMeta,
     raw_edges: Vec<i128>,
@@ -435,4 +326,37 @@ pub(super) fn judge(
         exact: reasons.is_empty(),
         inexact_reasons: reasons,
     }
+}
+
+/// Vertices (EXIT included, in id order) whose in-flow differs from their out-flow in path-derived counts. A
+/// consistent profile conserves flow everywhere: every path segment that ends at a back or cut edge is followed
+/// by one that starts at its target, and every invocation leaves through EXIT. `reentries` (per block, may be
+/// empty) are fork re-entries: virtual edges EXIT→block.
+pub(crate) fn conservation_violations(cfg: &Cfg, edges: &[i128], reentries: &[i128]) -> Vec<BlockId> {
+    let n = cfg.num_vertices();
+    let mut flow_in = vec![0i128; n];
+    let mut flow_out = vec![0i128; n];
+    for (b, &r) in reentries.iter().enumerate() {
+        if let Some(x) = flow_in.get_mut(b) {
+            *x = x.saturating_add(r);
+        }
+        if let Some(x) = flow_out.get_mut(cfg.exit().index()) {
+            *x = x.saturating_add(r);
+        }
+    }
+    for (e, &c) in cfg.edges().iter().zip(edges) {
+        if let Some(x) = flow_in.get_mut(e.to.index()) {
+            *x = x.saturating_add(c);
+        }
+        if let Some(x) = flow_out.get_mut(e.from.index()) {
+            *x = x.saturating_add(c);
+        }
+    }
+    flow_in
+        .iter()
+        .zip(&flow_out)
+        .enumerate()
+        .filter(|(_, (i, o))| i != o)
+        .map(|(v, _)| BlockId::from_index(v))
+        .collect()
 }

@@ -1,0 +1,60 @@
+//! The edge-mode module of the format and analysis tests (`mod edge_module` in `format/tests/profile.rs` and
+//! `analysis/tests/edge_counts.rs`): two functions over `pathprof_core::fixtures` graphs with hand-chosen
+//! counter placements (a spanning tree containing the virtual edges; the chords carry counters).
+#![allow(dead_code)]
+
+use pathprof_core::fixtures::{early_exit_cfg, early_exit_chords, loop_diamond_cfg, loop_diamond_chords};
+use pathprof_core::Cfg;
+use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
+use pathprof_format::profile::{self, ModuleProfile};
+
+/// Loop around a diamond: 0 → 1; 1 → 2 | 3; 2, 3 → 4; 4 → 1 (back edge) | 5; 5 returns.
+/// Edges: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1, e6 4→5, e7 5→EXIT, e8 EXIT→0.
+/// Spanning tree {e8, e0, e1, e3, e4, e7}; chords e2, e5, e6 carry counters 0, 1, 2.
+/// With 2 invocations and 10 loop iterations (7 via bb2, 3 via bb3): e2 = 3, e5 = 8, e6 = 2.
+pub fn loop_diamond(counter_base: u64) -> FunctionMeta {
+    function("loop_diamond", loop_diamond_cfg(), loop_diamond_chords(), counter_base, 3)
+}
+
+/// 0 → 1 → 2 → return, and bb1 may leave abnormally (a call to `exit`).
+/// Edges: e0 0→1, e1 1→2, e2 2→EXIT (Return), e3 1→EXIT (Termination), e4 EXIT→0.
+/// Spanning tree {e4, e3, e1}; chords e0, e2 carry counters 0, 1. 5 calls, 1 abnormal exit: e0 = 5, e2 = 4.
+pub fn early_exit(counter_base: u64) -> FunctionMeta {
+    function("early_exit", early_exit_cfg(), early_exit_chords(), counter_base, 2)
+}
+
+pub fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base: u64, n: u32) -> FunctionMeta {
+    let blocks = (0..cfg.num_blocks()).map(|b| BlockMeta { lines: vec![10 + b as u32, 20 + b as u32] }).collect();
+    FunctionMeta {
+        name: name.to_string(),
+        display_name: format!("{name}()"),
+        file: "t.c".into(),
+        start_line: 9,
+        cfg_hash: profile::cfg_hash(&cfg),
+        path: None,
+        cfg,
+        blocks,
+        edge_counters,
+        counter_base,
+        num_counters: n,
+        reentry_blocks: vec![],
+    }
+}
+
+pub fn module_meta(name: &str) -> ModuleMeta {
+    ModuleMeta {
+        interproc: None,
+        path_arrivals: false,
+        fork_reentries: false,
+        module_name: name.to_string(),
+        output: String::new(),
+        mode: Mode::Edge,
+        weighting: "uniform".into(),
+        atomic: false,
+        functions: vec![loop_diamond(0), early_exit(3)],
+    }
+}
+
+pub fn module(name: &str, counters: Vec<u64>) -> ModuleProfile {
+    ModuleProfile::new(module_meta(name), counters, vec![], 0, 1)
+}
