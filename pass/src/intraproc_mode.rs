@@ -25,7 +25,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// How a planned function will be instrumented.
 enum Plan {
     /// Counters on these chords (edge mode).
-    Edge { graph: FunctionGraph, chords: Vec<EdgeId> },
+    Edge {
+        graph: FunctionGraph,
+        chords: Vec<EdgeId>,
+    },
     /// Ball–Larus path profiling.
     Path(Box<PathPlan>),
 }
@@ -49,8 +52,16 @@ impl Planned {
     fn unit(&self) -> Unit {
         let blocks = self.graph().blocks.len();
         match &self.meta.path {
-            Some(pm) => Unit { storage: pm.storage, slots: pm.num_paths as u64, blocks },
-            None => Unit { storage: PathStorage::Dense, slots: u64::from(self.meta.num_counters), blocks },
+            Some(pm) => Unit {
+                storage: pm.storage,
+                slots: pm.num_paths as u64,
+                blocks,
+            },
+            None => Unit {
+                storage: PathStorage::Dense,
+                slots: u64::from(self.meta.num_counters),
+                blocks,
+            },
         }
     }
 }
@@ -90,7 +101,9 @@ pub fn instrument(
     let mut layout = CounterLayout::new(config);
     for &f in candidates {
         let name = ir::name(f);
-        let result = catch_unwind(AssertUnwindSafe(|| plan(f, &name, config, profile.as_ref(), fam, &facts, &layout)));
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            plan(f, &name, config, profile.as_ref(), fam, &facts, &layout)
+        }));
         match result {
             Ok(Ok((mut p, used_source))) => {
                 p.meta.counter_base = layout.add(p.unit());
@@ -112,7 +125,9 @@ pub fn instrument(
     }
 
     let uses_phi = planned.iter().any(|p| match &p.plan {
-        Plan::Edge { graph, chords } => chords.iter().any(|&e| graph.sites[e.index()] == Site::TargetPhi),
+        Plan::Edge { graph, chords } => chords
+            .iter()
+            .any(|&e| graph.sites[e.index()] == Site::TargetPhi),
         Plan::Path(_) => false,
     });
     let storage = CounterStorage::emit(m, config, &layout, uses_phi);
@@ -121,12 +136,18 @@ pub fn instrument(
         let index = index as u64;
         let guards: Vec<Guard> = match &p.plan {
             Plan::Edge { graph, chords } => {
-                let s = storage.counters().instrument(graph, chords, p.meta.counter_base);
+                let s = storage
+                    .counters()
+                    .instrument(graph, chords, p.meta.counter_base);
                 stats.emit.split_edges += s.split_edges;
                 stats.emit.phi_edges += s.phi_edges;
                 stats.counters += chords.len();
                 stats.optimum += graph.cfg.num_edges() + 1 - graph.cfg.num_vertices();
-                module.fork_checks().guarded_calls(graph).map(|(b, call)| Guard::block(call, index, b)).collect()
+                module
+                    .fork_checks()
+                    .guarded_calls(graph)
+                    .map(|(b, call)| Guard::block(call, index, b))
+                    .collect()
             }
             Plan::Path(pp) => {
                 let keys = path_mode::emit(pp, &module.sink(pp.meta.storage, p.meta.counter_base));
@@ -148,7 +169,11 @@ pub fn instrument(
     }
 
     // Path mode's truncated paths count arrivals (path_mode.rs); edge mode has none.
-    let line = module.finish(planned.into_iter().map(|p| p.meta).collect(), None, config.mode == Mode::Path);
+    let line = module.finish(
+        planned.into_iter().map(|p| p.meta).collect(),
+        None,
+        config.mode == Mode::Path,
+    );
     if config.stats {
         let line = line
             .field("skipped", stats.skipped)
@@ -190,13 +215,25 @@ fn plan(
     layout: &CounterLayout,
 ) -> Result<(Planned, bool), String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
-    let mut meta = FunctionMeta { reentry_blocks: graph.reentry_blocks.clone(), ..function_meta(f, name, &graph) };
-    let (weights, used_source) = weights::edge_weights(&graph, f, name, meta.cfg_hash, &config.weighting, profile, fam);
+    let mut meta = FunctionMeta {
+        reentry_blocks: graph.reentry_blocks.clone(),
+        ..function_meta(f, name, &graph)
+    };
+    let (weights, used_source) = weights::edge_weights(
+        &graph,
+        f,
+        name,
+        meta.cfg_hash,
+        &config.weighting,
+        profile,
+        fam,
+    );
     let plan = match config.mode {
         Mode::Edge => {
             let instrumentable: Vec<bool> = graph.sites.iter().map(|&s| s != Site::None).collect();
-            let edge_plan = plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable)
-                .map_err(|e| format!("no exact counter placement: {e}"))?;
+            let edge_plan =
+                plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable)
+                    .map_err(|e| format!("no exact counter placement: {e}"))?;
             let chords = edge_plan.chords.clone();
             if config.dump {
                 dump(name, &graph, &weights, &chords);
@@ -212,10 +249,16 @@ fn plan(
             if config.dump {
                 let chords: Vec<EdgeId> = Vec::new();
                 dump(name, &pp.graph, &weights, &chords);
-                eprintln!("  paths: {} (storage {:?}, {} cut edges)", pp.num_paths, pp.meta.storage, pp.dag.cut_edges().len());
+                eprintln!(
+                    "  paths: {} (storage {:?}, {} cut edges)",
+                    pp.num_paths,
+                    pp.meta.storage,
+                    pp.dag.cut_edges().len()
+                );
             }
             if pp.meta.storage == PathStorage::Dense {
-                meta.num_counters = u32::try_from(pp.num_paths).map_err(|_| "dense path array too large")?;
+                meta.num_counters =
+                    u32::try_from(pp.num_paths).map_err(|_| "dense path array too large")?;
             }
             meta.path = Some(pp.meta.clone());
             Plan::Path(Box::new(pp))
@@ -226,7 +269,11 @@ fn plan(
 
 /// `PATHPROF_DEBUG=dump`: the graph with weights, sites and chords. Legend: `*` = counter (chord).
 fn dump(name: &str, g: &FunctionGraph, weights: &[f64], chords: &[EdgeId]) {
-    eprintln!("pathprof: dump `{name}`: {} blocks, EXIT = bb{}; `*` marks a counter", g.cfg.num_blocks(), g.cfg.num_blocks());
+    eprintln!(
+        "pathprof: dump `{name}`: {} blocks, EXIT = bb{}; `*` marks a counter",
+        g.cfg.num_blocks(),
+        g.cfg.num_blocks()
+    );
     for e in g.cfg.edge_ids() {
         let edge = g.cfg.edge(e);
         let mark = if chords.contains(&e) { "*" } else { " " };
