@@ -12,43 +12,31 @@ use std::ffi::CStr;
 /// The function-attribute index of the C API (`LLVMAttributeFunctionIndex`).
 const FUNCTION_INDEX: u32 = u32::MAX;
 
-/// The blocks of `f` in IR order.
-pub fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+/// Follows an LLVM intrusive list from `first` through `next` to its end (a null handle): one walker for
+/// blocks, instructions and functions.
+fn walk<T>(first: *mut T, next: unsafe extern "C" fn(*mut T) -> *mut T) -> Vec<*mut T> {
     let mut out = Vec::new();
-    unsafe {
-        let mut bb = LLVMGetFirstBasicBlock(f);
-        while !bb.is_null() {
-            out.push(bb);
-            bb = LLVMGetNextBasicBlock(bb);
-        }
+    let mut item = first;
+    while !item.is_null() {
+        out.push(item);
+        item = unsafe { next(item) };
     }
     out
+}
+
+/// The blocks of `f` in IR order.
+pub fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+    walk(unsafe { LLVMGetFirstBasicBlock(f) }, LLVMGetNextBasicBlock)
 }
 
 /// The instructions of `bb` in order.
 pub fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
-    let mut out = Vec::new();
-    unsafe {
-        let mut i = LLVMGetFirstInstruction(bb);
-        while !i.is_null() {
-            out.push(i);
-            i = LLVMGetNextInstruction(i);
-        }
-    }
-    out
+    walk(unsafe { LLVMGetFirstInstruction(bb) }, LLVMGetNextInstruction)
 }
 
 /// The defined functions of `m` in module order.
 pub fn functions(m: LLVMModuleRef) -> Vec<LLVMValueRef> {
-    let mut out = Vec::new();
-    unsafe {
-        let mut f = LLVMGetFirstFunction(m);
-        while !f.is_null() {
-            out.push(f);
-            f = LLVMGetNextFunction(f);
-        }
-    }
-    out
+    walk(unsafe { LLVMGetFirstFunction(m) }, LLVMGetNextFunction)
 }
 
 /// The block's terminator, or `None` for a malformed block.
