@@ -168,12 +168,23 @@ unsafe fn region_array(m: LLVMModuleRef, regions: &[Region]) -> LLVMValueRef {
             LLVMConstStructInContext(ctx, v.as_mut_ptr(), 3, 0)
         })
         .collect();
-    let arr_ty = LLVMArrayType2(ty, elems.len() as u64);
-    let g = LLVMAddGlobal(m, arr_ty, cstr("__pathprof_regions").as_ptr());
-    LLVMSetInitializer(g, LLVMConstArray2(ty, elems.as_mut_ptr(), elems.len() as u64));
+    internal_array(m, "__pathprof_regions", ty, &mut elems).0
+}
+
+/// A module-local constant-initialised array global `name` of `elems` (of type `elem_ty`), 8-byte aligned, and
+/// its type: the runtime's region and table arrays.
+unsafe fn internal_array(
+    m: LLVMModuleRef,
+    name: &str,
+    elem_ty: LLVMTypeRef,
+    elems: &mut [LLVMValueRef],
+) -> (LLVMValueRef, LLVMTypeRef) {
+    let arr_ty = LLVMArrayType2(elem_ty, elems.len() as u64);
+    let g = LLVMAddGlobal(m, arr_ty, cstr(name).as_ptr());
+    LLVMSetInitializer(g, LLVMConstArray2(elem_ty, elems.as_mut_ptr(), elems.len() as u64));
     LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
     LLVMSetAlignment(g, 8);
-    g
+    (g, arr_ty)
 }
 
 /// Declares (or finds) `void name(ptr)` in the runtime.
@@ -275,11 +286,7 @@ impl PathTables {
                     LLVMConstStructInContext(ctx, v.as_mut_ptr(), v.len() as u32, 0)
                 })
                 .collect();
-            let arr_ty = LLVMArrayType2(table_ty, elems.len() as u64);
-            let g = LLVMAddGlobal(m, arr_ty, cstr("__pathprof_tables").as_ptr());
-            LLVMSetInitializer(g, LLVMConstArray2(table_ty, elems.as_mut_ptr(), elems.len() as u64));
-            LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
-            LLVMSetAlignment(g, 8);
+            let (g, arr_ty) = internal_array(m, "__pathprof_tables", table_ty, &mut elems);
             PathTables { array: Some(g), ty: Some(arr_ty), len: functions.len() as u64, caches, cache_pairs }
         }
     }

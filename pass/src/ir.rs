@@ -62,14 +62,18 @@ pub fn is_volatile(memory_access: LLVMValueRef) -> bool {
 
 /// The value's name (empty if unnamed).
 pub fn name(v: LLVMValueRef) -> String {
-    unsafe {
-        let mut len = 0usize;
-        let p = LLVMGetValueName2(v, &mut len);
-        if p.is_null() {
-            return String::new();
-        }
-        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    let mut len = 0usize;
+    let p = unsafe { LLVMGetValueName2(v, &mut len) };
+    owned_string(p, len)
+}
+
+/// A copy of the `len` bytes LLVM returned at `p` (an empty string for null), lossily as UTF-8: names and
+/// file names are for display and matching, never for reconstructing bytes.
+fn owned_string(p: *const std::os::raw::c_char, len: usize) -> String {
+    if p.is_null() {
+        return String::new();
     }
+    String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p as *const u8, len) }).into_owned()
 }
 
 /// Whether `f` is a declaration (no body to instrument).
@@ -175,14 +179,9 @@ pub fn subprogram_file_line(f: LLVMValueRef) -> (String, u32) {
 
 /// The module's source file name (`source_filename`), used as the module's name in profiles.
 pub fn module_source_name(m: LLVMModuleRef) -> String {
-    unsafe {
-        let mut len = 0usize;
-        let p = LLVMGetSourceFileName(m, &mut len);
-        if p.is_null() {
-            return String::new();
-        }
-        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
-    }
+    let mut len = 0usize;
+    let p = unsafe { LLVMGetSourceFileName(m, &mut len) };
+    owned_string(p, len)
 }
 
 /// Whether the module has named metadata `name` (our "already instrumented" marker).
