@@ -4,13 +4,42 @@
 //! edge splits (LLVM's `SplitCriticalEdge` rewrites the PHIs, ours included), then plain insertions.
 
 use crate::cfg_build::{FunctionGraph, Site};
+use crate::config::Config;
 use crate::ir;
 use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp};
 use pathprof_core::{EdgeId, EdgeKind};
+use pathprof_format::meta::Mode;
 use std::collections::BTreeMap;
+
+/// How counter updates are emitted: one setting per module, derived from the mode and `--pathprof-atomic`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterUpdates {
+    /// `atomicrmw add monotonic`: exact when threads count concurrently (`PATHPROF_ATOMIC=1`).
+    Atomic,
+    /// Plain loads and stores, all `volatile` (path-numbering modes): their slot index is the run-time path
+    /// number, which GVN would otherwise try to PHI-translate through every predecessor (quadratic compile time
+    /// on big functions); the machine code is the same (`incq mem`), and such counters could not be promoted
+    /// to registers anyway.
+    Volatile,
+    /// Plain loads and stores, `volatile` only outside loops (edge mode, see [`Counters::instrument`]).
+    Plain,
+}
+
+impl CounterUpdates {
+    /// The updates `config` asks for: atomic when requested, else volatile except in edge mode.
+    pub fn of(config: &Config) -> CounterUpdates {
+        if config.atomic {
+            CounterUpdates::Atomic
+        } else if config.mode == Mode::Edge {
+            CounterUpdates::Plain
+        } else {
+            CounterUpdates::Volatile
+        }
+    }
+}
 
 /// The module's counter array and how to bump one of its slots.
 pub struct Counters {
@@ -18,12 +47,7 @@ pub struct Counters {
     i64t: LLVMTypeRef,
     array_ty: LLVMTypeRef,
     global: LLVMValueRef,
-    atomic: bool,
-    /// Plain updates are `volatile` (path mode): their slot index is the run-time path number, which GVN
-    /// would otherwise try to PHI-translate through every predecessor (quadratic compile time on big
-    /// functions); the machine code is the same (`incq mem`), and such counters could not be promoted to
-    /// registers anyway. Edge mode ([`Counters::instrument`]) makes only the updates outside loops volatile.
-    volatile: bool,
+    updates: CounterUpdates,
     /// A slot no function owns, for PHI entries of edges that are not counted there.
     pub scratch: u64,
 }
@@ -39,7 +63,7 @@ pub struct EmitStats {
 
 impl Counters {
     /// Wraps the module's counter global (`[len x i64]`).
-    pub fn new(m: LLVMModuleRef, global: LLVMValueRef, len: u64, atomic: bool, volatile: bool, scratch: u64) -> Counters {
+    pub fn new(m: LLVMModuleRef, global: LLVMValueRef, len: u64, updates: CounterUpdates, scratch: u64) -> Counters {
         unsafe {
             let ctx = LLVMGetModuleContext(m);
             let i64t = LLVMInt64TypeInContext(ctx);
@@ -48,8 +72,7 @@ impl Counters {
                 i64t,
                 array_ty: LLVMArrayType2(i64t, len),
                 global,
-                atomic,
-                volatile,
+                updates,
                 scratch,
             }
         }
@@ -87,7 +110,7 @@ impl Counters {
 
     /// Emits `counters[idx] += delta` before `before` for a run-time `delta` (an i64 value).
     pub fn add_value_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef) {
-        self.update_before(before, idx, delta, self.volatile)
+        self.update_before(before, idx, delta, self.updates == CounterUpdates::Volatile)
     }
 
     fn update_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef, volatile: bool) {
@@ -100,7 +123,7 @@ impl Counters {
                     LLVMBuildInBoundsGEP2(self.builder, self.array_ty, self.global, ix.as_mut_ptr(), 2, c"".as_ptr())
                 }
             };
-            if self.atomic {
+            if self.updates == CounterUpdates::Atomic {
                 LLVMBuildAtomicRMW(
                     self.builder,
                     LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
@@ -145,7 +168,7 @@ impl Counters {
         // An edge is in a loop when both its ends are (a loop exit is not).
         let volatile_edge = |e: EdgeId| {
             let edge = g.cfg.edge(e);
-            self.volatile || !(in_loop[edge.from.index()] && in_loop[edge.to.index()])
+            self.updates == CounterUpdates::Volatile || !(in_loop[edge.from.index()] && in_loop[edge.to.index()])
         };
 
         // 1. PHI-selected counters, one PHI per target block.

@@ -31,6 +31,7 @@
 //! are plain loads: the generation is written only in a child's `pthread_atfork` handler, while the child has
 //! one thread.
 
+use crate::cfg_build::FunctionGraph;
 use crate::ir;
 use crate::shim;
 use inkwell::llvm_sys::core::*;
@@ -258,6 +259,16 @@ impl ForkChecks {
             CallKind::Maybe => true,
             CallKind::Defined(f) => !self.fork_free.contains(&f),
         }
+    }
+
+    /// The calls of `g` that get a check, with their blocks: every call that may not return
+    /// ([`FunctionGraph::abnormal_calls`]) and [`ForkChecks::wants`] one, in a block that is not left by
+    /// `unreachable` (a call there cannot come back). Every mode guards these; the key is the mode's.
+    pub fn guarded_calls<'g>(&'g self, g: &'g FunctionGraph) -> impl Iterator<Item = (u32, LLVMValueRef)> + 'g {
+        g.abnormal_calls.iter().enumerate().flat_map(move |(b, calls)| {
+            let dead_end = ir::terminator(g.blocks[b]).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMUnreachable);
+            calls.iter().copied().filter(move |&c| !dead_end && self.wants(c)).map(move |c| (b as u32, c))
+        })
     }
 
     fn load_gen(&self, before: LLVMValueRef) -> LLVMValueRef {

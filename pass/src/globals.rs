@@ -6,7 +6,7 @@ use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
 use pathprof_format::layout::{fnv1a64, path_cache_shift, DESC_FLAG_ATOMIC, DESC_VERSION, PATH_HASH_MULTIPLIER};
 use pathprof_format::meta::ModuleMeta;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 /// Constructor priority: early, so the exit-time dump is registered before C++ static objects' destructors
 /// (atexit handlers run in reverse order, so the dump then sees their counts too).
@@ -14,6 +14,18 @@ const CTOR_PRIORITY: u64 = 101;
 
 fn cstr(s: &str) -> CString {
     CString::new(s).expect("internal names contain no NUL")
+}
+
+/// The module's function `name`, made by `make` (given the name) only when the module has none yet: each
+/// runtime entry point and helper is declared once per module, however many places call it.
+fn function_once(m: LLVMModuleRef, name: &str, make: impl FnOnce(&CStr) -> LLVMValueRef) -> LLVMValueRef {
+    let name = cstr(name);
+    let existing = unsafe { LLVMGetNamedFunction(m, name.as_ptr()) };
+    if existing.is_null() {
+        make(&name)
+    } else {
+        existing
+    }
 }
 
 /// Creates the zero-initialised `[len x i64]` counter array.
@@ -156,25 +168,33 @@ unsafe fn region_array(m: LLVMModuleRef, regions: &[Region]) -> LLVMValueRef {
             LLVMConstStructInContext(ctx, v.as_mut_ptr(), 3, 0)
         })
         .collect();
-    let arr_ty = LLVMArrayType2(ty, elems.len() as u64);
-    let g = LLVMAddGlobal(m, arr_ty, cstr("__pathprof_regions").as_ptr());
-    LLVMSetInitializer(g, LLVMConstArray2(ty, elems.as_mut_ptr(), elems.len() as u64));
+    internal_array(m, "__pathprof_regions", ty, &mut elems).0
+}
+
+/// A module-local constant-initialised array global `name` of `elems` (of type `elem_ty`), 8-byte aligned, and
+/// its type: the runtime's region and table arrays.
+unsafe fn internal_array(
+    m: LLVMModuleRef,
+    name: &str,
+    elem_ty: LLVMTypeRef,
+    elems: &mut [LLVMValueRef],
+) -> (LLVMValueRef, LLVMTypeRef) {
+    let arr_ty = LLVMArrayType2(elem_ty, elems.len() as u64);
+    let g = LLVMAddGlobal(m, arr_ty, cstr(name).as_ptr());
+    LLVMSetInitializer(g, LLVMConstArray2(elem_ty, elems.as_mut_ptr(), elems.len() as u64));
     LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
     LLVMSetAlignment(g, 8);
-    g
+    (g, arr_ty)
 }
 
 /// Declares (or finds) `void name(ptr)` in the runtime.
 unsafe fn runtime_function(m: LLVMModuleRef, name: &str, ptrt: LLVMTypeRef) -> LLVMValueRef {
-    let c = cstr(name);
-    let existing = LLVMGetNamedFunction(m, c.as_ptr());
-    if !existing.is_null() {
-        return existing;
-    }
-    let ctx = LLVMGetModuleContext(m);
-    let mut params = [ptrt];
-    let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 1, 0);
-    LLVMAddFunction(m, c.as_ptr(), fty)
+    function_once(m, name, |c| {
+        let ctx = LLVMGetModuleContext(m);
+        let mut params = [ptrt];
+        let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 1, 0);
+        LLVMAddFunction(m, c.as_ptr(), fty)
+    })
 }
 
 /// Adds an internal `void name()` function (LLVM renames it on collision).
@@ -266,11 +286,7 @@ impl PathTables {
                     LLVMConstStructInContext(ctx, v.as_mut_ptr(), v.len() as u32, 0)
                 })
                 .collect();
-            let arr_ty = LLVMArrayType2(table_ty, elems.len() as u64);
-            let g = LLVMAddGlobal(m, arr_ty, cstr("__pathprof_tables").as_ptr());
-            LLVMSetInitializer(g, LLVMConstArray2(table_ty, elems.as_mut_ptr(), elems.len() as u64));
-            LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
-            LLVMSetAlignment(g, 8);
+            let (g, arr_ty) = internal_array(m, "__pathprof_tables", table_ty, &mut elems);
             PathTables { array: Some(g), ty: Some(arr_ty), len: functions.len() as u64, caches, cache_pairs }
         }
     }
@@ -341,12 +357,7 @@ impl TableUpdate {
 /// splits the block being instrumented (the emitters hold on to blocks and PHI predecessors); the inliner then
 /// puts the branch in place.
 fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
-    unsafe {
-        let name = cstr("__pathprof_cached_add");
-        let existing = LLVMGetNamedFunction(m, name.as_ptr());
-        if !existing.is_null() {
-            return existing;
-        }
+    function_once(m, "__pathprof_cached_add", |name| unsafe {
         let ctx = LLVMGetModuleContext(m);
         let i64t = LLVMInt64TypeInContext(ctx);
         let ptrt = LLVMPointerTypeInContext(ctx, 0);
@@ -384,7 +395,7 @@ fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
         LLVMBuildRetVoid(b);
         LLVMDisposeBuilder(b);
         f
-    }
+    })
 }
 
 /// Declares `void __pathprof_path_cache_miss(ptr table, i64 path, i64 delta)`, `cold`: calls to it are the
@@ -396,12 +407,7 @@ fn cache_miss_function(m: LLVMModuleRef) -> LLVMValueRef {
 /// Declares (once) a runtime function `void name(ptr table, i64 path, i64 delta)` with function attributes
 /// `attrs` (the runtime never unwinds: every one is `nounwind`, so callers keep plain `call`s).
 fn table_update_function(m: LLVMModuleRef, name: &str, attrs: &[&str]) -> LLVMValueRef {
-    unsafe {
-        let name = cstr(name);
-        let existing = LLVMGetNamedFunction(m, name.as_ptr());
-        if !existing.is_null() {
-            return existing;
-        }
+    function_once(m, name, |name| unsafe {
         let ctx = LLVMGetModuleContext(m);
         let i64t = LLVMInt64TypeInContext(ctx);
         let mut params = [LLVMPointerTypeInContext(ctx, 0), i64t, i64t];
@@ -411,7 +417,7 @@ fn table_update_function(m: LLVMModuleRef, name: &str, attrs: &[&str]) -> LLVMVa
             LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
         }
         f
-    }
+    })
 }
 
 /// Declares `void __pathprof_path_add(ptr table, i64 path, i64 delta)` (the runtime's hash-table update), or

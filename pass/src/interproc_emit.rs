@@ -29,11 +29,10 @@
 //! context. A `resume` is a termination edge here.
 
 use crate::cfg_build::Site;
-use crate::emit::Counters;
-use crate::globals::TableUpdate;
 use crate::interproc_plan::ProcPlan;
 use crate::ir;
 use crate::shim;
+use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode};
@@ -79,19 +78,6 @@ impl Tls {
     }
 }
 
-/// Where the module's path counts go.
-pub enum Store<'a> {
-    /// `counters[path]`.
-    Dense(&'a Counters),
-    /// The module's single run-time hash table (`PathTable`).
-    Hashed {
-        /// For the builder.
-        counters: &'a Counters,
-        /// How to update the table.
-        update: TableUpdate,
-    },
-}
-
 /// How an activation of a function can begin.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum EntryShape {
@@ -133,7 +119,7 @@ pub struct FnEmitter<'a> {
     i64t: LLVMTypeRef,
     i1t: LLVMTypeRef,
     tls: &'a Tls,
-    store: &'a Store<'a>,
+    sink: &'a Sink<'a>,
     num: &'a Numbering<'a>,
     p: ProcId,
     plan: &'a ProcPlan,
@@ -167,15 +153,13 @@ impl<'a> FnEmitter<'a> {
     /// path (what a fork re-entry of the block's calls records, see [`crate::fork_check`]).
     pub fn emit(
         tls: &'a Tls,
-        store: &'a Store<'a>,
+        sink: &'a Sink<'a>,
         num: &'a Numbering<'a>,
         functions: &'a [LLVMValueRef],
         p: ProcId,
         plan: &'a ProcPlan,
     ) -> Vec<Option<LLVMValueRef>> {
-        let counters = match store {
-            Store::Dense(c) | Store::Hashed { counters: c, .. } => *c,
-        };
+        let counters = sink.counters();
         let b = counters.builder();
         let i64t = unsafe { LLVMTypeOf(counters.const_index(0)) };
         let i1t = unsafe { LLVMInt1TypeInContext(LLVMGetTypeContext(i64t)) };
@@ -193,7 +177,7 @@ impl<'a> FnEmitter<'a> {
             i64t,
             i1t,
             tls,
-            store,
+            sink,
             num,
             p,
             plan,
@@ -277,9 +261,13 @@ impl<'a> FnEmitter<'a> {
 
     /// `count[slot] += delta` before `before`.
     fn count(&self, before: LLVMValueRef, slot: LLVMValueRef, delta: LLVMValueRef) {
-        match self.store {
-            Store::Dense(c) => c.add_value_before(before, Err(slot), delta),
-            Store::Hashed { update, .. } => {
+        match self.sink {
+            // Path numbers are module-wide: the program's array or region starts at its first slot.
+            Sink::Dense { counters, base } => {
+                debug_assert_eq!(*base, 0, "one counted unit per module");
+                counters.add_value_before(before, Err(slot), delta)
+            }
+            Sink::Hashed { update, .. } => {
                 self.at(before);
                 update.build(self.b, slot, delta);
             }

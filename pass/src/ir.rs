@@ -12,43 +12,31 @@ use std::ffi::CStr;
 /// The function-attribute index of the C API (`LLVMAttributeFunctionIndex`).
 const FUNCTION_INDEX: u32 = u32::MAX;
 
-/// The blocks of `f` in IR order.
-pub fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+/// Follows an LLVM intrusive list from `first` through `next` to its end (a null handle): one walker for
+/// blocks, instructions and functions.
+fn walk<T>(first: *mut T, next: unsafe extern "C" fn(*mut T) -> *mut T) -> Vec<*mut T> {
     let mut out = Vec::new();
-    unsafe {
-        let mut bb = LLVMGetFirstBasicBlock(f);
-        while !bb.is_null() {
-            out.push(bb);
-            bb = LLVMGetNextBasicBlock(bb);
-        }
+    let mut item = first;
+    while !item.is_null() {
+        out.push(item);
+        item = unsafe { next(item) };
     }
     out
+}
+
+/// The blocks of `f` in IR order.
+pub fn blocks(f: LLVMValueRef) -> Vec<LLVMBasicBlockRef> {
+    walk(unsafe { LLVMGetFirstBasicBlock(f) }, LLVMGetNextBasicBlock)
 }
 
 /// The instructions of `bb` in order.
 pub fn instructions(bb: LLVMBasicBlockRef) -> Vec<LLVMValueRef> {
-    let mut out = Vec::new();
-    unsafe {
-        let mut i = LLVMGetFirstInstruction(bb);
-        while !i.is_null() {
-            out.push(i);
-            i = LLVMGetNextInstruction(i);
-        }
-    }
-    out
+    walk(unsafe { LLVMGetFirstInstruction(bb) }, LLVMGetNextInstruction)
 }
 
 /// The defined functions of `m` in module order.
 pub fn functions(m: LLVMModuleRef) -> Vec<LLVMValueRef> {
-    let mut out = Vec::new();
-    unsafe {
-        let mut f = LLVMGetFirstFunction(m);
-        while !f.is_null() {
-            out.push(f);
-            f = LLVMGetNextFunction(f);
-        }
-    }
-    out
+    walk(unsafe { LLVMGetFirstFunction(m) }, LLVMGetNextFunction)
 }
 
 /// The block's terminator, or `None` for a malformed block.
@@ -74,14 +62,18 @@ pub fn is_volatile(memory_access: LLVMValueRef) -> bool {
 
 /// The value's name (empty if unnamed).
 pub fn name(v: LLVMValueRef) -> String {
-    unsafe {
-        let mut len = 0usize;
-        let p = LLVMGetValueName2(v, &mut len);
-        if p.is_null() {
-            return String::new();
-        }
-        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    let mut len = 0usize;
+    let p = unsafe { LLVMGetValueName2(v, &mut len) };
+    owned_string(p, len)
+}
+
+/// A copy of the `len` bytes LLVM returned at `p` (an empty string for null), lossily as UTF-8: names and
+/// file names are for display and matching, never for reconstructing bytes.
+fn owned_string(p: *const std::os::raw::c_char, len: usize) -> String {
+    if p.is_null() {
+        return String::new();
     }
+    String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p as *const u8, len) }).into_owned()
 }
 
 /// Whether `f` is a declaration (no body to instrument).
@@ -187,14 +179,9 @@ pub fn subprogram_file_line(f: LLVMValueRef) -> (String, u32) {
 
 /// The module's source file name (`source_filename`), used as the module's name in profiles.
 pub fn module_source_name(m: LLVMModuleRef) -> String {
-    unsafe {
-        let mut len = 0usize;
-        let p = LLVMGetSourceFileName(m, &mut len);
-        if p.is_null() {
-            return String::new();
-        }
-        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
-    }
+    let mut len = 0usize;
+    let p = unsafe { LLVMGetSourceFileName(m, &mut len) };
+    owned_string(p, len)
 }
 
 /// Whether the module has named metadata `name` (our "already instrumented" marker).

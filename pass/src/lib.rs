@@ -30,11 +30,15 @@ pub mod identity;
 pub mod interproc_emit;
 pub mod interproc_mode;
 pub mod interproc_plan;
+pub mod intraproc_mode;
 pub mod ir;
 pub mod module;
+pub mod module_emitter;
+pub mod names;
 pub mod path_mode;
 pub mod promote;
 pub mod shim;
+pub mod storage;
 pub mod use_mode;
 pub mod weights;
 

@@ -16,9 +16,8 @@
 //!   `longjmp` or an exception is counted, and completed paths are not, with one update instead of two.
 
 use crate::cfg_build::{FunctionGraph, Site};
-use crate::emit::Counters;
-use crate::globals::TableUpdate;
 use crate::ir;
+use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMOpcode;
@@ -124,24 +123,6 @@ enum RVal {
     Value(LLVMValueRef),
 }
 
-/// Where a function's path counts go.
-pub enum Sink<'a> {
-    /// `counters[base + path]`.
-    Dense {
-        /// The module's counters.
-        counters: &'a Counters,
-        /// The function's first slot.
-        base: u64,
-    },
-    /// The function's run-time hash table (`PathTable`).
-    Hashed {
-        /// The module's counters (for the builder and constants).
-        counters: &'a Counters,
-        /// How to update the table.
-        update: TableUpdate,
-    },
-}
-
 /// The count at the end of a back or cut edge: slot `r + offset` of the path register value `r`, plus one.
 #[derive(Copy, Clone)]
 struct Action {
@@ -156,14 +137,8 @@ struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
-    fn counters(&self) -> &Counters {
-        match self.sink {
-            Sink::Dense { counters, .. } | Sink::Hashed { counters, .. } => counters,
-        }
-    }
-
     fn konst(&self, v: i64) -> LLVMValueRef {
-        self.counters().const_index(v as u64)
+        self.sink.counters().const_index(v as u64)
     }
 
     /// Materialises `r + k` before `before` (folded when `r` is constant or `k` is 0).
@@ -212,9 +187,7 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
     let g = &p.graph;
     let cfg = &g.cfg;
     let adj = cfg.adjacency();
-    let counters = match sink {
-        Sink::Dense { counters, .. } | Sink::Hashed { counters, .. } => counters,
-    };
+    let counters = sink.counters();
     let em = Emitter { sink, b: counters.builder(), i64t: unsafe { LLVMInt64TypeInContext(LLVMGetTypeContext(LLVMTypeOf(counters.const_index(0)))) } };
     let inc = |d: DagEdgeId| p.incs.inc(d) as i64; // wraps mod 2^64, see the module docs
     let mut arrival_keys: Vec<Option<crate::fork_check::Key>> = vec![None; cfg.num_blocks()];

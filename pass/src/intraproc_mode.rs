@@ -1,0 +1,295 @@
+//! Edge and path profiling of one module, function by function (modes `edge` and `path`): plans every
+//! function (no IR changes), then emits counters on chords or Ball–Larus path numbering into the module's
+//! counter storage ([`crate::module_emitter`]).
+//!
+//! Planning may fail per function (a warning, the function stays uninstrumented); emission runs only for
+//! functions whose plan succeeded.
+
+use crate::cfg_build::{self, CallFacts, FunctionGraph, Site};
+use crate::config::{Config, Weighting};
+use crate::emit::EmitStats;
+use crate::fork_check::Guard;
+use crate::identity::ModuleIdentity;
+use crate::ir;
+use crate::module_emitter::{function_meta, warn_uninstrumented, ModuleEmitter};
+use crate::path_mode::{self, PathPlan};
+use crate::storage::{CounterLayout, CounterStorage, Unit};
+use crate::weights::{self, ProfileWeights};
+use inkwell::llvm_sys::prelude::*;
+use pathprof_core::placement::plan_edge_counters_with_entry_counter;
+use pathprof_core::EdgeId;
+use pathprof_format::meta::{FunctionMeta, Mode, PathStorage};
+use std::os::raw::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// How a planned function will be instrumented.
+enum Plan {
+    /// Counters on these chords (edge mode).
+    Edge {
+        graph: FunctionGraph,
+        chords: Vec<EdgeId>,
+    },
+    /// Ball–Larus path profiling.
+    Path(Box<PathPlan>),
+}
+
+/// A function ready for emission.
+struct Planned {
+    f: LLVMValueRef,
+    plan: Plan,
+    meta: FunctionMeta,
+}
+
+impl Planned {
+    fn graph(&self) -> &FunctionGraph {
+        match &self.plan {
+            Plan::Edge { graph, .. } => graph,
+            Plan::Path(p) => &p.graph,
+        }
+    }
+
+    /// What the function counts, for the module's counter layout.
+    fn unit(&self) -> Unit {
+        let blocks = self.graph().blocks.len();
+        match &self.meta.path {
+            Some(pm) => Unit {
+                storage: pm.storage,
+                slots: pm.num_paths as u64,
+                blocks,
+            },
+            None => Unit {
+                storage: PathStorage::Dense,
+                slots: u64::from(self.meta.num_counters),
+                blocks,
+            },
+        }
+    }
+}
+
+/// Per-module totals for `PATHPROF_STATS`.
+#[derive(Default)]
+struct Stats {
+    skipped: usize,
+    blocks: usize,
+    edges: usize,
+    virtual_edges: usize,
+    counters: usize,
+    optimum: usize,
+    emit: EmitStats,
+    weights_fallbacks: usize,
+    paths: u128,
+    chords: usize,
+    cuts: usize,
+    /// Counter updates moved into promotion slots ([`crate::promote`]).
+    promoted: usize,
+}
+
+/// Instruments `candidates` of `m` one by one; returns whether the module changed.
+pub fn instrument(
+    m: LLVMModuleRef,
+    candidates: &[LLVMValueRef],
+    fam: *mut c_void,
+    config: &Config,
+    identity: ModuleIdentity,
+) -> Result<bool, String> {
+    let profile = match &config.weighting {
+        Weighting::Profile(path) => Some(ProfileWeights::load(path)?),
+        _ => None,
+    };
+    let facts = CallFacts::new(m);
+    let module_name = identity.name.clone();
+    let mut stats = Stats::default();
+    let mut planned = Vec::new();
+    let mut layout = CounterLayout::new(config);
+    for &f in candidates {
+        let name = ir::name(f);
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            plan(f, &name, config, profile.as_ref(), fam, &facts, &layout)
+        }));
+        match result {
+            Ok(Ok((mut p, used_source))) => {
+                p.meta.counter_base = layout.add(p.unit());
+                stats.weights_fallbacks += usize::from(!used_source);
+                planned.push(p);
+            }
+            Ok(Err(why)) => {
+                stats.skipped += 1;
+                warn_uninstrumented(&module_name, &name, &why);
+            }
+            Err(_) => {
+                stats.skipped += 1;
+                eprintln!("pathprof: warning: {module_name}: internal error while planning `{name}`; left uninstrumented");
+            }
+        }
+    }
+    if layout.is_empty() {
+        return Ok(false);
+    }
+
+    let uses_phi = planned.iter().any(|p| match &p.plan {
+        Plan::Edge { graph, chords } => chords
+            .iter()
+            .any(|&e| graph.sites[e.index()] == Site::TargetPhi),
+        Plan::Path(_) => false,
+    });
+    let storage = CounterStorage::emit(m, config, &layout, uses_phi);
+    let mut module = ModuleEmitter::new(m, config, identity, &storage);
+    for (index, p) in planned.iter().enumerate() {
+        let index = index as u64;
+        let guards: Vec<Guard> = match &p.plan {
+            Plan::Edge { graph, chords } => {
+                let s = storage
+                    .counters()
+                    .instrument(graph, chords, p.meta.counter_base);
+                stats.emit.split_edges += s.split_edges;
+                stats.emit.phi_edges += s.phi_edges;
+                stats.counters += chords.len();
+                stats.optimum += graph.cfg.num_edges() + 1 - graph.cfg.num_vertices();
+                module
+                    .fork_checks()
+                    .guarded_calls(graph)
+                    .map(|(b, call)| Guard::block(call, index, b))
+                    .collect()
+            }
+            Plan::Path(pp) => {
+                let keys = path_mode::emit(pp, &module.sink(pp.meta.storage, p.meta.counter_base));
+                stats.paths += pp.num_paths;
+                stats.chords += pp.incs.chords().filter(|&d| pp.incs.inc(d) != 0).count();
+                stats.cuts += pp.dag.cut_edges().len();
+                module
+                    .fork_checks()
+                    .guarded_calls(&pp.graph)
+                    .filter_map(|(b, call)| keys[b as usize].map(|k| Guard::path(call, index, k)))
+                    .collect()
+            }
+        };
+        module.function_done(p.f, guards);
+        if config.mode == Mode::Edge && config.promote {
+            stats.promoted += crate::promote::promote(p.f, storage.array(), config.atomic, &facts);
+        }
+        let g = p.graph();
+        stats.blocks += g.cfg.num_blocks();
+        stats.edges += g.cfg.num_edges();
+        stats.virtual_edges += g.cfg.edges().iter().filter(|e| e.kind.is_virtual()).count();
+    }
+
+    // Path mode's truncated paths count arrivals (path_mode.rs); edge mode has none.
+    let line = module.finish(
+        planned.into_iter().map(|p| p.meta).collect(),
+        None,
+        config.mode == Mode::Path,
+    );
+    if config.stats {
+        let line = line
+            .field("skipped", stats.skipped)
+            .field("blocks", stats.blocks)
+            .field("edges", stats.edges)
+            .field("virtual_edges", stats.virtual_edges);
+        let line = match config.mode {
+            Mode::Edge => line
+                .field("counters", stats.counters)
+                .field("optimum", stats.optimum)
+                .field("split_edges", stats.emit.split_edges)
+                .field("phi_edges", stats.emit.phi_edges)
+                .field("promoted_updates", stats.promoted),
+            Mode::Path | Mode::Context | Mode::Piecewise => {
+                let (sparse, hashed) = layout.sparse_and_hashed();
+                line.field("paths", stats.paths)
+                    .field("dense_counters", layout.dense_counters())
+                    .field("sparse_functions", sparse)
+                    .field("hashed_functions", hashed)
+                    .field("increment_chords", stats.chords)
+                    .field("cut_edges", stats.cuts)
+            }
+        };
+        line.fork_checks()
+            .field("weighting", config.weighting.spelling())
+            .field("weighting_fallbacks", stats.weights_fallbacks)
+            .print();
+    }
+    Ok(true)
+}
+
+/// Plans one function: graph, weights, then edge counters or path numbering; metadata. No IR is changed.
+fn plan(
+    f: LLVMValueRef,
+    name: &str,
+    config: &Config,
+    profile: Option<&ProfileWeights>,
+    fam: *mut c_void,
+    facts: &CallFacts,
+    layout: &CounterLayout,
+) -> Result<(Planned, bool), String> {
+    let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
+    let mut meta = FunctionMeta {
+        reentry_blocks: graph.reentry_blocks.clone(),
+        ..function_meta(f, name, &graph)
+    };
+    let (weights, used_source) = weights::edge_weights(
+        &graph,
+        f,
+        name,
+        meta.cfg_hash,
+        &config.weighting,
+        profile,
+        fam,
+    );
+    let plan = match config.mode {
+        Mode::Edge => {
+            let instrumentable: Vec<bool> = graph.sites.iter().map(|&s| s != Site::None).collect();
+            let edge_plan =
+                plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable)
+                    .map_err(|e| format!("no exact counter placement: {e}"))?;
+            let chords = edge_plan.chords.clone();
+            if config.dump {
+                dump(name, &graph, &weights, &chords);
+            }
+            for (i, &e) in chords.iter().enumerate() {
+                meta.edge_counters[e.index()] = Some(i as u32);
+            }
+            meta.num_counters = chords.len() as u32;
+            Plan::Edge { graph, chords }
+        }
+        Mode::Path | Mode::Context | Mode::Piecewise => {
+            let pp = path_mode::plan(graph, &weights, config.path_budget, &|n| layout.choose(n))?;
+            if config.dump {
+                let chords: Vec<EdgeId> = Vec::new();
+                dump(name, &pp.graph, &weights, &chords);
+                eprintln!(
+                    "  paths: {} (storage {:?}, {} cut edges)",
+                    pp.num_paths,
+                    pp.meta.storage,
+                    pp.dag.cut_edges().len()
+                );
+            }
+            if pp.meta.storage == PathStorage::Dense {
+                meta.num_counters =
+                    u32::try_from(pp.num_paths).map_err(|_| "dense path array too large")?;
+            }
+            meta.path = Some(pp.meta.clone());
+            Plan::Path(Box::new(pp))
+        }
+    };
+    Ok((Planned { f, plan, meta }, used_source))
+}
+
+/// `PATHPROF_DEBUG=dump`: the graph with weights, sites and chords. Legend: `*` = counter (chord).
+fn dump(name: &str, g: &FunctionGraph, weights: &[f64], chords: &[EdgeId]) {
+    eprintln!(
+        "pathprof: dump `{name}`: {} blocks, EXIT = bb{}; `*` marks a counter",
+        g.cfg.num_blocks(),
+        g.cfg.num_blocks()
+    );
+    for e in g.cfg.edge_ids() {
+        let edge = g.cfg.edge(e);
+        let mark = if chords.contains(&e) { "*" } else { " " };
+        eprintln!(
+            "  {mark} {e}: {} -> {} {:?} weight {} site {:?}",
+            edge.from,
+            edge.to,
+            edge.kind,
+            weights[e.index()],
+            g.sites[e.index()]
+        );
+    }
+}
