@@ -275,8 +275,8 @@ def run_attrs(reps, workloads):
 def head_to_head_columns(variants):
     """(pathprof variant, LLVM variant) pairs of the head-to-head table: each mode against IR PGO of the same
     atomicity (run.py's HEAD_TO_HEAD), for the variants that were measured."""
-    return [(p, B.HEAD_TO_HEAD[p]) for p in B.PATHPROF_VARIANTS
-            if p in variants and B.HEAD_TO_HEAD[p] in variants]
+    order = ["pp-edge", "pp-path", "pp-context", "pp-piecewise", "pp-edge-atomic", "pp-path-atomic"]
+    return [(p, B.HEAD_TO_HEAD[p]) for p in order if p in variants and B.HEAD_TO_HEAD[p] in variants]
 
 
 def head_to_head_table(cg, variants):
