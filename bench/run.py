@@ -4,7 +4,7 @@
     bench/run.sh [--quick] [--reps N] [--workloads a,b] [--no-compile-time] [--no-callgrind]
 
 Builds bzip2, zlib, Lua 5.4 and SQLite (C sources taken from their crates.io packages through cargo, see
-bench/sources/Cargo.toml) in every variant at -O2, checks that every variant prints exactly what the baseline
+bench/sources/Cargo.toml) and the self-written loop kernels (programs/kernels/, group `kernels`) in every variant at -O2, checks that every variant prints exactly what the baseline
 prints and writes its profile, runs the variants interleaved, and writes bench/results/latest.{md,json}.
 --quick: one repetition of one small workload (zlib on a 4 MiB input), results in bench/work/quick.{md,json};
 CI may run it but must never assert on its timings.
