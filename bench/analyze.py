@@ -2,6 +2,7 @@
 """Where pathprof's run-time overhead goes, with evidence: run after bench/run.sh (it uses its builds).
 
     python3 bench/analyze.py [--reps N] [--skip-callgrind] [--skip-attrs] [--report-only]
+                             [--workloads LIST] [--atomic] [--out BASE]
 
 1. callgrind: executed instructions (Ir) of the small workloads for baseline, LLVM IR PGO, pathprof edge,
    path, context and piecewise, in total and for each workload's hottest functions (valgrind --tool=callgrind).
@@ -17,8 +18,11 @@
 3. What one executed path costs in path mode: the path executions of each callgrind workload (one native run
    of the path-mode build, from its profile) against the instructions path mode and LLVM IR PGO add. Ball–Larus path profiling must update one
    counter per executed path, so "1 instruction per path" is the floor any path profiler pays.
-Writes bench/results/analysis.{md,json}; --report-only rewrites them from analysis.json (counting the path
-executions again, which takes seconds) without measuring the rest again.
+Writes bench/results/analysis.{md,json} (or --out BASE.{md,json}); --report-only rewrites them from the JSON
+(counting the path executions again, which takes seconds) without measuring the rest again.
+--workloads: a comma-separated subset of run.py's workloads or groups (`kernels`, `programs`); default all.
+--atomic: also callgrind the atomic variants (IR PGO -fprofile-update=atomic, pathprof edge and path --pathprof-atomic).
+The kernels' counts, e.g.:  bench/analyze.py --workloads kernels --atomic --skip-attrs --out bench/results/kernels-before
 """
 
 import argparse
@@ -37,10 +41,13 @@ import run as B  # noqa: E402
 
 OUT = B.WORK / "analysis"
 CG_VARIANTS = ["baseline", "llvm-ir-pgo", "pp-edge", "pp-path", "pp-context", "pp-piecewise"]
+CG_ATOMIC = ["llvm-ir-pgo-atomic", "pp-edge-atomic", "pp-path-atomic"]  # with --atomic
+TAIL_LIMIT = 1.15  # issue 18: no workload above this, pathprof ÷ LLVM IR PGO, in edge or path mode
 DENSE_MAX = 1 << 22  # PATHPROF_PATH_ARRAY_MAX for the pp-path-dense build (default 4096)
 
 
 def small_args(name):
+    """(program, small args, full args) of one of run.py's workloads."""
     fill = dict(input=str(B.WORK / "inputs" / "mixed-20MiB.dat"), small=str(B.WORK / "inputs" / "mixed-4MiB.dat"),
                 bz2=str(B.WORK / "inputs" / "mixed-20MiB.dat.bz2"),
                 small_bz2=str(B.WORK / "inputs" / "mixed-4MiB.dat.bz2"))
@@ -65,27 +72,32 @@ def callgrind(binary, args, out_file):
     return total, per
 
 
-def callgrind_workloads():
-    """Workloads scaled for callgrind (~100x slower): about 0.1 s each uninstrumented."""
+def callgrind_workloads(selected=None):
+    """Workloads scaled for callgrind (~100x slower): about 0.1 s each uninstrumented (the kernels: their small
+    size from run.py). `selected`: workload names (default all)."""
+    wl = B.BENCH / "workloads"
+    kernels = [(n, prog, list(sm)) for n, prog, _, sm in B.KERNEL_WORKLOADS]
+    if selected is not None and not set(selected) & set(B.PROGRAM_WORKLOADS):
+        return [k for k in kernels if k[0] in selected]  # no tiny input needed (nor a bzip2 build to make it)
     tiny = OUT / "mixed-512KiB.dat"
     tiny.write_bytes((B.WORK / "inputs" / "mixed-4MiB.dat").read_bytes()[:512 << 10])
     with open(str(tiny) + ".bz2", "wb") as f:
         subprocess.run([str(B.WORK / "build" / "bzip2" / "baseline" / "bzip2"), "-c", "-9", str(tiny)], stdout=f,
                        check=True)
-    wl = B.BENCH / "workloads"
-    return [("bzip2-compress", "bzip2", ["-c", "-9", str(tiny)]),
+    every = [("bzip2-compress", "bzip2", ["-c", "-9", str(tiny)]),
             ("bzip2-decompress", "bzip2", ["-dc", f"{tiny}.bz2"]),
             ("zlib", "zlib", [str(tiny), "1", "6"]),
             ("lua-recursion", "lua", [f"{wl}/recursion.lua", "1"]),
             ("lua-tables-strings", "lua", [f"{wl}/tables_strings.lua", "1"]),
             ("lua-interpreter", "lua", [f"{wl}/interp.lua", "1", "0.05"]),
-            ("sqlite", "sqlite", ["1500"])]
+            ("sqlite", "sqlite", ["1500"])] + kernels
+    return [w for w in every if selected is None or w[0] in selected]
 
 
-def run_callgrind():
+def run_callgrind(selected, variants):
     jobs = []
-    for name, prog, args in callgrind_workloads():
-        for v in CG_VARIANTS:
+    for name, prog, args in callgrind_workloads(selected):
+        for v in variants:
             # valgrind 3.19 cannot read clang-19's DWARF 5: run a copy without debug info (symbols kept).
             binary = OUT / f"{prog}.{v}.nodebug"
             built = B.WORK / "build" / prog / v / prog
@@ -260,26 +272,65 @@ def run_attrs(reps, workloads):
     return res
 
 
+def head_to_head_columns(variants):
+    """(pathprof variant, LLVM variant) pairs of the head-to-head table: each mode against IR PGO of the same
+    atomicity (run.py's HEAD_TO_HEAD), for the variants that were measured."""
+    order = ["pp-edge", "pp-path", "pp-context", "pp-piecewise", "pp-edge-atomic", "pp-path-atomic"]
+    return [(p, B.HEAD_TO_HEAD[p]) for p in order if p in variants and B.HEAD_TO_HEAD[p] in variants]
+
+
+def head_to_head_table(cg, variants):
+    """Markdown lines: pathprof ÷ LLVM IR PGO by executed instructions, per workload and mode, the ratios above
+    TAIL_LIMIT marked, their geomeans, and the list of workloads above the limit in edge or path mode."""
+    cols = head_to_head_columns(variants)
+    if not cols:
+        return []
+    L = ["## pathprof ÷ LLVM IR PGO, executed instructions\n",
+         f"Each mode's Ir ÷ the Ir of LLVM IR PGO of the same atomicity (`-fprofile-generate`, atomic variants: "
+         f"with `-fprofile-update=atomic`) on the same run; **bold**: above {TAIL_LIMIT} (issue 18's limit for edge "
+         "and path mode, atomic or not).\n",
+         "| workload | " + " | ".join(f"{p} ÷ {q}" for p, q in cols) + " |", "|---|" + "---|" * len(cols)]
+    ratios = {c: [] for c in cols}
+    above = []
+    for w, r in cg.items():
+        cells = []
+        for p, q in cols:
+            x = r[p]["total"] / r[q]["total"]
+            ratios[(p, q)].append(x)
+            cells.append(f"**{x:.3f}**" if x > TAIL_LIMIT else f"{x:.3f}")
+            if x > TAIL_LIMIT and p in ("pp-edge", "pp-path", "pp-edge-atomic", "pp-path-atomic"):
+                above.append(f"{w} {p} {x:.2f}")
+        L.append(f"| {w} | " + " | ".join(cells) + " |")
+    L.append("| geometric mean | " + " | ".join(f"{statistics.geometric_mean(ratios[c]):.3f}" for c in cols) + " |")
+    L.append("")
+    L.append(f"Above {TAIL_LIMIT} in edge or path mode: " + (", ".join(above) if above else "none") + ".\n")
+    return L
+
+
 def markdown(cg, at, at_machine=None, machine=None):
     L = ["# Where pathprof's overhead goes\n"]
+    if machine:
+        L.append(f"Date {machine.get('date')}; commit {machine.get('commit')}; {machine.get('clang')}.\n")
     if cg:
+        variants = [v for v in CG_VARIANTS + CG_ATOMIC if all(v in r for r in cg.values())]
         L.append("## Executed instructions (callgrind, small workloads)\n")
-        L.append("| workload | baseline Ir | " + " | ".join(CG_VARIANTS[1:]) + " |")
-        L.append("|---|---|" + "---|" * len(CG_VARIANTS[1:]))
+        L.append("| workload | baseline Ir | " + " | ".join(variants[1:]) + " |")
+        L.append("|---|---|" + "---|" * len(variants[1:]))
         for w, r in cg.items():
             b = r["baseline"]["total"]
             w = f"{w} (`{' '.join(Path(a).name for a in r['_args'])}`)"
-            L.append(f"| {w} | {b:,} | " + " | ".join(f"{r[v]['total'] / b - 1:+.1%}" for v in CG_VARIANTS[1:]) + " |")
+            L.append(f"| {w} | {b:,} | " + " | ".join(f"{r[v]['total'] / b - 1:+.1%}" for v in variants[1:]) + " |")
         L.append("")
+        L.extend(head_to_head_table(cg, variants))
         L.append("Hottest functions (self Ir of the baseline; extra instructions per variant, % of the baseline "
                  "function's Ir):\n")
-        L.append("| workload | function | baseline Ir | " + " | ".join(CG_VARIANTS[1:]) + " |")
-        L.append("|---|---|---|" + "---|" * len(CG_VARIANTS[1:]))
+        L.append("| workload | function | baseline Ir | " + " | ".join(variants[1:]) + " |")
+        L.append("|---|---|---|" + "---|" * len(variants[1:]))
         for w, r in cg.items():
             top = sorted(r["baseline"]["functions"].items(), key=lambda x: -x[1])[:4]
             for fn, b in top:
                 cells = []
-                for v in CG_VARIANTS[1:]:
+                for v in variants[1:]:
                     x = r[v]["functions"].get(fn)
                     cells.append("—" if x is None else f"{x / b - 1:+.1%}")
                 L.append(f"| {w} | `{fn}` | {b:,} | " + " | ".join(cells) + " |")
@@ -329,30 +380,35 @@ def main():
     ap.add_argument("--skip-callgrind", action="store_true")
     ap.add_argument("--skip-attrs", action="store_true")
     ap.add_argument("--attrs-workloads", default="lua-recursion,lua-tables-strings,lua-interpreter,sqlite")
-    ap.add_argument("--report-only", action="store_true", help="rewrite the report from analysis.json")
+    ap.add_argument("--workloads", help="callgrind only these workloads or groups (run.py's names; default all)")
+    ap.add_argument("--atomic", action="store_true", help="also callgrind the atomic variants")
+    ap.add_argument("--out", default=str(B.BENCH / "results" / "analysis"), help="results basename")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the report from the JSON of --out")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    default_out = out == B.BENCH / "results" / "analysis"
     if args.report_only:
-        res = json.loads((B.BENCH / "results" / "analysis.json").read_text())
+        res = json.loads(Path(f"{out}.json").read_text())
     else:
         res = {"machine": B.machine()}
         if not args.skip_callgrind:
             B.log("== callgrind")
-            res["callgrind"] = run_callgrind()
+            selected = [w[0] for w in B.select_workloads(args.workloads)] if args.workloads else None
+            res["callgrind"] = run_callgrind(selected, CG_VARIANTS + (CG_ATOMIC if args.atomic else []))
         if not args.skip_attrs:
             B.log("== attributes experiment")
             res["attrs"] = run_attrs(args.reps, args.attrs_workloads.split(","))
             res["attrs_machine"] = res["machine"]
-        else:
+        elif default_out:
             res.update(earlier_attrs())
     if res.get("callgrind"):
-        for w, prog, cg_args in callgrind_workloads():
-            if w in res["callgrind"]:
-                res["callgrind"][w]["_path_executions"] = path_executions(w, prog, cg_args)
+        for w, prog, cg_args in callgrind_workloads(list(res["callgrind"])):
+            res["callgrind"][w]["_path_executions"] = path_executions(w, prog, cg_args)
     md = markdown(res.get("callgrind"), res.get("attrs"), res.get("attrs_machine"), res.get("machine"))
-    (B.BENCH / "results").mkdir(exist_ok=True)
-    (B.BENCH / "results" / "analysis.md").write_text(md)
-    (B.BENCH / "results" / "analysis.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{out}.md").write_text(md)
+    Path(f"{out}.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     print(md)
 
 

@@ -4,7 +4,7 @@
     bench/run.sh [--quick] [--reps N] [--workloads a,b] [--no-compile-time] [--no-callgrind]
 
 Builds bzip2, zlib, Lua 5.4 and SQLite (C sources taken from their crates.io packages through cargo, see
-bench/sources/Cargo.toml) in every variant at -O2, checks that every variant prints exactly what the baseline
+bench/sources/Cargo.toml) and the self-written loop kernels (programs/kernels/, group `kernels`) in every variant at -O2, checks that every variant prints exactly what the baseline
 prints and writes its profile, runs the variants interleaved, and writes bench/results/latest.{md,json}.
 --quick: one repetition of one small workload (zlib on a 4 MiB input), results in bench/work/quick.{md,json};
 CI may run it but must never assert on its timings.
@@ -74,6 +74,24 @@ def sources():
     return {p["name"]: Path(p["manifest_path"]).parent for p in json.loads(out)["packages"]}
 
 
+# Loop kernels (issue 18, the performance tail): self-written C in programs/kernels/, one program per kernel
+# (main.c + the kernel's file, -DKERNEL=kernel_<name>) and one pthread program running most of them in parallel.
+KDIR = BENCH / "programs" / "kernels"
+KERNELS = ["daxpy", "sieve", "matmul", "heapsort", "nestloop", "bubble", "fib", "interp"]
+MT_KERNELS = [k for k in KERNELS if k != "nestloop"]  # the nest would only dominate the threads' time
+
+
+def kernel_programs():
+    """{program name: definition} of the loop kernels; they need no downloaded sources."""
+    progs = {f"kernel-{k}": dict(srcs=[KDIR / "main.c", KDIR / f"{k}.c"], headers=[KDIR / "kernels.h"],
+                                 cflags=[f"-DKERNEL=kernel_{k}", f"-I{KDIR}"], libs=[], version="self-written")
+             for k in KERNELS}
+    progs["kernels-mt"] = dict(srcs=[KDIR / "mt.c", *(KDIR / f"{k}.c" for k in MT_KERNELS)],
+                               headers=[KDIR / "kernels.h"], cflags=[f"-I{KDIR}", "-pthread"], libs=["-pthread"],
+                               version="self-written")
+    return progs
+
+
 def programs(src):
     bz = src["bzip2-sys"] / "bzip2-1.0.8"
     z = src["libz-sys"] / "src" / "zlib"
@@ -102,6 +120,7 @@ def programs(src):
                     "-DSQLITE_SOUNDEX", "-DSQLITE_THREADSAFE=1", "-DSQLITE_USE_URI", "-DHAVE_USLEEP=1",
                     "-DHAVE_ISNAN", "-D_POSIX_THREAD_SAFE_FUNCTIONS", "-DHAVE_LOCALTIME_R"],
             libs=["-lpthread", "-ldl", "-lm"], version=sq.parent.name),
+        **kernel_programs(),
     }
 
 
@@ -118,7 +137,41 @@ WORKLOADS = [
     ("lua-interpreter", "lua", [f"{WL}/interp.lua", "1"], [f"{WL}/interp.lua", "1", "0.1"]),
     ("sqlite", "sqlite", ["30000"], ["3000"]),
 ]
+PROGRAM_WORKLOADS = [w[0] for w in WORKLOADS]
+# Kernel sizes: full ≈ 0.15–0.3 s of user time at -O2 on the 2-core benchmark machine (0.3–1 s wall while
+# others build; the atomic builds run 3–20× longer), nestloop: the plain build folds the nest, so its size is
+# chosen for the instrumented builds; small ≈ 1/10 of that (0.02–0.05 s), for callgrind.
+# kernels-mt1/-mt2: the same work per thread in 1 and 2 threads (`mt THREADS ROUNDS`).
+KERNEL_WORKLOADS = [
+    ("kernel-daxpy", "kernel-daxpy", ["120000"], ["15000"]),
+    ("kernel-sieve", "kernel-sieve", ["600"], ["60"]),
+    ("kernel-matmul", "kernel-matmul", ["600"], ["300"]),
+    ("kernel-heapsort", "kernel-heapsort", ["1200000"], ["150000"]),
+    ("kernel-nestloop", "kernel-nestloop", ["25"], ["13"]),
+    ("kernel-bubble", "kernel-bubble", ["17000"], ["5500"]),
+    ("kernel-fib", "kernel-fib", ["39"], ["34"]),
+    ("kernel-interp", "kernel-interp", ["4000000"], ["400000"]),
+    ("kernels-mt1", "kernels-mt", ["1", "20"], ["1", "2"]),
+    ("kernels-mt2", "kernels-mt", ["2", "20"], ["2", "2"]),
+]
+WORKLOADS += KERNEL_WORKLOADS
+# Names that --workloads expands (bench/run.sh --workloads kernels).
+WORKLOAD_GROUPS = {"kernels": [w[0] for w in KERNEL_WORKLOADS], "programs": PROGRAM_WORKLOADS}
 QUICK_WORKLOAD = "zlib"
+
+
+def select_workloads(spec):
+    """The workloads named in a comma-separated list of workload and group names, in WORKLOADS order."""
+    names = set()
+    for n in spec.split(","):
+        if n in WORKLOAD_GROUPS:
+            names.update(WORKLOAD_GROUPS[n])
+        elif any(w[0] == n for w in WORKLOADS):
+            names.add(n)
+        else:
+            raise SystemExit(f"unknown workload {n!r} (workloads: {', '.join(w[0] for w in WORKLOADS)}; "
+                             f"groups: {', '.join(WORKLOAD_GROUPS)})")
+    return [w for w in WORKLOADS if w[0] in names]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -193,7 +246,7 @@ def build_one(prog, pdef, variant):
         cmds.append([cc, *OPT, *flags, *pdef["cflags"], "-w", "-c", str(s), "-o", str(obj)])
     link = [cc, *OPT, *flags, *[str(objdir / (s.stem + ".o")) for s in pdef["srcs"]], "-o", str(binary),
             *pdef["libs"]]
-    deps = [Path(p) for p in pdef["srcs"]]
+    deps = [Path(p) for p in pdef["srcs"] + pdef.get("headers", [])]
     if cc == str(PPCLANG):
         deps += [PPCLANG, DIST / "lib" / "libpathprof.so", DIST / "lib" / "libpathprof_rt.a"]
     h = hashlib.sha256(json.dumps([BUILD_FORMAT, variant, cmds, link]).encode())
@@ -631,7 +684,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="one repetition of one small workload (zlib)")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--workloads", help="comma-separated subset of: " + ", ".join(w[0] for w in WORKLOADS))
+    ap.add_argument("--workloads", help="comma-separated subset of: " + ", ".join(w[0] for w in WORKLOADS)
+                    + "; or a group: " + ", ".join(WORKLOAD_GROUPS))
     ap.add_argument("--no-compile-time", action="store_true")
     ap.add_argument("--compile-reps", type=int, default=3)
     ap.add_argument("--out", help="results basename (default bench/results/latest, quick: bench/work/quick)")
@@ -660,10 +714,7 @@ def main():
         wls = [w for w in WORKLOADS if w[0] == QUICK_WORKLOAD]
         reps = 1
     if args.workloads:
-        sel = args.workloads.split(",")
-        wls = [w for w in WORKLOADS if w[0] in sel]
-        if len(wls) != len(sel):
-            raise SystemExit(f"unknown workload in {sel}")
+        wls = select_workloads(args.workloads)
     out_base = Path(args.out) if args.out else (WORK / "quick" if args.quick else BENCH / "results" / "latest")
 
     t_start = time.perf_counter()
@@ -675,8 +726,10 @@ def main():
     progs = {p: progs[p] for p in need}
 
     log("== inputs")
-    inp = ensure_input(WORK / "inputs" / "mixed-20MiB.dat", 20 << 20) if not args.quick else None
-    small = ensure_input(WORK / "inputs" / "mixed-4MiB.dat", 4 << 20)
+    # The generated inputs, only when a selected workload reads one (the kernels do not).
+    files = any("{" in x for w in wls for x in w[2] + w[3])
+    inp = ensure_input(WORK / "inputs" / "mixed-20MiB.dat", 20 << 20) if files and not args.quick else None
+    small = ensure_input(WORK / "inputs" / "mixed-4MiB.dat", 4 << 20) if files else None
 
     log(f"== building {len(progs)} programs × {len(VARIANTS)} variants ({NPROC} jobs)")
     builds = build_all(progs, [v[0] for v in VARIANTS])
@@ -754,7 +807,7 @@ def main():
              workloads={name: dict(program=prog, args=[x.replace(str(ROOT) + "/", "") for x in a])
                         for name, prog, a in runs_def},
              sources={p: d["version"] for p, d in progs.items()},
-             input_sha256={"mixed": sha256(small if args.quick else inp)}, runs={})
+             input_sha256={"mixed": sha256(small if args.quick else inp)} if files else {}, runs={})
     for name, *_ in runs_def:
         R["runs"][name] = {v: dict(median=statistics.median(times[name][v]), times=times[name][v],
                                    cpu_median=statistics.median(cpus[name][v]))
