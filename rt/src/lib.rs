@@ -2,7 +2,7 @@
 //! instrumented modules and merges their counters into the profile file, at exit and on request.
 //!
 //! The archive defines exactly the symbols below and nothing else (the rt profile's LTO internalises the rest,
-//! `scripts/rt-archive.sh` checks it). Their names are `pathprof_format::symbols::RUNTIME`, which the pass uses
+//! and `scripts/rt-archive.sh` makes every other global local). Their names are `pathprof_format::symbols::RUNTIME`, which the pass uses
 //! too; `test-suite/tests/hygiene.rs` checks that the archive defines that list.
 //!
 //! # Called by programs (`include/pathprof.h`)
