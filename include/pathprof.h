@@ -96,10 +96,17 @@ PATHPROF_API_ATTR int __pathprof_dump(void);
  */
 PATHPROF_API_ATTR void __pathprof_reset(void);
 
-/* __pathprof_register_module(), __pathprof_unregister_module() and
- * __pathprof_path_add() are also exported by the runtime; they are called by
- * compiler-generated code (module constructors and destructors, path-mode
- * counting), never by programs. */
+/* The runtime also exports these, for compiler-generated code only (their
+ * arguments are pathprof's internal data structures, so they are not
+ * declared here and programs must not call or modify them):
+ *   __pathprof_register_module()    module constructors
+ *   __pathprof_unregister_module()  hand-written module destructors
+ *   __pathprof_path_add()           path-mode hash-table updates: atomic,
+ *   __pathprof_path_add_plain()       non-atomic,
+ *   __pathprof_path_cache_miss()      and through the inlined cache
+ *   __pathprof_fork_reentry()       a fork()ed child resuming a call
+ *   __pathprof_fork_gen             (a variable) the process's fork generation
+ * The runtime defines no other global symbol. */
 
 #if defined(PATHPROF_WEAK_API) && (defined(__GNUC__) || defined(__clang__))
 /** \brief __pathprof_dump() if the runtime is linked, else 0. */

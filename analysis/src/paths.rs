@@ -251,7 +251,8 @@ fn raw_path_counts(
             let counters = module.counters.get(start..end).ok_or_else(out_of_range)?;
             for (i, &c) in counters.iter().enumerate() {
                 if c != 0 {
-                    // Two's complement: the runtime's −1 corrections wrap the u64 counter.
+                    // Two's complement: a −1 taken after a call returned (profiles without
+                    // `path_arrivals`) wraps the u64 counter; counters of arrival-counting profiles only grow and read the same.
                     raw.insert(i as u128, c as i64);
                 }
             }

@@ -366,7 +366,8 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
             let mut load = OsString::from("-Wl,--load-pass-plugin=");
             load.push(&plugin);
             out.extend(["-fuse-ld=lld".into(), load]);
-            out.push("-Wl,-u,__pathprof_register_module,-u,__pathprof_path_add".into());
+            let (register, add) = (pathprof_format::symbols::REGISTER_MODULE, pathprof_format::symbols::PATH_ADD);
+            out.push(format!("-Wl,-u,{register},-u,{add}").into());
         }
     }
     Ok(Plan::Compile { args: out, env })

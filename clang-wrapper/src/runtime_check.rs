@@ -14,9 +14,9 @@ use object::read::ReadCache;
 use std::path::Path;
 
 /// The entry point every runtime defines: instrumented modules' constructors call it.
-pub const REQUIRED_ENTRY: &str = "__pathprof_register_module";
+pub const REQUIRED_ENTRY: &str = pathprof_format::symbols::REGISTER_MODULE;
 /// The prefix of every symbol the runtime defines for the program.
-pub const ENTRY_PREFIX: &str = "__pathprof_";
+pub const ENTRY_PREFIX: &str = pathprof_format::symbols::PREFIX;
 
 /// `Ok` if `path` is the runtime archive (see the module docs), else why not, as a phrase that completes
 /// "<path> …" (one line).

@@ -137,8 +137,9 @@ pub struct SparseRegion {
 /// One function's runtime hash table of path counts, keyed by path number. The pass emits it zeroed except
 /// `function` and the cache fields; the runtime allocates the slots on first use and grows them off the counting
 /// fast path. Instrumented code updates it through its cache (see [`PathTable::cache`]) or, without one, calls
-/// `__pathprof_path_add(table, path, delta)` (`delta` is +1, or −1 to retract a path counted before a call that
-/// returned normally). LLVM type `{ i64, i64, ptr, i64, i64, ptr, i64 }`.
+/// `__pathprof_path_add(table, path, delta)` (`delta` is +1 for a path that ends, or 0 for a PHI entry of an
+/// edge that ends none; a wider `delta` only ever comes from the runtime moving a cached count). LLVM type
+/// `{ i64, i64, ptr, i64, i64, ptr, i64 }`.
 #[repr(C)]
 pub struct PathTable {
     /// The function's index in the module metadata (the `function` of the sparse entries it produces).

@@ -5,6 +5,7 @@
 //!   runtime, the checksum. The runtime writes and merges files with nothing else.
 //! - [`records`] (`no_std`, no allocation): the one walk over a file's header and records, shared by the
 //!   runtime's merge and the reader, so both accept exactly the same files.
+//! - [`symbols`] (`no_std`): the names of the runtime's entry points and of what the pass adds to a module.
 //! - [`meta`] (std): the per-module metadata blob the pass embeds and the tools decode.
 //! - [`profile`] (std): reading a whole profile from untrusted bytes (never panics), writing, merging.
 #![cfg_attr(not(feature = "std"), no_std)]
@@ -12,6 +13,7 @@
 
 pub mod layout;
 pub mod records;
+pub mod symbols;
 
 #[cfg(feature = "std")]
 pub mod meta;

@@ -179,11 +179,10 @@ impl Config {
 
     /// Pairs in the cache of a path table that functions with `blocks` basic blocks in all count into: as
     /// configured, or by default two pairs per block, within [`MIN_AUTO_PATH_CACHE`]..=[`MAX_AUTO_PATH_CACHE`].
-    /// Blocks, not functions: besides the paths that end, the cache holds the truncated paths counted (+1, and
-    /// −1 in the interprocedural modes) around every call that may not return, and a large function has many
-    /// (Lua's `lvm.c`, 1352 blocks, in
-    /// piecewise mode: cache misses 11% of the instructions with 1024 pairs, 2% with 4096; SQLite in context
-    /// mode: 7% of the run time with 1024 pairs, 2% with 4096).
+    /// Blocks, not functions: besides the paths that end, the cache holds the truncated paths counted on arrival
+    /// at every block with a call that may not return, and a large function has many (Lua's `lvm.c`, 1352
+    /// blocks, in piecewise mode: cache misses 11% of the instructions with 1024 pairs, 2% with 4096; SQLite in
+    /// context mode: 7% of the run time with 1024 pairs, 2% with 4096).
     pub fn cache_pairs(&self, blocks: usize) -> u64 {
         self.path_cache.unwrap_or_else(|| {
             (2 * blocks as u64).next_power_of_two().clamp(MIN_AUTO_PATH_CACHE, MAX_AUTO_PATH_CACHE)

@@ -103,7 +103,8 @@ impl Counters {
     }
 
     /// Emits `counters[idx] += delta` before `before` (plain or `atomicrmw add monotonic`); `idx` is a constant
-    /// or an i64 value, `delta` wraps like the counters themselves (the interprocedural modes retract with −1).
+    /// or an i64 value, and `delta` a constant (the path modes add 1 when a path ends; nothing emits a negative
+    /// delta since truncated paths count arrivals).
     pub fn add_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: i64) {
         self.add_value_before(before, idx, self.const_index(delta as u64))
     }

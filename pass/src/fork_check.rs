@@ -38,6 +38,7 @@ use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMIntPredicate, LLVMOpcode};
 use pathprof_format::layout::reentry_packed;
+use pathprof_format::symbols;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::CString;
 
@@ -134,7 +135,7 @@ impl ForkChecks {
             let ctx = LLVMGetModuleContext(m);
             let i64t = LLVMInt64TypeInContext(ctx);
             let ptrt = LLVMPointerTypeInContext(ctx, 0);
-            let gen_name = CString::new("__pathprof_fork_gen").expect("no NUL");
+            let gen_name = CString::new(symbols::FORK_GEN).expect("no NUL");
             let mut gen = LLVMGetNamedGlobal(m, gen_name.as_ptr());
             if gen.is_null() {
                 gen = LLVMAddGlobal(m, i64t, gen_name.as_ptr());
@@ -150,7 +151,7 @@ impl ForkChecks {
                     LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(a), 0));
                 }
             };
-            let fn_name = CString::new("__pathprof_fork_reentry").expect("no NUL");
+            let fn_name = CString::new(symbols::FORK_REENTRY).expect("no NUL");
             let mut runtime = LLVMGetNamedFunction(m, fn_name.as_ptr());
             if runtime.is_null() {
                 let mut params = [ptrt, i64t, i64t];
@@ -162,7 +163,8 @@ impl ForkChecks {
             // descriptor's address in a register across loops that hold checks.
             let mut params = [i64t, i64t];
             let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 2, 0);
-            let record = LLVMAddFunction(m, c"__pathprof_fork_reentry_here".as_ptr(), fty);
+            let record_name = CString::new(symbols::FORK_REENTRY_HERE).expect("no NUL");
+            let record = LLVMAddFunction(m, record_name.as_ptr(), fty);
             LLVMSetLinkage(record, inkwell::llvm_sys::LLVMLinkage::LLVMInternalLinkage);
             attrs(record);
             let b = LLVMCreateBuilderInContext(ctx);

@@ -6,6 +6,7 @@ use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
 use pathprof_format::layout::{fnv1a64, path_cache_shift, DESC_FLAG_ATOMIC, DESC_VERSION, PATH_HASH_MULTIPLIER};
 use pathprof_format::meta::ModuleMeta;
+use pathprof_format::symbols;
 use std::ffi::{CStr, CString};
 
 /// Constructor priority: early, so the exit-time dump is registered before C++ static objects' destructors
@@ -30,7 +31,7 @@ fn function_once(m: LLVMModuleRef, name: &str, make: impl FnOnce(&CStr) -> LLVMV
 
 /// Creates the zero-initialised `[len x i64]` counter array.
 pub fn counter_array(m: LLVMModuleRef, len: u64) -> LLVMValueRef {
-    zeroed_words(m, "__pathprof_counters", len, 8)
+    zeroed_words(m, symbols::COUNTERS, len, 8)
 }
 
 /// A module-local, zero-initialised `[len x i64]` global (it lands in `.bss`) aligned to `align` bytes: the
@@ -67,7 +68,7 @@ pub fn register_module(
         let ptrt = LLVMPointerTypeInContext(ctx, 0);
 
         let blob_val = LLVMConstStringInContext2(ctx, blob.as_ptr() as *const _, blob.len(), 1);
-        let blob_global = LLVMAddGlobal(m, LLVMTypeOf(blob_val), cstr("__pathprof_meta").as_ptr());
+        let blob_global = LLVMAddGlobal(m, LLVMTypeOf(blob_val), cstr(symbols::META).as_ptr());
         LLVMSetInitializer(blob_global, blob_val);
         LLVMSetGlobalConstant(blob_global, 1);
         LLVMSetLinkage(blob_global, LLVMLinkage::LLVMPrivateLinkage);
@@ -98,8 +99,8 @@ pub fn register_module(
         debug_assert!(LLVMGlobalGetValueType(desc) == desc_ty, "one descriptor type");
         LLVMSetInitializer(desc, desc_init);
 
-        let register = runtime_function(m, "__pathprof_register_module", ptrt);
-        let ctor = internal_void_function(m, "__pathprof_module_ctor");
+        let register = runtime_function(m, symbols::REGISTER_MODULE, ptrt);
+        let ctor = internal_void_function(m, symbols::MODULE_CTOR);
         let builder = LLVMCreateBuilderInContext(ctx);
         let entry = LLVMAppendBasicBlockInContext(ctx, ctor, cstr("entry").as_ptr());
         LLVMPositionBuilderAtEnd(builder, entry);
@@ -116,7 +117,7 @@ pub fn register_module(
 /// it in.
 pub fn descriptor(m: LLVMModuleRef) -> LLVMValueRef {
     unsafe {
-        let name = cstr("__pathprof_desc");
+        let name = cstr(symbols::DESC);
         let existing = LLVMGetNamedGlobal(m, name.as_ptr());
         if !existing.is_null() {
             return existing;
@@ -147,7 +148,7 @@ pub struct Region {
 impl Region {
     /// Emits the array for `function` with `len` counters.
     pub fn new(m: LLVMModuleRef, function: u64, len: u64) -> Region {
-        Region { function, global: zeroed_words(m, "__pathprof_region", len, 4096), len }
+        Region { function, global: zeroed_words(m, symbols::REGION, len, 4096), len }
     }
 }
 
@@ -168,7 +169,7 @@ unsafe fn region_array(m: LLVMModuleRef, regions: &[Region]) -> LLVMValueRef {
             LLVMConstStructInContext(ctx, v.as_mut_ptr(), 3, 0)
         })
         .collect();
-    internal_array(m, "__pathprof_regions", ty, &mut elems).0
+    internal_array(m, symbols::REGIONS, ty, &mut elems).0
 }
 
 /// A module-local constant-initialised array global `name` of `elems` (of type `elem_ty`), 8-byte aligned, and
@@ -261,7 +262,7 @@ impl PathTables {
                 Vec::new()
             } else {
                 // A cache line per 4 pairs, none shared with other data.
-                (0..functions.len()).map(|_| zeroed_words(m, "__pathprof_table_cache", 2 * cache_pairs, 64)).collect()
+                (0..functions.len()).map(|_| zeroed_words(m, symbols::TABLE_CACHE, 2 * cache_pairs, 64)).collect()
             };
             // { i64 function, i64 lock, ptr slots, i64 capacity, i64 len, ptr cache, i64 cache_len }
             let mut fields = [i64t, i64t, ptrt, i64t, i64t, ptrt, i64t];
@@ -286,7 +287,7 @@ impl PathTables {
                     LLVMConstStructInContext(ctx, v.as_mut_ptr(), v.len() as u32, 0)
                 })
                 .collect();
-            let (g, arr_ty) = internal_array(m, "__pathprof_tables", table_ty, &mut elems);
+            let (g, arr_ty) = internal_array(m, symbols::TABLES, table_ty, &mut elems);
             PathTables { array: Some(g), ty: Some(arr_ty), len: functions.len() as u64, caches, cache_pairs }
         }
     }
@@ -357,7 +358,7 @@ impl TableUpdate {
 /// splits the block being instrumented (the emitters hold on to blocks and PHI predecessors); the inliner then
 /// puts the branch in place.
 fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
-    function_once(m, "__pathprof_cached_add", |name| unsafe {
+    function_once(m, symbols::CACHED_ADD, |name| unsafe {
         let ctx = LLVMGetModuleContext(m);
         let i64t = LLVMInt64TypeInContext(ctx);
         let ptrt = LLVMPointerTypeInContext(ctx, 0);
@@ -401,7 +402,7 @@ fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
 /// Declares `void __pathprof_path_cache_miss(ptr table, i64 path, i64 delta)`, `cold`: calls to it are the
 /// unlikely side of the cache test, so LLVM lays the hit inline and the call out of line.
 fn cache_miss_function(m: LLVMModuleRef) -> LLVMValueRef {
-    table_update_function(m, "__pathprof_path_cache_miss", &["nounwind", "cold"])
+    table_update_function(m, symbols::PATH_CACHE_MISS, &["nounwind", "cold"])
 }
 
 /// Declares (once) a runtime function `void name(ptr table, i64 path, i64 delta)` with function attributes
@@ -424,5 +425,5 @@ fn table_update_function(m: LLVMModuleRef, name: &str, attrs: &[&str]) -> LLVMVa
 /// with `atomic == false` its `_plain` twin, whose fast path adds without a locked instruction (like the
 /// non-atomic counters: exact single-threaded, flagged when the program ran threads).
 fn path_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
-    table_update_function(m, if atomic { "__pathprof_path_add" } else { "__pathprof_path_add_plain" }, &["nounwind"])
+    table_update_function(m, if atomic { symbols::PATH_ADD } else { symbols::PATH_ADD_PLAIN }, &["nounwind"])
 }

@@ -39,6 +39,7 @@ use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLoc
 use pathprof_core::dag::CfgEdgeRole;
 use pathprof_core::interproc::{counted_termination, ArcKind, ExitTarget, Linear, Mode, Numbering, ProcId, SiteRole};
 use pathprof_core::{BlockId, EdgeId, EdgeKind};
+use pathprof_format::symbols;
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::CString;
 
@@ -70,9 +71,9 @@ impl Tls {
                 g
             };
             Tls {
-                path: var("__pathprof_ip_path", i64t),
-                nvc: var("__pathprof_ip_nvc", i64t),
-                token: var("__pathprof_ip_token", ptrt),
+                path: var(symbols::IP_PATH, i64t),
+                nvc: var(symbols::IP_NVC, i64t),
+                token: var(symbols::IP_TOKEN, ptrt),
             }
         }
     }

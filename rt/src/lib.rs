@@ -1,10 +1,27 @@
 //! pathprof-rt: the runtime linked into every program built by `pathprof-clang`. It keeps the list of
 //! instrumented modules and merges their counters into the profile file, at exit and on request.
 //!
-//! The public C API is `include/pathprof.h`. Everything else in this crate is internal: the only symbols the
-//! archive defines for the program are the `__pathprof_*` functions below and `__pathprof_path_add` (the
-//! path-mode hash-table update called by instrumented code, in `table`); the rt profile's LTO internalises
-//! the rest.
+//! The archive defines exactly the symbols below and nothing else (the rt profile's LTO internalises the rest,
+//! and `scripts/rt-archive.sh` makes every other global local). Their names are `pathprof_format::symbols::RUNTIME`, which the pass uses
+//! too; `test-suite/tests/hygiene.rs` checks that the archive defines that list.
+//!
+//! # Called by programs (`include/pathprof.h`)
+//! - [`__pathprof_dump`]`() -> int`: merges the counts since the last dump or reset into the profile.
+//! - [`__pathprof_reset`]`()`: zeroes them without writing anything.
+//!
+//! # Called by instrumented code, not by users
+//! Their arguments are the pass's data structures (`pathprof_format::layout`), so the header only names them.
+//! - [`__pathprof_register_module`]`(desc)`: each instrumented module's constructor (see "Registration").
+//! - [`__pathprof_unregister_module`]`(desc)`: merges one module's counts and forgets it; for hand-written
+//!   module destructors (the pass emits none, see "Registration").
+//! - `__pathprof_path_add(table, path, delta)` and `__pathprof_path_add_plain` (atomic and non-atomic
+//!   builds): the path-table update of a path-mode function with too many paths for a dense array, when its
+//!   table has no cache (`table`).
+//! - `__pathprof_path_cache_miss(table, path, delta)`: called by the inlined cache update when the cache
+//!   pair holds another path (`table`).
+//! - `__pathprof_fork_gen` (a `u64` variable) and `__pathprof_fork_reentry(desc, packed, key)`: code
+//!   compares the fork generation around calls that may fork and records a re-entry when a `fork()`ed child
+//!   resumed the call (`reentry`).
 //!
 //! # Registration
 //! Each instrumented module (translation unit) owns a [`ModuleDesc`] (layout: `pathprof_format::layout`) and
@@ -12,8 +29,11 @@
 //! intrusive lock-free list through `desc->next` with a compare-and-swap: no allocation and no lock, so it is
 //! safe before `main`, from several shared objects and from concurrent `dlopen`s. The first registration
 //! installs the exit dump with `atexit` and a `pthread_atfork` child handler, once (an atomic flag guards it).
-//! A module's destructor calls [`__pathprof_unregister_module`], which merges the module's counts into the file
-//! and unlinks it, so a `dlclose`d library keeps its counts and never leaves a dangling descriptor.
+//! The pass emits no destructor: linked by `pathprof-clang` (`--exclude-libs`, see below), a shared object
+//! carries its own runtime copy, whose exit handler is registered against that image and dumps its modules at
+//! `dlclose`. A module destructor written by hand may call [`__pathprof_unregister_module`], which merges the
+//! module's counts into the file and unlinks it, so a `dlclose`d library keeps its counts and never leaves a
+//! dangling descriptor in a runtime copy it does not own.
 //!
 //! # Dumping
 //! [`__pathprof_dump`] (also the exit handler) *drains*: it merges the counts accumulated since the last dump or
@@ -25,8 +45,9 @@
 //!
 //! # Path tables
 //! Path-mode functions with too many paths for a dense array count into per-function hash tables
-//! (`ModuleDesc::tables`) through `__pathprof_path_add`; dumps drain them into the record's sparse entries, and
-//! reset, fork and unregistration treat them like counters. Design, locking and the size cap: see `table`.
+//! (`ModuleDesc::tables`) through an inlined cache and `__pathprof_path_cache_miss`, or `__pathprof_path_add`
+//! (`_plain`) without a cache; dumps drain them into the record's sparse entries, and reset, fork and
+//! unregistration treat them like counters. Design, locking and the size cap: see `table`.
 //!
 //! # Fork, threads, exit
 //! A `fork()`ed child zeroes its inherited counters (the parent reports everything before the fork) and writes
@@ -216,8 +237,8 @@ fn pin_image() {
     }
 }
 
-/// Merges one module's counts into the profile and removes it from the list; called from the module's
-/// destructor (for example at `dlclose`). Frees the module's path-table arrays.
+/// Merges one module's counts into the profile and removes it from the list; for a module destructor written
+/// by hand (for example one that runs at `dlclose`: the pass emits none). Frees the module's path-table arrays.
 ///
 /// # Safety
 /// `desc` must be null or a descriptor previously passed to [`__pathprof_register_module`] (other pointers

@@ -6,9 +6,9 @@
 //! - A file record whose `meta_hash` equals a registered module's gets that module's drained counters added,
 //!   `runs` increased by one if this process has not yet been counted for it, and flags ORed. Its sparse
 //!   entries (path counts of hashed path-mode functions) and the module's drained table counts are summed per
-//!   (function, path) with **wrapping** addition (path counts are signed: a retraction can make a drained count
-//!   negative), entries that end at 0 are dropped, and the result is sorted by (function, path), so the bytes
-//!   of a record do not depend on hash-table order.
+//!   (function, path) with **wrapping** addition (path counts are read as signed; see below), entries that end
+//!   at 0 are dropped, and the result is sorted by (function, path), so the bytes of a record do not depend on
+//!   hash-table order.
 //! - A file record with such a `meta_hash` but a different metadata length, metadata bytes or counter count
 //!   cannot be the same build (a hash collision or a corrupt writer): it is dropped with a warning and the module
 //!   gets a fresh record.
@@ -20,8 +20,10 @@
 //! - Every other file record (say, a library that an earlier run `dlopen`ed) is copied unchanged.
 //! - Registered modules with no record in the file are appended, in registration order, with `runs` = 1.
 //!
-//! Counters, like sparse entries, add modulo 2^64. Path-mode counts are signed (two's complement): a dump can
-//! drain the +1 of a path and a later one its −1 retraction, and only wrapping addition sums those exactly.
+//! Counters, like sparse entries, add modulo 2^64. Path-mode counts are read as signed (two's complement):
+//! today's instrumentation only adds, but a module instrumented before truncated paths counted arrivals
+//! (metadata without `path_arrivals`) took −1 after a call returned, so one dump could drain a path's +1 and a
+//! later one its −1, and only wrapping addition sums those exactly.
 //! Edge-mode counts are unsigned, and wrapping differs from any other rule only past 2^64 − 1 counts, which no
 //! run reaches (the runtime cannot tell the modes apart without decoding the metadata).
 //!

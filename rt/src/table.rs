@@ -2,9 +2,10 @@
 //!
 //! Functions whose Ball–Larus path space is too large for a dense counter array get a [`PathTable`] each (the
 //! pass emits them zeroed except `function` and links them from `ModuleDesc::tables`). Instrumented code calls
-//! `__pathprof_path_add(table, path, delta)` with `delta` = +1 to count a path, −1 to retract a count taken before
-//! a call that then returned normally, and 0 (a no-op that inserts nothing). Counts are signed 64-bit values
-//! stored as `u64` and updated with wrapping arithmetic: a −1 may arrive before (or without) its +1.
+//! `__pathprof_path_add(table, path, delta)` with `delta` = +1 to count a path, or 0 (a no-op that inserts
+//! nothing: the PHI entry of an edge that ends no path). [`__pathprof_path_cache_miss`] passes on a cached
+//! count as its `delta`. Counts are 64-bit values stored as `u64` and updated with wrapping arithmetic, so any
+//! signed `delta` sums exactly (objects instrumented before truncated paths counted arrivals also passed −1).
 //!
 //! # Table
 //! Open addressing with linear probing over `capacity` (a power of two) pairs `(path + 1, count)`; a key of 0

@@ -1321,8 +1321,9 @@ fn cache_miss_installs_the_path_where_the_inline_code_looks() {
     assert!(paths.iter().all(|&p| pathprof_format::layout::path_cache_slot(p, 1) == 0));
 }
 
-/// Cached counts are signed, reach a mid-run dump once (the dump moves them into the table, so the exit dump
-/// does not count them again), and a path whose total returns to 0 leaves the file.
+/// Cached counts are signed (see `path_retractions_are_exact_and_signed_and_zero_deltas_insert_nothing`), reach
+/// a mid-run dump once (the dump moves them into the table, so the exit dump does not count them again), and a
+/// path whose total returns to 0 leaves the file.
 #[test]
 fn cached_retractions_and_mid_run_dump_count_every_update_once() {
     let dir = Dir::new("path-cached-mid");
@@ -1372,6 +1373,9 @@ fn path_counts_of_two_runs_merge() {
     assert_eq!(sparse(r), want);
 }
 
+/// `__pathprof_path_add` with negative deltas: today's pass passes only +1 and 0 (truncated paths count
+/// arrivals), but the runtime's contract is any signed delta, summed exactly; modules instrumented before
+/// arrival counting retracted with −1.
 #[test]
 fn path_retractions_are_exact_and_signed_and_zero_deltas_insert_nothing() {
     let dir = Dir::new("path-retract");
@@ -1712,7 +1716,9 @@ int main(void) {
 }
 
 /// Path-mode dense counters are signed too: a retraction drained by a later dump than its count (here: a net
-/// -1 reaching a file that holds +1) must wrap back to the exact sum, not saturate.
+/// -1 reaching a file that holds +1) must wrap back to the exact sum, not saturate. Today's pass only adds
+/// (truncated paths count arrivals); modules instrumented before it retracted so, and the runtime still sums
+/// any signed update exactly.
 #[test]
 fn dense_path_counters_add_with_wrapping_arithmetic() {
     let dir = Dir::new("dense-wrapping");

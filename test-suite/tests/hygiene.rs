@@ -3,6 +3,7 @@
 //! definition of a C-library or compiler-runtime function a program gets (autoconf's `AC_SEARCH_LIBS`, complex
 //! arithmetic, bit builtins).
 
+use pathprof_format::symbols;
 use pathprof_test_suite::{dist, programs, run_ok, scratch, wrapper};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -25,9 +26,9 @@ fn defined_globals(nm: &str, file: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// `__pathprof_*` symbols that `file` references without defining them.
-fn runtime_references(file: &Path) -> BTreeSet<String> {
-    let out = run_ok(Command::new("llvm-nm-19").arg("-u").arg(file));
+/// `__pathprof_*` symbols that `nm_args` make `llvm-nm-19` list for `file`.
+fn pathprof_symbols(nm_args: &[&str], file: &Path) -> BTreeSet<String> {
+    let out = run_ok(Command::new("llvm-nm-19").args(nm_args).arg(file));
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .filter(|s| s.starts_with("__pathprof_"))
@@ -35,11 +36,18 @@ fn runtime_references(file: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// `__pathprof_*` symbols that `file` references without defining them.
+fn runtime_references(file: &Path) -> BTreeSet<String> {
+    pathprof_symbols(&["-u"], file)
+}
+
 /// The runtime's entry points, derived without looking at the archive: every `__pathprof_*` name the public
 /// header declares or names as exported, plus every one that instrumented code calls, collected from objects the
 /// pass emits in each configuration that calls a different one (a path-mode function too large for an array:
 /// hash table with its cache, without it, atomic; and edge mode; and a program calling `fork` through a
-/// function that may fork, for the fork re-entry checks).
+/// function that may fork, for the fork re-entry checks). Each object must define its own `__pathprof_*`
+/// symbols module-locally, under the names of `pathprof_format::symbols::MODULE_LOCAL` (LLVM appends `.N` to
+/// repeated ones).
 fn entry_points(dir: &Path) -> BTreeSet<String> {
     let header = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/pathprof.h")).unwrap();
     let mut names: BTreeSet<String> = header
@@ -54,32 +62,35 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         let source = programs().join("eighty_ifs.c");
         run_ok(wrapper(false).args(*flags).args(["-O1", "-c"]).arg(source).arg("-o").arg(&obj));
         names.extend(runtime_references(&obj));
+        check_module_locals(&obj);
     }
     let obj = dir.join("forking.o");
     run_ok(wrapper(false).args(["-O1", "-c"]).arg(programs().join("fork_main.c")).arg("-o").arg(&obj));
     names.extend(runtime_references(&obj));
+    check_module_locals(&obj);
     names
+}
+
+/// Asserts that instrumented object `obj` defines no `__pathprof_*` symbol globally and names each one it
+/// defines locally in `symbols::MODULE_LOCAL`.
+fn check_module_locals(obj: &Path) {
+    let global = pathprof_symbols(&["-g", "--defined-only"], obj);
+    assert!(global.is_empty(), "{}: instrumented code exports {global:?}", obj.display());
+    let local = pathprof_symbols(&["--defined-only"], obj);
+    assert!(!local.is_empty(), "{}: no module-local __pathprof_* symbol at all", obj.display());
+    for name in &local {
+        let base = name.split('.').next().unwrap_or(name);
+        assert!(symbols::MODULE_LOCAL.contains(&base), "{}: {name} is not in symbols::MODULE_LOCAL", obj.display());
+    }
 }
 
 #[test]
 fn archive_defines_only_the_runtime_entry_points() {
     let dir = scratch("hygiene-symbols");
     let expected = entry_points(&dir);
-    // What the header and the pass name today (a change here is a change of the runtime's ABI).
-    assert_eq!(
-        expected.iter().map(String::as_str).collect::<Vec<_>>(),
-        [
-            "__pathprof_dump",
-            "__pathprof_fork_gen",
-            "__pathprof_fork_reentry",
-            "__pathprof_path_add",
-            "__pathprof_path_add_plain",
-            "__pathprof_path_cache_miss",
-            "__pathprof_register_module",
-            "__pathprof_reset",
-            "__pathprof_unregister_module",
-        ]
-    );
+    // What the header and the pass name are the list the pass takes its names from (`RUNTIME` is sorted;
+    // a change here is a change of the runtime's ABI).
+    assert_eq!(expected.iter().map(String::as_str).collect::<Vec<_>>(), symbols::RUNTIME);
     // Both nm implementations: binutils' (what autoconf-era tooling sees) and LLVM's.
     for nm in ["nm", "llvm-nm-19"] {
         let defined = defined_globals(nm, &runtime());

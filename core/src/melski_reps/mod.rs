@@ -27,8 +27,9 @@
 //!
 //! # Errata applied
 //! Algorithm 6.1's unbalanced return sets NVC := numUnbalRLPaths\[Exit_S\] (not ψ_r(…)); Entry_global→GEntry_P
-//! counts ψ_{GEntry_P}(numUnbalRLPaths\[Exit_P\]) (not \[GExit_P\]). See `/work/shared/notes/melski-reps-1998.md`
-//! §4.6 and the paper-oracle tests.
+//! counts ψ_{GEntry_P}(numUnbalRLPaths\[Exit_P\]) (not \[GExit_P\], as TR-1382 §6.1.2 prints it). The
+//! paper-oracle tests (`tests_paper.rs`) check both: the Entry_global offsets of the pow example (§6.1.2), and
+//! a program where the printed Algorithm 6.1 would give two paths one number.
 
 pub mod arrivals;
 pub mod callgraph;

@@ -1,5 +1,6 @@
-//! Paper oracles: the pow/main example of Melski & Reps (TR-1382 Figs. 4–9 and 14–17, as rebuilt in
-//! `/work/shared/notes/melski-reps-1998.md` §4) and the fact(3) recursion oracle of the notes (§4.5).
+//! Paper oracles: the pow/main example of Melski & Reps, "Interprocedural Path Profiling" (University of
+//! Wisconsin–Madison CS TR-1382, 1998), Figs. 4–9 and 14–17, rebuilt here graph by graph, and a fact(3)
+//! recursion oracle (not in the TR) derived by hand with the TR's rules.
 //!
 //! The successor orders are the ones forced by the ρ values the paper prints (the first-listed successor has
 //! ρ = ⟨0,0⟩); the path numbers and profiles depend on them.
@@ -393,7 +394,8 @@ fn melski_reps_1998_fig17_piecewise_profile() {
     assert_eq!(sim.profile().values().sum::<u64>(), 49);
 }
 
-/// `main(){ fact(3); }`, `fact(n){ if (n <= 1) return 1; else return n * fact(n - 1); }` (notes §4.5).
+/// `main(){ fact(3); }`, `fact(n){ if (n <= 1) return 1; else return n * fact(n - 1); }` (not in the TR: derived
+/// by hand with its rules).
 /// main: m1 = 0 → m2 = 1 (call fact) → m3 = 2 → Exit. fact: f1 = 0 → f2 = 1 → [f3 = 2 (base), f4 = 3 (call
 /// fact)]; f4 → f5 = 4; f3, f5 → Exit.
 fn fact_program() -> Program {
@@ -482,7 +484,7 @@ fn traces_that_do_not_fit_the_program_are_errors() {
     assert!(sim.profile().is_empty(), "failed runs leave the profile unchanged");
 }
 
-/// Erratum 4 of the notes: after a return with no open call, Algorithm 6.1 must set NVC to
+/// An erratum of TR-1382: after a return with no open call, Algorithm 6.1 must set NVC to
 /// numUnbalRLPaths\[Exit_S\] of the procedure returned to, not ψ_r(numUnbalRLPaths\[Exit_S\]) as printed. The pow
 /// example cannot tell the two apart (all of main's ρ are constants); here the caller has ρ = ⟨1,0⟩ after the
 /// return site, and the printed rule would give two paths the number 5.

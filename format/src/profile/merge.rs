@@ -1,9 +1,11 @@
 //! Adding up profiles of the same binary (several runs, several processes).
 //!
 //! Edge-mode counters are unsigned counts: a sum above `u64::MAX` is an error, never a wrap. Path-mode counters
-//! are signed (`i64` in two's complement: a termination path is counted before a call and retracted after it
-//! returns, and a `setjmp` block's net count can be negative), so they add with wrapping arithmetic, which is
-//! exactly signed addition of the `i64` values — as the runtime does when it adds a run into an existing file.
+//! are read as signed (`i64` in two's complement: profiles written before arrival counting,
+//! [`ModuleMeta::path_arrivals`](crate::meta::ModuleMeta::path_arrivals) false, hold a termination path's count
+//! net of a −1 taken after its call returned, which can be negative; today's counters only grow), so they add
+//! with wrapping arithmetic, which is exactly signed addition of the `i64` values — as the runtime does when it
+//! adds a run into an existing file.
 
 use super::{ModuleProfile, Profile, SparseEntry};
 use crate::meta::Mode;

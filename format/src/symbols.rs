@@ -1,0 +1,109 @@
+//! The names of the symbols pathprof adds to a program, in one place (`no_std`): the pass emits references to
+//! the runtime's entry points and defines its own module-local symbols under these names, and the runtime
+//! defines the entry points. The runtime's `#[no_mangle]` names cannot come from a constant, so
+//! `test-suite/tests/hygiene.rs` checks that its archive defines exactly [`RUNTIME`] and that instrumented
+//! objects define none of their `__pathprof_*` symbols globally.
+
+/// The prefix of every symbol below: the pass never instruments a function so named.
+pub const PREFIX: &str = "__pathprof_";
+
+/// Runtime: `void __pathprof_register_module(ModuleDesc *)`, called by each instrumented module's constructor.
+pub const REGISTER_MODULE: &str = "__pathprof_register_module";
+/// Runtime: `void __pathprof_unregister_module(ModuleDesc *)`, merges one module's counts into the profile and
+/// forgets it. The pass emits no call to it (a shared object's runtime copy dumps its modules at `dlclose`).
+pub const UNREGISTER_MODULE: &str = "__pathprof_unregister_module";
+/// Runtime, public (`include/pathprof.h`): `int __pathprof_dump(void)`, merges the counts into the profile.
+pub const DUMP: &str = "__pathprof_dump";
+/// Runtime, public (`include/pathprof.h`): `void __pathprof_reset(void)`, zeroes the counts.
+pub const RESET: &str = "__pathprof_reset";
+/// Runtime: `void __pathprof_path_add(PathTable *, uint64_t path, int64_t delta)`, the compare-and-swap (or
+/// locked) update of a path table, called by atomic builds (whose tables have no cache).
+pub const PATH_ADD: &str = "__pathprof_path_add";
+/// Runtime: [`PATH_ADD`] with a plain-store fast path, called by non-atomic builds for tables without a cache.
+pub const PATH_ADD_PLAIN: &str = "__pathprof_path_add_plain";
+/// Runtime: `void __pathprof_path_cache_miss(PathTable *, uint64_t path, int64_t delta)`, called by the
+/// inlined cache update ([`CACHED_ADD`]) when the cache pair holds another path.
+pub const PATH_CACHE_MISS: &str = "__pathprof_path_cache_miss";
+/// Runtime variable: `uint64_t __pathprof_fork_gen`, the process's fork generation, moved on in each `fork()`ed
+/// child; instrumented code compares it before and after calls that may fork.
+pub const FORK_GEN: &str = "__pathprof_fork_gen";
+/// Runtime: `void __pathprof_fork_reentry(ModuleDesc *, uint64_t packed, uint64_t key)`, records that a
+/// `fork()`ed child resumed an activation it never entered.
+pub const FORK_REENTRY: &str = "__pathprof_fork_reentry";
+
+/// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
+pub const RUNTIME: [&str; 9] = [
+    DUMP,
+    FORK_GEN,
+    FORK_REENTRY,
+    PATH_ADD,
+    PATH_ADD_PLAIN,
+    PATH_CACHE_MISS,
+    REGISTER_MODULE,
+    RESET,
+    UNREGISTER_MODULE,
+];
+
+/// Module-local: the module's dense counter array.
+pub const COUNTERS: &str = "__pathprof_counters";
+/// Module-local: the module's encoded metadata (`meta::ModuleMeta`), which the descriptor points to.
+pub const META: &str = "__pathprof_meta";
+/// Module-local: the module's [`ModuleDesc`](crate::layout::ModuleDesc).
+pub const DESC: &str = "__pathprof_desc";
+/// Module-local: the constructor that calls [`REGISTER_MODULE`].
+pub const MODULE_CTOR: &str = "__pathprof_module_ctor";
+/// Module-local: one page-aligned counter region of a sparse function (LLVM numbers the copies).
+pub const REGION: &str = "__pathprof_region";
+/// Module-local: the array of [`SparseRegion`](crate::layout::SparseRegion)s the descriptor points to.
+pub const REGIONS: &str = "__pathprof_regions";
+/// Module-local: the array of [`PathTable`](crate::layout::PathTable)s the descriptor points to.
+pub const TABLES: &str = "__pathprof_tables";
+/// Module-local: the cache pairs of one path table (LLVM numbers the copies).
+pub const TABLE_CACHE: &str = "__pathprof_table_cache";
+/// Module-local, `alwaysinline`: a path table's cached update, calling [`PATH_CACHE_MISS`] on a miss.
+pub const CACHED_ADD: &str = "__pathprof_cached_add";
+/// Module-local: the cold thunk that calls [`FORK_REENTRY`] with the module's descriptor.
+pub const FORK_REENTRY_HERE: &str = "__pathprof_fork_reentry_here";
+/// Module-local, thread-local: the path number handed between caller and callee (context and piecewise modes).
+pub const IP_PATH: &str = "__pathprof_ip_path";
+/// Module-local, thread-local: the number of valid completions handed from caller to callee (same modes).
+pub const IP_NVC: &str = "__pathprof_ip_nvc";
+/// Module-local, thread-local: the callee a caller announced (same modes).
+pub const IP_TOKEN: &str = "__pathprof_ip_token";
+
+/// Every symbol the pass defines in an instrumented module, none of them visible outside it.
+pub const MODULE_LOCAL: [&str; 13] = [
+    COUNTERS,
+    META,
+    DESC,
+    MODULE_CTOR,
+    REGION,
+    REGIONS,
+    TABLES,
+    TABLE_CACHE,
+    CACHED_ADD,
+    FORK_REENTRY_HERE,
+    IP_PATH,
+    IP_NVC,
+    IP_TOKEN,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_prefixed_distinct_and_runtime_sorted() {
+        let all: [&str; 22] = {
+            let mut a = [""; 22];
+            a[..9].copy_from_slice(&RUNTIME);
+            a[9..].copy_from_slice(&MODULE_LOCAL);
+            a
+        };
+        for (i, n) in all.iter().enumerate() {
+            assert!(n.starts_with(PREFIX) && n.len() > PREFIX.len(), "{n}");
+            assert!(!all[..i].contains(n), "{n} twice");
+        }
+        assert!(RUNTIME.windows(2).all(|w| w[0] < w[1]), "RUNTIME is sorted");
+    }
+}
