@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use pathprof_core::graph::test_cfg;
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathStorage};
-use pathprof_format::profile::{self, ModuleProfile, Profile};
+use pathprof_format::meta::{FunctionMeta, Mode, PathStorage};
+use pathprof_format::profile::{ModuleProfile, Profile};
 use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -17,31 +17,9 @@ use std::process::Command;
 /// One edge-mode function: bb0 returns (e0, counter 0), EXIT→bb0 (e1, tree edge).
 fn edge_profile() -> Profile {
     let cfg = test_cfg(1, &[], &[0]);
-    let f = FunctionMeta {
-        name: "main".into(),
-        display_name: String::new(),
-        file: "e.c".into(),
-        start_line: 1,
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: None,
-        edge_counters: vec![Some(0), None],
-        cfg,
-        blocks: vec![BlockMeta { lines: vec![2] }],
-        counter_base: 0,
-        num_counters: 1,
-        reentry_blocks: vec![],
-    };
-    let meta = ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: "e.c".into(),
-        output: String::new(),
-        mode: Mode::Edge,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: vec![f],
-    };
+    let f = metadata::function_meta("main", "e.c", cfg, |_| vec![2]);
+    let f = FunctionMeta { start_line: 1, edge_counters: vec![Some(0), None], num_counters: 1, ..f };
+    let meta = metadata::module_meta("e.c", Mode::Edge, vec![f]);
     Profile { modules: vec![ModuleProfile::new(meta, vec![4], vec![], 0, 1)] }
 }
 
