@@ -8,16 +8,12 @@ use pathprof_core::fixtures::{early_exit_cfg, setjmp_cfg};
 use pathprof_core::interproc::{CallSite, Callee, Event, Execution, ProcId, Simulator};
 use pathprof_core::numbering::Numbering;
 use pathprof_core::regenerate::encode;
-use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
+use pathprof_core::{BlockId, Cfg, EdgeId};
 use pathprof_format::layout::{SPARSE_REENTRY, SPARSE_REENTRY_BLOCK};
 use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
 use pathprof_analysis::{function_edge_counts, function_path_counts, module_path_counts, AnalysisError, InexactReason};
 use pathprof_format::profile::{self, merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
 use std::collections::BTreeMap;
-
-fn b(f: u32, t: u32, kind: EdgeKind) -> Edge {
-    Edge { from: BlockId(f), to: BlockId(t), kind }
-}
 
 fn function(name: &str, cfg: Cfg) -> FunctionMeta {
     FunctionMeta {
@@ -200,24 +196,7 @@ fn path_mode_truncated_paths_carry_their_reentries() {
 /// main's call block. Counts and re-entries come from the simulator of the runtime.
 #[test]
 fn interprocedural_profiles_with_reentries_are_exact() {
-    let br = |succ| EdgeKind::Branch { succ };
-    let f_cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, br(0)),
-            b(0, 2, br(1)),
-            b(1, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(2, 3, EdgeKind::Return),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
-    let main_cfg = Cfg::new(
-        2,
-        vec![b(0, 1, br(0)), b(0, 2, EdgeKind::Termination), b(1, 2, EdgeKind::Return), b(2, 0, EdgeKind::ExitToEntry)],
-    )
-    .unwrap();
+    let (main_cfg, f_cfg) = pathprof_core::fixtures::may_not_return_pair_cfgs();
     for mode in [Mode::Context, Mode::Piecewise] {
         let mut m = meta(mode, vec![function("main", main_cfg.clone()), function("f", f_cfg.clone())]);
         let procs = vec![
