@@ -10,26 +10,17 @@ use pathprof_core::numbering::Numbering;
 use pathprof_core::regenerate::encode;
 use pathprof_core::{BlockId, Cfg, EdgeId};
 use pathprof_format::layout::{SPARSE_REENTRY, SPARSE_REENTRY_BLOCK};
-use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
+use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
 use pathprof_analysis::{function_edge_counts, function_path_counts, module_path_counts, AnalysisError, InexactReason};
-use pathprof_format::profile::{self, merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
+use pathprof_format::profile::{merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
 use std::collections::BTreeMap;
 
+#[path = "../../format/tests/support/metadata.rs"]
+mod metadata;
+
+/// A function of `fork.c` at line 1 without line info; tests set its mode's fields.
 fn function(name: &str, cfg: Cfg) -> FunctionMeta {
-    FunctionMeta {
-        name: name.into(),
-        display_name: String::new(),
-        file: "fork.c".into(),
-        start_line: 1,
-        blocks: vec![BlockMeta { lines: vec![] }; cfg.num_blocks()],
-        edge_counters: vec![None; cfg.num_edges()],
-        counter_base: 0,
-        num_counters: 0,
-        reentry_blocks: vec![],
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: None,
-        cfg,
-    }
+    FunctionMeta { start_line: 1, ..metadata::function_meta(name, "fork.c", cfg, |_| vec![]) }
 }
 
 fn meta(mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {

@@ -8,25 +8,16 @@
 use pathprof_core::graph::test_cfg;
 use pathprof_core::interproc::{CallSite, Callee, ProcId};
 use pathprof_core::{BlockId, Cfg};
-use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
+use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
 use pathprof_analysis::{module_path_counts, InexactReason};
-use pathprof_format::profile::{cfg_hash, read, write, ModuleProfile, Profile, SparseEntry};
+use pathprof_format::profile::{read, write, ModuleProfile, Profile, SparseEntry};
 
+#[path = "../../format/tests/support/metadata.rs"]
+mod metadata;
+
+/// A function of `m.c` at line 1 without line info; tests set its mode's fields.
 fn function(name: &str, cfg: Cfg) -> FunctionMeta {
-    FunctionMeta {
-        name: name.into(),
-        display_name: String::new(),
-        file: "m.c".into(),
-        start_line: 1,
-        blocks: vec![BlockMeta { lines: vec![] }; cfg.num_blocks()],
-        edge_counters: vec![None; cfg.num_edges()],
-        counter_base: 0,
-        num_counters: 0,
-        reentry_blocks: vec![],
-        cfg_hash: cfg_hash(&cfg),
-        path: None,
-        cfg,
-    }
+    FunctionMeta { start_line: 1, ..metadata::function_meta(name, "m.c", cfg, |_| vec![]) }
 }
 
 fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
