@@ -4,10 +4,4 @@
 #   bench/pgo.sh            full run (SQLite, Lua, bzip2; 9 interleaved repetitions + callgrind, ~25 min), writes bench/results/pgo-latest.{md,json}
 #   bench/pgo.sh --quick    one repetition of one small Lua workload, writes bench/work/pgo-quick.{md,json}
 # Builds pathprof into dist/ first when dist/ is missing (scripts/build.sh; honours CARGO_TARGET_DIR).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
-if [[ ! -x dist/bin/pathprof-clang || ! -x dist/bin/pathprof || ! -f dist/lib/libpathprof.so || ! -f dist/lib/libpathprof_rt.a ]]; then
-  scripts/build.sh
-fi
-exec python3 bench/pgo.py "$@"
+exec "$(dirname "$0")/with-dist.sh" pgo.py "$@"

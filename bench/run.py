@@ -538,6 +538,20 @@ def fmt_kib(n):
     return f"{n / 1024:.0f} KiB" if n < 10 << 20 else f"{n / (1 << 20):.1f} MiB"
 
 
+def variant_table(L, first, vs, rows, value, cell):
+    """Appends a table of one row per workload or program and one column per variant: `cell(measurement,
+    growth)` renders a measurement, where `growth` is " (+x%)", the growth of `value` over the same compiler's
+    uninstrumented build (REFERENCE), and empty for those builds themselves."""
+    L.append(f"| {first} | " + " | ".join(vs) + " |")
+    L.append("|---|" + "---|" * len(vs))
+    for name, row in rows.items():
+        cells = []
+        for v in vs:
+            growth = "" if v in ("baseline", "gcc") else f" ({pct(value(row[v]) / value(row[REFERENCE[v]]))})"
+            cells.append(cell(row[v], growth))
+        L.append(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def markdown(R):
     m = R["machine"]
     vs = [v for v in R["variants"]]
@@ -553,15 +567,7 @@ def markdown(R):
                  "newer build.\n")
     L.append("**Run time** (median seconds; in brackets the overhead vs. the uninstrumented build of the same "
              "compiler: clang-19 -O2, for gcc-arcs gcc-12 -O2)\n")
-    L.append("| workload | " + " | ".join(vs) + " |")
-    L.append("|---|" + "---|" * len(vs))
-    for w, row in R["runs"].items():
-        cells = []
-        for v in vs:
-            med = row[v]["median"]
-            ref = row[REFERENCE[v]]["median"]
-            cells.append(f"{med:.3f}" + ("" if v in ("baseline", "gcc") else f" ({pct(med / ref)})"))
-        L.append(f"| {w} | " + " | ".join(cells) + " |")
+    variant_table(L, "workload", vs, R["runs"], lambda m: m["median"], lambda m, growth: f"{m['median']:.3f}{growth}")
     L.append("| **geomean overhead** | " + " | ".join(
         "" if v in ("baseline", "gcc") else f"**{pct(R['geomean_overhead'][v])}**" for v in vs) + " |")
     L.append("")
@@ -653,17 +659,8 @@ def markdown(R):
     L.append("")
     L.append("**Binary size**: text+data of the linked program (growth vs. the same compiler's -O2 build), "
              "and + bss (zero-initialised counters, no file space); debug info not included\n")
-    L.append("| program | " + " | ".join(vs) + " |")
-    L.append("|---|" + "---|" * len(vs))
-    for p, sz in R["sizes"].items():
-        cells = []
-        for v in vs:
-            t = sz[v]["text"] + sz[v]["data"]
-            r = sz[REFERENCE[v]]
-            rt = r["text"] + r["data"]
-            cells.append(fmt_kib(t) + ("" if v in ("baseline", "gcc") else f" ({pct(t / rt)})")
-                         + f" + {fmt_kib(sz[v]['bss'])}")
-        L.append(f"| {p} | " + " | ".join(cells) + " |")
+    variant_table(L, "program", vs, R["sizes"], lambda s: s["text"] + s["data"],
+                  lambda s, growth: f"{fmt_kib(s['text'] + s['data'])}{growth} + {fmt_kib(s['bss'])}")
     L.append("")
     L.append("**Profiles**: file size after one run, and post-processing time (median of 3; pathprof: `decode` and "
              "`show` to /dev/null; LLVM: `llvm-profdata merge` of the raw profile)\n")

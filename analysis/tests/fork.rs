@@ -8,32 +8,19 @@ use pathprof_core::fixtures::{early_exit_cfg, setjmp_cfg};
 use pathprof_core::interproc::{CallSite, Callee, Event, Execution, ProcId, Simulator};
 use pathprof_core::numbering::Numbering;
 use pathprof_core::regenerate::encode;
-use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
+use pathprof_core::{BlockId, Cfg, EdgeId};
 use pathprof_format::layout::{SPARSE_REENTRY, SPARSE_REENTRY_BLOCK};
-use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
+use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
 use pathprof_analysis::{function_edge_counts, function_path_counts, module_path_counts, AnalysisError, InexactReason};
-use pathprof_format::profile::{self, merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
+use pathprof_format::profile::{merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
 use std::collections::BTreeMap;
 
-fn b(f: u32, t: u32, kind: EdgeKind) -> Edge {
-    Edge { from: BlockId(f), to: BlockId(t), kind }
-}
+#[path = "../../format/tests/support/metadata.rs"]
+mod metadata;
 
+/// A function of `fork.c` at line 1 without line info; tests set its mode's fields.
 fn function(name: &str, cfg: Cfg) -> FunctionMeta {
-    FunctionMeta {
-        name: name.into(),
-        display_name: String::new(),
-        file: "fork.c".into(),
-        start_line: 1,
-        blocks: vec![BlockMeta { lines: vec![] }; cfg.num_blocks()],
-        edge_counters: vec![None; cfg.num_edges()],
-        counter_base: 0,
-        num_counters: 0,
-        reentry_blocks: vec![],
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: None,
-        cfg,
-    }
+    FunctionMeta { start_line: 1, ..metadata::function_meta(name, "fork.c", cfg, |_| vec![]) }
 }
 
 fn meta(mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {
@@ -200,24 +187,7 @@ fn path_mode_truncated_paths_carry_their_reentries() {
 /// main's call block. Counts and re-entries come from the simulator of the runtime.
 #[test]
 fn interprocedural_profiles_with_reentries_are_exact() {
-    let br = |succ| EdgeKind::Branch { succ };
-    let f_cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, br(0)),
-            b(0, 2, br(1)),
-            b(1, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(2, 3, EdgeKind::Return),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
-    let main_cfg = Cfg::new(
-        2,
-        vec![b(0, 1, br(0)), b(0, 2, EdgeKind::Termination), b(1, 2, EdgeKind::Return), b(2, 0, EdgeKind::ExitToEntry)],
-    )
-    .unwrap();
+    let (main_cfg, f_cfg) = pathprof_core::fixtures::may_not_return_pair_cfgs();
     for mode in [Mode::Context, Mode::Piecewise] {
         let mut m = meta(mode, vec![function("main", main_cfg.clone()), function("f", f_cfg.clone())]);
         let procs = vec![

@@ -8,25 +8,16 @@
 use pathprof_core::graph::test_cfg;
 use pathprof_core::interproc::{CallSite, Callee, ProcId};
 use pathprof_core::{BlockId, Cfg};
-use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
+use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
 use pathprof_analysis::{module_path_counts, InexactReason};
-use pathprof_format::profile::{cfg_hash, read, write, ModuleProfile, Profile, SparseEntry};
+use pathprof_format::profile::{read, write, ModuleProfile, Profile, SparseEntry};
 
+#[path = "../../format/tests/support/metadata.rs"]
+mod metadata;
+
+/// A function of `m.c` at line 1 without line info; tests set its mode's fields.
 fn function(name: &str, cfg: Cfg) -> FunctionMeta {
-    FunctionMeta {
-        name: name.into(),
-        display_name: String::new(),
-        file: "m.c".into(),
-        start_line: 1,
-        blocks: vec![BlockMeta { lines: vec![] }; cfg.num_blocks()],
-        edge_counters: vec![None; cfg.num_edges()],
-        counter_base: 0,
-        num_counters: 0,
-        reentry_blocks: vec![],
-        cfg_hash: cfg_hash(&cfg),
-        path: None,
-        cfg,
-    }
+    FunctionMeta { start_line: 1, ..metadata::function_meta(name, "m.c", cfg, |_| vec![]) }
 }
 
 fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
@@ -131,24 +122,7 @@ fn corrupt_interprocedural_data_is_an_error_not_a_panic() {
 /// main's bb0 calls f and may leave abnormally (through f); f's bb0 branches to bb1 (which may leave
 /// abnormally, or returns) or bb2 (returns). Context mode, dense counters, arrival counts.
 fn arrival_module() -> ModuleMeta {
-    use pathprof_core::{Edge, EdgeKind};
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    let br = |succ| EdgeKind::Branch { succ };
-    let f_cfg = Cfg::new(
-        3,
-        vec![
-            b(0, 1, br(0)),
-            b(0, 2, br(1)),
-            b(1, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(2, 3, EdgeKind::Return),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .unwrap();
-    let main_cfg =
-        Cfg::new(2, vec![b(0, 1, br(0)), b(0, 2, EdgeKind::Termination), b(1, 2, EdgeKind::Return), b(2, 0, EdgeKind::ExitToEntry)])
-            .unwrap();
+    let (main_cfg, f_cfg) = pathprof_core::fixtures::may_not_return_pair_cfgs();
     let mut meta = module(Mode::Context, 4, PathStorage::Dense);
     meta.functions[0] = function("main", main_cfg);
     meta.functions[1] = function("f", f_cfg);

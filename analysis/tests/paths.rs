@@ -13,14 +13,18 @@ use pathprof_core::numbering::Numbering;
 use pathprof_core::regenerate::{PathEnd, PathStart};
 use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN};
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
+use pathprof_format::meta::{FunctionMeta, Mode, PathStorage};
 use pathprof_analysis::{function_edge_counts, function_path_counts, AnalysisError, InexactReason};
-use pathprof_format::profile::{self, merge, read, write, ModuleProfile, Profile, SparseEntry};
+use pathprof_format::profile::{merge, read, write, ModuleProfile, Profile, SparseEntry};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Simulation and fixtures
+
+#[path = "../../format/tests/support/metadata.rs"]
+mod metadata;
+use metadata::path_module as module;
 
 const BIG: u128 = pathprof_core::dag::DEFAULT_PATH_BUDGET;
 
@@ -31,66 +35,13 @@ fn dag_for(cfg: &Cfg, budget: u128) -> (PathDag, Numbering) {
     (dag, n)
 }
 
-/// A path-mode function; `counter_base` and `num_counters` are set by [`module`].
+/// A path-mode function of file `p.c`, block b on line 10 + b; `counter_base` and `num_counters` are set by
+/// [`module`].
 fn function(name: &str, cfg: Cfg, budget: u128, storage: PathStorage, instrumented: Vec<u32>) -> FunctionMeta {
-    let (_, n) = dag_for(&cfg, budget);
-    let blocks = (0..cfg.num_blocks()).map(|b| BlockMeta { lines: vec![10 + b as u32] }).collect();
-    FunctionMeta {
-        name: name.to_string(),
-        display_name: format!("{name}()"),
-        file: "p.c".into(),
-        start_line: 9,
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: Some(PathMeta { budget, num_paths: n.num_paths(), storage, instrumented_edges: instrumented }),
-        edge_counters: vec![None; cfg.num_edges()],
-        cfg,
-        blocks,
-        counter_base: 0,
-        num_counters: 0,
-        reentry_blocks: vec![],
-    }
-}
-
-/// A path-mode module: dense functions get `num_paths` counters each (in order), hashed functions sparse entries.
-fn module(name: &str, functions: Vec<(FunctionMeta, BTreeMap<u128, i64>)>) -> ModuleProfile {
-    let mut counters = Vec::new();
-    let mut sparse = Vec::new();
-    let mut metas = Vec::new();
-    for (i, (mut f, counts)) in functions.into_iter().enumerate() {
-        let pm = f.path.as_ref().unwrap();
-        match pm.storage {
-            PathStorage::Dense => {
-                f.counter_base = counters.len() as u64;
-                f.num_counters = pm.num_paths as u32;
-                let mut mine = vec![0u64; pm.num_paths as usize];
-                for (&r, &c) in &counts {
-                    mine[r as usize] = c as u64;
-                }
-                counters.extend(mine);
-            }
-            PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => {
-                f.counter_base = counters.len() as u64;
-                sparse.extend(counts.iter().map(|(&path, &c)| SparseEntry {
-                    function: i as u64,
-                    path,
-                    count: c as u64,
-                }));
-            }
-        }
-        metas.push(f);
-    }
-    let meta = ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: name.into(),
-        output: String::new(),
-        mode: Mode::Path,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: metas,
-    };
-    ModuleProfile::new(meta, counters, sparse, 0, 1)
+    let mut f = metadata::path_function(name, "p.c", cfg, budget, storage, |b| vec![10 + b as u32]);
+    f.display_name = format!("{name}()");
+    f.path.as_mut().unwrap().instrumented_edges = instrumented;
+    f
 }
 
 const A: u32 = 0;

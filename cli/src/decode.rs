@@ -19,7 +19,7 @@
 //! `--hot-regions [--coverage P]` lists, per function, only the hottest paths that together cover P% of its path
 //! executions, as trace/superblock candidates (see [`hot_regions`]).
 
-use crate::files;
+use crate::{files, output};
 use anyhow::{bail, Context, Result};
 use pathprof_core::regenerate::{PathEnd, PathStart};
 use pathprof_core::EdgeId;
@@ -27,7 +27,7 @@ use pathprof_format::meta::{FunctionMeta, Mode};
 use pathprof_analysis::{function_path_counts, FunctionPaths, PathCount};
 use pathprof_format::profile::ModuleProfile;
 use serde::Serialize;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 mod hot_regions;
@@ -217,11 +217,7 @@ pub fn run(args: &Args) -> Result<()> {
     interproc::add_modules(&mut report, &interprocedural, args.function.as_deref(), top, &args.file)?;
     for module in profile.modules.iter().filter(|m| m.meta.mode == Mode::Path) {
         for (index, f) in module.meta.functions.iter().enumerate() {
-            let selected = match args.function.as_deref() {
-                None => true,
-                Some(n) => n == f.name || n == f.display_name,
-            };
-            if !selected {
+            if !output::selects(args.function.as_deref(), f) {
                 continue;
             }
             let paths = function_path_counts(module, index)
@@ -232,17 +228,13 @@ pub fn run(args: &Args) -> Result<()> {
     if let (Some(name), true) = (&args.function, report.functions.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
     }
-    let mut out = BufWriter::new(io::stdout().lock());
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &report).map_err(io::Error::from)?;
-        writeln!(out)?;
-    } else if interprocedural.is_empty() {
-        write_text(&mut out, &report, args.function.is_some())?;
-    } else {
-        interproc::write_text(&mut out, &report)?;
-    }
-    out.flush()?;
-    Ok(())
+    output::print(&report, args.json, |out, report| {
+        if interprocedural.is_empty() {
+            write_text(out, report, args.function.is_some())
+        } else {
+            interproc::write_text(out, report)
+        }
+    })
 }
 
 fn add_function(report: &mut Report, module: &ModuleProfile, f: &FunctionMeta, fp: &FunctionPaths, top: Option<usize>) {

@@ -11,6 +11,7 @@ mod decode;
 mod export;
 mod files;
 mod merge;
+mod output;
 mod show;
 mod text;
 

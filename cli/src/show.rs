@@ -12,7 +12,7 @@
 //! two outputs cannot disagree. Counts that are not exact and negative are `null` in JSON and `?` in text: a
 //! negative "count" is evidence of a broken profile, not a number to act on.
 
-use crate::files;
+use crate::{files, output};
 use pathprof_core::interproc::Callee;
 use anyhow::{bail, Context, Result};
 use pathprof_core::{EdgeId, EdgeKind};
@@ -20,7 +20,7 @@ use pathprof_format::meta::{FunctionMeta, Mode};
 use pathprof_analysis::{FunctionCounts, ModuleCounts};
 use pathprof_format::profile::ModuleProfile;
 use serde::Serialize;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 /// Arguments of `pathprof show`.
@@ -111,11 +111,7 @@ pub fn run(args: &Args) -> Result<()> {
     for module in &profile.modules {
         let module_counts = ModuleCounts::new(module);
         for (index, f) in module.meta.functions.iter().enumerate() {
-            let selected = match args.function.as_deref() {
-                None => true,
-                Some(n) => n == f.name || n == f.display_name,
-            };
-            if selected {
+            if output::selects(args.function.as_deref(), f) {
                 let counts =
                     module_counts.function(index).with_context(|| format!("showing {}", args.file.display()))?;
                 let mut report = function_report(module, f, &counts);
@@ -137,16 +133,7 @@ pub fn run(args: &Args) -> Result<()> {
     if let (Some(name), true) = (&args.function, functions.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
     }
-    let report = Report { functions };
-    let mut out = BufWriter::new(io::stdout().lock());
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &report).map_err(io::Error::from)?;
-        writeln!(out)?;
-    } else {
-        write_text(&mut out, &report)?;
-    }
-    out.flush()?;
-    Ok(())
+    output::print(&Report { functions }, args.json, write_text)
 }
 
 fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts) -> FunctionReport {

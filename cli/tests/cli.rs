@@ -6,11 +6,14 @@
 use pathprof_core::fixtures::{early_exit_cfg, early_exit_chords, longjmp_cfg, loop_diamond_cfg, loop_diamond_chords};
 use pathprof_core::Cfg;
 use pathprof_format::layout;
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
+use pathprof_format::meta::{FunctionMeta, Mode, ModuleMeta};
 use pathprof_format::profile::{self, ModuleProfile, Profile};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+mod common;
+use common::{assert_one_line_error, metadata, pathprof, stderr, stdout, Dir};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fixtures (graphs and counter placements: `pathprof_core::fixtures`)
@@ -33,35 +36,13 @@ fn early_exit(counter_base: u64) -> FunctionMeta {
 }
 
 fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base: u64, n: u32) -> FunctionMeta {
-    let blocks = (0..cfg.num_blocks()).map(|b| BlockMeta { lines: vec![10 + b as u32] }).collect();
-    FunctionMeta {
-        name: name.to_string(),
-        display_name: if name == "early_exit" { "early_exit(int)".into() } else { String::new() },
-        file: "t.c".into(),
-        start_line: 9,
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: None,
-        cfg,
-        blocks,
-        edge_counters,
-        counter_base,
-        num_counters: n,
-        reentry_blocks: vec![],
-    }
+    let f = metadata::function_meta(name, "t.c", cfg, |b| vec![10 + b as u32]);
+    let display_name = if name == "early_exit" { "early_exit(int)".into() } else { String::new() };
+    FunctionMeta { display_name, edge_counters, counter_base, num_counters: n, ..f }
 }
 
 fn meta(module: &str) -> ModuleMeta {
-    ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: module.into(),
-        output: String::new(),
-        mode: Mode::Edge,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: vec![loop_diamond("loop_diamond", 0), early_exit(3)],
-    }
+    metadata::module_meta(module, Mode::Edge, vec![loop_diamond("loop_diamond", 0), early_exit(3)])
 }
 
 /// One module, counters in the order loop_diamond (e2, e5, e6), early_exit (e0, e2).
@@ -76,61 +57,9 @@ fn good_profile() -> Profile {
 // ---------------------------------------------------------------------------------------------------------------
 // Harness
 
-struct Dir(tempfile::TempDir);
-
-impl Dir {
-    fn new() -> Dir {
-        Dir(tempfile::tempdir().unwrap())
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.path().join(name)
-    }
-    fn write_profile(&self, name: &str, p: &Profile) -> PathBuf {
-        self.write(name, &profile::write(p))
-    }
-    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.path(name);
-        std::fs::write(&path, bytes).unwrap();
-        path
-    }
-    fn entries(&self) -> Vec<String> {
-        let mut v: Vec<String> =
-            std::fs::read_dir(self.0.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        v.sort();
-        v
-    }
-}
-
-fn pathprof(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pathprof"));
-    for a in args {
-        cmd.arg(a);
-    }
-    cmd.output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
 fn assert_ok(o: &Output) {
     assert_eq!(o.status.code(), Some(0), "stdout:\n{}\nstderr:\n{}", stdout(o), stderr(o));
     assert_eq!(stderr(o), "");
-}
-
-/// Exit status 2, nothing on stdout, exactly one `pathprof: error: ` line on stderr containing `needle`.
-fn assert_one_line_error(o: &Output, needle: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
-    assert_eq!(stdout(o), "");
-    assert_eq!(err.lines().count(), 1, "not one line:\n{err}");
-    assert!(err.ends_with('\n'));
-    assert!(err.starts_with("pathprof: error: "), "{err}");
-    assert!(err.contains(needle), "{err:?} does not contain {needle:?}");
 }
 
 fn show_json(path: &Path) -> Value {

@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use pathprof_core::graph::test_cfg;
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathStorage};
-use pathprof_format::profile::{self, ModuleProfile, Profile};
+use pathprof_format::meta::{FunctionMeta, Mode, PathStorage};
+use pathprof_format::profile::{ModuleProfile, Profile};
 use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -17,31 +17,9 @@ use std::process::Command;
 /// One edge-mode function: bb0 returns (e0, counter 0), EXIT→bb0 (e1, tree edge).
 fn edge_profile() -> Profile {
     let cfg = test_cfg(1, &[], &[0]);
-    let f = FunctionMeta {
-        name: "main".into(),
-        display_name: String::new(),
-        file: "e.c".into(),
-        start_line: 1,
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: None,
-        edge_counters: vec![Some(0), None],
-        cfg,
-        blocks: vec![BlockMeta { lines: vec![2] }],
-        counter_base: 0,
-        num_counters: 1,
-        reentry_blocks: vec![],
-    };
-    let meta = ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: "e.c".into(),
-        output: String::new(),
-        mode: Mode::Edge,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: vec![f],
-    };
+    let f = metadata::function_meta("main", "e.c", cfg, |_| vec![2]);
+    let f = FunctionMeta { start_line: 1, edge_counters: vec![Some(0), None], num_counters: 1, ..f };
+    let meta = metadata::module_meta("e.c", Mode::Edge, vec![f]);
     Profile { modules: vec![ModuleProfile::new(meta, vec![4], vec![], 0, 1)] }
 }
 
@@ -256,17 +234,21 @@ lecture(int) [lecture]  demo.c:9  (module demo.c, path mode)
         line("37.50%  path 5"),
         "  #1   count 3           37.50%  path 5  (starts at loop header bb1; ends at back edge bb4->bb1)"
     );
-    assert!(line("path 1 ").ends_with("(ends at back edge bb4->bb1)"), "{out}");
-    assert!(line("path 4 ").ends_with("(starts at loop header bb1)"), "{out}");
-    // Abnormal ends and re-entry corrections.
-    assert!(line("path 1  (left").ends_with("(left abnormally at bb2: exit/longjmp/exception)"), "{out}");
+    // Re-entry corrections.
     assert_eq!(
         line("count -2"),
         "  #4   count -2               -  path 3  (re-entry correction: setjmp block bb1 re-entered by longjmp)"
     );
-    // Cuts.
-    assert!(line("path 0  (ends at a cut").ends_with("(ends at a cut bb3->bb4)"), "{out}");
-    assert!(line("path 4  (starts after").ends_with("(starts after a cut at bb4)"), "{out}");
+    // How paths start and end: at loops, abnormally, at cuts.
+    for (needle, ending) in [
+        ("path 1 ", "(ends at back edge bb4->bb1)"),
+        ("path 4 ", "(starts at loop header bb1)"),
+        ("path 1  (left", "(left abnormally at bb2: exit/longjmp/exception)"),
+        ("path 0  (ends at a cut", "(ends at a cut bb3->bb4)"),
+        ("path 4  (starts after", "(starts after a cut at bb4)"),
+    ] {
+        assert!(line(needle).ends_with(ending), "{needle}: {out}");
+    }
     // No line info; the never-called function is summarised; the wide function's id.
     assert!(out.contains("        bb1    (no line info)\n"), "{out}");
     assert!(out.contains(&format!("path {WIDE_ID}")), "{out}");

@@ -42,16 +42,8 @@ fn split() -> Fixture {
 /// The demo module of decode.rs plus `split`: lecture, loop_diamond, uses_setjmp, diamonds, hashed_loop (no
 /// lines), never_called, wide (no lines), split.
 fn demo_with_split() -> Profile {
-    let fixtures = vec![
-        lecture("lecture", true),
-        loop_diamond("loop_diamond", PathStorage::Dense, true),
-        uses_setjmp(),
-        diamonds(),
-        loop_diamond("hashed_loop", PathStorage::Hashed { table: 0 }, false),
-        lecture("never_called", false),
-        wide(),
-        split(),
-    ];
+    let mut fixtures = demo_functions();
+    fixtures.push(split());
     Profile { modules: vec![module("demo.c", fixtures)] }
 }
 

@@ -1,28 +1,14 @@
 //! Graphs that several crates' tests share (feature `fixtures`; core's own tests always have it), so that an
 //! oracle derived by hand is written down once.
 
-use crate::graph::{BlockId, Cfg, Edge, EdgeKind};
+use crate::graph::{ordered_cfg, Cfg, Leave::{B, R, T}};
 
 /// A function that calls `setjmp` in bb1 (a re-entry block, Termination e5) and, in bb2, a function that may
 /// `longjmp` (Termination e6): e0 0→1, e1 1→2, e2 1→3, e3 2→3, e4 3→EXIT (Return), e5 1→EXIT, e6 2→EXIT,
 /// e7 EXIT→0. Ball–Larus paths: 0 [e0 e1 e3 e4], 1 [e0 e1 e6] (left from bb2), 2 [e0 e2 e4], 3 [e0 e5] (left
 /// from bb1). [`setjmp_events`] runs it.
 pub fn setjmp_cfg() -> Cfg {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    Cfg::new(
-        4,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(1, 3, EdgeKind::Branch { succ: 1 }),
-            b(2, 3, EdgeKind::Branch { succ: 0 }),
-            b(3, 4, EdgeKind::Return),
-            b(1, 4, EdgeKind::Termination),
-            b(2, 4, EdgeKind::Termination),
-            b(4, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .expect("a well-formed graph")
+    ordered_cfg(4, &[(0, 1, B), (1, 2, B), (1, 3, B), (2, 3, B), (3, 4, R), (1, 4, T), (2, 4, T)])
 }
 
 /// Five calls of [`setjmp_cfg`] as the +1/−1 counter updates of the retraction scheme, each `(delta, the cfg
@@ -83,18 +69,7 @@ pub fn loop_diamond_cfg() -> Cfg {
 /// e3 1→EXIT (Termination), e4 EXIT→0. Edge mode with the spanning tree {e4, e3, e1} puts counters on chords
 /// e0, e2: 5 calls of which 1 exits give e0 = 5, e2 = 4, so e1 = 4, e3 = 1 and blocks 5, 5, 4.
 pub fn early_exit_cfg() -> Cfg {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    Cfg::new(
-        3,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(2, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .expect("a well-formed graph")
+    ordered_cfg(3, &[(0, 1, B), (1, 2, B), (2, 3, R), (1, 3, T)])
 }
 
 /// The path counts path-mode instrumentation records for `events` (signed weight, walk of cfg edge ids from the
@@ -179,17 +154,15 @@ pub fn early_exit_chords() -> Vec<Option<u32>> {
 /// 5 calls of which 2 longjmp give e0 = 5, e1 = 7, e2 = 5, so e3 = −2 (bb1 re-entered twice, net) and e4 = 2
 /// (bb2 left abnormally twice).
 pub fn longjmp_cfg() -> Cfg {
-    let b = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-    Cfg::new(
-        3,
-        vec![
-            b(0, 1, EdgeKind::Branch { succ: 0 }),
-            b(1, 2, EdgeKind::Branch { succ: 0 }),
-            b(2, 3, EdgeKind::Return),
-            b(1, 3, EdgeKind::Termination),
-            b(2, 3, EdgeKind::Termination),
-            b(3, 0, EdgeKind::ExitToEntry),
-        ],
-    )
-    .expect("a well-formed graph")
+    ordered_cfg(3, &[(0, 1, B), (1, 2, B), (2, 3, R), (1, 3, T), (2, 3, T)])
+}
+
+/// An interprocedural pair whose calls may not return, as `(main, f)`: main's bb0 calls f and may leave
+/// abnormally through it (e0 0→1, e1 0→EXIT Termination, e2 1→EXIT Return, e3 EXIT→0); f's bb0 branches to
+/// bb1, which may leave abnormally or returns, or to bb2, which returns (e0 0→1, e1 0→2, e2 1→EXIT Return,
+/// e3 1→EXIT Termination, e4 2→EXIT Return, e5 EXIT→0).
+pub fn may_not_return_pair_cfgs() -> (Cfg, Cfg) {
+    let main = ordered_cfg(2, &[(0, 1, B), (0, 2, T), (1, 2, R)]);
+    let f = ordered_cfg(3, &[(0, 1, B), (0, 2, B), (1, 3, R), (1, 3, T), (2, 3, R)]);
+    (main, f)
 }

@@ -272,6 +272,38 @@ pub fn test_cfg(num_blocks: u32, edges: &[(u32, u32)], exits: &[u32]) -> Cfg {
     Cfg::new(num_blocks, all).expect("test_cfg: malformed test graph")
 }
 
+/// How an edge of [`ordered_cfg`] leaves its block.
+#[derive(Copy, Clone, Debug)]
+pub enum Leave {
+    /// A branch; its successor index is its position among the block's branches.
+    B,
+    /// A return (to EXIT).
+    R,
+    /// A termination: a call that may not return (to EXIT).
+    T,
+}
+
+/// Builds CFGs in tests whose edge order is part of the oracle (edge ids, which the hand-derived counts name):
+/// `(from, to, how)` in id order, EXIT→entry added last. Returns and terminations go to EXIT (`num_blocks`).
+pub fn ordered_cfg(num_blocks: u32, edges: &[(u32, u32, Leave)]) -> Cfg {
+    let mut succ_count = vec![0u32; num_blocks as usize];
+    let mut all = Vec::new();
+    for &(f, t, how) in edges {
+        let kind = match how {
+            Leave::B => {
+                let succ = succ_count[f as usize];
+                succ_count[f as usize] += 1;
+                EdgeKind::Branch { succ }
+            }
+            Leave::R => EdgeKind::Return,
+            Leave::T => EdgeKind::Termination,
+        };
+        all.push(Edge { from: BlockId(f), to: BlockId(t), kind });
+    }
+    all.push(Edge { from: BlockId(num_blocks), to: BlockId(0), kind: EdgeKind::ExitToEntry });
+    Cfg::new(num_blocks, all).expect("ordered_cfg: malformed test graph")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -165,7 +165,7 @@ pub fn plan_edge_counters_with_entry_counter(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{test_cfg, BlockId, Edge};
+    use crate::graph::{ordered_cfg, test_cfg, BlockId, Edge, Leave::{B, R, T}};
     use crate::weighting::{bl94, uniform};
 
     #[test]
@@ -204,20 +204,8 @@ mod tests {
 
     #[test]
     fn termination_edges_are_forced_and_unreachable_blocks_form_components() {
-        let e = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
         // 0 -> 1 (calls exit() maybe), 1 returns; 2 <-> 3 are dead code disconnected from the rest
-        let g = Cfg::new(
-            4,
-            vec![
-                e(0, 1, EdgeKind::Branch { succ: 0 }),
-                e(1, 4, EdgeKind::Return),
-                e(1, 4, EdgeKind::Termination),
-                e(2, 3, EdgeKind::Branch { succ: 0 }),
-                e(3, 2, EdgeKind::Branch { succ: 0 }),
-                e(4, 0, EdgeKind::ExitToEntry),
-            ],
-        )
-        .unwrap();
+        let g = ordered_cfg(4, &[(0, 1, B), (1, 4, R), (1, 4, T), (2, 3, B), (3, 2, B)]);
         let mut w = uniform(&g);
         w[2] = 0.0; // would lose against the Return edge if it were not forced
         let plan = plan_edge_counters(&g, &w, &[true; 6]).unwrap();

@@ -280,7 +280,7 @@ fn solve_flow(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, loops: &LoopInfo, prob:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{test_cfg, Edge};
+    use crate::graph::{ordered_cfg, test_cfg, Edge, Leave::{B, R, T}};
     use proptest::prelude::*;
 
     fn weights(g: &Cfg) -> Vec<f64> {
@@ -368,19 +368,7 @@ mod tests {
     #[test]
     fn termination_edges_weigh_zero_unless_the_block_can_only_die() {
         // 0 -> 1, 0 -> 2; 1 has a Termination edge and a Return; 2 only a Termination edge (calls exit()).
-        let e = |f: u32, t: u32, kind| Edge { from: BlockId(f), to: BlockId(t), kind };
-        let g = Cfg::new(
-            3,
-            vec![
-                e(0, 1, EdgeKind::Branch { succ: 0 }),
-                e(0, 2, EdgeKind::Branch { succ: 1 }),
-                e(1, 3, EdgeKind::Termination),
-                e(1, 3, EdgeKind::Return),
-                e(2, 3, EdgeKind::Termination),
-                e(3, 0, EdgeKind::ExitToEntry),
-            ],
-        )
-        .unwrap();
+        let g = ordered_cfg(3, &[(0, 1, B), (0, 2, B), (1, 3, T), (1, 3, R), (2, 3, T)]);
         let adj = g.adjacency();
         assert_eq!(bl94_literal(&g, &adj), vec![0.5, 0.5, 0.0, 0.5, 0.0, 1.0]);
         let w = bl94(&g, &adj);

@@ -80,52 +80,6 @@ pub struct ModuleMeta {
     pub fork_reentries: bool,
 }
 
-/// The version-3 layout of [`ModuleMeta`], still read.
-#[derive(Deserialize)]
-struct ModuleMetaV3 {
-    module_name: String,
-    mode: Mode,
-    weighting: String,
-    atomic: bool,
-    functions: Vec<FunctionMeta>,
-    interproc: Option<InterprocMeta>,
-    path_arrivals: bool,
-}
-
-/// The version-4 layout of [`ModuleMeta`] (version 5 without fork re-entries), still read.
-#[derive(Deserialize)]
-struct ModuleMetaV4 {
-    module_name: String,
-    output: String,
-    mode: Mode,
-    weighting: String,
-    atomic: bool,
-    functions: Vec<FunctionMeta>,
-    interproc: Option<InterprocMeta>,
-    path_arrivals: bool,
-}
-
-/// The version-2 layout of [`ModuleMeta`], still read.
-#[derive(Deserialize)]
-struct ModuleMetaV2 {
-    module_name: String,
-    mode: Mode,
-    weighting: String,
-    atomic: bool,
-    functions: Vec<FunctionMeta>,
-    interproc: Option<InterprocMeta>,
-}
-
-/// The version-1 layout of [`ModuleMeta`], still read.
-#[derive(Deserialize)]
-struct ModuleMetaV1 {
-    module_name: String,
-    mode: Mode,
-    weighting: String,
-    atomic: bool,
-    functions: Vec<FunctionMeta>,
-}
-
 /// Melski–Reps facts the decoder needs to rebuild exactly the pass's numbering: the program is a pure function
 /// of the functions' `cfg`s and these call sites, and `pathprof_core::interproc::Supergraph::build` plus
 /// `number(mode)` of it give the path numbers `0..num_paths`.
@@ -291,76 +245,45 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
-            4 => {
-                // Version 4 = version 5 without fork re-entries.
-                let (v4, rest): (ModuleMetaV4, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
-                let meta = ModuleMeta {
-                    module_name: v4.module_name,
-                    output: v4.output,
-                    mode: v4.mode,
-                    weighting: v4.weighting,
-                    atomic: v4.atomic,
-                    functions: v4.functions,
-                    interproc: v4.interproc,
-                    path_arrivals: v4.path_arrivals,
-                    fork_reentries: false,
-                };
-                (meta, rest)
-            }
-            3 => {
-                // Version 3 = version 4 without the module's output.
-                let (v3, rest): (ModuleMetaV3, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
-                let meta = ModuleMeta {
-                    module_name: v3.module_name,
-                    output: String::new(),
-                    mode: v3.mode,
-                    weighting: v3.weighting,
-                    atomic: v3.atomic,
-                    functions: v3.functions,
-                    interproc: v3.interproc,
-                    path_arrivals: v3.path_arrivals,
-                    fork_reentries: false,
-                };
-                (meta, rest)
-            }
-            2 => {
-                // Version 2 = version 3 with net counts of truncated paths.
-                let (v2, rest): (ModuleMetaV2, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
-                let meta = ModuleMeta {
-                    module_name: v2.module_name,
-                    output: String::new(),
-                    mode: v2.mode,
-                    weighting: v2.weighting,
-                    atomic: v2.atomic,
-                    functions: v2.functions,
-                    interproc: v2.interproc,
-                    path_arrivals: false,
-                    fork_reentries: false,
-                };
-                (meta, rest)
-            }
-            1 => {
-                // Version 1 = version 2 without `interproc` (profiles written before the interprocedural modes).
-                let (v1, rest): (ModuleMetaV1, &[u8]) = postcard::take_from_bytes(payload).map_err(corrupt)?;
-                let meta = ModuleMeta {
-                    module_name: v1.module_name,
-                    output: String::new(),
-                    mode: v1.mode,
-                    weighting: v1.weighting,
-                    atomic: v1.atomic,
-                    functions: v1.functions,
-                    interproc: None,
-                    path_arrivals: false,
-                    fork_reentries: false,
-                };
-                (meta, rest)
-            }
+            1..=4 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
             _ => return Err(MetaError::UnsupportedVersion(ver)),
         };
         if !rest.is_empty() {
             return Err(MetaError::Corrupt(format!("{} trailing bytes", rest.len())));
         }
         Ok(meta)
+    }
+
+    /// Reads the body of metadata version 1 to 4: postcard writes a struct as its fields in order, so an older
+    /// body is the current field sequence without the fields added since, each of which gets the value that
+    /// describes the older profiles (see the field docs):
+    /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`.
+    fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
+        /// The next field, or `absent` in a version before `since`.
+        fn field<T: serde::de::DeserializeOwned>(
+            ver: u32,
+            since: u32,
+            absent: T,
+            rest: &[u8],
+        ) -> postcard::Result<(T, &[u8])> {
+            if ver >= since {
+                postcard::take_from_bytes(rest)
+            } else {
+                Ok((absent, rest))
+            }
+        }
+        let (module_name, rest) = postcard::take_from_bytes(payload)?;
+        let (output, rest) = field(ver, 4, String::new(), rest)?;
+        let (mode, rest) = postcard::take_from_bytes(rest)?;
+        let (weighting, rest) = postcard::take_from_bytes(rest)?;
+        let (atomic, rest) = postcard::take_from_bytes(rest)?;
+        let (functions, rest) = postcard::take_from_bytes(rest)?;
+        let (interproc, rest) = field(ver, 2, None, rest)?;
+        let (path_arrivals, rest) = field(ver, 3, false, rest)?;
+        let (fork_reentries, rest) = field(ver, 5, false, rest)?;
+        let meta =
+            ModuleMeta { module_name, output, mode, weighting, atomic, functions, interproc, path_arrivals, fork_reentries };
+        Ok((meta, rest))
     }
 
     /// Checks the cross-field invariants the tools rely on, so later code may index without panicking.

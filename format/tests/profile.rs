@@ -483,7 +483,7 @@ proptest! {
     }
 }
 
-/// Metadata versions 2 (written before path mode counted arrivals, read as net counts), 3 (before modules
+/// Metadata versions 1 (before the interprocedural modes), 2 (written before path mode counted arrivals, read as net counts), 3 (before modules
 /// recorded their output, read with an empty output) and 4 (before fork re-entries) are still read; version 5 is
 /// written. Arrival counting belongs to the path-numbering modes (path, context, piecewise) only, and fork
 /// re-entries of paths to profiles that count arrivals.
@@ -507,8 +507,14 @@ fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_mode
     let mut v2 = v3[..v3.len() - 1].to_vec();
     v2[4..8].copy_from_slice(&2u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v2).unwrap(), meta);
+    // Version 1 is version 2 without `interproc`: here `None`, the trailing zero byte.
+    assert_eq!(meta.interproc, None);
+    assert_eq!(v2.last(), Some(&0));
+    let mut v1 = v2[..v2.len() - 1].to_vec();
+    v1[4..8].copy_from_slice(&1u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v1).unwrap(), meta);
     // An older version's header on a newer body leaves bytes over: corrupt, not misread.
-    for old in [2u32, 3, 4] {
+    for old in [1u32, 2, 3, 4] {
         let mut mislabelled = v5.clone();
         mislabelled[4..8].copy_from_slice(&old.to_le_bytes());
         assert!(matches!(ModuleMeta::decode(&mislabelled), Err(MetaError::Corrupt(_))), "version {old}");

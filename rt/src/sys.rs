@@ -223,6 +223,19 @@ impl<T: Copy> Drop for MVec<T> {
 /// [`Fd::close`]).
 pub(crate) struct Fd(c_int);
 
+/// The bytes one `pread`/`write` call moved: `None` to retry after EINTR, 0 bytes as `EIO` (the file ended, or
+/// the device took nothing), any other failure as its errno. One place for the retry rule of both loops.
+fn moved(n: isize) -> Result<Option<usize>, Errno> {
+    if n < 0 {
+        let e = Errno::last();
+        return if e.0 == libc::EINTR { Ok(None) } else { Err(e) };
+    }
+    if n == 0 {
+        return Err(Errno(libc::EIO));
+    }
+    Ok(Some(n as usize))
+}
+
 impl Fd {
     /// `open(2)` with `O_CLOEXEC` added, so a concurrent `exec` in another thread never inherits the fd.
     pub(crate) fn open(path: &[u8], flags: c_int, mode: libc::mode_t) -> Result<Fd, Errno> {
@@ -262,17 +275,9 @@ impl Fd {
             let at = offset.checked_add(done as u64).ok_or(Errno(libc::EIO))?;
             // SAFETY: `rest` is a valid writable buffer of rest.len() bytes.
             let n = unsafe { libc::pread(self.0, rest.as_mut_ptr().cast::<c_void>(), rest.len(), at as libc::off_t) };
-            if n < 0 {
-                let e = Errno::last();
-                if e.0 == libc::EINTR {
-                    continue;
-                }
-                return Err(e);
+            if let Some(n) = moved(n)? {
+                done += n;
             }
-            if n == 0 {
-                return Err(Errno(libc::EIO));
-            }
-            done += n as usize;
         }
         Ok(())
     }
@@ -286,17 +291,9 @@ impl Fd {
             }
             // SAFETY: `rest` is a valid readable buffer.
             let n = unsafe { libc::write(self.0, rest.as_ptr().cast::<c_void>(), rest.len()) };
-            if n < 0 {
-                let e = Errno::last();
-                if e.0 == libc::EINTR {
-                    continue;
-                }
-                return Err(e);
+            if let Some(n) = moved(n)? {
+                done += n;
             }
-            if n == 0 {
-                return Err(Errno(libc::EIO));
-            }
-            done += n as usize;
         }
         Ok(())
     }

@@ -20,6 +20,19 @@ pub fn dist() -> PathBuf {
     d
 }
 
+/// The programs that the whole-program comparisons run in every mode, one source file in [`programs()`] each:
+/// one of each control-flow shape (loops, gotos, switch, recursion, exit from deep inside, loops never left,
+/// longjmp, exceptions, C and C++ mixed, computed gotos, `__builtin_assume`, many paths). One list, so a program
+/// added here is compared everywhere.
+pub const SHAPE_PROGRAMS: &str = "loops.c gotos.c switch.c recursion.c exit_deep.c noexit_loop.c longjmp.c \
+    exception.cpp cxx_mix.cpp glob_match.c threaded_interp.c assume.c paths_mod.c";
+
+/// The single-source programs `sources` (space-separated, as [`SHAPE_PROGRAMS`]) as (name, sources): a program
+/// is named after its file.
+pub fn single_source_programs(sources: &'static str) -> Vec<(&'static str, Vec<&'static str>)> {
+    sources.split_whitespace().map(|s| (s.split('.').next().unwrap_or(s), vec![s])).collect()
+}
+
 /// The test programs' directory.
 pub fn programs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("programs")

@@ -150,23 +150,9 @@ fn promoted_counters_let_a_counting_nest_fold() {
 /// and computed gotos.
 #[test]
 fn promoted_counts_equal_unpromoted_counts() {
-    let programs: &[(&str, &[&str])] = &[
-        ("loops", &["loops.c"]),
-        ("gotos", &["gotos.c"]),
-        ("switch", &["switch.c"]),
-        ("recursion", &["recursion.c"]),
-        ("exit_deep", &["exit_deep.c"]),
-        ("noexit_loop", &["noexit_loop.c"]),
-        ("longjmp", &["longjmp.c"]),
-        ("exception", &["exception.cpp"]),
-        ("cxx_mix", &["cxx_mix.cpp"]),
-        ("glob_match", &["glob_match.c"]),
-        ("threaded_interp", &["threaded_interp.c"]),
-        ("count_nest", &["count_nest.c"]),
-        ("assume", &["assume.c"]),
-        ("paths_mod", &["paths_mod.c"]),
-    ];
+    let programs = single_source_programs(SHAPE_PROGRAMS).into_iter().chain(single_source_programs("count_nest.c"));
     for (name, srcs) in programs {
+        let srcs = &srcs[..];
         for atomic in [false, true] {
             let extra: &[&str] = if atomic { &["--pathprof-atomic"] } else { &[] };
             let profile = |promote: &str| {

@@ -119,12 +119,7 @@ fn forked_profiles_are_exact_in_every_mode() {
 
                 // Each process's own file.
                 run(&exe, &dir.join("own-%p.pathprof"));
-                let own: Vec<PathBuf> = std::fs::read_dir(&dir)
-                    .unwrap()
-                    .map(|e| e.unwrap().path())
-                    .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("own-"))
-                    .filter(|p| p.extension().is_some_and(|e| e == "pathprof"))
-                    .collect();
+                let own = own_profiles(&dir);
                 assert_eq!(own.len(), 2, "{what}: {own:?}");
                 let shows: Vec<Value> = own.iter().map(|p| show_json(p)).collect();
                 let child_at = shows.iter().position(|s| entry_counts(s)["main"] == Some(0)).expect("the child's file");
@@ -281,12 +276,7 @@ fn exception_into_an_activation_in_flight_at_the_fork() {
             let merged = dir.join("merged.pathprof");
             run(&exe, &merged);
             run(&exe, &dir.join("own-%p.pathprof"));
-            let own: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("own-"))
-                .filter(|p| p.extension().is_some_and(|e| e == "pathprof"))
-                .collect();
+            let own = own_profiles(&dir);
             assert_eq!(own.len(), 2, "{what}");
             let show = show_json(&merged);
             let shows: Vec<Value> = own.iter().map(|p| show_json(p)).collect();
@@ -360,4 +350,14 @@ fn without_fork_checks_the_functions_on_the_stack_are_reported_inexact() {
             assert_eq!(f["fork_reentries"], Value::Array(vec![]), "{mode}: {}", f["name"]);
         }
     }
+}
+
+/// The per-process profiles (`own-%p.pathprof`) a run wrote into `dir`.
+fn own_profiles(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("own-"))
+        .filter(|p| p.extension().is_some_and(|e| e == "pathprof"))
+        .collect()
 }

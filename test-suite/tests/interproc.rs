@@ -155,30 +155,19 @@ fn folded_counts(show: &Value) -> BTreeMap<String, Option<u64>> {
 /// (flow is conserved in every function, which fails if a single path were attributed wrongly).
 #[test]
 fn interprocedural_counts_equal_edge_mode_counts() {
-    let programs: &[(&str, &[&str])] = &[
+    let interprocedural: &[(&str, &[&str])] = &[
         ("fig4", &["mr_fig4.c"]),
         ("mr_recursion", &["mr_recursion.c"]),
         ("mr_fnptr", &["mr_fnptr.c"]),
         ("mr_exit_in_loop", &["mr_exit_in_loop.c"]),
-        ("loops", &["loops.c"]),
-        ("gotos", &["gotos.c"]),
-        ("switch", &["switch.c"]),
-        ("recursion", &["recursion.c"]),
-        ("exit_deep", &["exit_deep.c"]),
-        ("noexit_loop", &["noexit_loop.c"]),
-        ("longjmp", &["longjmp.c"]),
-        ("exception", &["exception.cpp"]),
-        ("cxx_mix", &["cxx_mix.cpp"]),
         ("two_tu", &["two_tu_main.c", "two_tu_util.c"]),
-        ("paths_mod", &["paths_mod.c"]),
-        ("glob_match", &["glob_match.c"]),
-        ("threaded_interp", &["threaded_interp.c"]),
         ("fnptr_arg", &["fnptr_arg.c"]),
-        ("assume", &["assume.c"]),
         ("noreturn_site", &["noreturn_site.c"]),
         ("demo", &["../../examples/demo.c"]),
     ];
-    for (name, srcs) in programs {
+    let programs = interprocedural.iter().map(|&(name, srcs)| (name, srcs.to_vec()));
+    for (name, srcs) in programs.chain(single_source_programs(SHAPE_PROGRAMS)) {
+        let srcs = &srcs[..];
         for opt in ["-O0", "-O2"] {
             let edge = show_json(&run_in(&format!("ip-{name}-edge{opt}"), srcs, opt, "edge", &[]));
             let e = folded_counts(&edge);

@@ -18,13 +18,14 @@
 //! listed with `"exact": false` (`INEXACT` in text), as in `decode`.
 
 use super::{marks, path_report, Args, PathReport};
+use crate::output;
 use anyhow::{bail, Context, Result};
 use pathprof_core::regenerate::PathEnd;
 use pathprof_format::meta::{FunctionMeta, Mode};
 use pathprof_analysis::{function_path_counts, FunctionPaths};
 use pathprof_format::profile::{ModuleProfile, Profile};
 use serde::Serialize;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
 /// The default `--coverage`.
 const DEFAULT_COVERAGE: f64 = 90.0;
@@ -86,11 +87,7 @@ pub(super) fn run(args: &Args, profile: &Profile) -> Result<()> {
     let mut selected_any = false;
     for module in profile.modules.iter().filter(|m| m.meta.mode == Mode::Path) {
         for (index, f) in module.meta.functions.iter().enumerate() {
-            let selected = match args.function.as_deref() {
-                None => true,
-                Some(n) => n == f.name || n == f.display_name,
-            };
-            if !selected {
+            if !output::selects(args.function.as_deref(), f) {
                 continue;
             }
             selected_any = true;
@@ -105,15 +102,7 @@ pub(super) fn run(args: &Args, profile: &Profile) -> Result<()> {
     if let (Some(name), false) = (&args.function, selected_any) {
         bail!("no function named {name} in {}", args.file.display());
     }
-    let mut out = BufWriter::new(io::stdout().lock());
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &report).map_err(io::Error::from)?;
-        writeln!(out)?;
-    } else {
-        write_text(&mut out, &report)?;
-    }
-    out.flush()?;
-    Ok(())
+    output::print(&report, args.json, write_text)
 }
 
 /// The smallest hottest-first prefix of the positive paths whose counts reach `coverage` percent of the

@@ -33,10 +33,9 @@ pub fn add_modules(
 }
 
 fn selected(meta: &ModuleMeta, p: ProcId, function: Option<&str>) -> bool {
-    match (function, meta.functions.get(p.index())) {
-        (None, _) => true,
-        (Some(n), Some(f)) => n == f.name || n == f.display_name,
-        (Some(_), None) => false,
+    match meta.functions.get(p.index()) {
+        Some(f) => crate::output::selects(function, f),
+        None => function.is_none(),
     }
 }
 

@@ -3,20 +3,21 @@
 //! a counter on every edge but EXIT→entry, and a harness that runs the `pathprof` binary.
 #![allow(dead_code)]
 
-use pathprof_core::dag::{PathDag, DEFAULT_PATH_BUDGET};
-use pathprof_core::dfs::depth_first;
+use pathprof_core::dag::DEFAULT_PATH_BUDGET;
 pub use pathprof_core::fixtures::simulate;
 use pathprof_core::fixtures::{lecture_cfg, lecture_events, loop_diamond_cfg, setjmp_cfg, setjmp_events};
 use pathprof_core::graph::test_cfg;
-use pathprof_core::numbering::Numbering;
 use pathprof_core::Cfg;
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
-use pathprof_format::profile::{self, ModuleProfile, Profile, SparseEntry};
+use pathprof_format::meta::{FunctionMeta, Mode, PathStorage};
+use pathprof_format::profile::{self, ModuleProfile, Profile};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+#[path = "../../../format/tests/support/metadata.rs"]
+pub mod metadata;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Path-mode fixtures (as in decode.rs)
@@ -34,67 +35,13 @@ pub fn fixture(
     lines: &[&[u32]],
     events: &[(i64, Vec<u32>)],
 ) -> Fixture {
-    let adj = cfg.adjacency();
-    let dag = PathDag::build_with_budget(&cfg, &adj, &depth_first(&cfg, &adj), budget).unwrap();
-    let num_paths = Numbering::compute(&dag).unwrap().num_paths();
     let counts = simulate(&cfg, budget, events);
-    let blocks =
-        (0..cfg.num_blocks()).map(|b| BlockMeta { lines: lines.get(b).map_or(vec![], |l| l.to_vec()) }).collect();
-    let meta = FunctionMeta {
-        name: name.to_string(),
-        display_name: String::new(),
-        file: "demo.c".into(),
-        start_line: 9,
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: Some(PathMeta { budget, num_paths, storage, instrumented_edges: vec![] }),
-        edge_counters: vec![None; cfg.num_edges()],
-        cfg,
-        blocks,
-        counter_base: 0,
-        num_counters: 0,
-        reentry_blocks: vec![],
-    };
+    let meta = metadata::path_function(name, "demo.c", cfg, budget, storage, |b| lines.get(b).map_or(vec![], |l| l.to_vec()));
     Fixture { meta, counts }
 }
 
 pub fn module(name: &str, functions: Vec<Fixture>) -> ModuleProfile {
-    let mut counters = Vec::new();
-    let mut sparse = Vec::new();
-    let mut metas = Vec::new();
-    for (i, Fixture { mut meta, counts }) in functions.into_iter().enumerate() {
-        let pm = meta.path.clone().unwrap();
-        meta.counter_base = counters.len() as u64;
-        match pm.storage {
-            PathStorage::Dense => {
-                meta.num_counters = pm.num_paths as u32;
-                let mut mine = vec![0u64; pm.num_paths as usize];
-                for (&r, &c) in &counts {
-                    mine[r as usize] = c as u64;
-                }
-                counters.extend(mine);
-            }
-            PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => {
-                sparse.extend(counts.iter().map(|(&path, &c)| SparseEntry {
-                    function: i as u64,
-                    path,
-                    count: c as u64,
-                }));
-            }
-        }
-        metas.push(meta);
-    }
-    let meta = ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: name.into(),
-        output: String::new(),
-        mode: Mode::Path,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: metas,
-    };
-    ModuleProfile::new(meta, counters, sparse, 0, 1)
+    metadata::path_module(name, functions.into_iter().map(|f| (f.meta, f.counts)).collect())
 }
 
 pub const BIG: u128 = DEFAULT_PATH_BUDGET;
@@ -168,20 +115,20 @@ pub fn wide() -> Fixture {
 /// The demo module, in function order: lecture, loop_diamond, uses_setjmp, diamonds, hashed_loop (no line
 /// info), never_called, wide.
 pub fn demo() -> Profile {
-    Profile {
-        modules: vec![module(
-            "demo.c",
-            vec![
-                lecture("lecture", true),
-                loop_diamond("loop_diamond", PathStorage::Dense, true),
-                uses_setjmp(),
-                diamonds(),
-                loop_diamond("hashed_loop", PathStorage::Hashed { table: 0 }, false),
-                lecture("never_called", false),
-                wide(),
-            ],
-        )],
-    }
+    Profile { modules: vec![module("demo.c", demo_functions())] }
+}
+
+/// The functions of [`demo`], in order.
+pub fn demo_functions() -> Vec<Fixture> {
+    vec![
+        lecture("lecture", true),
+        loop_diamond("loop_diamond", PathStorage::Dense, true),
+        uses_setjmp(),
+        diamonds(),
+        loop_diamond("hashed_loop", PathStorage::Hashed { table: 0 }, false),
+        lecture("never_called", false),
+        wide(),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -193,22 +140,8 @@ pub fn edge_function(name: &str, file: &str, cfg: Cfg, lines: &[&[u32]]) -> Func
     let n = cfg.num_edges() - 1;
     let edge_counters = (0..cfg.num_edges()).map(|e| (e < n).then_some(e as u32)).collect();
     assert_eq!(cfg.exit_to_entry().index(), n, "EXIT->entry is the last edge");
-    FunctionMeta {
-        name: name.to_string(),
-        display_name: String::new(),
-        file: file.into(),
-        start_line: 9,
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: None,
-        blocks: (0..cfg.num_blocks())
-            .map(|b| BlockMeta { lines: lines.get(b).map_or(vec![], |l| l.to_vec()) })
-            .collect(),
-        edge_counters,
-        num_counters: n as u32,
-        counter_base: 0,
-        cfg,
-        reentry_blocks: vec![],
-    }
+    let f = metadata::function_meta(name, file, cfg, |b| lines.get(b).map_or(vec![], |l| l.to_vec()));
+    FunctionMeta { edge_counters, num_counters: n as u32, ..f }
 }
 
 /// An edge-mode module of `(function, counts of its measured edges)`, counters laid out in function order.
@@ -221,18 +154,7 @@ pub fn edge_module(name: &str, functions: Vec<(FunctionMeta, Vec<u64>)>, flags: 
         counters.extend(counts);
         metas.push(f);
     }
-    let meta = ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: name.into(),
-        output: String::new(),
-        mode: Mode::Edge,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: metas,
-    };
-    ModuleProfile::new(meta, counters, vec![], flags, 1)
+    ModuleProfile::new(metadata::module_meta(name, Mode::Edge, metas), counters, vec![], flags, 1)
 }
 
 /// The loop around a diamond of [`loop_diamond`] in edge mode, run the same way: 2 calls, 8 iterations (6 via
@@ -255,9 +177,19 @@ impl Dir {
         self.0.path().join(name)
     }
     pub fn write_profile(&self, name: &str, p: &Profile) -> PathBuf {
+        self.write(name, &profile::write(p))
+    }
+    pub fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
         let path = self.path(name);
-        std::fs::write(&path, profile::write(p)).unwrap();
+        std::fs::write(&path, bytes).unwrap();
         path
+    }
+    /// The names in the directory, sorted.
+    pub fn entries(&self) -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(self.0.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        v.sort();
+        v
     }
 }
 

@@ -5,8 +5,11 @@
 
 use pathprof_core::fixtures::{early_exit_cfg, early_exit_chords, loop_diamond_cfg, loop_diamond_chords};
 use pathprof_core::Cfg;
-use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta};
-use pathprof_format::profile::{self, ModuleProfile};
+use pathprof_format::meta::{FunctionMeta, Mode, ModuleMeta};
+use pathprof_format::profile::ModuleProfile;
+
+#[path = "metadata.rs"]
+mod metadata;
 
 /// Loop around a diamond: 0 → 1; 1 → 2 | 3; 2, 3 → 4; 4 → 1 (back edge) | 5; 5 returns.
 /// Edges: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1, e6 4→5, e7 5→EXIT, e8 EXIT→0.
@@ -24,35 +27,12 @@ pub fn early_exit(counter_base: u64) -> FunctionMeta {
 }
 
 pub fn function(name: &str, cfg: Cfg, edge_counters: Vec<Option<u32>>, counter_base: u64, n: u32) -> FunctionMeta {
-    let blocks = (0..cfg.num_blocks()).map(|b| BlockMeta { lines: vec![10 + b as u32, 20 + b as u32] }).collect();
-    FunctionMeta {
-        name: name.to_string(),
-        display_name: format!("{name}()"),
-        file: "t.c".into(),
-        start_line: 9,
-        cfg_hash: profile::cfg_hash(&cfg),
-        path: None,
-        cfg,
-        blocks,
-        edge_counters,
-        counter_base,
-        num_counters: n,
-        reentry_blocks: vec![],
-    }
+    let f = metadata::function_meta(name, "t.c", cfg, |b| vec![10 + b as u32, 20 + b as u32]);
+    FunctionMeta { display_name: format!("{name}()"), edge_counters, counter_base, num_counters: n, ..f }
 }
 
 pub fn module_meta(name: &str) -> ModuleMeta {
-    ModuleMeta {
-        interproc: None,
-        path_arrivals: false,
-        fork_reentries: false,
-        module_name: name.to_string(),
-        output: String::new(),
-        mode: Mode::Edge,
-        weighting: "uniform".into(),
-        atomic: false,
-        functions: vec![loop_diamond(0), early_exit(3)],
-    }
+    metadata::module_meta(name, Mode::Edge, vec![loop_diamond(0), early_exit(3)])
 }
 
 pub fn module(name: &str, counters: Vec<u64>) -> ModuleProfile {

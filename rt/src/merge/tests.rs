@@ -55,6 +55,13 @@ fn records(file: &[u8]) -> Vec<(RecordHeader, Vec<u64>, Vec<u8>)> {
         .collect()
 }
 
+/// A well-formed file: the header of `num_modules` records over `payload`, then the payload.
+fn with_file_header(num_modules: u32, payload: &[u8]) -> Vec<u8> {
+    let (payload_len, checksum) = (payload.len() as u64, fnv1a64(payload));
+    let h = FileHeader { version: FILE_VERSION, flags: 0, num_modules, payload_len, checksum };
+    [&h.encode()[..], payload].concat()
+}
+
 /// A valid file with one record that carries sparse entries (as a path-mode writer would produce).
 fn file_with_sparse(meta: &[u8], name: &[u8], counters: &[u64], sparse: &[[u64; 4]]) -> Vec<u8> {
     let h = RecordHeader {
@@ -78,16 +85,7 @@ fn file_with_sparse(meta: &[u8], name: &[u8], counters: &[u64], sparse: &[[u64; 
             p.extend_from_slice(&v.to_le_bytes());
         }
     }
-    let fh = FileHeader {
-        version: FILE_VERSION,
-        flags: 0,
-        num_modules: 1,
-        payload_len: p.len() as u64,
-        checksum: fnv1a64(&p),
-    };
-    let mut f = fh.encode().to_vec();
-    f.extend_from_slice(&p);
-    f
+    with_file_header(1, &p)
 }
 
 #[test]
@@ -330,14 +328,7 @@ fn files_the_reader_refuses_are_not_merged_into() {
     // The one record twice, in a well-formed file.
     let record = &f[FILE_HEADER_LEN..];
     let payload = [record, record].concat();
-    let h = FileHeader {
-        version: FILE_VERSION,
-        flags: 0,
-        num_modules: 2,
-        payload_len: payload.len() as u64,
-        checksum: fnv1a64(&payload),
-    };
-    let twice = [&h.encode()[..], &payload].concat();
+    let twice = with_file_header(2, &payload);
     assert!(matches!(read(&twice), Err(ProfileError::DuplicateModule { module }) if module == "m.c"));
     assert_eq!(valid(&twice).err(), Some("a module appears twice"));
     // Nonzero metadata padding, checksum resealed.
