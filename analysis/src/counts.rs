@@ -99,14 +99,11 @@ fn per_function_counts(module: &ModuleProfile, func_index: usize) -> Result<Func
     if let Some((t, _)) = mine(&forked.paths).first() {
         return Err(corrupt(format!("an edge-mode function with a fork re-entry of path {t}")));
     }
-    let reentries: Vec<(BlockId, u64)> = mine(&forked.blocks)
-        .into_iter()
-        .map(|(b, c)| (BlockId(u32::try_from(b).unwrap_or(u32::MAX)), c))
-        .collect();
+    let reentries: Vec<(BlockId, u64)> =
+        mine(&forked.blocks).into_iter().map(|(b, c)| (BlockId(u32::try_from(b).unwrap_or(u32::MAX)), c)).collect();
     let adj = cfg.adjacency();
-    let derived = derive_counts_with_reentries(cfg, &adj, &measured_counts, &reentries).map_err(|error| {
-        AnalysisError::Propagate { module: name(), function: f.name.clone(), error }
-    })?;
+    let derived = derive_counts_with_reentries(cfg, &adj, &measured_counts, &reentries)
+        .map_err(|error| AnalysisError::Propagate { module: name(), function: f.name.clone(), error })?;
     let mut per_block = vec![0i128; cfg.num_blocks()];
     for (b, c) in reentries {
         if let Some(x) = per_block.get_mut(b.index()) {

@@ -22,13 +22,13 @@
 //! virtual edges EXIT→B (`pathprof_core::interproc::signed_edge_counts_with_reentries`).
 
 use crate::judge::{conservation_violations, judge, AnalysisError, FunctionCounts, InexactReason};
-use pathprof_format::profile::ModuleProfile;
-use pathprof_format::meta::{ModuleMeta, PathStorage};
 use pathprof_core::interproc::{
     decode, net_counts_with_reentries, signed_edge_counts_with_reentries, InterprocPath, Mode, PathEnd, ProcId,
     Procedure, Program, SiteRole, Supergraph,
 };
 use pathprof_core::BlockId;
+use pathprof_format::meta::{ModuleMeta, PathStorage};
+use pathprof_format::profile::ModuleProfile;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
@@ -87,7 +87,11 @@ pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
         .functions
         .iter()
         .zip(&ip.procs)
-        .map(|(f, p)| Procedure { cfg: f.cfg.clone(), call_sites: p.call_sites.clone(), external_entry: p.external_entry })
+        .map(|(f, p)| Procedure {
+            cfg: f.cfg.clone(),
+            call_sites: p.call_sites.clone(),
+            external_entry: p.external_entry,
+        })
         .collect();
     Program::new(procs).map(|p| (p, mode)).map_err(|e| e.to_string())
 }
@@ -177,12 +181,14 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
     let mut paths = Vec::with_capacity(decoded.len());
     for (number, count, fork_reentries, path) in decoded {
         let end_proc = match path.end {
-            PathEnd::RootReturn { proc, .. } | PathEnd::Termination { proc, .. } | PathEnd::BackEdge { proc, .. } => proc,
+            PathEnd::RootReturn { proc, .. } | PathEnd::Termination { proc, .. } | PathEnd::BackEdge { proc, .. } => {
+                proc
+            }
         };
         let reentry = matches!(path.end, PathEnd::Termination { proc, edge }
-            if module.meta.functions.get(proc.index()).is_some_and(|f| {
-                f.cfg.edges().get(edge.index()).is_some_and(|e| f.reentry_blocks.contains(&e.from.0))
-            }));
+        if module.meta.functions.get(proc.index()).is_some_and(|f| {
+            f.cfg.edges().get(edge.index()).is_some_and(|e| f.reentry_blocks.contains(&e.from.0))
+        }));
         let departures = count.saturating_add(fork_reentries);
         if (count < 0 && !reentry && departures < 0) || fork_reentries < 0 {
             if let Some(l) = leading.get_mut(end_proc.index()) {

@@ -14,7 +14,6 @@ use pathprof_format::meta::FunctionMeta;
 use pathprof_format::profile::ModuleProfile;
 use std::fmt;
 
-
 /// All counts of one function, measured by chord counters (edge mode) or derived from path counts (path mode).
 /// Counts that are negative (or above `u64::MAX`) are `None`: they are evidence that the profile is inexact,
 /// never numbers to show.

@@ -26,17 +26,17 @@
 //! [`AnalysisError`] (a corrupt profile); a negative count that cannot be explained is an inexact reason.
 
 use crate::judge::{conservation_violations, judge, AnalysisError, FunctionCounts, InexactReason};
-use pathprof_format::profile::ModuleProfile;
-use pathprof_format::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
+use pathprof_core::arrivals::{net_counts_with_reentries, truncation_block};
 use pathprof_core::dag::{DagEdgeId, PathDag};
 use pathprof_core::dfs::depth_first;
 use pathprof_core::numbering::Numbering;
-use pathprof_core::arrivals::{net_counts_with_reentries, truncation_block};
 use pathprof_core::reentry::add_fork_reentries;
 use pathprof_core::regenerate::{
     decode, signed_edge_counts_from_dag_paths, to_cfg_path, CfgPath, DecodeError, PathEnd,
 };
 use pathprof_core::{BlockId, EdgeKind};
+use pathprof_format::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
+use pathprof_format::profile::ModuleProfile;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 

@@ -19,7 +19,6 @@ use edge_module::{function, module, module_meta};
 // ---------------------------------------------------------------------------------------------------------------
 // Analysis: counts derived from the chord counters
 
-
 #[test]
 fn loop_diamond_counts_are_derived_exactly() {
     let m = module("a.c", vec![3, 8, 2, 5, 4]);

@@ -2,6 +2,7 @@
 //! from them in every mode (hand-derived below), refuses them where they cannot come from, and reads a profile
 //! without them the way it always has (the resumed activations then make the counts inexact).
 
+use pathprof_analysis::{function_edge_counts, function_path_counts, module_path_counts, AnalysisError, InexactReason};
 use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::depth_first;
 use pathprof_core::fixtures::{early_exit_cfg, setjmp_cfg};
@@ -11,7 +12,6 @@ use pathprof_core::regenerate::encode;
 use pathprof_core::{BlockId, Cfg, EdgeId};
 use pathprof_format::layout::{SPARSE_REENTRY, SPARSE_REENTRY_BLOCK};
 use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
-use pathprof_analysis::{function_edge_counts, function_path_counts, module_path_counts, AnalysisError, InexactReason};
 use pathprof_format::profile::{merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
 use std::collections::BTreeMap;
 
@@ -64,7 +64,8 @@ fn edge_mode_parent_child_and_merged_profiles_are_exact() {
     // Parent: entered once (e0 = 1), returned (e2 = 1). Child: counters zeroed at the fork, bb1 resumed once
     // (its re-entry), returned (e2 = 1).
     let parent = ModuleProfile::new(meta(Mode::Edge, vec![edge_spawn()]), vec![1, 1], vec![], 0, 1);
-    let child = ModuleProfile::new(meta(Mode::Edge, vec![edge_spawn()]), vec![0, 1], vec![reentry_of_block(0, 1, 1)], 0, 1);
+    let child =
+        ModuleProfile::new(meta(Mode::Edge, vec![edge_spawn()]), vec![0, 1], vec![reentry_of_block(0, 1, 1)], 0, 1);
     let [parent, child]: [Profile; 2] = [parent, child].map(|m| read(&write(&Profile { modules: vec![m] })).unwrap());
     let merged = merge(&[parent.clone(), child.clone()]).unwrap();
     assert_eq!(merged.modules[0].counters, [1, 2]);
@@ -126,11 +127,13 @@ fn path_spawn() -> FunctionMeta {
     let n = Numbering::compute(&dag).unwrap();
     // Path 0 is bb0 bb1 bb2 bb3 (e0 e1 e3 e4); path 1 is e0 e1 e6.
     let dag_of = |edges: &[u32]| -> Vec<_> {
-        edges.iter().map(|&e| match dag.cfg_edge_role(EdgeId(e)) {
-            pathprof_core::dag::CfgEdgeRole::Real(d) => d,
-            r => panic!("{r:?}"),
-        })
-        .collect()
+        edges
+            .iter()
+            .map(|&e| match dag.cfg_edge_role(EdgeId(e)) {
+                pathprof_core::dag::CfgEdgeRole::Real(d) => d,
+                r => panic!("{r:?}"),
+            })
+            .collect()
     };
     assert_eq!(encode(&dag, &n, &dag_of(&[0, 1, 3, 4])), Ok(0));
     assert_eq!(encode(&dag, &n, &dag_of(&[0, 1, 6])), Ok(1));
@@ -143,7 +146,13 @@ fn path_spawn() -> FunctionMeta {
 #[test]
 fn path_mode_truncated_paths_carry_their_reentries() {
     let parent = ModuleProfile::new(meta(Mode::Path, vec![path_spawn()]), vec![1, 1, 0, 1], vec![], 0, 1);
-    let child = ModuleProfile::new(meta(Mode::Path, vec![path_spawn()]), vec![1, 0, 0, 0], vec![reentry_of_path(0, 1, 1)], 0, 1);
+    let child = ModuleProfile::new(
+        meta(Mode::Path, vec![path_spawn()]),
+        vec![1, 0, 0, 0],
+        vec![reentry_of_path(0, 1, 1)],
+        0,
+        1,
+    );
     let [parent, child]: [Profile; 2] = [parent, child].map(|m| read(&write(&Profile { modules: vec![m] })).unwrap());
     let merged = merge(&[parent.clone(), child.clone()]).unwrap();
     // Block counts: bb0 once, bb1 once, bb2 once entered + once resumed, bb3 twice; nobody left abnormally.
@@ -170,7 +179,13 @@ fn path_mode_truncated_paths_carry_their_reentries() {
     assert!(c.inexact_reasons.contains(&InexactReason::NegativePath { path: 1, count: -1 }));
     // Two re-entries cannot explain −1 the other way round: a re-entry more than the prefixes that went on
     // leaves path 1 with a departure (exact: a child left bb2 abnormally after resuming it).
-    let two = ModuleProfile::new(meta(Mode::Path, vec![path_spawn()]), vec![2, 1, 0, 1], vec![reentry_of_path(0, 1, 2)], 0, 1);
+    let two = ModuleProfile::new(
+        meta(Mode::Path, vec![path_spawn()]),
+        vec![2, 1, 0, 1],
+        vec![reentry_of_path(0, 1, 2)],
+        0,
+        1,
+    );
     let c = function_edge_counts(&two, 0).unwrap();
     assert_eq!(c.edges[6], Some(1));
     assert!(c.exact);
@@ -198,7 +213,12 @@ fn interprocedural_profiles_with_reentries_are_exact() {
             InterprocProc { call_sites: vec![], external_entry: false },
         ];
         let (program, ip_mode) = pathprof_analysis::program_of(&ModuleMeta {
-            interproc: Some(InterprocMeta { procs: procs.clone(), num_paths: 0, storage: PathStorage::Dense, budget_cuts: 0 }),
+            interproc: Some(InterprocMeta {
+                procs: procs.clone(),
+                num_paths: 0,
+                storage: PathStorage::Dense,
+                budget_cuts: 0,
+            }),
             ..m.clone()
         })
         .unwrap();
@@ -218,11 +238,13 @@ fn interprocedural_profiles_with_reentries_are_exact() {
             }
             v
         };
-        let mut sparse: Vec<SparseEntry> = child.path_reentries.iter().map(|(&t, &c)| reentry_of_path(1, t, c)).collect();
+        let mut sparse: Vec<SparseEntry> =
+            child.path_reentries.iter().map(|(&t, &c)| reentry_of_path(1, t, c)).collect();
         sparse.push(reentry_of_block(0, 0, 1));
         let parent = ModuleProfile::new(m.clone(), dense(sim.profile()), vec![], 0, 1);
         let child = ModuleProfile::new(m.clone(), dense(&child.profile), sparse, 0, 1);
-        let [parent, child]: [Profile; 2] = [parent, child].map(|x| read(&write(&Profile { modules: vec![x] })).unwrap());
+        let [parent, child]: [Profile; 2] =
+            [parent, child].map(|x| read(&write(&Profile { modules: vec![x] })).unwrap());
         let merged = merge(&[parent, child.clone()]).unwrap();
         for (what, p, main_edges, main_blocks, f_edges, f_blocks) in [
             // Merged: main and f entered once; main's call block and f's bb1 resumed once; everything after the

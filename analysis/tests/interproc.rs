@@ -5,11 +5,11 @@
 //! return. f is only called from main (not externally entered), so context mode has exactly two paths:
 //! main→f.bb1→main (number 0, f's first successor) and main→f.bb2→main (number 1).
 
+use pathprof_analysis::{module_path_counts, InexactReason};
 use pathprof_core::graph::test_cfg;
 use pathprof_core::interproc::{CallSite, Callee, ProcId};
 use pathprof_core::{BlockId, Cfg};
 use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
-use pathprof_analysis::{module_path_counts, InexactReason};
 use pathprof_format::profile::{read, write, ModuleProfile, Profile, SparseEntry};
 
 #[path = "../../format/tests/support/metadata.rs"]
@@ -27,7 +27,10 @@ fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
         mode,
         weighting: "llvm".into(),
         atomic: false,
-        functions: vec![function("main", test_cfg(2, &[(0, 1)], &[1])), function("f", test_cfg(3, &[(0, 1), (0, 2)], &[1, 2]))],
+        functions: vec![
+            function("main", test_cfg(2, &[(0, 1)], &[1])),
+            function("f", test_cfg(3, &[(0, 1), (0, 2)], &[1, 2])),
+        ],
         interproc: Some(InterprocMeta {
             procs: vec![
                 InterprocProc {
@@ -141,7 +144,11 @@ fn interprocedural_arrival_counts_net_to_the_executions() {
     let meta = arrival_module();
     let ip = meta.interproc.as_ref().unwrap();
     let program = Program::new(vec![
-        Procedure { cfg: meta.functions[0].cfg.clone(), call_sites: ip.procs[0].call_sites.clone(), external_entry: true },
+        Procedure {
+            cfg: meta.functions[0].cfg.clone(),
+            call_sites: ip.procs[0].call_sites.clone(),
+            external_entry: true,
+        },
         Procedure { cfg: meta.functions[1].cfg.clone(), call_sites: vec![], external_entry: false },
     ])
     .unwrap();

@@ -5,6 +5,7 @@
 //! instruments them (a path is counted when it reaches EXIT or takes a back or cut edge); every expected value
 //! below is derived by hand from the executions each fixture describes.
 
+use pathprof_analysis::{function_edge_counts, function_path_counts, AnalysisError, InexactReason};
 use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::depth_first;
 use pathprof_core::fixtures::{lecture_cfg, lecture_events, loop_diamond_cfg, setjmp_cfg, setjmp_events, simulate};
@@ -14,7 +15,6 @@ use pathprof_core::regenerate::{PathEnd, PathStart};
 use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN};
 use pathprof_format::meta::{FunctionMeta, Mode, PathStorage};
-use pathprof_analysis::{function_edge_counts, function_path_counts, AnalysisError, InexactReason};
 use pathprof_format::profile::{merge, read, write, ModuleProfile, Profile, SparseEntry};
 use proptest::prelude::*;
 use std::collections::BTreeMap;

@@ -21,10 +21,10 @@
 
 use crate::{files, output};
 use anyhow::{bail, Context, Result};
+use pathprof_analysis::{function_path_counts, FunctionPaths, PathCount};
 use pathprof_core::regenerate::{PathEnd, PathStart};
 use pathprof_core::EdgeId;
 use pathprof_format::meta::{FunctionMeta, Mode};
-use pathprof_analysis::{function_path_counts, FunctionPaths, PathCount};
 use pathprof_format::profile::ModuleProfile;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -203,7 +203,11 @@ pub fn run(args: &Args) -> Result<()> {
     let modes: std::collections::BTreeSet<&'static str> =
         profile.modules.iter().filter(|m| m.meta.mode != Mode::Edge).map(|m| m.meta.mode.name()).collect();
     if modes.len() > 1 {
-        bail!("{} mixes path profiles of modes {}: decode them separately", args.file.display(), modes.into_iter().collect::<Vec<_>>().join(", "));
+        bail!(
+            "{} mixes path profiles of modes {}: decode them separately",
+            args.file.display(),
+            modes.into_iter().collect::<Vec<_>>().join(", ")
+        );
     }
     if args.hot_regions {
         if !interprocedural.is_empty() {
@@ -220,8 +224,8 @@ pub fn run(args: &Args) -> Result<()> {
             if !output::selects(args.function.as_deref(), f) {
                 continue;
             }
-            let paths = function_path_counts(module, index)
-                .with_context(|| format!("decoding {}", args.file.display()))?;
+            let paths =
+                function_path_counts(module, index).with_context(|| format!("decoding {}", args.file.display()))?;
             add_function(&mut report, module, f, &paths, top);
         }
     }
@@ -351,8 +355,7 @@ fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Resu
             writeln!(out)?;
         }
         first = false;
-        let file =
-            text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, "path")?;
+        let file = text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, "path")?;
         let num_paths = f.num_paths.to_string();
         write!(out, "  executed paths: {} of {num_paths}, total count {}", f.executed_paths, f.total_count)?;
         if f.listed_paths < f.executed_paths {

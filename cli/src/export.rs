@@ -89,8 +89,8 @@
 
 use crate::files;
 use anyhow::{bail, Context, Result};
-use pathprof_format::meta::FunctionMeta;
 use pathprof_analysis::{FunctionCounts, ModuleCounts};
+use pathprof_format::meta::FunctionMeta;
 use pathprof_format::profile::Profile;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;

@@ -13,11 +13,11 @@
 //! negative "count" is evidence of a broken profile, not a number to act on.
 
 use crate::{files, output};
-use pathprof_core::interproc::Callee;
 use anyhow::{bail, Context, Result};
+use pathprof_analysis::{FunctionCounts, ModuleCounts};
+use pathprof_core::interproc::Callee;
 use pathprof_core::{EdgeId, EdgeKind};
 use pathprof_format::meta::{FunctionMeta, Mode};
-use pathprof_analysis::{FunctionCounts, ModuleCounts};
 use pathprof_format::profile::ModuleProfile;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -118,7 +118,9 @@ pub fn run(args: &Args) -> Result<()> {
                 if let Some(ip) = module.meta.interproc.as_ref().and_then(|ip| ip.procs.get(index)) {
                     for site in &ip.call_sites {
                         let callee = match site.callee {
-                            Callee::Proc(q) | Callee::Cut(q) => module.meta.functions.get(q.index()).map(|g| g.name.clone()),
+                            Callee::Proc(q) | Callee::Cut(q) => {
+                                module.meta.functions.get(q.index()).map(|g| g.name.clone())
+                            }
                             Callee::External => None,
                         };
                         if let Some(b) = report.blocks.get_mut(site.block.index()) {
@@ -226,7 +228,10 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
         }
         let resumed: u64 = f.fork_reentries.iter().map(|r| r.count).sum();
         if resumed > 0 {
-            writeln!(out, "  re-entered by fork: {resumed} (activations resumed by fork()ed children; counts include them)")?;
+            writeln!(
+                out,
+                "  re-entered by fork: {resumed} (activations resumed by fork()ed children; counts include them)"
+            )?;
         }
         writeln!(out, "  blocks:")?;
         for b in &f.blocks {

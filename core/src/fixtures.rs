@@ -1,7 +1,10 @@
 //! Graphs that several crates' tests share (feature `fixtures`; core's own tests always have it), so that an
 //! oracle derived by hand is written down once.
 
-use crate::graph::{ordered_cfg, Cfg, Leave::{B, R, T}};
+use crate::graph::{
+    ordered_cfg, Cfg,
+    Leave::{B, R, T},
+};
 
 /// A function that calls `setjmp` in bb1 (a re-entry block, Termination e5) and, in bb2, a function that may
 /// `longjmp` (Termination e6): e0 0→1, e1 1→2, e2 1→3, e3 2→3, e4 3→EXIT (Return), e5 1→EXIT, e6 2→EXIT,

@@ -219,9 +219,7 @@ impl Cfg {
 
     /// The EXIT→entry edge.
     pub fn exit_to_entry(&self) -> EdgeId {
-        self.edge_ids()
-            .find(|&e| self.edge(e).kind == EdgeKind::ExitToEntry)
-            .expect("validated by Cfg::new")
+        self.edge_ids().find(|&e| self.edge(e).kind == EdgeKind::ExitToEntry).expect("validated by Cfg::new")
     }
 
     /// Successor and predecessor lists, in `EdgeId` order (so terminator order for `Branch` edges).

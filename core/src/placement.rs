@@ -165,7 +165,10 @@ pub fn plan_edge_counters_with_entry_counter(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{ordered_cfg, test_cfg, BlockId, Edge, Leave::{B, R, T}};
+    use crate::graph::{
+        ordered_cfg, test_cfg, BlockId, Edge,
+        Leave::{B, R, T},
+    };
     use crate::weighting::{bl94, uniform};
 
     #[test]

@@ -62,11 +62,9 @@ pub fn promotion_regions(cfg: &Cfg, blocked: &[bool]) -> Vec<PromotionRegion> {
         }
     }
     let mut by_root: Vec<Vec<BlockId>> = vec![Vec::new(); n];
-    for v in 0..n {
-        if in_region[v] {
-            let r = find(&mut parent, v);
-            by_root[r].push(BlockId(v as u32));
-        }
+    for (v, _) in in_region.iter().enumerate().filter(|(_, &inside)| inside) {
+        let r = find(&mut parent, v);
+        by_root[r].push(BlockId(v as u32));
     }
     let mut regions: Vec<PromotionRegion> = by_root
         .into_iter()

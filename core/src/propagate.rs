@@ -288,15 +288,7 @@ mod tests {
 
     // ---- random executions ----
 
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            ((self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) % n as u64) as usize
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// A random CFG: `progress[i]` is block i's "forward" edge (to a higher block or EXIT), so every block
     /// reaches EXIT; plus random extra edges (back edges, self-loops, parallel edges, returns) and at most one
@@ -487,7 +479,7 @@ mod tests {
         ) {
             let g = &rc.cfg;
             let adj = g.adjacency();
-            let mut rng = Rng(seed | 1);
+            let mut rng = Rng::new(seed);
             let truth = simulate(&rc, &mut rng, runs);
             let w: Vec<f64> = g.edge_ids().map(|e| f64::from(weights[e.index() % 40])).collect();
             let inst: Vec<bool> = g.edge_ids().map(|e| uninstrumentable[e.index() % 40] != 0).collect();
@@ -544,7 +536,7 @@ mod tests {
             }
             for s in seeds {
                 // a random spanning forest with the same forced edges: Kruskal under random weights
-                let mut rng = Rng(s | 1);
+                let mut rng = Rng::new(s);
                 let rw: Vec<f64> = g.edge_ids().map(|_| rng.below(1000) as f64).collect();
                 let other = max_spanning_tree(g, &rw, &forced).unwrap();
                 prop_assert_eq!(other.chords().count(), plan.num_counters());
@@ -566,7 +558,7 @@ mod tests {
             let adj = g.adjacency();
             let w: Vec<f64> = g.edge_ids().map(|e| f64::from(weights[e.index() % 40])).collect();
             let plan = plan_edge_counters_with_entry_counter(g, &w, &vec![true; g.num_edges()]).unwrap();
-            let procs = simulate_forking(&rc, &mut Rng(seed | 1), runs);
+            let procs = simulate_forking(&rc, &mut Rng::new(seed), runs);
             let mut merged = Process { edges: vec![0; g.num_edges()], reentries: vec![0; g.num_blocks()] };
             for p in &procs {
                 for (m, c) in merged.edges.iter_mut().zip(&p.edges) {

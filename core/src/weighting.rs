@@ -280,7 +280,10 @@ fn solve_flow(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, loops: &LoopInfo, prob:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{ordered_cfg, test_cfg, Edge, Leave::{B, R, T}};
+    use crate::graph::{
+        ordered_cfg, test_cfg, Edge,
+        Leave::{B, R, T},
+    };
     use proptest::prelude::*;
 
     fn weights(g: &Cfg) -> Vec<f64> {
@@ -394,16 +397,7 @@ mod tests {
 
     // ---- random graphs ----
 
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: u32) -> u32 {
-            // xorshift64*
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            ((self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) % u64::from(n)) as u32
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// Random structured (hence reducible) programs: sequences, if/else, switches with parallel edges, while and
     /// do-while loops, conditional break/continue to any enclosing loop and return from anywhere (multi-level
@@ -426,13 +420,13 @@ mod tests {
             self.branches.push((a, b));
         }
         fn seq(&mut self, mut cur: u32, depth: u32, loops: &mut Vec<(u32, u32)>) -> u32 {
-            for _ in 0..=self.rng.below(3) {
+            for _ in 0..=self.rng.below(3) as u32 {
                 cur = self.stmt(cur, depth, loops);
             }
             cur
         }
         fn stmt(&mut self, cur: u32, depth: u32, loops: &mut Vec<(u32, u32)>) -> u32 {
-            let choice = if self.budget == 0 || depth > 5 { 0 } else { self.rng.below(11) };
+            let choice = if self.budget == 0 || depth > 5 { 0 } else { self.rng.below(11) as u32 };
             self.budget = self.budget.saturating_sub(1);
             let after = |s: &mut Self, cur: u32| {
                 let n = s.block();
@@ -485,7 +479,7 @@ mod tests {
                     x
                 }
                 5 | 6 if !loops.is_empty() => {
-                    let i = self.rng.below(loops.len() as u32) as usize;
+                    let i = self.rng.below(loops.len());
                     let target = if choice == 5 { loops[i].1 } else { loops[i].0 };
                     self.edge(cur, target);
                     after(self, cur)
@@ -526,7 +520,7 @@ mod tests {
 
     fn structured(seed: u64, budget: u32) -> Cfg {
         let mut s = Structured {
-            rng: Rng(seed | 1),
+            rng: Rng::new(seed),
             blocks: 1,
             budget,
             branches: Vec::new(),

@@ -409,12 +409,17 @@ mod tests {
     fn cache_slots_stay_in_range_and_spread_consecutive_paths() {
         for len in [1u64, 2, 1024, 4096] {
             for base in [0u64, 1 << 20, 390_000_000_000_000_000, (1 << 63) - 5000] {
-                let slots: std::collections::BTreeSet<u64> = (base..base + len).map(|p| path_cache_slot(p, len)).collect();
+                let slots: std::collections::BTreeSet<u64> =
+                    (base..base + len).map(|p| path_cache_slot(p, len)).collect();
                 assert!(slots.iter().all(|&s| s < len), "len {len}");
                 // Fibonacci hashing sends `len` consecutive keys to over 80% of the slots (random slots: 63%; the three-gap
                 // theorem), wherever the run of path numbers starts; a mask of the low bits would too, but not
                 // a run of paths that differ in their high bits only (below).
-                assert!(len < 1024 || slots.len() as u64 * 10 >= len * 8, "len {len}, base {base}: {} slots", slots.len());
+                assert!(
+                    len < 1024 || slots.len() as u64 * 10 >= len * 8,
+                    "len {len}, base {base}: {} slots",
+                    slots.len()
+                );
             }
             let high_only: std::collections::BTreeSet<u64> = (0..len).map(|i| path_cache_slot(i << 40, len)).collect();
             assert!(len < 1024 || high_only.len() as u64 * 10 >= len * 6, "len {len}: {} slots", high_only.len());

@@ -281,8 +281,17 @@ impl ModuleMeta {
         let (interproc, rest) = field(ver, 2, None, rest)?;
         let (path_arrivals, rest) = field(ver, 3, false, rest)?;
         let (fork_reentries, rest) = field(ver, 5, false, rest)?;
-        let meta =
-            ModuleMeta { module_name, output, mode, weighting, atomic, functions, interproc, path_arrivals, fork_reentries };
+        let meta = ModuleMeta {
+            module_name,
+            output,
+            mode,
+            weighting,
+            atomic,
+            functions,
+            interproc,
+            path_arrivals,
+            fork_reentries,
+        };
         Ok((meta, rest))
     }
 

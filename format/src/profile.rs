@@ -37,8 +37,8 @@ mod merge;
 pub use merge::{merge, MergeError};
 
 use crate::layout::{self, FileHeader, RecordHeader, FILE_HEADER_LEN, FILE_VERSION};
-use crate::records::{self, Record, WireError};
 use crate::meta::{MetaError, ModuleMeta};
+use crate::records::{self, Record, WireError};
 use pathprof_core::{Cfg, EdgeKind};
 
 /// A whole profile: one record per instrumented module, in file order.

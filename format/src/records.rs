@@ -248,8 +248,8 @@ impl<'a> Records<'a> {
             available,
         })?;
         let h = RecordHeader::decode(head);
-        let expected =
-            record_len(h.meta_len, h.num_counters, h.num_sparse).ok_or(WireError::RecordSizeOverflow { record, offset })?;
+        let expected = record_len(h.meta_len, h.num_counters, h.num_sparse)
+            .ok_or(WireError::RecordSizeOverflow { record, offset })?;
         if expected != h.record_len {
             return Err(WireError::RecordLenMismatch { record, offset, declared: h.record_len, expected });
         }
@@ -257,7 +257,8 @@ impl<'a> Records<'a> {
         let bytes = usize::try_from(h.record_len).ok().and_then(|n| rest.get(..n)).ok_or(truncated)?;
         // Every section lies inside `bytes`: their sizes sum to record_len (checked above).
         let overflow = WireError::RecordSizeOverflow { record, offset };
-        let meta_end = usize::try_from(h.meta_len).ok().and_then(|n| n.checked_add(RECORD_HEADER_LEN)).ok_or(overflow)?;
+        let meta_end =
+            usize::try_from(h.meta_len).ok().and_then(|n| n.checked_add(RECORD_HEADER_LEN)).ok_or(overflow)?;
         let padded = pad8(h.meta_len).and_then(|n| usize::try_from(n).ok()).ok_or(overflow)?;
         let counters_at = RECORD_HEADER_LEN.checked_add(padded).ok_or(overflow)?;
         let counters_len = usize::try_from(h.num_counters).ok().and_then(|n| n.checked_mul(8)).ok_or(overflow)?;

@@ -100,10 +100,8 @@ impl CallFacts {
     fn infer_safe_functions(&self, m: LLVMModuleRef) -> HashSet<LLVMValueRef> {
         let mut safe: HashSet<LLVMValueRef> =
             ir::functions(m).into_iter().filter(|&f| !ir::is_declaration(f) && ir::definition_is_final(f)).collect();
-        let bodies: Vec<(LLVMValueRef, Vec<LLVMValueRef>)> = safe
-            .iter()
-            .map(|&f| (f, ir::blocks(f).into_iter().flat_map(ir::instructions).collect()))
-            .collect();
+        let bodies: Vec<(LLVMValueRef, Vec<LLVMValueRef>)> =
+            safe.iter().map(|&f| (f, ir::blocks(f).into_iter().flat_map(ir::instructions).collect())).collect();
         loop {
             let mut changed = false;
             for (f, insts) in &bodies {
@@ -147,7 +145,9 @@ impl CallFacts {
             if ir::intrinsic_id(f) != 0 {
                 let n = ir::name(f);
                 // Traps end the program; every other intrinsic returns.
-                return n.starts_with("llvm.trap") || n.starts_with("llvm.debugtrap") || n.starts_with("llvm.ubsantrap");
+                return n.starts_with("llvm.trap")
+                    || n.starts_with("llvm.debugtrap")
+                    || n.starts_with("llvm.ubsantrap");
             }
             if safe.contains(&f) {
                 return false;
@@ -327,7 +327,8 @@ fn dead_blocks(blocks: &[LLVMBasicBlockRef], index: &HashMap<LLVMBasicBlockRef, 
                 continue;
             }
             let Some(term) = ir::terminator(bb) else { continue };
-            let succs: Vec<usize> = ir::successors(term).iter().filter_map(|s| index.get(s)).map(|&t| t as usize).collect();
+            let succs: Vec<usize> =
+                ir::successors(term).iter().filter_map(|s| index.get(s)).map(|&t| t as usize).collect();
             if !succs.is_empty() && succs.iter().all(|&t| dead[t]) {
                 for t in succs {
                     dead[t] = false;
@@ -345,9 +346,8 @@ fn dead_blocks(blocks: &[LLVMBasicBlockRef], index: &HashMap<LLVMBasicBlockRef, 
 /// one successor, else target when it has one predecessor, else a split edge).
 fn choose_sites(cfg: &Cfg, blocks: &[LLVMBasicBlockRef]) -> Vec<Site> {
     let adj = cfg.adjacency();
-    let real_in_degree = |v: BlockId| {
-        adj.in_edges(v).iter().filter(|&&e| matches!(cfg.edge(e).kind, EdgeKind::Branch { .. })).count()
-    };
+    let real_in_degree =
+        |v: BlockId| adj.in_edges(v).iter().filter(|&&e| matches!(cfg.edge(e).kind, EdgeKind::Branch { .. })).count();
     cfg.edge_ids()
         .map(|e| {
             let edge = *cfg.edge(e);

@@ -136,7 +136,8 @@ impl Config {
             Some("dump") => true,
             Some(v) => return Err(format!("unknown PATHPROF_DEBUG='{v}' (expected dump)")),
         };
-        let path_budget = number("PATHPROF_PATH_BUDGET", get("PATHPROF_PATH_BUDGET"), DEFAULT_PATH_BUDGET, 2, DEFAULT_PATH_BUDGET)?;
+        let path_budget =
+            number("PATHPROF_PATH_BUDGET", get("PATHPROF_PATH_BUDGET"), DEFAULT_PATH_BUDGET, 2, DEFAULT_PATH_BUDGET)?;
         let path_array_max =
             number("PATHPROF_PATH_ARRAY_MAX", get("PATHPROF_PATH_ARRAY_MAX"), DEFAULT_PATH_ARRAY_MAX, 1, 1 << 24)?;
         let path_sparse_max =
@@ -145,7 +146,9 @@ impl Config {
             None => None,
             Some(v) => match number("PATHPROF_PATH_CACHE", Some(v.clone()), 0, 0, 1 << 20)? {
                 n if n == 0 || n.is_power_of_two() => Some(n as u64),
-                _ => return Err(format!("invalid PATHPROF_PATH_CACHE='{v}' (expected 0 or a power of two up to 2^20)")),
+                _ => {
+                    return Err(format!("invalid PATHPROF_PATH_CACHE='{v}' (expected 0 or a power of two up to 2^20)"))
+                }
             },
         };
         let use_profile = get("PATHPROF_USE").filter(|v| !v.is_empty());
@@ -184,9 +187,8 @@ impl Config {
     /// blocks, in piecewise mode: cache misses 11% of the instructions with 1024 pairs, 2% with 4096; SQLite in
     /// context mode: 7% of the run time with 1024 pairs, 2% with 4096).
     pub fn cache_pairs(&self, blocks: usize) -> u64 {
-        self.path_cache.unwrap_or_else(|| {
-            (2 * blocks as u64).next_power_of_two().clamp(MIN_AUTO_PATH_CACHE, MAX_AUTO_PATH_CACHE)
-        })
+        self.path_cache
+            .unwrap_or_else(|| (2 * blocks as u64).next_power_of_two().clamp(MIN_AUTO_PATH_CACHE, MAX_AUTO_PATH_CACHE))
     }
 
     /// Reads the configuration from the process environment.
@@ -226,7 +228,8 @@ mod tests {
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));
         assert!(c.atomic);
         assert_eq!(cfg(&[("PATHPROF_WEIGHTS", "bl94")]).unwrap().weighting, Weighting::Bl94);
-        let c = cfg(&[("PATHPROF_MODE", "piecewise"), ("PATHPROF_LTO", "1"), ("PATHPROF_PATH_SPARSE_MAX", "65536")]).unwrap();
+        let c = cfg(&[("PATHPROF_MODE", "piecewise"), ("PATHPROF_LTO", "1"), ("PATHPROF_PATH_SPARSE_MAX", "65536")])
+            .unwrap();
         assert_eq!((c.mode, c.lto, c.path_sparse_max), (Mode::Piecewise, true, 65536));
         assert_eq!(cfg(&[("PATHPROF_MODE", "context")]).unwrap().mode, Mode::Context);
         assert_eq!(cfg(&[]).unwrap().path_sparse_max, DEFAULT_PATH_SPARSE_MAX);

@@ -156,8 +156,7 @@ impl Counters {
     /// executed instructions of the benchmark programs change by less than 0.2%.
     pub fn instrument(&self, g: &FunctionGraph, chords: &[EdgeId], base: u64) -> EmitStats {
         let mut stats = EmitStats::default();
-        let counter_of: BTreeMap<EdgeId, u64> =
-            chords.iter().enumerate().map(|(i, &e)| (e, base + i as u64)).collect();
+        let counter_of: BTreeMap<EdgeId, u64> = chords.iter().enumerate().map(|(i, &e)| (e, base + i as u64)).collect();
         let adj = g.cfg.adjacency();
         let dfs = pathprof_core::dfs::depth_first(&g.cfg, &adj);
         let mut in_loop = vec![false; g.cfg.num_vertices()];

@@ -123,7 +123,8 @@ pub fn descriptor(m: LLVMModuleRef) -> LLVMValueRef {
             return existing;
         }
         let ctx = LLVMGetModuleContext(m);
-        let (i32t, i64t, ptrt) = (LLVMInt32TypeInContext(ctx), LLVMInt64TypeInContext(ctx), LLVMPointerTypeInContext(ctx, 0));
+        let (i32t, i64t, ptrt) =
+            (LLVMInt32TypeInContext(ctx), LLVMInt64TypeInContext(ctx), LLVMPointerTypeInContext(ctx, 0));
         let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t, ptrt, i64t];
         let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
         let desc = LLVMAddGlobal(m, desc_ty, name.as_ptr());
@@ -306,7 +307,9 @@ impl PathTables {
     pub fn update(&self, m: LLVMModuleRef, i: usize, atomic: bool) -> TableUpdate {
         let table = self.table(i);
         match self.caches.get(i) {
-            Some(&cache) => TableUpdate { table, callee: cached_add_function(m), cache: Some((cache, self.cache_pairs)) },
+            Some(&cache) => {
+                TableUpdate { table, callee: cached_add_function(m), cache: Some((cache, self.cache_pairs)) }
+            }
             None => TableUpdate { table, callee: path_add_function(m, atomic), cache: None },
         }
     }

@@ -331,7 +331,8 @@ impl<'a> FnEmitter<'a> {
                 EntryShape::Site => (self.load(self.tls.path, self.i64t), self.load(self.tls.nvc, self.i64t)),
                 EntryShape::Both => {
                     let tok = self.load(self.tls.token, ptrt);
-                    let via = LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntEQ, tok, self.plan.f, c"pathprof.via".as_ptr());
+                    let via =
+                        LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntEQ, tok, self.plan.f, c"pathprof.via".as_ptr());
                     self.store_to(LLVMConstNull(ptrt), self.tls.token);
                     self.via_site = Some(via);
                     let tp = self.load(self.tls.path, self.i64t);
@@ -366,7 +367,9 @@ impl<'a> FnEmitter<'a> {
                 CfgEdgeRole::Real(d) => {
                     let Some(arc) = self.num.arc_of(self.p, d).copied() else { continue };
                     match arc.kind {
-                        ArcKind::Branch { .. } if arc.rho != Linear::ZERO => actions[e.index()].push(Action::AddPath(arc.rho)),
+                        ArcKind::Branch { .. } if arc.rho != Linear::ZERO => {
+                            actions[e.index()].push(Action::AddPath(arc.rho))
+                        }
                         ArcKind::Return { .. } => returns.push((e, arc.rho)),
                         ArcKind::Termination { .. } => terminations.push((e, arc.rho)),
                         _ => {}
@@ -451,7 +454,9 @@ impl<'a> FnEmitter<'a> {
                         };
                         let bare = unsafe { LLVMBuildAnd(self.b, back, self.konst(UNBALANCED - 1), c"".as_ptr()) };
                         let value = self.num.exit_value(q, ExitTarget::Site(s)).unwrap_or(0);
-                        let inc = unsafe { LLVMBuildSelect(self.b, is_unb, self.konst(lo(value)), self.konst(0), c"".as_ptr()) };
+                        let inc = unsafe {
+                            LLVMBuildSelect(self.b, is_unb, self.konst(lo(value)), self.konst(0), c"".as_ptr())
+                        };
                         let p2 = self.add(bare, inc);
                         self.store_to(p2, self.path);
                         let slot = self.nvc_slot.expect("piecewise");

@@ -95,7 +95,13 @@ pub fn instrument(
 
 /// The fork re-entry checks of function `p`: a block that counts arrivals records its truncated path (`keys`); an
 /// interprocedural call block, whose path goes on in the callee, records the block.
-fn fork_guards(num: &Numbering<'_>, p: ProcId, plan: &ProcPlan, keys: &[Option<LLVMValueRef>], checks: &ForkChecks) -> Vec<Guard> {
+fn fork_guards(
+    num: &Numbering<'_>,
+    p: ProcId,
+    plan: &ProcPlan,
+    keys: &[Option<LLVMValueRef>],
+    checks: &ForkChecks,
+) -> Vec<Guard> {
     let sg = num.supergraph();
     let index = p.index() as u64;
     checks

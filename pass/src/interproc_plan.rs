@@ -25,8 +25,8 @@ use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
 use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::depth_first;
-use pathprof_core::numbering::Numbering as PathNumbering;
 use pathprof_core::interproc::{CallSite, Callee, Mode, ProcId, Procedure, Program, SiteRole, Supergraph};
+use pathprof_core::numbering::Numbering as PathNumbering;
 use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
 use std::collections::{HashMap, HashSet};
 
@@ -91,11 +91,8 @@ pub fn plan(
     // Call sites: direct plain calls of members.
     let mut site_calls: HashMap<LLVMValueRef, Vec<LLVMValueRef>> = HashMap::new();
     for &f in &members {
-        let calls: Vec<LLVMValueRef> = ir::blocks(f)
-            .into_iter()
-            .flat_map(ir::instructions)
-            .filter(|&i| is_site_call(i, &member_set))
-            .collect();
+        let calls: Vec<LLVMValueRef> =
+            ir::blocks(f).into_iter().flat_map(ir::instructions).filter(|&i| is_site_call(i, &member_set)).collect();
         site_calls.insert(f, calls);
     }
     let all_site_calls: HashSet<LLVMValueRef> = site_calls.values().flatten().copied().collect();
@@ -125,7 +122,8 @@ pub fn plan(
         for c in site_calls.remove(&f).unwrap_or_default() {
             let bb = unsafe { LLVMGetInstructionParent(c) };
             let block = *block_of.get(&bb).ok_or("call site outside its function")?;
-            let callee = ir::called_function(c).and_then(|q| index.get(&q).copied()).ok_or("call site lost its callee")?;
+            let callee =
+                ir::called_function(c).and_then(|q| index.get(&q).copied()).ok_or("call site lost its callee")?;
             calls.push(SiteCall { block: BlockId(block), call: c, callee });
         }
         calls.sort_by_key(|s| s.block);
@@ -160,7 +158,8 @@ pub fn plan(
                 let max = paths_of.iter().map(|&(_, p)| p).max();
                 Some(match max {
                     Some(max) => {
-                        let mut v: Vec<usize> = paths_of.iter().filter(|&&(_, p)| p >= max / 16).map(|&(q, _)| q).collect();
+                        let mut v: Vec<usize> =
+                            paths_of.iter().filter(|&&(_, p)| p >= max / 16).map(|&(q, _)| q).collect();
                         v.sort_unstable();
                         v.dedup();
                         v
@@ -220,9 +219,7 @@ fn build_program(procs: &[ProcPlan]) -> Result<Program, String> {
             let call_sites = p
                 .site_calls
                 .iter()
-                .map(|s| {
-                    CallSite { block: s.block, callee: Callee::Proc(ProcId::from_index(s.callee)) }
-                })
+                .map(|s| CallSite { block: s.block, callee: Callee::Proc(ProcId::from_index(s.callee)) })
                 .collect();
             Procedure { cfg: p.graph.cfg.clone(), call_sites, external_entry: p.external_entry }
         })

@@ -25,10 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// How a planned function will be instrumented.
 enum Plan {
     /// Counters on these chords (edge mode).
-    Edge {
-        graph: FunctionGraph,
-        chords: Vec<EdgeId>,
-    },
+    Edge { graph: FunctionGraph, chords: Vec<EdgeId> },
     /// Ball–Larus path profiling.
     Path(Box<PathPlan>),
 }
@@ -52,16 +49,8 @@ impl Planned {
     fn unit(&self) -> Unit {
         let blocks = self.graph().blocks.len();
         match &self.meta.path {
-            Some(pm) => Unit {
-                storage: pm.storage,
-                slots: pm.num_paths as u64,
-                blocks,
-            },
-            None => Unit {
-                storage: PathStorage::Dense,
-                slots: u64::from(self.meta.num_counters),
-                blocks,
-            },
+            Some(pm) => Unit { storage: pm.storage, slots: pm.num_paths as u64, blocks },
+            None => Unit { storage: PathStorage::Dense, slots: u64::from(self.meta.num_counters), blocks },
         }
     }
 }
@@ -103,9 +92,7 @@ pub fn instrument(
     let mut layout = CounterLayout::new(config);
     for &f in candidates {
         let name = ir::name(f);
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            plan(f, &name, config, profile.as_ref(), fam, &facts, &layout)
-        }));
+        let result = catch_unwind(AssertUnwindSafe(|| plan(f, &name, config, profile.as_ref(), fam, &facts, &layout)));
         match result {
             Ok(Ok((mut p, used_source))) => {
                 p.meta.counter_base = layout.add(p.unit());
@@ -118,7 +105,9 @@ pub fn instrument(
             }
             Err(_) => {
                 stats.skipped += 1;
-                eprintln!("pathprof: warning: {module_name}: internal error while planning `{name}`; left uninstrumented");
+                eprintln!(
+                    "pathprof: warning: {module_name}: internal error while planning `{name}`; left uninstrumented"
+                );
             }
         }
     }
@@ -127,9 +116,7 @@ pub fn instrument(
     }
 
     let uses_phi = planned.iter().any(|p| match &p.plan {
-        Plan::Edge { graph, chords } => chords
-            .iter()
-            .any(|&e| graph.sites[e.index()] == Site::TargetPhi),
+        Plan::Edge { graph, chords } => chords.iter().any(|&e| graph.sites[e.index()] == Site::TargetPhi),
         Plan::Path(_) => false,
     });
     let storage = CounterStorage::emit(m, config, &layout, uses_phi);
@@ -138,18 +125,12 @@ pub fn instrument(
         let index = index as u64;
         let guards: Vec<Guard> = match &p.plan {
             Plan::Edge { graph, chords } => {
-                let s = storage
-                    .counters()
-                    .instrument(graph, chords, p.meta.counter_base);
+                let s = storage.counters().instrument(graph, chords, p.meta.counter_base);
                 stats.emit.split_edges += s.split_edges;
                 stats.emit.phi_edges += s.phi_edges;
                 stats.counters += chords.len();
                 stats.optimum += graph.cfg.num_edges() + 1 - graph.cfg.num_vertices();
-                module
-                    .fork_checks()
-                    .guarded_calls(graph)
-                    .map(|(b, call)| Guard::block(call, index, b))
-                    .collect()
+                module.fork_checks().guarded_calls(graph).map(|(b, call)| Guard::block(call, index, b)).collect()
             }
             Plan::Path(pp) => {
                 let keys = path_mode::emit(pp, &module.sink(pp.meta.storage, p.meta.counter_base));
@@ -174,11 +155,7 @@ pub fn instrument(
     }
 
     // Path mode's truncated paths count arrivals (path_mode.rs); edge mode has none.
-    let line = module.finish(
-        planned.into_iter().map(|p| p.meta).collect(),
-        None,
-        config.mode == Mode::Path,
-    );
+    let line = module.finish(planned.into_iter().map(|p| p.meta).collect(), None, config.mode == Mode::Path);
     if config.stats {
         let line = line
             .field("skipped", stats.skipped)
@@ -221,25 +198,13 @@ fn plan(
     layout: &CounterLayout,
 ) -> Result<(Planned, bool), String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
-    let mut meta = FunctionMeta {
-        reentry_blocks: graph.reentry_blocks.clone(),
-        ..function_meta(f, name, &graph)
-    };
-    let (weights, used_source) = weights::edge_weights(
-        &graph,
-        f,
-        name,
-        meta.cfg_hash,
-        &config.weighting,
-        profile,
-        fam,
-    );
+    let mut meta = FunctionMeta { reentry_blocks: graph.reentry_blocks.clone(), ..function_meta(f, name, &graph) };
+    let (weights, used_source) = weights::edge_weights(&graph, f, name, meta.cfg_hash, &config.weighting, profile, fam);
     let plan = match config.mode {
         Mode::Edge => {
             let instrumentable: Vec<bool> = graph.sites.iter().map(|&s| s != Site::None).collect();
-            let edge_plan =
-                plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable)
-                    .map_err(|e| format!("no exact counter placement: {e}"))?;
+            let edge_plan = plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable)
+                .map_err(|e| format!("no exact counter placement: {e}"))?;
             let chords = edge_plan.chords.clone();
             if config.dump {
                 dump(name, &graph, &weights, &chords);
@@ -263,8 +228,7 @@ fn plan(
                 );
             }
             if pp.meta.storage == PathStorage::Dense {
-                meta.num_counters =
-                    u32::try_from(pp.num_paths).map_err(|_| "dense path array too large")?;
+                meta.num_counters = u32::try_from(pp.num_paths).map_err(|_| "dense path array too large")?;
             }
             meta.path = Some(pp.meta.clone());
             Plan::Path(Box::new(pp))

@@ -93,10 +93,7 @@ pub fn fn_has_attr(f: LLVMValueRef, kind: u32) -> bool {
 
 /// Whether the function carries the string attribute `key`.
 pub fn fn_has_string_attr(f: LLVMValueRef, key: &str) -> bool {
-    unsafe {
-        !LLVMGetStringAttributeAtIndex(f, FUNCTION_INDEX, key.as_ptr() as *const _, key.len() as u32)
-            .is_null()
-    }
+    unsafe { !LLVMGetStringAttributeAtIndex(f, FUNCTION_INDEX, key.as_ptr() as *const _, key.len() as u32).is_null() }
 }
 
 /// Marks `f` with string attribute `key` (used to never instrument a function twice).

@@ -17,10 +17,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         return Ok(false);
     }
     let identity = crate::identity::of_module(&ir::module_source_name(m), config);
-    let candidates: Vec<LLVMValueRef> = ir::functions(m)
-        .into_iter()
-        .filter(|&f| should_instrument(f))
-        .collect();
+    let candidates: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| should_instrument(f)).collect();
     if config.mode.is_interprocedural() {
         crate::interproc_mode::instrument(m, &candidates, config, identity)
     } else {

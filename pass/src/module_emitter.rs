@@ -34,22 +34,9 @@ pub struct ModuleEmitter<'a> {
 
 impl<'a> ModuleEmitter<'a> {
     /// Starts emission: declares the runtime descriptor and the fork-check state (after the mode's own globals).
-    pub fn new(
-        m: LLVMModuleRef,
-        config: &'a Config,
-        identity: ModuleIdentity,
-        storage: &'a CounterStorage,
-    ) -> Self {
+    pub fn new(m: LLVMModuleRef, config: &'a Config, identity: ModuleIdentity, storage: &'a CounterStorage) -> Self {
         let fork_checks = ForkChecks::new(m, globals::descriptor(m));
-        ModuleEmitter {
-            m,
-            config,
-            identity,
-            storage,
-            fork_checks,
-            functions: 0,
-            num_fork_checks: 0,
-        }
+        ModuleEmitter { m, config, identity, storage, fork_checks, functions: 0, num_fork_checks: 0 }
     }
 
     /// Where a unit with `storage` and first dense counter `base` counts ([`CounterStorage::sink`]).
@@ -65,11 +52,7 @@ impl<'a> ModuleEmitter<'a> {
     /// Completes function `f` once its counting code is in: emits its fork re-entry checks (when enabled; they
     /// split blocks, so they come last) and marks it instrumented.
     pub fn function_done(&mut self, f: LLVMValueRef, guards: Vec<Guard>) {
-        let guards = if self.config.fork_checks {
-            guards
-        } else {
-            Vec::new()
-        };
+        let guards = if self.config.fork_checks { guards } else { Vec::new() };
         self.num_fork_checks += guards.len();
         self.fork_checks.emit(&guards);
         ir::mark_instrumented(f, INSTRUMENTED_MARK);
@@ -121,11 +104,7 @@ pub fn function_meta(f: LLVMValueRef, name: &str, g: &FunctionGraph) -> Function
         file,
         start_line,
         cfg: g.cfg.clone(),
-        blocks: g
-            .block_lines
-            .iter()
-            .map(|l| BlockMeta { lines: l.clone() })
-            .collect(),
+        blocks: g.block_lines.iter().map(|l| BlockMeta { lines: l.clone() }).collect(),
         edge_counters: vec![None; g.cfg.num_edges()],
         counter_base: 0,
         num_counters: 0,

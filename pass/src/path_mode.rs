@@ -188,7 +188,11 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
     let cfg = &g.cfg;
     let adj = cfg.adjacency();
     let counters = sink.counters();
-    let em = Emitter { sink, b: counters.builder(), i64t: unsafe { LLVMInt64TypeInContext(LLVMGetTypeContext(LLVMTypeOf(counters.const_index(0)))) } };
+    let em = Emitter {
+        sink,
+        b: counters.builder(),
+        i64t: unsafe { LLVMInt64TypeInContext(LLVMGetTypeContext(LLVMTypeOf(counters.const_index(0)))) },
+    };
     let inc = |d: DagEdgeId| p.incs.inc(d) as i64; // wraps mod 2^64, see the module docs
     let mut arrival_keys: Vec<Option<crate::fork_check::Key>> = vec![None; cfg.num_blocks()];
 

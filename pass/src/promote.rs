@@ -48,7 +48,10 @@ pub fn promote(f: LLVMValueRef, counters: LLVMValueRef, atomic: bool, facts: &Ca
     let blocked: Vec<bool> = (0..cfg.num_blocks())
         .map(|b| {
             !graph.abnormal_calls[b].is_empty()
-                || adj.out_edges(pathprof_core::BlockId(b as u32)).iter().any(|&e| cfg.edge(e).kind == EdgeKind::Termination)
+                || adj
+                    .out_edges(pathprof_core::BlockId(b as u32))
+                    .iter()
+                    .any(|&e| cfg.edge(e).kind == EdgeKind::Termination)
         })
         .collect();
     let ctx = unsafe { LLVMGetModuleContext(LLVMGetGlobalParent(f)) };
@@ -114,7 +117,11 @@ pub fn promote(f: LLVMValueRef, counters: LLVMValueRef, atomic: bool, facts: &Ca
                         ir::first_insertion_point(graph.blocks[edge.to.index()])
                     } else if matches!(ir::opcode(term), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
                         let via = unsafe { shim::pathprof_shim_split_edge(term, succ) };
-                        if via.is_null() { ir::source_end_insertion_point(from) } else { ir::terminator(via) }
+                        if via.is_null() {
+                            ir::source_end_insertion_point(from)
+                        } else {
+                            ir::terminator(via)
+                        }
                     } else {
                         // Flushing before the terminator is exact too; it just also runs when the loop goes on.
                         ir::source_end_insertion_point(from)
@@ -133,7 +140,14 @@ pub fn promote(f: LLVMValueRef, counters: LLVMValueRef, atomic: bool, facts: &Ca
 }
 
 /// `counters[P] += slot; slot = 0` before `at`.
-fn flush(builder: LLVMBuilderRef, i64t: LLVMTypeRef, at: LLVMValueRef, address: LLVMValueRef, slot: LLVMValueRef, atomic: bool) {
+fn flush(
+    builder: LLVMBuilderRef,
+    i64t: LLVMTypeRef,
+    at: LLVMValueRef,
+    address: LLVMValueRef,
+    slot: LLVMValueRef,
+    atomic: bool,
+) {
     unsafe {
         LLVMPositionBuilderBefore(builder, at);
         let count = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.promoted.count".as_ptr());
@@ -183,7 +197,8 @@ fn counter_update(inst: LLVMValueRef, counters: LLVMValueRef) -> Option<(LLVMVal
                     let u = LLVMGetFirstUse(v);
                     !u.is_null() && LLVMGetNextUse(u).is_null()
                 };
-                (is_own_load && sole_use(load) && sole_use(value)).then_some((address, Update::Plain { load, store: inst }))
+                (is_own_load && sole_use(load) && sole_use(value))
+                    .then_some((address, Update::Plain { load, store: inst }))
             }
             LLVMOpcode::LLVMAtomicRMW => {
                 let address = LLVMGetOperand(inst, 0);

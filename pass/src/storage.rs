@@ -56,12 +56,8 @@ impl CounterLayout {
     pub fn choose(&self, num_paths: u128) -> PathStorage {
         if num_paths <= self.dense_max {
             PathStorage::Dense
-        } else if num_paths <= self.sparse_max
-            && self.sparse_used + num_paths as u64 <= SPARSE_TOTAL_MAX
-        {
-            PathStorage::Sparse {
-                region: self.regions,
-            }
+        } else if num_paths <= self.sparse_max && self.sparse_used + num_paths as u64 <= SPARSE_TOTAL_MAX {
+            PathStorage::Sparse { region: self.regions }
         } else {
             PathStorage::Hashed { table: self.tables }
         }
@@ -94,12 +90,8 @@ impl CounterLayout {
 
     /// How many units count in sparse regions and how many in hash tables.
     pub fn sparse_and_hashed(&self) -> (usize, usize) {
-        let count =
-            |f: fn(&PathStorage) -> bool| self.units.iter().filter(|u| f(&u.storage)).count();
-        (
-            count(|s| matches!(s, PathStorage::Sparse { .. })),
-            count(|s| matches!(s, PathStorage::Hashed { .. })),
-        )
+        let count = |f: fn(&PathStorage) -> bool| self.units.iter().filter(|u| f(&u.storage)).count();
+        (count(|s| matches!(s, PathStorage::Sparse { .. })), count(|s| matches!(s, PathStorage::Hashed { .. })))
     }
 }
 
@@ -117,12 +109,7 @@ pub struct CounterStorage {
 
 impl CounterStorage {
     /// Emits the globals `layout` needs; `scratch_slot` adds the slot [`Counters::scratch`] names.
-    pub fn emit(
-        m: LLVMModuleRef,
-        config: &Config,
-        layout: &CounterLayout,
-        scratch_slot: bool,
-    ) -> CounterStorage {
+    pub fn emit(m: LLVMModuleRef, config: &Config, layout: &CounterLayout, scratch_slot: bool) -> CounterStorage {
         let updates = CounterUpdates::of(config);
         let dense = layout.dense_used;
         let array_len = (dense + u64::from(scratch_slot)).max(1);
@@ -132,11 +119,7 @@ impl CounterStorage {
             .filter(|&i| matches!(layout.units[i as usize].storage, PathStorage::Hashed { .. }))
             .collect();
         // One cache size for the module's tables: the largest hashed unit's.
-        let blocks = hashed
-            .iter()
-            .map(|&i| layout.units[i as usize].blocks)
-            .max()
-            .unwrap_or(0);
+        let blocks = hashed.iter().map(|&i| layout.units[i as usize].blocks).max().unwrap_or(0);
         let tables = PathTables::new(m, &hashed, config.cache_pairs(blocks));
         let regions: Vec<Region> = layout
             .units
@@ -145,19 +128,8 @@ impl CounterStorage {
             .filter(|(_, u)| matches!(u.storage, PathStorage::Sparse { .. }))
             .map(|(i, u)| Region::new(m, i as u64, u.slots))
             .collect();
-        let region_counters = regions
-            .iter()
-            .map(|r| Counters::new(m, r.global, r.len, updates, 0))
-            .collect();
-        CounterStorage {
-            array,
-            array_len,
-            counters,
-            tables,
-            regions,
-            region_counters,
-            updates,
-        }
+        let region_counters = regions.iter().map(|r| Counters::new(m, r.global, r.len, updates, 0)).collect();
+        CounterStorage { array, array_len, counters, tables, regions, region_counters, updates }
     }
 
     /// The module's dense counter array, for passes that recognise its updates ([`crate::promote`]).
@@ -173,21 +145,11 @@ impl CounterStorage {
     /// Where a unit with `storage` and first dense counter `base` counts.
     pub fn sink(&self, m: LLVMModuleRef, storage: PathStorage, base: u64) -> Sink<'_> {
         match storage {
-            PathStorage::Dense => Sink::Dense {
-                counters: &self.counters,
-                base,
-            },
-            PathStorage::Sparse { region } => Sink::Dense {
-                counters: &self.region_counters[region as usize],
-                base: 0,
-            },
+            PathStorage::Dense => Sink::Dense { counters: &self.counters, base },
+            PathStorage::Sparse { region } => Sink::Dense { counters: &self.region_counters[region as usize], base: 0 },
             PathStorage::Hashed { table } => Sink::Hashed {
                 counters: &self.counters,
-                update: self.tables.update(
-                    m,
-                    table as usize,
-                    self.updates == CounterUpdates::Atomic,
-                ),
+                update: self.tables.update(m, table as usize, self.updates == CounterUpdates::Atomic),
             },
         }
     }
@@ -195,15 +157,7 @@ impl CounterStorage {
     /// Emits the metadata blob, the runtime descriptor naming these globals, and its registering constructor.
     pub fn register(&self, m: LLVMModuleRef, meta: &ModuleMeta) {
         let atomic = self.updates == CounterUpdates::Atomic;
-        globals::register_module(
-            m,
-            meta,
-            self.array,
-            self.array_len,
-            atomic,
-            &self.tables,
-            &self.regions,
-        );
+        globals::register_module(m, meta, self.array, self.array_len, atomic, &self.tables, &self.regions);
     }
 }
 

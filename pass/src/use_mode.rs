@@ -13,9 +13,9 @@ use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
+use pathprof_analysis::{FunctionCounts, ModuleCounts};
 use pathprof_core::chains::Chains;
 use pathprof_core::EdgeKind;
-use pathprof_analysis::{FunctionCounts, ModuleCounts};
 use pathprof_format::profile;
 
 use crate::identity::{self, ModuleIdentity};
@@ -195,7 +195,9 @@ pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output:
             // A local function, or any function of an LTO program whose own record is known, is looked up in
             // that record only; other functions over all modules.
             let (found, known) = match own {
-                Some(o) if is_local || whole_output => (o.functions.get(&(name.clone(), shape)), o.names.contains(&name)),
+                Some(o) if is_local || whole_output => {
+                    (o.functions.get(&(name.clone(), shape)), o.names.contains(&name))
+                }
                 None if is_local => (None, false),
                 _ => (index.global.get(&(name.clone(), shape)), index.names.contains(&name)),
             };

@@ -99,13 +99,8 @@ e:
 "#,
     );
     let f = &meta.functions[0];
-    let terminations: Vec<_> = f
-        .cfg
-        .edges()
-        .iter()
-        .filter(|e| e.kind == pathprof_core::EdgeKind::Termination)
-        .map(|e| e.from.0)
-        .collect();
+    let terminations: Vec<_> =
+        f.cfg.edges().iter().filter(|e| e.kind == pathprof_core::EdgeKind::Termination).map(|e| e.from.0).collect();
     assert_eq!(terminations, vec![1], "only block t calls something that may not return");
     assert_eq!(optimum(&meta).0, optimum(&meta).1);
 }

@@ -100,10 +100,10 @@ mod diag;
 mod dump;
 mod merge;
 mod path;
-mod signals;
-mod sys;
 mod reentry;
 mod region;
+mod signals;
+mod sys;
 mod table;
 mod threads;
 mod timer;
@@ -171,7 +171,9 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
         });
     let regions_ok = (d.num_regions == 0 || !d.regions.is_null())
         && d.regions.is_aligned()
-        && d.num_regions.checked_mul(core::mem::size_of::<SparseRegion>() as u64).is_some_and(|b| b <= isize::MAX as u64)
+        && d.num_regions
+            .checked_mul(core::mem::size_of::<SparseRegion>() as u64)
+            .is_some_and(|b| b <= isize::MAX as u64)
         && (0..d.num_regions as usize).all(|i| {
             // SAFETY: `regions` holds `num_regions` entries (checked just above).
             let r = unsafe { &*d.regions.add(i) };

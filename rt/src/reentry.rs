@@ -67,11 +67,8 @@ pub unsafe extern "C" fn __pathprof_fork_reentry(desc: *mut ModuleDesc, packed: 
 
 /// Adds `r` to its record (searching from the newest: a child's re-entries come in bursts from one stack).
 fn record(all: &mut MVec<Reentry>, r: Reentry) -> Result<(), Errno> {
-    let found = all
-        .as_mut_slice()
-        .iter_mut()
-        .rev()
-        .find(|x| x.desc == r.desc && x.function == r.function && x.key == r.key);
+    let found =
+        all.as_mut_slice().iter_mut().rev().find(|x| x.desc == r.desc && x.function == r.function && x.key == r.key);
     match found {
         Some(x) => {
             x.count = x.count.wrapping_add(r.count);
@@ -97,7 +94,13 @@ pub(crate) fn has_news(all: &MVec<Reentry>, d: *mut ModuleDesc) -> bool {
 /// null). On `Err` (out of memory) what was moved is in `out`, for [`restore`].
 pub(crate) fn drain(all: &mut MVec<Reentry>, d: *mut ModuleDesc, out: &mut MVec<PathCount>) -> Result<(), Errno> {
     for r in all.as_mut_slice().iter_mut().filter(|r| r.desc == d && r.count != 0) {
-        out.push(PathCount { function: r.function, path: r.key, count: r.count, table: ptr::null_mut(), slot: ptr::null_mut() })?;
+        out.push(PathCount {
+            function: r.function,
+            path: r.key,
+            count: r.count,
+            table: ptr::null_mut(),
+            slot: ptr::null_mut(),
+        })?;
         r.count = 0;
     }
     Ok(())
@@ -148,7 +151,8 @@ mod tests {
         assert!(has_news(&all, d(1)) && has_news(&all, d(2)) && !has_news(&all, d(3)));
         let mut out = MVec::new();
         drain(&mut all, d(1), &mut out).unwrap();
-        let got: std::vec::Vec<(u64, u64, u64)> = out.as_slice().iter().map(|p| (p.function, p.path, p.count)).collect();
+        let got: std::vec::Vec<(u64, u64, u64)> =
+            out.as_slice().iter().map(|p| (p.function, p.path, p.count)).collect();
         assert_eq!(got, [(f, 7, 2), (f, 8, 1)]);
         assert!(!has_news(&all, d(1)));
         forget(&mut all, d(2));

@@ -91,7 +91,9 @@ pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>) -> Result<(),
                     let count = c.swap(0, Ordering::Relaxed);
                     if count != 0 {
                         let slot = c.as_ptr();
-                        if let Err(e) = out.push(PathCount { function, path: i as u64, count, table: core::ptr::null_mut(), slot }) {
+                        if let Err(e) =
+                            out.push(PathCount { function, path: i as u64, count, table: core::ptr::null_mut(), slot })
+                        {
                             c.fetch_add(count, Ordering::Relaxed);
                             result = Err(e);
                         }

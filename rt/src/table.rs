@@ -634,15 +634,16 @@ fn tables(d: *mut ModuleDesc) -> impl Iterator<Item = *mut PathTable> {
 
 /// Whether a dump of `d` has table or region news: a nonzero count or a dropped update.
 pub(crate) fn has_news(d: *mut ModuleDesc) -> bool {
-    crate::region::has_news(d) || tables(d).any(|t| {
-        // SAFETY: tables of a registered module are live.
-        let Some(h) = (unsafe { Held::lock(t) }) else { return true };
-        // SAFETY: live table.
-        unsafe { word(t) }.load(Ordering::Relaxed) & DROPPED != 0
+    crate::region::has_news(d)
+        || tables(d).any(|t| {
+            // SAFETY: tables of a registered module are live.
+            let Some(h) = (unsafe { Held::lock(t) }) else { return true };
+            // SAFETY: live table.
+            unsafe { word(t) }.load(Ordering::Relaxed) & DROPPED != 0
             || h.occupied().any(|(_, c)| c.load(Ordering::Relaxed) != 0)
             // SAFETY: registered table (cache checked at registration).
             || unsafe { cache_pairs(t) }.any(|(_, c)| c.load(Ordering::Relaxed) != 0)
-    })
+        })
 }
 
 /// Moves every nonzero count of `d`'s tables into `out` (and sets them to 0), and reports in `dropped` whether
@@ -674,7 +675,8 @@ pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>, dropped: &mut
             // Swapped: lock-free updaters may add to the count meanwhile.
             let count = c.swap(0, Ordering::Relaxed);
             if count != 0 {
-                if let Err(e) = out.push(PathCount { function, path: key - 1, count, table: t, slot: ptr::null_mut() }) {
+                if let Err(e) = out.push(PathCount { function, path: key - 1, count, table: t, slot: ptr::null_mut() })
+                {
                     c.fetch_add(count, Ordering::Relaxed);
                     return Err(e);
                 }
@@ -820,7 +822,15 @@ mod tests {
     use std::vec::Vec;
 
     fn table(function: u64) -> PathTable {
-        PathTable { function, lock: 0, slots: ptr::null_mut(), capacity: 0, len: 0, cache: ptr::null_mut(), cache_len: 0 }
+        PathTable {
+            function,
+            lock: 0,
+            slots: ptr::null_mut(),
+            capacity: 0,
+            len: 0,
+            cache: ptr::null_mut(),
+            cache_len: 0,
+        }
     }
 
     fn entries(t: &mut PathTable) -> Vec<(u64, u64)> {

@@ -41,9 +41,11 @@ pub fn programs() -> PathBuf {
 /// A fresh, unique scratch directory for one test (kept on failure for inspection).
 pub fn scratch(name: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("work")
-        .join(format!("{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("work").join(format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("create scratch dir");
     d

@@ -5,7 +5,9 @@
 //! runtime reaching an uninstrumented executable through the instrumented static library it links, and kept
 //! hidden in the instrumented shared library.
 
-use pathprof_test_suite::{assert_markers, dist, entry_counts, expectations, marker_counts, run_ok, scratch, show_json};
+use pathprof_test_suite::{
+    assert_markers, dist, entry_counts, expectations, marker_counts, run_ok, scratch, show_json,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

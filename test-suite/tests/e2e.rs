@@ -38,11 +38,21 @@ fn check_program(name: &str, sources: &[&str], extra: &[&str]) {
         let ours = entry_counts(&show);
         for (f, want) in &clang {
             if let Some(got) = ours.get(f) {
-                assert_eq!(*got, Some(*want), "{name} {opt}: entry count of {f} (clang -fprofile-instr-generate says {want})");
+                assert_eq!(
+                    *got,
+                    Some(*want),
+                    "{name} {opt}: entry count of {f} (clang -fprofile-instr-generate says {want})"
+                );
             }
         }
         for f in show["functions"].as_array().unwrap() {
-            assert_eq!(f["exact"], serde_json::Value::Bool(true), "{name} {opt}: {} not exact: {}", f["name"], f["inexact_reasons"]);
+            assert_eq!(
+                f["exact"],
+                serde_json::Value::Bool(true),
+                "{name} {opt}: {} not exact: {}",
+                f["name"],
+                f["inexact_reasons"]
+            );
         }
         // Every function clang counted as executed must be in our profile too.
         for (f, &want) in &clang {
@@ -79,7 +89,10 @@ fn promised_unreachable_blocks_stay_deletable() {
     let body = |ll: &std::path::Path, f: &str| -> Vec<String> {
         let text = std::fs::read_to_string(ll).expect("read IR");
         let head = format!("@{f}(");
-        let start = text.lines().position(|l| l.starts_with("define") && l.contains(&head)).unwrap_or_else(|| panic!("{f} not in {}", ll.display()));
+        let start = text
+            .lines()
+            .position(|l| l.starts_with("define") && l.contains(&head))
+            .unwrap_or_else(|| panic!("{f} not in {}", ll.display()));
         text.lines().skip(start).take_while(|l| *l != "}").map(str::to_string).collect()
     };
     let unreachables = |lines: &[String]| lines.iter().filter(|l| l.trim_start().starts_with("unreachable")).count();
@@ -87,11 +100,18 @@ fn promised_unreachable_blocks_stay_deletable() {
     run_ok(Command::new("clang-19").args(["-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&plain));
     for mode in ["edge", "path", "context", "piecewise"] {
         let ll = dir.join(format!("{mode}.ll"));
-        run_ok(wrapper(false).args(["-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&ll).env("PATHPROF_MODE", mode));
+        run_ok(
+            wrapper(false).args(["-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&ll).env("PATHPROF_MODE", mode),
+        );
         for f in ["classify", "insert"] {
             let (ours, theirs) = (body(&ll, f), body(&plain, f));
             assert!(ours.iter().any(|l| l.contains("__pathprof")), "{mode}: {f} not instrumented");
-            assert_eq!(unreachables(&ours), unreachables(&theirs), "{mode}: `unreachable`s of {f}:\n{}", ours.join("\n"));
+            assert_eq!(
+                unreachables(&ours),
+                unreachables(&theirs),
+                "{mode}: `unreachable`s of {f}:\n{}",
+                ours.join("\n")
+            );
         }
     }
 }
@@ -105,14 +125,22 @@ fn loops_that_only_count() {
 fn back_edges(ll: &std::path::Path, f: &str) -> usize {
     let text = std::fs::read_to_string(ll).expect("read IR");
     let head = format!("@{f}(");
-    let body: Vec<&str> = text.lines().skip_while(|l| !(l.starts_with("define") && l.contains(&head))).take_while(|l| *l != "}").collect();
+    let body: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !(l.starts_with("define") && l.contains(&head)))
+        .take_while(|l| *l != "}")
+        .collect();
     let mut seen: Vec<String> = vec!["%entry".into()];
     let mut n = 0;
     for l in &body[1..] {
         if let Some((label, _)) = l.split_once(':').filter(|(lb, _)| !lb.starts_with(' ') && !lb.is_empty()) {
             seen.push(format!("%{label}"));
         } else if l.trim_start().starts_with("br ") {
-            n += l.split("label ").skip(1).filter(|t| seen.iter().any(|s| t.trim_end_matches([',', ' ']).split([',', ' ']).next() == Some(s))).count();
+            n += l
+                .split("label ")
+                .skip(1)
+                .filter(|t| seen.iter().any(|s| t.trim_end_matches([',', ' ']).split([',', ' ']).next() == Some(s)))
+                .count();
         }
     }
     n
@@ -131,7 +159,11 @@ fn promoted_counters_let_a_counting_nest_fold() {
     for (name, promote, atomic) in [("on", "1", false), ("atomic", "1", true), ("off", "0", false)] {
         let ll = dir.join(format!("{name}.ll"));
         let mut cc = wrapper(false);
-        cc.args(["--pathprof-mode=edge", "-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&ll).env("PATHPROF_PROMOTE", promote);
+        cc.args(["--pathprof-mode=edge", "-O2", "-S", "-emit-llvm"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&ll)
+            .env("PATHPROF_PROMOTE", promote);
         if atomic {
             cc.arg("--pathprof-atomic");
         }
@@ -156,7 +188,13 @@ fn promoted_counts_equal_unpromoted_counts() {
         for atomic in [false, true] {
             let extra: &[&str] = if atomic { &["--pathprof-atomic"] } else { &[] };
             let profile = |promote: &str| {
-                profile_of(&format!("{name}-promote{promote}{}", if atomic { "-atomic" } else { "" }), srcs, "-O2", &[("PATHPROF_MODE", "edge"), ("PATHPROF_PROMOTE", promote)], extra)
+                profile_of(
+                    &format!("{name}-promote{promote}{}", if atomic { "-atomic" } else { "" }),
+                    srcs,
+                    "-O2",
+                    &[("PATHPROF_MODE", "edge"), ("PATHPROF_PROMOTE", promote)],
+                    extra,
+                )
             };
             let (on, off) = (profile("1"), profile("0"));
             let (a, b) = (counts_of(&on), counts_of(&off));
@@ -293,9 +331,11 @@ fn unknown_wrapper_flag_is_rejected() {
 #[test]
 fn lto_and_opt_instrument_exactly_once() {
     for lto in ["-flto", "-flto=thin"] {
-        let show = profile_of(&format!("lto{lto}"), &["two_tu_main.c", "two_tu_util.c"], "-O2", &[], &[lto, "-fuse-ld=lld"]);
+        let show =
+            profile_of(&format!("lto{lto}"), &["two_tu_main.c", "two_tu_util.c"], "-O2", &[], &[lto, "-fuse-ld=lld"]);
         assert_markers(&show, &programs().join("two_tu_util.c"));
-        let names: Vec<_> = show["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_string()).collect();
+        let names: Vec<_> =
+            show["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_string()).collect();
         let mut dedup = names.clone();
         dedup.sort();
         dedup.dedup();
@@ -303,7 +343,13 @@ fn lto_and_opt_instrument_exactly_once() {
     }
     let dir = scratch("opt");
     let ll = dir.join("loops.ll");
-    run_ok(Command::new("clang-19").args(["-O0", "-g", "-S", "-emit-llvm", "-Xclang", "-disable-O0-optnone"]).arg(programs().join("loops.c")).arg("-o").arg(&ll));
+    run_ok(
+        Command::new("clang-19")
+            .args(["-O0", "-g", "-S", "-emit-llvm", "-Xclang", "-disable-O0-optnone"])
+            .arg(programs().join("loops.c"))
+            .arg("-o")
+            .arg(&ll),
+    );
     let out = run_ok(
         Command::new("opt-19")
             .arg(format!("-load-pass-plugin={}", dist().join("lib/libpathprof.so").display()))
@@ -402,9 +448,18 @@ fn path_counts_follow_from_arithmetic() {
         let mut got = std::collections::BTreeMap::new();
         for p in dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "main") {
             let has = |line: u64| {
-                p["steps"].as_array().unwrap().iter().any(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(line)))
+                p["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(line)))
             };
-            let key = (p["start"].as_str().unwrap().to_string(), p["end"].as_str().unwrap().to_string(), has(three), has(five));
+            let key = (
+                p["start"].as_str().unwrap().to_string(),
+                p["end"].as_str().unwrap().to_string(),
+                has(three),
+                has(five),
+            );
             *got.entry(key).or_insert(0u64) += p["count"].as_u64().unwrap();
         }
         let k = |s: &str, e: &str, t: bool, f: bool| (s.to_string(), e.to_string(), t, f);
@@ -419,7 +474,13 @@ fn path_counts_follow_from_arithmetic() {
         .into_iter()
         .collect();
         assert_eq!(got, want, "{opt}: main's path counts");
-        let three_paths: u64 = dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "three").map(|p| p["count"].as_u64().unwrap()).sum();
+        let three_paths: u64 = dec["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["function"] == "three")
+            .map(|p| p["count"].as_u64().unwrap())
+            .sum();
         assert_eq!(three_paths, 100);
     }
 }
@@ -508,7 +569,11 @@ fn hashed_path_storage_matches_dense_storage() {
             let sources: Vec<PathBuf> = srcs.iter().map(|s| programs().join(s)).collect();
             let out = run_ok(
                 wrapper(cxx)
-                    .args(["-O2", "--pathprof-stats", if atomic { "--pathprof-atomic" } else { "--pathprof-path-cache=1" }])
+                    .args([
+                        "-O2",
+                        "--pathprof-stats",
+                        if atomic { "--pathprof-atomic" } else { "--pathprof-path-cache=1" },
+                    ])
                     .args(&sources)
                     .arg("-o")
                     .arg(&exe)
@@ -531,7 +596,11 @@ fn hashed_path_storage_matches_dense_storage() {
                 v
             };
             assert_eq!(paths(&dense), paths(&other), "{name}: {kind} paths differ from dense paths");
-            assert_eq!(counts_of(&show_json(&dense)), counts_of(&show_json(&other)), "{name}: {kind}: derived counts differ");
+            assert_eq!(
+                counts_of(&show_json(&dense)),
+                counts_of(&show_json(&other)),
+                "{name}: {kind}: derived counts differ"
+            );
         }
     }
 }
@@ -557,7 +626,9 @@ fn use_mode_attaches_exact_branch_weights() {
     let ir = std::fs::read_to_string(&ll).unwrap();
     let weights: Vec<String> = ir
         .lines()
-        .filter_map(|l| l.split_once("!{!\"branch_weights\", ").map(|(_, w)| w.trim_end_matches('}').replace("i32 ", "")))
+        .filter_map(|l| {
+            l.split_once("!{!\"branch_weights\", ").map(|(_, w)| w.trim_end_matches('}').replace("i32 ", ""))
+        })
         .collect();
     // i < 1000 (1000 true, 1 false); i % 3 == 0 (334/666); i % 5 == 0 (200/800); i < 10 (10/1); j < i (45/10).
     for want in ["1000, 1", "334, 666", "200, 800", "10, 1", "45, 10"] {

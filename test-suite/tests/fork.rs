@@ -43,7 +43,13 @@ fn build(dir: &Path, mode: &str, opt: &str, atomic: bool) -> PathBuf {
     let exe = dir.join("prog");
     let mut cc = wrapper(false);
     flags(&mut cc);
-    run_ok(cc.arg(programs().join("fork_main.c")).arg(&lib).arg(format!("-Wl,-rpath,{}", dir.display())).arg("-o").arg(&exe));
+    run_ok(
+        cc.arg(programs().join("fork_main.c"))
+            .arg(&lib)
+            .arg(format!("-Wl,-rpath,{}", dir.display()))
+            .arg("-o")
+            .arg(&exe),
+    );
     exe
 }
 
@@ -172,12 +178,24 @@ fn path_counts_of_the_forking_loop() {
         run(&exe, &prof);
         let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["decode", "--json"]).arg(&prof));
         let dec: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let mut got: BTreeMap<(String, String, bool, bool, bool), (i64, i64)> = BTreeMap::new();
+        // (start, end, and which of three marked lines the path runs through) -> (count, fork re-entries).
+        type PathKey = (String, String, bool, bool, bool);
+        let mut got: BTreeMap<PathKey, (i64, i64)> = BTreeMap::new();
         for p in dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "spawn_in_loop") {
             let has = |line: u64| {
-                p["steps"].as_array().unwrap().iter().any(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(line)))
+                p["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(line)))
             };
-            let key = (p["start"].as_str().unwrap().into(), p["end"].as_str().unwrap().into(), has(fork), has(child), has(wait));
+            let key = (
+                p["start"].as_str().unwrap().into(),
+                p["end"].as_str().unwrap().into(),
+                has(fork),
+                has(child),
+                has(wait),
+            );
             let slot = got.entry(key).or_insert((0, 0));
             slot.0 += p["count"].as_i64().unwrap();
             slot.1 += p["fork_reentries"].as_i64().unwrap_or(0);
@@ -206,8 +224,14 @@ fn every_mode_derives_the_same_counts_for_the_forking_program() {
         for f in show["functions"].as_array().unwrap() {
             let name = f["name"].as_str().unwrap();
             m.insert(format!("{name} entry"), f["entry_count"].clone());
-            m.insert(format!("{name} blocks"), Value::Array(f["blocks"].as_array().unwrap().iter().map(|b| b["count"].clone()).collect()));
-            m.insert(format!("{name} edges"), Value::Array(f["edges"].as_array().unwrap().iter().map(|e| e["count"].clone()).collect()));
+            m.insert(
+                format!("{name} blocks"),
+                Value::Array(f["blocks"].as_array().unwrap().iter().map(|b| b["count"].clone()).collect()),
+            );
+            m.insert(
+                format!("{name} edges"),
+                Value::Array(f["edges"].as_array().unwrap().iter().map(|e| e["count"].clone()).collect()),
+            );
             m.insert(format!("{name} fork"), f["fork_reentries"].clone());
         }
         m
@@ -285,7 +309,8 @@ fn exception_into_an_activation_in_flight_at_the_fork() {
             for (who, s, throws) in [("merged", &show, 1), ("child", child, 1), ("parent", parent, 0)] {
                 for f in s["functions"].as_array().unwrap() {
                     assert_eq!(f["exact"], true, "{what} {who}: {} not exact: {}", f["name"], f["inexact_reasons"]);
-                    let abnormal: u64 = f["abnormal_exits"].as_array().unwrap().iter().map(|a| a["count"].as_u64().unwrap()).sum();
+                    let abnormal: u64 =
+                        f["abnormal_exits"].as_array().unwrap().iter().map(|a| a["count"].as_u64().unwrap()).sum();
                     let want = if f["name"] == "_Z5spawnv" { throws } else { 0 };
                     assert_eq!(abnormal, want, "{what} {who}: abnormal exits of {}", f["name"]);
                 }
@@ -298,7 +323,12 @@ fn exception_into_an_activation_in_flight_at_the_fork() {
                 assert_eq!(got_parent[line], Some(merged_want[line].1 - c), "{what}: parent line {line}");
             }
             for f in ["_Z5spawnv", "_Z6middlev", "main"] {
-                let n: u64 = function(&show, f)["fork_reentries"].as_array().unwrap().iter().map(|r| r["count"].as_u64().unwrap()).sum();
+                let n: u64 = function(&show, f)["fork_reentries"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["count"].as_u64().unwrap())
+                    .sum();
                 assert_eq!(n, 1, "{what}: re-entries of {f}");
             }
         }
@@ -315,7 +345,13 @@ fn fork_with_other_threads_in_flight() {
         let what = mode.to_string();
         let dir = scratch(&format!("fork-threads-{mode}"));
         let exe = dir.join("prog");
-        run_ok(wrapper(false).args(["-O2", "--pathprof-atomic", &format!("--pathprof-mode={mode}"), "-pthread"]).arg(&source).arg("-o").arg(&exe));
+        run_ok(
+            wrapper(false)
+                .args(["-O2", "--pathprof-atomic", &format!("--pathprof-mode={mode}"), "-pthread"])
+                .arg(&source)
+                .arg("-o")
+                .arg(&exe),
+        );
         let merged = dir.join("merged.pathprof");
         run(&exe, &merged);
         let show = show_json(&merged);
@@ -324,7 +360,12 @@ fn fork_with_other_threads_in_flight() {
         }
         assert_markers(&show, &source);
         for (f, n) in [("main", 1), ("run", 1), ("spawn", 1), ("worker", 0), ("step", 0), ("child_work", 0)] {
-            let got: u64 = function(&show, f)["fork_reentries"].as_array().unwrap().iter().map(|r| r["count"].as_u64().unwrap()).sum();
+            let got: u64 = function(&show, f)["fork_reentries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["count"].as_u64().unwrap())
+                .sum();
             assert_eq!(got, n, "{what}: re-entries of {f}");
         }
     }
@@ -338,9 +379,24 @@ fn without_fork_checks_the_functions_on_the_stack_are_reported_inexact() {
         let dir = scratch(&format!("fork-nochecks-{mode}"));
         let lib = dir.join("libforklib.so");
         let flags = [format!("--pathprof-mode={mode}"), "--pathprof-fork-checks=0".to_string(), "-O1".to_string()];
-        run_ok(wrapper(false).args(&flags).args(["-fPIC", "-shared"]).arg(programs().join("fork_lib.c")).arg("-o").arg(&lib));
+        run_ok(
+            wrapper(false)
+                .args(&flags)
+                .args(["-fPIC", "-shared"])
+                .arg(programs().join("fork_lib.c"))
+                .arg("-o")
+                .arg(&lib),
+        );
         let exe = dir.join("prog");
-        run_ok(wrapper(false).args(&flags).arg(programs().join("fork_main.c")).arg(&lib).arg(format!("-Wl,-rpath,{}", dir.display())).arg("-o").arg(&exe));
+        run_ok(
+            wrapper(false)
+                .args(&flags)
+                .arg(programs().join("fork_main.c"))
+                .arg(&lib)
+                .arg(format!("-Wl,-rpath,{}", dir.display()))
+                .arg("-o")
+                .arg(&exe),
+        );
         let prof = dir.join("merged.pathprof");
         run(&exe, &prof);
         let show = show_json(&prof);

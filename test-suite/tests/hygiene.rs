@@ -54,9 +54,8 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         .match_indices("__pathprof_")
         .map(|(i, _)| header[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
         .collect();
-    for (i, flags) in [&[][..], &["--pathprof-path-cache=0"], &["--pathprof-atomic"], &["--pathprof-mode=edge"]]
-        .iter()
-        .enumerate()
+    for (i, flags) in
+        [&[][..], &["--pathprof-path-cache=0"], &["--pathprof-atomic"], &["--pathprof-mode=edge"]].iter().enumerate()
     {
         let obj = dir.join(format!("instrumented{i}.o"));
         let source = programs().join("eighty_ifs.c");

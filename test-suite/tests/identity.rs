@@ -159,16 +159,16 @@ fn lto_shared_objects_are_modules_of_their_own() {
     let use_flags = ["--pathprof-lto", "--pathprof-stats", &format!("--pathprof-use={}", prof.display())];
     let bitcode = [use_flags.as_slice(), &["-Wl,--plugin-opt=emit-llvm"]].concat();
     let outs = build(&use_dir, &bitcode, &["-DEXTRA"], Some(&dir.join("libstep2.so")));
-    for (out, module, annotated) in [(&outs[0], "libstep2.so", 2), (&outs[1], "libstep3.so", 2), (&outs[2], "prog", 1)] {
+    for (out, module, annotated) in [(&outs[0], "libstep2.so", 2), (&outs[1], "libstep3.so", 2), (&outs[2], "prog", 1)]
+    {
         let err = String::from_utf8_lossy(&out.stderr);
         let want = format!("pathprof: use: module={module} annotated={annotated} mismatched=0 missing=0");
         assert!(err.contains(&want), "{module}: {err}");
         assert!(!err.contains("warning"), "{module}: {err}");
     }
-    for (lib, pick_entry, run_entry, weights) in [
-        ("libstep2.so", 90, 3, &["45, 45"][..]),
-        ("libstep3.so", 12, 1, &["4, 8", "1, 7"][..]),
-    ] {
+    for (lib, pick_entry, run_entry, weights) in
+        [("libstep2.so", 90, 3, &["45, 45"][..]), ("libstep3.so", 12, 1, &["4, 8", "1, 7"][..])]
+    {
         let ir = llvm_dis(&use_dir.join(lib));
         // `run` is global and defined in both objects with the same shape: its entry count is this object's
         // (3 or 1), not the sum over both (4).
@@ -237,14 +237,19 @@ fn same_file_name_in_two_directories_is_two_modules() {
         "#include <stdio.h>\nint ua(int);\nint ub(int);\nint main(void) { printf(\"%d %d\\n\", ua(20), ub(20)); return 0; }\n",
     )
     .unwrap();
-    run_ok(
-        wrapper(false)
-            .current_dir(&dir)
-            .args(["--pathprof-mode=edge", "-O0", "main.c", "a/util.o", "b/util.o", "-o", "prog"]),
-    );
+    run_ok(wrapper(false).current_dir(&dir).args([
+        "--pathprof-mode=edge",
+        "-O0",
+        "main.c",
+        "a/util.o",
+        "b/util.o",
+        "-o",
+        "prog",
+    ]));
     let prof = dir.join("out.pathprof");
     for _ in 0..2 {
-        let out = Command::new(dir.join("prog")).env("PATHPROF_FILE", &prof).env_remove("PATHPROF_VERBOSE").output().unwrap();
+        let out =
+            Command::new(dir.join("prog")).env("PATHPROF_FILE", &prof).env_remove("PATHPROF_VERBOSE").output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "10 4\n");
         assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     }
@@ -259,7 +264,8 @@ fn same_file_name_in_two_directories_is_two_modules() {
     let entries = entry_counts(&show);
     assert_eq!((entries["ua"], entries["ub"]), (Some(2), Some(2)));
     let count = |out: &str, f: &str| {
-        let f = show["functions"].as_array().unwrap().iter().find(|x| x["module_output"] == out && x["name"] == f).unwrap();
+        let f =
+            show["functions"].as_array().unwrap().iter().find(|x| x["module_output"] == out && x["name"] == f).unwrap();
         block_count(f, 5)
     };
     assert_eq!((count(&a, "ua"), count(&b, "ub")), (Some(20), Some(8)));
@@ -291,7 +297,10 @@ fn entry_count(ir: &str, name: &str) -> Option<u64> {
 
 /// Ids of the metadata nodes `!{!"branch_weights", i32 A, i32 B}` with `weights` = "A, B".
 fn branch_weights_ids(ir: &str, weights: &str) -> Vec<String> {
-    let want = format!("!{{!\"branch_weights\", {}}}", weights.split(", ").map(|w| format!("i32 {w}")).collect::<Vec<_>>().join(", "));
+    let want = format!(
+        "!{{!\"branch_weights\", {}}}",
+        weights.split(", ").map(|w| format!("i32 {w}")).collect::<Vec<_>>().join(", ")
+    );
     ir.lines()
         .filter(|l| l.ends_with(&want))
         .filter_map(|l| l.strip_prefix('!')?.split(' ').next().map(str::to_string))

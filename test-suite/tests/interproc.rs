@@ -34,7 +34,12 @@ fn decode_json(profile: &std::path::Path) -> Value {
 }
 
 fn id_counts(decoded: &Value) -> BTreeMap<u64, i64> {
-    decoded["paths"].as_array().unwrap().iter().map(|p| (p["id"].as_u64().unwrap(), p["count"].as_i64().unwrap())).collect()
+    decoded["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_u64().unwrap(), p["count"].as_i64().unwrap()))
+        .collect()
 }
 
 /// The paper's Figure 4 program at -O0: clang's CFG has the paper's successor order, so not only the decoded
@@ -88,7 +93,8 @@ fn hashed_interprocedural_storage_with_any_cache_matches_dense_storage() {
         let dense = id_counts(&decode_json(&run_in(&format!("mr-dense-{mode}"), &[program], "-O0", mode, &[])));
         for cache in ["1024", "1", "0"] {
             let name = format!("mr-hashed-{mode}-{cache}");
-            let env = [("PATHPROF_PATH_ARRAY_MAX", "1"), ("PATHPROF_PATH_SPARSE_MAX", "1"), ("PATHPROF_PATH_CACHE", cache)];
+            let env =
+                [("PATHPROF_PATH_ARRAY_MAX", "1"), ("PATHPROF_PATH_SPARSE_MAX", "1"), ("PATHPROF_PATH_CACHE", cache)];
             let hashed = id_counts(&decode_json(&run_in(&name, &[program], "-O0", mode, &env)));
             assert_eq!(hashed, dense, "{program} {mode}, cache of {cache} pairs");
         }
@@ -189,7 +195,11 @@ fn interprocedural_counts_equal_edge_mode_counts() {
                 }
                 assert!(compared > 0 || !same_program, "{name} {opt} {mode}: nothing compared");
                 for f in ip["functions"].as_array().unwrap() {
-                    assert_eq!(f["exact"], true, "{name} {opt} {mode}: {} not exact: {}", f["name"], f["inexact_reasons"]);
+                    assert_eq!(
+                        f["exact"], true,
+                        "{name} {opt} {mode}: {} not exact: {}",
+                        f["name"], f["inexact_reasons"]
+                    );
                 }
             }
         }
@@ -225,13 +235,20 @@ fn function_bodies(ll: &str) -> BTreeMap<String, String> {
 fn recursive_matcher_reads_nvc_at_its_edges() {
     let dir = scratch("ip-opaque-nvc");
     let ll = dir.join("glob_match.ll");
-    run_ok(wrapper(false).args(["-O0", "-S", "-emit-llvm"]).arg(programs().join("glob_match.c")).arg("-o").arg(&ll)
-        .env("PATHPROF_MODE", "context"));
+    run_ok(
+        wrapper(false)
+            .args(["-O0", "-S", "-emit-llvm"])
+            .arg(programs().join("glob_match.c"))
+            .arg("-o")
+            .arg(&ll)
+            .env("PATHPROF_MODE", "context"),
+    );
     let bodies = function_bodies(&std::fs::read_to_string(&ll).unwrap());
     // Volatile loads from a stack slot (counter updates outside loops are volatile too, but on globals).
     let volatile_loads = |f: &str| {
         bodies.get(f).map(|b| {
-            let slots: Vec<&str> = b.lines().filter(|l| l.contains(" = alloca i64")).filter_map(|l| l.split_whitespace().next()).collect();
+            let slots: Vec<&str> =
+                b.lines().filter(|l| l.contains(" = alloca i64")).filter_map(|l| l.split_whitespace().next()).collect();
             b.lines().filter(|l| slots.iter().any(|s| l.contains(&format!("load volatile i64, ptr {s},")))).count()
         })
     };
@@ -244,8 +261,15 @@ fn recursive_matcher_reads_nvc_at_its_edges() {
 #[test]
 fn threads_with_atomic_counters_are_exact() {
     for mode in ["context", "piecewise"] {
-        let edge = show_json(&run_in(&format!("ip-threads-edge-{mode}"), &["threads.c"], "-O2", "edge", &[("PATHPROF_ATOMIC", "1")]));
-        let ip = show_json(&run_in(&format!("ip-threads-{mode}"), &["threads.c"], "-O2", mode, &[("PATHPROF_ATOMIC", "1")]));
+        let edge = show_json(&run_in(
+            &format!("ip-threads-edge-{mode}"),
+            &["threads.c"],
+            "-O2",
+            "edge",
+            &[("PATHPROF_ATOMIC", "1")],
+        ));
+        let ip =
+            show_json(&run_in(&format!("ip-threads-{mode}"), &["threads.c"], "-O2", mode, &[("PATHPROF_ATOMIC", "1")]));
         let (e, p) = (folded_counts(&edge), folded_counts(&ip));
         for (k, v) in &p {
             assert_eq!(Some(v), e.get(k), "{mode}: {k}");
@@ -290,11 +314,23 @@ fn whole_program_lto_paths_cross_translation_units() {
         let mut objs = Vec::new();
         for src in ["two_tu_main.c", util] {
             let obj = dir.join(format!("{src}.o"));
-            run_ok(wrapper(false).args(["--pathprof-mode=context", "--pathprof-lto", opt, "-c"]).arg(programs().join(src)).arg("-o").arg(&obj));
+            run_ok(
+                wrapper(false)
+                    .args(["--pathprof-mode=context", "--pathprof-lto", opt, "-c"])
+                    .arg(programs().join(src))
+                    .arg("-o")
+                    .arg(&obj),
+            );
             objs.push(obj);
         }
         let exe = dir.join("prog");
-        let link = run_ok(wrapper(false).args(["--pathprof-mode=context", "--pathprof-lto", "--pathprof-stats", opt]).args(&objs).arg("-o").arg(&exe));
+        let link = run_ok(
+            wrapper(false)
+                .args(["--pathprof-mode=context", "--pathprof-lto", "--pathprof-stats", opt])
+                .args(&objs)
+                .arg("-o")
+                .arg(&exe),
+        );
         let stats = String::from_utf8_lossy(&link.stderr);
         assert!(stats.contains("functions=3") && stats.contains("interprocedural=2"), "{opt}: {stats}");
         let prof = dir.join("out.pathprof");
@@ -339,7 +375,14 @@ fn a_module_without_functions_compiles() {
     let src = dir.join("data.c");
     std::fs::write(&src, "const int table[4] = {1, 2, 3, 4};\n").unwrap();
     for mode in ["context", "piecewise"] {
-        run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).args(["-O2", "-c"]).arg(&src).arg("-o").arg(dir.join("data.o")));
+        run_ok(
+            wrapper(false)
+                .arg(format!("--pathprof-mode={mode}"))
+                .args(["-O2", "-c"])
+                .arg(&src)
+                .arg("-o")
+                .arg(dir.join("data.o")),
+        );
     }
 }
 
@@ -389,7 +432,7 @@ fn inline_function_copies_of_other_modules_are_not_call_sites() {
 fn a_cleanup_block_that_calls_and_resumes_ends_paths_once() {
     let src = programs().join("cleanup_resume.cpp");
     for mode in ["edge", "context", "piecewise"] {
-        let show = whole_program_o2(&format!("ip-cleanup-resume-{mode}"), true, mode, &[src.clone()]);
+        let show = whole_program_o2(&format!("ip-cleanup-resume-{mode}"), true, mode, std::slice::from_ref(&src));
         let entries = entry_counts(&show);
         assert_eq!(entries.get("_Z1fi"), Some(&Some(10)), "{mode}: {entries:?}");
         assert_markers(&show, &src);
@@ -444,7 +487,12 @@ fn promises_and_calls_that_never_return_whole_program() {
             assert_eq!(entries.get(f), Some(&Some(n)), "{mode}: {f} {entries:?}");
         }
         // The loop folds to its sum at -O2: finish runs once, and ends the program.
-        let show = whole_program_o2(&format!("ip-lto-noreturn-site-{mode}"), false, mode, &[programs().join("noreturn_site.c")]);
+        let show = whole_program_o2(
+            &format!("ip-lto-noreturn-site-{mode}"),
+            false,
+            mode,
+            &[programs().join("noreturn_site.c")],
+        );
         let entries = entry_counts(&show);
         for f in ["main", "finish"] {
             assert_eq!(entries.get(f), Some(&Some(1)), "{mode}: {f} {entries:?}");
@@ -457,7 +505,14 @@ fn promises_and_calls_that_never_return_whole_program() {
 fn whole_program_o2(name: &str, cxx: bool, mode: &str, srcs: &[PathBuf]) -> Value {
     let dir = scratch(name);
     let exe = dir.join("prog");
-    run_ok(wrapper(cxx).arg(format!("--pathprof-mode={mode}")).args(["--pathprof-lto", "-O2", "-g"]).args(srcs).arg("-o").arg(&exe));
+    run_ok(
+        wrapper(cxx)
+            .arg(format!("--pathprof-mode={mode}"))
+            .args(["--pathprof-lto", "-O2", "-g"])
+            .args(srcs)
+            .arg("-o")
+            .arg(&exe),
+    );
     let prof = dir.join("out.pathprof");
     let _ = std::fs::remove_file(&prof);
     let out = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run");

@@ -478,7 +478,9 @@ fn threads_running_at_exit_do_not_break_the_dump() {
 /// fork handlers, so nothing is resumed without having been entered).
 #[test]
 fn child_processes_merge_exactly_and_vfork_is_harmless() {
-    for (mode, atomic) in [("edge", false), ("path", false), ("context", false), ("piecewise", false), ("path", true), ("edge", true)] {
+    for (mode, atomic) in
+        [("edge", false), ("path", false), ("context", false), ("piecewise", false), ("path", true), ("edge", true)]
+    {
         let dir = scratch(&format!("spawn-{mode}-{atomic}"));
         let spawner = build(&dir, "spawner", &["spawner.c"], "-O1", mode, atomic);
         let spawned = build(&dir, "spawned", &["spawned.c"], "-O1", mode, atomic);
@@ -499,8 +501,9 @@ fn child_processes_merge_exactly_and_vfork_is_harmless() {
                 assert_markers(&show, &src("spawned.c"));
             }
             // The interprocedural modes leave functions calling vfork (returns_twice) uninstrumented.
-            let Some(main) =
-                functions(&show).iter().find(|f| f["name"] == "main" && f["file"].as_str().unwrap().ends_with("spawner.c"))
+            let Some(main) = functions(&show)
+                .iter()
+                .find(|f| f["name"] == "main" && f["file"].as_str().unwrap().ends_with("spawner.c"))
             else {
                 assert!(mode == "context" || mode == "piecewise", "{what}: main missing");
                 continue;
@@ -844,7 +847,10 @@ fn every_truncation_and_bit_flip_of_a_real_profile_is_refused() {
         let bytes = std::fs::read(&profile).unwrap();
         assert!(pathprof_format::profile::read(&bytes).is_ok(), "{mode}: the real profile itself must read");
         for len in 0..bytes.len() {
-            assert!(pathprof_format::profile::read(&bytes[..len]).is_err(), "{mode}: truncation to {len} bytes accepted");
+            assert!(
+                pathprof_format::profile::read(&bytes[..len]).is_err(),
+                "{mode}: truncation to {len} bytes accepted"
+            );
         }
         for i in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
@@ -871,9 +877,17 @@ fn every_truncation_and_bit_flip_of_a_real_profile_is_refused() {
 fn interprocedural_profiles_with_any_bit_flipped_are_refused_or_analysed() {
     let dir = scratch("ip-flips");
     let (mut checked, mut analysed) = (0usize, 0usize);
-    for (mode, src, cxx) in [("context", "mr_fig4.c", false), ("piecewise", "mr_fig4.c", false), ("context", "exception.cpp", true)] {
+    for (mode, src, cxx) in
+        [("context", "mr_fig4.c", false), ("piecewise", "mr_fig4.c", false), ("context", "exception.cpp", true)]
+    {
         let exe = dir.join(format!("{mode}-{src}"));
-        run_ok(wrapper(cxx).args(["-O0", &format!("--pathprof-mode={mode}")]).arg(programs().join(src)).arg("-o").arg(&exe));
+        run_ok(
+            wrapper(cxx)
+                .args(["-O0", &format!("--pathprof-mode={mode}")])
+                .arg(programs().join(src))
+                .arg("-o")
+                .arg(&exe),
+        );
         let profile = dir.join(format!("{mode}-{src}.pathprof"));
         let _ = Command::new(&exe).env("PATHPROF_FILE", &profile).output().expect("run");
         let bytes = std::fs::read(&profile).unwrap();

@@ -20,9 +20,9 @@
 use super::{marks, path_report, Args, PathReport};
 use crate::output;
 use anyhow::{bail, Context, Result};
+use pathprof_analysis::{function_path_counts, FunctionPaths};
 use pathprof_core::regenerate::PathEnd;
 use pathprof_format::meta::{FunctionMeta, Mode};
-use pathprof_analysis::{function_path_counts, FunctionPaths};
 use pathprof_format::profile::{ModuleProfile, Profile};
 use serde::Serialize;
 use std::io::{self, Write};
@@ -91,8 +91,8 @@ pub(super) fn run(args: &Args, profile: &Profile) -> Result<()> {
                 continue;
             }
             selected_any = true;
-            let paths = function_path_counts(module, index)
-                .with_context(|| format!("decoding {}", args.file.display()))?;
+            let paths =
+                function_path_counts(module, index).with_context(|| format!("decoding {}", args.file.display()))?;
             let fr = regions(module, f, &paths, coverage, args.top);
             if fr.executions > 0 || args.function.is_some() {
                 report.functions.push(fr);

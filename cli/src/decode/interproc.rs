@@ -11,9 +11,9 @@
 
 use super::{EdgeRef, FunctionReport, PathId, PathReport, Report, Step};
 use anyhow::{Context, Result};
+use pathprof_analysis::{module_path_counts, InterprocCount, ModulePaths};
 use pathprof_core::interproc::{InterprocPath, PathEnd, ProcId, SiteRole, Via};
 use pathprof_format::meta::ModuleMeta;
-use pathprof_analysis::{module_path_counts, InterprocCount, ModulePaths};
 use pathprof_format::profile::ModuleProfile;
 use std::path::Path;
 
@@ -44,13 +44,20 @@ fn home(p: &InterprocPath) -> Option<ProcId> {
     p.active_suffix().first().map(|s| s.proc)
 }
 
-fn add_module(report: &mut Report, module: &ModuleProfile, mp: &ModulePaths, function: Option<&str>, top: Option<usize>) {
+fn add_module(
+    report: &mut Report,
+    module: &ModuleProfile,
+    mp: &ModulePaths,
+    function: Option<&str>,
+    top: Option<usize>,
+) {
     let meta = &module.meta;
     for (i, f) in meta.functions.iter().enumerate() {
         if !selected(meta, ProcId::from_index(i), function) {
             continue;
         }
-        let mine: Vec<&InterprocCount> = mp.paths.iter().filter(|p| home(&p.path) == Some(ProcId::from_index(i))).collect();
+        let mine: Vec<&InterprocCount> =
+            mp.paths.iter().filter(|p| home(&p.path) == Some(ProcId::from_index(i))).collect();
         let c = &mp.functions[i];
         report.functions.push(FunctionReport {
             name: f.name.clone(),
@@ -154,9 +161,8 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
             module = &p.module;
             let executed: usize =
                 report.functions.iter().filter(|f| f.module == module).map(|f| f.executed_paths).sum();
-            let num_paths = report.functions.iter().find(|f| f.module == module).map_or(String::new(), |f| {
-                f.num_paths.to_string()
-            });
+            let num_paths =
+                report.functions.iter().find(|f| f.module == module).map_or(String::new(), |f| f.num_paths.to_string());
             writeln!(out, "module {module}  ({} mode): executed paths: {executed} of {num_paths}", report.mode)?;
             for f in report.functions.iter().filter(|f| f.module == module && !f.exact) {
                 writeln!(out, "  INEXACT {}: {}", f.name, f.inexact_reasons.join("; "))?;
@@ -186,11 +192,13 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
             report.functions.iter().find(|f| f.module == p.module && f.name == name).map_or("", |f| f.file.as_str())
         };
         let shown = |name: &str| {
-            report
-                .functions
-                .iter()
-                .find(|f| f.module == p.module && f.name == name)
-                .map_or(name.to_string(), |f| if f.display_name.is_empty() { name.to_string() } else { f.display_name.clone() })
+            report.functions.iter().find(|f| f.module == p.module && f.name == name).map_or(name.to_string(), |f| {
+                if f.display_name.is_empty() {
+                    name.to_string()
+                } else {
+                    f.display_name.clone()
+                }
+            })
         };
         let context = p.context_steps as usize;
         for (i, s) in p.steps.iter().enumerate() {
@@ -203,8 +211,14 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
             match s.via {
                 Some("call") => writeln!(out, "        -> call {}", shown(&s.function))?,
                 Some("return") => writeln!(out, "        <- return to {}", shown(&s.function))?,
-                Some("summary") => writeln!(out, "        (recursive call elided: the callee's activation is counted as paths of its own)")?,
-                Some("summary_cut") => writeln!(out, "        (call cut by the path budget, elided: the callee's paths are counted separately)")?,
+                Some("summary") => writeln!(
+                    out,
+                    "        (recursive call elided: the callee's activation is counted as paths of its own)"
+                )?,
+                Some("summary_cut") => writeln!(
+                    out,
+                    "        (call cut by the path budget, elided: the callee's paths are counted separately)"
+                )?,
                 Some("loop_restart") if i == context => writeln!(out, "        (starts at loop header)")?,
                 _ => {}
             }

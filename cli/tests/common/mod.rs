@@ -36,7 +36,8 @@ pub fn fixture(
     events: &[(i64, Vec<u32>)],
 ) -> Fixture {
     let counts = simulate(&cfg, budget, events);
-    let meta = metadata::path_function(name, "demo.c", cfg, budget, storage, |b| lines.get(b).map_or(vec![], |l| l.to_vec()));
+    let meta =
+        metadata::path_function(name, "demo.c", cfg, budget, storage, |b| lines.get(b).map_or(vec![], |l| l.to_vec()));
     Fixture { meta, counts }
 }
 

@@ -31,9 +31,9 @@
 //! must not be negative; the resumption itself is a virtual edge EXIT→B ([`crate::reentry`]).
 
 use super::dag::{DagEdgeId, DagEdgeKind, PathDag};
-use crate::graph::{BlockId, Cfg, EdgeKind};
 use super::numbering::Numbering;
 use super::regenerate::{decode, DecodeError};
+use crate::graph::{BlockId, Cfg, EdgeKind};
 use std::collections::BTreeMap;
 
 /// One path of the profile while netting (counted, or a truncated path that only its continuations name).
@@ -296,7 +296,8 @@ mod tests {
             (vec![(0, 1)], BTreeMap::from([(0, (1, 0)), (1, (-1, 1))])),
         ] {
             let net = net_counts_with_reentries(&cfg, &dag, &n, counts, [(1u128, 1u64)]).unwrap();
-            let got: BTreeMap<u128, (i128, i128)> = net.iter().map(|(&r, p)| (r, (p.count, p.fork_reentries))).collect();
+            let got: BTreeMap<u128, (i128, i128)> =
+                net.iter().map(|(&r, p)| (r, (p.count, p.fork_reentries))).collect();
             assert_eq!(got, want);
             assert_eq!(truncation_block(&cfg, &dag, &net[&1].path), Some(BlockId(2)));
             assert_eq!(truncation_block(&cfg, &dag, &net[&0].path), None);
@@ -329,13 +330,7 @@ mod tests {
         // Path 2 ran but nothing arrived at bb1 (truncated path 3).
         let net = net_counts(&cfg, &dag, &n, [(2u128, 1u64)]).unwrap();
         assert_eq!(net, BTreeMap::from([(2, 1), (3, -1)]));
-        assert_eq!(
-            net_counts(&cfg, &dag, &n, [(4u128, 1u64)]),
-            Err(DecodeError::OutOfRange { r: 4, num_paths: 4 })
-        );
-        assert_eq!(
-            net_counts(&cfg, &dag, &n, [(0u128, i128::MAX), (0, 1)]),
-            Err(DecodeError::Overflow)
-        );
+        assert_eq!(net_counts(&cfg, &dag, &n, [(4u128, 1u64)]), Err(DecodeError::OutOfRange { r: 4, num_paths: 4 }));
+        assert_eq!(net_counts(&cfg, &dag, &n, [(0u128, i128::MAX), (0, 1)]), Err(DecodeError::Overflow));
     }
 }

@@ -511,4 +511,3 @@ fn topological_order(
     order.push(exit);
     order
 }
-

@@ -38,9 +38,9 @@
 //! the same path; they record re-entries of their call blocks instead, see [`super::counts`].)
 
 use super::callgraph::SiteRole;
+use super::numbering::{ArcKind, Numbering, OutArc};
 use super::path::{InterprocPath, PathEnd};
 use super::program::ProcId;
-use super::numbering::{ArcKind, Numbering, OutArc};
 use super::regenerate::{decode_visiting, PathError, DEFAULT_MAX_STEPS};
 use crate::ball_larus::arrivals::{solve_nets, Netting};
 use crate::graph::BlockId;
@@ -119,7 +119,8 @@ fn entry_of(num: &Numbering<'_>, n: u128, raw: i128) -> Result<Entry, ArrivalErr
     let mut candidates: Vec<(u128, usize, OutArc)> = Vec::new();
     let path = decode_visiting(num, n, DEFAULT_MAX_STEPS, |at| {
         if let Some(arc) = counted_termination(num, at.at.proc, at.at.block) {
-            let t = arc.rho.checked_apply(at.nvc).and_then(|v| v.checked_add(at.path_num)).ok_or(PathError::Overflow)?;
+            let t =
+                arc.rho.checked_apply(at.nvc).and_then(|v| v.checked_add(at.path_num)).ok_or(PathError::Overflow)?;
             candidates.push((t, at.step, arc));
         }
         Ok(())
@@ -184,7 +185,8 @@ pub fn net_counts_with_reentries(
                 continue;
             }
             let at = e.path.steps[step];
-            let Some(ArcKind::Termination { edge }) = counted_termination(num, at.proc, at.block).map(|a| a.kind) else {
+            let Some(ArcKind::Termination { edge }) = counted_termination(num, at.proc, at.block).map(|a| a.kind)
+            else {
                 continue;
             };
             let path = InterprocPath {

@@ -23,9 +23,9 @@
 //! the truncated path's departures reached its first termination edge, so the re-entry goes back there too; in
 //! piecewise mode that edge is derived by flow, which the re-entry now balances.
 
+use super::numbering::Mode;
 use super::path::{InterprocPath, PathEnd, Via};
 use super::program::{CallSiteId, Callee, ProcId, Program};
-use super::numbering::Mode;
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 
 /// Per procedure and cfg edge (`[proc][edge]`), the signed sum of the counts of the paths whose active part

@@ -37,9 +37,9 @@ use super::callgraph::SiteRole;
 use super::linear::Linear;
 use super::program::{CallSiteId, Callee, ProcId};
 use super::supergraph::Supergraph;
-use crate::ball_larus::dag::{DagEdgeId, DagEdgeKind};
 #[cfg(doc)]
 use crate::ball_larus::dag::PathDag;
+use crate::ball_larus::dag::{DagEdgeId, DagEdgeKind};
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 
 /// Which observable paths are numbered.

@@ -19,9 +19,9 @@
 //! failure is a [`PathError`], never a panic or an unbounded loop (decoding stops after a step limit, because a
 //! single path can be exponentially long in the call-graph depth even when there are few paths).
 
+use super::numbering::{ArcKind, EntryKind, ExitTarget, GlobalEntry, Mode, Numbering, OutArc};
 use super::path::{InterprocPath, PathEnd, Step, Via};
 use super::program::{CallSiteId, ProcId};
-use super::numbering::{ArcKind, EntryKind, ExitTarget, GlobalEntry, Mode, Numbering, OutArc};
 use crate::graph::{BlockId, EdgeId};
 
 /// The step limit of [`decode`]; use [`decode_with_limit`] for longer paths.

@@ -37,8 +37,8 @@
 //! [`Callee::External`]: super::Callee::External
 
 use super::callgraph::SiteRole;
-use super::program::{CallSiteId, Callee, ProcId};
 use super::numbering::{ArcKind, ExitTarget, Mode, Numbering, OutArc};
+use super::program::{CallSiteId, Callee, ProcId};
 use crate::ball_larus::dag::CfgEdgeRole;
 use crate::graph::{BlockId, EdgeId, EdgeKind};
 use std::collections::BTreeMap;
@@ -197,7 +197,12 @@ impl<'n, 'a> Simulator<'n, 'a> {
     /// a call of the running block: the parent goes on with the rest of `exec` (its counts go into this
     /// simulator's profile, as [`Simulator::run`]), the child with `child` (events from the same point on). The
     /// child's own profile and re-entries are returned. On error the profile is left unchanged.
-    pub fn run_forking(&mut self, exec: &Execution, fork_at: usize, child: &[Event]) -> Result<ForkedChild, TraceError> {
+    pub fn run_forking(
+        &mut self,
+        exec: &Execution,
+        fork_at: usize,
+        child: &[Event],
+    ) -> Result<ForkedChild, TraceError> {
         let impossible = TraceError::ImpossibleFork { position: fork_at };
         let (head, tail) = match (self.arrivals, exec.events.split_at_checked(fork_at)) {
             (true, Some(split)) => split,

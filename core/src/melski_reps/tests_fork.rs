@@ -90,8 +90,9 @@ fn tally(program: &Program, mut frames: Vec<Frame>, events: &[Event], t: &mut Ta
                 t.edges[p.index()][e.index()] += 1;
                 for &(q, block, _, ran) in frames.iter().rev().skip(1) {
                     let cfg = program.cfg(q);
-                    let term =
-                        cfg.edge_ids().find(|&x| cfg.edge(x).from == block && cfg.edge(x).kind == EdgeKind::Termination)?;
+                    let term = cfg
+                        .edge_ids()
+                        .find(|&x| cfg.edge(x).from == block && cfg.edge(x).kind == EdgeKind::Termination)?;
                     if ran {
                         t.edges[q.index()][term.index()] += 1;
                     }
@@ -106,12 +107,23 @@ fn tally(program: &Program, mut frames: Vec<Frame>, events: &[Event], t: &mut Ta
 /// What the reader derives from a process's (or a merged) profile and re-entries: the netted paths are checked
 /// (no path is left abnormally a negative number of times; only counted truncated paths are re-entered), and the
 /// edge counts and re-entries per block are returned.
-fn derive(num: &Numbering<'_>, profile: &Profile, paths: &BTreeMap<u128, u64>, blocks: &BTreeMap<(ProcId, BlockId), u64>) -> Tally {
+fn derive(
+    num: &Numbering<'_>,
+    profile: &Profile,
+    paths: &BTreeMap<u128, u64>,
+    blocks: &BTreeMap<(ProcId, BlockId), u64>,
+) -> Tally {
     let raw: BTreeMap<u128, i128> = profile.iter().map(|(&n, &c)| (n, i128::from(c))).collect();
     let re: BTreeMap<u128, i128> = paths.iter().map(|(&n, &c)| (n, i128::from(c))).collect();
     let net = net_counts_with_reentries(num, &raw, &re).unwrap();
     for (n, p) in &net {
-        assert!(p.count + p.fork_reentries >= 0, "path {n} ({}): {} + {} re-entries", p.path, p.count, p.fork_reentries);
+        assert!(
+            p.count + p.fork_reentries >= 0,
+            "path {n} ({}): {} + {} re-entries",
+            p.path,
+            p.count,
+            p.fork_reentries
+        );
         assert!(p.fork_reentries == 0 || ends_at_counted_termination(num, &p.path), "re-entry of path {n}");
     }
     let blocks: Vec<(ProcId, BlockId, i128)> = blocks.iter().map(|(&(p, b), &c)| (p, b, i128::from(c))).collect();
@@ -144,7 +156,10 @@ fn check_forks(seed: u64) -> usize {
             let frames_at = |at: usize| tally(program, start.clone(), &exec.events[..at], &mut Tally::new(program));
             let candidates: Vec<(usize, usize)> = (0..=exec.events.len())
                 .filter(|&at| {
-                    matches!(Simulator::counting_arrivals(&num).run_forking(&exec, at, &[]), Err(TraceError::Incomplete))
+                    matches!(
+                        Simulator::counting_arrivals(&num).run_forking(&exec, at, &[]),
+                        Err(TraceError::Incomplete)
+                    )
                 })
                 .filter_map(|at| frames_at(at).map(|f| (f.len(), at)))
                 .collect();

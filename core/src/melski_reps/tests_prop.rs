@@ -794,10 +794,8 @@ fn cut_callee() -> CutCallee {
 #[test]
 fn termination_in_a_cut_callee_flushes_the_pending_path() {
     let t = cut_callee();
-    let exec = Execution {
-        root: ProcId(0),
-        events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Terminate(EdgeId(1))],
-    };
+    let exec =
+        Execution { root: ProcId(0), events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Terminate(EdgeId(1))] };
     for mode in [Mode::Context, Mode::Piecewise] {
         let num = t.sg.number(mode).unwrap();
         assert_eq!(observed_paths(&t.sg, mode, &exec), vec![t.f_truncated.clone(), t.main_truncated.clone()]);
@@ -819,10 +817,8 @@ fn arrivals_at_a_cut_call_net_to_the_one_run_that_did_not_return() {
         root: ProcId(0),
         events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Return(EdgeId(0)), Event::Return(EdgeId(3))],
     };
-    let terminates = Execution {
-        root: ProcId(0),
-        events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Terminate(EdgeId(1))],
-    };
+    let terminates =
+        Execution { root: ProcId(0), events: vec![Event::Edge(EdgeId(0)), Event::Call, Event::Terminate(EdgeId(1))] };
     for mode in [Mode::Context, Mode::Piecewise] {
         let num = t.sg.number(mode).unwrap();
         let n = |p: &InterprocPath| encode(&num, p).unwrap();
@@ -917,4 +913,3 @@ proptest! {
         check_garbage(seed);
     }
 }
-
