@@ -199,3 +199,12 @@ pub fn clang_entry_counts(dir: &Path, sources: &[PathBuf], cxx: bool, extra: &[&
     }
     m
 }
+
+/// Whether a decoded path (`pathprof decode --json`) runs through a block holding source line `line`.
+pub fn path_runs_through(path: &Value, line: u64) -> bool {
+    path["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .any(|s| s["lines"].as_array().expect("lines").iter().any(|l| l.as_u64() == Some(line)))
+}

@@ -447,13 +447,7 @@ fn path_counts_follow_from_arithmetic() {
         assert_eq!(dec["mode"], "path");
         let mut got = std::collections::BTreeMap::new();
         for p in dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "main") {
-            let has = |line: u64| {
-                p["steps"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(line)))
-            };
+            let has = |line: u64| path_runs_through(p, line);
             let key = (
                 p["start"].as_str().unwrap().to_string(),
                 p["end"].as_str().unwrap().to_string(),

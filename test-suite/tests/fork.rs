@@ -182,13 +182,7 @@ fn path_counts_of_the_forking_loop() {
         type PathKey = (String, String, bool, bool, bool);
         let mut got: BTreeMap<PathKey, (i64, i64)> = BTreeMap::new();
         for p in dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "spawn_in_loop") {
-            let has = |line: u64| {
-                p["steps"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(line)))
-            };
+            let has = |line: u64| path_runs_through(p, line);
             let key = (
                 p["start"].as_str().unwrap().into(),
                 p["end"].as_str().unwrap().into(),
