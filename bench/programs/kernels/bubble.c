@@ -32,13 +32,7 @@ uint64_t kernel_bubble(long n) {
   }
   bubble(a, n);
   uint64_t h = 0;
-  for (long i = 0; i < n; i++) {
-    if (i > 0 && a[i - 1] > a[i]) {
-      fprintf(stderr, "bubble: not sorted at %ld\n", i);
-      exit(1);
-    }
-    h = kernel_mix(h, a[i]);
-  }
+  KERNEL_SORTED_CHECKSUM("bubble", a, n, h);
   free(a);
   return h;
 }

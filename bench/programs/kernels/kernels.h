@@ -28,4 +28,16 @@ static inline uint64_t kernel_bits(double d) {
   union { double d; uint64_t u; } c = {d};
   return c.u;
 }
+/* The checksum of a sorted array `a` of `n` integers; a sort that left it unsorted ends the program (exit 1),
+ * so a wrong sort can never pass the harness's same-output check. A macro: the sorts use different widths. */
+#define KERNEL_SORTED_CHECKSUM(name, a, n, h)                                                                  \
+  do {                                                                                                         \
+    for (long i_ = 0; i_ < (n); i_++) {                                                                        \
+      if (i_ > 0 && (a)[i_ - 1] > (a)[i_]) {                                                                   \
+        fprintf(stderr, "%s: not sorted at %ld\n", (name), i_);                                                 \
+        exit(1);                                                                                               \
+      }                                                                                                        \
+      (h) = kernel_mix((h), (a)[i_]);                                                                          \
+    }                                                                                                          \
+  } while (0)
 #endif
