@@ -208,3 +208,10 @@ pub fn path_runs_through(path: &Value, line: u64) -> bool {
         .iter()
         .any(|s| s["lines"].as_array().expect("lines").iter().any(|l| l.as_u64() == Some(line)))
 }
+
+/// The key tests add decoded path counts up under: the path's start and end kinds (`entry`, `loop_header`, …;
+/// `exit`, `back_edge`, …) and, for each of `lines`, whether the path runs through it.
+pub fn path_key(path: &Value, lines: &[u64]) -> (String, String, Vec<bool>) {
+    let kind = |k: &str| path[k].as_str().expect("start/end kind").to_string();
+    (kind("start"), kind("end"), lines.iter().map(|&l| path_runs_through(path, l)).collect())
+}

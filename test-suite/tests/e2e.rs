@@ -447,16 +447,9 @@ fn path_counts_follow_from_arithmetic() {
         assert_eq!(dec["mode"], "path");
         let mut got = std::collections::BTreeMap::new();
         for p in dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "main") {
-            let has = |line: u64| path_runs_through(p, line);
-            let key = (
-                p["start"].as_str().unwrap().to_string(),
-                p["end"].as_str().unwrap().to_string(),
-                has(three),
-                has(five),
-            );
-            *got.entry(key).or_insert(0u64) += p["count"].as_u64().unwrap();
+            *got.entry(path_key(p, &[three, five])).or_insert(0u64) += p["count"].as_u64().unwrap();
         }
-        let k = |s: &str, e: &str, t: bool, f: bool| (s.to_string(), e.to_string(), t, f);
+        let k = |s: &str, e: &str, t: bool, f: bool| (s.to_string(), e.to_string(), vec![t, f]);
         let want: std::collections::BTreeMap<_, u64> = [
             (k("entry", "back_edge", true, true), 1),         // i = 0
             (k("loop_header", "back_edge", true, true), 19),  // i % 15 == 0, i in 1..300

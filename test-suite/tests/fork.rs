@@ -179,22 +179,13 @@ fn path_counts_of_the_forking_loop() {
         let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["decode", "--json"]).arg(&prof));
         let dec: Value = serde_json::from_slice(&out.stdout).unwrap();
         // (start, end, and which of three marked lines the path runs through) -> (count, fork re-entries).
-        type PathKey = (String, String, bool, bool, bool);
-        let mut got: BTreeMap<PathKey, (i64, i64)> = BTreeMap::new();
+        let mut got: BTreeMap<(String, String, Vec<bool>), (i64, i64)> = BTreeMap::new();
         for p in dec["paths"].as_array().unwrap().iter().filter(|p| p["function"] == "spawn_in_loop") {
-            let has = |line: u64| path_runs_through(p, line);
-            let key = (
-                p["start"].as_str().unwrap().into(),
-                p["end"].as_str().unwrap().into(),
-                has(fork),
-                has(child),
-                has(wait),
-            );
-            let slot = got.entry(key).or_insert((0, 0));
+            let slot = got.entry(path_key(p, &[fork, child, wait])).or_insert((0, 0));
             slot.0 += p["count"].as_i64().unwrap();
             slot.1 += p["fork_reentries"].as_i64().unwrap_or(0);
         }
-        let k = |s: &str, e: &str, f: bool, c: bool, w: bool| (s.to_string(), e.to_string(), f, c, w);
+        let k = |s: &str, e: &str, f: bool, c: bool, w: bool| (s.to_string(), e.to_string(), vec![f, c, w]);
         let want: BTreeMap<_, (i64, i64)> = [
             (k("entry", "back_edge", false, false, false), (3, 0)),
             (k("loop_header", "back_edge", false, false, false), (8, 0)),
