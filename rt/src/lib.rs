@@ -80,7 +80,11 @@
 //! carries its own hidden copy, as compiler-rt's profile runtime does: each copy registers, dumps and
 //! signs (`%m`) only its own image's modules, and `__pathprof_dump()` called from one image dumps that image.
 //! A copy's state lives and dies with its image, so each `dlopen` of a library counts as one run of its modules.
-//! Linked without `--exclude-libs`, shared objects interpose one copy and it serves all modules, which works too.
+//! Linked without `--exclude-libs` into a shared object that is `dlclose`d while the program's exported copy
+//! serves it, the library's modules stay on that copy's list after their memory is gone (the pass emits no
+//! destructor) and the exit dump reads unmapped memory: the program crashes at exit (reproduced with a
+//! `-rdynamic` executable). Link with `pathprof-clang` or `-Wl,--exclude-libs,libpathprof_rt.a`, or unregister
+//! the module from a destructor by hand; a pass-emitted destructor is the fix still to make.
 //!
 //! # Build
 //! The shipped archive is built with `cargo build -p pathprof-rt --profile rt` (`panic = "abort"`) and then
