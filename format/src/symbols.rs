@@ -52,6 +52,9 @@ pub const META: &str = "__pathprof_meta";
 pub const DESC: &str = "__pathprof_desc";
 /// Module-local: the constructor that calls [`REGISTER_MODULE`].
 pub const MODULE_CTOR: &str = "__pathprof_module_ctor";
+/// Module-local: the destructor that calls [`UNREGISTER_MODULE`], so an image that goes away (`dlclose`) never
+/// leaves its descriptor on a runtime copy that outlives it.
+pub const MODULE_DTOR: &str = "__pathprof_module_dtor";
 /// Module-local: one page-aligned counter region of a sparse function (LLVM numbers the copies).
 pub const REGION: &str = "__pathprof_region";
 /// Module-local: the array of [`SparseRegion`](crate::layout::SparseRegion)s the descriptor points to.
@@ -72,11 +75,12 @@ pub const IP_NVC: &str = "__pathprof_ip_nvc";
 pub const IP_TOKEN: &str = "__pathprof_ip_token";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 13] = [
+pub const MODULE_LOCAL: [&str; 14] = [
     COUNTERS,
     META,
     DESC,
     MODULE_CTOR,
+    MODULE_DTOR,
     REGION,
     REGIONS,
     TABLES,
@@ -94,8 +98,8 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 22] = {
-            let mut a = [""; 22];
+        let all: [&str; 23] = {
+            let mut a = [""; 23];
             a[..9].copy_from_slice(&RUNTIME);
             a[9..].copy_from_slice(&MODULE_LOCAL);
             a

@@ -107,8 +107,26 @@ pub fn register_module(
         let mut args = [desc];
         LLVMBuildCall2(builder, LLVMGlobalGetValueType(register), register, args.as_mut_ptr(), 1, cstr("").as_ptr());
         LLVMBuildRetVoid(builder);
+        // The destructor unregisters the module (its counts are merged first unless the exit dump already
+        // wrote them): a `dlclose`d image must not stay on the list of a runtime copy that outlives it (the
+        // program's exported copy, when the object was linked without `--exclude-libs`).
+        let unregister = runtime_function(m, symbols::UNREGISTER_MODULE, ptrt);
+        let dtor = internal_void_function(m, symbols::MODULE_DTOR);
+        let entry = LLVMAppendBasicBlockInContext(ctx, dtor, cstr("entry").as_ptr());
+        LLVMPositionBuilderAtEnd(builder, entry);
+        let mut args = [desc];
+        LLVMBuildCall2(
+            builder,
+            LLVMGlobalGetValueType(unregister),
+            unregister,
+            args.as_mut_ptr(),
+            1,
+            cstr("").as_ptr(),
+        );
+        LLVMBuildRetVoid(builder);
         LLVMDisposeBuilder(builder);
-        append_to_global_ctors(m, ctor, CTOR_PRIORITY);
+        append_to_global_list(m, "llvm.global_ctors", ctor, CTOR_PRIORITY);
+        append_to_global_list(m, "llvm.global_dtors", dtor, CTOR_PRIORITY);
     }
 }
 
@@ -208,14 +226,15 @@ unsafe fn internal_void_function(m: LLVMModuleRef, name: &str) -> LLVMValueRef {
     f
 }
 
-/// Appends `{ priority, f, null }` to `llvm.global_ctors`, keeping existing entries.
-unsafe fn append_to_global_ctors(m: LLVMModuleRef, f: LLVMValueRef, priority: u64) {
+/// Appends `{ priority, f, null }` to `llvm.global_ctors` or `llvm.global_dtors` (`list`), keeping existing
+/// entries.
+unsafe fn append_to_global_list(m: LLVMModuleRef, list: &str, f: LLVMValueRef, priority: u64) {
     let ctx = LLVMGetModuleContext(m);
     let i32t = LLVMInt32TypeInContext(ctx);
     let ptrt = LLVMPointerTypeInContext(ctx, 0);
     let mut elem_types = [i32t, ptrt, ptrt];
     let elem_ty = LLVMStructTypeInContext(ctx, elem_types.as_mut_ptr(), 3, 0);
-    let name = cstr("llvm.global_ctors");
+    let name = cstr(list);
     let mut elems = Vec::new();
     let existing = LLVMGetNamedGlobal(m, name.as_ptr());
     if !existing.is_null() {

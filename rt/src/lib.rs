@@ -29,11 +29,10 @@
 //! intrusive lock-free list through `desc->next` with a compare-and-swap: no allocation and no lock, so it is
 //! safe before `main`, from several shared objects and from concurrent `dlopen`s. The first registration
 //! installs the exit dump with `atexit` and a `pthread_atfork` child handler, once (an atomic flag guards it).
-//! The pass emits no destructor: linked by `pathprof-clang` (`--exclude-libs`, see below), a shared object
-//! carries its own runtime copy, whose exit handler is registered against that image and dumps its modules at
-//! `dlclose`. A module destructor written by hand may call [`__pathprof_unregister_module`], which merges the
-//! module's counts into the file and unlinks it, so a `dlclose`d library keeps its counts and never leaves a
-//! dangling descriptor in a runtime copy it does not own.
+//! The pass also emits a destructor calling [`__pathprof_unregister_module`], which merges the module's counts
+//! into the file and unlinks it — or, after the exit dump (destructors run after `atexit` handlers at exit),
+//! only unlinks it — so a `dlclose`d library keeps its counts and never leaves a dangling descriptor in a
+//! runtime copy it does not own.
 //!
 //! # Dumping
 //! [`__pathprof_dump`] (also the exit handler) *drains*: it merges the counts accumulated since the last dump or
@@ -80,11 +79,9 @@
 //! carries its own hidden copy, as compiler-rt's profile runtime does: each copy registers, dumps and
 //! signs (`%m`) only its own image's modules, and `__pathprof_dump()` called from one image dumps that image.
 //! A copy's state lives and dies with its image, so each `dlopen` of a library counts as one run of its modules.
-//! Linked without `--exclude-libs` into a shared object that is `dlclose`d while the program's exported copy
-//! serves it, the library's modules stay on that copy's list after their memory is gone (the pass emits no
-//! destructor) and the exit dump reads unmapped memory: the program crashes at exit (reproduced with a
-//! `-rdynamic` executable). Link with `pathprof-clang` or `-Wl,--exclude-libs,libpathprof_rt.a`, or unregister
-//! the module from a destructor by hand; a pass-emitted destructor is the fix still to make.
+//! Linked without `--exclude-libs`, shared objects interpose one copy and it serves all modules; a `dlclose`d
+//! object's destructor unregisters its modules from that copy (before the pass emitted the destructor, the
+//! program then crashed at exit reading the unmapped descriptor).
 //!
 //! # Build
 //! The shipped archive is built with `cargo build -p pathprof-rt --profile rt` (`panic = "abort"`) and then
@@ -255,8 +252,9 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
     if desc.is_null() || !modules().any(|m| m == desc) {
         return;
     }
-    // If the exit dump already failed, its warning was printed and retrying here would print another.
-    if !guard.state().exit_failed {
+    // After the exit dump (module destructors run after it at exit) the counts are written: unlink only. If
+    // the exit dump failed, its warning was printed and retrying here would print another.
+    if !guard.state().exit_failed && !guard.state().exiting {
         let _ = dump::dump(guard.state(), dump::Scope::One(desc), Kind::Normal);
     }
     unlink(desc);

@@ -207,6 +207,48 @@ fn promoted_counts_equal_unpromoted_counts() {
     }
 }
 
+/// A shared object linked by hand without `--exclude-libs` shares the executable's exported runtime copy; it
+/// is dlopened and dlclosed twice. Its module's destructor (emitted by the pass) unregisters it at each
+/// dlclose. Before, the exit dump read the unmapped descriptor and the program crashed at exit.
+#[test]
+fn dlclosed_library_sharing_the_program_runtime() {
+    let dir = scratch("dl-shared-runtime");
+    let plugin = format!("-fpass-plugin={}", dist().join("lib/libpathprof.so").display());
+    let rt = dist().join("lib/libpathprof_rt.a");
+    for mode in ["edge", "path", "context"] {
+        let lib = dir.join("libdl_lib.so");
+        run_ok(
+            Command::new("clang-19")
+                .args(["-O1", "-g", "-fPIC", "-shared", &plugin])
+                .arg(programs().join("dl_lib.c"))
+                .arg("-Wl,--whole-archive")
+                .arg(&rt)
+                .arg("-Wl,--no-whole-archive")
+                .arg("-o")
+                .arg(&lib)
+                .env("PATHPROF_MODE", mode),
+        );
+        let exe = dir.join("prog");
+        run_ok(
+            Command::new("clang-19")
+                .args(["-O1", "-g", "-rdynamic", &plugin])
+                .arg(programs().join("dl_main.c"))
+                .arg(&rt)
+                .args(["-ldl", "-o"])
+                .arg(&exe)
+                .env("PATHPROF_MODE", mode),
+        );
+        let prof = dir.join(format!("{mode}.pathprof"));
+        let out = Command::new(&exe).current_dir(&dir).env("PATHPROF_FILE", &prof).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+        let show = show_json(&prof);
+        assert_eq!(entry_counts(&show).get("work"), Some(&Some(2)), "{mode}");
+        for src in ["dl_lib.c", "dl_main.c"] {
+            assert_markers(&show, &programs().join(src));
+        }
+    }
+}
+
 #[test]
 fn gotos_and_irreducible_flow() {
     check_program("gotos", &["gotos.c"], &[]);
