@@ -70,15 +70,11 @@ pub fn promotion_regions(cfg: &Cfg, blocked: &[bool]) -> Vec<PromotionRegion> {
         .into_iter()
         .filter(|blocks| !blocks.is_empty())
         .map(|blocks| {
-            let exits = blocks
+            let mut exits: Vec<EdgeId> = blocks
                 .iter()
                 .flat_map(|&v| adj.out_edges(v).iter().copied())
-                .filter(|&e| {
-                    let to = cfg.edge(e).to;
-                    to.index() >= n || blocks.binary_search(&to).is_err()
-                })
-                .collect::<Vec<_>>();
-            let mut exits = exits;
+                .filter(|&e| blocks.binary_search(&cfg.edge(e).to).is_err())
+                .collect();
             exits.sort();
             PromotionRegion { blocks, exits }
         })

@@ -114,16 +114,35 @@ impl Counters {
         self.update_before(before, idx, delta, self.updates == CounterUpdates::Volatile)
     }
 
+    /// The counter global, for code that recognises this module's updates ([`crate::promote`]).
+    pub fn global(&self) -> LLVMValueRef {
+        self.global
+    }
+
+    /// Emits `*address += delta` before `before` for an `address` into the counter global (a constant GEP, as
+    /// [`crate::promote`] finds them), with the module's update kind.
+    pub fn add_value_at(&self, before: LLVMValueRef, address: LLVMValueRef, delta: LLVMValueRef) {
+        unsafe { LLVMPositionBuilderBefore(self.builder, before) };
+        self.update_at(address, delta, self.updates == CounterUpdates::Volatile)
+    }
+
     fn update_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef, volatile: bool) {
-        unsafe {
+        let ptr = unsafe {
             LLVMPositionBuilderBefore(self.builder, before);
-            let ptr = match idx {
+            match idx {
                 Ok(c) => self.slot(c),
                 Err(v) => {
                     let mut ix = [self.const_index(0), v];
                     LLVMBuildInBoundsGEP2(self.builder, self.array_ty, self.global, ix.as_mut_ptr(), 2, c"".as_ptr())
                 }
-            };
+            }
+        };
+        self.update_at(ptr, delta, volatile)
+    }
+
+    /// `*ptr += delta` at the builder's position: plain (volatile or not) or `atomicrmw add monotonic`.
+    fn update_at(&self, ptr: LLVMValueRef, delta: LLVMValueRef, volatile: bool) {
+        unsafe {
             if self.updates == CounterUpdates::Atomic {
                 LLVMBuildAtomicRMW(
                     self.builder,
@@ -149,8 +168,9 @@ impl Counters {
 
     /// Instruments `g`: `chords[i]` gets module counter `base + i`.
     ///
-    /// Updates on edges inside a loop stay plain loads and stores, which LICM may promote to a register for
-    /// the loop's duration (the hot case); every other update is `volatile`, so the optimiser spends no time
+    /// Updates on edges inside a loop stay plain loads and stores, which [`crate::promote`] keeps in a register
+    /// for the loop's duration where that is exact (the hot case); every other update is `volatile`, so the
+    /// optimiser spends no time
     /// on it (GVN, InstCombine, DSE and LICM otherwise process every counter access: on sqlite3.c the plugin's
     /// compile-time cost drops from +27% to +18%) — the machine code of an update is the same either way, and the
     /// executed instructions of the benchmark programs change by less than 0.2%.

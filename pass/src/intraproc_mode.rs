@@ -146,7 +146,7 @@ pub fn instrument(
         };
         module.function_done(p.f, guards);
         if config.mode == Mode::Edge && config.promote {
-            stats.promoted += crate::promote::promote(p.f, storage.array(), config.atomic, &facts);
+            stats.promoted += crate::promote::promote(p.f, storage.counters(), &facts);
         }
         let g = p.graph();
         stats.blocks += g.cfg.num_blocks();

@@ -15,10 +15,11 @@
 //! Functions compiled without optimisation (`optnone`) and functions that call `setjmp` are left alone.
 
 use crate::cfg_build::{self, CallFacts};
+use crate::emit::Counters;
 use crate::{ir, shim};
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMOpcode};
+use inkwell::llvm_sys::{LLVMAtomicRMWBinOp, LLVMOpcode};
 use pathprof_core::promotion::promotion_regions;
 use pathprof_core::EdgeKind;
 use std::collections::BTreeMap;
@@ -31,9 +32,9 @@ enum Update {
     Atomic { rmw: LLVMValueRef },
 }
 
-/// Promotes the in-loop counter updates of `f` (already instrumented) that address `counters`; returns how many
-/// updates now go to slots.
-pub fn promote(f: LLVMValueRef, counters: LLVMValueRef, atomic: bool, facts: &CallFacts) -> usize {
+/// Promotes the in-loop updates of `f` (already instrumented) to the counters of `counters`; returns how many
+/// updates now go to slots. The flushes update the counters as `counters` does (plain or atomic).
+pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize {
     if ir::fn_has_attr(f, ir::attr_kind("optnone")) {
         return 0;
     }
@@ -63,7 +64,7 @@ pub fn promote(f: LLVMValueRef, counters: LLVMValueRef, atomic: bool, facts: &Ca
         let mut by_counter: BTreeMap<usize, (LLVMValueRef, Vec<Update>)> = BTreeMap::new();
         for &b in &region.blocks {
             for inst in ir::instructions(graph.blocks[b.index()]) {
-                if let Some((address, update)) = counter_update(inst, counters) {
+                if let Some((address, update)) = counter_update(inst, counters.global()) {
                     by_counter.entry(address as usize).or_insert_with(|| (address, Vec::new())).1.push(update);
                 }
             }
@@ -131,44 +132,20 @@ pub fn promote(f: LLVMValueRef, counters: LLVMValueRef, atomic: bool, facts: &Ca
             };
             let at = at.expect("an exit has an insertion point");
             for &(address, slot) in &slots {
-                flush(builder, i64t, at, address, slot, atomic);
+                // `counters[P] += slot; slot = 0`.
+                unsafe {
+                    LLVMPositionBuilderBefore(builder, at);
+                    let count = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.promoted.count".as_ptr());
+                    LLVMSetAlignment(count, 8);
+                    counters.add_value_at(at, address, count);
+                    LLVMPositionBuilderBefore(builder, at);
+                    LLVMSetAlignment(LLVMBuildStore(builder, zero, slot), 8);
+                }
             }
         }
     }
     unsafe { LLVMDisposeBuilder(builder) };
     promoted
-}
-
-/// `counters[P] += slot; slot = 0` before `at`.
-fn flush(
-    builder: LLVMBuilderRef,
-    i64t: LLVMTypeRef,
-    at: LLVMValueRef,
-    address: LLVMValueRef,
-    slot: LLVMValueRef,
-    atomic: bool,
-) {
-    unsafe {
-        LLVMPositionBuilderBefore(builder, at);
-        let count = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.promoted.count".as_ptr());
-        LLVMSetAlignment(count, 8);
-        if atomic {
-            LLVMBuildAtomicRMW(
-                builder,
-                LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
-                address,
-                count,
-                LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                0,
-            );
-        } else {
-            let old = LLVMBuildLoad2(builder, i64t, address, c"pathprof.count".as_ptr());
-            LLVMSetAlignment(old, 8);
-            let new = LLVMBuildAdd(builder, old, count, c"pathprof.count.next".as_ptr());
-            LLVMSetAlignment(LLVMBuildStore(builder, new, address), 8);
-        }
-        LLVMSetAlignment(LLVMBuildStore(builder, LLVMConstInt(i64t, 0, 0), slot), 8);
-    }
 }
 
 /// The counter address and shape of `inst` if it is an update the emitter wrote: the store of a plain update

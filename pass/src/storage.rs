@@ -132,11 +132,6 @@ impl CounterStorage {
         CounterStorage { array, array_len, counters, tables, regions, region_counters, updates }
     }
 
-    /// The module's dense counter array, for passes that recognise its updates ([`crate::promote`]).
-    pub fn array(&self) -> LLVMValueRef {
-        self.array
-    }
-
     /// The dense array, for edge mode's per-edge counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
