@@ -147,6 +147,15 @@ LLVMValueRef pathprof_shim_if_then(LLVMValueRef Cond, LLVMValueRef Before) {
   return wrap(SplitBlockAndInsertIfThen(unwrap(Cond), I->getIterator(), false));
 }
 
+// Splits before `Before` into `if (Cond) ... else ...`, both new blocks falling through to `Before`; returns
+// their terminators (the C API has no SplitBlockAndInsertIfThenElse).
+void pathprof_shim_if_then_else(LLVMValueRef Cond, LLVMValueRef Before, LLVMValueRef *Then, LLVMValueRef *Else) {
+  Instruction *ThenTerm = nullptr, *ElseTerm = nullptr;
+  SplitBlockAndInsertIfThenElse(unwrap(Cond), unwrap<Instruction>(Before)->getIterator(), &ThenTerm, &ElseTerm);
+  *Then = wrap(ThenTerm);
+  *Else = wrap(ElseTerm);
+}
+
 // Marks a global dso_local (the C API has no setter): an executable's code then addresses it directly.
 void pathprof_shim_set_dso_local(LLVMValueRef GV) { unwrap<GlobalValue>(GV)->setDSOLocal(true); }
 

@@ -68,8 +68,9 @@ pub struct Config {
     /// [`crate::fork_check`]). Without them a `fork()`ed child's in-flight activations make those functions'
     /// counts inexact (reported, never wrong), and calls cost nothing extra.
     pub fork_checks: bool,
-    /// Counter promotion in loops nothing can observe from inside (`PATHPROF_PROMOTE`, default 1; edge mode; see
-    /// [`crate::promote`]). Off: every in-loop update goes to memory, as LLVM's instrumentation without promotion.
+    /// Counter promotion in loops nothing can observe from inside (`PATHPROF_PROMOTE`, default 1; edge and path
+    /// mode; see [`crate::promote`], [`crate::path_mode::PathPlan::promoted`]). Off: every in-loop update goes
+    /// to memory, as LLVM's instrumentation without promotion.
     pub promote: bool,
 }
 

@@ -109,6 +109,12 @@ impl Counters {
         self.add_value_before(before, idx, self.const_index(delta as u64))
     }
 
+    /// Emits `counters[slot] += 1` before `before` as an update [`crate::promote`] recognises (never volatile),
+    /// for path mode's tested constant paths in loops (`pathprof_core::promoted_paths`).
+    pub fn increment_promotable_before(&self, before: LLVMValueRef, slot: u64) {
+        self.update_before(before, Ok(slot), self.const_index(1), false)
+    }
+
     /// Emits `counters[idx] += delta` before `before` for a run-time `delta` (an i64 value).
     pub fn add_value_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef) {
         self.update_before(before, idx, delta, self.updates == CounterUpdates::Volatile)

@@ -71,6 +71,8 @@ struct Stats {
     cuts: usize,
     /// Counter updates moved into promotion slots ([`crate::promote`]).
     promoted: usize,
+    /// Path numbers back edges test for ([`crate::path_mode::PathPlan::promoted`]).
+    tested_paths: usize,
 }
 
 /// Instruments `candidates` of `m` one by one; returns whether the module changed.
@@ -137,6 +139,7 @@ pub fn instrument(
                 stats.paths += pp.num_paths;
                 stats.chords += pp.incs.chords().filter(|&d| pp.incs.inc(d) != 0).count();
                 stats.cuts += pp.dag.cut_edges().len();
+                stats.tested_paths += pp.promoted.iter().map(Vec::len).sum::<usize>();
                 module
                     .fork_checks()
                     .guarded_calls(&pp.graph)
@@ -145,7 +148,7 @@ pub fn instrument(
             }
         };
         module.function_done(p.f, guards);
-        if config.mode == Mode::Edge && config.promote {
+        if matches!(config.mode, Mode::Edge | Mode::Path) && config.promote {
             stats.promoted += crate::promote::promote(p.f, storage.counters(), &facts);
         }
         let g = p.graph();
@@ -177,6 +180,8 @@ pub fn instrument(
                     .field("hashed_functions", hashed)
                     .field("increment_chords", stats.chords)
                     .field("cut_edges", stats.cuts)
+                    .field("tested_paths", stats.tested_paths)
+                    .field("promoted_updates", stats.promoted)
             }
         };
         line.fork_checks()
@@ -216,7 +221,8 @@ fn plan(
             Plan::Edge { graph, chords }
         }
         Mode::Path | Mode::Context | Mode::Piecewise => {
-            let pp = path_mode::plan(graph, &weights, config.path_budget, &|n| layout.choose(n))?;
+            let promote = config.mode == Mode::Path && config.promote && crate::promote::eligible(f, &graph);
+            let pp = path_mode::plan(graph, &weights, config.path_budget, &|n| layout.choose(n), promote)?;
             if config.dump {
                 let chords: Vec<EdgeId> = Vec::new();
                 dump(name, &pp.graph, &weights, &chords);

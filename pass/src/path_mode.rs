@@ -20,11 +20,13 @@ use crate::ir;
 use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::LLVMOpcode;
+use inkwell::llvm_sys::{LLVMIntPredicate, LLVMOpcode};
+use pathprof_core::ball_larus::promoted_paths;
 use pathprof_core::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, PathDag};
 use pathprof_core::dfs::depth_first;
 use pathprof_core::increments::Increments;
 use pathprof_core::numbering::Numbering;
+use pathprof_core::promotion::promotion_regions;
 use pathprof_core::{BlockId, EdgeId, EdgeKind};
 use pathprof_format::meta::{PathMeta, PathStorage};
 use std::collections::BTreeMap;
@@ -43,14 +45,24 @@ pub struct PathPlan {
     pub split_for_phi: Vec<bool>,
     /// Recorded facts for the metadata.
     pub meta: PathMeta,
+    /// Per cfg edge: the path numbers its count tests for, so that [`crate::promote`] can keep their counts in
+    /// registers (`pathprof_core::promoted_paths`); empty for edges counted as before.
+    pub promoted: Vec<Vec<u128>>,
 }
 
-/// Plans path profiling of `graph`; `cfg_weights` are the cfg edge weights (cost only).
+/// How many path numbers a back edge's count tests for before counting in memory: each costs a compare per
+/// iteration whether it matches or not.
+const PROMOTED_PATHS_PER_EDGE: usize = 2;
+
+/// Plans path profiling of `graph`; `cfg_weights` are the cfg edge weights (cost only); `promote`: test back
+/// edges' counts for the paths their loops repeat ([`PathPlan::promoted`]; path mode, promotion on, a function
+/// [`crate::promote::eligible`]).
 pub fn plan(
     graph: FunctionGraph,
     cfg_weights: &[f64],
     budget: u128,
     choose_storage: &dyn Fn(u128) -> PathStorage,
+    promote: bool,
 ) -> Result<PathPlan, String> {
     let cfg = &graph.cfg;
     let adj = cfg.adjacency();
@@ -112,8 +124,15 @@ pub fn plan(
         })
         .map(|e| e.0)
         .collect();
+    // Only the module's dense array holds updates promotion recognises.
+    let promoted = if promote && storage == PathStorage::Dense {
+        let regions = promotion_regions(cfg, &crate::promote::blocked_blocks(&graph));
+        promoted_paths(cfg, &dag, &numbering, &regions, PROMOTED_PATHS_PER_EDGE)
+    } else {
+        vec![Vec::new(); cfg.num_edges()]
+    };
     let meta = PathMeta { budget, num_paths, storage, instrumented_edges };
-    Ok(PathPlan { graph, dag, incs, num_paths, split_for_phi, meta })
+    Ok(PathPlan { graph, dag, incs, num_paths, split_for_phi, meta, promoted })
 }
 
 /// A value of the path register: known at compile time, or an SSA value.
@@ -178,6 +197,36 @@ impl Emitter<'_> {
                 update.build(self.b, self.as_value(path), self.as_value(delta));
             }
         }
+    }
+}
+
+impl Emitter<'_> {
+    /// `count[path]++` before `before`, where `path` is likely one of `tested`: a chain of compares counts each
+    /// of them at its constant slot (an update [`crate::promote`] keeps in a register inside the loop) and any
+    /// other number in memory. Only for the dense array ([`PathPlan::promoted`] is empty otherwise).
+    fn count_tested(&self, before: LLVMValueRef, path: LLVMValueRef, tested: &[u128]) {
+        let Sink::Dense { counters, base } = self.sink else {
+            return self.count(before, RVal::Value(path), RVal::Const(1));
+        };
+        let mut rest = before;
+        for &c in tested {
+            let c = c as u64;
+            let (mut then_term, mut else_term) = (std::ptr::null_mut(), std::ptr::null_mut());
+            unsafe {
+                LLVMPositionBuilderBefore(self.b, rest);
+                let hit = LLVMBuildICmp(
+                    self.b,
+                    LLVMIntPredicate::LLVMIntEQ,
+                    path,
+                    self.konst(c as i64),
+                    c"pathprof.hot".as_ptr(),
+                );
+                crate::shim::pathprof_shim_if_then_else(hit, rest, &mut then_term, &mut else_term);
+            }
+            counters.increment_promotable_before(then_term, base + c);
+            rest = else_term;
+        }
+        self.count(rest, RVal::Value(path), RVal::Const(1));
     }
 }
 
@@ -254,7 +303,9 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
     // 3. Counting: returns, truncated paths (arrivals), back and cut edges.
     // Per PHI-placed target block: the count of each incoming edge that ends a path (at most one per edge).
     let mut phi_actions: BTreeMap<usize, BTreeMap<EdgeId, Action>> = BTreeMap::new();
-    let on_edge = |e: EdgeId, a: Action, phi_actions: &mut BTreeMap<usize, BTreeMap<EdgeId, Action>>| {
+    // Back edges whose count tests for the loop's repeated paths: (insertion point, path number, tested paths).
+    let mut tested: Vec<(LLVMValueRef, LLVMValueRef, &[u128])> = Vec::new();
+    let mut on_edge = |e: EdgeId, a: Action, phi_actions: &mut BTreeMap<usize, BTreeMap<EdgeId, Action>>| {
         let edge = cfg.edge(e);
         let at = match g.sites[e.index()] {
             _ if via[e.index()].is_some() => via[e.index()].and_then(ir::terminator),
@@ -269,7 +320,11 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
         };
         let at = at.expect("a block has a terminator");
         let path = em.add(at, a.r, a.offset);
-        em.count(at, path, RVal::Const(1));
+        match path {
+            // Split after everything else is placed: blocks stay as the other edges' code expects them.
+            RVal::Value(v) if !p.promoted[e.index()].is_empty() => tested.push((at, v, &p.promoted[e.index()])),
+            _ => em.count(at, path, RVal::Const(1)),
+        }
     };
     for e in cfg.edge_ids() {
         let edge = *cfg.edge(e);
@@ -334,6 +389,11 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
             let at = ir::first_insertion_point(bb).expect("terminator");
             em.count(at, RVal::Value(path_phi), RVal::Value(delta_phi));
         }
+    }
+
+    // 5. The tested back-edge counts, last: they split their blocks.
+    for (at, path, paths) in tested {
+        em.count_tested(at, path, paths);
     }
     arrival_keys
 }

@@ -14,7 +14,7 @@
 //! that is running in this one up to its last exit, as it sees none of that loop's in-flight paths in path mode.
 //! Functions compiled without optimisation (`optnone`) and functions that call `setjmp` are left alone.
 
-use crate::cfg_build::{self, CallFacts};
+use crate::cfg_build::{self, CallFacts, FunctionGraph};
 use crate::emit::Counters;
 use crate::{ir, shim};
 use inkwell::llvm_sys::core::*;
@@ -36,25 +36,15 @@ enum Update {
 /// updates now go to slots. The flushes update the counters as `counters` does (plain or atomic).
 pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize {
     if ir::fn_has_attr(f, ir::attr_kind("optnone")) {
-        return 0;
+        return 0; // before building the graph: at -O0 every function is optnone
     }
     let Ok(graph) = cfg_build::build(f, facts) else { return 0 };
-    if !graph.reentry_blocks.is_empty() {
+    if !eligible(f, &graph) {
         return 0;
     }
     let cfg = &graph.cfg;
     let adj = cfg.adjacency();
-    // A block with a call that may not return, or any other way to EXIT than a return, can let the profile be
-    // read while a slot holds counts.
-    let blocked: Vec<bool> = (0..cfg.num_blocks())
-        .map(|b| {
-            !graph.abnormal_calls[b].is_empty()
-                || adj
-                    .out_edges(pathprof_core::BlockId(b as u32))
-                    .iter()
-                    .any(|&e| cfg.edge(e).kind == EdgeKind::Termination)
-        })
-        .collect();
+    let blocked = blocked_blocks(&graph);
     let ctx = unsafe { LLVMGetModuleContext(LLVMGetGlobalParent(f)) };
     let i64t = unsafe { LLVMInt64TypeInContext(ctx) };
     let builder = unsafe { LLVMCreateBuilderInContext(ctx) };
@@ -146,6 +136,29 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
     }
     unsafe { LLVMDisposeBuilder(builder) };
     promoted
+}
+
+/// Whether promotion may touch `f` at all: not in functions compiled without optimisation (nothing would turn
+/// the slots into registers) nor in functions that call `setjmp` (a slot's value after a `longjmp` back into the
+/// frame is not defined).
+pub fn eligible(f: LLVMValueRef, graph: &FunctionGraph) -> bool {
+    !ir::fn_has_attr(f, ir::attr_kind("optnone")) && graph.reentry_blocks.is_empty()
+}
+
+/// Per block of `graph`: whether it holds a call that may not return, or any other way to EXIT than a return —
+/// a point where a slot's counts could be lost or the profile read, which no region may contain.
+pub fn blocked_blocks(graph: &FunctionGraph) -> Vec<bool> {
+    let cfg = &graph.cfg;
+    let adj = cfg.adjacency();
+    (0..cfg.num_blocks())
+        .map(|b| {
+            !graph.abnormal_calls[b].is_empty()
+                || adj
+                    .out_edges(pathprof_core::BlockId(b as u32))
+                    .iter()
+                    .any(|&e| cfg.edge(e).kind == EdgeKind::Termination)
+        })
+        .collect()
 }
 
 /// The counter address and shape of `inst` if it is an update the emitter wrote: the store of a plain update

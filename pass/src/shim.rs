@@ -18,6 +18,14 @@ extern "C" {
     pub fn pathprof_shim_split_after(inst: LLVMValueRef) -> LLVMBasicBlockRef;
     /// Splits before `before` and returns the terminator of a block that runs only when `cond` is true.
     pub fn pathprof_shim_if_then(cond: LLVMValueRef, before: LLVMValueRef) -> LLVMValueRef;
+    /// Splits before `before` into `if (cond) then else else`, both falling through to `before`; writes the
+    /// terminators of the two new blocks.
+    pub fn pathprof_shim_if_then_else(
+        cond: LLVMValueRef,
+        before: LLVMValueRef,
+        then_term: *mut LLVMValueRef,
+        else_term: *mut LLVMValueRef,
+    );
     /// `GlobalValue::setDSOLocal(true)`.
     pub fn pathprof_shim_set_dso_local(gv: LLVMValueRef);
     /// [`pathprof_shim_if_then`] with "unlikely" branch weights on the guard.

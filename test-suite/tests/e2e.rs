@@ -121,6 +121,11 @@ fn loops_that_only_count() {
     check_program("count_nest", &["count_nest.c"], &[]);
 }
 
+#[test]
+fn loops_with_one_or_two_paths_per_iteration() {
+    check_program("loop_paths", &["loop_paths.c"], &[]);
+}
+
 /// Back edges of `f` in an `.ll` file: branches to a block that comes earlier in the function's text.
 fn back_edges(ll: &std::path::Path, f: &str) -> usize {
     let text = std::fs::read_to_string(ll).expect("read IR");
@@ -146,9 +151,23 @@ fn back_edges(ll: &std::path::Path, f: &str) -> usize {
     n
 }
 
-/// Counter promotion (edge mode): a nest that only counts keeps its counters in registers, so the optimiser
-/// folds it to closed form as in the plain build (second method: plain clang-19 -O2 has no loop left in `nest`);
-/// without promotion (`PATHPROF_PROMOTE=0`) the loops stay. Atomic builds fold too (one atomic add per exit).
+/// Lines of function `f` in an `.ll` file that contain `needle`.
+fn lines_with(ll: &std::path::Path, f: &str, needle: &str) -> usize {
+    let text = std::fs::read_to_string(ll).expect("read IR");
+    let head = format!("@{f}(");
+    text.lines()
+        .skip_while(|l| !(l.starts_with("define") && l.contains(&head)))
+        .take_while(|l| *l != "}")
+        .filter(|l| l.contains(needle))
+        .count()
+}
+
+/// Counter promotion: a nest that only counts keeps its counters in registers. Edge mode: the optimiser folds
+/// the whole nest to closed form as in the plain build (second method: plain clang-19 -O2 has no loop left in
+/// `nest`); atomic builds too (one atomic add per exit). Path mode: the innermost loop's back edge tests for its
+/// one repeated path, whose count then lives in a register, and the innermost loop folds to a multiply (the
+/// outer loops stay: their back edges' paths depend on whether the inner loops iterated). Without promotion
+/// (`PATHPROF_PROMOTE=0`) all three loops stay and nothing folds.
 #[test]
 fn promoted_counters_let_a_counting_nest_fold() {
     let src = programs().join("count_nest.c");
@@ -156,52 +175,90 @@ fn promoted_counters_let_a_counting_nest_fold() {
     let plain = dir.join("plain.ll");
     run_ok(Command::new("clang-19").args(["-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&plain));
     assert_eq!(back_edges(&plain, "nest"), 0, "plain clang-19 folds the nest");
-    for (name, promote, atomic) in [("on", "1", false), ("atomic", "1", true), ("off", "0", false)] {
-        let ll = dir.join(format!("{name}.ll"));
-        let mut cc = wrapper(false);
-        cc.args(["--pathprof-mode=edge", "-O2", "-S", "-emit-llvm"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&ll)
-            .env("PATHPROF_PROMOTE", promote);
-        if atomic {
-            cc.arg("--pathprof-atomic");
-        }
-        run_ok(&mut cc);
-        let loops = back_edges(&ll, "nest");
-        if promote == "1" {
-            assert_eq!(loops, 0, "{name}: the promoted nest folds");
-        } else {
-            assert!(loops >= 3, "{name}: unpromoted counters keep the three loops ({loops} back edges)");
+    for mode in ["edge", "path"] {
+        for (name, promote, atomic) in [("on", "1", false), ("atomic", "1", true), ("off", "0", false)] {
+            let ll = dir.join(format!("{mode}-{name}.ll"));
+            let mut cc = wrapper(false);
+            cc.args([&format!("--pathprof-mode={mode}"), "-O2", "-S", "-emit-llvm"])
+                .arg(&src)
+                .arg("-o")
+                .arg(&ll)
+                .env("PATHPROF_PROMOTE", promote);
+            if atomic {
+                cc.arg("--pathprof-atomic");
+            }
+            run_ok(&mut cc);
+            let (loops, folded) = (back_edges(&ll, "nest"), lines_with(&ll, "nest", " = mul "));
+            match (mode, promote) {
+                ("edge", "1") => assert_eq!(loops, 0, "{mode} {name}: the promoted nest folds"),
+                ("path", "1") => assert!(folded > 0, "{mode} {name}: the innermost loop folds to a multiply"),
+                _ => {
+                    assert!(loops >= 3, "{mode} {name}: unpromoted counters keep the three loops ({loops} back edges)");
+                    assert_eq!(folded, 0, "{mode} {name}: nothing folds");
+                }
+            }
         }
     }
 }
 
-/// Promotion changes where counts wait, never what they are: every program's edge-mode profile at -O2 is the
-/// same with and without it (atomic too), including programs that leave loops by exit(), longjmp, exceptions
-/// and computed gotos.
+/// The executed paths of a path profile as (function, path number, count), sorted.
+fn paths_of(profile: &std::path::Path) -> Vec<(String, String, String)> {
+    let d = decode_json(profile);
+    let mut v: Vec<(String, String, String)> = d["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["function"].as_str().unwrap().to_string(), x["id"].to_string(), x["count"].to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Promotion changes where counts wait, never what they are: every program's profile at -O2 is the same with
+/// and without it, in edge mode (counts) and path mode (every path's count), atomic too, including programs
+/// that leave loops by exit(), longjmp, exceptions and computed gotos.
 #[test]
 fn promoted_counts_equal_unpromoted_counts() {
-    let programs = single_source_programs(SHAPE_PROGRAMS).into_iter().chain(single_source_programs("count_nest.c"));
-    for (name, srcs) in programs {
-        let srcs = &srcs[..];
-        for atomic in [false, true] {
-            let extra: &[&str] = if atomic { &["--pathprof-atomic"] } else { &[] };
-            let profile = |promote: &str| {
-                profile_of(
-                    &format!("{name}-promote{promote}{}", if atomic { "-atomic" } else { "" }),
-                    srcs,
-                    "-O2",
-                    &[("PATHPROF_MODE", "edge"), ("PATHPROF_PROMOTE", promote)],
-                    extra,
-                )
-            };
-            let (on, off) = (profile("1"), profile("0"));
-            let (a, b) = (counts_of(&on), counts_of(&off));
-            assert_eq!(a.len(), b.len(), "{name}: different graphs");
-            for (k, v) in &b {
-                assert!(v.is_some(), "{name}: {k} not exact without promotion");
-                assert_eq!(a.get(k), Some(v), "{name} atomic={atomic}: {k}");
+    let shapes: Vec<_> = single_source_programs(SHAPE_PROGRAMS)
+        .into_iter()
+        .chain(single_source_programs("count_nest.c loop_paths.c"))
+        .collect();
+    for mode in ["edge", "path"] {
+        for (name, srcs) in &shapes {
+            let srcs = &srcs[..];
+            for atomic in [false, true] {
+                let extra: &[&str] = if atomic { &["--pathprof-atomic"] } else { &[] };
+                let profile = |promote: &str| {
+                    let dir =
+                        scratch(&format!("{name}-{mode}-promote{promote}{}", if atomic { "-atomic" } else { "" }));
+                    let cxx = srcs.iter().any(|s| s.ends_with(".cpp"));
+                    let exe = dir.join("prog");
+                    let sources: Vec<PathBuf> = srcs.iter().map(|s| programs().join(s)).collect();
+                    run_ok(
+                        wrapper(cxx)
+                            .arg("-O2")
+                            .args(&sources)
+                            .args(extra)
+                            .arg("-o")
+                            .arg(&exe)
+                            .env("PATHPROF_MODE", mode)
+                            .env("PATHPROF_PROMOTE", promote),
+                    );
+                    let prof = dir.join("out.pathprof");
+                    let _ = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run program");
+                    assert!(prof.exists(), "{name}: no profile");
+                    prof
+                };
+                let (on, off) = (profile("1"), profile("0"));
+                let (a, b) = (counts_of(&show_json(&on)), counts_of(&show_json(&off)));
+                assert_eq!(a.len(), b.len(), "{name} {mode}: different graphs");
+                for (k, v) in &b {
+                    assert!(v.is_some(), "{name} {mode}: {k} not exact without promotion");
+                    assert_eq!(a.get(k), Some(v), "{name} {mode} atomic={atomic}: {k}");
+                }
+                if mode == "path" {
+                    assert_eq!(paths_of(&on), paths_of(&off), "{name} atomic={atomic}: path counts differ");
+                }
             }
         }
     }
@@ -456,6 +513,7 @@ fn path_derived_counts_equal_edge_mode_counts() {
         ("eighty_ifs", &["eighty_ifs.c"], &[]),
         ("demo", &["../../examples/demo.c"], &[]),
         ("assume", &["assume.c"], &[]),
+        ("loop_paths", &["loop_paths.c"], &[]),
     ];
     for (name, srcs, extra) in programs {
         for opt in ["-O0", "-O2"] {
@@ -613,18 +671,7 @@ fn hashed_path_storage_matches_dense_storage() {
             assert!(!String::from_utf8_lossy(&out.stderr).contains(stat), "{name}: nothing {kind}");
             let other = dir.join("out.pathprof");
             let _ = Command::new(&exe).env("PATHPROF_FILE", &other).output().unwrap();
-            let paths = |p: &std::path::Path| {
-                let d = decode_json(p);
-                let mut v: Vec<(String, String, String)> = d["paths"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| (x["function"].as_str().unwrap().to_string(), x["id"].to_string(), x["count"].to_string()))
-                    .collect();
-                v.sort();
-                v
-            };
-            assert_eq!(paths(&dense), paths(&other), "{name}: {kind} paths differ from dense paths");
+            assert_eq!(paths_of(&dense), paths_of(&other), "{name}: {kind} paths differ from dense paths");
             assert_eq!(
                 counts_of(&show_json(&dense)),
                 counts_of(&show_json(&other)),

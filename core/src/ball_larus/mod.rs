@@ -12,6 +12,8 @@
 //! 6. [`counts`]: edge and block counts derived from counted paths.
 //! 7. [`arrivals`]: net counts of truncated paths from arrival counts (one counter update per call that may
 //!    not return) and fork re-entries.
+//! 8. [`promoted_paths`]: the few path numbers a loop's back edge counts once the loop is running, which the
+//!    pass tests for so that their counts can live in registers.
 
 pub mod arrivals;
 pub mod budget;
@@ -19,6 +21,7 @@ pub mod counts;
 pub mod dag;
 pub mod increments;
 pub mod numbering;
+pub mod promoted_paths;
 pub mod regenerate;
 
 #[cfg(test)]
@@ -35,4 +38,5 @@ pub use counts::{
 pub use dag::{CfgEdgeRole, DagEdge, DagEdgeId, DagEdgeKind, DagError, PathDag};
 pub use increments::{IncrementError, Increments};
 pub use numbering::{Numbering, NumberingError};
+pub use promoted_paths::promoted_paths;
 pub use regenerate::{check_path, decode, encode, to_cfg_path, CfgPath, DecodeError, PathEnd, PathStart};
