@@ -115,6 +115,30 @@ impl Counters {
         self.update_before(before, Ok(slot), self.const_index(1), false)
     }
 
+    /// The address of `counters[idx]` (an i64 value), built before `before` — in the function's entry block,
+    /// where [`crate::promote`] takes it for loop-invariant (a constant `idx` folds to a constant address).
+    pub fn address_before(&self, before: LLVMValueRef, idx: LLVMValueRef) -> LLVMValueRef {
+        unsafe {
+            LLVMPositionBuilderBefore(self.builder, before);
+            let mut ix = [self.const_index(0), idx];
+            LLVMBuildInBoundsGEP2(
+                self.builder,
+                self.array_ty,
+                self.global,
+                ix.as_mut_ptr(),
+                2,
+                c"pathprof.hot.slot".as_ptr(),
+            )
+        }
+    }
+
+    /// Emits `*address += 1` before `before` for an address from [`Counters::address_before`], as an update
+    /// [`crate::promote`] recognises (never volatile): the interprocedural modes' tested paths in loops.
+    pub fn increment_promotable_at(&self, before: LLVMValueRef, address: LLVMValueRef) {
+        unsafe { LLVMPositionBuilderBefore(self.builder, before) };
+        self.update_at(address, self.const_index(1), false)
+    }
+
     /// Emits `counters[idx] += delta` before `before` for a run-time `delta` (an i64 value).
     pub fn add_value_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef) {
         self.update_before(before, idx, delta, self.updates == CounterUpdates::Volatile)

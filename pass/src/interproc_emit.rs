@@ -36,7 +36,8 @@ use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode};
-use pathprof_core::dag::CfgEdgeRole;
+use pathprof_core::ball_larus::promoted_dag_paths;
+use pathprof_core::dag::{CfgEdgeRole, DagEdgeId};
 use pathprof_core::interproc::{counted_termination, ArcKind, ExitTarget, Linear, Mode, Numbering, ProcId, SiteRole};
 use pathprof_core::{BlockId, EdgeId, EdgeKind};
 use pathprof_format::symbols;
@@ -138,7 +139,17 @@ pub struct FnEmitter<'a> {
     guarded: Vec<(LLVMValueRef, LLVMValueRef, LLVMValueRef)>,
     /// Per block that counts arrivals: its truncated path's number (what a fork re-entry records).
     arrival_keys: Vec<Option<LLVMValueRef>>,
+    /// Per cfg edge: the slots its back-edge count tests for, as (slot number, its address computed at entry);
+    /// see [`FnEmitter::tested_slots`].
+    tested: Vec<Vec<(LLVMValueRef, LLVMValueRef)>>,
+    /// Back-edge counts that test for `tested` slots, split last: (insertion point, slot, cfg edge).
+    pending_tests: Vec<(LLVMValueRef, LLVMValueRef, EdgeId)>,
+    /// The entry block's first instruction of the function's own, right after the prologue.
+    body_start: LLVMValueRef,
 }
+
+/// How many paths a back edge's count tests for (each costs a compare per iteration), as in path mode.
+const TESTED_PATHS_PER_EDGE: usize = 2;
 
 fn k(i64t: LLVMTypeRef, v: u64) -> LLVMValueRef {
     unsafe { LLVMConstInt(i64t, v, 0) }
@@ -159,6 +170,7 @@ impl<'a> FnEmitter<'a> {
         functions: &'a [LLVMValueRef],
         p: ProcId,
         plan: &'a ProcPlan,
+        promote: bool,
     ) -> Vec<Option<LLVMValueRef>> {
         let counters = sink.counters();
         let b = counters.builder();
@@ -194,13 +206,93 @@ impl<'a> FnEmitter<'a> {
             shape,
             guarded: Vec::new(),
             arrival_keys: vec![None; plan.graph.cfg.num_blocks()],
+            tested: vec![Vec::new(); plan.graph.cfg.num_edges()],
+            pending_tests: Vec::new(),
+            body_start: null,
         };
         let actions = em.edge_actions();
         em.nvc_volatile = !em.piecewise && em.opaque_nvc_wanted(&actions);
         em.prologue();
+        if promote && !em.nvc_volatile && matches!(sink, Sink::Dense { .. }) {
+            em.tested = em.tested_slots();
+        }
         em.body(actions);
         em.finish_guarded();
+        em.finish_tests();
         em.arrival_keys
+    }
+
+    /// Per back edge in a promotion region, the slots of the (at most [`TESTED_PATHS_PER_EDGE`]) paths its loop
+    /// repeats (`pathprof_core::ball_larus::promoted_dag_paths`), computed once in the entry block: a path
+    /// that starts at a reset inside the loop and runs through branches only (no call site: the callee would
+    /// extend it) ends in slot `pathNumOnEntry + Σρ(NVC)` in context mode — invariant for the activation — and
+    /// in a constant slot in piecewise mode, where a reset sets `path = start` and `NVC = numUnbalRLPaths`.
+    /// Counting a match there lets [`crate::promote`] keep the count in a register.
+    fn tested_slots(&self) -> Vec<Vec<(LLVMValueRef, LLVMValueRef)>> {
+        let g = &self.plan.graph;
+        let cfg = &g.cfg;
+        let mut out = vec![Vec::new(); cfg.num_edges()];
+        if !crate::promote::eligible(self.plan.f, g) {
+            return out;
+        }
+        let regions = pathprof_core::promotion::promotion_regions(cfg, &crate::promote::blocked_blocks(g));
+        if regions.is_empty() {
+            return out;
+        }
+        let dag = self.num.supergraph().dag(self.p);
+        let site_blocks: HashSet<BlockId> = self.plan.site_calls.iter().map(|s| s.block).collect();
+        let usable = |d: DagEdgeId| match self.num.arc_of(self.p, d).map(|a| a.kind) {
+            Some(ArcKind::Branch { .. }) => !site_blocks.contains(&dag.edge(d).from),
+            Some(ArcKind::BackEdgeExit { .. } | ArcKind::LoopRestart { .. }) => true,
+            _ => false,
+        };
+        let paths = promoted_dag_paths(cfg, dag, &regions, TESTED_PATHS_PER_EDGE, &usable);
+        let unbal = self.num.num_unbal_rl_paths(self.p);
+        let mid = self.num.mid_entry(self.p).map_or(0, |g| g.offset);
+        let first = self.body_start; // after the prologue, which defines pathNumOnEntry and NVC
+        let counters = self.sink.counters();
+        for (e, paths) in paths.iter().enumerate() {
+            for path in paths {
+                // Σρ along the path: ρ_entry of its reset, ρ of its branches, ρ_exit of the back edge.
+                let sum = path.iter().try_fold(Linear::ZERO, |acc, &d| {
+                    let rho = self.num.arc_of(self.p, d)?.rho;
+                    Some(Linear::new(acc.a.checked_add(rho.a)?, acc.b.checked_add(rho.b)?))
+                });
+                let Some(sum) = sum else { continue };
+                let slot = if self.piecewise {
+                    // start = ρ_entry(unbal) + mid, then every ρ at NVC = unbal.
+                    match sum.checked_apply(unbal).and_then(|v| v.checked_add(mid)) {
+                        Some(v) if v < UNBALANCED as u128 => self.konst(lo(v)),
+                        _ => continue,
+                    }
+                } else {
+                    self.at(first);
+                    self.plus(self.on_entry, sum)
+                };
+                out[e].push((slot, counters.address_before(first, slot)));
+            }
+        }
+        out
+    }
+
+    /// The deferred back-edge counts: `if slot == s₁ count s₁ else if … else count[slot]`. Last, because they
+    /// split blocks that the other code was placed in by position.
+    fn finish_tests(&mut self) {
+        for (at, slot, e) in std::mem::take(&mut self.pending_tests) {
+            let Sink::Dense { counters, .. } = self.sink else { unreachable!("tests only for the dense array") };
+            let mut rest = at;
+            for &(hot, address) in &self.tested[e.index()] {
+                let (mut then_term, mut else_term) = (std::ptr::null_mut(), std::ptr::null_mut());
+                unsafe {
+                    self.at(rest);
+                    let hit = LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntEQ, slot, hot, c"pathprof.hot".as_ptr());
+                    shim::pathprof_shim_if_then_else(hit, rest, &mut then_term, &mut else_term);
+                }
+                counters.increment_promotable_at(then_term, address);
+                rest = else_term;
+            }
+            self.count(rest, slot, self.konst(1));
+        }
     }
 
     fn konst(&self, v: u64) -> LLVMValueRef {
@@ -315,6 +407,7 @@ impl<'a> FnEmitter<'a> {
         let g = &self.plan.graph;
         let entry_bb = g.blocks[0];
         let first = unsafe { LLVMGetFirstInstruction(entry_bb) };
+        self.body_start = first;
         let offset = self.num.root_entry(self.p).map_or(0, |e| lo(e.offset));
         unsafe {
             LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, first);
@@ -596,17 +689,19 @@ impl<'a> FnEmitter<'a> {
                 (None, Site::Split | Site::None) => unreachable!("planning rejected edges without a site"),
             };
             let at = at.expect("a block has a terminator");
-            self.apply_at(at, acts);
+            self.apply_at(at, acts, e);
         }
         for (v, ()) in phi_targets {
             self.place_by_phi(v, actions, &via);
         }
     }
 
-    fn apply_at(&self, at: LLVMValueRef, acts: &[Action]) {
+    fn apply_at(&mut self, at: LLVMValueRef, acts: &[Action], e: EdgeId) {
         let (cur, counted, restart) = self.evaluate(at, acts);
-        if let Some(slot) = counted {
-            self.count(at, slot, self.konst(1));
+        match counted {
+            Some(slot) if !self.tested[e.index()].is_empty() => self.pending_tests.push((at, slot, e)),
+            Some(slot) => self.count(at, slot, self.konst(1)),
+            None => {}
         }
         self.at(at);
         self.store_to(cur, self.path);

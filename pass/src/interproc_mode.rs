@@ -49,10 +49,14 @@ pub fn instrument(
     let tls = Tls::new(m);
     let mut module = ModuleEmitter::new(m, config, identity, &counters);
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
+    let mut promoted = 0;
     for (i, p) in plan.procs.iter().enumerate() {
-        let keys = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p);
+        let keys = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p, config.promote);
         let guards = fork_guards(&num, ProcId::from_index(i), p, &keys, module.fork_checks());
         module.function_done(p.f, guards);
+        if config.promote {
+            promoted += crate::promote::promote(p.f, sink.counters(), &facts);
+        }
     }
 
     let program = sg.program();
@@ -86,6 +90,7 @@ pub fn instrument(
             .field("interprocedural", count(SiteRole::Interprocedural))
             .field("recursive", count(SiteRole::Recursive))
             .field("cut_by_budget", plan.budget_cuts)
+            .field("promoted_updates", promoted)
             .field("budget", config.path_budget)
             .fork_checks()
             .print();

@@ -1,9 +1,10 @@
-//! Counter promotion: edge-mode counter updates inside loops that nothing can observe from inside accumulate in
+//! Counter promotion: counter updates inside loops that nothing can observe from inside accumulate in
 //! function-local slots, and go back to the counters on the edges that leave the loop.
 //!
 //! Which loops, and where the counts go back, is [`pathprof_core::promotion`]'s decision; this module finds the
-//! updates the emitter put in those loops (a plain `load`/`add`/`store` of a counter at a constant address, or an
-//! `atomicrmw add`), retargets them to an `alloca` per counter, and adds the slots to the counters at the region's
+//! updates the emitter put in those loops (a plain `load`/`add`/`store` of a counter at an address that is the
+//! same throughout the loop, or an `atomicrmw add`): edge mode's, and the path modes' counts of the paths a back
+//! edge tests for (`pathprof_core::ball_larus::promoted_paths`); it retargets them to an `alloca` per counter, and adds the slots to the counters at the region's
 //! exits. The pass runs at the start of the pipeline, so SROA turns the slots into SSA values right after it: the
 //! count lives in a register for the loop's duration (LLVM's `PGOCounterPromoter` gets the same with
 //! `SSAUpdater`), loops stay vectorisable, and a nest that only counts folds to closed form as in the plain build.
@@ -201,14 +202,23 @@ fn counter_update(inst: LLVMValueRef, counters: LLVMValueRef) -> Option<(LLVMVal
     }
 }
 
-/// `address` is `counters` or a constant GEP into it.
+/// `address` is `counters`, a constant GEP into it, or a GEP into it computed in the function's entry block
+/// (which no loop contains, so the address is the same throughout every region: the interprocedural modes'
+/// slots `pathNumOnEntry + c`, see [`crate::interproc_emit`]).
 fn addresses(address: LLVMValueRef, counters: LLVMValueRef) -> bool {
     unsafe {
         if address == counters {
             return true;
         }
-        !LLVMIsAConstantExpr(address).is_null()
-            && LLVMGetConstOpcode(address) == LLVMOpcode::LLVMGetElementPtr
-            && LLVMGetOperand(address, 0) == counters
+        if !LLVMIsAConstantExpr(address).is_null() {
+            return LLVMGetConstOpcode(address) == LLVMOpcode::LLVMGetElementPtr
+                && LLVMGetOperand(address, 0) == counters;
+        }
+        if LLVMIsAGetElementPtrInst(address).is_null() || LLVMGetOperand(address, 0) != counters {
+            return false;
+        }
+        let block = LLVMGetInstructionParent(address);
+        let f = LLVMGetBasicBlockParent(block);
+        LLVMGetEntryBasicBlock(f) == block
     }
 }

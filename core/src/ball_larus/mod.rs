@@ -38,5 +38,5 @@ pub use counts::{
 pub use dag::{CfgEdgeRole, DagEdge, DagEdgeId, DagEdgeKind, DagError, PathDag};
 pub use increments::{IncrementError, Increments};
 pub use numbering::{Numbering, NumberingError};
-pub use promoted_paths::promoted_paths;
+pub use promoted_paths::{promoted_dag_paths, promoted_paths};
 pub use regenerate::{check_path, decode, encode, to_cfg_path, CfgPath, DecodeError, PathEnd, PathStart};

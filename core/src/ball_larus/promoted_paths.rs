@@ -32,6 +32,21 @@ pub fn promoted_paths(
     regions: &[PromotionRegion],
     limit: usize,
 ) -> Vec<Vec<u128>> {
+    promoted_dag_paths(cfg, dag, regions, limit, &|_| true)
+        .into_iter()
+        .map(|paths| paths.iter().map(|p| p.iter().map(|&d| numbering.val(d)).sum()).collect())
+        .collect()
+}
+
+/// [`promoted_paths`] as DAG paths (first edge the reset, last the back edge's exit surrogate), for numberings
+/// other than Ball–Larus's (Melski–Reps sums ρ along them); only paths whose every edge is `usable`.
+pub fn promoted_dag_paths(
+    cfg: &Cfg,
+    dag: &PathDag,
+    regions: &[PromotionRegion],
+    limit: usize,
+    usable: &dyn Fn(DagEdgeId) -> bool,
+) -> Vec<Vec<Vec<DagEdgeId>>> {
     let mut out = vec![Vec::new(); cfg.num_edges()];
     if limit == 0 || regions.is_empty() {
         return out;
@@ -54,29 +69,34 @@ pub fn promoted_paths(
         let Some((exit, _)) = dag.cfg_edge_role(e).segment_break() else { continue };
         let edge = cfg.edge(e);
         let region = region_of.get(edge.from.index()).copied().flatten();
-        if region.is_none() || region != region_of.get(edge.to.index()).copied().flatten() {
+        if region.is_none() || region != region_of.get(edge.to.index()).copied().flatten() || !usable(exit) {
             continue;
         }
         let in_region = |v: BlockId| region_of.get(v.index()).copied().flatten() == region;
-        out[e.index()] = paths_ending_at(dag, numbering, exit, &in_region, &depth, limit);
+        out[e.index()] = paths_ending_at(dag, exit, &in_region, &depth, limit, usable);
     }
     out
 }
 
-/// The numbers of DAG paths that start with a segment start (loop header or cut target) satisfying
-/// `starts_in` and end with the segment-ending edge `exit`, ordered as the module docs say, at most `limit`.
+/// The DAG paths that start with a segment start (loop header or cut target) satisfying `starts_in` and end
+/// with the segment-ending edge `exit`, through `usable` edges only, ordered as the module docs say, at most
+/// `limit`.
 fn paths_ending_at(
     dag: &PathDag,
-    numbering: &Numbering,
     exit: DagEdgeId,
     starts_in: &dyn Fn(BlockId) -> bool,
     depth: &[u32],
     limit: usize,
-) -> Vec<u128> {
+    usable: &dyn Fn(DagEdgeId) -> bool,
+) -> Vec<Vec<DagEdgeId>> {
     let last = dag.edge(exit).from;
     // Paths from each vertex to `last`, saturating above `limit` (only "fits or not" matters).
     let mut to_last = vec![0usize; dag.num_vertices()];
     to_last[last.index()] = 1;
+    let step = |d: DagEdgeId, v: BlockId| {
+        let w = dag.edge(d).to;
+        (w != v && usable(d)).then_some(w)
+    };
     for &v in dag.topological_order().iter().rev() {
         if v == last {
             continue;
@@ -84,8 +104,7 @@ fn paths_ending_at(
         let n = dag
             .out_edges(v)
             .iter()
-            .map(|&d| dag.edge(d).to)
-            .filter(|&w| w != v)
+            .filter_map(|&d| step(d, v))
             .fold(0usize, |acc, w| acc.saturating_add(to_last[w.index()]));
         to_last[v.index()] = n.min(limit + 1);
     }
@@ -95,7 +114,7 @@ fn paths_ending_at(
         .copied()
         .filter(|&d| {
             let s = dag.edge(d);
-            s.kind.starts_segment() && s.to != dag.entry() && starts_in(s.to) && to_last[s.to.index()] > 0
+            s.kind.starts_segment() && s.to != dag.entry() && usable(d) && starts_in(s.to) && to_last[s.to.index()] > 0
         })
         .collect();
     starts.sort_by_key(|&d| (std::cmp::Reverse(depth[dag.edge(d).to.index()]), d));
@@ -106,16 +125,19 @@ fn paths_ending_at(
             break;
         }
         // Depth-first over the (few) paths from s to `last`.
-        let mut stack = vec![(s, numbering.val(start))];
-        while let Some((v, sum)) = stack.pop() {
+        let mut stack = vec![(s, vec![start])];
+        while let Some((v, path)) = stack.pop() {
             if v == last {
-                found.push(sum + numbering.val(exit));
+                let mut path = path;
+                path.push(exit);
+                found.push(path);
                 continue;
             }
             for &d in dag.out_edges(v).iter().rev() {
-                let w = dag.edge(d).to;
-                if w != v && to_last[w.index()] > 0 {
-                    stack.push((w, sum + numbering.val(d)));
+                if let Some(w) = step(d, v).filter(|w| to_last[w.index()] > 0) {
+                    let mut longer = path.clone();
+                    longer.push(d);
+                    stack.push((w, longer));
                 }
             }
         }
@@ -126,6 +148,7 @@ fn paths_ending_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ball_larus::dag::CfgEdgeRole;
     use crate::ball_larus::regenerate::{decode, to_cfg_path, PathEnd, PathStart};
     use crate::graph::{test_cfg, EdgeId};
     use crate::promotion::promotion_regions;
@@ -183,6 +206,21 @@ mod tests {
         let (_, _, one) = plan(&g, 1);
         assert_eq!(one[inner.index()], paths[inner.index()][..1]);
         assert_eq!(one[outer.index()], paths[outer.index()][..1]);
+    }
+
+    #[test]
+    fn paths_through_an_unusable_edge_are_not_candidates() {
+        // In the nest, 2 → 3 (edge 2, e.g. a call block whose path continues in a callee) cannot be summed:
+        // the inner back edge keeps nothing, the outer one its two paths (neither goes through block 3).
+        let g = nest();
+        let (dag, numbering, all) = plan(&g, 2);
+        let body = dag.cfg_edge_role(EdgeId(2));
+        let CfgEdgeRole::Real(blocked) = body else { panic!("2 → 3 is a DAG edge: {body:?}") };
+        let regions = promotion_regions(&g, &vec![false; g.num_vertices()]);
+        let paths = promoted_dag_paths(&g, &dag, &regions, 2, &|d| d != blocked);
+        assert!(paths[3].is_empty());
+        let sums: Vec<u128> = paths[5].iter().map(|p| p.iter().map(|&d| numbering.val(d)).sum()).collect();
+        assert_eq!(sums, all[5]);
     }
 
     #[test]
