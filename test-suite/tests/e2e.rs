@@ -201,6 +201,22 @@ fn promoted_counters_let_a_counting_nest_fold() {
     }
 }
 
+/// Edge mode keeps counters off the edges from a self-recursive call to the `ret` (`pass/src/weights.rs`), so
+/// LLVM's tail-recursion elimination turns `fib(n - 1) + fib(n - 2)` into a call and a loop as in the plain
+/// build (second method: plain clang-19 -O2 keeps exactly one recursive call).
+#[test]
+fn edge_mode_keeps_tail_recursion_elimination() {
+    let src = programs().join("recursion.c");
+    let dir = scratch("tail-recursion");
+    let plain = dir.join("plain.ll");
+    run_ok(Command::new("clang-19").args(["-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&plain));
+    let edge = dir.join("edge.ll");
+    run_ok(wrapper(false).args(["--pathprof-mode=edge", "-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&edge));
+    let plain_calls = lines_with(&plain, "fib", "call i32 @fib(");
+    assert_eq!(plain_calls, 1, "plain clang-19 eliminates one of the two recursive calls");
+    assert_eq!(lines_with(&edge, "fib", "call i32 @fib("), plain_calls, "edge mode keeps that");
+}
+
 /// The executed paths of a path profile as (function, path number, count), sorted.
 fn paths_of(profile: &std::path::Path) -> Vec<(String, String, String)> {
     let d = decode_json(profile);
