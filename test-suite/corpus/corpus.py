@@ -617,6 +617,14 @@ def fmt_size(n):
         n /= 1024
 
 
+def counts_vs(here, base, n=8):
+    """A segment's counts here and in the baseline, for the report; long ones from the first difference on."""
+    if max(len(here), len(base)) <= n:
+        return f"{here} vs {base}"
+    j = next((i for i, (x, y) in enumerate(zip(here, base)) if x != y), min(len(here), len(base)))
+    return f"counts {j}.. of {len(here)}: {here[j:j + 4]} vs {base[j:j + 4]}"
+
+
 def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta):
     rows = []
     rows.append("| project | mode | functions | inexact | tests | same as plain | counts = edge | "
@@ -704,8 +712,8 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
             line = f"- {r['project']} {r['variant']}{nd}: {cnt['mismatched']} of {cnt['compared']}"
             if cnt["mismatched"]:
                 line += "; e.g. " + "; ".join(
-                    f"`{m['function']}` ({m['copy']}) segment {m['segment']} (lines {m['lines']}): "
-                    f"{m['count']} vs {m['edge']}" for m in cnt["samples"][:3])
+                    f"`{m['function']}` ({m['copy']}) segment {m['segment']} (lines {m['lines']}): " +
+                    counts_vs(m["count"], m["edge"]) for m in cnt["samples"][:3])
             if cnt.get("not_comparable"):
                 line += f"; not comparable: {cnt['not_comparable']}, e.g. " + "; ".join(
                     f"`{m['function']}`: {m['why']}" for m in cnt["not_comparable_samples"][:3])

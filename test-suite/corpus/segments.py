@@ -49,7 +49,8 @@ def segments(f):
     fork = defaultdict(int)
     for r in f.get("fork_reentries", []):
         fork[r["block"]] += r["count"]
-    heads = [x for x in range(n) if x not in set(nxt.values())]
+    continued = set(nxt.values())
+    heads = [x for x in range(n) if x not in continued]
     placed = set()
     out = []
 
