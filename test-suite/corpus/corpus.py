@@ -6,7 +6,8 @@ Per project and pathprof mode it checks
   (a) tests: every test has the same result as in the plain clang-19 build,
   (b) exact: every function of the merged profile is exact,
   (c) tools: `pathprof show --json`, `decode` and `export --format=sample-text` exit 0,
-  (d) counts: block counts derived in this mode equal edge mode's (projects whose tests are deterministic).
+  (d) counts: segment counts (entries, branches and returns of straight-line block chains, segments.py) equal
+      edge mode's (projects whose tests are deterministic).
 See test-suite/corpus/README.md. Only the Python 3 standard library is used.
 """
 
@@ -18,11 +19,14 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 import tomllib
 from pathlib import Path
+
+import segments
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -39,7 +43,7 @@ MODE_FLAGS = {
     "lto-edge": ["--pathprof-mode=edge", "--pathprof-lto"],
     "lto": ["--pathprof-mode=context", "--pathprof-lto"],
 }
-# Check (d) compares each mode's block counts with those of its edge-mode baseline.
+# Check (d) compares each mode's segment counts with those of its edge-mode baseline.
 BASELINE = {"path": "edge", "context": "edge", "piecewise": "edge", "lto": "lto-edge"}
 CHECKS = ["build", "tests", "exact", "tools", "counts"]
 TOOL_TIMEOUT = 1200
@@ -172,19 +176,40 @@ def build_env(bindir, jobs):
 
 
 def run_step(cmd, cwd, env, logfile, timeout):
-    """Runs one manifest command under bash; returns (exit status, seconds). Never raises on failure."""
+    """Runs one manifest command under bash in a session of its own; returns (exit status, seconds). Never
+    raises on failure. On a timeout, or when the corpus itself is interrupted, the step's whole process group
+    is killed: a test program left running would go on writing into the next run's profile (seen: a 57 s
+    test-regex of an interrupted sed lto run doubled the next run's counts of that program)."""
     start = time.monotonic()
     with open(logfile, "ab") as f:
         f.write(f"$ {cmd}\n".encode())
         f.flush()
+        p = subprocess.Popen(["bash", "-c", cmd], cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        rc = None
         try:
-            r = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, timeout=timeout, start_new_session=True)
-            rc = r.returncode
-        except subprocess.TimeoutExpired:
-            f.write(f"\n[corpus] timeout after {timeout} s\n".encode())
-            rc = 124
-    return rc, time.monotonic() - start
+            rc = wait_unreaped(p.pid, timeout)
+            if rc is None:
+                f.write(f"\n[corpus] timeout after {timeout} s\n".encode())
+        finally:
+            # What the step left behind (daemons; all of it on a timeout or an interrupt). The leader is not
+            # reaped yet, so its pid, the group's id, cannot have been reused.
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            p.wait()
+    return (124 if rc is None else p.returncode), time.monotonic() - start
+
+
+def wait_unreaped(pid, timeout):
+    """Waits until the child `pid` has exited, without reaping it; None on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return 0
+        time.sleep(0.2)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -257,8 +282,8 @@ def reason_class(text):
 
 
 def analyse_profile(show, tree):
-    """Counts functions and inexact ones, groups the reasons, and aggregates block counts per
-    (file, function) over modules (inline copies, one copy per binary under LTO)."""
+    """Counts functions and inexact ones, groups the reasons, and derives each function's segment counts per
+    module that holds a copy (inline copies, one copy per binary under LTO; see segments.py)."""
     funcs = show.get("functions", [])
     inexact = [f for f in funcs if not f.get("exact", True)]
     classes = {}
@@ -270,29 +295,7 @@ def analyse_profile(show, tree):
                                  "blocks": len(f.get("blocks", [])), "reason": r})
     for c in classes.values():  # keep the smallest functions: the easiest reproductions
         c["samples"] = sorted(c["samples"], key=lambda s: (s["blocks"], s["function"] or ""))[:5]
-    prefix = str(tree) + "/"
-    agg = {}
-    for f in funcs:
-        key = f"{(f.get('file') or '').replace(prefix, '')}::{f.get('name')}"
-        blocks = [b.get("count") for b in f.get("blocks", [])]
-        lines = [b.get("lines", []) for b in f.get("blocks", [])]
-        a = agg.setdefault(key, {"exact": True, "blocks": None, "lines": {}, "shape": True, "entry": 0})
-        if not f.get("exact", True) or any(c is None for c in blocks):
-            a["exact"] = False
-            continue
-        a["entry"] += f.get("entry_count") or 0
-        if a["blocks"] is None:
-            a["blocks"] = blocks
-        elif len(a["blocks"]) == len(blocks):
-            a["blocks"] = [x + y for x, y in zip(a["blocks"], blocks)]
-        else:
-            a["shape"] = False
-        per_line = {}
-        for c, ls in zip(blocks, lines):
-            for ln in ls:
-                per_line[ln] = max(per_line.get(ln, 0), c)
-        for ln, c in per_line.items():
-            a["lines"][str(ln)] = a["lines"].get(str(ln), 0) + c
+    agg = segments.aggregate(funcs, str(tree) + "/")
     return {"functions": len(funcs), "inexact": len(inexact), "reasons": classes,
             "inexact_functions": sorted({f"{f.get('module')}::{f.get('name')}" for f in inexact})[:200]}, agg
 
@@ -307,39 +310,21 @@ def is_system_header(key):
 
 
 def compare_counts(agg, edge, skip=()):
-    """Functions whose block counts differ from edge mode's; CFGs that differ in shape (a mode that splits
-    blocks) are compared by the largest count of each source line. Functions of system headers are counted
-    apart (`system`, see `is_system_header`). `skip`: functions the manifest documents as behaving differently
-    from run to run."""
-    mismatches, compared, unmatched, system = [], 0, 0, 0
-    for key, a in agg.items():
-        if key in skip:
-            continue
-        e = edge.get(key)
-        if e is None:
-            unmatched += 1
-            continue
-        if not a["exact"] or not e["exact"]:
-            continue
-        if is_system_header(key):
-            system += 1
-            continue
-        compared += 1
-        if a["shape"] and e["shape"] and a["blocks"] is not None and e["blocks"] is not None \
-                and len(a["blocks"]) == len(e["blocks"]):
-            if a["blocks"] != e["blocks"]:
-                diff = [i for i, (x, y) in enumerate(zip(a["blocks"], e["blocks"])) if x != y]
-                mismatches.append({"function": key, "how": "blocks", "first_block": diff[0],
-                                   "count": a["blocks"][diff[0]], "edge": e["blocks"][diff[0]]})
-        elif a["lines"] != e["lines"]:
-            diff = sorted(set(a["lines"]) ^ set(e["lines"]) |
-                          {k for k in a["lines"] if k in e["lines"] and a["lines"][k] != e["lines"][k]},
-                          key=lambda s: int(s))
-            ln = diff[0]
-            mismatches.append({"function": key, "how": "lines", "first_line": int(ln),
-                               "count": a["lines"].get(ln), "edge": e["lines"].get(ln)})
-    return {"compared": compared, "unmatched": unmatched, "system": system, "mismatched": len(mismatches),
-            "samples": mismatches[:10]}
+    """Check (d): functions whose segment counts differ from the baseline's (segments.compare), functions of
+    system headers counted apart (`system`, see `is_system_header`). `skip`: functions the manifest documents
+    as behaving differently from run to run."""
+    return segments.compare(agg, edge, skip, is_system_header)
+
+
+def counts_check(cmp_, base):
+    """The verdict of check (d): failed when a function differs or cannot be compared (different code in the
+    two builds: nothing says its counts agree)."""
+    bad = []
+    if cmp_["mismatched"]:
+        bad.append(f"{cmp_['mismatched']} of {cmp_['compared']} functions differ from {base} mode")
+    if cmp_.get("not_comparable"):
+        bad.append(f"{cmp_['not_comparable']} not comparable (compiled to other code than in {base} mode)")
+    return {"ok": not bad, "why": "; ".join(bad)}
 
 
 def run_tool(args, timeout=TOOL_TIMEOUT, stdout=None):
@@ -389,8 +374,14 @@ def run_variant(ctx, name, entry, variant):
 
     # Whole-program builds write one file per program (%m): every program's merged module is named
     # ld-temp.o, so in one shared file each program's records replace the previous program's as a stale build.
+    # The directory is new for each invocation: a process of an earlier run still alive (or a stray from
+    # another invocation) has the earlier directory in its PATHPROF_FILE, gone with the earlier vdir, so it
+    # cannot add its counts to this run's.
     per_program = variant.startswith("lto")
-    profile = vdir / ("test-%m.pathprof" if per_program else "test.pathprof")
+    run_dir = vdir / f"run-{os.getpid()}-{time.time_ns()}"
+    run_dir.mkdir()
+    result["profile_dir"] = run_dir.name
+    profile = run_dir / ("test-%m.pathprof" if per_program else "test.pathprof")
     env["PATHPROF_FILE"] = str(profile)
     env.update(entry.get("test_env", {}))
     tests = entry["test"] if isinstance(entry["test"], list) else [entry["test"]]
@@ -416,7 +407,7 @@ def run_variant(ctx, name, entry, variant):
     if variant == "plain":
         return result
 
-    profiles = sorted(vdir.glob("test-*.pathprof")) if per_program else [profile] if profile.exists() else []
+    profiles = test_profiles(vdir)
     if not profiles:
         result["checks"]["tools"] = {"ok": False, "why": "the test suite wrote no profile"}
         return result
@@ -455,8 +446,7 @@ def run_variant(ctx, name, entry, variant):
         return result
     summary, agg = analyse_profile({"functions": functions}, tree)
     result["profile"] = summary
-    with gzip.open(vdir / "blocks.json.gz", "wt") as f:
-        json.dump(agg, f)
+    store_counts(vdir, agg)
     result["checks"]["exact"] = {
         "ok": summary["inexact"] == 0 and summary["functions"] > 0,
         "why": f"{summary['inexact']} of {summary['functions']} inexact" if summary["inexact"] else
@@ -467,17 +457,54 @@ def run_variant(ctx, name, entry, variant):
         # A baseline from an earlier invocation is used only when this one asked for single modes (--mode):
         # --quick builds no lto-edge, and an old one may come from another commit.
         fresh = (name, BASELINE[variant]) in ctx["ran"] or ctx["partial"]
-        if base_file.exists() and fresh:
-            with gzip.open(base_file, "rt") as f:
-                base = json.load(f)
+        base = stored_counts(pdir / BASELINE[variant], dist) if base_file.exists() and fresh else None
+        if base is not None:
             cmp_ = compare_counts(agg, base, set(entry.get("nondeterministic_functions", [])))
             result["counts"] = cmp_
             if entry.get("deterministic", False):
-                result["checks"]["counts"] = {
-                    "ok": cmp_["mismatched"] == 0,
-                    "why": f"{cmp_['mismatched']} of {cmp_['compared']} functions differ from "
-                           f"{BASELINE[variant]} mode" if cmp_["mismatched"] else ""}
+                result["checks"]["counts"] = counts_check(cmp_, BASELINE[variant])
     return result
+
+
+def test_profiles(vdir):
+    """The test run's profile files of one variant (in the run directory; directly in vdir before it)."""
+    found = []
+    for d in sorted(vdir.glob("run-*")) + [vdir]:
+        found += sorted(p for p in d.glob("test*.pathprof"))
+    return found
+
+
+def store_counts(vdir, agg):
+    with gzip.open(vdir / "blocks.json.gz", "wt") as f:
+        json.dump({"format": segments.FORMAT, "functions": agg}, f)
+
+
+def stored_counts(vdir, dist):
+    """The segment counts stored by a variant's run (blocks.json.gz); counts stored in an older format are
+    derived anew from the variant's profiles (with this dist's `pathprof show`) and stored. None when
+    neither is there."""
+    f = vdir / "blocks.json.gz"
+    if f.exists():
+        with gzip.open(f, "rt") as fh:
+            data = json.load(fh)
+        if isinstance(data, dict) and data.get("format") == segments.FORMAT:
+            return data["functions"]
+    functions = []
+    for prof in test_profiles(vdir):
+        r = subprocess.run([str(dist / "bin" / "pathprof"), "show", "--json", str(prof)], capture_output=True)
+        if r.returncode != 0:
+            return None
+        functions += json.loads(r.stdout).get("functions", [])
+    if not functions:
+        return None
+    log(f"{vdir}: segment counts derived anew from the stored profiles")
+    # The tree the profile recorded may lie elsewhere (a work directory moved or copied).
+    pattern = rf"(/{re.escape(vdir.parent.name)}/tree/).*"
+    prefixes = {re.sub(pattern, r"\1", x) for fn in functions
+                for x in (fn.get("file") or "", fn.get("module_output") or "") if f"/{vdir.parent.name}/tree/" in x}
+    agg = segments.aggregate(functions, sorted(prefixes, key=len)[0] if prefixes else str(vdir.parent / "tree") + "/")
+    store_counts(vdir, agg)
+    return agg
 
 
 # The test harnesses' own logs, which hold the output of failed tests (the tree itself is deleted).
@@ -507,20 +534,21 @@ def finish_tree(ctx, tree, pdir, variant):
         shutil.rmtree(tree)
 
 
-def recheck_counts(result, entry, pdir):
-    """--report-only: redoes check (d) from the stored block counts with the manifest as it is now."""
+def recheck_counts(result, entry, pdir, dist):
+    """--report-only: redoes check (d) from the stored segment counts (derived anew from the stored profiles
+    when stored in an older format) with the manifest as it is now."""
     result["checks"].pop("counts", None)
+    result.pop("counts", None)
     base = BASELINE.get(result["variant"])
-    here, there = pdir / result["variant"] / "blocks.json.gz", pdir / str(base) / "blocks.json.gz"
-    if base is None or not here.exists() or not there.exists():
+    if base is None:
         return
-    with gzip.open(here, "rt") as a, gzip.open(there, "rt") as b:
-        cmp_ = compare_counts(json.load(a), json.load(b), set(entry.get("nondeterministic_functions", [])))
+    here, there = stored_counts(pdir / result["variant"], dist), stored_counts(pdir / base, dist)
+    if here is None or there is None:
+        return
+    cmp_ = compare_counts(here, there, set(entry.get("nondeterministic_functions", [])))
     result["counts"] = cmp_
     if entry.get("deterministic", False):
-        result["checks"]["counts"] = {"ok": cmp_["mismatched"] == 0,
-                                      "why": f"{cmp_['mismatched']} of {cmp_['compared']} functions differ from "
-                                             f"{base} mode" if cmp_["mismatched"] else ""}
+        result["checks"]["counts"] = counts_check(cmp_, base)
 
 
 def summarize_tests(status):
@@ -589,6 +617,14 @@ def fmt_size(n):
         n /= 1024
 
 
+def counts_vs(here, base, n=8):
+    """A segment's counts here and in the baseline, for the report; long ones from the first difference on."""
+    if max(len(here), len(base)) <= n:
+        return f"{here} vs {base}"
+    j = next((i for i, (x, y) in enumerate(zip(here, base)) if x != y), min(len(here), len(base)))
+    return f"counts {j}.. of {len(here)}: {here[j:j + 4]} vs {base[j:j + 4]}"
+
+
 def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta):
     rows = []
     rows.append("| project | mode | functions | inexact | tests | same as plain | counts = edge | "
@@ -604,6 +640,7 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
         same = "–" if "tests" not in ch else ("yes" if ch["tests"]["ok"] else "**no**")
         cnt = r.get("counts")
         counts = "–" if cnt is None else (f"{cnt['compared'] - cnt['mismatched']}/{cnt['compared']}" +
+                                          (f" +{cnt['not_comparable']} n/c" if cnt.get("not_comparable") else "") +
                                           ("" if manifest[r["project"]].get("deterministic") else " (nd)"))
         failed = [c for c in CHECKS if c in ch and not ch[c]["ok"]]
         verdict = "ok" if not failed else ", ".join(
@@ -616,9 +653,9 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
     md = [f"# Real-software corpus ({meta['when']}, commit {meta['commit']})", "",
           "functions / inexact: function records in the merged profile of the test run (summed over the per-program "
           "files in the lto modes); tests: this build's per-test results; same as plain: every test's result equals "
-          "the plain clang-19 build's; counts = edge: functions whose block counts equal those of "
-          "edge mode (lto: of lto-edge, whole-program edge mode) / functions compared ((nd): tests not "
-          "deterministic, not a failure); show/decode: "
+          "the plain clang-19 build's; counts = edge: functions whose segment counts equal those of "
+          "edge mode (lto: of lto-edge, whole-program edge mode) / functions compared (n/c: not comparable, "
+          "compiled to other code than in the baseline; (nd): tests not deterministic, not a failure); show/decode: "
           "wall time of `pathprof show --json` / `pathprof decode` on the profile.", ""] + rows
     md += ["", "Summary (inexact / functions; **T** tests differ from plain, **C** counts differ from the edge baseline "
            "on deterministic tests, **X** show/decode/export failed, **B** build failed; ✓ all checks pass):", ""]
@@ -665,14 +702,22 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
             others = ", ".join(x["function"] for x in c["samples"][1:4])
             md.append(f"- {r['project']} {r['variant']}: {c['count']} × \"{cls}\" — e.g. `{s['function']}` "
                       f"({s['file']}, {s['blocks']} blocks): \"{s['reason']}\"" + (f"; also {others}" if others else ""))
-    md += ["", "## Block counts that differ from edge mode", ""]
+    md += ["", "## Segment counts that differ from edge mode", "",
+           "Per function the first differing segment (see the corpus README), its first source lines and its counts "
+           "[entries, branch counts…, returns] here and in the baseline.", ""]
     for r in results:
         cnt = r.get("counts")
-        if cnt and cnt["mismatched"]:
+        if cnt and (cnt["mismatched"] or cnt.get("not_comparable")):
             nd = "" if manifest[r["project"]].get("deterministic") else " (tests not deterministic)"
-            md.append(f"- {r['project']} {r['variant']}{nd}: {cnt['mismatched']} of {cnt['compared']}; e.g. " +
-                      "; ".join(f"`{m['function']}` {m['how']} {m.get('first_block', m.get('first_line'))}: "
-                                f"{m['count']} vs edge {m['edge']}" for m in cnt["samples"][:3]))
+            line = f"- {r['project']} {r['variant']}{nd}: {cnt['mismatched']} of {cnt['compared']}"
+            if cnt["mismatched"]:
+                line += "; e.g. " + "; ".join(
+                    f"`{m['function']}` ({m['copy']}) segment {m['segment']} (lines {m['lines']}): " +
+                    counts_vs(m["count"], m["edge"]) for m in cnt["samples"][:3])
+            if cnt.get("not_comparable"):
+                line += f"; not comparable: {cnt['not_comparable']}, e.g. " + "; ".join(
+                    f"`{m['function']}`: {m['why']}" for m in cnt["not_comparable_samples"][:3])
+            md.append(line)
     if fixed_known:
         md += ["", "## Known failures that no longer fail (remove them from known-failures)", ""]
         md += [f"- {' '.join(k[:3])}  {k[3]}" for k in fixed_known]
@@ -736,7 +781,7 @@ def main():
                 f = work / n / v / "result.json"
                 if f.exists():
                     r = json.loads(f.read_text())
-                    recheck_counts(r, manifest[n], work / n)  # the manifest may have learnt better
+                    recheck_counts(r, manifest[n], work / n, dist)  # the manifest may have learnt better
                     results.append(r)
     else:
         for tool in ["pathprof", "pathprof-clang", "pathprof-clang++"]:

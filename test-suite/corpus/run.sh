@@ -12,4 +12,5 @@ if [[ ! -x dist/bin/pathprof-clang || ! -x dist/bin/pathprof || ! -f dist/lib/li
   scripts/build.sh
 fi
 [[ -w /tmp && -k /tmp ]] || chmod 1777 /tmp 2>/dev/null || true   # apt-get source needs a usable /tmp
+python3 test-suite/corpus/test_segments.py --quiet   # the count check's self-test (a few ms)
 exec python3 test-suite/corpus/corpus.py "$@"

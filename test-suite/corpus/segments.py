@@ -1,0 +1,204 @@
+"""Check (d) of the corpus: each mode's execution counts against its edge-mode baseline, in units every mode
+measures alike (see test-suite/corpus/README.md, "What the count check compares").
+
+The unit is the *segment*: a maximal chain of blocks b1 -> b2 -> ... -> bk in which each bi (i < k) has exactly
+one real out-edge, a branch to b(i+1), and b(i+1) has no other real in-edge and is not the entry block. The
+interprocedural modes split a block after each call site (and after a call that may leave abnormally before
+one); every split makes exactly such a pair, so a build's segments are the same in every mode, however the
+mode split its blocks. Per segment the check compares
+
+  entries   executions that reached the segment: its head block's count (less the fork()ed children that
+            resumed in the head, which re-enter mid-block rather than arrive);
+  branches  the count of each branch out of its tail block, by successor index (the executions that went on
+            to each successor segment);
+  returns   the count of its tail's return edge, when it has one.
+
+All are measured alike by every mode: an unsplit block's count is its entries, and split pieces pass the
+entries on from the head, the branches and returns from the tail. The rest of the entries left abnormally
+(exit, longjmp, an exception; less fork re-entries): where inside the segment only a mode that split there can
+tell, so that is not compared, but the number is (entries - branches - returns). One exit is modelled
+differently by the modes: `resume` is a return edge in edge and path mode and a termination edge in the
+interprocedural modes, so where exactly one side's tail has a return edge, its returns are left out and the
+executions that left the function (returns + abnormal exits = entries - branches) are compared.
+"""
+
+from collections import defaultdict
+
+# Version of the stored block counts (blocks.json.gz): 2 = segments.
+FORMAT = 2
+
+
+def segments(f):
+    """The segments of one function record of `pathprof show --json`, in order of their head blocks:
+    [{"entries", "branches": [[successor index, count]], "returns" (None without a return edge), "lines"}].
+    Its blocks and edges must all have counts (an exact function)."""
+    blocks = f.get("blocks", [])
+    n = len(blocks)
+    outs, branch_ins = defaultdict(list), defaultdict(list)
+    for e in f.get("edges", []):
+        outs[e["from"]].append(e)
+        if e["kind"] == "branch":
+            branch_ins[e["to"]].append(e)
+    nxt = {}
+    for x in range(n):
+        o = outs[x]
+        if len(o) == 1 and o[0]["kind"] == "branch":
+            y = o[0]["to"]
+            if y not in (0, x) and len(branch_ins[y]) == 1:
+                nxt[x] = y
+    fork = defaultdict(int)
+    for r in f.get("fork_reentries", []):
+        fork[r["block"]] += r["count"]
+    continued = set(nxt.values())
+    heads = [x for x in range(n) if x not in continued]
+    placed = set()
+    out = []
+
+    def chain(h):
+        seq = [h]
+        placed.add(h)
+        while seq[-1] in nxt and nxt[seq[-1]] not in placed:
+            seq.append(nxt[seq[-1]])
+            placed.add(seq[-1])
+        return seq
+
+    for h in heads:
+        out.append(chain(h))
+    for x in range(n):  # a cycle of such blocks has no head: it is unreachable, begin it at its lowest block
+        if x not in placed:
+            out.append(chain(x))
+    out.sort(key=lambda seq: seq[0])
+    return [{"entries": blocks[s[0]]["count"] - fork[s[0]],
+             "branches": sorted([e["succ"], e["count"]] for e in outs[s[-1]] if e["kind"] == "branch"),
+             "returns": (sum(e["count"] for e in outs[s[-1]] if e["kind"] == "return")
+                         if any(e["kind"] == "return" for e in outs[s[-1]]) else None),
+             "lines": sorted({ln for b in s for ln in blocks[b].get("lines", [])})} for s in out]
+
+
+def aggregate(functions, tree_prefix=""):
+    """Per function key (`FILE::NAME`, the file relative to the build tree): its segments per copy, keyed by the
+    module's output (the object file, or the program under LTO; inline functions have one copy per module).
+    A key with an inexact copy is `exact: false`."""
+    agg = {}
+    for f in functions:
+        key = f"{(f.get('file') or '').replace(tree_prefix, '')}::{f.get('name')}"
+        a = agg.setdefault(key, {"exact": True, "entry": 0, "copies": {}})
+        if not f.get("exact", True) or any(b.get("count") is None for b in f.get("blocks", [])) \
+                or any(e.get("count") is None for e in f.get("edges", [])):
+            a["exact"] = False
+            continue
+        segs = segments(f)
+        # Per segment counts [entries, branch counts..., returns if any]; succs [successor indices..., RET if any].
+        copy = {"counts": [[s["entries"]] + [c for _, c in s["branches"]] + ([] if s["returns"] is None else
+                                                                              [s["returns"]]) for s in segs],
+                "lines": [s["lines"] for s in segs],
+                "succs": [[i for i, _ in s["branches"]] + ([] if s["returns"] is None else [RET]) for s in segs]}
+        a["entry"] += f.get("entry_count") or 0
+        cid = (f.get("module_output") or f.get("module") or "").replace(tree_prefix, "")
+        old = a["copies"].get(cid)
+        if old is None:
+            a["copies"][cid] = copy
+        elif same_shape(old, copy):  # one module twice (profiles merged from two runs of one binary)
+            old["counts"] = add(old["counts"], copy["counts"])
+        else:
+            a["exact"] = False  # cannot happen for one module; never compare what cannot be told apart
+    return agg
+
+
+RET = "ret"
+
+
+def same_shape(x, y):
+    return x["lines"] == y["lines"] and x["succs"] == y["succs"]
+
+
+def add(p, q):
+    return [[a + b for a, b in zip(s, t)] for s, t in zip(p, q)]
+
+
+def total(copies):
+    """The copies' counts added up when they all have one shape, else None."""
+    cs = list(copies.values())
+    if any(not same_shape(c, cs[0]) for c in cs[1:]):
+        return None
+    out = dict(cs[0])
+    for c in cs[1:]:
+        out = {**out, "counts": add(out["counts"], c["counts"])}
+    return out
+
+
+def shape_difference(x, y):
+    """Why two copies of a function cannot be compared segment by segment (None when they can)."""
+    if len(x["lines"]) != len(y["lines"]):
+        return f"{len(x['lines'])} segments, {len(y['lines'])} in the baseline"
+    if x["lines"] != y["lines"]:
+        i = next(i for i, (p, q) in enumerate(zip(x["lines"], y["lines"])) if p != q)
+        return f"segment {i} holds lines {x['lines'][i][:5]}, {y['lines'][i][:5]} in the baseline"
+    if [[i for i in s if i != RET] for s in x["succs"]] != [[i for i in s if i != RET] for s in y["succs"]]:
+        return "a segment branches to other successors"
+    return None
+
+
+def segment_equal(cx, sx, cy, sy):
+    """Counts of one segment on both sides equal; returns left out when only one side has them (`resume`)."""
+    if (RET in sx) != (RET in sy):
+        cx, cy = cx[:-1] if RET in sx else cx, cy[:-1] if RET in sy else cy
+    return cx == cy
+
+
+def compare_function(a, e):
+    """(how, detail) for one function present and exact on both sides: ("equal", None), ("differs", first
+    differing segment) or ("not comparable", why). Copies are compared one by one when both builds have the
+    same modules holding one; otherwise their sums are."""
+    if set(a["copies"]) == set(e["copies"]):
+        pairs = [(cid, a["copies"][cid], e["copies"][cid]) for cid in sorted(a["copies"])]
+    else:
+        ta, te = total(a["copies"]), total(e["copies"])
+        if ta is None or te is None:
+            return "not comparable", (f"held by {len(a['copies'])} modules, {len(e['copies'])} in the baseline, "
+                                      "with copies of different shapes")
+        pairs = [("(all copies)", ta, te)]
+    for cid, x, y in pairs:
+        why = shape_difference(x, y)
+        if why:
+            return "not comparable", f"{cid}: {why}"
+    for cid, x, y in pairs:
+        diff = [i for i, (p, q, sp, sq) in enumerate(zip(x["counts"], y["counts"], x["succs"], y["succs"]))
+                if not segment_equal(p, sp, q, sq)]
+        if diff:
+            i = diff[0]
+            return "differs", {"copy": cid, "segment": i, "lines": x["lines"][i][:6], "count": x["counts"][i],
+                               "edge": y["counts"][i], "segments_differing": len(diff)}
+    return "equal", None
+
+
+def compare(agg, base, skip=(), system=lambda key: False):
+    """Functions whose segment counts differ from the baseline's. A function whose segments differ in number,
+    source lines or successors from the baseline's (the two builds compiled it to different code) cannot be
+    compared: it is listed under `not_comparable` with the reason, never counted as equal. Counts are
+    [entries, branch counts..., returns] per segment. `skip`: keys the manifest documents as behaving differently from
+    run to run; `system(key)`: functions counted apart (see corpus.is_system_header)."""
+    mismatches, not_comparable = [], []
+    compared = unmatched = system_n = 0
+    for key, a in agg.items():
+        if key in skip:
+            continue
+        e = base.get(key)
+        if e is None:
+            unmatched += 1
+            continue
+        if not a["exact"] or not e["exact"] or not a["copies"] or not e["copies"]:
+            continue
+        if system(key):
+            system_n += 1
+            continue
+        how, detail = compare_function(a, e)
+        if how == "not comparable":
+            not_comparable.append({"function": key, "why": detail})
+            continue
+        compared += 1
+        if how == "differs":
+            mismatches.append({"function": key, **detail})
+    return {"compared": compared, "unmatched": unmatched, "system": system_n, "mismatched": len(mismatches),
+            "samples": mismatches[:10], "not_comparable": len(not_comparable),
+            "not_comparable_samples": not_comparable[:10]}

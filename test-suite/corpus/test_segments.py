@@ -1,0 +1,128 @@
+"""Self-test of the corpus count check (segments.py): the same execution profiled by modes that split blocks
+differently compares equal, and a miscount is caught. Run: python3 test-suite/corpus/test_segments.py
+(run.sh runs it before the corpus). The records are `pathprof show --json` function records written by hand
+from the execution each test describes."""
+
+import sys
+import unittest
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
+import segments  # noqa: E402
+
+
+def record(blocks, edges, abnormal=(), fork=(), name="f", output="f.o"):
+    """A function record: blocks [(lines, count)], edges [(from, to, kind, succ, count)] (kind "branch" or
+    "return", to = len(blocks) for a return), abnormal exits [(block, count)], fork re-entries likewise."""
+    return {"name": name, "file": "f.c", "module": "f.c", "module_output": output, "exact": True,
+            "entry_count": blocks[0][1],
+            "blocks": [{"id": i, "lines": ls, "count": c} for i, (ls, c) in enumerate(blocks)],
+            "edges": [{"from": f, "to": t, "kind": k, **({"succ": s} if k == "branch" else {}), "count": c}
+                      for f, t, k, s, c in edges],
+            "abnormal_exits": [{"block": b, "count": c} for b, c in abnormal],
+            "fork_reentries": [{"block": b, "count": c} for b, c in fork]}
+
+
+def compile_string(returns=761, exited=101, call_block=862):
+    """sed's compile_string, called 862 times; its call of compile_program exits 101 times (bad_prog ->
+    exit on the suite's script-error tests). Edge mode sees one block; context mode splits it after the call
+    (call block: lines up to the call on 1521; return-site block: 1521 on)."""
+    edge = record([([1510, 1512, 1521, 1522, 1528], 862)], [(0, 1, "return", None, 761)], abnormal=[(0, 101)])
+    context = record([([1510, 1512, 1521], call_block), ([1521, 1522, 1528], returns)],
+                     [(0, 1, "branch", 0, returns), (1, 2, "return", None, returns)], abnormal=[(0, exited)])
+    return edge, context
+
+
+def compare(a, b):
+    return segments.compare(segments.aggregate(a), segments.aggregate(b))
+
+
+class SplitCallBlocks(unittest.TestCase):
+    def test_same_execution_compares_equal(self):
+        edge, context = compile_string()
+        r = compare([context], [edge])
+        self.assertEqual((r["compared"], r["mismatched"], r["not_comparable"]), (1, 0, 0))
+
+    def test_line_maxima_disagreed(self):
+        # The old check (largest block count per line): line 1522 is 862 in edge mode, 761 in context mode.
+        edge, context = compile_string()
+        line_max = lambda f: max(b["count"] for b in f["blocks"] if 1522 in b["lines"])  # noqa: E731
+        self.assertEqual((line_max(edge), line_max(context)), (862, 761))
+
+    def test_miscounted_returns_are_caught(self):
+        # Flow-consistent but wrong: one return counted as an exit (760 returns, 102 exits).
+        edge, context = compile_string(returns=760, exited=102)
+        r = compare([context], [edge])
+        self.assertEqual(r["mismatched"], 1)
+        self.assertEqual((r["samples"][0]["count"], r["samples"][0]["edge"]), ([862, 760], [862, 761]))
+
+    def test_miscounted_entries_are_caught(self):
+        edge, context = compile_string(call_block=861, exited=100)
+        self.assertEqual(compare([context], [edge])["mismatched"], 1)
+
+
+def diamond(left, right, split_left=False):
+    """if (c) { g(); x; } else y; return — entered 10 times, `left` times down the then-branch. Split: g() is
+    a call site, so the then-block is two blocks."""
+    if not split_left:
+        return record([([1], 10), ([2, 3], left), ([4], right), ([5], 10)],
+                      [(0, 1, "branch", 0, left), (0, 2, "branch", 1, right), (1, 3, "branch", 0, left),
+                       (2, 3, "branch", 0, right), (3, 4, "return", None, 10)])
+    return record([([1], 10), ([2], left), ([2, 3], left), ([4], right), ([5], 10)],
+                  [(0, 1, "branch", 0, left), (0, 3, "branch", 1, right), (1, 2, "branch", 0, left),
+                   (2, 4, "branch", 0, left), (3, 4, "branch", 0, right), (4, 5, "return", None, 10)])
+
+
+class Branches(unittest.TestCase):
+    def test_split_diamond_equals_unsplit(self):
+        self.assertEqual(compare([diamond(7, 3, split_left=True)], [diamond(7, 3)])["mismatched"], 0)
+
+    def test_swapped_branch_counts_are_caught(self):
+        r = compare([diamond(6, 4, split_left=True)], [diamond(7, 3)])
+        self.assertEqual(r["mismatched"], 1)
+        self.assertEqual(r["samples"][0]["segment"], 0)  # the branch out of the first segment: [10, 6, 4]
+
+    def test_other_code_is_not_comparable_and_fails(self):
+        other = record([([1], 10), ([5], 10)], [(0, 1, "branch", 0, 10), (1, 2, "return", None, 10)])
+        r = compare([other], [diamond(7, 3)])
+        self.assertEqual((r["compared"], r["not_comparable"]), (0, 1))
+        self.assertFalse(corpus.counts_check(r, "edge")["ok"])
+
+
+class Exits(unittest.TestCase):
+    def resume(self, edge_mode, n):
+        """`invoke g()` run 9 times, n of them unwinding into a cleanup that ends in `resume`: a return edge in
+        edge mode, a termination edge in the interprocedural modes."""
+        edges = [(0, 1, "branch", 0, 9 - n), (0, 2, "branch", 1, n), (1, 3, "return", None, 9 - n)]
+        if edge_mode:
+            return record([([1], 9), ([2], 9 - n), ([3], n)], edges + [(2, 3, "return", None, n)])
+        return record([([1], 9), ([2], 9 - n), ([3], n)], edges, abnormal=[(2, n)])
+
+    def test_resume_modelled_either_way_compares_equal(self):
+        self.assertEqual(compare([self.resume(False, 6)], [self.resume(True, 6)])["mismatched"], 0)
+
+    def test_resume_miscount_is_caught(self):
+        self.assertEqual(compare([self.resume(False, 5)], [self.resume(True, 6)])["mismatched"], 1)
+
+    def test_fork_reentry_in_a_split_piece(self):
+        # A fork()ed child resumes after a call in the block once: edge mode adds it to the block's count,
+        # the split mode to the return-site block's. Entries (4) and returns (5) agree.
+        edge = record([([1, 2], 5)], [(0, 1, "return", None, 5)], fork=[(0, 1)])
+        split = record([([1], 4), ([2], 5)], [(0, 1, "branch", 0, 4), (1, 2, "return", None, 5)], fork=[(1, 1)])
+        self.assertEqual(compare([split], [edge])["mismatched"], 0)
+
+
+class Copies(unittest.TestCase):
+    def test_copies_of_different_shapes_are_compared_one_by_one(self):
+        a = [diamond(7, 3, split_left=True), dict(diamond(5, 5), module_output="g.o")]
+        b = [diamond(7, 3), dict(diamond(5, 5), module_output="g.o")]
+        self.assertEqual(compare(a, b)["mismatched"], 0)
+        b[1] = dict(diamond(4, 6), module_output="g.o")
+        r = compare(a, b)
+        self.assertEqual((r["mismatched"], r["samples"][0]["copy"]), (1, "g.o"))
+
+
+if __name__ == "__main__":
+    unittest.main()
