@@ -65,10 +65,7 @@ fn figure4_run_derives_every_block_but_not_the_pipeless_cycle_edges() {
     assert_eq!(d.vertices, [Some(1), Some(2), Some(1), Some(1), Some(2), Some(1), Some(1), Some(0), Some(1)]);
     // a->b, a->f, e->b, e->f lie on the uncounted pipeless cycle: not reported (Figure 8 would say 0, 1, 2, 0
     // where the run took 1, 0, 1, 1).
-    assert_eq!(
-        d.edges,
-        [X, X, Some(1), Some(1), Some(1), Some(1), X, X, Some(1), Some(0), Some(1), Some(0), Some(1)]
-    );
+    assert_eq!(d.edges, [X, X, Some(1), Some(1), Some(1), Some(1), X, X, Some(1), Some(0), Some(1), Some(0), Some(1)]);
     assert!(d.conservation_violations.is_empty());
 }
 
@@ -205,7 +202,11 @@ struct RandomCfg {
 fn random_cfg(max_blocks: u32, max_extra: usize) -> impl Strategy<Value = RandomCfg> {
     (1u32..=max_blocks)
         .prop_flat_map(move |n| {
-            (Just(n), prop::collection::vec(any::<u32>(), n as usize), prop::collection::vec((0..n, 0..=n), 0..max_extra))
+            (
+                Just(n),
+                prop::collection::vec(any::<u32>(), n as usize),
+                prop::collection::vec((0..n, 0..=n), 0..max_extra),
+            )
         })
         .prop_map(|(n, fwd, extra)| {
             let mut edges = Vec::new();
@@ -350,10 +351,15 @@ proptest! {
         prop_assert_eq!(&all, &plan.edge_plan.chords);
         let paper = figure11(g, &plan.edge_plan.tree, &w);
         prop_assert!(paper.iter().all(|e| plan.removed.contains(e)), "figure 11 {:?} vs {:?}", paper, plan.removed);
-        // Removed counters are never on edges the pass cannot instrument? (They need no code at all.)
         let mut mask = vec![false; g.num_edges()];
         plan.counted.iter().for_each(|e| mask[e.index()] = true);
         prop_assert!(determined(g, &mask).all_vertices());
+        // Maximal for its tree: dropping any remaining counter leaves some block underivable.
+        for &e in &plan.counted {
+            mask[e.index()] = false;
+            prop_assert!(!determined(g, &mask).all_vertices(), "{} could go too", e);
+            mask[e.index()] = true;
+        }
 
         let mut rng = Rng::new(seed);
         let truth = simulate(&rc, &mut rng, runs);
