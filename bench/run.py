@@ -48,6 +48,7 @@ VARIANTS = [
     ("gcc-arcs", "gcc-12", ["-fprofile-arcs"], "gcov"),
     ("pp-edge", str(PPCLANG), ["--pathprof-mode=edge", "--pathprof-stats"], "pathprof"),
     ("pp-edge-atomic", str(PPCLANG), ["--pathprof-mode=edge", "--pathprof-atomic", "--pathprof-stats"], "pathprof"),
+    ("pp-block", str(PPCLANG), ["--pathprof-mode=block", "--pathprof-stats"], "pathprof"),
     ("pp-path", str(PPCLANG), ["--pathprof-mode=path", "--pathprof-stats"], "pathprof"),
     ("pp-path-atomic", str(PPCLANG), ["--pathprof-mode=path", "--pathprof-atomic", "--pathprof-stats"], "pathprof"),
     ("pp-context", str(PPCLANG), ["--pathprof-mode=context", "--pathprof-stats"], "pathprof"),
@@ -59,7 +60,7 @@ REFERENCE = {name: ("gcc" if name == "gcc-arcs" else "baseline") for name, *_ in
 PATHPROF_VARIANTS = [v[0] for v in VARIANTS if v[3] == "pathprof"]
 # Head to head: pathprof variant -> the LLVM IR PGO variant of the same atomicity.
 HEAD_TO_HEAD = {"pp-edge": "llvm-ir-pgo", "pp-path": "llvm-ir-pgo", "pp-context": "llvm-ir-pgo",
-                "pp-piecewise": "llvm-ir-pgo",
+                "pp-piecewise": "llvm-ir-pgo", "pp-block": "llvm-ir-pgo",
                 "pp-edge-atomic": "llvm-ir-pgo-atomic", "pp-path-atomic": "llvm-ir-pgo-atomic"}
 
 OPT = ["-O2"]
@@ -643,6 +644,27 @@ def markdown(R):
                  + " | ".join(str(s["refs"].get(v, "?")) for v in
                               ["llvm-ir-pgo", "llvm-fe-pgo", "gcc-arcs", "pp-edge", "pp-path"]) + " |")
     L.append("")
+    if any("pp-block" in s for s in R["static"].values()):
+        L.append("**Block mode** (vertex profiling, `--pathprof-mode=block`): counters against edge mode's, and run "
+                 "time ÷ pp-edge run time (medians of the same workloads)\n")
+        L.append("| program | pp-block counters | edge-mode counters | fewer | refs: pp-block | refs: pp-edge |")
+        L.append("|---|---|---|---|---|---|")
+        for p, s in R["static"].items():
+            b = s.get("pp-block", {})
+            L.append(f"| {p} | {b.get('counters', '?')} | {b.get('edge_mode_counters', '?')} | "
+                     f"{b.get('edge_mode_counters', 0) - b.get('counters', 0)} | {s['refs'].get('pp-block', '?')} | "
+                     f"{s['refs'].get('pp-edge', '?')} |")
+        L.append("")
+        L.append("| workload | pp-block ÷ pp-edge |")
+        L.append("|---|---|")
+        ratios = []
+        for w, row in R["runs"].items():
+            if "pp-block" in row:
+                ratios.append(row["pp-block"]["median"] / row["pp-edge"]["median"])
+                L.append(f"| {w} | {ratios[-1]:.3f} |")
+        if ratios:
+            L.append(f"| **geomean** | **{geomean(ratios):.3f}** |")
+        L.append("")
     # Runs before arrival counting recorded the +1/−1 pairs (key pp-path-pairs); later ones the arrivals.
     arrivals = any("pp-path-arrivals" in d for d in R["dynamic"].values())
     extra_key, extra = (("pp-path-arrivals", "arrivals") if arrivals else ("pp-path-pairs", "pairs"))

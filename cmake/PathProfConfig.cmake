@@ -2,7 +2,7 @@
 #
 #   list(APPEND CMAKE_PREFIX_PATH /path/to/pathprof/dist)    # or -DCMAKE_PREFIX_PATH=…
 #   find_package(PathProf CONFIG REQUIRED)
-#   pathprof_instrument(<target> [MODE path|edge|context|piecewise] [ATOMIC] [WEIGHTS <w>])
+#   pathprof_instrument(<target> [MODE path|edge|block|context|piecewise] [ATOMIC] [WEIGHTS <w>])
 #
 # pathprof_instrument compiles the C and C++ sources of <target> through the pathprof pass, with the options
 # given (MODE defaults to path), and links the runtime into what links the target: into <target> itself if it
@@ -62,7 +62,7 @@ if(NOT TARGET PathProf::pathprof)
   set_target_properties(PathProf::pathprof PROPERTIES IMPORTED_LOCATION "${PathProf_PATHPROF}")
 endif()
 
-# pathprof_instrument(<target> [MODE path|edge|context|piecewise] [ATOMIC] [WEIGHTS <w>])
+# pathprof_instrument(<target> [MODE path|edge|block|context|piecewise] [ATOMIC] [WEIGHTS <w>])
 #   MODE     what to measure (default path); see the README's "Compiler-side options"
 #   ATOMIC   atomic counter updates (exact with several threads)
 #   WEIGHTS  spanning-tree weights: llvm (default), uniform, bl94, profile:FILE
@@ -89,9 +89,9 @@ function(pathprof_instrument target)
   if(NOT DEFINED _pp_MODE)
     set(_pp_MODE path)
   endif()
-  if(NOT _pp_MODE MATCHES "^(path|edge|context|piecewise)$")
+  if(NOT _pp_MODE MATCHES "^(path|edge|block|context|piecewise)$")
     message(FATAL_ERROR
-            "pathprof_instrument(${target}): unknown MODE '${_pp_MODE}' (path, edge, context, piecewise)")
+            "pathprof_instrument(${target}): unknown MODE '${_pp_MODE}' (path, edge, block, context, piecewise)")
   endif()
   set(_launcher "${PathProf_CLANG}" "--pathprof-mode=${_pp_MODE}")
   if(_pp_ATOMIC)

@@ -5,15 +5,20 @@
 //! was in flight at the fork are measured virtual edges EXIT→B (`pathprof_core::reentry`); a block's count
 //! includes them, and every count stays exact — a `Termination` edge then counts real abnormal departures only.
 
+use crate::judge::InexactReason;
 use crate::judge::{judge, AnalysisError, FunctionCounts};
 use pathprof_core::propagate::derive_counts_with_reentries;
+use pathprof_core::vertex_profile::derive_block_counts;
 use pathprof_core::BlockId;
-use pathprof_format::meta::Mode;
+use pathprof_format::meta::{FunctionMeta, Mode};
 use pathprof_format::profile::ModuleProfile;
 
 /// Derives every edge and block count of function `func_index` and decides whether the counts are exact.
 ///
-/// Edge mode: from its chord counters (BL94 Figure 6, via [`derive_counts`]). Path mode: from its path counts
+/// Edge mode: from its chord counters (BL94 Figure 6, via [`pathprof_core::propagate::derive_counts`]). Block mode: the block counts and
+/// invocations from its counters (BL94 Figure 8, via [`derive_block_counts`]); edge counts the counters do not
+/// determine are `None` without making the function inexact, a block they do not determine is `None` and a
+/// reason. Path mode: from its path counts
 /// (BL96 regeneration, via [`crate::function_path_counts`], whose `counts` this returns), so `pathprof show`
 /// prints the same block and edge counts for both modes.
 ///
@@ -102,6 +107,9 @@ fn per_function_counts(module: &ModuleProfile, func_index: usize) -> Result<Func
     let reentries: Vec<(BlockId, u64)> =
         mine(&forked.blocks).into_iter().map(|(b, c)| (BlockId(u32::try_from(b).unwrap_or(u32::MAX)), c)).collect();
     let adj = cfg.adjacency();
+    if module.meta.mode == Mode::Block {
+        return block_mode_counts(module, f, &measured_counts, &reentries);
+    }
     let derived = derive_counts_with_reentries(cfg, &adj, &measured_counts, &reentries)
         .map_err(|error| AnalysisError::Propagate { module: name(), function: f.name.clone(), error })?;
     let mut per_block = vec![0i128; cfg.num_blocks()];
@@ -114,4 +122,51 @@ fn per_function_counts(module: &ModuleProfile, func_index: usize) -> Result<Func
     let measured = f.edge_counters.iter().map(Option::is_some).collect();
     let violations = &derived.conservation_violations;
     Ok(judge(module, f, derived.edges, &derived.vertices, &per_block, violations, measured, Vec::new()))
+}
+
+/// Block mode's counts of one function: block counts (and every edge count the counters happen to determine)
+/// from the counted edges, judged like edge mode's; undetermined edges are simply absent.
+fn block_mode_counts(
+    module: &ModuleProfile,
+    f: &FunctionMeta,
+    measured_counts: &[Option<u64>],
+    reentries: &[(BlockId, u64)],
+) -> Result<FunctionCounts, AnalysisError> {
+    let cfg = &f.cfg;
+    let derived = derive_block_counts(cfg, &cfg.adjacency(), measured_counts, reentries).map_err(|error| {
+        AnalysisError::Propagate { module: module.meta.module_name.clone(), function: f.name.clone(), error }
+    })?;
+    let mut per_block = vec![0i128; cfg.num_blocks()];
+    for &(b, c) in reentries {
+        if let Some(x) = per_block.get_mut(b.index()) {
+            *x = x.saturating_add(i128::from(c));
+        }
+    }
+    let mut leading = Vec::new();
+    for (i, v) in derived.vertices.iter().take(cfg.num_blocks()).enumerate() {
+        let block = BlockId::from_index(i);
+        match v {
+            None => leading.push(InexactReason::BlockNotDerivable { block }),
+            Some(c) if *c < 0 => leading.push(InexactReason::NegativeBlock { block }),
+            Some(_) => {}
+        }
+    }
+    // Undetermined counts enter the judge as 0 (so they raise nothing) and leave it as None.
+    let raw_edges = derived.edges.iter().map(|c| c.unwrap_or(0)).collect();
+    let raw_vertices: Vec<i128> = derived.vertices.iter().map(|c| c.unwrap_or(0)).collect();
+    let measured = measured_counts.iter().map(Option::is_some).collect();
+    let violations = &derived.conservation_violations;
+    let mut counts = judge(module, f, raw_edges, &raw_vertices, &per_block, violations, measured, leading);
+    for (slot, d) in counts.edges.iter_mut().zip(&derived.edges) {
+        if d.is_none() {
+            *slot = None;
+        }
+    }
+    for (slot, d) in counts.blocks.iter_mut().zip(&derived.vertices) {
+        if d.is_none() {
+            *slot = None;
+        }
+    }
+    counts.entry = counts.edges.get(cfg.exit_to_entry().index()).copied().flatten();
+    Ok(counts)
 }

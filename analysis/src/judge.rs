@@ -103,6 +103,17 @@ pub enum InexactReason {
         /// The block.
         block: BlockId,
     },
+    /// Block mode: the counters do not determine this block's count (an uncounted cycle has a pipe there; only
+    /// with a placement pathprof did not make). The count is left out, never guessed.
+    BlockNotDerivable {
+        /// The block.
+        block: BlockId,
+    },
+    /// Block mode: a block's derived count is negative (inconsistent counters, e.g. lost increments).
+    NegativeBlock {
+        /// The block.
+        block: BlockId,
+    },
 }
 
 impl fmt::Display for InexactReason {
@@ -127,6 +138,10 @@ impl fmt::Display for InexactReason {
             }
             InexactReason::UnknownFlags(x) => write!(f, "the record has unknown flags {x:#x}"),
             InexactReason::NegativeReentry { block } => write!(f, "fork re-entries of {block} counted as negative"),
+            InexactReason::BlockNotDerivable { block } => {
+                write!(f, "the counters do not determine the count of {block}")
+            }
+            InexactReason::NegativeBlock { block } => write!(f, "block {block} derived as negative"),
         }
     }
 }

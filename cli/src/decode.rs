@@ -195,13 +195,16 @@ pub(crate) struct Step {
 /// Reads the profile, decodes the paths of every (selected) path-mode function and prints them.
 pub fn run(args: &Args) -> Result<()> {
     let profile = files::read_profile(&args.file)?;
-    if !profile.modules.is_empty() && profile.modules.iter().all(|m| m.meta.mode == Mode::Edge) {
+    if !profile.modules.is_empty() && profile.modules.iter().all(|m| m.meta.mode.counts_edges()) {
+        if profile.modules.iter().any(|m| m.meta.mode == Mode::Block) {
+            bail!("{} is a block profile (mode block records no paths): use pathprof show", args.file.display());
+        }
         bail!("{} is an edge profile: use pathprof show", args.file.display());
     }
     let interprocedural: Vec<&ModuleProfile> =
         profile.modules.iter().filter(|m| m.meta.mode.is_interprocedural()).collect();
     let modes: std::collections::BTreeSet<&'static str> =
-        profile.modules.iter().filter(|m| m.meta.mode != Mode::Edge).map(|m| m.meta.mode.name()).collect();
+        profile.modules.iter().filter(|m| !m.meta.mode.counts_edges()).map(|m| m.meta.mode.name()).collect();
     if modes.len() > 1 {
         bail!(
             "{} mixes path profiles of modes {}: decode them separately",

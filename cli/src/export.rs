@@ -17,7 +17,8 @@
 //! One record per function: `NAME:TOTAL:HEAD`, then one line ` OFFSET: SAMPLES` per source line (one leading
 //! space, offsets ascending). Records are ordered by descending `TOTAL`, ties by name (as `llvm-profdata`
 //! writes them). The numbers are the exact counts of `pathprof show` (`function_edge_counts`: measured by
-//! chord counters in edge mode, derived from the path counts in path mode), not samples:
+//! chord counters in edge mode, derived from fewer counters in block mode — these records need only block and
+//! entry counts — and from the path counts in path mode), not samples:
 //!
 //! - `NAME` is the function's linkage (mangled) name, which is what clang's sample loader matches.
 //! - `HEAD` (head samples) is the entry count: how often the function was called.
@@ -108,7 +109,7 @@ pub enum Format {
 /// Arguments of `pathprof export`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The profile to export (edge or path mode).
+    /// The profile to export (edge, block or path mode).
     #[arg(value_name = "FILE")]
     file: PathBuf,
     /// The output format.

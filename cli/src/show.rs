@@ -3,6 +3,9 @@
 //! Edge-mode counts are propagated from the chord counters; path-mode counts are derived from the path counts
 //! (`pathprof decode` lists the paths themselves), with the same output shape and `"mode": "path"`. In path mode
 //! an edge is `instrumented` when it carries path-register or path-count code.
+//! Block mode (`"mode": "block"`) derives block and entry counts from fewer counters (Ball & Larus 1994,
+//! §3.3); its edge counts are not all determined, so every edge count is `null` in JSON and `n/a` in text, and
+//! abnormal exits and setjmp re-entries (counts of virtual edges) are not listed.
 //!
 //! Fork re-entries: a block whose call was in flight when the program called `fork()` and that a child resumed
 //! lists them in `fork_reentries` (text: "re-entered by fork N"); its count includes them (the code after the call
@@ -151,6 +154,9 @@ fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts)
             calls: None,
         })
         .collect();
+    // Block mode counts blocks: its edge counts are not all derivable, so none are shown, nor the abnormal exits
+    // and setjmp re-entries (Termination edge counts).
+    let edge_counts = module.meta.mode != Mode::Block;
     let mut edges = Vec::new();
     let mut abnormal_exits = Vec::new();
     let mut net_reentries = Vec::new();
@@ -160,6 +166,8 @@ fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts)
         let (kind, succ) = match e.kind {
             EdgeKind::Branch { succ } => ("branch", Some(succ)),
             EdgeKind::Return => ("return", None),
+            // Abnormal exits are edge counts too: not shown in block mode.
+            EdgeKind::Termination if !edge_counts => continue,
             EdgeKind::Termination => {
                 match (count, raw(c, id)) {
                     (Some(n), _) if n > 0 => abnormal_exits.push(BlockCount { block: e.from.0, count: n }),
@@ -177,7 +185,7 @@ fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts)
             to: e.to.0,
             kind,
             succ,
-            count,
+            count: count.filter(|_| edge_counts),
             instrumented: c.measured.get(id.index()).copied().unwrap_or(false),
         });
     }
@@ -254,7 +262,12 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
         }
         // Edge mode: the edge has a counter; path mode: it updates the path register or counts a path.
         let star = if f.mode == Mode::Path.name() { "instrumented" } else { "counter" };
-        writeln!(out, "  edges (* = {star}):")?;
+        let block_mode = f.mode == Mode::Block.name();
+        if block_mode {
+            writeln!(out, "  edges (* = {star}; edge counts and abnormal exits not available in block mode):")?;
+        } else {
+            writeln!(out, "  edges (* = {star}):")?;
+        }
         for e in &f.edges {
             let to = if e.kind == "return" { "EXIT".to_string() } else { format!("bb{}", e.to) };
             let kind = match e.succ {
@@ -262,7 +275,8 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
                 None => e.kind.to_string(),
             };
             let star = if e.instrumented { " *" } else { "" };
-            writeln!(out, "    {:<16} {:<10} count {}{star}", format!("bb{} -> {to}", e.from), kind, n(e.count))?;
+            let count = if block_mode { "n/a".to_string() } else { n(e.count) };
+            writeln!(out, "    {:<16} {:<10} count {count}{star}", format!("bb{} -> {to}", e.from), kind)?;
         }
     }
     Ok(())

@@ -13,6 +13,7 @@
 //! - [`spanning`]: maximum spanning tree with forced edges (Knuth–Stevenson / BL94 §3.2).
 //! - [`placement`]: optimal edge-counter placement, Eprof(Ecnt).
 //! - [`propagate`]: deriving every edge and block count from the chord counts (BL94 Figure 6).
+//! - [`vertex_profile`]: block counts from fewer edge counters, Vprof(Ecnt) (BL94 §3.3).
 //! - [`reentry`]: fork re-entries (activations a `fork()`ed child resumes) as measured virtual edges.
 //! - [`ball_larus`]: Ball–Larus path profiling (MICRO 1996).
 //! - [`melski_reps`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382),
@@ -37,6 +38,7 @@ pub mod reentry;
 pub mod spanning;
 #[cfg(test)]
 mod test_rng;
+pub mod vertex_profile;
 pub mod weighting;
 
 pub use graph::{Adjacency, BlockId, Cfg, CfgError, Edge, EdgeId, EdgeKind};

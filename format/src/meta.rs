@@ -25,6 +25,9 @@ pub enum Mode {
     Context,
     /// Melski–Reps piecewise path profiling (§6): module-wide path numbers for pieces crossing calls.
     Piecewise,
+    /// Vertex (block) profiling with edge counters (Ball & Larus 1994, §3.3): edge mode's chords minus those whose
+    /// counts block counts do not need; `edge_counters` as in edge mode, edge counts not all derivable.
+    Block,
 }
 
 impl Mode {
@@ -35,12 +38,18 @@ impl Mode {
             Mode::Path => "path",
             Mode::Context => "context",
             Mode::Piecewise => "piecewise",
+            Mode::Block => "block",
         }
     }
 
     /// Whether path numbers are module-wide Melski–Reps numbers ([`ModuleMeta::interproc`]).
     pub fn is_interprocedural(self) -> bool {
         matches!(self, Mode::Context | Mode::Piecewise)
+    }
+
+    /// Whether the counters count edges (edge and block modes) rather than paths.
+    pub fn counts_edges(self) -> bool {
+        matches!(self, Mode::Edge | Mode::Block)
     }
 }
 
@@ -300,7 +309,7 @@ impl ModuleMeta {
         if self.path_arrivals && !matches!(self.mode, Mode::Path | Mode::Context | Mode::Piecewise) {
             return Err(MetaError::Inconsistent(format!("{}-mode module with path arrival counts", self.mode.name())));
         }
-        if self.fork_reentries && self.mode != Mode::Edge && !self.path_arrivals {
+        if self.fork_reentries && !self.mode.counts_edges() && !self.path_arrivals {
             return Err(MetaError::Inconsistent("fork re-entries of paths that do not count arrivals".into()));
         }
         for f in &self.functions {
@@ -317,8 +326,10 @@ impl ModuleMeta {
             }
             // Bound the allocation below by the graph size before trusting the count.
             match (self.mode, &f.path) {
-                (Mode::Edge, None) if f.num_counters as usize <= f.cfg.num_edges() => {}
-                (Mode::Edge, _) => return bad("edge-mode function with path data or more counters than edges"),
+                (Mode::Edge | Mode::Block, None) if f.num_counters as usize <= f.cfg.num_edges() => {}
+                (Mode::Edge | Mode::Block, _) => {
+                    return bad("edge-mode function with path data or more counters than edges")
+                }
                 (Mode::Path, Some(p)) => {
                     let dense_ok = match p.storage {
                         PathStorage::Dense => u128::from(f.num_counters) == p.num_paths,

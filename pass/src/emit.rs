@@ -11,7 +11,6 @@ use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp};
 use pathprof_core::{EdgeId, EdgeKind};
-use pathprof_format::meta::Mode;
 use std::collections::BTreeMap;
 
 /// How counter updates are emitted: one setting per module, derived from the mode and `--pathprof-atomic`.
@@ -29,11 +28,11 @@ pub enum CounterUpdates {
 }
 
 impl CounterUpdates {
-    /// The updates `config` asks for: atomic when requested, else volatile except in edge mode.
+    /// The updates `config` asks for: atomic when requested, else volatile except in edge and block modes.
     pub fn of(config: &Config) -> CounterUpdates {
         if config.atomic {
             CounterUpdates::Atomic
-        } else if config.mode == Mode::Edge {
+        } else if config.mode.counts_edges() {
             CounterUpdates::Plain
         } else {
             CounterUpdates::Volatile

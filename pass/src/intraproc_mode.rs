@@ -1,6 +1,7 @@
-//! Edge and path profiling of one module, function by function (modes `edge` and `path`): plans every
-//! function (no IR changes), then emits counters on chords or Ball–Larus path numbering into the module's
-//! counter storage ([`crate::module_emitter`]).
+//! Edge, block and path profiling of one module, function by function (modes `edge`, `block` and `path`): plans
+//! every function (no IR changes), then emits counters on chords (block mode: the chords block counts need,
+//! [`pathprof_core::vertex_profile`]) or Ball–Larus path numbering into the module's counter storage
+//! ([`crate::module_emitter`]).
 //!
 //! Planning may fail per function (a warning, the function stays uninstrumented); emission runs only for
 //! functions whose plan succeeded.
@@ -16,7 +17,8 @@ use crate::path_mode::{self, PathPlan};
 use crate::storage::{CounterLayout, CounterStorage, Unit};
 use crate::weights::{self, ProfileWeights};
 use inkwell::llvm_sys::prelude::*;
-use pathprof_core::placement::plan_edge_counters_with_entry_counter;
+use pathprof_core::placement::{plan_edge_counters_with_entry_counter, PlacementError};
+use pathprof_core::vertex_profile::plan_block_counters;
 use pathprof_core::EdgeId;
 use pathprof_format::meta::{FunctionMeta, Mode, PathStorage};
 use std::os::raw::c_void;
@@ -24,8 +26,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// How a planned function will be instrumented.
 enum Plan {
-    /// Counters on these chords (edge mode).
-    Edge { graph: FunctionGraph, chords: Vec<EdgeId> },
+    /// Counters on these chords (edge mode; block mode: the chords block counts need), and how many counters
+    /// edge mode would have used.
+    Edge { graph: FunctionGraph, chords: Vec<EdgeId>, edge_mode_counters: usize },
     /// Ball–Larus path profiling.
     Path(Box<PathPlan>),
 }
@@ -64,6 +67,8 @@ struct Stats {
     virtual_edges: usize,
     counters: usize,
     optimum: usize,
+    /// Block mode: the counters edge mode would have placed.
+    edge_mode_counters: usize,
     emit: EmitStats,
     weights_fallbacks: usize,
     paths: u128,
@@ -118,7 +123,7 @@ pub fn instrument(
     }
 
     let uses_phi = planned.iter().any(|p| match &p.plan {
-        Plan::Edge { graph, chords } => chords.iter().any(|&e| graph.sites[e.index()] == Site::TargetPhi),
+        Plan::Edge { graph, chords, .. } => chords.iter().any(|&e| graph.sites[e.index()] == Site::TargetPhi),
         Plan::Path(_) => false,
     });
     let storage = CounterStorage::emit(m, config, &layout, uses_phi);
@@ -126,11 +131,12 @@ pub fn instrument(
     for (index, p) in planned.iter().enumerate() {
         let index = index as u64;
         let guards: Vec<Guard> = match &p.plan {
-            Plan::Edge { graph, chords } => {
+            Plan::Edge { graph, chords, edge_mode_counters } => {
                 let s = storage.counters().instrument(graph, chords, p.meta.counter_base);
                 stats.emit.split_edges += s.split_edges;
                 stats.emit.phi_edges += s.phi_edges;
                 stats.counters += chords.len();
+                stats.edge_mode_counters += edge_mode_counters;
                 stats.optimum += graph.cfg.num_edges() + 1 - graph.cfg.num_vertices();
                 module.fork_checks().guarded_calls(graph).map(|(b, call)| Guard::block(call, index, b)).collect()
             }
@@ -148,7 +154,7 @@ pub fn instrument(
             }
         };
         module.function_done(p.f, guards);
-        if matches!(config.mode, Mode::Edge | Mode::Path) && config.promote {
+        if matches!(config.mode, Mode::Edge | Mode::Block | Mode::Path) && config.promote {
             stats.promoted += crate::promote::promote(p.f, storage.counters(), &facts);
         }
         let g = p.graph();
@@ -169,6 +175,12 @@ pub fn instrument(
             Mode::Edge => line
                 .field("counters", stats.counters)
                 .field("optimum", stats.optimum)
+                .field("split_edges", stats.emit.split_edges)
+                .field("phi_edges", stats.emit.phi_edges)
+                .field("promoted_updates", stats.promoted),
+            Mode::Block => line
+                .field("counters", stats.counters)
+                .field("edge_mode_counters", stats.edge_mode_counters)
                 .field("split_edges", stats.emit.split_edges)
                 .field("phi_edges", stats.emit.phi_edges)
                 .field("promoted_updates", stats.promoted),
@@ -206,11 +218,18 @@ fn plan(
     let mut meta = FunctionMeta { reentry_blocks: graph.reentry_blocks.clone(), ..function_meta(f, name, &graph) };
     let (weights, used_source) = weights::edge_weights(&graph, f, name, meta.cfg_hash, &config.weighting, profile, fam);
     let plan = match config.mode {
-        Mode::Edge => {
+        Mode::Edge | Mode::Block => {
             let instrumentable: Vec<bool> = graph.sites.iter().map(|&s| s != Site::None).collect();
-            let edge_plan = plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable)
-                .map_err(|e| format!("no exact counter placement: {e}"))?;
-            let chords = edge_plan.chords.clone();
+            let no_plan = |e: PlacementError| format!("no exact counter placement: {e}");
+            let (chords, edge_mode_counters) = if config.mode == Mode::Block {
+                let plan = plan_block_counters(&graph.cfg, &weights, &instrumentable).map_err(no_plan)?;
+                (plan.counted.clone(), plan.edge_mode_counters())
+            } else {
+                let plan =
+                    plan_edge_counters_with_entry_counter(&graph.cfg, &weights, &instrumentable).map_err(no_plan)?;
+                let n = plan.chords.len();
+                (plan.chords, n)
+            };
             if config.dump {
                 dump(name, &graph, &weights, &chords);
             }
@@ -218,7 +237,7 @@ fn plan(
                 meta.edge_counters[e.index()] = Some(i as u32);
             }
             meta.num_counters = chords.len() as u32;
-            Plan::Edge { graph, chords }
+            Plan::Edge { graph, chords, edge_mode_counters }
         }
         Mode::Path | Mode::Context | Mode::Piecewise => {
             let promote = config.mode == Mode::Path && config.promote && crate::promote::eligible(f, &graph);

@@ -135,7 +135,14 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
             names.insert(f.name.clone());
             own.names.insert(f.name.clone());
             if let Ok(c) = module_counts.function(i) {
-                if c.exact {
+                // Block mode leaves branch counts underived: such a function has no branch weights to give.
+                let branches_known = f
+                    .cfg
+                    .edges()
+                    .iter()
+                    .zip(&c.edges)
+                    .all(|(e, n)| !matches!(e.kind, EdgeKind::Branch { .. }) || n.is_some());
+                if c.exact && branches_known {
                     let chains = Chains::of(&f.cfg);
                     let shape = branch_shape(&f.cfg, &chains);
                     let a = annotation(&f.cfg, &chains, &c);

@@ -8,7 +8,6 @@
 //! adds a run into an existing file.
 
 use super::{ModuleProfile, Profile, SparseEntry};
-use crate::meta::Mode;
 use std::collections::{HashMap, HashSet};
 
 /// Why profiles cannot be merged. Input numbers in messages are 1-based, in the order given to [`merge`].
@@ -116,7 +115,7 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
     for acc in &mut out.modules {
         let label = acc.meta.label();
         let module = || label.clone();
-        let wrapping = acc.meta.mode != Mode::Edge;
+        let wrapping = !acc.meta.mode.counts_edges();
         // Index the first input's entries (folding any repeated keys), then add the others' into them.
         let mut sparse_index: HashMap<(u64, u128), usize> = HashMap::with_capacity(acc.sparse.len());
         let own = std::mem::take(&mut acc.sparse);
