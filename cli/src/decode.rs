@@ -130,6 +130,7 @@ pub(crate) fn decode_functions<'a>(
     Ok(decoded)
 }
 
+/// Adds a decoded function's summary and its `top` hottest paths (all without a limit) to `report`.
 fn add_function<'a>(
     report: &mut Report<'a>,
     module: &'a ModuleProfile,
@@ -159,6 +160,7 @@ fn add_function<'a>(
     }
 }
 
+/// One listed path of a path-mode function; `total` is what its `percent` is relative to.
 fn path_report<'a>(
     module: &'a ModuleProfile,
     f: &'a FunctionMeta,
