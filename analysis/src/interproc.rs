@@ -29,7 +29,6 @@ use pathprof_core::interproc::{
 use pathprof_core::BlockId;
 use pathprof_format::meta::{ModuleMeta, PathStorage};
 use pathprof_format::profile::ModuleProfile;
-use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 /// One counted interprocedural path.
@@ -66,9 +65,17 @@ pub struct ModulePaths {
 impl ModulePaths {
     /// The paths hottest first: by descending count, ties by ascending number.
     pub fn hottest_first(&self) -> Vec<&InterprocCount> {
-        let mut v: Vec<&InterprocCount> = self.paths.iter().collect();
-        v.sort_by_key(|p| (Reverse(p.count), p.number));
-        v
+        crate::rank::hottest(self.paths.iter().collect(), None)
+    }
+}
+
+impl crate::rank::Ranked for InterprocCount {
+    fn count(&self) -> i64 {
+        self.count
+    }
+
+    fn number(&self) -> u128 {
+        self.number
     }
 }
 

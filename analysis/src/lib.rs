@@ -9,6 +9,7 @@
 //!   [`pathprof_core::regenerate`]).
 //! - [`interproc`]: context and piecewise modes (Melski & Reps, CC 1999, implemented in
 //!   [`pathprof_core::interproc`]).
+//! - [`rank`]: the hottest-first order of counted paths.
 //! - [`counts`]: [`function_edge_counts`] and [`ModuleCounts`] for every mode; edge mode from chord counters
 //!   (Ball & Larus, "Optimally Profiling and Tracing Programs", TOPLAS 16(3), 1994, Figure 6, implemented in
 //!   [`pathprof_core::propagate`]).
@@ -28,8 +29,10 @@ pub mod counts;
 pub mod interproc;
 pub mod judge;
 pub mod paths;
+pub mod rank;
 
 pub use counts::{function_edge_counts, ModuleCounts};
 pub use interproc::{module_path_counts, program_of, InterprocCount, ModulePaths};
 pub use judge::{AnalysisError, FunctionCounts, InexactReason};
 pub use paths::{function_path_counts, FunctionPaths, PathCount};
+pub use rank::{hottest, Ranked};

@@ -37,7 +37,6 @@ use pathprof_core::regenerate::{
 use pathprof_core::{BlockId, EdgeKind};
 use pathprof_format::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
 use pathprof_format::profile::ModuleProfile;
-use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 /// One executed path of a function: its number, its net count and where it goes.
@@ -100,9 +99,23 @@ pub struct FunctionPaths {
 impl FunctionPaths {
     /// The paths hottest first: by descending count, ties by ascending path number.
     pub fn hottest_first(&self) -> Vec<&PathCount> {
-        let mut v: Vec<&PathCount> = self.paths.iter().collect();
-        v.sort_by_key(|p| (Reverse(p.count), p.number));
-        v
+        self.hottest(None)
+    }
+
+    /// The `limit` hottest paths (all without a limit), hottest first, as [`FunctionPaths::hottest_first`]
+    /// orders them.
+    pub fn hottest(&self, limit: Option<usize>) -> Vec<&PathCount> {
+        crate::rank::hottest(self.paths.iter().collect(), limit)
+    }
+}
+
+impl crate::rank::Ranked for PathCount {
+    fn count(&self) -> i64 {
+        self.count
+    }
+
+    fn number(&self) -> u128 {
+        self.number
     }
 }
 

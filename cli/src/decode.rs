@@ -26,12 +26,13 @@ use pathprof_core::regenerate::{PathEnd, PathStart};
 use pathprof_core::EdgeId;
 use pathprof_format::meta::{FunctionMeta, Mode};
 use pathprof_format::profile::ModuleProfile;
-use serde::Serialize;
+use report::{EdgeRef, FunctionReport, PathId, PathReport, Report, Steps};
 use std::io::{self, Write};
 use std::path::PathBuf;
 
 mod hot_regions;
 mod interproc;
+mod report;
 
 use crate::text;
 
@@ -63,135 +64,6 @@ pub struct Args {
     coverage: Option<f64>,
 }
 
-/// The whole output: `{"mode": "path", "functions": [...], "paths": [...]}`.
-#[derive(Serialize)]
-pub(crate) struct Report {
-    mode: &'static str,
-    /// One summary per decoded function (executed or not), in profile order.
-    functions: Vec<FunctionReport>,
-    /// The listed paths of all functions: by function order, then hottest first (ties by path number).
-    paths: Vec<PathReport>,
-}
-
-#[derive(Serialize)]
-pub(crate) struct FunctionReport {
-    /// Linkage name.
-    name: String,
-    /// Source-level name (empty without debug info).
-    display_name: String,
-    module: String,
-    file: String,
-    start_line: u32,
-    /// NumPaths(ENTRY): path numbers are `0..num_paths`.
-    num_paths: PathId,
-    /// Paths with a nonzero net count.
-    executed_paths: usize,
-    /// Paths listed (after `--top`).
-    listed_paths: usize,
-    /// The sum of all path counts.
-    total_count: i128,
-    /// Invocations derived from the paths.
-    entry_count: Option<u64>,
-    exact: bool,
-    inexact_reasons: Vec<String>,
-}
-
-/// A path number: a JSON number when it fits in a `u64`, a decimal string otherwise.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(crate) enum PathId {
-    Number(u64),
-    Text(String),
-}
-
-impl PathId {
-    fn new(n: u128) -> PathId {
-        u64::try_from(n).map_or_else(|_| PathId::Text(n.to_string()), PathId::Number)
-    }
-}
-
-impl std::fmt::Display for PathId {
-    /// The decimal number, as in the JSON output.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PathId::Number(n) => write!(f, "{n}"),
-            PathId::Text(s) => f.write_str(s),
-        }
-    }
-}
-
-fn is_zero(n: &i64) -> bool {
-    *n == 0
-}
-
-/// `count` as a percentage of `total` (0 when the total is not positive).
-fn percent_of(count: i64, total: i128) -> f64 {
-    if total > 0 {
-        count as f64 * 100.0 / total as f64
-    } else {
-        0.0
-    }
-}
-
-#[derive(Serialize)]
-pub(crate) struct PathReport {
-    /// The Ball–Larus path number.
-    id: PathId,
-    /// 1-based rank within its function, hottest first.
-    rank: usize,
-    /// Net count (negative only for a re-entry correction or an inconsistent profile).
-    count: i64,
-    /// `count` as a percentage of the function's total path count (0 if the total is not positive).
-    percent: f64,
-    /// Linkage name of the function.
-    function: String,
-    display_name: String,
-    module: String,
-    file: String,
-    /// `entry`, `loop_header` (after a back edge) or `after_cut`.
-    start: &'static str,
-    /// `exit` (a return), `back_edge`, `cut` or `abnormal` (a Termination edge: exit, longjmp, exception).
-    end: &'static str,
-    /// The back or cut edge taken just before the path (for `loop_header` and `after_cut`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    start_edge: Option<EdgeRef>,
-    /// The back or cut edge the path ends by taking (for `back_edge` and `cut`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    end_edge: Option<EdgeRef>,
-    /// A negative count of a setjmp block's termination path (re-entries by longjmp) or of a path cut short at
-    /// a call that fork()ed children resumed: a correction, not executions.
-    reentry_correction: bool,
-    /// How often fork()ed children resumed the path's last block after its call, with this path's prefix (which
-    /// ran in the parent); `count + fork_reentries` is how often the block was really left abnormally. 0 (and
-    /// absent) for other paths.
-    #[serde(skip_serializing_if = "is_zero")]
-    fork_reentries: i64,
-    /// Steps of calling contexts before the function's own blocks (interprocedural modes; always 0 here).
-    context_steps: u32,
-    /// The blocks of the path, in order.
-    steps: Vec<Step>,
-}
-
-#[derive(Serialize, Clone, Copy)]
-pub(crate) struct EdgeRef {
-    from: u32,
-    to: u32,
-}
-
-#[derive(Serialize)]
-pub(crate) struct Step {
-    /// Linkage name of the function the block belongs to.
-    function: String,
-    /// Block index in the function (as in `pathprof show --json`).
-    block: u32,
-    /// The block's distinct source lines (`BlockMeta::lines`).
-    lines: Vec<u32>,
-    /// Interprocedural modes: how the block was reached (`root_entry`, `edge`, `call`, `return`, `summary`,
-    /// `loop_restart`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    via: Option<&'static str>,
-}
-
 /// Reads the profile, decodes the paths of every (selected) path-mode function and prints them.
 pub fn run(args: &Args) -> Result<()> {
     let profile = files::read_profile(&args.file)?;
@@ -220,17 +92,15 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let top = args.top.or(if args.json { None } else { Some(DEFAULT_TEXT_TOP) });
     let mode = modes.into_iter().next().unwrap_or(Mode::Path.name());
+    // Decode everything first: the report borrows the decoded paths.
+    let interproc_paths = interproc::decode_modules(&interprocedural, &args.file)?;
+    let function_paths = decode_functions(&profile.modules, args.function.as_deref(), &args.file)?;
     let mut report = Report { mode, functions: Vec::new(), paths: Vec::new() };
-    interproc::add_modules(&mut report, &interprocedural, args.function.as_deref(), top, &args.file)?;
-    for module in profile.modules.iter().filter(|m| m.meta.mode == Mode::Path) {
-        for (index, f) in module.meta.functions.iter().enumerate() {
-            if !output::selects(args.function.as_deref(), f) {
-                continue;
-            }
-            let paths =
-                function_path_counts(module, index).with_context(|| format!("decoding {}", args.file.display()))?;
-            add_function(&mut report, module, f, &paths, top);
-        }
+    for (module, mp) in interprocedural.iter().zip(&interproc_paths) {
+        interproc::add_module(&mut report, module, mp, args.function.as_deref(), top);
+    }
+    for (module, f, paths) in &function_paths {
+        add_function(&mut report, module, f, paths, top);
     }
     if let (Some(name), true) = (&args.function, report.functions.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
@@ -244,15 +114,41 @@ pub fn run(args: &Args) -> Result<()> {
     })
 }
 
-fn add_function(report: &mut Report, module: &ModuleProfile, f: &FunctionMeta, fp: &FunctionPaths, top: Option<usize>) {
-    let hottest = fp.hottest_first();
-    let listed = top.map_or(hottest.len(), |n| n.min(hottest.len()));
+/// The decoded paths of every path-mode function that `function` selects (all without it), in profile order.
+pub(crate) fn decode_functions<'a>(
+    modules: &'a [ModuleProfile],
+    function: Option<&str>,
+    file: &std::path::Path,
+) -> Result<Vec<(&'a ModuleProfile, &'a FunctionMeta, FunctionPaths)>> {
+    let mut decoded = Vec::new();
+    for module in modules.iter().filter(|m| m.meta.mode == Mode::Path) {
+        for (index, f) in module.meta.functions.iter().enumerate() {
+            if output::selects(function, f) {
+                let paths =
+                    function_path_counts(module, index).with_context(|| format!("decoding {}", file.display()))?;
+                decoded.push((module, f, paths));
+            }
+        }
+    }
+    Ok(decoded)
+}
+
+/// Adds a decoded function's summary and its `top` hottest paths (all without a limit) to `report`.
+fn add_function<'a>(
+    report: &mut Report<'a>,
+    module: &'a ModuleProfile,
+    f: &'a FunctionMeta,
+    fp: &'a FunctionPaths,
+    top: Option<usize>,
+) {
+    let hottest = fp.hottest(top);
+    let listed = hottest.len();
     let c = &fp.counts;
     report.functions.push(FunctionReport {
-        name: f.name.clone(),
-        display_name: f.display_name.clone(),
-        module: module.meta.module_name.clone(),
-        file: f.file.clone(),
+        name: &f.name,
+        display_name: &f.display_name,
+        module: &module.meta.module_name,
+        file: &f.file,
         start_line: f.start_line,
         num_paths: PathId::new(fp.num_paths),
         executed_paths: fp.paths.len(),
@@ -262,12 +158,19 @@ fn add_function(report: &mut Report, module: &ModuleProfile, f: &FunctionMeta, f
         exact: c.exact,
         inexact_reasons: c.inexact_reasons.iter().map(ToString::to_string).collect(),
     });
-    for (i, p) in hottest.into_iter().take(listed).enumerate() {
+    for (i, p) in hottest.into_iter().enumerate() {
         report.paths.push(path_report(module, f, p, i + 1, fp.total));
     }
 }
 
-fn path_report(module: &ModuleProfile, f: &FunctionMeta, p: &PathCount, rank: usize, total: i128) -> PathReport {
+/// One listed path of a path-mode function; `total` is what its `percent` is relative to.
+fn path_report<'a>(
+    module: &'a ModuleProfile,
+    f: &'a FunctionMeta,
+    p: &'a PathCount,
+    rank: usize,
+    total: i128,
+) -> PathReport<'a> {
     let edge = |e: EdgeId| f.cfg.edges().get(e.index()).map(|e| EdgeRef { from: e.from.0, to: e.to.0 });
     let (start, start_edge) = match p.path.start {
         PathStart::Entry => ("entry", None),
@@ -280,16 +183,16 @@ fn path_report(module: &ModuleProfile, f: &FunctionMeta, p: &PathCount, rank: us
         PathEnd::BackEdge { back } => ("back_edge", edge(back)),
         PathEnd::Cut { edge: e } => ("cut", edge(e)),
     };
-    let percent = percent_of(p.count, total);
+    let percent = report::percent_of(p.count, total);
     PathReport {
         id: PathId::new(p.number),
         rank,
         count: p.count,
         percent,
-        function: f.name.clone(),
-        display_name: f.display_name.clone(),
-        module: module.meta.module_name.clone(),
-        file: f.file.clone(),
+        function: &f.name,
+        display_name: &f.display_name,
+        module: &module.meta.module_name,
+        file: &f.file,
         start,
         end,
         start_edge,
@@ -297,17 +200,7 @@ fn path_report(module: &ModuleProfile, f: &FunctionMeta, p: &PathCount, rank: us
         reentry_correction: p.is_reentry_correction(),
         fork_reentries: p.fork_reentries,
         context_steps: 0,
-        steps: p
-            .path
-            .blocks
-            .iter()
-            .map(|b| Step {
-                function: f.name.clone(),
-                block: b.0,
-                lines: f.blocks.get(b.index()).map(|m| m.lines.clone()).unwrap_or_default(),
-                via: None,
-            })
-            .collect(),
+        steps: Steps::Blocks { function: f, blocks: &p.path.blocks },
     }
 }
 
@@ -358,7 +251,7 @@ fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Resu
             writeln!(out)?;
         }
         first = false;
-        let file = text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, "path")?;
+        let file = text::function_header(out, f.name, f.display_name, f.file, f.start_line, f.module, "path")?;
         let num_paths = f.num_paths.to_string();
         write!(out, "  executed paths: {} of {num_paths}, total count {}", f.executed_paths, f.total_count)?;
         if f.listed_paths < f.executed_paths {
@@ -377,7 +270,7 @@ fn write_text(out: &mut impl Write, report: &Report, selected: bool) -> io::Resu
                 write!(out, "  ({})", m.join("; "))?;
             }
             writeln!(out)?;
-            text::path_steps(out, file, p.steps.iter().map(|s| (s.block, s.lines.as_slice())))?;
+            text::path_steps(out, file, p.steps.iter().map(|s| (s.block, s.lines)))?;
         }
     }
     if skipped > 0 {

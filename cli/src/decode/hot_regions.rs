@@ -17,10 +17,11 @@
 //! fields of a path in `decode --json` (`percent` relative to `executions`). Counts of inexact functions are
 //! listed with `"exact": false` (`INEXACT` in text), as in `decode`.
 
-use super::{marks, path_report, Args, PathReport};
+use super::report::PathReport;
+use super::{decode_functions, marks, path_report, Args};
 use crate::output;
-use anyhow::{bail, Context, Result};
-use pathprof_analysis::{function_path_counts, FunctionPaths};
+use anyhow::{bail, Result};
+use pathprof_analysis::FunctionPaths;
 use pathprof_core::regenerate::PathEnd;
 use pathprof_format::meta::{FunctionMeta, Mode};
 use pathprof_format::profile::{ModuleProfile, Profile};
@@ -39,19 +40,19 @@ pub(super) fn parse_coverage(s: &str) -> Result<f64, String> {
 }
 
 #[derive(Serialize)]
-struct Report {
+struct Report<'a> {
     mode: &'static str,
     /// The coverage target, percent.
     coverage: f64,
-    functions: Vec<FunctionRegions>,
+    functions: Vec<FunctionRegions<'a>>,
 }
 
 #[derive(Serialize)]
-struct FunctionRegions {
-    name: String,
-    display_name: String,
-    module: String,
-    file: String,
+struct FunctionRegions<'a> {
+    name: &'a str,
+    display_name: &'a str,
+    module: &'a str,
+    file: &'a str,
     start_line: u32,
     /// Paths with a nonzero net count.
     executed_paths: usize,
@@ -64,13 +65,13 @@ struct FunctionRegions {
     entry_count: Option<u64>,
     exact: bool,
     inexact_reasons: Vec<String>,
-    regions: Vec<Region>,
+    regions: Vec<Region<'a>>,
 }
 
 #[derive(Serialize)]
-struct Region {
+struct Region<'a> {
     #[serde(flatten)]
-    path: PathReport,
+    path: PathReport<'a>,
     /// Share of the function's path executions of this region and all hotter ones, percent.
     cumulative_percent: f64,
     /// The path ends by taking a back edge into its first block: one full iteration of that loop.
@@ -83,37 +84,29 @@ struct Region {
 /// Prints the hot regions of every (selected) path-mode function of `profile`.
 pub(super) fn run(args: &Args, profile: &Profile) -> Result<()> {
     let coverage = args.coverage.unwrap_or(DEFAULT_COVERAGE);
-    let mut report = Report { mode: Mode::Path.name(), coverage, functions: Vec::new() };
-    let mut selected_any = false;
-    for module in profile.modules.iter().filter(|m| m.meta.mode == Mode::Path) {
-        for (index, f) in module.meta.functions.iter().enumerate() {
-            if !output::selects(args.function.as_deref(), f) {
-                continue;
-            }
-            selected_any = true;
-            let paths =
-                function_path_counts(module, index).with_context(|| format!("decoding {}", args.file.display()))?;
-            let fr = regions(module, f, &paths, coverage, args.top);
-            if fr.executions > 0 || args.function.is_some() {
-                report.functions.push(fr);
-            }
-        }
-    }
-    if let (Some(name), false) = (&args.function, selected_any) {
+    let decoded = decode_functions(&profile.modules, args.function.as_deref(), &args.file)?;
+    if let (Some(name), true) = (&args.function, decoded.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
+    }
+    let mut report = Report { mode: Mode::Path.name(), coverage, functions: Vec::new() };
+    for (module, f, paths) in &decoded {
+        let fr = regions(module, f, paths, coverage, args.top);
+        if fr.executions > 0 || args.function.is_some() {
+            report.functions.push(fr);
+        }
     }
     output::print(&report, args.json, write_text)
 }
 
 /// The smallest hottest-first prefix of the positive paths whose counts reach `coverage` percent of the
 /// function's path executions (capped at `top`).
-fn regions(
-    module: &ModuleProfile,
-    f: &FunctionMeta,
-    fp: &FunctionPaths,
+fn regions<'a>(
+    module: &'a ModuleProfile,
+    f: &'a FunctionMeta,
+    fp: &'a FunctionPaths,
     coverage: f64,
     top: Option<usize>,
-) -> FunctionRegions {
+) -> FunctionRegions<'a> {
     let hottest: Vec<_> = fp.hottest_first().into_iter().filter(|p| p.count > 0).collect();
     let executions: u128 = hottest.iter().map(|p| p.count as u128).sum();
     let percent = |n: u128| if executions > 0 { n as f64 * 100.0 / executions as f64 } else { 0.0 };
@@ -140,10 +133,10 @@ fn regions(
     }
     let c = &fp.counts;
     FunctionRegions {
-        name: f.name.clone(),
-        display_name: f.display_name.clone(),
-        module: module.meta.module_name.clone(),
-        file: f.file.clone(),
+        name: &f.name,
+        display_name: &f.display_name,
+        module: &module.meta.module_name,
+        file: &f.file,
         start_line: f.start_line,
         executed_paths: fp.paths.len(),
         executions,
@@ -161,8 +154,7 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
         if i > 0 {
             writeln!(out)?;
         }
-        let file =
-            crate::text::function_header(out, &f.name, &f.display_name, &f.file, f.start_line, &f.module, "path")?;
+        let file = crate::text::function_header(out, f.name, f.display_name, f.file, f.start_line, f.module, "path")?;
         if f.executions == 0 {
             writeln!(out, "  no path executions")?;
         } else {
@@ -196,7 +188,7 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
                 write!(out, "  ({})", m.join("; "))?;
             }
             writeln!(out)?;
-            crate::text::path_steps(out, file, p.steps.iter().map(|s| (s.block, s.lines.as_slice())))?;
+            crate::text::path_steps(out, file, p.steps.iter().map(|s| (s.block, s.lines)))?;
         }
     }
     Ok(())

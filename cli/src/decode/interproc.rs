@@ -9,27 +9,21 @@
 //! after a back edge). The JSON shape is path mode's, with `mode` = `context`/`piecewise`, `steps` across
 //! functions and `context_steps` = the length of the context-prefix.
 
-use super::{EdgeRef, FunctionReport, PathId, PathReport, Report, Step};
+use super::report::{percent_of, EdgeRef, FunctionReport, PathId, PathReport, Report, Steps};
 use anyhow::{Context, Result};
-use pathprof_analysis::{module_path_counts, InterprocCount, ModulePaths};
-use pathprof_core::interproc::{InterprocPath, PathEnd, ProcId, SiteRole, Via};
+use pathprof_analysis::{hottest, module_path_counts, InterprocCount, ModulePaths};
+use pathprof_core::interproc::{InterprocPath, PathEnd, ProcId, Via};
 use pathprof_format::meta::ModuleMeta;
 use pathprof_format::profile::ModuleProfile;
+use std::collections::HashMap;
 use std::path::Path;
 
-/// Adds every (selected) interprocedural module of the profile to `report`.
-pub fn add_modules(
-    report: &mut Report,
-    modules: &[&ModuleProfile],
-    function: Option<&str>,
-    top: Option<usize>,
-    file: &Path,
-) -> Result<()> {
-    for module in modules {
-        let mp = module_path_counts(module).with_context(|| format!("decoding {}", file.display()))?;
-        add_module(report, module, &mp, function, top);
-    }
-    Ok(())
+/// Decodes every interprocedural module of the profile (`modules`), in order.
+pub fn decode_modules(modules: &[&ModuleProfile], file: &Path) -> Result<Vec<ModulePaths>> {
+    modules
+        .iter()
+        .map(|module| module_path_counts(module).with_context(|| format!("decoding {}", file.display())))
+        .collect()
 }
 
 fn selected(meta: &ModuleMeta, p: ProcId, function: Option<&str>) -> bool {
@@ -44,50 +38,69 @@ fn home(p: &InterprocPath) -> Option<ProcId> {
     p.active_suffix().first().map(|s| s.proc)
 }
 
-fn add_module(
-    report: &mut Report,
-    module: &ModuleProfile,
-    mp: &ModulePaths,
+/// Per function of the module: how many paths it is home to and the sum of their counts. One pass over the
+/// paths (finding a path's home scans its steps), not one per function.
+fn home_totals(mp: &ModulePaths, num_functions: usize) -> Vec<(usize, i128)> {
+    let mut totals = vec![(0usize, 0i128); num_functions];
+    for p in &mp.paths {
+        if let Some(slot) = home(&p.path).and_then(|h| totals.get_mut(h.index())) {
+            slot.0 += 1;
+            slot.1 += i128::from(p.count);
+        }
+    }
+    totals
+}
+
+/// Adds a decoded module's functions and its hottest paths (`top` of them; all without it) to `report`.
+pub fn add_module<'a>(
+    report: &mut Report<'a>,
+    module: &'a ModuleProfile,
+    mp: &'a ModulePaths,
     function: Option<&str>,
     top: Option<usize>,
 ) {
     let meta = &module.meta;
+    let homes = home_totals(mp, meta.functions.len());
     for (i, f) in meta.functions.iter().enumerate() {
         if !selected(meta, ProcId::from_index(i), function) {
             continue;
         }
-        let mine: Vec<&InterprocCount> =
-            mp.paths.iter().filter(|p| home(&p.path) == Some(ProcId::from_index(i))).collect();
+        let (executed_paths, total_count) = homes[i];
         let c = &mp.functions[i];
         report.functions.push(FunctionReport {
-            name: f.name.clone(),
-            display_name: f.display_name.clone(),
-            module: meta.module_name.clone(),
-            file: f.file.clone(),
+            name: &f.name,
+            display_name: &f.display_name,
+            module: &meta.module_name,
+            file: &f.file,
             start_line: f.start_line,
             num_paths: PathId::new(mp.num_paths),
-            executed_paths: mine.len(),
+            executed_paths,
             listed_paths: 0,
-            total_count: mine.iter().map(|p| i128::from(p.count)).sum(),
+            total_count,
             entry_count: c.entry,
             exact: c.exact,
             inexact_reasons: c.inexact_reasons.iter().map(ToString::to_string).collect(),
         });
     }
     // Paths: the module's hottest first; with --function, those whose active suffix visits it.
-    let listed: Vec<&InterprocCount> = mp
-        .hottest_first()
-        .into_iter()
+    let visiting: Vec<&InterprocCount> = mp
+        .paths
+        .iter()
         .filter(|p| function.is_none() || p.path.active_suffix().iter().any(|s| selected(meta, s.proc, function)))
         .collect();
     let total: i128 = mp.paths.iter().map(|p| i128::from(p.count)).sum();
-    let n = top.map_or(listed.len(), |t| t.min(listed.len()));
-    for (rank, p) in listed.into_iter().take(n).enumerate() {
+    for (rank, p) in hottest(visiting, top).into_iter().enumerate() {
         report.paths.push(path_report(module, mp, p, rank + 1, total));
     }
 }
 
-fn path_report(module: &ModuleProfile, mp: &ModulePaths, p: &InterprocCount, rank: usize, total: i128) -> PathReport {
+fn path_report<'a>(
+    module: &'a ModuleProfile,
+    mp: &'a ModulePaths,
+    p: &'a InterprocCount,
+    rank: usize,
+    total: i128,
+) -> PathReport<'a> {
     let meta = &module.meta;
     let fmeta = |q: ProcId| meta.functions.get(q.index());
     let edge = |q: ProcId, e: pathprof_core::EdgeId| {
@@ -106,16 +119,16 @@ fn path_report(module: &ModuleProfile, mp: &ModulePaths, p: &InterprocCount, ran
     };
     let home = first.map_or(ProcId(0), |s| s.proc);
     let hf = fmeta(home);
-    let percent = super::percent_of(p.count, total);
+    let percent = percent_of(p.count, total);
     PathReport {
         id: PathId::new(p.number),
         rank,
         count: p.count,
         percent,
-        function: hf.map(|f| f.name.clone()).unwrap_or_default(),
-        display_name: hf.map(|f| f.display_name.clone()).unwrap_or_default(),
-        module: meta.module_name.clone(),
-        file: hf.map(|f| f.file.clone()).unwrap_or_default(),
+        function: hf.map_or("", |f| &f.name),
+        display_name: hf.map_or("", |f| &f.display_name),
+        module: &meta.module_name,
+        file: hf.map_or("", |f| &f.file),
         start,
         end,
         start_edge,
@@ -123,42 +136,22 @@ fn path_report(module: &ModuleProfile, mp: &ModulePaths, p: &InterprocCount, ran
         reentry_correction: p.count < 0 && end == "abnormal",
         fork_reentries: p.fork_reentries,
         context_steps: prefix as u32,
-        steps: p
-            .path
-            .steps
-            .iter()
-            .map(|s| {
-                let f = fmeta(s.proc);
-                let via = match s.via {
-                    Via::RootEntry => "root_entry",
-                    Via::MidEntry { .. } => "loop_restart",
-                    Via::Edge(_) => "edge",
-                    Via::LoopRestart { .. } => "loop_restart",
-                    Via::Call { .. } => "call",
-                    Via::Return { .. } => "return",
-                    Via::Summary { site } => match mp.site_roles.get(site.index()) {
-                        Some(SiteRole::Cut) => "summary_cut",
-                        _ => "summary",
-                    },
-                };
-                Step {
-                    function: f.map(|f| f.name.clone()).unwrap_or_default(),
-                    block: s.block.0,
-                    lines: f.and_then(|f| f.blocks.get(s.block.index())).map(|b| b.lines.clone()).unwrap_or_default(),
-                    via: Some(via),
-                }
-            })
-            .collect(),
+        steps: Steps::Interproc { meta, steps: &p.path.steps, site_roles: &mp.site_roles },
     }
 }
 
 /// Text output: per module, the hottest paths with their context-prefix and active suffix, one block per line
 /// with its function and source lines, and the calls, returns and elided calls between them.
-pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Result<()> {
+pub fn write_text<'a>(out: &mut impl std::io::Write, report: &Report<'a>) -> std::io::Result<()> {
+    // Each step names its function: look them up by (module, linkage name), the first of a name as listed.
+    let mut by_name: HashMap<(&str, &str), &FunctionReport> = HashMap::new();
+    for f in &report.functions {
+        by_name.entry((f.module, f.name)).or_insert(f);
+    }
     let mut module = "";
     for p in &report.paths {
         if p.module != module {
-            module = &p.module;
+            module = p.module;
             let executed: usize =
                 report.functions.iter().filter(|f| f.module == module).map(|f| f.executed_paths).sum();
             let num_paths =
@@ -188,17 +181,10 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
             write!(out, "  ({})", marks.join("; "))?;
         }
         writeln!(out)?;
-        let file_of = |name: &str| {
-            report.functions.iter().find(|f| f.module == p.module && f.name == name).map_or("", |f| f.file.as_str())
-        };
-        let shown = |name: &str| {
-            report.functions.iter().find(|f| f.module == p.module && f.name == name).map_or(name.to_string(), |f| {
-                if f.display_name.is_empty() {
-                    name.to_string()
-                } else {
-                    f.display_name.clone()
-                }
-            })
+        let file_of = |name: &str| by_name.get(&(p.module, name)).map_or("", |f| f.file);
+        let shown = |name: &'a str| match by_name.get(&(p.module, name)) {
+            Some(f) if !f.display_name.is_empty() => f.display_name,
+            _ => name,
         };
         let context = p.context_steps as usize;
         for (i, s) in p.steps.iter().enumerate() {
@@ -209,8 +195,8 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
                 writeln!(out, "      active suffix:")?;
             }
             match s.via {
-                Some("call") => writeln!(out, "        -> call {}", shown(&s.function))?,
-                Some("return") => writeln!(out, "        <- return to {}", shown(&s.function))?,
+                Some("call") => writeln!(out, "        -> call {}", shown(s.function))?,
+                Some("return") => writeln!(out, "        <- return to {}", shown(s.function))?,
                 Some("summary") => writeln!(
                     out,
                     "        (recursive call elided: the callee's activation is counted as paths of its own)"
@@ -225,9 +211,9 @@ pub fn write_text(out: &mut impl std::io::Write, report: &Report) -> std::io::Re
             let lines = if s.lines.is_empty() {
                 "(no line info)".to_string()
             } else {
-                format!("{}:{}", file_of(&s.function), crate::text::line_ranges(&s.lines))
+                format!("{}:{}", file_of(s.function), crate::text::line_ranges(s.lines))
             };
-            writeln!(out, "        {}:bb{:<4} {lines}", shown(&s.function), s.block)?;
+            writeln!(out, "        {}:bb{:<4} {lines}", shown(s.function), s.block)?;
         }
         if p.end == "back_edge" {
             writeln!(out, "        (ends at back edge)")?;

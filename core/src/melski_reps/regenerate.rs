@@ -27,6 +27,9 @@ use crate::graph::{BlockId, EdgeId};
 /// The step limit of [`decode`]; use [`decode_with_limit`] for longer paths.
 pub const DEFAULT_MAX_STEPS: usize = 1 << 20;
 
+/// The steps a decoded path has room for from the start.
+const TYPICAL_STEPS: usize = 64;
+
 /// Why a path number or a path could not be converted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
@@ -170,6 +173,27 @@ impl<'n, 'a> Walker<'n, 'a> {
         }
     }
 
+    /// The choice whose range `[value, value + count)` holds `rem`, the first of [`Walker::choices`] that does,
+    /// with the same errors, but without building the list at a block: decoding makes this choice at every
+    /// step of every path, and the list's allocation was most of the decoder's time.
+    fn choice_containing(&self, rem: u128) -> Result<Option<Candidate>, PathError> {
+        let arcs = match self.at {
+            At::Block(b) => self.num.arcs(self.proc, b),
+            At::GEntry => self.num.gentry_arcs(self.proc),
+            At::Exit(_) => return Ok(self.choices()?.into_iter().find(|o| contains(o, rem))),
+        };
+        let mut found = None;
+        for a in arcs {
+            let value = a.rho.checked_apply(self.nvc).ok_or(PathError::Overflow)?;
+            let count = a.completions.checked_apply(self.nvc).ok_or(PathError::Overflow)?;
+            let candidate = Candidate { choice: Choice::Arc(*a), value, count };
+            if found.is_none() && contains(&candidate, rem) {
+                found = Some(candidate);
+            }
+        }
+        Ok(found)
+    }
+
     /// Takes `choice` (one of [`Walker::choices`]); `None` if it is not possible here.
     fn take(&mut self, choice: Choice) -> Option<Moved> {
         let p = self.proc;
@@ -223,6 +247,11 @@ impl<'n, 'a> Walker<'n, 'a> {
             _ => None,
         }
     }
+}
+
+/// Whether the range of path numbers that `candidate` leads to, `[value, value + count)`, holds `rem`.
+fn contains(candidate: &Candidate, rem: u128) -> bool {
+    candidate.value <= rem && rem - candidate.value < candidate.count
 }
 
 /// The path number of `path` (Algorithm 5.1 for context paths, 6.1 for piecewise ones), validating that it is
@@ -316,14 +345,20 @@ pub fn decode_visiting(
     if n >= num_paths {
         return Err(PathError::OutOfRange { n, num_paths });
     }
-    let entry = num
-        .entries()
-        .iter()
-        .find(|e| e.offset <= n && n - e.offset < e.count)
+    // The entries' ranges are consecutive, by ascending offset: the one holding n is the last that starts at
+    // or below it (a binary search; a whole program has hundreds of entries).
+    let entries = num.entries();
+    let entry = entries
+        .partition_point(|e| e.offset <= n)
+        .checked_sub(1)
+        .and_then(|i| entries.get(i))
+        .filter(|e| n - e.offset < e.count)
         .ok_or(PathError::Stuck { remainder: n })?;
     let mut rem = n - entry.offset;
     let (mut w, step0) = Walker::start(num, entry);
-    let mut steps: Vec<Step> = Vec::new();
+    // Whole-program paths run to hundreds of steps: start with room for a typical one rather than growing
+    // from empty (the regrowth was a sixth of decoding), and give back what is left over at the end.
+    let mut steps: Vec<Step> = Vec::with_capacity(TYPICAL_STEPS);
     if let Some(s) = step0 {
         visit(WalkState { step: 0, at: s, path_num: n - rem, nvc: w.nvc })?;
         steps.push(s);
@@ -332,11 +367,7 @@ pub fn decode_visiting(
         if steps.len() > limit {
             return Err(PathError::TooLong { limit });
         }
-        let opt = w
-            .choices()?
-            .into_iter()
-            .find(|o| o.value <= rem && rem - o.value < o.count)
-            .ok_or(PathError::Stuck { remainder: rem })?;
+        let opt = w.choice_containing(rem)?.ok_or(PathError::Stuck { remainder: rem })?;
         rem -= opt.value;
         match w.take(opt.choice).ok_or(PathError::Stuck { remainder: rem })? {
             Moved::Step(s) => {
@@ -346,6 +377,7 @@ pub fn decode_visiting(
             Moved::AtExit(_) => {}
             Moved::End(end) => {
                 return if rem == 0 {
+                    steps.shrink_to_fit();
                     Ok(InterprocPath { steps, end })
                 } else {
                     Err(PathError::Stuck { remainder: rem })
