@@ -34,6 +34,8 @@ pub mod melski_reps;
 pub mod placement;
 pub mod promotion;
 pub mod propagate;
+#[cfg(test)]
+mod random_cfg;
 pub mod reentry;
 pub mod spanning;
 #[cfg(test)]

@@ -290,84 +290,10 @@ mod tests {
 
     use crate::test_rng::Rng;
 
-    /// A random CFG: `progress[i]` is block i's "forward" edge (to a higher block or EXIT), so every block
-    /// reaches EXIT; plus random extra edges (back edges, self-loops, parallel edges, returns) and at most one
-    /// Termination edge per block. Blocks without in-edges are unreachable.
-    #[derive(Debug, Clone)]
-    struct RandomCfg {
-        cfg: Cfg,
-        progress: Vec<EdgeId>,
-    }
+    use crate::random_cfg::{random_cfg as random_cfg_of, simulate, RandomCfg};
 
     fn random_cfg() -> impl Strategy<Value = RandomCfg> {
-        (1u32..8)
-            .prop_flat_map(|n| {
-                (
-                    Just(n),
-                    prop::collection::vec(any::<u32>(), n as usize),
-                    prop::collection::vec((0..n, 0..=n), 0..12),
-                    prop::collection::vec(any::<bool>(), n as usize),
-                )
-            })
-            .prop_map(|(n, fwd, extra, term)| {
-                let mut edges = Vec::new();
-                let mut succ = vec![0u32; n as usize];
-                let mut push = |edges: &mut Vec<Edge>, f: u32, t: u32, terminate: bool| {
-                    let kind = if terminate {
-                        EdgeKind::Termination
-                    } else if t == n {
-                        EdgeKind::Return
-                    } else {
-                        succ[f as usize] += 1;
-                        EdgeKind::Branch { succ: succ[f as usize] - 1 }
-                    };
-                    edges.push(Edge { from: BlockId(f), to: BlockId(t), kind });
-                    EdgeId::from_index(edges.len() - 1)
-                };
-                let mut progress = Vec::new();
-                for i in 0..n {
-                    let t = i + 1 + fwd[i as usize] % (n - i); // in i+1..=n
-                    progress.push(push(&mut edges, i, t, false));
-                }
-                for (f, t) in extra {
-                    push(&mut edges, f, t, false);
-                }
-                for (i, &b) in term.iter().enumerate() {
-                    if b {
-                        push(&mut edges, i as u32, n, true);
-                    }
-                }
-                edges.push(Edge { from: BlockId(n), to: BlockId(0), kind: EdgeKind::ExitToEntry });
-                RandomCfg { cfg: Cfg::new(n, edges).unwrap(), progress }
-            })
-    }
-
-    /// True edge counts of `runs` random executions: random out-edges, a Termination edge taken with
-    /// probability 1/4 where present, and after 40 steps only progress edges (so every walk ends).
-    fn simulate(rc: &RandomCfg, rng: &mut Rng, runs: usize) -> Vec<u64> {
-        let g = &rc.cfg;
-        let adj = g.adjacency();
-        let mut counts = vec![0u64; g.num_edges()];
-        for _ in 0..runs {
-            let mut v = g.entry();
-            let mut steps = 0;
-            while v != g.exit() {
-                let outs = adj.out_edges(v);
-                let term = outs.iter().copied().find(|&e| g.edge(e).kind == EdgeKind::Termination);
-                let real: Vec<EdgeId> =
-                    outs.iter().copied().filter(|&e| g.edge(e).kind != EdgeKind::Termination).collect();
-                let e = match term {
-                    Some(t) if rng.below(4) == 0 => t,
-                    _ if steps > 40 => rc.progress[v.index()],
-                    _ => real[rng.below(real.len())],
-                };
-                counts[e.index()] += 1;
-                v = g.edge(e).to;
-                steps += 1;
-            }
-            counts[g.exit_to_entry().index()] += 1;
-        }
-        counts
+        random_cfg_of(7, 12, true)
     }
 
     #[test]

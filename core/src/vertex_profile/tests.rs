@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::graph::{
-    ordered_cfg, test_cfg, Edge, EdgeKind,
+    ordered_cfg, test_cfg,
     Leave::{B, R},
 };
 use crate::spanning::SpanningTree;
@@ -191,63 +191,11 @@ fn bad_inputs_are_errors_not_panics() {
 
 // ---- random graphs ----
 
-/// A random CFG whose every block reaches EXIT through its `progress` edge (as in propagate's tests): random
-/// back edges, self-loops, parallel edges and returns on top.
-#[derive(Debug, Clone)]
-struct RandomCfg {
-    cfg: Cfg,
-    progress: Vec<EdgeId>,
-}
+use crate::random_cfg::{random_cfg as random_cfg_of, simulate, RandomCfg};
 
+/// Random graphs without Termination edges (block mode plans as edge mode does around them).
 fn random_cfg(max_blocks: u32, max_extra: usize) -> impl Strategy<Value = RandomCfg> {
-    (1u32..=max_blocks)
-        .prop_flat_map(move |n| {
-            (
-                Just(n),
-                prop::collection::vec(any::<u32>(), n as usize),
-                prop::collection::vec((0..n, 0..=n), 0..max_extra),
-            )
-        })
-        .prop_map(|(n, fwd, extra)| {
-            let mut edges = Vec::new();
-            let mut succ = vec![0u32; n as usize];
-            let mut push = |edges: &mut Vec<Edge>, f: u32, t: u32| {
-                let kind = if t == n {
-                    EdgeKind::Return
-                } else {
-                    succ[f as usize] += 1;
-                    EdgeKind::Branch { succ: succ[f as usize] - 1 }
-                };
-                edges.push(Edge { from: BlockId(f), to: BlockId(t), kind });
-                EdgeId::from_index(edges.len() - 1)
-            };
-            let progress = (0..n).map(|i| push(&mut edges, i, i + 1 + fwd[i as usize] % (n - i))).collect();
-            for (f, t) in extra {
-                push(&mut edges, f, t);
-            }
-            edges.push(Edge { from: BlockId(n), to: BlockId(0), kind: EdgeKind::ExitToEntry });
-            RandomCfg { cfg: Cfg::new(n, edges).unwrap(), progress }
-        })
-}
-
-/// True edge counts of `runs` random walks from the entry to EXIT (only progress edges after 40 steps).
-fn simulate(rc: &RandomCfg, rng: &mut Rng, runs: usize) -> Vec<u64> {
-    let g = &rc.cfg;
-    let adj = g.adjacency();
-    let mut counts = vec![0u64; g.num_edges()];
-    for _ in 0..runs {
-        let mut v = g.entry();
-        let mut steps = 0;
-        while v != g.exit() {
-            let outs = adj.out_edges(v);
-            let e = if steps > 40 { rc.progress[v.index()] } else { outs[rng.below(outs.len())] };
-            counts[e.index()] += 1;
-            v = g.edge(e).to;
-            steps += 1;
-        }
-        counts[g.exit_to_entry().index()] += 1;
-    }
-    counts
+    random_cfg_of(max_blocks, max_extra, false)
 }
 
 /// Every simple cycle of the undirected multigraph of `edges` (self-loops included), each as its edge sequence
