@@ -21,10 +21,8 @@ Results: bench/results/decode.{md,json} (or --out BASE). Timings are never asser
 import argparse
 import hashlib
 import json
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import run  # bench/run.py: sources, programs, workloads, inputs, builds
@@ -77,16 +75,6 @@ def path_stats(pathprof, prof):
                 executions=sum(int(f["total_count"]) for f in j["functions"]))
 
 
-def median_seconds(cmd, reps):
-    """Median wall time of `reps` runs of cmd, stdout to /dev/null."""
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
 def output_digest(cmd):
     """sha256 of what cmd prints (stdout, then stderr) and its exit status, read in pieces: `decode --json` of a
     large profile prints gigabytes."""
@@ -110,9 +98,9 @@ def measure(profiles, pathprof, baseline, reps, baseline_reps):
         row = dict(name=name, file=str(prof), size=prof.stat().st_size, **path_stats(pathprof, prof))
         for cmd in COMMANDS:
             key = " ".join(cmd)
-            row[key] = median_seconds([pathprof, *cmd, str(prof)], reps)
+            row[key] = run.timed_cmd([pathprof, *cmd, str(prof)], reps)
             if baseline:
-                row[f"baseline {key}"] = median_seconds([baseline, *cmd, str(prof)], baseline_reps)
+                row[f"baseline {key}"] = run.timed_cmd([baseline, *cmd, str(prof)], baseline_reps)
                 row[f"identical {key}"] = same_output(pathprof, baseline, [*cmd, str(prof)])
         run.log(f"  {name}: {row['paths']} paths, decode {row['decode']:.3f} s")
         rows.append(row)
