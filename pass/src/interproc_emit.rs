@@ -27,6 +27,10 @@
 //! went on (`pathprof_core::interproc::arrivals`). An interprocedural call block counts nothing: its only call
 //! that may leave is the site call, and the callee counts the path where it actually ends, with its calling
 //! context. A `resume` is a termination edge here.
+//!
+//! Loops: a back edge's count tests its slot against the one or two slots its loop repeats
+//! ([`FnEmitter::tested_slots`]) and counts a match at an address computed once in the entry block, which
+//! [`crate::promote`] keeps in a register for the loop's duration; any other slot is counted in memory.
 
 use crate::cfg_build::Site;
 use crate::interproc_plan::ProcPlan;
