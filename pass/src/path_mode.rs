@@ -9,7 +9,9 @@
 //! - ordinary edge with `Inc ≠ 0`: `r + Inc` feeds the target's PHI (computed in the source block, or in the
 //!   split block for split edges); `r = c` on the first chord falls out of constant folding;
 //! - edge into EXIT: `count[r + Inc]++` (the last chord's add is folded into the slot index);
-//! - back edge / cut edge `w→v`: `count[r + Inc(w→EXIT)]++` on the edge, and `Inc(ENTRY→v)` into v's PHI;
+//! - back edge / cut edge `w→v`: `count[r + Inc(w→EXIT)]++` on the edge, and `Inc(ENTRY→v)` into v's PHI; in
+//!   a loop [`crate::promote`] can keep in registers, the count first tests the path number against the one or
+//!   two paths the loop repeats ([`PathPlan::promoted`]) and counts a match at its constant slot;
 //! - termination edge of block `b`: `count[r + Inc(b→EXIT)]++` before its first call that may not return: the
 //!   truncated path counts arrivals at `b`, and the reader nets out the executions that came back (they end
 //!   the other paths with the same prefix, `pathprof_core::arrivals`), so a path cut short by `exit()`,
