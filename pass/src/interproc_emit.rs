@@ -29,7 +29,7 @@
 //! context. A `resume` is a termination edge here.
 //!
 //! Loops: a back edge's count tests its slot against the one or two slots its loop repeats
-//! ([`FnEmitter::tested_slots`]) and counts a match at an address computed once in the entry block, which
+//! (`FnEmitter::tested_slots`) and counts a match at an address computed once in the entry block, which
 //! [`crate::promote`] keeps in a register for the loop's duration; any other slot is counted in memory.
 
 use crate::cfg_build::Site;
