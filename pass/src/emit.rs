@@ -9,7 +9,7 @@ use crate::ir;
 use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp};
+use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMIntPredicate};
 use pathprof_core::{EdgeId, EdgeKind};
 use std::collections::BTreeMap;
 
@@ -108,10 +108,9 @@ impl Counters {
         self.add_value_before(before, idx, self.const_index(delta as u64))
     }
 
-    /// Emits `counters[slot] += 1` before `before` as an update [`crate::promote`] recognises (never volatile),
-    /// for path mode's tested constant paths in loops (`pathprof_core::promoted_paths`).
-    pub fn increment_promotable_before(&self, before: LLVMValueRef, slot: u64) {
-        self.update_before(before, Ok(slot), self.const_index(1), false)
+    /// The constant address of `counters[slot]`, as [`Counters::count_if_hot`] takes it.
+    pub fn constant_address(&self, slot: u64) -> LLVMValueRef {
+        self.slot(slot)
     }
 
     /// The address of `counters[idx]` (an i64 value), built before `before` — in the function's entry block,
@@ -131,11 +130,31 @@ impl Counters {
         }
     }
 
-    /// Emits `*address += 1` before `before` for an address from [`Counters::address_before`], as an update
-    /// [`crate::promote`] recognises (never volatile): the interprocedural modes' tested paths in loops.
-    pub fn increment_promotable_at(&self, before: LLVMValueRef, address: LLVMValueRef) {
-        unsafe { LLVMPositionBuilderBefore(self.builder, before) };
-        self.update_at(address, self.const_index(1), false)
+    /// Counts `value` (a slot number) before `before` when it is likely one of `hot`, as (slot number, its
+    /// address) pairs: `if (value == h₁) *a₁ += 1 else if … ` with updates [`crate::promote`] recognises (never
+    /// volatile), so that a loop's repeated paths are counted in registers. Returns the point where a value that
+    /// matches none goes, for the caller's ordinary count (the path modes' back edges, see
+    /// `pathprof_core::ball_larus::promoted_paths`).
+    pub fn count_if_hot(
+        &self,
+        before: LLVMValueRef,
+        value: LLVMValueRef,
+        hot: &[(LLVMValueRef, LLVMValueRef)],
+    ) -> LLVMValueRef {
+        let mut rest = before;
+        for &(slot, address) in hot {
+            let (mut then_term, mut else_term) = (std::ptr::null_mut(), std::ptr::null_mut());
+            unsafe {
+                LLVMPositionBuilderBefore(self.builder, rest);
+                let hit =
+                    LLVMBuildICmp(self.builder, LLVMIntPredicate::LLVMIntEQ, value, slot, c"pathprof.hot".as_ptr());
+                shim::pathprof_shim_if_then_else(hit, rest, &mut then_term, &mut else_term);
+                LLVMPositionBuilderBefore(self.builder, then_term);
+            }
+            self.update_at(address, self.const_index(1), false);
+            rest = else_term;
+        }
+        rest
     }
 
     /// Emits `counters[idx] += delta` before `before` for a run-time `delta` (an i64 value).

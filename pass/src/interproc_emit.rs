@@ -283,18 +283,7 @@ impl<'a> FnEmitter<'a> {
     /// split blocks that the other code was placed in by position.
     fn finish_tests(&mut self) {
         for (at, slot, e) in std::mem::take(&mut self.pending_tests) {
-            let Sink::Dense { counters, .. } = self.sink else { unreachable!("tests only for the dense array") };
-            let mut rest = at;
-            for &(hot, address) in &self.tested[e.index()] {
-                let (mut then_term, mut else_term) = (std::ptr::null_mut(), std::ptr::null_mut());
-                unsafe {
-                    self.at(rest);
-                    let hit = LLVMBuildICmp(self.b, LLVMIntPredicate::LLVMIntEQ, slot, hot, c"pathprof.hot".as_ptr());
-                    shim::pathprof_shim_if_then_else(hit, rest, &mut then_term, &mut else_term);
-                }
-                counters.increment_promotable_at(then_term, address);
-                rest = else_term;
-            }
+            let rest = self.sink.counters().count_if_hot(at, slot, &self.tested[e.index()]);
             self.count(rest, slot, self.konst(1));
         }
     }

@@ -22,7 +22,7 @@ use crate::ir;
 use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMIntPredicate, LLVMOpcode};
+use inkwell::llvm_sys::LLVMOpcode;
 use pathprof_core::ball_larus::promoted_paths;
 use pathprof_core::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, PathDag};
 use pathprof_core::dfs::depth_first;
@@ -207,27 +207,16 @@ impl Emitter<'_> {
     /// of them at its constant slot (an update [`crate::promote`] keeps in a register inside the loop) and any
     /// other number in memory. Only for the dense array ([`PathPlan::promoted`] is empty otherwise).
     fn count_tested(&self, before: LLVMValueRef, path: LLVMValueRef, tested: &[u128]) {
-        let Sink::Dense { counters, base } = self.sink else {
-            return self.count(before, RVal::Value(path), RVal::Const(1));
-        };
-        let mut rest = before;
-        for &c in tested {
-            let c = c as u64;
-            let (mut then_term, mut else_term) = (std::ptr::null_mut(), std::ptr::null_mut());
-            unsafe {
-                LLVMPositionBuilderBefore(self.b, rest);
-                let hit = LLVMBuildICmp(
-                    self.b,
-                    LLVMIntPredicate::LLVMIntEQ,
-                    path,
-                    self.konst(c as i64),
-                    c"pathprof.hot".as_ptr(),
-                );
-                crate::shim::pathprof_shim_if_then_else(hit, rest, &mut then_term, &mut else_term);
+        let rest = match self.sink {
+            Sink::Dense { counters, base } => {
+                let hot: Vec<_> = tested
+                    .iter()
+                    .map(|&c| (self.konst(c as i64), counters.constant_address(base + c as u64)))
+                    .collect();
+                counters.count_if_hot(before, path, &hot)
             }
-            counters.increment_promotable_before(then_term, base + c);
-            rest = else_term;
-        }
+            Sink::Hashed { .. } => before,
+        };
         self.count(rest, RVal::Value(path), RVal::Const(1));
     }
 }
