@@ -23,7 +23,7 @@ use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMAtomicRMWBinOp, LLVMOpcode};
 use pathprof_core::promotion::promotion_regions;
 use pathprof_core::EdgeKind;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// One counter update the emitter wrote inside a region.
 enum Update {
@@ -52,11 +52,18 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
     let entry = ir::blocks(f)[0];
     let mut promoted = 0;
     for region in promotion_regions(cfg, &blocked) {
-        let mut by_counter: BTreeMap<usize, (LLVMValueRef, Vec<Update>)> = BTreeMap::new();
+        // Counters in order of their first update in the region (not by address: pointer values differ from
+        // one compile to the next, and the slots' order is the order of their flushes in the IR).
+        let mut by_counter: Vec<(LLVMValueRef, Vec<Update>)> = Vec::new();
+        let mut index_of: HashMap<LLVMValueRef, usize> = HashMap::new();
         for &b in &region.blocks {
             for inst in ir::instructions(graph.blocks[b.index()]) {
                 if let Some((address, update)) = counter_update(inst, counters.global()) {
-                    by_counter.entry(address as usize).or_insert_with(|| (address, Vec::new())).1.push(update);
+                    let i = *index_of.entry(address).or_insert_with(|| {
+                        by_counter.push((address, Vec::new()));
+                        by_counter.len() - 1
+                    });
+                    by_counter[i].1.push(update);
                 }
             }
         }
@@ -65,7 +72,7 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
         }
         let zero = unsafe { LLVMConstInt(i64t, 0, 0) };
         let mut slots = Vec::new();
-        for (address, updates) in by_counter.into_values() {
+        for (address, updates) in by_counter {
             let slot = unsafe {
                 LLVMPositionBuilderBefore(builder, LLVMGetFirstInstruction(entry));
                 let slot = LLVMBuildAlloca(builder, i64t, c"pathprof.promoted".as_ptr());
