@@ -402,3 +402,47 @@ fn own_profiles(dir: &Path) -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "pathprof"))
         .collect()
 }
+
+/// fork_setjmp.c: a forked child that `longjmp`s back into an activation that was in flight at the fork resumes
+/// it through `setjmp`, not through a call: the checks of the calls that activation makes afterwards must not
+/// record a fork re-entry (each activation compares against the generation it last saw, which a `setjmp`
+/// return brings up to date). Edge and path mode (context and piecewise leave functions that call `setjmp`
+/// uninstrumented), -O0 and -O2: both processes' own profiles and the merged one exact, the hand-derived
+/// counts, and exactly one fork re-entry: forker's, in the child.
+#[test]
+fn a_longjmp_back_into_an_activation_in_flight_at_the_fork_is_no_fork_reentry() {
+    let source = programs().join("fork_setjmp.c");
+    let fork_line = line_of("fork_setjmp.c", "pid_t pid = fork();");
+    for mode in ["edge", "path"] {
+        for opt in ["-O0", "-O2"] {
+            let what = format!("{mode} {opt}");
+            let dir = scratch(&format!("fork-setjmp-{mode}{opt}"));
+            let exe = dir.join("prog");
+            let mut cc = wrapper(false);
+            run_ok(cc.arg(opt).arg(format!("--pathprof-mode={mode}")).arg(&source).arg("-o").arg(&exe));
+            let merged = dir.join("merged.pathprof");
+            run(&exe, &merged);
+            let show = show_json(&merged);
+            assert_markers(&show, &source);
+            run(&exe, &dir.join("own-%p.pathprof"));
+            let own = own_profiles(&dir);
+            assert_eq!(own.len(), 2, "{what}: {own:?}");
+            let shows: Vec<Value> = own.iter().map(|p| show_json(p)).collect();
+            let child_at = shows.iter().position(|s| entry_counts(s)["main"] == Some(0)).expect("the child's file");
+            let (child, parent) = (&shows[child_at], &shows[1 - child_at]);
+            for (s, who) in [(&show, "merged"), (child, "child"), (parent, "parent")] {
+                for f in s["functions"].as_array().unwrap() {
+                    assert_eq!(f["exact"], true, "{what} {who}: {} not exact: {}", f["name"], f["inexact_reasons"]);
+                }
+                assert_eq!(reentered(s, "main"), [], "{what} {who}: main has no fork re-entry");
+            }
+            assert_eq!(reentered(child, "forker"), [(fork_line, 1)], "{what}");
+            assert_eq!(reentered(parent, "forker"), [], "{what}");
+            let want = child_expectations(&source);
+            let got = marker_counts(child, &source);
+            for (line, c) in &want {
+                assert_eq!(got[line], Some(*c), "{what}: child fork_setjmp.c:{line}");
+            }
+        }
+    }
+}
