@@ -17,7 +17,9 @@
 //! lcov file: what cannot be vouched for is not counted as covered or uncovered.
 //!
 //! `--lcov OUT` writes an lcov tracefile (`TN`, `SF`, `FN`, `FNDA`, `FNF`, `FNH`, `BRDA`, `BRF`, `BRH`, `DA`,
-//! `LF`, `LH`, `end_of_record`; see [`lcov`]) that `genhtml` renders.
+//! `LF`, `LH`, `end_of_record`; see [`lcov`]) that `genhtml` renders. Source files are named as the debug info
+//! names them — relative to the directory the compiler ran in when it was given a relative name;
+//! `--source-root DIR` joins such names to DIR.
 //!
 //! JSON: `{"totals": TOTALS, "left_out": {"functions", "names"}, "modules": [{"module", "mode", "executed_paths",
 //! "possible_paths"}], "functions": [{"name", "display_name", "module", "mode", "file", "start_line",
@@ -54,6 +56,10 @@ pub struct Args {
     /// Also write the line, branch and function counts as an lcov tracefile (for genhtml and coverage viewers).
     #[arg(long, value_name = "OUT")]
     lcov: Option<PathBuf>,
+    /// With --lcov: the directory relative source file names are relative to (the one the compiler ran in;
+    /// debug info names a file as it was given to the compiler).
+    #[arg(long, value_name = "DIR", requires = "lcov")]
+    source_root: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -228,7 +234,7 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     if let Some(out) = &args.lcov {
-        let text = lcov::tracefile(&report.functions);
+        let text = lcov::tracefile(&report.functions, args.source_root.as_deref());
         files::write_atomically(out, text.as_bytes()).context("cannot save the lcov file")?;
     }
     output::print(&report, args.json, write_text)
