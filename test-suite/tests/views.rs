@@ -508,4 +508,45 @@ fn diff_refuses_profiles_of_different_builds() {
     let b = run(&exe, &dir, "b.pathprof", &[]);
     let err = assert_fails(&[std::ffi::OsStr::new("diff"), a.as_os_str(), b.as_os_str()], "different builds");
     assert!(err.contains("different builds of module"), "{err}");
+    // merge refuses them too, naming both files, also when they are many (several merge workers).
+    let out = dir.join("m.pathprof");
+    let mut args = vec![std::ffi::OsStr::new("merge"), std::ffi::OsStr::new("-o"), out.as_os_str()];
+    args.extend(std::iter::repeat_n(a.as_os_str(), 9));
+    args.push(b.as_os_str());
+    let err = assert_fails(&args, "merge of different builds");
+    assert!(err.contains("different builds") || err.contains("different binaries"), "{err}");
+    assert!(!out.exists(), "nothing written");
+}
+
+/// `merge` of many profiles: parallel workers over contiguous runs of inputs give byte for byte what merging all
+/// at once gives (the format crate's `merge`, a second method), the counts add up as derived by hand, and
+/// nothing is printed when stderr is not a terminal.
+#[test]
+fn merge_of_many_runs_equals_the_one_shot_merge() {
+    let dir = scratch("views-merge-many");
+    let exe = build(&dir, "path", "-O0");
+    // 41 runs, argc = 1..=4 in turn: n = 12, 6, 4, 3 gives 25, 13, 4 + 5, 3 + 4 path executions.
+    let per_argc = [25u64, 13, 9, 7];
+    let mut inputs = Vec::new();
+    let mut want = 0u64;
+    for i in 0..41 {
+        let args: Vec<String> = (0..i % 4).map(|k| k.to_string()).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        inputs.push(run(&exe, &dir, &format!("run{i}.pathprof"), &args));
+        want += per_argc[i % 4];
+    }
+    let out = dir.join("merged.pathprof");
+    let merged = run_ok(pathprof().arg("merge").args(&inputs).arg("-o").arg(&out));
+    assert!(merged.stderr.is_empty(), "no progress output without a terminal");
+    let all: Vec<_> = inputs.iter().map(|p| profile::read(&std::fs::read(p).unwrap()).unwrap()).collect();
+    let one_shot = profile::write(&profile::merge(&all).unwrap());
+    assert!(std::fs::read(&out).unwrap() == one_shot, "parallel merge differs from the one-shot merge");
+    let top = json(&["top"], &[&out]);
+    assert_eq!(top["executions"].as_u64(), Some(want));
+    assert_eq!(p_runs(&out), 41);
+}
+
+/// The run count of a one-module profile.
+fn p_runs(p: &Path) -> u64 {
+    profile::read(&std::fs::read(p).unwrap()).unwrap().modules[0].runs
 }
