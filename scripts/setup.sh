@@ -12,6 +12,8 @@ command -v llvm-profdata-19 >/dev/null 2>&1 || need_pkgs+=(llvm-19)
 # The CMake package's test (test-suite/tests/cmake.rs) configures and builds a project.
 command -v cmake >/dev/null 2>&1 || need_pkgs+=(cmake)
 command -v make >/dev/null 2>&1 || need_pkgs+=(make)
+# `pathprof coverage --lcov` is checked against lcov's genhtml (test-suite/tests/views.rs).
+command -v genhtml >/dev/null 2>&1 || need_pkgs+=(lcov)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 
 mod hot_regions;
 mod interproc;
-mod report;
+pub(crate) mod report;
 
 use crate::text;
 

@@ -7,13 +7,17 @@
 //! one line on stderr: `pathprof: error: ` and the error's context chain joined with `": "`. Usage errors follow
 //! the same rule; `--help` and `--version` exit 0.
 
+mod coverage;
 mod decode;
+mod diff;
 mod export;
 mod files;
 mod merge;
 mod output;
+mod program_paths;
 mod show;
 mod text;
+mod top;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -36,6 +40,12 @@ enum Command {
     Decode(decode::Args),
     /// Write the counts in a compiler's profile format (LLVM sample-profile text for -fprofile-sample-use).
     Export(export::Args),
+    /// Rank the hottest paths (or functions) of the whole program.
+    Top(top::Args),
+    /// Compare the path spectra of two runs of one build: new, vanished and shifted paths.
+    Diff(diff::Args),
+    /// Path, line and branch coverage per function, with an lcov export.
+    Coverage(coverage::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +58,9 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(&args),
         Command::Decode(args) => decode::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Top(args) => top::run(&args),
+        Command::Diff(args) => diff::run(&args),
+        Command::Coverage(args) => coverage::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
