@@ -10,6 +10,7 @@
 mod decode;
 mod export;
 mod files;
+mod html;
 mod merge;
 mod output;
 mod show;
@@ -36,6 +37,8 @@ enum Command {
     Decode(decode::Args),
     /// Write the counts in a compiler's profile format (LLVM sample-profile text for -fprofile-sample-use).
     Export(export::Args),
+    /// Write a static HTML site: functions ranked, sources annotated with counts, hot paths highlighted.
+    Report(html::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(&args),
         Command::Decode(args) => decode::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Report(args) => html::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
