@@ -11,9 +11,13 @@
 //! lists them in `fork_reentries` (text: "re-entered by fork N"); its count includes them (the code after the call
 //! ran in both processes), and the function stays exact.
 //!
+//! `--dot --function F [--path ID] [-o OUT]` draws one function's graph instead (see [`dot`]).
+//!
 //! One report model ([`Report`]) is built from the profile and rendered either as JSON (serde) or as text, so the
 //! two outputs cannot disagree. Counts that are not exact and negative are `null` in JSON and `?` in text: a
 //! negative "count" is evidence of a broken profile, not a number to act on.
+
+mod dot;
 
 use crate::{files, output};
 use anyhow::{bail, Context, Result};
@@ -38,6 +42,15 @@ pub struct Args {
     /// Show only the functions with this linkage or display name.
     #[arg(long, value_name = "NAME")]
     function: Option<String>,
+    /// Print the --function's control-flow graph as Graphviz dot, with its counts.
+    #[arg(long, requires = "function", conflicts_with = "json")]
+    dot: bool,
+    /// With --dot: highlight this executed path (a path number as `pathprof decode` lists it).
+    #[arg(long, value_name = "ID", requires = "dot")]
+    path: Option<String>,
+    /// With --dot: write to OUT instead of stdout; an OUT ending in .svg is rendered with Graphviz (dot -Tsvg).
+    #[arg(short = 'o', long = "output", value_name = "OUT", requires = "dot")]
+    output: Option<PathBuf>,
 }
 
 /// The whole output: `{"functions": [...]}`.
@@ -109,6 +122,9 @@ pub(crate) struct BlockCount {
 
 /// Reads the profile, derives the counts of every (selected) function and prints them.
 pub fn run(args: &Args) -> Result<()> {
+    if args.dot {
+        return dot::run(args);
+    }
     let profile = files::read_profile(&args.file)?;
     let mut functions = Vec::new();
     for module in &profile.modules {
