@@ -60,12 +60,18 @@ pub fn run(args: &Args) -> Result<()> {
     for (i, f) in functions.iter().enumerate() {
         by_file.entry(f.meta.file.as_str()).or_default().push(i);
     }
+    let all = &functions;
     let pages: Vec<SourcePage> = by_file
         .into_iter()
         .enumerate()
         .map(|(n, (recorded, functions))| {
-            let location = sources::locate(recorded, &args.source_roots);
-            let lines = if recorded.is_empty() { None } else { sources::read_lines(&location) };
+            let modules = functions.iter().map(|&i| all[i].module.meta.module_name.as_str());
+            let places = sources::candidates(recorded, modules, &args.source_roots);
+            let found = places.iter().find_map(|p| sources::read_lines(p).map(|lines| (p, lines)));
+            let (location, lines) = match found {
+                Some((p, lines)) if !recorded.is_empty() => (p.clone(), Some(lines)),
+                _ => (places[0].clone(), None),
+            };
             SourcePage {
                 recorded: recorded.to_string(),
                 page: page_name(n, recorded),

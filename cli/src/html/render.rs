@@ -39,7 +39,7 @@ pub struct SourcePage {
     pub recorded: String,
     /// The page's file name in the output directory.
     pub page: String,
-    /// Where the source was read from (after `--source-root`).
+    /// Where the source was read from, or first looked for (after `--source-root`).
     pub location: String,
     /// The source lines, `None` when the file could not be read.
     pub lines: Option<Vec<String>>,
