@@ -102,10 +102,19 @@ pub fn run(args: &Args) -> Result<()> {
             missing.len(),
             if missing.len() == 1 { "" } else { "s" },
             dir.join("index.html").display(),
-            missing.join(", ").replace(['\n', '\r'], " ")
+            listed(&missing, 5).replace(['\n', '\r'], " ")
         );
     }
     Ok(())
+}
+
+/// The first `n` of `names`, and how many more there are.
+fn listed(names: &[&str], n: usize) -> String {
+    let mut text = names.iter().take(n).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > n {
+        text.push_str(&format!(" and {} more", names.len() - n));
+    }
+    text
 }
 
 /// `NNN-BASENAME.html`: unique by number, readable by name, safe as a file name and in a URL.
@@ -126,7 +135,13 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::page_name;
+    use super::{listed, page_name};
+
+    #[test]
+    fn long_lists_of_missing_sources_are_cut() {
+        assert_eq!(listed(&["a", "b"], 5), "a, b");
+        assert_eq!(listed(&["a", "b", "c"], 2), "a, b and 1 more");
+    }
 
     #[test]
     fn page_names_are_numbered_and_safe() {
