@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian 12 machine lacks to build and test pathprof: LLVM/clang 19 and CMake (Debian
-# packages) and a Rust toolchain check. Idempotent: does nothing when everything is present.
+# Installs what a fresh Debian 12 machine lacks to build and test pathprof: LLVM/clang 19, CMake, Chromium and
+# Graphviz (Debian packages) and a Rust toolchain check. Idempotent: does nothing when everything is present.
 set -euo pipefail
 
 need_pkgs=()
@@ -14,6 +14,9 @@ command -v cmake >/dev/null 2>&1 || need_pkgs+=(cmake)
 command -v make >/dev/null 2>&1 || need_pkgs+=(make)
 # `pathprof coverage --lcov` is checked against lcov's genhtml (test-suite/tests/views.rs).
 command -v genhtml >/dev/null 2>&1 || need_pkgs+=(lcov)
+# The HTML report's test (test-suite/tests/report_html.rs) loads pages in headless Chromium and renders dot.
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+command -v dot >/dev/null 2>&1 || need_pkgs+=(graphviz)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2

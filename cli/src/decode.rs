@@ -31,7 +31,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 mod hot_regions;
-mod interproc;
+pub(crate) mod interproc;
 pub(crate) mod report;
 
 use crate::text;
@@ -164,7 +164,7 @@ fn add_function<'a>(
 }
 
 /// One listed path of a path-mode function; `total` is what its `percent` is relative to.
-fn path_report<'a>(
+pub(crate) fn path_report<'a>(
     module: &'a ModuleProfile,
     f: &'a FunctionMeta,
     p: &'a PathCount,

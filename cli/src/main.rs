@@ -12,6 +12,7 @@ mod decode;
 mod diff;
 mod export;
 mod files;
+mod html;
 mod merge;
 mod output;
 mod program_paths;
@@ -46,6 +47,8 @@ enum Command {
     Diff(diff::Args),
     /// Path, line and branch coverage per function, with an lcov export.
     Coverage(coverage::Args),
+    /// Write a static HTML site: functions ranked, sources annotated with counts, hot paths highlighted.
+    Report(html::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Top(args) => top::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Coverage(args) => coverage::run(&args),
+        Command::Report(args) => html::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,16 +11,20 @@
 //! lists them in `fork_reentries` (text: "re-entered by fork N"); its count includes them (the code after the call
 //! ran in both processes), and the function stays exact.
 //!
+//! `--dot --function F [--path ID] [-o OUT]` draws one function's graph instead (see [`dot`]).
+//!
 //! One report model ([`Report`]) is built from the profile and rendered either as JSON (serde) or as text, so the
 //! two outputs cannot disagree. Counts that are not exact and negative are `null` in JSON and `?` in text: a
 //! negative "count" is evidence of a broken profile, not a number to act on.
+
+mod dot;
 
 use crate::{files, output};
 use anyhow::{bail, Context, Result};
 use pathprof_analysis::{FunctionCounts, ModuleCounts};
 use pathprof_core::interproc::Callee;
 use pathprof_core::{EdgeId, EdgeKind};
-use pathprof_format::meta::{FunctionMeta, Mode};
+use pathprof_format::meta::Mode;
 use pathprof_format::profile::ModuleProfile;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -38,6 +42,15 @@ pub struct Args {
     /// Show only the functions with this linkage or display name.
     #[arg(long, value_name = "NAME")]
     function: Option<String>,
+    /// Print the --function's control-flow graph as Graphviz dot, with its counts.
+    #[arg(long, requires = "function", conflicts_with = "json")]
+    dot: bool,
+    /// With --dot: highlight this executed path (a path number as `pathprof decode` lists it).
+    #[arg(long, value_name = "ID", requires = "dot")]
+    path: Option<String>,
+    /// With --dot: write to OUT instead of stdout; an OUT ending in .svg is rendered with Graphviz (dot -Tsvg).
+    #[arg(short = 'o', long = "output", value_name = "OUT", requires = "dot")]
+    output: Option<PathBuf>,
 }
 
 /// The whole output: `{"functions": [...]}`.
@@ -47,68 +60,71 @@ struct Report {
 }
 
 #[derive(Serialize)]
-struct FunctionReport {
+pub(crate) struct FunctionReport {
     /// Linkage name.
-    name: String,
+    pub(crate) name: String,
     /// Source-level name (empty without debug info).
-    display_name: String,
+    pub(crate) display_name: String,
     /// The module's name (a source file, or the executable or shared object of an LTO program).
-    module: String,
+    pub(crate) module: String,
     /// Where the module's code went (absolute; empty in profiles before metadata version 4): with `module`, the
     /// module's identity.
-    module_output: String,
-    mode: &'static str,
-    file: String,
-    start_line: u32,
+    pub(crate) module_output: String,
+    pub(crate) mode: &'static str,
+    pub(crate) file: String,
+    pub(crate) start_line: u32,
     /// Invocations (the EXIT→entry count).
-    entry_count: Option<u64>,
-    exact: bool,
-    inexact_reasons: Vec<String>,
-    blocks: Vec<BlockReport>,
+    pub(crate) entry_count: Option<u64>,
+    pub(crate) exact: bool,
+    pub(crate) inexact_reasons: Vec<String>,
+    pub(crate) blocks: Vec<BlockReport>,
     /// Real edges only (branches and returns); virtual edges are summarised in `abnormal_exits`.
-    edges: Vec<EdgeReport>,
+    pub(crate) edges: Vec<EdgeReport>,
     /// Blocks left abnormally (exit, longjmp, exception through a call): Termination edges with a count > 0.
-    abnormal_exits: Vec<BlockCount>,
+    pub(crate) abnormal_exits: Vec<BlockCount>,
     /// setjmp blocks re-entered more often than left abnormally: minus their (negative) Termination count.
-    net_reentries: Vec<BlockCount>,
+    pub(crate) net_reentries: Vec<BlockCount>,
     /// Blocks resumed by fork()ed children after a call that was in flight at the fork: the re-entries, which
     /// the block's count includes.
-    fork_reentries: Vec<BlockCount>,
+    pub(crate) fork_reentries: Vec<BlockCount>,
 }
 
 #[derive(Serialize)]
-struct BlockReport {
-    id: u32,
-    lines: Vec<u32>,
-    count: Option<u64>,
+pub(crate) struct BlockReport {
+    pub(crate) id: u32,
+    pub(crate) lines: Vec<u32>,
+    pub(crate) count: Option<u64>,
     /// Context and piecewise modes: the function this block calls at its end (a call site; the next block is
     /// its return site, split off by the pass).
     #[serde(skip_serializing_if = "Option::is_none")]
-    calls: Option<String>,
+    pub(crate) calls: Option<String>,
 }
 
 #[derive(Serialize)]
-struct EdgeReport {
-    from: u32,
+pub(crate) struct EdgeReport {
+    pub(crate) from: u32,
     /// For a return edge, the EXIT index (the number of blocks).
-    to: u32,
-    kind: &'static str,
+    pub(crate) to: u32,
+    pub(crate) kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    succ: Option<u32>,
-    count: Option<u64>,
+    pub(crate) succ: Option<u32>,
+    pub(crate) count: Option<u64>,
     /// Edge mode: whether the count was measured by a counter on this edge (otherwise it was derived). Path
     /// mode: whether the edge carries path-register or path-count code (every count is derived from paths).
-    instrumented: bool,
+    pub(crate) instrumented: bool,
 }
 
 #[derive(Serialize)]
-struct BlockCount {
-    block: u32,
-    count: u64,
+pub(crate) struct BlockCount {
+    pub(crate) block: u32,
+    pub(crate) count: u64,
 }
 
 /// Reads the profile, derives the counts of every (selected) function and prints them.
 pub fn run(args: &Args) -> Result<()> {
+    if args.dot {
+        return dot::run(args);
+    }
     let profile = files::read_profile(&args.file)?;
     let mut functions = Vec::new();
     for module in &profile.modules {
@@ -117,21 +133,7 @@ pub fn run(args: &Args) -> Result<()> {
             if output::selects(args.function.as_deref(), f) {
                 let counts =
                     module_counts.function(index).with_context(|| format!("showing {}", args.file.display()))?;
-                let mut report = function_report(module, f, &counts);
-                if let Some(ip) = module.meta.interproc.as_ref().and_then(|ip| ip.procs.get(index)) {
-                    for site in &ip.call_sites {
-                        let callee = match site.callee {
-                            Callee::Proc(q) | Callee::Cut(q) => {
-                                module.meta.functions.get(q.index()).map(|g| g.name.clone())
-                            }
-                            Callee::External => None,
-                        };
-                        if let Some(b) = report.blocks.get_mut(site.block.index()) {
-                            b.calls = callee;
-                        }
-                    }
-                }
-                functions.push(report);
+                functions.push(function_report(module, index, &counts));
             }
         }
     }
@@ -141,9 +143,11 @@ pub fn run(args: &Args) -> Result<()> {
     output::print(&Report { functions }, args.json, write_text)
 }
 
-fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts) -> FunctionReport {
+/// One function's counts as `show` reports them; also the HTML report's and `show --dot`'s model.
+pub(crate) fn function_report(module: &ModuleProfile, index: usize, c: &FunctionCounts) -> FunctionReport {
+    let f = &module.meta.functions[index];
     let cfg = &f.cfg;
-    let blocks = f
+    let mut blocks: Vec<BlockReport> = f
         .blocks
         .iter()
         .enumerate()
@@ -154,6 +158,17 @@ fn function_report(module: &ModuleProfile, f: &FunctionMeta, c: &FunctionCounts)
             calls: None,
         })
         .collect();
+    if let Some(ip) = module.meta.interproc.as_ref().and_then(|ip| ip.procs.get(index)) {
+        for site in &ip.call_sites {
+            let callee = match site.callee {
+                Callee::Proc(q) | Callee::Cut(q) => module.meta.functions.get(q.index()).map(|g| g.name.clone()),
+                Callee::External => None,
+            };
+            if let Some(b) = blocks.get_mut(site.block.index()) {
+                b.calls = callee;
+            }
+        }
+    }
     // Block mode counts blocks: its edge counts are not all derivable, so none are shown, nor the abnormal exits
     // and setjmp re-entries (Termination edge counts).
     let edge_counts = module.meta.mode != Mode::Block;

@@ -34,13 +34,13 @@ fn selected(meta: &ModuleMeta, p: ProcId, function: Option<&str>) -> bool {
 }
 
 /// The function an interprocedural path "belongs to": where its active suffix starts.
-fn home(p: &InterprocPath) -> Option<ProcId> {
+pub(crate) fn home(p: &InterprocPath) -> Option<ProcId> {
     p.active_suffix().first().map(|s| s.proc)
 }
 
 /// Per function of the module: how many paths it is home to and the sum of their counts. One pass over the
 /// paths (finding a path's home scans its steps), not one per function.
-fn home_totals(mp: &ModulePaths, num_functions: usize) -> Vec<(usize, i128)> {
+pub(crate) fn home_totals(mp: &ModulePaths, num_functions: usize) -> Vec<(usize, i128)> {
     let mut totals = vec![(0usize, 0i128); num_functions];
     for p in &mp.paths {
         if let Some(slot) = home(&p.path).and_then(|h| totals.get_mut(h.index())) {
@@ -94,7 +94,7 @@ pub fn add_module<'a>(
     }
 }
 
-fn path_report<'a>(
+pub(crate) fn path_report<'a>(
     module: &'a ModuleProfile,
     mp: &'a ModulePaths,
     p: &'a InterprocCount,

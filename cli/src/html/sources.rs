@@ -1,0 +1,115 @@
+//! Finding the source files the profile names: the file recorded in a function's debug info (`FunctionMeta::file`,
+//! as the compiler saw it: relative to the compilation directory unless it was given as an absolute path; see
+//! [`candidates`]), with `--source-root OLD=NEW` prefixes replaced, the first that matches in the order given.
+
+use std::path::{Path, PathBuf};
+
+/// `--source-root OLD=NEW`: sources recorded under `OLD` are read from `NEW`.
+#[derive(Clone, Debug)]
+pub struct SourceRoot {
+    old: PathBuf,
+    new: PathBuf,
+}
+
+/// Parses `OLD=NEW` (the first `=` splits; both sides non-empty).
+pub fn parse_source_root(s: &str) -> Result<SourceRoot, String> {
+    match s.split_once('=') {
+        Some((old, new)) if !old.is_empty() && !new.is_empty() => {
+            Ok(SourceRoot { old: PathBuf::from(old), new: PathBuf::from(new) })
+        }
+        _ => Err(format!("'{s}' is not OLD=NEW")),
+    }
+}
+
+/// `path` with the first root whose `OLD` is a path prefix of it (whole components) replaced by its `NEW`.
+fn map(path: &Path, roots: &[SourceRoot]) -> PathBuf {
+    for r in roots {
+        if let Ok(rest) = path.strip_prefix(&r.old) {
+            return r.new.join(rest);
+        }
+    }
+    path.to_path_buf()
+}
+
+/// The places to look for `recorded`, best first, each mapped by `roots`. Debug info records a file relative to
+/// the compilation directory, which the profile does not keep; a module named by its absolute source path that
+/// ends with `recorded` reveals it (`/src/proj/lib/x.c` and `lib/x.c`: `/src/proj`), so a relative name is
+/// first looked for under the compilation directories of `modules` (the names of the modules its functions
+/// are in), then where it was recorded (relative to the current directory).
+pub fn candidates<'m>(
+    recorded: &str,
+    modules: impl IntoIterator<Item = &'m str>,
+    roots: &[SourceRoot],
+) -> Vec<PathBuf> {
+    if recorded.is_empty() {
+        return vec![PathBuf::new()];
+    }
+    let path = Path::new(recorded);
+    let mut out: Vec<PathBuf> = Vec::new();
+    if path.is_relative() {
+        for m in modules {
+            if let Some(dir) = compilation_dir(Path::new(m), path) {
+                let c = map(&dir.join(path), roots);
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    let c = map(path, roots);
+    if !out.contains(&c) {
+        out.push(c);
+    }
+    out
+}
+
+/// `module` without its trailing components `relative`, when `module` is absolute and ends with them.
+fn compilation_dir(module: &Path, relative: &Path) -> Option<PathBuf> {
+    if !module.is_absolute() || !module.ends_with(relative) {
+        return None;
+    }
+    let mut dir = module.to_path_buf();
+    for _ in relative.components() {
+        dir.pop();
+    }
+    Some(dir)
+}
+
+/// The lines of a source file (lossily decoded, without line terminators), or `None` if it cannot be read.
+pub fn read_lines(path: &Path) -> Option<Vec<String>> {
+    let bytes = std::fs::read(path).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    Some(text.lines().map(str::to_string).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_replace_whole_leading_components_first_match_wins() {
+        let roots = [parse_source_root("/build/src=/home/me/src").unwrap(), parse_source_root("/build=/b").unwrap()];
+        let locate = |p: &str| map(Path::new(p), &roots);
+        assert_eq!(locate("/build/src/a/x.c"), PathBuf::from("/home/me/src/a/x.c"));
+        assert_eq!(locate("/build/srcx/y.c"), PathBuf::from("/b/srcx/y.c"));
+        assert_eq!(locate("/other/z.c"), PathBuf::from("/other/z.c"));
+        assert_eq!(locate("rel/z.c"), PathBuf::from("rel/z.c"));
+    }
+
+    #[test]
+    fn relative_names_are_looked_for_under_the_compilation_directory_first() {
+        let roots = [parse_source_root("/build=/home/me").unwrap()];
+        let found = candidates("lib/x.c", ["/build/proj/lib/x.c", "/build/proj/main.c", "lib/x.c"], &roots);
+        assert_eq!(found, [PathBuf::from("/home/me/proj/lib/x.c"), PathBuf::from("lib/x.c")]);
+        assert_eq!(candidates("/abs/x.c", ["/abs/x.c"], &[]), [PathBuf::from("/abs/x.c")]);
+        assert_eq!(candidates("x.c", ["/a/y.c"], &[]), [PathBuf::from("x.c")]);
+    }
+
+    #[test]
+    fn source_roots_need_both_sides() {
+        assert!(parse_source_root("a=b=c").is_ok());
+        for bad in ["ab", "=b", "a=", "="] {
+            assert!(parse_source_root(bad).is_err(), "{bad}");
+        }
+    }
+}
