@@ -98,6 +98,9 @@ def programs(src):
     z = src["libz-sys"] / "src" / "zlib"
     lua = sorted((src["lua-src"]).glob("lua-5.4.*"))[-1]
     sq = src["libsqlite3-sys"] / "sqlite3"
+    xz = src["lzma-sys"]
+    lz = xz / "xz-5.2" / "src" / "liblzma"
+    lz_dirs = ["common", "lzma", "lz", "check", "delta", "rangecoder", "simple"]
     return {
         "bzip2": dict(
             srcs=[bz / f"{n}.c" for n in
@@ -121,6 +124,16 @@ def programs(src):
                     "-DSQLITE_SOUNDEX", "-DSQLITE_THREADSAFE=1", "-DSQLITE_USE_URI", "-DHAVE_USLEEP=1",
                     "-DHAVE_ISNAN", "-D_POSIX_THREAD_SAFE_FUNCTIONS", "-DHAVE_LOCALTIME_R"],
             libs=["-lpthread", "-ldl", "-lm"], version=sq.parent.name),
+        # liblzma 5.2.5 as lzma-sys's build script compiles it (its config.h: POSIX threads, every filter), the
+        # tablegen programs and the small CRC variants left out as there.
+        "xz": dict(
+            srcs=sorted(f for d in lz_dirs for f in (lz / d).glob("*.c")
+                        if not f.stem.endswith("tablegen") and f.stem not in ("crc32_small", "crc64_small"))
+            + [xz / "xz-5.2" / "src" / "common" / n for n in ["tuklib_cpucores.c", "tuklib_physmem.c"]]
+            + [BENCH / "programs" / "xz_driver.c"],
+            cflags=["-DHAVE_CONFIG_H=1", "-std=c99", "-pthread", f"-I{xz}", f"-I{xz / 'xz-5.2' / 'src' / 'common'}",
+                    *(f"-I{lz / d}" for d in ["api", *lz_dirs])],
+            libs=["-pthread"], version=f"{xz.name} (liblzma 5.2.5)"),
         **kernel_programs(),
     }
 
@@ -137,6 +150,10 @@ WORKLOADS = [
     ("lua-tables-strings", "lua", [f"{WL}/tables_strings.lua", "5"], [f"{WL}/tables_strings.lua", "1"]),
     ("lua-interpreter", "lua", [f"{WL}/interp.lua", "1"], [f"{WL}/interp.lua", "1", "0.1"]),
     ("sqlite", "sqlite", ["30000"], ["3000"]),
+    # Multi-threaded (issue 18): liblzma's threaded encoder, preset 1 (1 MiB dictionary, 3 MiB blocks: seven
+    # blocks of the 20 MiB input to share between the threads), the same work in 1 and 2 threads.
+    ("xz-T1", "xz", ["{input}", "1", "1"], ["{small}", "1", "1"]),
+    ("xz-T2", "xz", ["{input}", "2", "1"], ["{small}", "2", "1"]),
 ]
 PROGRAM_WORKLOADS = [w[0] for w in WORKLOADS]
 # Kernel sizes: full ≈ 0.15–0.3 s of user time at -O2 on the 2-core benchmark machine (0.3–1 s wall while
