@@ -19,7 +19,8 @@
 //! `--lcov OUT` writes an lcov tracefile (`TN`, `SF`, `FN`, `FNDA`, `FNF`, `FNH`, `BRDA`, `BRF`, `BRH`, `DA`,
 //! `LF`, `LH`, `end_of_record`; see [`lcov`]) that `genhtml` renders. Source files are named as the debug info
 //! names them — relative to the directory the compiler ran in when it was given a relative name;
-//! `--source-root DIR` joins such names to DIR.
+//! `--source-root` finds them as `report` does ([`crate::sources`]): under the compilation directory a module
+//! named by its absolute path reveals, or under a given `DIR`, or with an `OLD=NEW` prefix replaced.
 //!
 //! JSON: `{"totals": TOTALS, "left_out": {"functions", "names"}, "modules": [{"module", "mode", "executed_paths",
 //! "possible_paths"}], "functions": [{"name", "display_name", "module", "mode", "file", "start_line",
@@ -31,7 +32,7 @@
 mod lcov;
 
 use crate::decode::report::PathId;
-use crate::{files, output};
+use crate::{files, output, sources};
 use anyhow::{Context, Result};
 use pathprof_analysis::{function_path_counts, module_path_counts, FunctionCounts, ModuleCounts};
 use pathprof_core::dag::PathDag;
@@ -56,10 +57,11 @@ pub struct Args {
     /// Also write the line, branch and function counts as an lcov tracefile (for genhtml and coverage viewers).
     #[arg(long, value_name = "OUT")]
     lcov: Option<PathBuf>,
-    /// With --lcov: the directory relative source file names are relative to (the one the compiler ran in;
-    /// debug info names a file as it was given to the compiler).
-    #[arg(long, value_name = "DIR", requires = "lcov")]
-    source_root: Option<PathBuf>,
+    /// With --lcov: where to find the sources, as for `report`: DIR is where relative names are relative to (the
+    /// directory the compiler ran in), OLD=NEW reads names under OLD from NEW (repeatable; first match wins).
+    #[arg(long = "source-root", value_name = "DIR|OLD=NEW", requires = "lcov",
+          value_parser = sources::parse_source_root)]
+    source_roots: Vec<sources::SourceRoot>,
 }
 
 #[derive(Serialize)]
@@ -234,7 +236,7 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     if let Some(out) = &args.lcov {
-        let text = lcov::tracefile(&report.functions, args.source_root.as_deref());
+        let text = lcov::tracefile(&report.functions, &args.source_roots);
         files::write_atomically(out, text.as_bytes()).context("cannot save the lcov file")?;
     }
     output::print(&report, args.json, write_text)

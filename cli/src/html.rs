@@ -15,9 +15,9 @@
 
 mod model;
 mod render;
-mod sources;
 
 use crate::files;
+use crate::sources;
 use anyhow::{bail, Context, Result};
 use render::{ByName, PageOf, SourcePage};
 use std::collections::{BTreeMap, HashMap};
@@ -38,8 +38,9 @@ pub struct Args {
     /// The directory to write the site to (created if missing; existing pages are replaced).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     output: PathBuf,
-    /// Read sources recorded under OLD from NEW instead (repeatable; the first matching prefix wins).
-    #[arg(long = "source-root", value_name = "OLD=NEW", value_parser = sources::parse_source_root)]
+    /// Where to find the sources: DIR is where relative names are relative to (the directory the compiler ran
+    /// in), OLD=NEW reads names under OLD from NEW (repeatable; the first match wins).
+    #[arg(long = "source-root", value_name = "DIR|OLD=NEW", value_parser = sources::parse_source_root)]
     source_roots: Vec<sources::SourceRoot>,
     /// Hot paths listed per function (path, context and piecewise profiles).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_TOP)]

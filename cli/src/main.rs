@@ -17,6 +17,7 @@ mod merge;
 mod output;
 mod program_paths;
 mod show;
+mod sources;
 mod text;
 mod top;
 

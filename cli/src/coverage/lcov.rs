@@ -8,23 +8,20 @@
 //! appearance; `taken` is `-` when the branching block never ran, as gcov writes it.
 
 use super::FunctionCoverage;
+use crate::sources::{self, SourceRoot};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::path::Path;
 
-/// The tracefile text for `functions` (files in name order, functions in the given order); relative file names
-/// are joined to `source_root` if given.
-pub(super) fn tracefile(functions: &[FunctionCoverage], source_root: Option<&Path>) -> String {
+/// The tracefile text for `functions` (files in name order, functions in the given order); each file is named
+/// where [`sources::locate`] finds it (through `roots`), so genhtml can read it.
+pub(super) fn tracefile(functions: &[FunctionCoverage], roots: &[SourceRoot]) -> String {
     let mut by_file: BTreeMap<&str, Vec<&FunctionCoverage>> = BTreeMap::new();
     for f in functions.iter().filter(|f| f.exact && !f.file.is_empty()) {
         by_file.entry(f.file).or_default().push(f);
     }
     let mut out = String::new();
     for (file, fs) in by_file {
-        let file = match source_root {
-            Some(root) if Path::new(file).is_relative() => root.join(file).display().to_string(),
-            _ => file.to_string(),
-        };
+        let file = sources::locate(file, fs.iter().map(|f| f.module), roots).display().to_string();
         write_file(&mut out, &file, &fs);
     }
     out
@@ -128,11 +125,16 @@ mod tests {
                     BRDA:1,0,0,3\nBRDA:1,0,1,0\nBRDA:1,1,0,-\nBRDA:1,1,1,-\nBRF:4\nBRH:1\n\
                     DA:1,3\nDA:2,0\nDA:4,5\nDA:9,2\nLF:4\nLH:3\nend_of_record\n\
                     TN:\nSF:b.c\nFN:7,g\nFNDA:0,g\nFNF:1\nFNH:0\nBRF:0\nBRH:0\nDA:7,0\nLF:1\nLH:0\nend_of_record\n";
-        assert_eq!(tracefile(&fs, None), want);
-        let rooted = tracefile(&fs[..2], Some(Path::new("/src")));
+        assert_eq!(tracefile(&fs, &[]), want);
+        let src = [sources::parse_source_root("/src").unwrap()];
+        let rooted = tracefile(&fs[..2], &src);
         assert!(rooted.contains("SF:/src/a.c\n") && rooted.contains("SF:/src/b.c\n"), "{rooted}");
         let mut absolute = function("f", "/abs/a.c", 1, &[(1, 1)], true);
         absolute.module = "m";
-        assert!(tracefile(&[absolute], Some(Path::new("/src"))).contains("SF:/abs/a.c\n"));
+        assert!(tracefile(&[absolute], &src).contains("SF:/abs/a.c\n"));
+        // A module named by its absolute source path reveals the compilation directory of a relative name.
+        let mut revealed = function("f", "lib/x.c", 1, &[(1, 1)], true);
+        revealed.module = "/build/proj/lib/x.c";
+        assert!(tracefile(&[revealed], &[]).contains("SF:/build/proj/lib/x.c\n"));
     }
 }

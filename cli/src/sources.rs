@@ -1,24 +1,36 @@
-//! Finding the source files the profile names: the file recorded in a function's debug info (`FunctionMeta::file`,
-//! as the compiler saw it: relative to the compilation directory unless it was given as an absolute path; see
-//! [`candidates`]), with `--source-root OLD=NEW` prefixes replaced, the first that matches in the order given.
+//! Finding the source files the profile names, for every command that reads or names them (`report --html`,
+//! `coverage --lcov`): the file recorded in a function's debug info (`FunctionMeta::file`, as the compiler saw
+//! it: relative to the compilation directory unless it was given as an absolute path; see [`candidates`]), with
+//! `--source-root` applied: `OLD=NEW` replaces a prefix, a bare `DIR` is where relative names are relative to;
+//! the first that matches, in the order given.
 
 use std::path::{Path, PathBuf};
 
-/// `--source-root OLD=NEW`: sources recorded under `OLD` are read from `NEW`.
+/// `--source-root OLD=NEW`: sources recorded under `OLD` are read from `NEW`; `--source-root DIR`: relative names
+/// are relative to `DIR` (an empty `OLD`, which is a prefix of every relative path and which joining leaves
+/// absolute paths alone).
 #[derive(Clone, Debug)]
 pub struct SourceRoot {
     old: PathBuf,
     new: PathBuf,
 }
 
-/// Parses `OLD=NEW` (the first `=` splits; both sides non-empty).
+/// Parses `OLD=NEW` (the first `=` splits; both sides non-empty) or a bare, non-empty `DIR`.
 pub fn parse_source_root(s: &str) -> Result<SourceRoot, String> {
     match s.split_once('=') {
         Some((old, new)) if !old.is_empty() && !new.is_empty() => {
             Ok(SourceRoot { old: PathBuf::from(old), new: PathBuf::from(new) })
         }
-        _ => Err(format!("'{s}' is not OLD=NEW")),
+        None if !s.is_empty() => Ok(SourceRoot { old: PathBuf::new(), new: PathBuf::from(s) }),
+        _ => Err(format!("'{s}' is neither OLD=NEW nor a directory")),
     }
+}
+
+/// The first of `recorded`'s [`candidates`] that is a file, else the first candidate: the name to give tools
+/// that read the source themselves (genhtml).
+pub fn locate<'m>(recorded: &str, modules: impl IntoIterator<Item = &'m str>, roots: &[SourceRoot]) -> PathBuf {
+    let places = candidates(recorded, modules, roots);
+    places.iter().find(|p| p.is_file()).unwrap_or(&places[0]).clone()
 }
 
 /// `path` with the first root whose `OLD` is a path prefix of it (whole components) replaced by its `NEW`.
@@ -106,9 +118,12 @@ mod tests {
     }
 
     #[test]
-    fn source_roots_need_both_sides() {
+    fn source_roots_need_both_sides_or_are_a_directory() {
         assert!(parse_source_root("a=b=c").is_ok());
-        for bad in ["ab", "=b", "a=", "="] {
+        let dir = [parse_source_root("/src/proj").unwrap()];
+        assert_eq!(map(Path::new("lib/x.c"), &dir), PathBuf::from("/src/proj/lib/x.c"));
+        assert_eq!(map(Path::new("/abs/x.c"), &dir), PathBuf::from("/abs/x.c"));
+        for bad in ["", "=b", "a=", "="] {
             assert!(parse_source_root(bad).is_err(), "{bad}");
         }
     }
