@@ -273,31 +273,10 @@ pub(crate) fn write_steps(out: &mut impl Write, p: &ProgramPath) -> io::Result<(
         return crate::text::path_steps(out, file, p.steps.iter().map(|s| (s.block, s.lines)));
     }
     let functions = &p.module.meta.functions;
-    let context = p.context_steps as usize;
-    for (i, s) in p.steps.iter().enumerate() {
-        if i == 0 && context > 0 {
-            writeln!(out, "      context-prefix (ran in earlier paths):")?;
-        }
-        if i == context && context > 0 {
-            writeln!(out, "      active suffix:")?;
-        }
-        let f = functions.iter().find(|f| f.name == s.function);
-        let name = f.map_or(s.function, shown_name);
-        match s.via {
-            Some("call") => writeln!(out, "        -> call {name}")?,
-            Some("return") => writeln!(out, "        <- return to {name}")?,
-            Some("summary" | "summary_cut") => {
-                writeln!(out, "        (call elided: the callee's paths are counted separately)")?
-            }
-            _ => {}
-        }
-        let lines = match f.map(|f| f.file.as_str()) {
-            _ if s.lines.is_empty() => "(no line info)".to_string(),
-            Some(file) if !file.is_empty() => format!("{file}:{}", crate::text::line_ranges(s.lines)),
-            _ => format!("<unknown file>:{}", crate::text::line_ranges(s.lines)),
-        };
-        writeln!(out, "        {name}:bb{:<4} {lines}", s.block)?;
-    }
+    let find = |name: &str| functions.iter().find(|f| f.name == name);
+    let shown = |name| find(name).map_or(name, shown_name);
+    let file_of = |name| find(name).map_or("", |f| f.file.as_str());
+    crate::text::interproc_steps(out, p.steps.iter(), p.context_steps as usize, shown, file_of)?;
     Ok(())
 }
 

@@ -40,6 +40,49 @@ pub fn path_steps<'s>(
     Ok(())
 }
 
+/// Writes an interprocedural (context or piecewise) path's steps as `decode` prints them, for `decode`, `top` and
+/// `diff` alike: the context-prefix and active suffix headed when there is a prefix, calls, returns and elided
+/// calls marked, each block as `function:bbN file:lines`. `shown` gives a linkage name's display name, `file_of`
+/// its source file (empty when unknown).
+pub fn interproc_steps<'s>(
+    out: &mut impl Write,
+    steps: impl IntoIterator<Item = crate::decode::report::Step<'s>>,
+    context_steps: usize,
+    shown: impl Fn(&'s str) -> &'s str,
+    file_of: impl Fn(&'s str) -> &'s str,
+) -> io::Result<()> {
+    let context = context_steps;
+    for (i, s) in steps.into_iter().enumerate() {
+        if i == 0 && context > 0 {
+            writeln!(out, "      context-prefix (ran in earlier paths):")?;
+        }
+        if i == context && context > 0 {
+            writeln!(out, "      active suffix:")?;
+        }
+        match s.via {
+            Some("call") => writeln!(out, "        -> call {}", shown(s.function))?,
+            Some("return") => writeln!(out, "        <- return to {}", shown(s.function))?,
+            Some("summary") => writeln!(
+                out,
+                "        (recursive call elided: the callee's activation is counted as paths of its own)"
+            )?,
+            Some("summary_cut") => writeln!(
+                out,
+                "        (call cut by the path budget, elided: the callee's paths are counted separately)"
+            )?,
+            Some("loop_restart") if i == context => writeln!(out, "        (starts at loop header)")?,
+            _ => {}
+        }
+        let lines = match file_of(s.function) {
+            _ if s.lines.is_empty() => "(no line info)".to_string(),
+            "" => format!("<unknown file>:{}", line_ranges(s.lines)),
+            file => format!("{file}:{}", line_ranges(s.lines)),
+        };
+        writeln!(out, "        {}:bb{:<4} {lines}", shown(s.function), s.block)?;
+    }
+    Ok(())
+}
+
 /// `45,46,47,48,52` → `45-48,52`: runs of consecutive lines, in the given order.
 pub fn line_ranges(lines: &[u32]) -> String {
     let mut parts: Vec<String> = Vec::new();

@@ -186,35 +186,7 @@ pub fn write_text<'a>(out: &mut impl std::io::Write, report: &Report<'a>) -> std
             Some(f) if !f.display_name.is_empty() => f.display_name,
             _ => name,
         };
-        let context = p.context_steps as usize;
-        for (i, s) in p.steps.iter().enumerate() {
-            if i == 0 && context > 0 {
-                writeln!(out, "      context-prefix (ran in earlier paths):")?;
-            }
-            if i == context && context > 0 {
-                writeln!(out, "      active suffix:")?;
-            }
-            match s.via {
-                Some("call") => writeln!(out, "        -> call {}", shown(s.function))?,
-                Some("return") => writeln!(out, "        <- return to {}", shown(s.function))?,
-                Some("summary") => writeln!(
-                    out,
-                    "        (recursive call elided: the callee's activation is counted as paths of its own)"
-                )?,
-                Some("summary_cut") => writeln!(
-                    out,
-                    "        (call cut by the path budget, elided: the callee's paths are counted separately)"
-                )?,
-                Some("loop_restart") if i == context => writeln!(out, "        (starts at loop header)")?,
-                _ => {}
-            }
-            let lines = if s.lines.is_empty() {
-                "(no line info)".to_string()
-            } else {
-                format!("{}:{}", file_of(s.function), crate::text::line_ranges(s.lines))
-            };
-            writeln!(out, "        {}:bb{:<4} {lines}", shown(s.function), s.block)?;
-        }
+        crate::text::interproc_steps(out, p.steps.iter(), p.context_steps as usize, shown, file_of)?;
         if p.end == "back_edge" {
             writeln!(out, "        (ends at back edge)")?;
         }
