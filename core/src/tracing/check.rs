@@ -135,9 +135,9 @@ impl WitnessSets {
 
     /// Whether EOF is in a predicate's witness set (then returns must write EOF).
     pub(crate) fn needs_eof(&self, cfg: &Cfg, view: &TracingView) -> bool {
-        cfg.vertices().filter(|&v| view.is_predicate(v)).any(|v| {
-            view.out_edges(v).iter().any(|&e| self.of_edge(cfg, e).last() == Some(&WitnessOf::Eof))
-        })
+        cfg.vertices()
+            .filter(|&v| view.is_predicate(v))
+            .any(|v| view.out_edges(v).iter().any(|&e| self.of_edge(cfg, e).last() == Some(&WitnessOf::Eof)))
     }
 
     /// The first predicate (in vertex order) whose out-edges' sets overlap.

@@ -104,7 +104,8 @@ struct Frame {
 /// Where a walk stopped.
 enum Stop {
     Returned,
-    AtCall(u32),
+    /// At a call site, an activation of this function begins; the frame waits with its call sites left.
+    Enter(FuncId),
 }
 
 /// Regenerates one thread's trace into `sink`; returns the number of blocks written. Stops with
@@ -117,15 +118,15 @@ pub fn regenerate<D: DecisionSource, S: StepSink>(
 ) -> Result<u64, RegenError> {
     let mut stack: Vec<Frame> = Vec::new();
     let mut budget = max_blocks;
+    let mut start: Option<FuncId> = None;
     loop {
-        let at = |stack: &[Frame]| {
-            let top = stack.last();
-            (top.map(|f| f.func), top.map(|f| f.vertex))
+        let next = match start.take() {
+            Some(f) => Some(f),
+            None => src.activation(program.func_bits).map_err(|error| {
+                let top = stack.last();
+                RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
+            })?,
         };
-        let next = src.activation(program.func_bits).map_err(|error| {
-            let (func, block) = at(&stack);
-            RegenError::Stream { error, func, block }
-        })?;
         let (mut frame, emit_first) = match next {
             Some(f) => {
                 let t = program.func(f).ok_or(RegenError::UnknownFunction(f.0))?;
@@ -142,22 +143,24 @@ pub fn regenerate<D: DecisionSource, S: StepSink>(
             }
         };
         let t = &program.funcs[frame.func.index()];
-        let stop = walk(t, &mut frame, emit_first, src, sink, &mut budget).map_err(|e| match e {
+        let stop = walk(t, program.func_bits, &mut frame, emit_first, src, sink, &mut budget).map_err(|e| match e {
             RegenError::BlockLimit(_) => RegenError::BlockLimit(max_blocks),
             e => e,
         })?;
-        if let Stop::AtCall(k) = stop {
-            frame.calls_left = k;
+        if let Stop::Enter(g) = stop {
             stack.push(frame);
+            start = Some(g);
         }
     }
 }
 
 /// Walks `frame`'s function from its vertex (writing that vertex first if `emit_first`) until it returns or
-/// reaches a call site. The hot loop: one row lookup per block.
+/// enters a callee at a call site (call sites whose callees are all done — the common case of a call into
+/// untraced code — are passed without leaving the loop). The hot loop: one row lookup per block.
 #[inline]
 fn walk<D: DecisionSource, S: StepSink>(
     t: &FuncTables,
+    func_bits: u8,
     frame: &mut Frame,
     mut emit_first: bool,
     src: &mut D,
@@ -190,14 +193,20 @@ fn walk<D: DecisionSource, S: StepSink>(
                     }
                     return Ok(Stop::Returned);
                 }
-                let k = t.calls[v.index()];
-                if k > 0 {
-                    if pending != NONE {
-                        return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+                let mut left = t.calls[v.index()];
+                if left > 0 && pending != NONE {
+                    return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+                }
+                while left > 0 {
+                    match src.activation(func_bits).map_err(|e| stream(e, v))? {
+                        None => left -= 1,
+                        Some(g) => {
+                            frame.vertex = v;
+                            frame.pending = NONE;
+                            frame.calls_left = left;
+                            return Ok(Stop::Enter(g));
+                        }
                     }
-                    frame.vertex = v;
-                    frame.pending = NONE;
-                    return Ok(Stop::AtCall(k));
                 }
             }
         }

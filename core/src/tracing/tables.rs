@@ -98,11 +98,8 @@ impl FuncTables {
         let hole = Transition { target: BlockId(NONE), edge: EdgeId(NONE), witness: NONE };
         for v in cfg.vertices() {
             let outs = view.out_edges(v);
-            let step = |e: EdgeId| Transition {
-                target: cfg.edge(e).to,
-                edge: e,
-                witness: plan.value(e).unwrap_or(NONE),
-            };
+            let step =
+                |e: EdgeId| Transition { target: cfg.edge(e).to, edge: e, witness: plan.value(e).unwrap_or(NONE) };
             let row = u32::try_from(trans.len()).map_err(|_| TablesError::TooLarge)?;
             let width = token_width(plan, &view, v, eof != NONE);
             let special = v == cfg.exit() || calls.count(v) > 0 || outs.is_empty();

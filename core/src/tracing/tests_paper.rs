@@ -114,10 +114,7 @@ fn thesis_fig_3_11_without_the_witness_on_p_a_fails_trace() {
     assert_eq!(witness_set(&g, &plan, e(1)), vec![u, v]); // witness(P,B)
     let violation = TraceViolation::NotDisjoint { predicate: BlockId(P), first: e(0), second: e(1), witness: u };
     assert_eq!(check_trace(&g, &plan), Err(violation.clone()));
-    assert_eq!(
-        FuncTables::build(&g, &CallSites::none(&g), &plan).unwrap_err(),
-        TablesError::Placement(violation)
-    );
+    assert_eq!(FuncTables::build(&g, &CallSites::none(&g), &plan).unwrap_err(), TablesError::Placement(violation));
     // Both executions write (v, EOF): the witnessed edges they cross are e3 (v) only.
     for run in [&[0u32, 4, 5, 1, 3, 6][..], &[1, 3, 6]] {
         let written: Vec<EdgeId> = run.iter().map(|&i| e(i)).filter(|&x| plan.is_witnessed(x)).collect();

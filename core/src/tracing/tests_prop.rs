@@ -121,11 +121,13 @@ impl Exec<'_> {
                 let x = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
                 let probs = &skew[f][v.index()];
                 let mut acc = 0.0;
-                probs.iter().position(|&q| {
-                    acc += q;
-                    x < acc
-                })
-                .unwrap_or(probs.len() - 1)
+                probs
+                    .iter()
+                    .position(|&q| {
+                        acc += q;
+                        x < acc
+                    })
+                    .unwrap_or(probs.len() - 1)
             } else {
                 self.rng.below(outs.len())
             };
@@ -248,7 +250,8 @@ fn closure(g: &Cfg, plan: &WitnessPlan, x: BlockId) -> Vec<bool> {
 /// a predicate whose witness-free futures meet).
 fn trace_by_characterisation(g: &Cfg, plan: &WitnessPlan) -> bool {
     let unwitnessed = |e: EdgeId| is_traced(g.edge(e).kind) && !plan.is_witnessed(e);
-    let cycle = g.edge_ids().filter(|&e| unwitnessed(e)).any(|e| closure(g, plan, g.edge(e).to)[g.edge(e).from.index()]);
+    let cycle =
+        g.edge_ids().filter(|&e| unwitnessed(e)).any(|e| closure(g, plan, g.edge(e).to)[g.edge(e).from.index()]);
     let diamond = g.vertices().any(|p| {
         let outs: Vec<EdgeId> = g.edge_ids().filter(|&e| g.edge(e).from == p && unwitnessed(e)).collect();
         outs.iter().enumerate().any(|(i, &a)| {
@@ -476,7 +479,8 @@ fn measure_bits_per_branch() {
         }
         // Bits per executed branch decision, the activation flags and function ids (the same in every
         // encoding, coded at ~1 bit per flag) left out; the totals with them in brackets.
-        let per = |b: u64| format!("{:.3} ({:.3})", (b - act_bits) as f64 / branches as f64, b as f64 / branches as f64);
+        let per =
+            |b: u64| format!("{:.3} ({:.3})", (b - act_bits) as f64 / branches as f64, b as f64 / branches as f64);
         println!(
             "{} branching: {branches} decisions ({:.0}% two-way), {blocks} blocks, {:.3} activation bits/branch; \
              bits/branch: spanning-tree witnesses {}, bit tracing {}, entropy with a same-run profile {}, \
@@ -507,40 +511,53 @@ impl StepSink for Fold {
 fn measure_regeneration_speed() {
     // Larger functions, long executions: a few million blocks per program.
     let progs = sample_programs(4, 3, 40);
-    for p in &progs {
-        let run = long_run(p, 7, None, 3_000_000);
-        let n = run.blocks.len() as u64;
-        let sp = spanning_program(p);
-        let bt = bit_program(p);
-        let sp_bits = bit_trace(&sp, &run.events);
-        let bt_bits = bit_trace(&bt, &run.events);
-        let models = EntropyModels::from_edge_counts(&bt, &run.edge_counts).unwrap();
-        let en = entropy_trace(&bt, &models, &run.events);
-        let time = |name: &str, f: &mut dyn FnMut() -> u64| {
-            let mut best = f64::MAX;
-            for _ in 0..5 {
-                let t = std::time::Instant::now();
-                let got = f();
-                best = best.min(t.elapsed().as_secs_f64());
-                assert_eq!(got, n);
-            }
-            println!("{name}: {n} blocks, {:.0} M blocks/s", n as f64 / best / 1e6);
-        };
-        time("spanning-tree witnesses", &mut || {
-            let mut s = Fold(0);
-            regenerate(&sp, &mut BitReader::new(&sp_bits), &mut s, u64::MAX).unwrap()
+    let no_calls =
+        |p: &RandomProgram| RandomProgram { calls: p.cfgs.iter().map(CallSites::none).collect(), ..p.clone() };
+    for p in progs.iter().flat_map(|p| [p.clone(), no_calls(p)]) {
+        let p = &p;
+        println!("{} functions, {} call sites per 100 blocks", p.cfgs.len(), {
+            let (c, b): (u32, usize) = p.cfgs.iter().zip(&p.calls).fold((0, 0), |(c, b), (g, cs)| {
+                (c + g.vertices().map(|v| cs.count(v)).sum::<u32>(), b + g.num_blocks())
+            });
+            100 * c as usize / b.max(1)
         });
-        time("bit tracing", &mut || {
-            let mut s = Fold(0);
-            regenerate(&bt, &mut BitReader::new(&bt_bits), &mut s, u64::MAX).unwrap()
-        });
-        time("entropy-coded", &mut || {
-            let mut s = Fold(0);
-            regenerate(&bt, &mut EntropySource::new(&models, &en).unwrap(), &mut s, u64::MAX).unwrap()
-        });
-        time("bit tracing into a Vec", &mut || {
-            let mut s: Vec<(FuncId, BlockId)> = Vec::with_capacity(n as usize);
-            regenerate(&bt, &mut BitReader::new(&bt_bits), &mut s, u64::MAX).unwrap()
-        });
+        for skewed in [false, true] {
+            let skew = skew_of(p, 5);
+            let run = long_run(p, 7, skewed.then_some(&skew), 3_000_000);
+            let n = run.blocks.len() as u64;
+            println!("{} branching", if skewed { "skewed" } else { "uniform" });
+            let sp = spanning_program(p);
+            let bt = bit_program(p);
+            let sp_bits = bit_trace(&sp, &run.events);
+            let bt_bits = bit_trace(&bt, &run.events);
+            let models = EntropyModels::from_edge_counts(&bt, &run.edge_counts).unwrap();
+            let en = entropy_trace(&bt, &models, &run.events);
+            let time = |name: &str, f: &mut dyn FnMut() -> u64| {
+                let mut best = f64::MAX;
+                for _ in 0..5 {
+                    let t = std::time::Instant::now();
+                    let got = f();
+                    best = best.min(t.elapsed().as_secs_f64());
+                    assert_eq!(got, n);
+                }
+                println!("{name}: {n} blocks, {:.0} M blocks/s", n as f64 / best / 1e6);
+            };
+            time("spanning-tree witnesses", &mut || {
+                let mut s = Fold(0);
+                regenerate(&sp, &mut BitReader::new(&sp_bits), &mut s, u64::MAX).unwrap()
+            });
+            time("bit tracing", &mut || {
+                let mut s = Fold(0);
+                regenerate(&bt, &mut BitReader::new(&bt_bits), &mut s, u64::MAX).unwrap()
+            });
+            time("entropy-coded", &mut || {
+                let mut s = Fold(0);
+                regenerate(&bt, &mut EntropySource::new(&models, &en).unwrap(), &mut s, u64::MAX).unwrap()
+            });
+            time("bit tracing into a Vec", &mut || {
+                let mut s: Vec<(FuncId, BlockId)> = Vec::with_capacity(n as usize);
+                regenerate(&bt, &mut BitReader::new(&bt_bits), &mut s, u64::MAX).unwrap()
+            });
+        }
     }
 }
