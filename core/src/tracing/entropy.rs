@@ -78,22 +78,24 @@ impl EntropyModels {
                 return Err(ModelError::NotBitTracing(f));
             }
             let c = counts.get(i).filter(|c| c.len() == t.edge_from.len()).ok_or(ModelError::CountMismatch(f))?;
+            // Out-edge i of a predicate writes i (bit tracing), so each table is in value order.
+            let mut outs: Vec<Vec<(u32, u64)>> = vec![Vec::new(); t.num_vertices()];
+            for (e, &w) in t.edge_witness.iter().enumerate() {
+                if w != super::tables::NONE {
+                    outs[t.edge_from[e].index()].push((w, c[e]));
+                }
+            }
             let mut start = vec![NONE; t.num_vertices()];
             let mut cum = Vec::new();
-            for (v, s) in start.iter_mut().enumerate() {
-                if t.out_degree[v] < 2 {
+            for (v, mut o) in outs.into_iter().enumerate() {
+                if o.len() < 2 {
                     continue;
                 }
-                let vid = BlockId::from_index(v);
-                // Out-edge i of a predicate writes i (bit tracing), so the table is in value order.
-                let mut outs: Vec<(u32, u64)> = (0..t.edge_from.len())
-                    .filter(|&e| t.edge_from[e] == vid && t.edge_witness[e] != super::tables::NONE)
-                    .map(|e| (t.edge_witness[e], c[e]))
-                    .collect();
-                outs.sort_unstable();
-                let freqs: Vec<u64> = outs.iter().map(|&(_, n)| n).collect();
-                let q = quantize(&freqs).ok_or(ModelError::TooManyWays { func: f, block: vid })?;
-                *s = cum.len() as u32;
+                o.sort_unstable();
+                let freqs: Vec<u64> = o.iter().map(|&(_, n)| n).collect();
+                let block = BlockId::from_index(v);
+                let q = quantize(&freqs).ok_or(ModelError::TooManyWays { func: f, block })?;
+                start[v] = cum.len() as u32;
                 let mut acc = 0;
                 cum.push(0);
                 for x in q {

@@ -561,3 +561,51 @@ fn measure_regeneration_speed() {
         }
     }
 }
+
+#[test]
+fn quantised_frequencies_are_proportional_and_never_zero() {
+    use super::entropy::quantize;
+    // 2^15 = 32768 shared as 1 + ⌊c·(32768 − N)/C⌋, the remainder to the most frequent edge (by hand).
+    assert_eq!(quantize(&[3, 1]), Some(vec![24576, 8192]));
+    assert_eq!(quantize(&[5, 0]), Some(vec![32767, 1]));
+    assert_eq!(quantize(&[0, 0, 0]), Some(vec![10924, 10922, 10922]));
+    assert_eq!(quantize(&[]), None);
+}
+
+#[test]
+fn range_coder_costs_what_the_probabilities_say() {
+    use super::range_coder::{RangeDecoder, RangeEncoder};
+    // 8000 fair coin flips (freq 2^14 of 2^15) cost 1000 bytes plus the 5-byte flush; 8000 symbols of
+    // probability 1/4 (freq 2^13) cost 2 bits each; raw bits cost themselves.
+    let mut rng = Rng::new(1);
+    let flips: Vec<u32> = (0..8000).map(|_| (rng.next() & 1) as u32).collect();
+    let mut enc = RangeEncoder::new();
+    for &b in &flips {
+        enc.encode(b << 14, 1 << 14, 15);
+    }
+    let bytes = enc.finish();
+    assert!((1000..=1005).contains(&bytes.len()), "{} bytes", bytes.len());
+    let mut dec = RangeDecoder::new(&bytes).unwrap();
+    for &b in &flips {
+        let x = dec.target(15).unwrap();
+        assert_eq!(x >> 14, b);
+        dec.consume(b << 14, 1 << 14).unwrap();
+    }
+    assert_eq!(dec.remaining(), 0);
+    let mut enc = RangeEncoder::new();
+    for i in 0..8000u32 {
+        enc.encode((i % 4) << 13, 1 << 13, 15);
+    }
+    assert!((2000..=2005).contains(&enc.finish().len()));
+    let mut enc = RangeEncoder::new();
+    for i in 0..1000u32 {
+        enc.encode_bits(i.wrapping_mul(2_654_435_761) % (1 << 24), 24);
+    }
+    let bytes = enc.finish();
+    assert!((3000..=3005).contains(&bytes.len()));
+    let mut dec = RangeDecoder::new(&bytes).unwrap();
+    for i in 0..1000u32 {
+        assert_eq!(dec.decode_bits(24).unwrap(), i.wrapping_mul(2_654_435_761) % (1 << 24));
+    }
+    assert!(dec.decode_bits(8).is_err(), "reading past the end is an error");
+}
