@@ -16,6 +16,8 @@
 //! - [`vertex_profile`]: block counts from fewer edge counters, Vprof(Ecnt) (BL94 §3.3).
 //! - [`reentry`]: fork re-entries (activations a `fork()`ed child resumes) as measured virtual edges.
 //! - [`ball_larus`]: Ball–Larus path profiling (MICRO 1996).
+//! - [`tracing`]: optimal control-flow tracing with witnesses, bit tracing, entropy coding, and regeneration
+//!   (BL94 §4, thesis §3.2).
 //! - [`melski_reps`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382),
 //!   built on the Ball–Larus DAG; its files carry the same names as their Ball–Larus counterparts.
 //!
@@ -40,6 +42,7 @@ pub mod reentry;
 pub mod spanning;
 #[cfg(test)]
 mod test_rng;
+pub mod tracing;
 pub mod vertex_profile;
 pub mod weighting;
 

@@ -1,0 +1,128 @@
+//! Fixed-width bit encodings: per-witness tokens (⌈log2 n⌉ bits for a function with n witness values) and bit
+//! tracing (⌈log2 N⌉ bits for an N-way predicate), which differ only in the width the tables give each read.
+//!
+//! Activations cost one flag bit (1 = `Enter`, 0 = `Done`) plus ⌈log2 F⌉ bits of function id for a program of
+//! F functions. Bits are packed least-significant first into bytes; the stream records its exact length, so a
+//! truncated trace is detected, never read past.
+
+use super::encode::SymbolSink;
+use super::regenerate::{DecisionSource, StreamError};
+use super::FuncId;
+use crate::graph::BlockId;
+
+/// A packed bit stream and its exact length in bits.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BitTrace {
+    /// The bits, least-significant first; the last byte's unused high bits are 0.
+    pub bytes: Vec<u8>,
+    /// The number of bits.
+    pub bits: u64,
+}
+
+/// Appends bits to a [`BitTrace`]; also the [`SymbolSink`] of both fixed-width encodings.
+#[derive(Clone, Debug, Default)]
+pub struct BitWriter {
+    out: Vec<u8>,
+    acc: u64,
+    nacc: u32,
+    bits: u64,
+}
+
+impl BitWriter {
+    /// An empty stream.
+    pub fn new() -> BitWriter {
+        BitWriter::default()
+    }
+
+    /// Appends the low `width` bits of `value` (width ≤ 32).
+    #[inline]
+    pub fn write(&mut self, value: u32, width: u8) {
+        debug_assert!(width <= 32 && (width == 32 || value >> width == 0));
+        self.acc |= u64::from(value) << self.nacc;
+        self.nacc += u32::from(width);
+        self.bits += u64::from(width);
+        while self.nacc >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.nacc -= 8;
+        }
+    }
+
+    /// The stream so far.
+    pub fn finish(mut self) -> BitTrace {
+        if self.nacc > 0 {
+            self.out.push(self.acc as u8);
+        }
+        BitTrace { bytes: self.out, bits: self.bits }
+    }
+}
+
+impl SymbolSink for BitWriter {
+    #[inline]
+    fn witness(&mut self, _f: FuncId, _v: BlockId, width: u8, value: u32) {
+        self.write(value, width);
+    }
+    fn enter(&mut self, f: FuncId, func_bits: u8) {
+        self.write(1, 1);
+        self.write(f.0, func_bits);
+    }
+    fn done(&mut self, _func_bits: u8) {
+        self.write(0, 1);
+    }
+}
+
+/// Reads a [`BitTrace`]; the [`DecisionSource`] of both fixed-width encodings.
+#[derive(Clone, Debug)]
+pub struct BitReader<'a> {
+    bytes: &'a [u8],
+    pos: u64,
+    bits: u64,
+}
+
+impl<'a> BitReader<'a> {
+    /// Reads `trace` from its first bit.
+    pub fn new(trace: &'a BitTrace) -> BitReader<'a> {
+        BitReader { bytes: &trace.bytes, pos: 0, bits: trace.bits.min(trace.bytes.len() as u64 * 8) }
+    }
+
+    /// Bits not read yet.
+    pub fn remaining(&self) -> u64 {
+        self.bits - self.pos
+    }
+
+    /// The next `width` bits (width ≤ 32) as a number.
+    #[inline]
+    pub fn read(&mut self, width: u8) -> Result<u32, StreamError> {
+        let w = u64::from(width);
+        if self.bits - self.pos < w {
+            return Err(StreamError::Ended);
+        }
+        let byte = (self.pos / 8) as usize;
+        let shift = self.pos % 8;
+        let word = match self.bytes.get(byte..byte + 8) {
+            Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
+            None => {
+                let mut b = [0u8; 8];
+                let tail = &self.bytes[byte..];
+                b[..tail.len()].copy_from_slice(tail);
+                u64::from_le_bytes(b)
+            }
+        };
+        self.pos += w;
+        // shift + width ≤ 7 + 32 < 64: one load holds every bit of the token.
+        Ok(((word >> shift) & ((1u64 << w) - 1)) as u32)
+    }
+}
+
+impl DecisionSource for BitReader<'_> {
+    #[inline]
+    fn witness(&mut self, _f: FuncId, _v: BlockId, width: u8) -> Result<u32, StreamError> {
+        self.read(width)
+    }
+    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
+        if self.read(1)? == 0 {
+            return Ok(None);
+        }
+        Ok(Some(FuncId(self.read(func_bits)?)))
+    }
+}

@@ -1,0 +1,98 @@
+//! The encoder side: from what a traced thread did to the decisions the regenerator will ask for.
+//!
+//! This is the model the runtime implements with instrumentation: an edge that writes a witness emits its
+//! value; a function entry emits `Enter(f)`; the return of a call site emits `Done` (and so does the end of
+//! the thread); a return of a function whose placement lets a predicate reach EXIT witness-free emits EOF.
+//! Every encoding is a [`SymbolSink`] paired with a [`super::regenerate::DecisionSource`] that reads the same
+//! symbols in the same contexts.
+
+use super::tables::{FuncTables, Program, NONE};
+use super::FuncId;
+use crate::graph::{BlockId, EdgeId};
+
+/// One thing a traced thread did, in execution order.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// An activation of a traced function began (at its entry block).
+    Enter(FuncId),
+    /// The current activation crossed this edge of its CFG (an edge into EXIT is its return).
+    Edge(EdgeId),
+    /// A call site of the current activation returned (after zero or more activations of traced functions).
+    CallReturned,
+}
+
+/// Where an encoder writes symbols; the context arguments are the ones the decoder will have.
+pub trait SymbolSink {
+    /// A witness `value` of `f`; `v` is the source of the edge that wrote it (EXIT for EOF), `width` its
+    /// token width there.
+    fn witness(&mut self, f: FuncId, v: BlockId, width: u8, value: u32);
+    /// An activation of `f` begins.
+    fn enter(&mut self, f: FuncId, func_bits: u8);
+    /// The current call site (or, at the top level, the thread) is done.
+    fn done(&mut self, func_bits: u8);
+}
+
+/// Why events could not be encoded (they do not describe an execution of the program).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    /// An event at position `index` does not fit the activation stack or the CFG.
+    #[error("event {index} does not fit the execution")]
+    BadEvent {
+        /// Position in the event list.
+        index: usize,
+    },
+}
+
+/// Encodes one thread's events into `sink` and ends the thread (top-level Done).
+pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) -> Result<(), EncodeError> {
+    // Current activations, innermost last: (function, current vertex, call sites of it already returned).
+    let mut stack: Vec<(FuncId, BlockId, u32)> = Vec::new();
+    let calls = |f: FuncId, v: BlockId| program.funcs[f.index()].calls[v.index()];
+    for (index, &ev) in events.iter().enumerate() {
+        let bad = EncodeError::BadEvent { index };
+        match ev {
+            Event::Enter(f) => {
+                let t = program.func(f).ok_or(bad.clone())?;
+                if let Some(&(g, v, done)) = stack.last() {
+                    if done >= calls(g, v) {
+                        return Err(bad);
+                    }
+                }
+                sink.enter(f, program.func_bits);
+                stack.push((f, t.entry, 0));
+            }
+            Event::CallReturned => {
+                let (g, v, done) = stack.last_mut().ok_or(bad.clone())?;
+                if *done >= calls(*g, *v) {
+                    return Err(bad);
+                }
+                *done += 1;
+                sink.done(program.func_bits);
+            }
+            Event::Edge(e) => {
+                let (f, v, done) = stack.last_mut().ok_or(bad.clone())?;
+                let t: &FuncTables = &program.funcs[f.index()];
+                if t.edge_from.get(e.index()) != Some(v) || *done != t.calls[v.index()] || !t.traces(e) {
+                    return Err(bad);
+                }
+                *done = 0;
+                let w = t.edge_witness[e.index()];
+                if w != NONE {
+                    sink.witness(*f, *v, t.verts[v.index()].width, w);
+                }
+                *v = t.edge_to[e.index()];
+                if *v == t.exit {
+                    if t.eof != NONE {
+                        sink.witness(*f, t.exit, t.verts[t.exit.index()].width, t.eof);
+                    }
+                    stack.pop();
+                }
+            }
+        }
+    }
+    if !stack.is_empty() {
+        return Err(EncodeError::BadEvent { index: events.len() });
+    }
+    sink.done(program.func_bits);
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! Regeneration: rebuild the exact block sequence of every activation from the decisions in a trace.
+//!
+//! Thesis Figure 3.12 / TOPLAS'94 Figure 14, with the witness read lazily: at a predicate with no pending
+//! witness read one; take the out-edge whose witness set holds it ([`super::tables`]); when the edge taken
+//! writes a witness, that witness is consumed (it must be the pending one: otherwise the trace is corrupt).
+//! A witness thus stays pending across vertices until its edge is crossed.
+//!
+//! # Calls (thesis §3.2.2, TOPLAS'94 §4.2)
+//! The stream of one thread interleaves activations: at a block with k call sites, after the block, come k
+//! groups "zero or more activations, then Done" — an activation is `Enter(f)` followed by f's own decisions up
+//! to its return; zero activations is a call to an uninstrumented function, several are callbacks from one.
+//! The top level of a thread is one such group (its Done ends the thread). The caller's state (block, pending
+//! witness, call sites left) waits on a stack. Blocking guarantees that no witness is pending at a call, so
+//! the decisions before and after a callee's trace are the caller's own; a decision read while one is pending
+//! there is an error, never a wrong answer. The decoder always knows what comes next (a witness of the current
+//! function, or an activation), which is what lets the bit-level encodings drop all token tags.
+
+use super::tables::{FuncTables, Program, NONE, PRED, SPECIAL};
+use super::FuncId;
+use crate::graph::{BlockId, EdgeId};
+
+/// What went wrong reading the next decision.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StreamError {
+    /// The trace ended (a truncated trace: a crash, or a flight-recorder window).
+    Ended,
+    /// The next item is not what the position calls for (a corrupt trace, or the wrong metadata).
+    Unexpected,
+}
+
+/// Why a trace could not be regenerated; `func`/`block` say where the walk was.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RegenError {
+    /// The stream failed at this point.
+    #[error("trace {error:?} in {func:?} at {block:?}")]
+    Stream {
+        /// What failed.
+        error: StreamError,
+        /// The function being regenerated (none at the top level).
+        func: Option<FuncId>,
+        /// Its current block.
+        block: Option<BlockId>,
+    },
+    /// A witness value no out-edge of this predicate admits, or a witnessed edge crossed with another pending.
+    #[error("witness {value} does not fit {func} at {block}")]
+    BadWitness {
+        /// The function.
+        func: FuncId,
+        /// The block.
+        block: BlockId,
+        /// The value read.
+        value: u32,
+    },
+    /// An activation of a function the program does not have.
+    #[error("activation of unknown function {0}")]
+    UnknownFunction(u32),
+    /// The walk reached a block with no traced way out (only left abnormally), yet the trace goes on.
+    #[error("{func} has no way out of {block}")]
+    DeadEnd {
+        /// The function.
+        func: FuncId,
+        /// The block.
+        block: BlockId,
+    },
+    /// More blocks than the caller allowed (a decision-free infinite loop, or a corrupt trace).
+    #[error("more than {0} blocks")]
+    BlockLimit(u64),
+}
+
+/// Where regeneration reads its decisions: one implementation per encoding. The decoder passes the context
+/// (function, vertex, token width), so an encoding needs no tags.
+pub trait DecisionSource {
+    /// The next witness value of `f`, read at `v`, `width` bits wide in the bit-level encodings.
+    fn witness(&mut self, f: FuncId, v: BlockId, width: u8) -> Result<u32, StreamError>;
+    /// At a call site or at the top level: the next activation's function, or `None` for Done.
+    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError>;
+}
+
+/// Where regeneration writes the execution: every block entered, in order (EXIT included), and every edge.
+pub trait StepSink {
+    /// `f` entered `b`.
+    fn block(&mut self, f: FuncId, b: BlockId);
+    /// `f` crossed `e` (called before the `block` of its target).
+    #[inline]
+    fn edge(&mut self, _f: FuncId, _e: EdgeId) {}
+}
+
+impl StepSink for Vec<(FuncId, BlockId)> {
+    #[inline]
+    fn block(&mut self, f: FuncId, b: BlockId) {
+        self.push((f, b));
+    }
+}
+
+/// A suspended or running activation.
+#[derive(Copy, Clone, Debug)]
+struct Frame {
+    func: FuncId,
+    vertex: BlockId,
+    pending: u32,
+    calls_left: u32,
+}
+
+/// Where a walk stopped.
+enum Stop {
+    Returned,
+    /// At a call site, an activation of this function begins; the frame waits with its call sites left.
+    Enter(FuncId),
+}
+
+/// Regenerates one thread's trace into `sink`; returns the number of blocks written. Stops with
+/// [`RegenError::BlockLimit`] after `max_blocks` blocks.
+pub fn regenerate<D: DecisionSource, S: StepSink>(
+    program: &Program,
+    src: &mut D,
+    sink: &mut S,
+    max_blocks: u64,
+) -> Result<u64, RegenError> {
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut budget = max_blocks;
+    let mut start: Option<FuncId> = None;
+    loop {
+        let next = match start.take() {
+            Some(f) => Some(f),
+            None => src.activation(program.func_bits).map_err(|error| {
+                let top = stack.last();
+                RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
+            })?,
+        };
+        let (mut frame, emit_first) = match next {
+            Some(f) => {
+                let t = program.func(f).ok_or(RegenError::UnknownFunction(f.0))?;
+                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0 }, true)
+            }
+            None => {
+                let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
+                fr.calls_left -= 1;
+                if fr.calls_left > 0 {
+                    stack.push(fr);
+                    continue;
+                }
+                (fr, false)
+            }
+        };
+        let t = &program.funcs[frame.func.index()];
+        let stop = walk(t, program.func_bits, &mut frame, emit_first, src, sink, &mut budget).map_err(|e| match e {
+            RegenError::BlockLimit(_) => RegenError::BlockLimit(max_blocks),
+            e => e,
+        })?;
+        if let Stop::Enter(g) = stop {
+            stack.push(frame);
+            start = Some(g);
+        }
+    }
+}
+
+/// Walks `frame`'s function from its vertex (writing that vertex first if `emit_first`) until it returns or
+/// enters a callee at a call site (call sites whose callees are all done — the common case of a call into
+/// untraced code — are passed without leaving the loop). The hot loop: one row lookup per block.
+#[inline]
+fn walk<D: DecisionSource, S: StepSink>(
+    t: &FuncTables,
+    func_bits: u8,
+    frame: &mut Frame,
+    mut emit_first: bool,
+    src: &mut D,
+    sink: &mut S,
+    budget: &mut u64,
+) -> Result<Stop, RegenError> {
+    let f = frame.func;
+    let mut v = frame.vertex;
+    let mut pending = frame.pending;
+    let stream = |error, v| RegenError::Stream { error, func: Some(f), block: Some(v) };
+    loop {
+        let ve = t.verts[v.index()];
+        if emit_first {
+            if *budget == 0 {
+                return Err(RegenError::BlockLimit(0));
+            }
+            *budget -= 1;
+            sink.block(f, v);
+            if ve.kind & SPECIAL != 0 {
+                if v == t.exit {
+                    if t.eof != NONE {
+                        if pending == NONE {
+                            pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
+                        }
+                        if pending != t.eof {
+                            return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+                        }
+                    } else if pending != NONE {
+                        return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+                    }
+                    return Ok(Stop::Returned);
+                }
+                let mut left = t.calls[v.index()];
+                if left > 0 && pending != NONE {
+                    return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+                }
+                while left > 0 {
+                    match src.activation(func_bits).map_err(|e| stream(e, v))? {
+                        None => left -= 1,
+                        Some(g) => {
+                            frame.vertex = v;
+                            frame.pending = NONE;
+                            frame.calls_left = left;
+                            return Ok(Stop::Enter(g));
+                        }
+                    }
+                }
+            }
+        }
+        emit_first = true;
+        if ve.len == 0 {
+            return Err(RegenError::DeadEnd { func: f, block: v });
+        }
+        let tr = if ve.kind & PRED == 0 {
+            t.trans[ve.row as usize]
+        } else {
+            if pending == NONE {
+                pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
+            }
+            let i = pending.wrapping_sub(ve.lo);
+            if i >= ve.len {
+                return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+            }
+            let tr = t.trans[(ve.row + i) as usize];
+            if tr.target.0 == NONE {
+                return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+            }
+            tr
+        };
+        if tr.witness != NONE {
+            if pending == NONE {
+                pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
+            }
+            if pending != tr.witness {
+                return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+            }
+            pending = NONE;
+        }
+        sink.edge(f, tr.edge);
+        v = tr.target;
+    }
+}

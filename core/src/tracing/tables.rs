@@ -1,0 +1,208 @@
+//! Per-function regeneration tables: one dense row of transitions per vertex, indexed by the pending witness.
+//!
+//! The thesis's regenerator (Figure 3.12) asks at each predicate p "which successor q has the current witness
+//! in witness(p, q)". The sets are computed once here: for a predicate, the row covers the window `lo..lo+len`
+//! of witness values that occur in any of its out-edges' sets and maps each to its out-edge, so a step is one
+//! subtraction, one bounds check and one load. Rows are dense `Vec`s of `Copy` entries indexed by typed ids —
+//! no hashing, no pointers — because regeneration aims at hundreds of millions of blocks per second.
+//! Memory is Σ over predicates of their window, at most (#predicates) × (#witness values + 1); witness values
+//! follow `EdgeId` order, which follows block order, so windows are usually short.
+
+use super::check::{check_blocking_of, TraceViolation, WitnessOf, WitnessSets};
+use super::placement::{token_width, WitnessPlan};
+use super::view::{CallSites, TracingView};
+use crate::graph::{BlockId, Cfg, EdgeId};
+
+/// No witness (pending slot empty, or an edge that writes none).
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// The vertex is a predicate: its row is indexed by the witness.
+pub(crate) const PRED: u8 = 1;
+/// The walk leaves the fast path here: EXIT, a call site, or no way out.
+pub(crate) const SPECIAL: u8 = 2;
+
+/// One vertex's row.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct VertexEntry {
+    /// First transition of the row in [`FuncTables::trans`].
+    pub(crate) row: u32,
+    /// Witness value of the row's first entry (predicates).
+    pub(crate) lo: u32,
+    /// Entries in the row (0: no traced out-edge).
+    pub(crate) len: u32,
+    /// Bits of a witness token read here.
+    pub(crate) width: u8,
+    /// [`PRED`] | [`SPECIAL`].
+    pub(crate) kind: u8,
+}
+
+/// One step: cross `edge` to `target`; `witness` is the value the edge writes ([`NONE`] if none). An entry
+/// with `target == NONE` is a hole in a predicate's window (a corrupt trace).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Transition {
+    pub(crate) target: BlockId,
+    pub(crate) edge: EdgeId,
+    pub(crate) witness: u32,
+}
+
+/// Why a function's tables could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TablesError {
+    /// The placement does not solve Trace, or leaves a witness pending at a call.
+    #[error(transparent)]
+    Placement(#[from] TraceViolation),
+    /// The tables would not fit 32-bit indices.
+    #[error("regeneration tables too large")]
+    TooLarge,
+}
+
+/// Everything the encoder and the regenerator need to know about one traced function.
+#[derive(Clone, Debug)]
+pub struct FuncTables {
+    pub(crate) verts: Vec<VertexEntry>,
+    pub(crate) trans: Vec<Transition>,
+    pub(crate) calls: Vec<u32>,
+    /// Value each edge writes ([`NONE`] if none), and its source, for the encoder.
+    pub(crate) edge_witness: Vec<u32>,
+    pub(crate) edge_from: Vec<BlockId>,
+    pub(crate) edge_to: Vec<BlockId>,
+    pub(crate) edge_traced: Vec<bool>,
+    /// Placed by bit tracing (witness value = out-edge position), which entropy coding needs.
+    pub(crate) bit_tracing: bool,
+    pub(crate) entry: BlockId,
+    pub(crate) exit: BlockId,
+    /// The EOF value returns write ([`NONE`]: returns write nothing).
+    pub(crate) eof: u32,
+    /// Predicates (≥ 2 traced out-edges), for entropy models.
+    pub(crate) out_degree: Vec<u32>,
+}
+
+impl FuncTables {
+    /// Tables for `cfg` traced with `plan`. Refuses a plan that does not solve Trace(Ewit) or that leaves a
+    /// predicate a witness-free path to a call (the callee's trace would come between a witness and the
+    /// predicate that needs it); a witness-free path to EXIT is allowed, and then every return writes EOF.
+    pub fn build(cfg: &Cfg, calls: &CallSites, plan: &WitnessPlan) -> Result<FuncTables, TablesError> {
+        let view = TracingView::new(cfg, calls);
+        check_blocking_of(cfg, &view, plan, false)?;
+        let sets = WitnessSets::compute(cfg, &view, plan);
+        if let Some(v) = sets.first_overlap(cfg, &view) {
+            return Err(v.into());
+        }
+        let eof = if sets.needs_eof(cfg, &view) { plan.num_values() } else { NONE };
+        let value_of = |w: WitnessOf| match w {
+            WitnessOf::Edge(e) => plan.value(e).expect("a witnessed edge"),
+            WitnessOf::Eof => eof,
+        };
+        let mut verts = Vec::with_capacity(cfg.num_vertices());
+        let mut trans: Vec<Transition> = Vec::new();
+        let hole = Transition { target: BlockId(NONE), edge: EdgeId(NONE), witness: NONE };
+        for v in cfg.vertices() {
+            let outs = view.out_edges(v);
+            let step =
+                |e: EdgeId| Transition { target: cfg.edge(e).to, edge: e, witness: plan.value(e).unwrap_or(NONE) };
+            let row = u32::try_from(trans.len()).map_err(|_| TablesError::TooLarge)?;
+            let width = token_width(plan, &view, v, eof != NONE);
+            let special = v == cfg.exit() || calls.count(v) > 0 || outs.is_empty();
+            let mut kind = if special { SPECIAL } else { 0 };
+            let (lo, len) = if outs.len() == 1 {
+                trans.push(step(outs[0]));
+                (0, 1)
+            } else if outs.is_empty() {
+                (0, 0)
+            } else {
+                kind |= PRED;
+                let members: Vec<Vec<u32>> =
+                    outs.iter().map(|&e| sets.of_edge(cfg, e).into_iter().map(value_of).collect()).collect();
+                let all = members.iter().flatten();
+                let (lo, hi) = all.fold((u32::MAX, 0), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+                if lo > hi {
+                    (0, 0) // no way out of any successor (only in graphs where nothing reaches EXIT)
+                } else {
+                    let len = hi - lo + 1;
+                    let base = trans.len();
+                    trans.resize(base + len as usize, hole);
+                    for (&e, ws) in outs.iter().zip(&members) {
+                        for &w in ws {
+                            trans[base + (w - lo) as usize] = step(e);
+                        }
+                    }
+                    (lo, len)
+                }
+            };
+            verts.push(VertexEntry { row, lo, len, width, kind });
+        }
+        if u32::try_from(trans.len()).is_err() {
+            return Err(TablesError::TooLarge);
+        }
+        Ok(FuncTables {
+            verts,
+            trans,
+            calls: cfg.vertices().map(|v| calls.count(v)).collect(),
+            edge_witness: cfg.edge_ids().map(|e| plan.value(e).unwrap_or(NONE)).collect(),
+            edge_from: cfg.edges().iter().map(|e| e.from).collect(),
+            edge_to: cfg.edges().iter().map(|e| e.to).collect(),
+            edge_traced: cfg.edges().iter().map(|e| super::view::is_traced(e.kind)).collect(),
+            bit_tracing: plan.scheme() == super::placement::Scheme::BitTracing,
+            entry: cfg.entry(),
+            exit: cfg.exit(),
+            eof,
+            out_degree: cfg.vertices().map(|v| view.out_edges(v).len() as u32).collect(),
+        })
+    }
+
+    /// Whether returns write EOF (a placement without blocking witnesses before EXIT).
+    pub fn writes_eof(&self) -> bool {
+        self.eof != NONE
+    }
+
+    /// Bits of a witness token read at (or, for the encoder, written by an edge leaving) `v`.
+    pub fn token_width(&self, v: BlockId) -> u8 {
+        self.verts[v.index()].width
+    }
+
+    /// Entries in all rows: the tables' size in transitions (12 bytes each).
+    pub fn num_transitions(&self) -> usize {
+        self.trans.len()
+    }
+
+    /// Whether `e` is an edge tracing follows (a `Branch` or `Return` edge of this function).
+    pub(crate) fn traces(&self, e: EdgeId) -> bool {
+        self.edge_traced.get(e.index()).copied().unwrap_or(false)
+    }
+
+    pub(crate) fn num_vertices(&self) -> usize {
+        self.verts.len()
+    }
+}
+
+/// The traced functions of a program, indexed by [`FuncId`]: what a trace file's metadata describes.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub(crate) funcs: Vec<FuncTables>,
+    pub(crate) func_bits: u8,
+}
+
+impl Program {
+    /// A program of `funcs`; a function id in a trace takes ⌈log2 funcs.len()⌉ bits.
+    pub fn new(funcs: Vec<FuncTables>) -> Program {
+        let func_bits = super::view::bits_for(funcs.len() as u64);
+        Program { funcs, func_bits }
+    }
+
+    /// One function's tables.
+    pub fn func(&self, f: FuncId) -> Option<&FuncTables> {
+        self.funcs.get(f.index())
+    }
+
+    /// Bits of a function id in the bit-level encodings.
+    pub fn func_bits(&self) -> u8 {
+        self.func_bits
+    }
+
+    /// Number of functions.
+    pub fn num_funcs(&self) -> usize {
+        self.funcs.len()
+    }
+}
+
+use super::FuncId;

@@ -1,0 +1,611 @@
+//! Property tests for tracing on random CFGs (the fixtures' generator): random executions with calls —
+//! recursion, calls into untraced code (no activation), callbacks (several activations from one call site) —
+//! regenerate exactly under every encoding; the placement satisfies Trace and blocking; the checkers agree
+//! with brute-force versions of the papers' characterisations; bit tracing costs exactly ⌈log2 N⌉ bits per
+//! N-way decision; the entropy coder's size is within a small margin of the empirical entropy of the
+//! decisions, computed independently from the execution. Plus the measured numbers of the report (bits per
+//! branch, regeneration speed), as `#[ignore]`d tests that print.
+
+use super::bits::{BitReader, BitTrace, BitWriter};
+use super::check::{check_blocking, check_trace, TraceViolation};
+use super::encode::{encode, Event};
+use super::entropy::{EntropyModels, EntropySink, EntropySource};
+use super::placement::{bit_tracing, blockers, place_witnesses, Blocking, WitnessPlan};
+use super::regenerate::{regenerate, DecisionSource, StepSink};
+use super::tables::{FuncTables, Program};
+use super::tokens::{TokenSink, TokenSource};
+use super::view::{bits_for, is_traced, CallSites};
+use super::FuncId;
+use crate::graph::{BlockId, Cfg, EdgeId};
+use crate::random_cfg::{random_cfg, RandomCfg};
+use crate::test_rng::Rng;
+use crate::weighting::bl94;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Random programs and executions
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Functions (random CFGs) with random call sites.
+#[derive(Clone, Debug)]
+struct RandomProgram {
+    cfgs: Vec<Cfg>,
+    progress: Vec<Vec<EdgeId>>,
+    calls: Vec<CallSites>,
+    /// Traced out-edges per function and vertex, in `EdgeId` order (bit tracing's value order).
+    outs: Vec<Vec<Vec<EdgeId>>>,
+}
+
+fn random_program(rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
+    let mut rng = Rng::new(seed);
+    let mut calls = Vec::new();
+    let mut outs = Vec::new();
+    for rc in &rcs {
+        let counts = (0..rc.cfg.num_blocks()).map(|_| [0, 0, 0, 0, 0, 1, 1, 2][rng.below(8)]).collect();
+        calls.push(CallSites::new(&rc.cfg, counts).unwrap());
+        let mut o = vec![Vec::new(); rc.cfg.num_vertices()];
+        for (e, edge) in rc.cfg.edge_ids().zip(rc.cfg.edges()) {
+            if is_traced(edge.kind) {
+                o[edge.from.index()].push(e);
+            }
+        }
+        outs.push(o);
+    }
+    RandomProgram {
+        cfgs: rcs.iter().map(|rc| rc.cfg.clone()).collect(),
+        progress: rcs.iter().map(|rc| rc.progress.clone()).collect(),
+        calls,
+        outs,
+    }
+}
+
+fn programs(max_funcs: usize, max_blocks: u32) -> impl Strategy<Value = RandomProgram> {
+    (prop::collection::vec(random_cfg(max_blocks, 14, false), 1..=max_funcs), any::<u64>())
+        .prop_map(|(rcs, seed)| random_program(rcs, seed))
+}
+
+/// What a random execution did, recorded independently of the encoders.
+#[derive(Default, Debug)]
+struct Run {
+    events: Vec<Event>,
+    blocks: Vec<(FuncId, BlockId)>,
+    /// (function, predicate, out-edge position, out-degree) of every decision.
+    decisions: Vec<(usize, BlockId, usize, usize)>,
+    edge_counts: Vec<Vec<u64>>,
+    enters: u64,
+    dones: u64,
+}
+
+/// Branch probabilities per function and vertex (`None`: uniform).
+type Skew = Vec<Vec<Vec<f64>>>;
+
+struct Exec<'a> {
+    p: &'a RandomProgram,
+    rng: Rng,
+    skew: Option<&'a Skew>,
+    run: Run,
+    max_blocks: usize,
+}
+
+impl Exec<'_> {
+    fn activation(&mut self, f: usize, depth: u32) {
+        let g = &self.p.cfgs[f];
+        self.run.events.push(Event::Enter(FuncId::from_index(f)));
+        self.run.enters += 1;
+        let mut v = g.entry();
+        let mut steps = 0;
+        loop {
+            self.run.blocks.push((FuncId::from_index(f), v));
+            if v == g.exit() {
+                return;
+            }
+            for _ in 0..self.p.calls[f].count(v) {
+                let k = if depth < 3 && self.run.blocks.len() < self.max_blocks {
+                    [0, 0, 0, 0, 1, 1, 1, 2][self.rng.below(8)]
+                } else {
+                    0
+                };
+                for _ in 0..k {
+                    let callee = self.rng.below(self.p.cfgs.len());
+                    self.activation(callee, depth + 1);
+                }
+                self.run.events.push(Event::CallReturned);
+                self.run.dones += 1;
+            }
+            let outs = &self.p.outs[f][v.index()];
+            let i = if steps > 40 || self.run.blocks.len() > self.max_blocks {
+                outs.iter().position(|&e| e == self.p.progress[f][v.index()]).unwrap()
+            } else if let Some(skew) = self.skew.filter(|_| outs.len() > 1) {
+                let x = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+                let probs = &skew[f][v.index()];
+                let mut acc = 0.0;
+                probs
+                    .iter()
+                    .position(|&q| {
+                        acc += q;
+                        x < acc
+                    })
+                    .unwrap_or(probs.len() - 1)
+            } else {
+                self.rng.below(outs.len())
+            };
+            if outs.len() > 1 {
+                self.run.decisions.push((f, v, i, outs.len()));
+            }
+            let e = outs[i];
+            self.run.edge_counts[f][e.index()] += 1;
+            self.run.events.push(Event::Edge(e));
+            v = g.edge(e).to;
+            steps += 1;
+        }
+    }
+}
+
+/// One to two top-level activations of random functions, calls as described in the module docs.
+fn execute(p: &RandomProgram, seed: u64, skew: Option<&Skew>, max_blocks: usize) -> Run {
+    let mut ex = Exec { p, rng: Rng::new(seed), skew, run: Run::default(), max_blocks };
+    ex.run.edge_counts = p.cfgs.iter().map(|g| vec![0; g.num_edges()]).collect();
+    for _ in 0..1 + ex.rng.below(2) {
+        let f = ex.rng.below(p.cfgs.len());
+        ex.activation(f, 0);
+    }
+    ex.run.dones += 1; // the thread's end
+    ex.run
+}
+
+/// Skewed branch probabilities: one hot out-edge per predicate, taken with probability 0.6, 0.9 or 0.99.
+fn skew_of(p: &RandomProgram, seed: u64) -> Skew {
+    let mut rng = Rng::new(seed);
+    p.outs
+        .iter()
+        .map(|fo| {
+            fo.iter()
+                .map(|o| {
+                    let n = o.len();
+                    if n < 2 {
+                        return vec![1.0; n];
+                    }
+                    let hot = rng.below(n);
+                    let ph = [0.6, 0.9, 0.99][rng.below(3)];
+                    (0..n).map(|i| if i == hot { ph } else { (1.0 - ph) / (n - 1) as f64 }).collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn spanning_program(p: &RandomProgram) -> Program {
+    let funcs = p
+        .cfgs
+        .iter()
+        .zip(&p.calls)
+        .map(|(g, c)| {
+            let plan = place_witnesses(g, c, &bl94(g, &g.adjacency()), Blocking::CallsAndExit).unwrap();
+            FuncTables::build(g, c, &plan).unwrap()
+        })
+        .collect();
+    Program::new(funcs)
+}
+
+fn bit_program(p: &RandomProgram) -> Program {
+    Program::new(p.cfgs.iter().zip(&p.calls).map(|(g, c)| FuncTables::build(g, c, &bit_tracing(g)).unwrap()).collect())
+}
+
+fn regen<D: DecisionSource>(program: &Program, src: &mut D) -> Vec<(FuncId, BlockId)> {
+    let mut out = Vec::new();
+    regenerate(program, src, &mut out, 10_000_000).unwrap();
+    out
+}
+
+fn bit_trace(program: &Program, events: &[Event]) -> BitTrace {
+    let mut w = BitWriter::new();
+    encode(program, events, &mut w).unwrap();
+    w.finish()
+}
+
+fn entropy_trace(program: &Program, models: &EntropyModels, events: &[Event]) -> Vec<u8> {
+    let mut s = EntropySink::new(models);
+    encode(program, events, &mut s).unwrap();
+    s.finish()
+}
+
+/// −Σ log2(c_i / C) over every predicate's decisions: the empirical (conditional) entropy of the branching.
+fn empirical_entropy_bits(run: &Run) -> f64 {
+    let mut counts: std::collections::BTreeMap<(usize, BlockId), Vec<u64>> = Default::default();
+    for &(f, v, i, n) in &run.decisions {
+        counts.entry((f, v)).or_insert_with(|| vec![0; n])[i] += 1;
+    }
+    counts
+        .values()
+        .map(|c| {
+            let total: u64 = c.iter().sum();
+            c.iter().filter(|&&x| x > 0).map(|&x| x as f64 * (total as f64 / x as f64).log2()).sum::<f64>()
+        })
+        .sum()
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Brute-force oracles of the papers' characterisations
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Vertices reachable from `x` over unwitnessed traced edges (x included).
+fn closure(g: &Cfg, plan: &WitnessPlan, x: BlockId) -> Vec<bool> {
+    let mut seen = vec![false; g.num_vertices()];
+    let mut stack = vec![x];
+    seen[x.index()] = true;
+    while let Some(u) = stack.pop() {
+        for (e, edge) in g.edge_ids().zip(g.edges()) {
+            if edge.from == u && is_traced(edge.kind) && !plan.is_witnessed(e) && !seen[edge.to.index()] {
+                seen[edge.to.index()] = true;
+                stack.push(edge.to);
+            }
+        }
+    }
+    seen
+}
+
+/// TOPLAS'94 §4.1: Trace(Ewit) iff E − Ewit has no directed cycle and no diamond (two unwitnessed out-edges of
+/// a predicate whose witness-free futures meet).
+fn trace_by_characterisation(g: &Cfg, plan: &WitnessPlan) -> bool {
+    let unwitnessed = |e: EdgeId| is_traced(g.edge(e).kind) && !plan.is_witnessed(e);
+    let cycle =
+        g.edge_ids().filter(|&e| unwitnessed(e)).any(|e| closure(g, plan, g.edge(e).to)[g.edge(e).from.index()]);
+    let diamond = g.vertices().any(|p| {
+        let outs: Vec<EdgeId> = g.edge_ids().filter(|&e| g.edge(e).from == p && unwitnessed(e)).collect();
+        outs.iter().enumerate().any(|(i, &a)| {
+            let ca = closure(g, plan, g.edge(a).to);
+            outs[i + 1..].iter().any(|&b| closure(g, plan, g.edge(b).to).iter().zip(&ca).any(|(x, y)| *x && *y))
+        })
+    });
+    !cycle && !diamond
+}
+
+/// §4.2 blocking: no predicate reaches EXIT or a blocked block over ≥ 1 unwitnessed edge.
+fn blocking_by_search(g: &Cfg, calls: &CallSites, plan: &WitnessPlan) -> bool {
+    let blocked = |v: BlockId| v == g.exit() || calls.count(v) > 0;
+    g.vertices().all(|p| {
+        let outs: Vec<EdgeId> = g.edge_ids().filter(|&e| g.edge(e).from == p && is_traced(g.edge(e).kind)).collect();
+        outs.len() < 2
+            || outs.iter().filter(|&&e| !plan.is_witnessed(e)).all(|&e| {
+                let c = closure(g, plan, g.edge(e).to);
+                !g.vertices().any(|v| c[v.index()] && blocked(v))
+            })
+    })
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn placement_solves_trace_and_blocks(p in programs(1, 12)) {
+        let (g, calls) = (&p.cfgs[0], &p.calls[0]);
+        let plan = place_witnesses(g, calls, &bl94(g, &g.adjacency()), Blocking::CallsAndExit).unwrap();
+        prop_assert_eq!(check_trace(g, &plan), Ok(()));
+        prop_assert_eq!(check_blocking(g, calls, &plan), Ok(()));
+        prop_assert!(trace_by_characterisation(g, &plan) && blocking_by_search(g, calls, &plan));
+        for v in g.vertices().filter(|&v| v == g.exit() || calls.count(v) > 0) {
+            for e in blockers(g, calls, v) {
+                prop_assert!(plan.is_witnessed(e));
+            }
+        }
+        // Without blocking, the placement is a plain spanning-tree chord set: |traced E| − (|V| − #components)
+        // witnesses, and still solves Trace.
+        let single = place_witnesses(g, &CallSites::none(g), &bl94(g, &g.adjacency()), Blocking::SingleProcedure)
+            .unwrap();
+        prop_assert_eq!(check_trace(g, &single), Ok(()));
+        prop_assert!(single.witnessed().count() <= plan.witnessed().count());
+        let bits = bit_tracing(g);
+        prop_assert_eq!(check_trace(g, &bits), Ok(()));
+        prop_assert_eq!(check_blocking(g, calls, &bits), Ok(()));
+    }
+
+    #[test]
+    fn checkers_agree_with_the_characterisations(p in programs(1, 7), mask in any::<u64>()) {
+        let (g, calls) = (&p.cfgs[0], &p.calls[0]);
+        let edges: Vec<EdgeId> =
+            g.edge_ids().filter(|&e| is_traced(g.edge(e).kind) && mask >> (e.index() % 64) & 1 == 1).collect();
+        let plan = WitnessPlan::from_edges(g, &edges).unwrap();
+        prop_assert_eq!(check_trace(g, &plan).is_ok(), trace_by_characterisation(g, &plan));
+        prop_assert_eq!(check_blocking(g, calls, &plan).is_ok(), blocking_by_search(g, calls, &plan));
+        // A placement FuncTables accepts regenerates its executions.
+        if let Ok(t) = FuncTables::build(g, &CallSites::none(g), &plan) {
+            let program = Program::new(vec![t]);
+            let q = RandomProgram { calls: vec![CallSites::none(g)], ..p.clone() };
+            let run = execute(&q, mask, None, 2000);
+            let mut sink = TokenSink::new(&program);
+            encode(&program, &run.events, &mut sink).unwrap();
+            let mut src = TokenSource::new(&program, &sink.tokens);
+            prop_assert_eq!(regen(&program, &mut src), run.blocks);
+            prop_assert_eq!(src.remaining(), 0);
+        } else {
+            // Without calls, only a placement that fails Trace is refused.
+            prop_assert!(check_trace(g, &plan).is_err());
+        }
+    }
+
+    #[test]
+    fn executions_with_calls_regenerate_exactly(p in programs(4, 10), seed in any::<u64>()) {
+        let run = execute(&p, seed, None, 3000);
+        let nf = p.cfgs.len() as u64;
+
+        // Spanning-tree witnesses: tokens and ⌈log2 n⌉-bit tokens.
+        let sp = spanning_program(&p);
+        let mut sink = TokenSink::new(&sp);
+        encode(&sp, &run.events, &mut sink).unwrap();
+        let mut src = TokenSource::new(&sp, &sink.tokens);
+        prop_assert_eq!(&regen(&sp, &mut src), &run.blocks);
+        prop_assert_eq!(src.remaining(), 0);
+        let bits = bit_trace(&sp, &run.events);
+        let mut reader = BitReader::new(&bits);
+        prop_assert_eq!(&regen(&sp, &mut reader), &run.blocks);
+        prop_assert_eq!(reader.remaining(), 0);
+        // Its size: every witnessed edge crossed costs its function's width, plus the activation flags and ids.
+        let mut expected = run.enters * (1 + u64::from(bits_for(nf))) + run.dones;
+        for (f, counts) in run.edge_counts.iter().enumerate() {
+            let g = &p.cfgs[f];
+            let plan = place_witnesses(g, &p.calls[f], &bl94(g, &g.adjacency()), Blocking::CallsAndExit).unwrap();
+            let width = u64::from(bits_for(u64::from(plan.num_values())));
+            expected += plan.witnessed().map(|e| counts[e.index()] * width).sum::<u64>();
+        }
+        prop_assert_eq!(bits.bits, expected);
+
+        // Bit tracing: exactly ⌈log2 N⌉ bits per N-way decision, plus the activations.
+        let bt = bit_program(&p);
+        let bits = bit_trace(&bt, &run.events);
+        let decisions: u64 = run.decisions.iter().map(|&(_, _, _, n)| u64::from(bits_for(n as u64))).sum();
+        prop_assert_eq!(bits.bits, decisions + run.enters * (1 + u64::from(bits_for(nf))) + run.dones);
+        let mut reader = BitReader::new(&bits);
+        prop_assert_eq!(&regen(&bt, &mut reader), &run.blocks);
+        prop_assert_eq!(reader.remaining(), 0);
+
+        // Entropy coding with a profile of an earlier run (a different execution): exact all the same.
+        let earlier = execute(&p, seed ^ 0x5555, None, 3000);
+        let models = EntropyModels::from_edge_counts(&bt, &earlier.edge_counts).unwrap();
+        let bytes = entropy_trace(&bt, &models, &run.events);
+        let mut src = EntropySource::new(&models, &bytes).unwrap();
+        prop_assert_eq!(&regen(&bt, &mut src), &run.blocks);
+        prop_assert_eq!(src.remaining(), 0);
+    }
+
+    #[test]
+    fn entropy_coding_is_within_a_margin_of_the_empirical_entropy(p in programs(3, 12), seed in any::<u64>()) {
+        let skew = skew_of(&p, seed);
+        let run = execute(&p, seed, Some(&skew), 20_000);
+        let bt = bit_program(&p);
+        let models = EntropyModels::from_edge_counts(&bt, &run.edge_counts).unwrap();
+        let bytes = entropy_trace(&bt, &models, &run.events);
+        let mut src = EntropySource::new(&models, &bytes).unwrap();
+        prop_assert_eq!(&regen(&bt, &mut src), &run.blocks);
+        // A static model costs at least the empirical entropy of what it codes (Gibbs); the coder adds at most
+        // ~0.003 bits per symbol (range truncation), ~1e-4 per decision (frequency quantisation) and 5 bytes.
+        let h = empirical_entropy_bits(&run);
+        let activations = (run.enters * (1 + u64::from(bits_for(p.cfgs.len() as u64))) + run.dones) as f64;
+        let symbols = (run.decisions.len() as u64 + run.enters * 2 + run.dones) as f64;
+        let size = bytes.len() as f64 * 8.0;
+        prop_assert!(size >= h + activations - 16.0, "size {size} < entropy {h} + {activations}");
+        prop_assert!(size <= h + activations + 0.005 * symbols + 48.0, "size {size} vs entropy {h} + {activations}");
+    }
+
+    #[test]
+    fn corrupt_and_truncated_traces_are_errors_not_panics(p in programs(3, 8), seed in any::<u64>(), flip in any::<u32>()) {
+        let run = execute(&p, seed, None, 500);
+        let bt = bit_program(&p);
+        let mut bits = bit_trace(&bt, &run.events);
+        if bits.bits > 0 {
+            let i = u64::from(flip) % bits.bits;
+            bits.bytes[(i / 8) as usize] ^= 1 << (i % 8);
+        }
+        let mut out: Vec<(FuncId, BlockId)> = Vec::new();
+        let _ = regenerate(&bt, &mut BitReader::new(&bits), &mut out, 100_000);
+        let models = EntropyModels::from_edge_counts(&bt, &run.edge_counts).unwrap();
+        let bytes = entropy_trace(&bt, &models, &run.events);
+        let cut = &bytes[..bytes.len() * (flip as usize % 4) / 4];
+        if let Ok(mut src) = EntropySource::new(&models, cut) {
+            let _ = regenerate(&bt, &mut src, &mut out, 100_000);
+        }
+    }
+}
+
+#[test]
+fn termination_sources_are_blocked_like_calls() {
+    // 0 → 1 → 2 → return, 0 → 2; block 1 may die in a call (Termination): the predicate 0 gets a witness on
+    // 0 → 1 (its blocker), so a trace cut short in block 1 has nothing pending.
+    use crate::graph::{ordered_cfg, Leave};
+    let g = ordered_cfg(3, &[(0, 1, Leave::B), (0, 2, Leave::B), (1, 2, Leave::B), (2, 3, Leave::R), (1, 3, Leave::T)]);
+    let calls = CallSites::none(&g);
+    assert_eq!(blockers(&g, &calls, BlockId(1)), vec![EdgeId(0)]);
+    let plan = place_witnesses(&g, &calls, &[1.0; 6], Blocking::CallsAndExit).unwrap();
+    assert!(plan.is_witnessed(EdgeId(0)));
+    check_blocking(&g, &calls, &plan).unwrap();
+    let unblocked = WitnessPlan::from_edges(&g, &[EdgeId(1)]).unwrap();
+    assert_eq!(
+        check_blocking(&g, &calls, &unblocked),
+        Err(TraceViolation::NotBlocking { predicate: BlockId(0), edge: EdgeId(0) })
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Measurements (run with `cargo test --release -p pathprof-core tracing -- --ignored --nocapture`)
+// ---------------------------------------------------------------------------------------------------------------
+
+fn sample_programs(n: usize, max_funcs: usize, max_blocks: u32) -> Vec<RandomProgram> {
+    let mut runner = TestRunner::deterministic();
+    let s = programs(max_funcs, max_blocks);
+    (0..n).map(|_| s.new_tree(&mut runner).unwrap().current()).collect()
+}
+
+/// Top-level activations (calls nested as in [`execute`]) until at least `min_blocks` blocks ran.
+fn long_run(p: &RandomProgram, seed: u64, skew: Option<&Skew>, min_blocks: usize) -> Run {
+    let mut ex = Exec { p, rng: Rng::new(seed), skew, run: Run::default(), max_blocks: usize::MAX };
+    ex.run.edge_counts = p.cfgs.iter().map(|g| vec![0; g.num_edges()]).collect();
+    while ex.run.blocks.len() < min_blocks {
+        let f = ex.rng.below(p.cfgs.len());
+        ex.max_blocks = ex.run.blocks.len() + 5_000;
+        ex.activation(f, 0);
+    }
+    ex.run.dones += 1;
+    ex.run
+}
+
+#[test]
+#[ignore]
+fn measure_bits_per_branch() {
+    for skewed in [false, true] {
+        let (mut branches, mut two_way, mut blocks, mut act_bits) = (0u64, 0u64, 0u64, 0u64);
+        let (mut sp_bits, mut bt_bits, mut en_bits, mut en_prior_bits) = (0u64, 0u64, 0u64, 0u64);
+        let mut h = 0.0;
+        for (i, p) in sample_programs(100, 4, 12).iter().enumerate() {
+            let skew = skew_of(p, i as u64);
+            let run = long_run(p, i as u64, skewed.then_some(&skew), 20_000);
+            let earlier = long_run(p, !(i as u64), skewed.then_some(&skew), 20_000);
+            branches += run.decisions.len() as u64;
+            two_way += run.decisions.iter().filter(|d| d.3 == 2).count() as u64;
+            blocks += run.blocks.len() as u64;
+            act_bits += run.enters * (1 + u64::from(bits_for(p.cfgs.len() as u64))) + run.dones;
+            h += empirical_entropy_bits(&run);
+            sp_bits += bit_trace(&spanning_program(p), &run.events).bits;
+            let bt = bit_program(p);
+            bt_bits += bit_trace(&bt, &run.events).bits;
+            let models = EntropyModels::from_edge_counts(&bt, &run.edge_counts).unwrap();
+            en_bits += entropy_trace(&bt, &models, &run.events).len() as u64 * 8;
+            let models = EntropyModels::from_edge_counts(&bt, &earlier.edge_counts).unwrap();
+            en_prior_bits += entropy_trace(&bt, &models, &run.events).len() as u64 * 8;
+        }
+        // Bits per executed branch decision, the activation flags and function ids (the same in every
+        // encoding, coded at ~1 bit per flag) left out; the totals with them in brackets.
+        let per =
+            |b: u64| format!("{:.3} ({:.3})", (b - act_bits) as f64 / branches as f64, b as f64 / branches as f64);
+        println!(
+            "{} branching: {branches} decisions ({:.0}% two-way), {blocks} blocks, {:.3} activation bits/branch; \
+             bits/branch: spanning-tree witnesses {}, bit tracing {}, entropy with a same-run profile {}, \
+             with an earlier-run profile {}; empirical entropy {:.3}",
+            if skewed { "skewed" } else { "uniform" },
+            100.0 * two_way as f64 / branches as f64,
+            act_bits as f64 / branches as f64,
+            per(sp_bits),
+            per(bt_bits),
+            per(en_bits),
+            per(en_prior_bits),
+            h / branches as f64
+        );
+    }
+}
+
+/// Counts blocks and folds their ids, so the work cannot be optimised away and nothing is stored.
+struct Fold(u64);
+impl StepSink for Fold {
+    #[inline]
+    fn block(&mut self, f: FuncId, b: BlockId) {
+        self.0 = self.0.wrapping_mul(31).wrapping_add(u64::from(b.0 ^ f.0));
+    }
+}
+
+#[test]
+#[ignore]
+fn measure_regeneration_speed() {
+    // Larger functions, long executions: a few million blocks per program.
+    let progs = sample_programs(4, 3, 40);
+    let no_calls =
+        |p: &RandomProgram| RandomProgram { calls: p.cfgs.iter().map(CallSites::none).collect(), ..p.clone() };
+    for p in progs.iter().flat_map(|p| [p.clone(), no_calls(p)]) {
+        let p = &p;
+        println!("{} functions, {} call sites per 100 blocks", p.cfgs.len(), {
+            let (c, b): (u32, usize) = p.cfgs.iter().zip(&p.calls).fold((0, 0), |(c, b), (g, cs)| {
+                (c + g.vertices().map(|v| cs.count(v)).sum::<u32>(), b + g.num_blocks())
+            });
+            100 * c as usize / b.max(1)
+        });
+        for skewed in [false, true] {
+            let skew = skew_of(p, 5);
+            let run = long_run(p, 7, skewed.then_some(&skew), 3_000_000);
+            let n = run.blocks.len() as u64;
+            println!("{} branching", if skewed { "skewed" } else { "uniform" });
+            let sp = spanning_program(p);
+            let bt = bit_program(p);
+            let sp_bits = bit_trace(&sp, &run.events);
+            let bt_bits = bit_trace(&bt, &run.events);
+            let models = EntropyModels::from_edge_counts(&bt, &run.edge_counts).unwrap();
+            let en = entropy_trace(&bt, &models, &run.events);
+            let time = |name: &str, f: &mut dyn FnMut() -> u64| {
+                let mut best = f64::MAX;
+                for _ in 0..5 {
+                    let t = std::time::Instant::now();
+                    let got = f();
+                    best = best.min(t.elapsed().as_secs_f64());
+                    assert_eq!(got, n);
+                }
+                println!("{name}: {n} blocks, {:.0} M blocks/s", n as f64 / best / 1e6);
+            };
+            time("spanning-tree witnesses", &mut || {
+                let mut s = Fold(0);
+                regenerate(&sp, &mut BitReader::new(&sp_bits), &mut s, u64::MAX).unwrap()
+            });
+            time("bit tracing", &mut || {
+                let mut s = Fold(0);
+                regenerate(&bt, &mut BitReader::new(&bt_bits), &mut s, u64::MAX).unwrap()
+            });
+            time("entropy-coded", &mut || {
+                let mut s = Fold(0);
+                regenerate(&bt, &mut EntropySource::new(&models, &en).unwrap(), &mut s, u64::MAX).unwrap()
+            });
+            time("bit tracing into a Vec", &mut || {
+                let mut s: Vec<(FuncId, BlockId)> = Vec::with_capacity(n as usize);
+                regenerate(&bt, &mut BitReader::new(&bt_bits), &mut s, u64::MAX).unwrap()
+            });
+        }
+    }
+}
+
+#[test]
+fn quantised_frequencies_are_proportional_and_never_zero() {
+    use super::entropy::quantize;
+    // 2^15 = 32768 shared as 1 + ⌊c·(32768 − N)/C⌋, the remainder to the most frequent edge (by hand).
+    assert_eq!(quantize(&[3, 1]), Some(vec![24576, 8192]));
+    assert_eq!(quantize(&[5, 0]), Some(vec![32767, 1]));
+    assert_eq!(quantize(&[0, 0, 0]), Some(vec![10924, 10922, 10922]));
+    assert_eq!(quantize(&[]), None);
+}
+
+#[test]
+fn range_coder_costs_what_the_probabilities_say() {
+    use super::range_coder::{RangeDecoder, RangeEncoder};
+    // 8000 fair coin flips (freq 2^14 of 2^15) cost 1000 bytes plus the 5-byte flush; 8000 symbols of
+    // probability 1/4 (freq 2^13) cost 2 bits each; raw bits cost themselves.
+    let mut rng = Rng::new(1);
+    let flips: Vec<u32> = (0..8000).map(|_| (rng.next() & 1) as u32).collect();
+    let mut enc = RangeEncoder::new();
+    for &b in &flips {
+        enc.encode(b << 14, 1 << 14, 15);
+    }
+    let bytes = enc.finish();
+    assert!((1000..=1005).contains(&bytes.len()), "{} bytes", bytes.len());
+    let mut dec = RangeDecoder::new(&bytes).unwrap();
+    for &b in &flips {
+        let x = dec.target(15).unwrap();
+        assert_eq!(x >> 14, b);
+        dec.consume(b << 14, 1 << 14).unwrap();
+    }
+    assert_eq!(dec.remaining(), 0);
+    let mut enc = RangeEncoder::new();
+    for i in 0..8000u32 {
+        enc.encode((i % 4) << 13, 1 << 13, 15);
+    }
+    assert!((2000..=2005).contains(&enc.finish().len()));
+    let mut enc = RangeEncoder::new();
+    for i in 0..1000u32 {
+        enc.encode_bits(i.wrapping_mul(2_654_435_761) % (1 << 24), 24);
+    }
+    let bytes = enc.finish();
+    assert!((3000..=3005).contains(&bytes.len()));
+    let mut dec = RangeDecoder::new(&bytes).unwrap();
+    for i in 0..1000u32 {
+        assert_eq!(dec.decode_bits(24).unwrap(), i.wrapping_mul(2_654_435_761) % (1 << 24));
+    }
+    assert!(dec.decode_bits(8).is_err(), "reading past the end is an error");
+}
