@@ -124,12 +124,7 @@ fn forked_profiles_are_exact_in_every_mode() {
                 assert_eq!(reentered(&show, "child_work"), [], "{what}");
 
                 // Each process's own file.
-                run(&exe, &dir.join("own-%p.pathprof"));
-                let own = own_profiles(&dir);
-                assert_eq!(own.len(), 2, "{what}: {own:?}");
-                let shows: Vec<Value> = own.iter().map(|p| show_json(p)).collect();
-                let child_at = shows.iter().position(|s| entry_counts(s)["main"] == Some(0)).expect("the child's file");
-                let (child, parent) = (&shows[child_at], &shows[1 - child_at]);
+                let (child, parent) = &child_and_parent(&exe, &dir, &what);
                 all_exact(child, &format!("{what} child"));
                 all_exact(parent, &format!("{what} parent"));
                 for s in &sources {
@@ -151,6 +146,7 @@ fn forked_profiles_are_exact_in_every_mode() {
                 assert_eq!(reentered(parent, "spawn_in_loop"), [], "{what}");
                 // Merging the two files is the merged file.
                 let summed = dir.join("summed.pathprof");
+                let own = own_profiles(&dir);
                 run_ok(Command::new(dist().join("bin/pathprof")).arg("merge").args(&own).arg("-o").arg(&summed));
                 assert_eq!(show_json(&summed)["functions"], show["functions"], "{what}: merge of the %p files");
             }
@@ -284,13 +280,8 @@ fn exception_into_an_activation_in_flight_at_the_fork() {
             run_ok(wrapper(true).args([opt, &format!("--pathprof-mode={mode}")]).arg(&source).arg("-o").arg(&exe));
             let merged = dir.join("merged.pathprof");
             run(&exe, &merged);
-            run(&exe, &dir.join("own-%p.pathprof"));
-            let own = own_profiles(&dir);
-            assert_eq!(own.len(), 2, "{what}");
+            let (child, parent) = &child_and_parent(&exe, &dir, &what);
             let show = show_json(&merged);
-            let shows: Vec<Value> = own.iter().map(|p| show_json(p)).collect();
-            let child_at = shows.iter().position(|s| entry_counts(s)["main"] == Some(0)).expect("the child's file");
-            let (child, parent) = (&shows[child_at], &shows[1 - child_at]);
             for (who, s, throws) in [("merged", &show, 1), ("child", child, 1), ("parent", parent, 0)] {
                 for f in s["functions"].as_array().unwrap() {
                     assert_eq!(f["exact"], true, "{what} {who}: {} not exact: {}", f["name"], f["inexact_reasons"]);
@@ -394,6 +385,18 @@ fn without_fork_checks_the_functions_on_the_stack_are_reported_inexact() {
 }
 
 /// The per-process profiles (`own-%p.pathprof`) a run wrote into `dir`.
+/// Runs `exe` once more with a profile per process (`own-%p`) and returns the child's and the parent's
+/// `show --json`; the child's is the one whose `main` never ran (the child starts inside it).
+fn child_and_parent(exe: &Path, dir: &Path, what: &str) -> (Value, Value) {
+    run(exe, &dir.join("own-%p.pathprof"));
+    let own = own_profiles(dir);
+    assert_eq!(own.len(), 2, "{what}: {own:?}");
+    let mut shows: Vec<Value> = own.iter().map(|p| show_json(p)).collect();
+    let child_at = shows.iter().position(|s| entry_counts(s)["main"] == Some(0)).expect("the child's file");
+    let child = shows.swap_remove(child_at);
+    (child, shows.pop().expect("two files"))
+}
+
 fn own_profiles(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -424,12 +427,7 @@ fn a_longjmp_back_into_an_activation_in_flight_at_the_fork_is_no_fork_reentry() 
             run(&exe, &merged);
             let show = show_json(&merged);
             assert_markers(&show, &source);
-            run(&exe, &dir.join("own-%p.pathprof"));
-            let own = own_profiles(&dir);
-            assert_eq!(own.len(), 2, "{what}: {own:?}");
-            let shows: Vec<Value> = own.iter().map(|p| show_json(p)).collect();
-            let child_at = shows.iter().position(|s| entry_counts(s)["main"] == Some(0)).expect("the child's file");
-            let (child, parent) = (&shows[child_at], &shows[1 - child_at]);
+            let (child, parent) = &child_and_parent(&exe, &dir, &what);
             for (s, who) in [(&show, "merged"), (child, "child"), (parent, "parent")] {
                 for f in s["functions"].as_array().unwrap() {
                     assert_eq!(f["exact"], true, "{what} {who}: {} not exact: {}", f["name"], f["inexact_reasons"]);
