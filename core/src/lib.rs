@@ -16,6 +16,7 @@
 //! - [`vertex_profile`]: block counts from fewer edge counters, Vprof(Ecnt) (BL94 §3.3).
 //! - [`reentry`]: fork re-entries (activations a `fork()`ed child resumes) as measured virtual edges.
 //! - [`ball_larus`]: Ball–Larus path profiling (MICRO 1996).
+//! - [`cache`]: Mueller–Whalley unique paths, function instances and static instruction-cache simulation.
 //! - [`melski_reps`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382),
 //!   built on the Ball–Larus DAG; its files carry the same names as their Ball–Larus counterparts.
 //!
@@ -24,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod ball_larus;
+pub mod cache;
 pub mod chains;
 pub mod dfs;
 #[cfg(any(test, feature = "fixtures"))]

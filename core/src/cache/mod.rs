@@ -1,0 +1,15 @@
+//! Static instruction-cache simulation with on-the-fly counting: Mueller & Whalley, "Efficient On-the-fly
+//! Analysis of Program Behavior and Static Cache Simulation", SAS 1995 (notes Part B).
+//!
+//! - [`uppa`]: unique-path partitioning (Algorithm 1) — few counters, event order kept.
+//! - [`verify`]: a checker of Definition 1.
+//! - [`stats`]: measurement points against one per block (Table 1).
+
+pub mod stats;
+pub mod uppa;
+pub mod verify;
+
+#[cfg(test)]
+mod tests_paper;
+#[cfg(test)]
+mod tests_prop;

@@ -1,0 +1,117 @@
+//! The paper's examples as oracles (notes B.8; hand-derived there and re-derived in the comments here).
+
+use super::stats::MeasurementStats;
+use super::uppa::{per_block_uppa, small_uppa, MeasurementPoint, Uppa};
+use super::verify::verify;
+use crate::graph::{test_cfg, BlockId, Cfg};
+
+fn paths_of(u: &Uppa) -> Vec<Vec<u32>> {
+    let mut v: Vec<Vec<u32>> = u.paths().iter().map(|p| p.blocks.iter().map(|b| b.0).collect()).collect();
+    v.sort();
+    v
+}
+
+fn marks(u: &Uppa, n: usize) -> (Vec<u32>, Vec<u32>) {
+    let (h, t) = u.marks(n);
+    let pick = |m: Vec<bool>| m.iter().enumerate().filter(|(_, &x)| x).map(|(i, _)| i as u32).collect();
+    (pick(h), pick(t))
+}
+
+/// Figure 1(b), lower graph, blocks 1..6 as 0..5: 1→2, 1→3, 2→4, 3→4, 2→5, 4→5, 4→6; 5 and 6 return.
+/// Fork-after-join makes 4 a tail; propagation: 5, 6 heads, 2 tail, 4 head, 3 tail. Heads {1,4,5,6}, tails
+/// {2,3,4,5,6}; UPs {1,2}, {1,3}, {4}, {5}, {6}.
+fn figure_1b() -> Cfg {
+    test_cfg(6, &[(0, 1), (0, 2), (1, 3), (2, 3), (1, 4), (3, 4), (3, 5)], &[4, 5])
+}
+
+#[test]
+fn figure_1b_lower_graph_has_five_paths() {
+    let g = figure_1b();
+    let u = small_uppa(&g, &[false; 6]);
+    assert_eq!(marks(&u, 6), (vec![0, 3, 4, 5], vec![1, 2, 3, 4, 5]));
+    assert_eq!(paths_of(&u), vec![vec![0, 1], vec![0, 2], vec![3], vec![4], vec![5]]);
+    verify(&g, &[false; 6], &u).unwrap();
+}
+
+/// Figure 1(a), blocks 1..8 as 0..7: if-then-else 1→2|3→4, 4→5, loop {5,6,7} (5→6, 5→7, 6→7, 7→5), exit 7→8.
+/// Heads {1,5,8}, tails {4,7,8}; UPs 1-2-4, 1-3-4, 5-7, 5-6-7, 8: 5 UPs for 8 blocks. Paths 1 and 2 have two
+/// unique transitions each, path 3 (5→7) one, path 4 two (Example 1).
+fn figure_1a() -> Cfg {
+    test_cfg(8, &[(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 5), (4, 6), (5, 6), (6, 4), (6, 7)], &[7])
+}
+
+#[test]
+fn figure_1a_has_five_paths_for_eight_blocks() {
+    let g = figure_1a();
+    let u = small_uppa(&g, &[false; 8]);
+    assert_eq!(marks(&u, 8), (vec![0, 4, 7], vec![3, 6, 7]));
+    assert_eq!(paths_of(&u), vec![vec![0, 1, 3], vec![0, 2, 3], vec![4, 5, 6], vec![4, 6], vec![7]]);
+    verify(&g, &[false; 8], &u).unwrap();
+    // Unique transitions per UP (edges on no other UP), as Example 1 counts them.
+    let unique = |blocks: &[u32]| {
+        let p = &u.paths()[u.find(&blocks.iter().map(|&b| BlockId(b)).collect::<Vec<_>>()).unwrap()];
+        p.edges.iter().filter(|e| u.paths().iter().filter(|q| q.edges.contains(e)).count() == 1).count()
+    };
+    assert_eq!([unique(&[0, 1, 3]), unique(&[0, 2, 3]), unique(&[4, 6]), unique(&[4, 5, 6])], [2, 2, 1, 2]);
+    assert_eq!(MeasurementStats::of(&g, &u).to_string(), "uppa: 5 points for 8 blocks (62.50%)");
+}
+
+/// Figure 2a: pre=0, h=1, x=2, e1=3, e2=4, y=5; pre→h, h→x, h→e1, x→h, e1→e2, e1→y, e2→h, e2→y; y returns.
+/// Algorithm 1: {pre}, {h,x}, {h,e1}, {e2}, {y}; the loop part is Example 3's UPPA_s.
+#[test]
+fn figure_2a_loop_matches_uppa_s() {
+    let g = test_cfg(6, &[(0, 1), (1, 2), (1, 3), (2, 1), (3, 4), (3, 5), (4, 1), (4, 5)], &[5]);
+    let u = small_uppa(&g, &[false; 6]);
+    assert_eq!(paths_of(&u), vec![vec![0], vec![1, 2], vec![1, 3], vec![4], vec![5]]);
+    verify(&g, &[false; 6], &u).unwrap();
+    // {h,x} and {h,e1} share h, so their points are x and e1 (their tails); singletons are their own points.
+    let point = |b: &[u32]| u.paths()[u.find(&b.iter().map(|&x| BlockId(x)).collect::<Vec<_>>()).unwrap()].point;
+    assert_eq!(point(&[1, 2]), MeasurementPoint::Block(BlockId(2)));
+    assert_eq!(point(&[1, 3]), MeasurementPoint::Block(BlockId(3)));
+    // Executed points, one loop trip through x then out through e1→e2→y: blocks pre h x h e1 e2 y = 7
+    // executions; UPs {pre} {h,x} {h,e1} {e2} {y} = 5.
+    let mut counts = vec![0u64; g.num_edges()];
+    for e in [0, 1, 3, 2, 4, 7] {
+        counts[e] += 1; // pre→h, h→x, x→h, h→e1, e1→e2, e2→y
+    }
+    counts[8] = 1; // y→EXIT
+    counts[9] = 1; // EXIT→pre
+    let s = MeasurementStats::executed(&g, &u, &counts);
+    assert_eq!((s.points, s.blocks, s.executed_points, s.executed_blocks), (5, 6, 5, 7));
+}
+
+#[test]
+fn a_call_ends_its_unique_path() {
+    // Figure 1(a) with a call in block 2 (index 1): the path 1-2-4 must end at 2 (Definition 1.6).
+    let g = figure_1a();
+    let mut calls = [false; 8];
+    calls[1] = true;
+    let u = small_uppa(&g, &calls);
+    verify(&g, &calls, &u).unwrap();
+    assert!(paths_of(&u).contains(&vec![0, 1]));
+    assert!(verify(&g, &calls, &small_uppa(&g, &[false; 8])).is_err_and(|v| v.property == 6));
+}
+
+#[test]
+fn the_verifier_rejects_what_definition_1_forbids() {
+    let g = figure_1b();
+    let calls = [false; 6];
+    verify(&g, &calls, &per_block_uppa(&g)).unwrap(); // Theorem 2
+    let ids = |p: &[&[u32]]| p.iter().map(|q| q.iter().map(|&b| BlockId(b)).collect()).collect::<Vec<Vec<_>>>();
+    // 4 is on no path.
+    let u = Uppa::from_block_paths(&g, &ids(&[&[0, 1], &[0, 2], &[4], &[5]])).unwrap();
+    assert_eq!(verify(&g, &calls, &u).unwrap_err().property, 1);
+    // {1,2,4} and {1,3,4} (0-based 0-1-3, 0-2-3) leave 2→5 (1→4) on no UP with 2 internal, not a tail.
+    let u = Uppa::from_block_paths(&g, &ids(&[&[0, 1, 3], &[0, 2, 3], &[4], &[5]])).unwrap();
+    assert_eq!(verify(&g, &calls, &u).unwrap_err().property, 2);
+    // Without the fork-after-join tail at 4 the paths 2-4-6 and 3-4-5 (0-based 1-3-5, 2-3-4) share 4 in the
+    // middle (Figure 2c), with every edge on a path or tail-to-head.
+    let u = Uppa::from_block_paths(&g, &ids(&[&[0], &[1, 3, 5], &[2, 3, 4], &[1, 4]]));
+    let u = u.unwrap();
+    assert_eq!(verify(&g, &calls, &u).unwrap_err().property, 4);
+    // A UP that leaves the loop {1,2} through 1→3 (0→1, 1→2, 2→1, 1→3; 3 returns).
+    let g = test_cfg(4, &[(0, 1), (1, 2), (2, 1), (1, 3)], &[3]);
+    let u = Uppa::from_block_paths(&g, &ids(&[&[0], &[1, 2], &[1, 3]])).unwrap();
+    assert_eq!(verify(&g, &[false; 4], &u).unwrap_err().property, 7);
+    verify(&g, &[false; 4], &small_uppa(&g, &[false; 4])).unwrap();
+}
