@@ -4,7 +4,11 @@
 //! - [`uppa`]: unique-path partitioning (Algorithm 1) — few counters, event order kept.
 //! - [`verify`]: a checker of Definition 1.
 //! - [`stats`]: measurement points against one per block (Table 1).
+//! - [`program`]: the program model (blocks with instruction addresses and calls) and the cache geometry.
+//! - [`instances`]: the function-instance graph (calling contexts; recursion, indirect and foreign calls).
 
+pub mod instances;
+pub mod program;
 pub mod stats;
 pub mod uppa;
 pub mod verify;

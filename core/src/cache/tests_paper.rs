@@ -115,3 +115,82 @@ fn the_verifier_rejects_what_definition_1_forbids() {
     assert_eq!(verify(&g, &[false; 4], &u).unwrap_err().property, 7);
     verify(&g, &[false; 4], &small_uppa(&g, &[false; 4])).unwrap();
 }
+
+use super::instances::{InstanceGraph, InstanceKind, LinkKind, DEFAULT_INSTANCE_BUDGET};
+use super::program::{BlockCode, CallTarget, Function, Program};
+use crate::melski_reps::program::ProcId;
+
+/// A straight-line function: one block per call in `calls` (in order), then a block that returns.
+fn chain(name: &str, calls: &[u32]) -> Function {
+    let n = calls.len() as u32 + 1;
+    let edges: Vec<(u32, u32)> = (0..n - 1).map(|i| (i, i + 1)).collect();
+    let mut blocks: Vec<BlockCode> =
+        calls.iter().map(|&c| BlockCode { insns: vec![], call: Some(CallTarget::direct(ProcId(c))) }).collect();
+    blocks.push(BlockCode::default());
+    Function { name: name.into(), cfg: test_cfg(n, &edges, &[n - 1]), blocks }
+}
+
+/// Figure 3 / Example 4: f calls g, then h twice; g calls i and k; h calls k; i calls g (indirect recursion).
+/// Instances in depth-first order: f0, g0, i0 (whose call of g links back to g0), k0, h0, k1, h1, k2 — 8, with
+/// two instances of h and three of k (from g0, h0, h1).
+#[test]
+fn figure_3_function_instance_graph() {
+    let (f, g, h, i, k) = (0, 1, 2, 3, 4);
+    let names = ["f", "g", "h", "i", "k"];
+    let prog = Program::new(
+        vec![chain("f", &[g, h, h]), chain("g", &[i, k]), chain("h", &[k]), chain("i", &[g]), chain("k", &[])],
+        ProcId(f),
+        vec![],
+    )
+    .unwrap();
+    let ig = InstanceGraph::build(&prog, DEFAULT_INSTANCE_BUDGET);
+    let order: Vec<String> =
+        (0..ig.instances().len()).map(|x| ig.name(super::instances::InstanceId(x as u32), &names)).collect();
+    assert_eq!(order, ["f0", "g0", "i0", "k0", "h0", "k1", "h1", "k2"]);
+    let edges: Vec<(String, u32, String, LinkKind)> =
+        ig.links().iter().map(|l| (ig.name(l.caller, &names), l.block.0, ig.name(l.callee, &names), l.kind)).collect();
+    let t = |a: &str, b: u32, c: &str, kind| (a.to_string(), b, c.to_string(), kind);
+    assert_eq!(
+        edges,
+        [
+            t("f0", 0, "g0", LinkKind::Tree),
+            t("g0", 0, "i0", LinkKind::Tree),
+            t("i0", 0, "g0", LinkKind::Recursive),
+            t("g0", 1, "k0", LinkKind::Tree),
+            t("f0", 1, "h0", LinkKind::Tree),
+            t("h0", 0, "k1", LinkKind::Tree),
+            t("f0", 2, "h1", LinkKind::Tree),
+            t("h1", 0, "k2", LinkKind::Tree),
+        ]
+    );
+    assert_eq!(ig.instance(super::instances::InstanceId(0)).kind, InstanceKind::Entry);
+
+    // With a budget of 4 instances the expansion stops after f0 g0 i0 k0: h and its k become summaries, shared by
+    // both calls of h (and k's summary serves h's summary).
+    let ig = InstanceGraph::build(&prog, 4);
+    let order: Vec<String> =
+        (0..ig.instances().len()).map(|x| ig.name(super::instances::InstanceId(x as u32), &names)).collect();
+    assert_eq!(order, ["f0", "g0", "i0", "k0", "h0", "k1"]);
+    assert_eq!(
+        ig.callee(super::instances::InstanceId(0), BlockId(1), ProcId(h)),
+        ig.callee(super::instances::InstanceId(0), BlockId(2), ProcId(h))
+    );
+    assert!(ig.instances()[4..].iter().all(|x| x.kind == InstanceKind::Summary));
+}
+
+#[test]
+fn indirect_and_foreign_calls_get_instances() {
+    // main (0) calls through a pointer that may reach a (1) or b (2) or foreign code; foreign code may call back
+    // b. Instances: main0, a0, b0 (indirect candidates), b1 (the callback instance).
+    let mut main = chain("main", &[1]);
+    main.blocks[0].call = Some(CallTarget { procs: vec![ProcId(1), ProcId(2)], foreign: true });
+    let prog = Program::new(vec![main, chain("a", &[]), chain("b", &[])], ProcId(0), vec![ProcId(2)]).unwrap();
+    let ig = InstanceGraph::build(&prog, DEFAULT_INSTANCE_BUDGET);
+    let names = ["main", "a", "b"];
+    let order: Vec<String> =
+        (0..ig.instances().len()).map(|x| ig.name(super::instances::InstanceId(x as u32), &names)).collect();
+    assert_eq!(order, ["main0", "a0", "b0", "b1"]);
+    assert_eq!(ig.callback(ProcId(2)), Some(super::instances::InstanceId(3)));
+    assert_eq!(ig.instance(super::instances::InstanceId(3)).kind, InstanceKind::Callback);
+    assert!(Program::new(vec![chain("main", &[7])], ProcId(0), vec![]).is_err());
+}
