@@ -194,3 +194,99 @@ fn indirect_and_foreign_calls_get_instances() {
     assert_eq!(ig.instance(super::instances::InstanceId(3)).kind, InstanceKind::Callback);
     assert!(Program::new(vec![chain("main", &[7])], ProcId(0), vec![]).is_err());
 }
+
+use super::classify::{classify, Category};
+use super::onthefly::OnTheFly;
+use super::program::{Geometry, Insn};
+
+/// Notes B.8.5: 4 lines of 4 instructions (16-byte lines, 4-byte instructions), direct-mapped. B1 = instructions
+/// 0–3 (line 0), B2 = 4–7 (line 1), B3 = 8–11 (line 2), B4 = 12–19 (lines 3 and 4; 4 maps onto 0's cache line);
+/// B1→B2, B2→B3, B3→B2, B3→B4, and with `b5`, B5 = 20–23 (line 5, onto 1's cache line) with B3→B5→B2.
+fn synthetic(b5: bool) -> Program {
+    let code = |first: u64, n: u64| BlockCode {
+        insns: (first..first + n).map(|i| Insn { addr: 4 * i, size: 4 }).collect(),
+        call: None,
+    };
+    let mut edges = vec![(0, 1), (1, 2), (2, 1), (2, 3)];
+    let mut blocks = vec![code(0, 4), code(4, 4), code(8, 4), code(12, 8)];
+    if b5 {
+        edges.extend([(2, 4), (4, 1)]);
+        blocks.push(code(20, 4));
+    }
+    let cfg = test_cfg(blocks.len() as u32, &edges, &[3]);
+    Program::new(vec![Function { name: "main".into(), cfg, blocks }], ProcId(0), vec![]).unwrap()
+}
+
+/// Runs the walk `blocks` of main through the on-the-fly counter: (hits, misses).
+fn run_walk(plan: &super::classify::CachePlan, blocks: &[u32]) -> (u64, u64) {
+    let uppa = &plan.graph.uppas[0];
+    let num_blocks = uppa.paths().iter().flat_map(|p| &p.blocks).map(|b| b.index() + 1).max().unwrap_or(0);
+    let (_, tails) = uppa.marks(num_blocks);
+    let mut rt = OnTheFly::new(plan);
+    let mut piece = Vec::new();
+    for &b in blocks {
+        piece.push(BlockId(b));
+        if tails[b as usize] {
+            let up = uppa.find(&piece).expect("a UP") as u32;
+            rt.up(plan.graph.up_node(super::instances::InstanceId(0), up).unwrap());
+            piece.clear();
+        }
+    }
+    assert!(piece.is_empty());
+    let (_, t) = rt.report();
+    (t.hits(), t.misses)
+}
+
+/// The first reference's category of the UP made of `blocks` (and of its instruction at `insn`).
+fn category_at(plan: &super::classify::CachePlan, blocks: &[u32], insn: u32) -> Category {
+    let up = plan.graph.uppas[0].find(&blocks.iter().map(|&b| BlockId(b)).collect::<Vec<_>>()).unwrap() as u32;
+    let node = plan.graph.up_node(super::instances::InstanceId(0), up).unwrap() as usize;
+    let k = plan.graph.nodes[node].refs.iter().position(|r| r.insn == insn).expect("a reference");
+    plan.ref_categories[node][k]
+}
+
+#[test]
+fn synthetic_cache_oracle_direct_mapped() {
+    let plan = classify(&synthetic(false), &Geometry::new(64, 1, 16).unwrap(), DEFAULT_INSTANCE_BUDGET);
+    // UPs: {B1}, {B2,B3} (the loop body), {B4}.
+    assert_eq!(paths_of(&plan.graph.uppas[0]), vec![vec![0], vec![1, 2], vec![3]]);
+    assert_eq!(category_at(&plan, &[0], 0), Category::AlwaysMiss);
+    assert_eq!(category_at(&plan, &[1, 2], 0), Category::FirstMiss); // B2's first instruction
+    assert_eq!(category_at(&plan, &[1, 2], 4), Category::FirstMiss); // B3's first instruction
+    assert_eq!(category_at(&plan, &[3], 0), Category::AlwaysMiss); // instruction 12
+    assert_eq!(category_at(&plan, &[3], 4), Category::AlwaysMiss); // instruction 16
+    for (n, expect) in [(1, (15, 5)), (5, (47, 5)), (100, (807, 5))] {
+        let mut walk = vec![0];
+        for _ in 0..n {
+            walk.extend([1, 2]);
+        }
+        walk.push(3);
+        assert_eq!(run_walk(&plan, &walk), expect, "N = {n}");
+    }
+    // Nothing to simulate at run time.
+    assert_eq!(plan.tracked_sets, 0);
+}
+
+#[test]
+fn synthetic_cache_oracle_conflict_variant() {
+    let plan = classify(&synthetic(true), &Geometry::new(64, 1, 16).unwrap(), DEFAULT_INSTANCE_BUDGET);
+    assert_eq!(paths_of(&plan.graph.uppas[0]), vec![vec![0], vec![1, 2], vec![3], vec![4]]);
+    assert_eq!(category_at(&plan, &[1, 2], 0), Category::Conflict); // line 1 vs the reachable line 5
+    assert_eq!(category_at(&plan, &[4], 0), Category::AlwaysMiss); // B5
+    assert_eq!(category_at(&plan, &[1, 2], 4), Category::FirstMiss); // line 2 has its cache line alone
+                                                                     // B1 B2 B3 B5 B2 B3 B4: lines 0 1 2 5 1 2 3 4 miss, miss, miss, miss (5 evicts 1), miss (1 evicts 5), hit,
+                                                                     // miss, miss: 7 misses of 32 fetches.
+    assert_eq!(run_walk(&plan, &[0, 1, 2, 4, 1, 2, 3]), (25, 7));
+    // Without B5 taken the conflict hits after its first miss: B1 (B2 B3)×3 B4: 5 misses of 36.
+    assert_eq!(run_walk(&plan, &[0, 1, 2, 1, 2, 1, 2, 3]), (31, 5));
+    assert_eq!(plan.tracked_sets, 1);
+}
+
+#[test]
+fn geometry_parses_cachegrind_syntax() {
+    assert_eq!(Geometry::parse("32768,8,64").unwrap(), Geometry::default());
+    assert_eq!(Geometry::parse("1024, 1, 32").unwrap().sets(), 32);
+    for bad in ["", "1024,1", "1024,0,32", "1000,1,32", "1024,1,24", "a,b,c", "1024,1,32,4"] {
+        assert!(Geometry::parse(bad).is_err(), "{bad}");
+    }
+}
