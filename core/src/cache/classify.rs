@@ -8,8 +8,10 @@
 //! - **first-miss** if fewer than A other lines of `l`'s set are referenced anywhere the run can go after the
 //!   reference — the *reaching state* (Definition 8), computed backwards over the supergraph. Then `l` is never
 //!   evicted once this reference has run. This is Mueller & Whalley's "conflicting lines are not reachable"
-//!   condition (A = 1), over *all* conflicting lines: their literal condition only looks at those in `S`, which
-//!   admits a line evicted later by a conflicting line not yet cached here;
+//!   condition (A = 1), taken over *all* conflicting lines: their literal condition only looks at those in
+//!   `S`, so a conflicting line not yet cached here but reachable may still evict `l` later (the property tests
+//!   did not produce such a case — the group rule below demotes most of them — but the stricter condition is
+//!   sound by the direct argument above and costs nothing measurable there);
 //! - **conflict** otherwise.
 //!
 //! Group first misses (Definition 9's third clause, "all other instructions of the line are always-hit or
@@ -355,5 +357,21 @@ impl CachePlan {
     /// The instance graph analysed.
     pub fn instances(&self) -> &InstanceGraph {
         &self.graph.instances
+    }
+}
+
+impl CachePlan {
+    /// Per instruction of node `node`: its category and, for a first-miss instruction, the line of its
+    /// first-miss reference (for reports and for checking the categories against a simulation).
+    pub fn insn_categories(&self, node: usize) -> Vec<(Category, Option<u32>)> {
+        let n = &self.graph.nodes[node];
+        let cats = &self.ref_categories[node];
+        let mut out = vec![(Category::AlwaysHit, None); n.insns as usize];
+        for_each_insn(&n.refs, |range| {
+            let ic = insn_category(&cats[range.clone()]);
+            let fm = range.clone().find(|&k| cats[k] == Category::FirstMiss).map(|k| n.refs[k].line);
+            out[n.refs[range.start].insn as usize] = (ic, if ic == Category::FirstMiss { fm } else { None });
+        });
+        out
     }
 }

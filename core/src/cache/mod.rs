@@ -25,3 +25,5 @@ pub mod verify;
 mod tests_paper;
 #[cfg(test)]
 mod tests_prop;
+#[cfg(test)]
+mod tests_sim;

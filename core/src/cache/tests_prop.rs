@@ -67,3 +67,76 @@ proptest! {
         prop_assert!(s.executed_points <= s.executed_blocks);
     }
 }
+
+use super::classify::classify;
+use super::instances::DEFAULT_INSTANCE_BUDGET;
+use super::onthefly::OnTheFly;
+use super::tests_sim::{execute, random_program};
+
+/// Classifies a random program, runs it `runs` times and checks every claim: always-hit fetches hit, always-miss
+/// fetches miss, each first-miss line misses exactly once, and the on-the-fly count equals the full simulation
+/// per function. Returns (fetches, fetches classified statically, UP executions, block executions).
+fn check_program(cfgs: &[RandomCfg], seed: u64, runs: usize) -> (u64, u64, u64, u64) {
+    let mut rng = Rng::new(seed);
+    let (program, geometry) = random_program(cfgs, &mut rng);
+    let plan = classify(&program, &geometry, DEFAULT_INSTANCE_BUDGET);
+    let mut totals = (0, 0, 0, 0);
+    for r in 0..runs {
+        let x = execute(&program, &plan, seed ^ ((r as u64 + 1) * 0x9E37));
+        for (line, (ran, missed)) in &x.first_miss {
+            assert!(*ran > 0);
+            assert_eq!(*missed, 1, "first-miss line {line} missed {missed} times");
+        }
+        let mut rt = OnTheFly::new(&plan);
+        for &e in &x.events {
+            rt.up(e);
+        }
+        let (per, total) = rt.report();
+        let got: Vec<(u64, u64)> = per.iter().map(|c| (c.accesses, c.misses)).collect();
+        assert_eq!(got, x.per_function, "on-the-fly vs simulation, {geometry:?}");
+        for (k, c) in total.categories.iter().enumerate() {
+            assert_eq!(*c, x.by_category[k].0);
+        }
+        totals.0 += total.accesses;
+        totals.1 += total.accesses - total.categories[3];
+        totals.2 += x.events.len() as u64;
+        totals.3 += x.blocks;
+    }
+    totals
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn categories_and_on_the_fly_counts_agree_with_a_full_simulation(
+        cfgs in prop::collection::vec(random_cfg(8, 8, false), 1..5), seed: u64
+    ) {
+        check_program(&cfgs, seed, 3);
+    }
+}
+
+/// The numbers for the report: over 500 fixed random programs (3 runs each), the share of fetches classified
+/// statically and UP executions against block executions. Checks everything `check_program` checks on each.
+#[test]
+fn share_classified_statically_on_random_programs() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = prop::collection::vec(random_cfg(8, 8, false), 1..5);
+    let (mut fetches, mut stat, mut ups, mut blocks) = (0, 0, 0, 0);
+    for seed in 0..500u64 {
+        let cfgs = strategy.new_tree(&mut runner).unwrap().current();
+        let t = check_program(&cfgs, seed, 3);
+        fetches += t.0;
+        stat += t.1;
+        ups += t.2;
+        blocks += t.3;
+    }
+    eprintln!(
+        "static share {stat}/{fetches} = {:.1}%; UP executions {ups} / block executions {blocks} = {:.1}%",
+        100.0 * stat as f64 / fetches as f64,
+        100.0 * ups as f64 / blocks as f64
+    );
+    assert!(ups <= blocks && stat <= fetches && fetches > 0);
+}

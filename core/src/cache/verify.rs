@@ -100,23 +100,20 @@ pub fn verify(cfg: &Cfg, is_call: &[bool], uppa: &Uppa) -> Result<(), Violation>
             }
         }
     }
-    // 5: an edge between two paths that neither contains joins a tail to a head. Read for p ≠ q: with p = q the
-    // literal formula rejects the paper's own Figure 1(a) UPPA (edge 5→7 is a chord of UP 5-6-7 and lies on UP
-    // 5-7); an edge on no UP at all is property 2's case.
+    // 5: proper chaining. Read as the paper's proof reads it: an edge on no UP joins the end of every UP its
+    // source is on to the start of every UP its target is on. The literal formula (for any p, q holding v and
+    // w with ε on neither) rejects valid partitions, Algorithm 1's own included: in Figure 1(a) edge 5→7 is a
+    // chord of UP 5-6-7 that lies on UP 5-7, and where three UPs [0,4], [0,1,4], [0,2] meet, edge 0→4 lies on
+    // neither [0,2] nor [0,1,4].
     for (i, e) in cfg.edges().iter().enumerate() {
-        if !matches!(e.kind, EdgeKind::Branch { .. }) {
+        if !matches!(e.kind, EdgeKind::Branch { .. }) || !epaths[i].is_empty() {
             continue;
         }
-        for &p in &vpaths[e.from.index()] {
-            for &q in &vpaths[e.to.index()] {
-                if p == q {
-                    continue;
-                }
-                let on = epaths[i].contains(&p) || epaths[i].contains(&q);
-                if !(on || tails[e.from.index()] && heads[e.to.index()]) {
-                    return fail(5, format!("e{i} {}->{} joins UPs {p} and {q} but not tail to head", e.from, e.to));
-                }
-            }
+        if let Some(&p) = vpaths[e.from.index()].iter().find(|&&p| paths[p].tail() != e.from) {
+            return fail(5, format!("e{i} {}->{} is on no UP but leaves UP {p} before its tail", e.from, e.to));
+        }
+        if let Some(&q) = vpaths[e.to.index()].iter().find(|&&q| paths[q].head() != e.to) {
+            return fail(5, format!("e{i} {}->{} is on no UP but enters UP {q} after its head", e.from, e.to));
         }
     }
     // 6: a call block ends every UP it is on.
