@@ -75,11 +75,11 @@ use super::tests_sim::{execute, random_program};
 
 /// Classifies a random program, runs it `runs` times and checks every claim: always-hit fetches hit, always-miss
 /// fetches miss, each first-miss line misses exactly once, and the on-the-fly count equals the full simulation
-/// per function. Returns (fetches, fetches classified statically, UP executions, block executions).
-fn check_program(cfgs: &[RandomCfg], seed: u64, runs: usize) -> (u64, u64, u64, u64) {
+/// per function, with at most `budget` instances. Returns (fetches, fetches classified statically, UP executions, block executions).
+fn check_program(cfgs: &[RandomCfg], seed: u64, runs: usize, budget: usize) -> (u64, u64, u64, u64) {
     let mut rng = Rng::new(seed);
     let (program, geometry) = random_program(cfgs, &mut rng);
-    let plan = classify(&program, &geometry, DEFAULT_INSTANCE_BUDGET);
+    let plan = classify(&program, &geometry, budget);
     let mut totals = (0, 0, 0, 0);
     for r in 0..runs {
         let x = execute(&program, &plan, seed ^ ((r as u64 + 1) * 0x9E37));
@@ -110,9 +110,11 @@ proptest! {
 
     #[test]
     fn categories_and_on_the_fly_counts_agree_with_a_full_simulation(
-        cfgs in prop::collection::vec(random_cfg(8, 8, false), 1..5), seed: u64
+        cfgs in prop::collection::vec(random_cfg(8, 8, false), 1..5), seed: u64,
+        budget in prop::sample::select(vec![1usize, 3, DEFAULT_INSTANCE_BUDGET])
     ) {
-        check_program(&cfgs, seed, 3);
+        // Small budgets force summary instances (shared contexts).
+        check_program(&cfgs, seed, 3, budget);
     }
 }
 
@@ -127,7 +129,7 @@ fn share_classified_statically_on_random_programs() {
     let (mut fetches, mut stat, mut ups, mut blocks) = (0, 0, 0, 0);
     for seed in 0..500u64 {
         let cfgs = strategy.new_tree(&mut runner).unwrap().current();
-        let t = check_program(&cfgs, seed, 3);
+        let t = check_program(&cfgs, seed, 3, DEFAULT_INSTANCE_BUDGET);
         fetches += t.0;
         stat += t.1;
         ups += t.2;
