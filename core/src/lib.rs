@@ -18,6 +18,7 @@
 //! - [`ball_larus`]: Ball–Larus path profiling (MICRO 1996).
 //! - [`tracing`]: optimal control-flow tracing with witnesses, bit tracing, entropy coding, and regeneration
 //!   (BL94 §4, thesis §3.2).
+//! - [`cache`]: Mueller–Whalley unique paths, function instances and static instruction-cache simulation.
 //! - [`melski_reps`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382),
 //!   built on the Ball–Larus DAG; its files carry the same names as their Ball–Larus counterparts.
 //!
@@ -26,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod ball_larus;
+pub mod cache;
 pub mod chains;
 pub mod dfs;
 #[cfg(any(test, feature = "fixtures"))]
