@@ -79,10 +79,9 @@ pub struct TraceModuleDesc {
 
 /// Encodes a record header.
 pub fn record_header(kind: u32, pid: u32, thread: u32, len: u64) -> [u8; RECORD_HEADER] {
-    let mut h = [0u8; RECORD_HEADER];
-    h[0..4].copy_from_slice(&kind.to_le_bytes());
-    h[4..8].copy_from_slice(&pid.to_le_bytes());
-    h[8..12].copy_from_slice(&thread.to_le_bytes());
-    h[16..24].copy_from_slice(&len.to_le_bytes());
-    h
+    let (k, p, t, l) = (kind.to_le_bytes(), pid.to_le_bytes(), thread.to_le_bytes(), len.to_le_bytes());
+    [
+        k[0], k[1], k[2], k[3], p[0], p[1], p[2], p[3], t[0], t[1], t[2], t[3], 0, 0, 0, 0, l[0], l[1], l[2], l[3],
+        l[4], l[5], l[6], l[7],
+    ]
 }

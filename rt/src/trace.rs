@@ -182,9 +182,7 @@ pub unsafe extern "C" fn __pathprof_trace_spill(tls: *mut u64, word: u64) {
     if t.ended {
         return;
     }
-    t.buf[t.fill] = word;
-    t.fill += 1;
-    t.spilled += 1;
+    push_word(t, word);
     if t.fill == BUF_WORDS {
         let mut g = lock();
         flush_data(g.state(), t);
@@ -332,9 +330,7 @@ unsafe fn finish(st: &mut State, t: &mut Thread, at_exit: bool) {
         // Done of the top level: one 0 bit.
         n += 1;
         if n == 64 {
-            t.buf[t.fill] = acc;
-            t.fill += 1;
-            t.spilled += 1;
+            push_word(t, acc);
             if t.fill == BUF_WORDS {
                 flush_data(st, t);
             }
@@ -354,14 +350,25 @@ unsafe fn finish(st: &mut State, t: &mut Thread, at_exit: bool) {
     flush_data(st, t);
     if open(st) {
         let end = [t.spilled * 64 + n, acc, flags, t.stop];
+        let head = record_header(REC_END, sys::pid(), t.serial, 32);
         let mut rec = [0u8; RECORD_HEADER + 32];
-        rec[..RECORD_HEADER].copy_from_slice(&record_header(REC_END, sys::pid(), t.serial, 32));
-        for (i, w) in end.iter().enumerate() {
-            rec[RECORD_HEADER + 8 * i..RECORD_HEADER + 8 * i + 8].copy_from_slice(&w.to_le_bytes());
+        let (h, body) = rec.split_at_mut(RECORD_HEADER);
+        h.copy_from_slice(&head);
+        for (chunk, w) in body.chunks_exact_mut(8).zip(end) {
+            chunk.copy_from_slice(&w.to_le_bytes());
         }
         write(st, &rec);
     }
     t.ended = true;
+}
+
+/// Appends a full word to the thread's buffer (the caller flushes a full buffer).
+fn push_word(t: &mut Thread, word: u64) {
+    if let Some(slot) = t.buf.get_mut(t.fill) {
+        *slot = word;
+        t.fill += 1;
+        t.spilled += 1;
+    }
 }
 
 /// Writes the thread's buffered words as one `REC_DATA` record.
@@ -375,14 +382,14 @@ fn flush_data(st: &mut State, t: &mut Thread) {
         return;
     }
     let head = record_header(REC_DATA, sys::pid(), t.serial, 8 + 8 * n as u64);
-    let mut hb = [0u8; HEAD_WORDS * 8];
-    hb[..RECORD_HEADER].copy_from_slice(&head);
-    hb[RECORD_HEADER..].copy_from_slice(&t.seq.to_le_bytes());
+    let seq = t.seq.to_le_bytes();
     t.seq += 1;
-    for (i, w) in t.head.iter_mut().enumerate() {
-        *w = u64::from_ne_bytes(hb[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+    for (w, chunk) in t.head.iter_mut().zip(head.chunks_exact(8).chain(core::iter::once(&seq[..]))) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(chunk);
+        *w = u64::from_ne_bytes(b);
     }
-    for w in &mut t.buf[..n] {
+    for w in t.buf.iter_mut().take(n) {
         *w = w.to_le();
     }
     // SAFETY: head and buf are contiguous in the record (repr(C), u64-aligned, no padding between arrays).
@@ -423,9 +430,8 @@ fn open(st: &mut State) -> bool {
             return false;
         }
     };
-    let mut head = [0u8; 8];
-    head[..4].copy_from_slice(&TRACE_MAGIC);
-    head[4..].copy_from_slice(&TRACE_VERSION.to_le_bytes());
+    let v = TRACE_VERSION.to_le_bytes();
+    let head = [TRACE_MAGIC[0], TRACE_MAGIC[1], TRACE_MAGIC[2], TRACE_MAGIC[3], v[0], v[1], v[2], v[3]];
     if let Some((old, _)) = st.fd.replace((fd, pid)) {
         let _ = old.close();
     }
@@ -445,12 +451,14 @@ fn write_module(st: &mut State, desc: *mut TraceModuleDesc) {
     let d = unsafe { &mut *desc };
     // SAFETY: the pass's metadata blob of meta_len bytes.
     let meta = unsafe { core::slice::from_raw_parts(d.meta, d.meta_len as usize) };
-    let mut head = [0u8; RECORD_HEADER + 8];
-    head[..RECORD_HEADER].copy_from_slice(&record_header(REC_MODULE, sys::pid(), 0, 8 + d.meta_len));
-    head[RECORD_HEADER..RECORD_HEADER + 4].copy_from_slice(&d.base.to_le_bytes());
-    head[RECORD_HEADER + 4..].copy_from_slice(&d.num_functions.to_le_bytes());
+    let head = record_header(REC_MODULE, sys::pid(), 0, 8 + d.meta_len);
     let mut rec = MVec::new();
-    if rec.extend_from_slice(&head).and_then(|_| rec.extend_from_slice(meta)).is_err() {
+    let built = rec
+        .extend_from_slice(&head)
+        .and_then(|_| rec.extend_from_slice(&d.base.to_le_bytes()))
+        .and_then(|_| rec.extend_from_slice(&d.num_functions.to_le_bytes()))
+        .and_then(|_| rec.extend_from_slice(meta));
+    if built.is_err() {
         return;
     }
     write(st, rec.as_slice());
