@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{regenerate, BitReader, BitTrace, FuncId, RegenError, StepSink, StreamError};
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
-use pathprof_format::trace::{ThreadTrace, TraceFile};
+use pathprof_format::trace::{FunctionRef, ThreadTrace, TraceFile};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
@@ -45,7 +45,7 @@ struct Names<'a> {
 }
 
 impl<'a> Names<'a> {
-    fn new(file: &'a TraceFile, owner: &[Option<(u32, usize)>]) -> Names<'a> {
+    fn new(file: &'a TraceFile, owner: &[Option<FunctionRef>]) -> Names<'a> {
         let funcs = owner
             .iter()
             .map(|o| {
@@ -107,10 +107,8 @@ impl StepSink for Collector {
         if self.counts.is_some() {
             return;
         }
-        if self.last == Some(self.steps.len()) {
-            if self.steps.pop_front().is_none() {
-                return;
-            }
+        if self.last == Some(self.steps.len()) && self.steps.pop_front().is_none() {
+            return;
         }
         self.steps.push_back(Step { func: f, block: b });
     }

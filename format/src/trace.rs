@@ -93,6 +93,12 @@ pub struct ThreadTrace {
     pub gap: bool,
 }
 
+/// A thread's records while parsing: data blocks by sequence number, and its end record's four words.
+type RawThread = (BTreeMap<u64, Vec<u8>>, Option<[u64; 4]>);
+
+/// A traced function: its module's first trace id (the key of [`TraceFile::modules`]) and its index there.
+pub type FunctionRef = (u32, usize);
+
 /// A whole trace file.
 #[derive(Clone, Debug, Default)]
 pub struct TraceFile {
@@ -116,9 +122,7 @@ impl TraceFile {
             return Err(TraceError::BadHeader);
         }
         let mut modules = BTreeMap::new();
-        // (pid, thread) → (seq → words), end record
-        type Data = BTreeMap<u64, Vec<u8>>;
-        let mut threads: BTreeMap<(u32, u32), (Data, Option<[u64; 4]>)> = BTreeMap::new();
+        let mut threads: BTreeMap<(u32, u32), RawThread> = BTreeMap::new();
         let mut at = 8;
         while at < bytes.len() {
             let corrupt = TraceError::Corrupt(at);
@@ -179,14 +183,12 @@ impl TraceFile {
         let mut out = Vec::new();
         for ((pid, thread), (data, end)) in threads {
             let mut t = ThreadTrace { pid, thread, ..Default::default() };
-            let mut expect = 0;
-            for (seq, words) in data {
+            for (expect, (seq, words)) in (0u64..).zip(data) {
                 if seq != expect {
                     t.gap = true;
                     break;
                 }
                 t.bytes.extend_from_slice(&words);
-                expect += 1;
             }
             let full = t.bytes.len() as u64 * 8;
             match end {
@@ -214,7 +216,7 @@ impl TraceFile {
 
     /// The program of every traced function, indexed by trace id (ids no module claims get an empty
     /// placeholder that an activation cannot enter validly), and per id its module and function index.
-    pub fn program(&self) -> Result<(Program, Vec<Option<(u32, usize)>>), TraceError> {
+    pub fn program(&self) -> Result<(Program, Vec<Option<FunctionRef>>), TraceError> {
         let total = self.modules.iter().next_back().map_or(0, |(&b, m)| b as usize + m.module.functions.len());
         let mut funcs = Vec::with_capacity(total);
         let mut owner = vec![None; total];

@@ -51,7 +51,7 @@ struct Planned {
 fn is_call_site(inst: LLVMValueRef) -> bool {
     ir::opcode(inst) == LLVMOpcode::LLVMCall
         && !ir::calls_inline_asm(inst)
-        && !ir::called_function(inst).is_some_and(|f| ir::intrinsic_id(f) != 0)
+        && ir::called_function(inst).is_none_or(|f| ir::intrinsic_id(f) == 0)
 }
 
 /// Plans one function (no IR changes).
@@ -410,10 +410,10 @@ impl Emitter {
                 LLVMOpcode::LLVMSwitch => {
                     let cond = LLVMGetOperand(term, 0);
                     let mut idx = c(value[0]);
-                    for case in 1..nsucc {
+                    for (case, &v) in value.iter().enumerate().skip(1) {
                         let val = LLVMGetOperand(term, (2 * case) as u32);
                         let hit = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, cond, val, c"".as_ptr());
-                        idx = LLVMBuildSelect(b, hit, c(value[case]), idx, c"".as_ptr());
+                        idx = LLVMBuildSelect(b, hit, c(v), idx, c"".as_ptr());
                     }
                     idx
                 }
