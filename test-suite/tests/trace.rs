@@ -11,14 +11,25 @@ use std::process::Command;
 /// Builds `source` in `mode` at `opt` into `dir`, runs it; returns (exit code, output file).
 fn build_and_run(dir: &Path, source: &str, mode: &str, opt: &str) -> (i32, PathBuf) {
     let exe = dir.join(format!("prog-{mode}"));
-    run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).args([opt, "-g", "-pthread"]).arg(programs().join(source)).arg("-o").arg(&exe));
+    run_ok(
+        wrapper(false)
+            .arg(format!("--pathprof-mode={mode}"))
+            .args([opt, "-g", "-pthread"])
+            .arg(programs().join(source))
+            .arg("-o")
+            .arg(&exe),
+    );
     let out_file = dir.join(if mode == "trace" { "out.pathtrace" } else { "out.pathprof" });
     let out = Command::new(&exe)
         .env("PATHPROF_TRACE", &out_file)
         .env("PATHPROF_FILE", &out_file)
         .output()
         .expect("run program");
-    assert!(out_file.exists(), "{source} {mode} {opt}: nothing written; stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out_file.exists(),
+        "{source} {mode} {opt}: nothing written; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.status.code().unwrap_or(-1), out_file)
 }
 
@@ -36,7 +47,8 @@ fn trace_counts(summary: &Value) -> Counts {
         let blocks = f["blocks"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).collect();
         let mut edges = BTreeMap::new();
         for e in f["edges"].as_array().unwrap() {
-            *edges.entry((e["from"].as_u64().unwrap(), e["to"].as_u64().unwrap())).or_default() += e["count"].as_u64().unwrap();
+            *edges.entry((e["from"].as_u64().unwrap(), e["to"].as_u64().unwrap())).or_default() +=
+                e["count"].as_u64().unwrap();
         }
         out.insert(f["function"].as_str().unwrap().to_string(), (blocks, edges));
     }
@@ -53,7 +65,8 @@ fn edge_counts(show: &Value) -> Counts {
         }
         let mut edges = BTreeMap::new();
         for e in f["edges"].as_array().unwrap() {
-            *edges.entry((e["from"].as_u64().unwrap(), e["to"].as_u64().unwrap())).or_default() += e["count"].as_u64().unwrap();
+            *edges.entry((e["from"].as_u64().unwrap(), e["to"].as_u64().unwrap())).or_default() +=
+                e["count"].as_u64().unwrap();
         }
         let name = f["display_name"].as_str().filter(|s| !s.is_empty()).or(f["name"].as_str()).unwrap();
         out.insert(name.to_string(), (blocks, edges));
@@ -168,14 +181,19 @@ fn longjmp_is_reported_incomplete_not_regenerated_wrongly() {
         assert!(status.starts_with("incomplete: an abnormal transfer"), "{opt}: {status}");
         // The exact prefix ends in deep's activation that longjmps (i == 1): its block with line 6.
         let steps = sequence(&json);
-        assert_eq!(steps.iter().filter(|(f, _, _)| f == "deep").map(|(_, _, l)| l.clone()).last(), Some(vec![6]), "{opt}");
+        assert_eq!(
+            steps.iter().filter(|(f, _, _)| f == "deep").map(|(_, _, l)| l.clone()).last(),
+            Some(vec![6]),
+            "{opt}"
+        );
     }
 }
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let dir = scratch("trace-bad");
-    let cases: [(&str, &[u8]); 3] = [("empty", b""), ("magic", b"PPTX\x01\0\0\0"), ("truncated", b"PPTR\x01\0\0\0\x02\0\0\0")];
+    let cases: [(&str, &[u8]); 3] =
+        [("empty", b""), ("magic", b"PPTX\x01\0\0\0"), ("truncated", b"PPTR\x01\0\0\0\x02\0\0\0")];
     for (name, bytes) in cases {
         let f = dir.join(name);
         std::fs::write(&f, bytes).unwrap();
