@@ -20,6 +20,7 @@ mod show;
 mod sources;
 mod text;
 mod top;
+mod trace;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -50,6 +51,8 @@ enum Command {
     Coverage(coverage::Args),
     /// Write a static HTML site: functions ranked, sources annotated with counts, hot paths highlighted.
     Report(html::Args),
+    /// Regenerate the exact block sequence of every thread from a trace-mode run's trace.
+    Trace(trace::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff::run(&args),
         Command::Coverage(args) => coverage::run(&args),
         Command::Report(args) => html::run(&args),
+        Command::Trace(args) => trace::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

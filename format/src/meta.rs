@@ -28,6 +28,9 @@ pub enum Mode {
     /// Vertex (block) profiling with edge counters (Ball & Larus 1994, §3.3): edge mode's chords minus those whose
     /// counts block counts do not need; `edge_counters` as in edge mode, edge counts not all derivable.
     Block,
+    /// Bit tracing (Ball & Larus 1994, §6.2): no counters; an ordered trace of every branch taken
+    /// (`crate::trace`).
+    Trace,
 }
 
 impl Mode {
@@ -39,6 +42,7 @@ impl Mode {
             Mode::Context => "context",
             Mode::Piecewise => "piecewise",
             Mode::Block => "block",
+            Mode::Trace => "trace",
         }
     }
 
@@ -343,6 +347,8 @@ impl ModuleMeta {
                     }
                 }
                 (Mode::Path, None) => return bad("path-mode function without path data"),
+                (Mode::Trace, None) if f.num_counters == 0 && f.edge_counters.iter().all(Option::is_none) => {}
+                (Mode::Trace, _) => return bad("trace-mode function with counters"),
                 (Mode::Context | Mode::Piecewise, None)
                     if f.num_counters == 0 && f.edge_counters.iter().all(Option::is_none) => {}
                 (Mode::Context | Mode::Piecewise, _) => return bad("interprocedural function with its own counters"),

@@ -31,8 +31,23 @@ pub const FORK_GEN: &str = "__pathprof_fork_gen";
 /// `fork()`ed child resumed an activation it never entered.
 pub const FORK_REENTRY: &str = "__pathprof_fork_reentry";
 
+/// Runtime: `void __pathprof_trace_register(TraceModuleDesc *)`, called by each trace-mode module's
+/// constructor; assigns the module's trace ids (`trace_layout`).
+pub const TRACE_REGISTER: &str = "__pathprof_trace_register";
+/// Runtime: `void __pathprof_trace_unregister(TraceModuleDesc *)`, a trace-mode module's destructor: makes sure
+/// its metadata is in the trace before the image goes away.
+pub const TRACE_UNREGISTER: &str = "__pathprof_trace_unregister";
+/// Runtime: `void __pathprof_trace_spill(uint64_t *tls, uint64_t word)`, takes a full word of the thread's bits.
+pub const TRACE_SPILL: &str = "__pathprof_trace_spill";
+/// Runtime: `uint64_t __pathprof_trace_first(uint64_t *tls)`, an entry found the thread state even: registers
+/// a new thread (returns its top-level state) or records an abnormal transfer.
+pub const TRACE_FIRST: &str = "__pathprof_trace_first";
+/// Runtime: `void __pathprof_trace_abnormal(uint64_t *tls)`, a call site returned to a state not its own
+/// (`longjmp`, an exception): the trace is regenerable only up to here.
+pub const TRACE_ABNORMAL: &str = "__pathprof_trace_abnormal";
+
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 9] = [
+pub const RUNTIME: [&str; 14] = [
     DUMP,
     FORK_GEN,
     FORK_REENTRY,
@@ -41,6 +56,11 @@ pub const RUNTIME: [&str; 9] = [
     PATH_CACHE_MISS,
     REGISTER_MODULE,
     RESET,
+    TRACE_ABNORMAL,
+    TRACE_FIRST,
+    TRACE_REGISTER,
+    TRACE_SPILL,
+    TRACE_UNREGISTER,
     UNREGISTER_MODULE,
 ];
 
@@ -74,8 +94,21 @@ pub const IP_NVC: &str = "__pathprof_ip_nvc";
 /// Module-local, thread-local: the callee a caller announced (same modes).
 pub const IP_TOKEN: &str = "__pathprof_ip_token";
 
+/// Module-local, `alwaysinline`: appends bits to the thread's trace state (trace mode).
+pub const TRACE_PUT: &str = "__pathprof_trace_put";
+/// Module-local, `alwaysinline`: a traced function's entry (state check, `Enter` marker).
+pub const TRACE_ENTER: &str = "__pathprof_trace_enter";
+/// Module-local, `alwaysinline`: a call site's return (state check, `Done` marker).
+pub const TRACE_DONE: &str = "__pathprof_trace_done";
+/// Module-local: a trace-mode module's [`TraceModuleDesc`](crate::trace_layout::TraceModuleDesc).
+pub const TRACE_DESC: &str = "__pathprof_trace_desc";
+/// Image-wide (hidden, `linkonce_odr`, thread-local): the thread's trace state
+/// ([`TLS_WORDS`](crate::trace_layout::TLS_WORDS) words), shared by every trace-mode module of an image so one
+/// thread writes one stream.
+pub const TRACE_TLS: &str = "__pathprof_trace_tls";
+
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 14] = [
+pub const MODULE_LOCAL: [&str; 18] = [
     COUNTERS,
     META,
     DESC,
@@ -90,6 +123,10 @@ pub const MODULE_LOCAL: [&str; 14] = [
     IP_PATH,
     IP_NVC,
     IP_TOKEN,
+    TRACE_PUT,
+    TRACE_ENTER,
+    TRACE_DONE,
+    TRACE_DESC,
 ];
 
 #[cfg(test)]
@@ -98,10 +135,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 23] = {
-            let mut a = [""; 23];
-            a[..9].copy_from_slice(&RUNTIME);
-            a[9..].copy_from_slice(&MODULE_LOCAL);
+        let all: [&str; 33] = {
+            let mut a = [""; 33];
+            a[..14].copy_from_slice(&RUNTIME);
+            a[14..32].copy_from_slice(&MODULE_LOCAL);
+            a[32] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

@@ -118,8 +118,11 @@ impl Config {
             Some("context") => Mode::Context,
             Some("piecewise") => Mode::Piecewise,
             Some("block") => Mode::Block,
+            Some("trace") => Mode::Trace,
             Some(v) => {
-                return Err(format!("unknown PATHPROF_MODE='{v}' (expected edge, block, path, context or piecewise)"))
+                return Err(format!(
+                    "unknown PATHPROF_MODE='{v}' (expected edge, block, path, context, piecewise or trace)"
+                ))
             }
         };
         let weighting = match get("PATHPROF_WEIGHTS").as_deref() {
@@ -237,6 +240,7 @@ mod tests {
         assert_eq!((c.mode, c.lto, c.path_sparse_max), (Mode::Piecewise, true, 65536));
         assert_eq!(cfg(&[("PATHPROF_MODE", "context")]).unwrap().mode, Mode::Context);
         assert_eq!(cfg(&[("PATHPROF_MODE", "block")]).unwrap().mode, Mode::Block);
+        assert_eq!(cfg(&[("PATHPROF_MODE", "trace")]).unwrap().mode, Mode::Trace);
         assert_eq!(cfg(&[]).unwrap().path_sparse_max, DEFAULT_PATH_SPARSE_MAX);
         let auto = cfg(&[]).unwrap();
         assert_eq!((auto.cache_pairs(1), auto.cache_pairs(1352), auto.cache_pairs(100_000)), (1024, 4096, 16384));

@@ -19,7 +19,7 @@ fn cstr(s: &str) -> CString {
 
 /// The module's function `name`, made by `make` (given the name) only when the module has none yet: each
 /// runtime entry point and helper is declared once per module, however many places call it.
-fn function_once(m: LLVMModuleRef, name: &str, make: impl FnOnce(&CStr) -> LLVMValueRef) -> LLVMValueRef {
+pub(crate) fn function_once(m: LLVMModuleRef, name: &str, make: impl FnOnce(&CStr) -> LLVMValueRef) -> LLVMValueRef {
     let name = cstr(name);
     let existing = unsafe { LLVMGetNamedFunction(m, name.as_ptr()) };
     if existing.is_null() {
@@ -208,7 +208,7 @@ unsafe fn internal_array(
 }
 
 /// Declares (or finds) `void name(ptr)` in the runtime.
-unsafe fn runtime_function(m: LLVMModuleRef, name: &str, ptrt: LLVMTypeRef) -> LLVMValueRef {
+pub(crate) unsafe fn runtime_function(m: LLVMModuleRef, name: &str, ptrt: LLVMTypeRef) -> LLVMValueRef {
     function_once(m, name, |c| {
         let ctx = LLVMGetModuleContext(m);
         let mut params = [ptrt];
@@ -218,7 +218,7 @@ unsafe fn runtime_function(m: LLVMModuleRef, name: &str, ptrt: LLVMTypeRef) -> L
 }
 
 /// Adds an internal `void name()` function (LLVM renames it on collision).
-unsafe fn internal_void_function(m: LLVMModuleRef, name: &str) -> LLVMValueRef {
+pub(crate) unsafe fn internal_void_function(m: LLVMModuleRef, name: &str) -> LLVMValueRef {
     let ctx = LLVMGetModuleContext(m);
     let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), std::ptr::null_mut(), 0, 0);
     let f = LLVMAddFunction(m, cstr(name).as_ptr(), fty);
@@ -228,7 +228,7 @@ unsafe fn internal_void_function(m: LLVMModuleRef, name: &str) -> LLVMValueRef {
 
 /// Appends `{ priority, f, null }` to `llvm.global_ctors` or `llvm.global_dtors` (`list`), keeping existing
 /// entries.
-unsafe fn append_to_global_list(m: LLVMModuleRef, list: &str, f: LLVMValueRef, priority: u64) {
+pub(crate) unsafe fn append_to_global_list(m: LLVMModuleRef, list: &str, f: LLVMValueRef, priority: u64) {
     let ctx = LLVMGetModuleContext(m);
     let i32t = LLVMInt32TypeInContext(ctx);
     let ptrt = LLVMPointerTypeInContext(ctx, 0);

@@ -184,6 +184,7 @@ pub fn instrument(
                 .field("split_edges", stats.emit.split_edges)
                 .field("phi_edges", stats.emit.phi_edges)
                 .field("promoted_updates", stats.promoted),
+            Mode::Trace => line,
             Mode::Path | Mode::Context | Mode::Piecewise => {
                 let (sparse, hashed) = layout.sparse_and_hashed();
                 line.field("paths", stats.paths)
@@ -218,6 +219,7 @@ fn plan(
     let mut meta = FunctionMeta { reentry_blocks: graph.reentry_blocks.clone(), ..function_meta(f, name, &graph) };
     let (weights, used_source) = weights::edge_weights(&graph, f, name, meta.cfg_hash, &config.weighting, profile, fam);
     let plan = match config.mode {
+        Mode::Trace => return Err("trace mode is instrumented by trace_mode".into()),
         Mode::Edge | Mode::Block => {
             let instrumentable: Vec<bool> = graph.sites.iter().map(|&s| s != Site::None).collect();
             let no_plan = |e: PlacementError| format!("no exact counter placement: {e}");

@@ -39,6 +39,7 @@ pub mod path_mode;
 pub mod promote;
 pub mod shim;
 pub mod storage;
+pub mod trace_mode;
 pub mod use_mode;
 pub mod weights;
 

@@ -18,7 +18,9 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     }
     let identity = crate::identity::of_module(&ir::module_source_name(m), config);
     let candidates: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| should_instrument(f)).collect();
-    if config.mode.is_interprocedural() {
+    if config.mode == pathprof_format::meta::Mode::Trace {
+        crate::trace_mode::instrument(m, &candidates, config, identity)
+    } else if config.mode.is_interprocedural() {
         crate::interproc_mode::instrument(m, &candidates, config, identity)
     } else {
         crate::intraproc_mode::instrument(m, &candidates, fam, config, identity)

@@ -108,6 +108,7 @@ mod sys;
 mod table;
 mod threads;
 mod timer;
+mod trace;
 
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};

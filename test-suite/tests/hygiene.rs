@@ -54,8 +54,15 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         .match_indices("__pathprof_")
         .map(|(i, _)| header[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
         .collect();
-    for (i, flags) in
-        [&[][..], &["--pathprof-path-cache=0"], &["--pathprof-atomic"], &["--pathprof-mode=edge"]].iter().enumerate()
+    for (i, flags) in [
+        &[][..],
+        &["--pathprof-path-cache=0"],
+        &["--pathprof-atomic"],
+        &["--pathprof-mode=edge"],
+        &["--pathprof-mode=trace"],
+    ]
+    .iter()
+    .enumerate()
     {
         let obj = dir.join(format!("instrumented{i}.o"));
         let source = programs().join("eighty_ifs.c");
@@ -70,15 +77,29 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
     names
 }
 
-/// Asserts that instrumented object `obj` defines no `__pathprof_*` symbol globally and names each one it
-/// defines locally in `symbols::MODULE_LOCAL`.
+/// Asserts that instrumented object `obj` defines no `__pathprof_*` symbol globally (but trace mode's
+/// image-wide thread state, which is hidden) and names each one it defines locally in `symbols::MODULE_LOCAL`.
 fn check_module_locals(obj: &Path) {
-    let global = pathprof_symbols(&["-g", "--defined-only"], obj);
+    let global: BTreeSet<String> =
+        pathprof_symbols(&["-g", "--defined-only"], obj).into_iter().filter(|s| s != symbols::TRACE_TLS).collect();
     assert!(global.is_empty(), "{}: instrumented code exports {global:?}", obj.display());
+    if pathprof_symbols(&["-g", "--defined-only"], obj).contains(symbols::TRACE_TLS) {
+        let out = Command::new("llvm-readelf-19").arg("--syms").arg(obj).output().expect("llvm-readelf-19");
+        let syms = String::from_utf8_lossy(&out.stdout);
+        let line = syms.lines().find(|l| l.ends_with(symbols::TRACE_TLS)).expect("the trace state symbol");
+        assert!(
+            line.contains("HIDDEN") && line.contains("WEAK"),
+            "{}: trace state is not hidden and weak: {line}",
+            obj.display()
+        );
+    }
     let local = pathprof_symbols(&["--defined-only"], obj);
     assert!(!local.is_empty(), "{}: no module-local __pathprof_* symbol at all", obj.display());
     for name in &local {
         let base = name.split('.').next().unwrap_or(name);
+        if base == symbols::TRACE_TLS {
+            continue;
+        }
         assert!(symbols::MODULE_LOCAL.contains(&base), "{}: {name} is not in symbols::MODULE_LOCAL", obj.display());
     }
 }

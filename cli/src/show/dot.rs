@@ -162,7 +162,7 @@ fn path_edges(module: &ModuleProfile, index: usize, id: &str) -> Result<(String,
             }
             Ok((number.to_string(), edges))
         }
-        Mode::Edge | Mode::Block => {
+        Mode::Edge | Mode::Block | Mode::Trace => {
             bail!(
                 "{} is in {} mode: --path needs a path, context or piecewise profile",
                 f.name,

@@ -189,6 +189,13 @@ impl Program {
         Program { funcs, func_bits }
     }
 
+    /// A program whose function ids take a fixed `func_bits` bits, for traces written before the number of
+    /// functions is known (a run-time writer assigning ids as modules register); `None` if `funcs` do not fit.
+    pub fn with_func_bits(funcs: Vec<FuncTables>, func_bits: u8) -> Option<Program> {
+        let fits = func_bits <= 32 && (func_bits == 32 || (funcs.len() as u64) <= 1u64 << func_bits);
+        fits.then_some(Program { funcs, func_bits })
+    }
+
     /// One function's tables.
     pub fn func(&self, f: FuncId) -> Option<&FuncTables> {
         self.funcs.get(f.index())

@@ -1,0 +1,252 @@
+//! Trace files (mode `trace`): each module's metadata with its call sites, and per thread the bit stream of
+//! bit tracing (`pathprof_core::tracing`), read from untrusted bytes (never panics). Layout:
+//! [`crate::trace_layout`].
+
+use crate::meta::ModuleMeta;
+use crate::trace_layout::*;
+use pathprof_core::tracing::{bit_tracing, CallSites, FuncTables, Program, WitnessPlan};
+use pathprof_core::Cfg;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What the reader needs of one traced module: the profile metadata (CFGs, lines, names) and, per function
+/// and real block, how many call sites the block holds (where the callees' markers interleave).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceModuleMeta {
+    /// The module's metadata, mode [`crate::meta::Mode::Trace`].
+    pub module: ModuleMeta,
+    /// Per function of `module.functions`, per real block: its call sites.
+    pub calls: Vec<Vec<u32>>,
+}
+
+/// Why a trace file cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// Not a trace file, or a version this reader does not know.
+    #[error("not a pathprof trace file (bad magic or version)")]
+    BadHeader,
+    /// A record runs past the end of the file or has a bad length.
+    #[error("trace file is truncated or corrupt at byte {0}")]
+    Corrupt(usize),
+    /// A module's metadata does not decode, or the modules' ids overlap.
+    #[error("trace file metadata is corrupt: {0}")]
+    Meta(String),
+}
+
+impl TraceModuleMeta {
+    /// The blob the pass embeds (the runtime copies it into the file unchanged).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.module.encode();
+        let calls = postcard::to_allocvec(&self.calls).expect("postcard serialisation of call sites");
+        let mut blob = Vec::with_capacity(out.len() + calls.len() + 8);
+        blob.extend_from_slice(&(out.len() as u64).to_le_bytes());
+        blob.append(&mut out);
+        blob.extend_from_slice(&calls);
+        blob
+    }
+
+    /// Decodes and checks a blob (every function's call sites fit its CFG).
+    pub fn decode(bytes: &[u8]) -> Result<TraceModuleMeta, TraceError> {
+        let bad = |m: &str| TraceError::Meta(m.to_string());
+        let len = bytes.get(..8).ok_or_else(|| bad("short blob"))?;
+        let len = u64::from_le_bytes(len.try_into().expect("8 bytes")) as usize;
+        let meta = bytes.get(8..8usize.saturating_add(len)).ok_or_else(|| bad("short blob"))?;
+        let module = ModuleMeta::decode(meta).map_err(|e| TraceError::Meta(e.to_string()))?;
+        let calls: Vec<Vec<u32>> =
+            postcard::from_bytes(&bytes[8 + len..]).map_err(|e| TraceError::Meta(e.to_string()))?;
+        if calls.len() != module.functions.len()
+            || module.functions.iter().zip(&calls).any(|(f, c)| c.len() != f.cfg.num_blocks())
+        {
+            return Err(bad("call sites do not fit the functions"));
+        }
+        Ok(TraceModuleMeta { module, calls })
+    }
+}
+
+/// The witness plan and regeneration tables of one traced function: bit tracing, with `calls[b]` call sites in
+/// block `b`. The pass instruments with the same plan, so both sides agree by construction.
+pub fn function_tables(cfg: &Cfg, calls: &[u32]) -> Result<(WitnessPlan, FuncTables), String> {
+    let sites = CallSites::new(cfg, calls.to_vec()).map_err(|e| e.to_string())?;
+    let plan = bit_tracing(cfg);
+    let tables = FuncTables::build(cfg, &sites, &plan).map_err(|e| e.to_string())?;
+    Ok((plan, tables))
+}
+
+/// One thread's bits, reassembled from its records.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadTrace {
+    /// Process id.
+    pub pid: u32,
+    /// Thread number in its process (1 = the first thread that ran traced code).
+    pub thread: u32,
+    /// The bits, least-significant first.
+    pub bytes: Vec<u8>,
+    /// How many bits are valid.
+    pub bits: u64,
+    /// The thread ended at its top level: the trace is whole.
+    pub complete: bool,
+    /// Flushed at process exit with the thread inside a function (exit() from a callee, a running thread).
+    pub at_exit: bool,
+    /// Where the trace stops being regenerable (an abnormal transfer: signal handler, longjmp, exception).
+    pub abnormal_at: Option<u64>,
+    /// Data records are missing (a gap in sequence numbers, or no end record: the process was killed).
+    pub gap: bool,
+}
+
+/// A thread's records while parsing: data blocks by sequence number, and its end record's four words.
+type RawThread = (BTreeMap<u64, Vec<u8>>, Option<[u64; 4]>);
+
+/// A traced function: its module's first trace id (the key of [`TraceFile::modules`]) and its index there.
+pub type FunctionRef = (u32, usize);
+
+/// A whole trace file.
+#[derive(Clone, Debug, Default)]
+pub struct TraceFile {
+    /// Modules by first trace id.
+    pub modules: BTreeMap<u32, TraceModuleMeta>,
+    /// Threads in (pid, thread) order.
+    pub threads: Vec<ThreadTrace>,
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+impl TraceFile {
+    /// Parses a trace file.
+    pub fn parse(bytes: &[u8]) -> Result<TraceFile, TraceError> {
+        if bytes.get(..4) != Some(&TRACE_MAGIC[..]) || u32_at(bytes, 4) != Some(TRACE_VERSION) {
+            return Err(TraceError::BadHeader);
+        }
+        let mut modules = BTreeMap::new();
+        let mut threads: BTreeMap<(u32, u32), RawThread> = BTreeMap::new();
+        let mut at = 8;
+        while at < bytes.len() {
+            let corrupt = TraceError::Corrupt(at);
+            let kind = u32_at(bytes, at).ok_or(TraceError::Corrupt(at))?;
+            let pid = u32_at(bytes, at + 4).ok_or(TraceError::Corrupt(at))?;
+            let thread = u32_at(bytes, at + 8).ok_or(TraceError::Corrupt(at))?;
+            let len = u64_at(bytes, at + 16).ok_or(TraceError::Corrupt(at))?;
+            let start = at + RECORD_HEADER;
+            let end = usize::try_from(len).ok().and_then(|l| start.checked_add(l)).ok_or(TraceError::Corrupt(at))?;
+            let payload = bytes.get(start..end).ok_or(TraceError::Corrupt(at))?;
+            match kind {
+                REC_MODULE => {
+                    let base = u32_at(payload, 0).ok_or(TraceError::Corrupt(at))?;
+                    let n = u32_at(payload, 4).ok_or(TraceError::Corrupt(at))?;
+                    let meta = TraceModuleMeta::decode(&payload[8..])?;
+                    if meta.module.functions.len() != n as usize {
+                        return Err(TraceError::Meta("function count does not match the metadata".into()));
+                    }
+                    // The same module may be written by several processes (fork); ids must agree.
+                    if let Some(old) = modules.insert(base, meta.clone()) {
+                        if old != meta {
+                            return Err(TraceError::Meta(format!("two modules with trace id {base}")));
+                        }
+                    }
+                }
+                REC_DATA => {
+                    let seq = u64_at(payload, 0).ok_or(corrupt)?;
+                    if (payload.len() - 8) % 8 != 0 {
+                        return Err(TraceError::Corrupt(at));
+                    }
+                    let t = threads.entry((pid, thread)).or_default();
+                    if t.0.insert(seq, payload[8..].to_vec()).is_some() {
+                        return Err(TraceError::Corrupt(at));
+                    }
+                }
+                REC_END => {
+                    if payload.len() != 32 {
+                        return Err(corrupt);
+                    }
+                    let w = [0, 8, 16, 24].map(|o| u64_at(payload, o).unwrap_or(0));
+                    let t = threads.entry((pid, thread)).or_default();
+                    if t.1.replace(w).is_some() {
+                        return Err(TraceError::Corrupt(at));
+                    }
+                }
+                _ => return Err(corrupt),
+            }
+            at = end;
+        }
+        // Module ids must not overlap.
+        let mut next = 0u64;
+        for (&base, m) in &modules {
+            if u64::from(base) < next {
+                return Err(TraceError::Meta(format!("modules overlap at trace id {base}")));
+            }
+            next = u64::from(base) + m.module.functions.len() as u64;
+        }
+        let mut out = Vec::new();
+        for ((pid, thread), (data, end)) in threads {
+            let mut t = ThreadTrace { pid, thread, ..Default::default() };
+            for (expect, (seq, words)) in (0u64..).zip(data) {
+                if seq != expect {
+                    t.gap = true;
+                    break;
+                }
+                t.bytes.extend_from_slice(&words);
+            }
+            let full = t.bytes.len() as u64 * 8;
+            match end {
+                Some([total, partial, flags, stop]) if !t.gap => {
+                    if total < full || total - full >= 64 {
+                        return Err(TraceError::Meta(format!("thread {thread} of process {pid}: bad bit count")));
+                    }
+                    t.bytes.extend_from_slice(&partial.to_le_bytes());
+                    t.bits = total;
+                    t.complete = flags & END_COMPLETE != 0;
+                    t.at_exit = flags & END_AT_EXIT != 0;
+                    if flags & END_ABNORMAL != 0 {
+                        t.abnormal_at = Some(stop.min(total));
+                    }
+                }
+                _ => {
+                    t.gap = true;
+                    t.bits = full;
+                }
+            }
+            out.push(t);
+        }
+        Ok(TraceFile { modules, threads: out })
+    }
+
+    /// The program of every traced function, indexed by trace id (ids no module claims get an empty
+    /// placeholder that an activation cannot enter validly), and per id its module and function index.
+    pub fn program(&self) -> Result<(Program, Vec<Option<FunctionRef>>), TraceError> {
+        let total = self.modules.iter().next_back().map_or(0, |(&b, m)| b as usize + m.module.functions.len());
+        let mut funcs = Vec::with_capacity(total);
+        let mut owner = vec![None; total];
+        for (&base, m) in &self.modules {
+            while funcs.len() < base as usize {
+                funcs.push(placeholder());
+            }
+            for (i, (f, calls)) in m.module.functions.iter().zip(&m.calls).enumerate() {
+                let (_, t) = function_tables(&f.cfg, calls)
+                    .map_err(|e| TraceError::Meta(format!("function `{}`: {e}", f.name)))?;
+                owner[base as usize + i] = Some((base, i));
+                funcs.push(t);
+            }
+        }
+        let program = Program::with_func_bits(funcs, FUNC_ID_BITS)
+            .ok_or_else(|| TraceError::Meta("more functions than trace ids".into()))?;
+        Ok((program, owner))
+    }
+}
+
+/// Tables of a one-block function for ids no module claims (never entered in a valid trace).
+fn placeholder() -> FuncTables {
+    let cfg = Cfg::new(
+        1,
+        vec![pathprof_core::Edge {
+            from: pathprof_core::BlockId(0),
+            to: pathprof_core::BlockId(1),
+            kind: pathprof_core::EdgeKind::Return,
+        }],
+    )
+    .expect("a one-block CFG");
+    function_tables(&cfg, &[0]).expect("a one-block function").1
+}

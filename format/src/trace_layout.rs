@@ -1,0 +1,87 @@
+//! Trace mode's byte layout (`no_std`, no allocation), shared by the pass (the per-thread state instrumented code
+//! updates), the runtime (which writes the trace file) and the reader.
+//!
+//! # Per-thread state (`TraceTls`, [`TLS_WORDS`] `u64`s, thread-local, zero-initialised)
+//! - [`TLS_ACC`]: bits not yet spilled, least-significant first; [`TLS_NACC`]: how many (0..64).
+//! - [`TLS_STATE`]: where the thread is, for the call-marker model: 0 = not seen yet; `2k` = in the body of an
+//!   activation at depth k; `2k + 1` = inside a call site of depth k's activation (depth 0: the thread's top
+//!   level). An entry when the state is even, or a call site returning to a state other than its own, is an
+//!   abnormal transfer (a signal handler, `longjmp`, an exception): the runtime records where the trace stops
+//!   being regenerable.
+//! - [`TLS_THREAD`]: the runtime's record of the thread (0 until the thread's first entry).
+//!
+//! When 64 bits are full, instrumented code calls the runtime's spill with the word; the runtime appends it to
+//! the thread's buffer and writes full buffers to the file as [`REC_DATA`] records.
+//!
+//! # Trace file
+//! [`TRACE_MAGIC`], `u32` [`TRACE_VERSION`], then records: a [`RECORD_HEADER`]-byte header
+//! (`u32 kind, u32 pid, u32 thread, u32 reserved, u64 payload length`) and the payload:
+//! - [`REC_MODULE`]: `u32 base, u32 functions`, then the module's trace metadata (`trace::TraceModuleMeta`):
+//!   its functions have trace ids `base..base + functions`.
+//! - [`REC_DATA`]: `u64 seq` (0, 1, … per thread), then whole little-endian `u64` words of the thread's bits.
+//! - [`REC_END`]: `u64 total bits, u64 last partial word, u64 flags (`END_*`), u64 bit where the trace stops
+//!   being regenerable (`u64::MAX`: nowhere)`.
+
+/// First bytes of a trace file.
+pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
+/// Version of the layout above.
+pub const TRACE_VERSION: u32 = 1;
+/// Bytes of a record header.
+pub const RECORD_HEADER: usize = 24;
+/// A module's metadata and trace ids.
+pub const REC_MODULE: u32 = 1;
+/// A block of one thread's bits.
+pub const REC_DATA: u32 = 2;
+/// The end of one thread's bits.
+pub const REC_END: u32 = 3;
+/// `REC_END` flag: the thread ended at its top level and its final Done was written (the trace is whole).
+pub const END_COMPLETE: u64 = 1;
+/// `REC_END` flag: written at process exit while the thread was still inside a function (exit() from a
+/// callee, or another thread still running).
+pub const END_AT_EXIT: u64 = 2;
+/// `REC_END` flag: the stop bit is valid (an abnormal transfer, or a thread beyond the id space).
+pub const END_ABNORMAL: u64 = 4;
+
+/// Bits of a function id after an `Enter` marker's 1 bit (ids are assigned at run time as modules register).
+pub const FUNC_ID_BITS: u8 = 20;
+/// Function ids available in one process.
+pub const MAX_FUNCS: u32 = 1 << FUNC_ID_BITS;
+
+/// Words of the per-thread state.
+pub const TLS_WORDS: usize = 4;
+/// Index of the bit accumulator.
+pub const TLS_ACC: usize = 0;
+/// Index of the number of bits in the accumulator.
+pub const TLS_NACC: usize = 1;
+/// Index of the call-marker state.
+pub const TLS_STATE: usize = 2;
+/// Index of the runtime's thread record.
+pub const TLS_THREAD: usize = 3;
+
+/// The trace-mode module descriptor the pass emits and the runtime registers (`#[repr(C)]`).
+#[repr(C)]
+pub struct TraceModuleDesc {
+    /// [`TRACE_VERSION`].
+    pub version: u32,
+    /// Functions of the module (trace ids `base..base + num_functions`).
+    pub num_functions: u32,
+    /// The module's trace metadata.
+    pub meta: *const u8,
+    /// Its length.
+    pub meta_len: u64,
+    /// The module's first trace id, written by the runtime at registration (instrumented code reads it).
+    pub base: u32,
+    /// Set by the runtime once the module's metadata is in the trace file.
+    pub written: u32,
+    /// The runtime's list of modules.
+    pub next: *mut TraceModuleDesc,
+}
+
+/// Encodes a record header.
+pub fn record_header(kind: u32, pid: u32, thread: u32, len: u64) -> [u8; RECORD_HEADER] {
+    let (k, p, t, l) = (kind.to_le_bytes(), pid.to_le_bytes(), thread.to_le_bytes(), len.to_le_bytes());
+    [
+        k[0], k[1], k[2], k[3], p[0], p[1], p[2], p[3], t[0], t[1], t[2], t[3], 0, 0, 0, 0, l[0], l[1], l[2], l[3],
+        l[4], l[5], l[6], l[7],
+    ]
+}

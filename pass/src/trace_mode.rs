@@ -1,0 +1,426 @@
+//! Mode `trace`: bit tracing (Ball & Larus, TOPLAS'94 §6.2) of every function of one module, with the call
+//! markers of `pathprof_core::tracing::regenerate`'s model, so that the runtime's per-thread bit stream
+//! regenerates into the exact block sequence.
+//!
+//! What each function gets (the plan is `pathprof_format::trace::function_tables`, shared with the reader):
+//! - at its entry, [`symbols::TRACE_ENTER`]: `Enter(f)` = a 1 bit and the function's
+//!   [`FUNC_ID_BITS`]-bit trace id (the module's base, assigned by the runtime at registration, + its index);
+//! - before every call site the call-site state, after it [`symbols::TRACE_DONE`]: `Done` = a 0 bit (so after a
+//!   block with k call sites come k groups "activations of traced callees, then Done");
+//! - before the terminator of every predicate (≥ 2 traced out-edges), the taken out-edge's position among them
+//!   in ⌈log2 N⌉ bits; before every `ret`, the state the entry found (the caller's call site, restored).
+//!
+//! The thread state (`trace_layout`) makes abnormal transfers visible: an entry that finds the thread in a
+//! function body (a signal handler) or a call site that returns to a state that is not its own (`longjmp`, an
+//! exception) tells the runtime, which records where the trace stops being regenerable.
+//!
+//! Functions with `invoke`, `musttail` calls or `indirectbr`/`callbr` are left uninstrumented (a warning):
+//! their markers could not be placed yet. Their activations are then calls into untraced code.
+
+use crate::cfg_build::{self, CallFacts, FunctionGraph};
+use crate::config::Config;
+use crate::globals::{append_to_global_list, function_once, internal_void_function, runtime_function};
+use crate::identity::ModuleIdentity;
+use crate::ir;
+use crate::module_emitter::{function_meta, warn_uninstrumented};
+use crate::names::INSTRUMENTED_MARK;
+use inkwell::llvm_sys::comdat::{LLVMGetOrInsertComdat, LLVMSetComdat};
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode, LLVMVisibility};
+use pathprof_core::tracing::{FuncTables, WitnessPlan};
+use pathprof_core::{BlockId, EdgeKind};
+use pathprof_format::meta::{Mode, ModuleMeta};
+use pathprof_format::symbols;
+use pathprof_format::trace::{function_tables, TraceModuleMeta};
+use pathprof_format::trace_layout::{FUNC_ID_BITS, MAX_FUNCS, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION};
+use std::ffi::CString;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// One function ready for instrumentation.
+struct Planned {
+    f: LLVMValueRef,
+    graph: FunctionGraph,
+    plan: WitnessPlan,
+    tables: FuncTables,
+    /// Per block, the call instructions that are call sites (in order).
+    calls: Vec<Vec<LLVMValueRef>>,
+}
+
+/// Whether `inst` is a call site: a call that may run traced code (not an intrinsic, not inline asm).
+fn is_call_site(inst: LLVMValueRef) -> bool {
+    ir::opcode(inst) == LLVMOpcode::LLVMCall
+        && !ir::calls_inline_asm(inst)
+        && ir::called_function(inst).is_none_or(|f| ir::intrinsic_id(f) == 0)
+}
+
+/// Plans one function (no IR changes).
+fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
+    let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
+    let mut calls = Vec::with_capacity(graph.blocks.len());
+    for &bb in &graph.blocks {
+        let mut here = Vec::new();
+        for inst in ir::instructions(bb) {
+            match ir::opcode(inst) {
+                LLVMOpcode::LLVMInvoke => return Err("`invoke` is not traced yet".into()),
+                LLVMOpcode::LLVMIndirectBr => return Err("`indirectbr` is not traced yet".into()),
+                LLVMOpcode::LLVMCall if ir::is_musttail(inst) => {
+                    return Err("`musttail` calls are not traced yet".into())
+                }
+                _ if is_call_site(inst) => here.push(inst),
+                _ => {}
+            }
+        }
+        calls.push(here);
+    }
+    let counts: Vec<u32> = calls.iter().map(|c| c.len() as u32).collect();
+    let (plan, tables) = function_tables(&graph.cfg, &counts)?;
+    Ok(Planned { f, graph, plan, tables, calls })
+}
+
+/// Instruments `candidates` of `m` for tracing; returns whether the module changed.
+pub fn instrument(
+    m: LLVMModuleRef,
+    candidates: &[LLVMValueRef],
+    config: &Config,
+    identity: ModuleIdentity,
+) -> Result<bool, String> {
+    let facts = CallFacts::new(m);
+    let mut planned = Vec::new();
+    for &f in candidates {
+        let name = ir::name(f);
+        match catch_unwind(AssertUnwindSafe(|| plan(f, &facts))) {
+            Ok(Ok(p)) => planned.push(p),
+            Ok(Err(why)) => warn_uninstrumented(&identity.name, &name, &why),
+            Err(_) => eprintln!(
+                "pathprof: warning: {}: internal error while planning `{name}`; left uninstrumented",
+                identity.name
+            ),
+        }
+    }
+    if planned.is_empty() {
+        return Ok(false);
+    }
+    if planned.len() as u64 >= u64::from(MAX_FUNCS) {
+        return Err(format!("{} functions: more than trace ids ({MAX_FUNCS})", planned.len()));
+    }
+    let functions = planned.iter().map(|p| function_meta(p.f, &ir::name(p.f), &p.graph)).collect::<Vec<_>>();
+    let meta = TraceModuleMeta {
+        module: ModuleMeta {
+            module_name: identity.name.clone(),
+            output: identity.output.clone(),
+            mode: Mode::Trace,
+            weighting: "bit-tracing".into(),
+            atomic: false,
+            functions,
+            interproc: None,
+            path_arrivals: false,
+            fork_reentries: false,
+        },
+        calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
+    };
+    let emitter = unsafe { Emitter::new(m, &meta) };
+    let mut site = 0u64;
+    let mut branches = 0usize;
+    for (index, p) in planned.iter().enumerate() {
+        branches += unsafe { emitter.function(p, index as u64, &mut site) };
+        ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
+    }
+    ir::add_named_metadata(m, INSTRUMENTED_MARK);
+    if config.stats {
+        eprintln!(
+            "pathprof: stats: module={} mode=trace functions={} call_sites={site} predicates={branches}",
+            identity.name,
+            planned.len()
+        );
+    }
+    Ok(true)
+}
+
+fn cstr(s: &str) -> CString {
+    CString::new(s).expect("internal names contain no NUL")
+}
+
+/// The module's trace globals and helpers.
+struct Emitter {
+    m: LLVMModuleRef,
+    ctx: LLVMContextRef,
+    i64t: LLVMTypeRef,
+    put: LLVMValueRef,
+    enter: LLVMValueRef,
+    done: LLVMValueRef,
+    tls: LLVMValueRef,
+    builder: LLVMBuilderRef,
+}
+
+impl Drop for Emitter {
+    fn drop(&mut self) {
+        unsafe { LLVMDisposeBuilder(self.builder) };
+    }
+}
+
+/// Adds an internal `alwaysinline nounwind` function of type `fty`.
+unsafe fn helper(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    let ctx = LLVMGetModuleContext(m);
+    let f = LLVMAddFunction(m, cstr(name).as_ptr(), fty);
+    LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+    for attr in ["alwaysinline", "nounwind"] {
+        LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
+    }
+    f
+}
+
+/// Declares a runtime function of type `fty` (cold: the slow paths).
+unsafe fn runtime(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    function_once(m, name, |c| {
+        let ctx = LLVMGetModuleContext(m);
+        let f = LLVMAddFunction(m, c.as_ptr(), fty);
+        for attr in ["nounwind", "cold"] {
+            LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
+        }
+        f
+    })
+}
+
+impl Emitter {
+    /// Emits the thread state, the descriptor with the metadata, its constructor and destructor, and the
+    /// helpers.
+    unsafe fn new(m: LLVMModuleRef, meta: &TraceModuleMeta) -> Emitter {
+        let ctx = LLVMGetModuleContext(m);
+        let i32t = LLVMInt32TypeInContext(ctx);
+        let i64t = LLVMInt64TypeInContext(ctx);
+        let ptrt = LLVMPointerTypeInContext(ctx, 0);
+        let voidt = LLVMVoidTypeInContext(ctx);
+        let b = LLVMCreateBuilderInContext(ctx);
+
+        // The thread state: one per image (hidden linkonce_odr), initial-exec TLS.
+        let tls_ty = LLVMArrayType2(i64t, TLS_WORDS as u64);
+        let name = cstr(symbols::TRACE_TLS);
+        let mut tls = LLVMGetNamedGlobal(m, name.as_ptr());
+        if tls.is_null() {
+            tls = LLVMAddGlobal(m, tls_ty, name.as_ptr());
+            LLVMSetInitializer(tls, LLVMConstNull(tls_ty));
+            LLVMSetLinkage(tls, LLVMLinkage::LLVMLinkOnceODRLinkage);
+            LLVMSetVisibility(tls, LLVMVisibility::LLVMHiddenVisibility);
+            LLVMSetThreadLocalMode(tls, LLVMThreadLocalMode::LLVMInitialExecTLSModel);
+            LLVMSetAlignment(tls, 8);
+            let comdat = LLVMGetOrInsertComdat(m, name.as_ptr());
+            LLVMSetComdat(tls, comdat);
+        }
+
+        let blob = meta.encode();
+        let blob_val = LLVMConstStringInContext2(ctx, blob.as_ptr() as *const _, blob.len(), 1);
+        let blob_global = LLVMAddGlobal(m, LLVMTypeOf(blob_val), cstr(symbols::META).as_ptr());
+        LLVMSetInitializer(blob_global, blob_val);
+        LLVMSetGlobalConstant(blob_global, 1);
+        LLVMSetLinkage(blob_global, LLVMLinkage::LLVMPrivateLinkage);
+        LLVMSetAlignment(blob_global, 8);
+        // TraceModuleDesc: { i32 version, i32 num_functions, ptr meta, i64 meta_len, i32 base, i32 written, ptr next }
+        let mut field_types = [i32t, i32t, ptrt, i64t, i32t, i32t, ptrt];
+        let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
+        let mut fields = [
+            LLVMConstInt(i32t, u64::from(TRACE_VERSION), 0),
+            LLVMConstInt(i32t, meta.module.functions.len() as u64, 0),
+            blob_global,
+            LLVMConstInt(i64t, blob.len() as u64, 0),
+            LLVMConstInt(i32t, 0, 0),
+            LLVMConstInt(i32t, 0, 0),
+            LLVMConstNull(ptrt),
+        ];
+        let desc = LLVMAddGlobal(m, desc_ty, cstr(symbols::TRACE_DESC).as_ptr());
+        LLVMSetInitializer(desc, LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0));
+        LLVMSetLinkage(desc, LLVMLinkage::LLVMInternalLinkage);
+        LLVMSetAlignment(desc, 8);
+        for (fname, list, sym) in [
+            (symbols::MODULE_CTOR, "llvm.global_ctors", symbols::TRACE_REGISTER),
+            (symbols::MODULE_DTOR, "llvm.global_dtors", symbols::TRACE_UNREGISTER),
+        ] {
+            let callee = runtime_function(m, sym, ptrt);
+            let f = internal_void_function(m, fname);
+            LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr()));
+            let mut args = [desc];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(callee), callee, args.as_mut_ptr(), 1, c"".as_ptr());
+            LLVMBuildRetVoid(b);
+            append_to_global_list(m, list, f, 101);
+        }
+
+        let gep = |b: LLVMBuilderRef, word: usize| {
+            let mut ix = [LLVMConstInt(i64t, word as u64, 0)];
+            LLVMBuildInBoundsGEP2(b, i64t, tls, ix.as_mut_ptr(), 1, c"".as_ptr())
+        };
+        let c = |v: u64| LLVMConstInt(i64t, v, 0);
+
+        // put(v, w): acc |= v << n; n += w; a full word goes to the runtime.
+        let mut params = [i64t, i64t];
+        let put_ty = LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0);
+        let put = helper(m, symbols::TRACE_PUT, put_ty);
+        let mut sp = [ptrt, i64t];
+        let spill = runtime(m, symbols::TRACE_SPILL, LLVMFunctionType(voidt, sp.as_mut_ptr(), 2, 0));
+        {
+            let (v, w) = (LLVMGetParam(put, 0), LLVMGetParam(put, 1));
+            let entry = LLVMAppendBasicBlockInContext(ctx, put, c"entry".as_ptr());
+            let fast = LLVMAppendBasicBlockInContext(ctx, put, c"fast".as_ptr());
+            let slow = LLVMAppendBasicBlockInContext(ctx, put, c"full".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let (pacc, pn) = (gep(b, TLS_ACC), gep(b, TLS_NACC));
+            let acc = LLVMBuildLoad2(b, i64t, pacc, c"".as_ptr());
+            let n = LLVMBuildLoad2(b, i64t, pn, c"".as_ptr());
+            let acc2 = LLVMBuildOr(b, acc, LLVMBuildShl(b, v, n, c"".as_ptr()), c"".as_ptr());
+            let t = LLVMBuildAdd(b, n, w, c"".as_ptr());
+            let fits = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntULT, t, c(64), c"".as_ptr());
+            LLVMBuildCondBr(b, fits, fast, slow);
+            LLVMPositionBuilderAtEnd(b, fast);
+            LLVMBuildStore(b, acc2, pacc);
+            LLVMBuildStore(b, t, pn);
+            LLVMBuildRetVoid(b);
+            // t ≥ 64 with w ≤ 32 means n ≥ 32: 64 − n is in 1..=32, a defined shift.
+            LLVMPositionBuilderAtEnd(b, slow);
+            let mut args = [tls, acc2];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(spill), spill, args.as_mut_ptr(), 2, c"".as_ptr());
+            let rest = LLVMBuildLShr(b, v, LLVMBuildSub(b, c(64), n, c"".as_ptr()), c"".as_ptr());
+            LLVMBuildStore(b, rest, pacc);
+            LLVMBuildStore(b, LLVMBuildSub(b, t, c(64), c"".as_ptr()), pn);
+            LLVMBuildRetVoid(b);
+        }
+
+        // enter(id) -> saved state: an even state means a new thread or an abnormal entry (runtime decides).
+        let mut params = [i64t];
+        let enter = helper(m, symbols::TRACE_ENTER, LLVMFunctionType(i64t, params.as_mut_ptr(), 1, 0));
+        let mut fp = [ptrt];
+        let first = runtime(m, symbols::TRACE_FIRST, LLVMFunctionType(i64t, fp.as_mut_ptr(), 1, 0));
+        {
+            let local = LLVMGetParam(enter, 0);
+            let entry = LLVMAppendBasicBlockInContext(ctx, enter, c"entry".as_ptr());
+            let slow = LLVMAppendBasicBlockInContext(ctx, enter, c"even".as_ptr());
+            let go = LLVMAppendBasicBlockInContext(ctx, enter, c"go".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let pstate = gep(b, TLS_STATE);
+            let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+            let odd = LLVMBuildAnd(b, s, c(1), c"".as_ptr());
+            let is_odd = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, odd, c(0), c"".as_ptr());
+            LLVMBuildCondBr(b, is_odd, go, slow);
+            LLVMPositionBuilderAtEnd(b, slow);
+            let mut args = [tls];
+            let s2 = LLVMBuildCall2(b, LLVMGlobalGetValueType(first), first, args.as_mut_ptr(), 1, c"".as_ptr());
+            LLVMBuildBr(b, go);
+            LLVMPositionBuilderAtEnd(b, go);
+            let phi = LLVMBuildPhi(b, i64t, c"".as_ptr());
+            let mut vals = [s, s2];
+            let mut blocks = [entry, slow];
+            LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 2);
+            let d = LLVMBuildAdd(b, LLVMBuildAnd(b, phi, c(0xffff_ffff), c"".as_ptr()), c(1), c"".as_ptr());
+            LLVMBuildStore(b, d, pstate);
+            let pbase = LLVMBuildStructGEP2(b, desc_ty, desc, 4, c"".as_ptr());
+            let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), i64t, c"".as_ptr());
+            let id = LLVMBuildAdd(b, base, local, c"".as_ptr());
+            let marker = LLVMBuildOr(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()), c(1), c"".as_ptr());
+            let mut args = [marker, c(1 + u64::from(FUNC_ID_BITS))];
+            LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            LLVMBuildRet(b, phi);
+        }
+
+        // done(expect, d): the call site's state must still be there; Done = one 0 bit.
+        let mut params = [i64t, i64t];
+        let done = helper(m, symbols::TRACE_DONE, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+        let abnormal = runtime(m, symbols::TRACE_ABNORMAL, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
+        {
+            let (expect, d) = (LLVMGetParam(done, 0), LLVMGetParam(done, 1));
+            let entry = LLVMAppendBasicBlockInContext(ctx, done, c"entry".as_ptr());
+            let slow = LLVMAppendBasicBlockInContext(ctx, done, c"moved".as_ptr());
+            let go = LLVMAppendBasicBlockInContext(ctx, done, c"go".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let pstate = gep(b, TLS_STATE);
+            let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+            let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, expect, c"".as_ptr());
+            LLVMBuildCondBr(b, same, go, slow);
+            LLVMPositionBuilderAtEnd(b, slow);
+            let mut args = [tls];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, args.as_mut_ptr(), 1, c"".as_ptr());
+            LLVMBuildBr(b, go);
+            LLVMPositionBuilderAtEnd(b, go);
+            LLVMBuildStore(b, d, pstate);
+            let mut args = [c(0), c(1)];
+            LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            LLVMBuildRetVoid(b);
+        }
+        Emitter { m, ctx, i64t, put, enter, done, tls, builder: b }
+    }
+
+    /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
+    unsafe fn function(&self, p: &Planned, index: u64, site: &mut u64) -> usize {
+        let _ = (self.m, self.ctx);
+        let b = self.builder;
+        let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
+        let call = |f: LLVMValueRef, args: &mut [LLVMValueRef]| {
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args.as_mut_ptr(), args.len() as u32, c"".as_ptr())
+        };
+        let entry = p.graph.blocks[0];
+        LLVMPositionBuilderBefore(b, ir::first_insertion_point(entry).expect("a block has a terminator"));
+        let saved = call(self.enter, &mut [c(index)]);
+        let d = LLVMBuildAdd(b, LLVMBuildAnd(b, saved, c(0xffff_ffff), c"".as_ptr()), c(1), c"pathprof.depth".as_ptr());
+        let pstate = {
+            let mut ix = [c(TLS_STATE as u64)];
+            LLVMBuildInBoundsGEP2(b, self.i64t, self.tls, ix.as_mut_ptr(), 1, c"".as_ptr())
+        };
+        let mut predicates = 0;
+        let cfg = &p.graph.cfg;
+        let adj = cfg.adjacency();
+        for (bi, &bb) in p.graph.blocks.iter().enumerate() {
+            for &inst in &p.calls[bi] {
+                *site += 1;
+                // The state inside this call site: odd, with the site's number above the depth.
+                LLVMPositionBuilderBefore(b, inst);
+                let expect_here = LLVMBuildAdd(b, d, c(1 + ((*site & 0xffff_ffff) << 32)), c"".as_ptr());
+                LLVMBuildStore(b, expect_here, pstate);
+                let next = LLVMGetNextInstruction(inst);
+                LLVMPositionBuilderBefore(b, next);
+                call(self.done, &mut [expect_here, d]);
+            }
+            let Some(term) = ir::terminator(bb) else { continue };
+            let v = BlockId(bi as u32);
+            let traced: Vec<_> = adj
+                .out_edges(v)
+                .iter()
+                .copied()
+                .filter(|&e| matches!(cfg.edge(e).kind, EdgeKind::Branch { .. } | EdgeKind::Return))
+                .collect();
+            if ir::opcode(term) == LLVMOpcode::LLVMRet || ir::opcode(term) == LLVMOpcode::LLVMResume {
+                LLVMPositionBuilderBefore(b, term);
+                LLVMBuildStore(b, saved, pstate);
+            }
+            if traced.len() < 2 {
+                continue;
+            }
+            predicates += 1;
+            // The value of each successor slot (dead successors have no edge: 0, never taken when defined).
+            let nsucc = ir::successors(term).len();
+            let mut value = vec![0u64; nsucc];
+            for &e in &traced {
+                if let EdgeKind::Branch { succ } = cfg.edge(e).kind {
+                    value[succ as usize] = u64::from(p.plan.value(e).expect("bit tracing witnesses every out-edge"));
+                }
+            }
+            let width = u64::from(p.tables.token_width(v));
+            LLVMPositionBuilderBefore(b, term);
+            let idx = match ir::opcode(term) {
+                LLVMOpcode::LLVMBr => {
+                    let cond = LLVMGetCondition(term);
+                    LLVMBuildSelect(b, cond, c(value[0]), c(value[1]), c"".as_ptr())
+                }
+                LLVMOpcode::LLVMSwitch => {
+                    let cond = LLVMGetOperand(term, 0);
+                    let mut idx = c(value[0]);
+                    for (case, &v) in value.iter().enumerate().skip(1) {
+                        let val = LLVMGetOperand(term, (2 * case) as u32);
+                        let hit = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, cond, val, c"".as_ptr());
+                        idx = LLVMBuildSelect(b, hit, c(v), idx, c"".as_ptr());
+                    }
+                    idx
+                }
+                _ => unreachable!("planning refused other multi-way terminators"),
+            };
+            call(self.put, &mut [idx, c(width)]);
+        }
+        predicates
+    }
+}

@@ -1,0 +1,489 @@
+//! Mode `trace`: per-thread bit streams written to `$PATHPROF_TRACE` (default `default.pathtrace`; `%p`,
+//! `%h`, `%t` as for profiles; `%m` expands to zeros). Layout: `pathprof_format::trace_layout`.
+//!
+//! Instrumented code appends bits to the thread's state (a hidden thread-local the pass emits) and calls
+//! [`__pathprof_trace_spill`] with every full 64-bit word. The runtime keeps, per thread, a fixed buffer of
+//! [`BUF_WORDS`] words (allocated once, with `mmap`, at the thread's first traced entry) and writes it as one
+//! `REC_DATA` record when full: memory is bounded and the hot path never allocates. At thread exit (a
+//! `pthread` key destructor) and at process exit (`atexit`) the thread's last bits and an `REC_END` record
+//! go out; a thread at its top level then gets its final `Done` and is marked complete.
+//!
+//! Modules register from constructors ([`__pathprof_trace_register`]), which assigns each a range of trace ids;
+//! their metadata goes into the file when it is opened (or at registration, if it is open already).
+//!
+//! Abnormal transfers (an entry in a function body — a signal handler —, a call site returning to a state not
+//! its own — `longjmp`, exceptions) are recorded as the bit where the thread's trace stops being regenerable.
+//! A `fork()`ed child writes its own file only when the name has `%p` (otherwise it would clobber the
+//! parent's); its streams then lack what the parent flushed before the fork, and the reader reports them
+//! incomplete. All entry points serialise on one spin lock and are not async-signal-safe.
+
+use crate::sys::{self, Fd, MVec};
+use crate::{diag::pp_warn, path};
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use pathprof_format::trace_layout::*;
+
+/// Words of a thread's buffer (512 KiB): one `REC_DATA` record.
+const BUF_WORDS: usize = 1 << 16;
+/// Words in front of the buffer for the record header and the sequence number (one `write` per record).
+const HEAD_WORDS: usize = (RECORD_HEADER + 8) / 8;
+
+/// One traced thread (in an anonymous mapping).
+#[repr(C)]
+struct Thread {
+    tls: *mut u64,
+    next: *mut Thread,
+    serial: u32,
+    ended: bool,
+    seq: u64,
+    /// Full words handed over so far.
+    spilled: u64,
+    /// Where the trace stops being regenerable (`u64::MAX`: nowhere).
+    stop: u64,
+    fill: usize,
+    head: [u64; HEAD_WORDS],
+    buf: [u64; BUF_WORDS],
+}
+
+/// The runtime's trace state, behind [`LOCK`].
+struct State {
+    modules: *mut TraceModuleDesc,
+    threads: *mut Thread,
+    next_base: u32,
+    /// The file, opened by this pid.
+    fd: Option<(Fd, u32)>,
+    /// Writing failed or is refused (a fork child without `%p`): drop everything.
+    disabled: bool,
+    /// More functions than trace ids: every thread's trace is marked abnormal from bit 0.
+    overflow: bool,
+    /// The exit flush ran.
+    closed: bool,
+    key: libc::pthread_key_t,
+    installed: bool,
+}
+
+struct Global(core::cell::UnsafeCell<State>);
+// SAFETY: only accessed under LOCK.
+unsafe impl Sync for Global {}
+
+static STATE: Global = Global(core::cell::UnsafeCell::new(State {
+    modules: ptr::null_mut(),
+    threads: ptr::null_mut(),
+    next_base: 0,
+    fd: None,
+    disabled: false,
+    overflow: false,
+    closed: false,
+    key: 0,
+    installed: false,
+}));
+static LOCK: AtomicBool = AtomicBool::new(false);
+static SERIAL: AtomicU32 = AtomicU32::new(0);
+
+struct Guard;
+impl Guard {
+    fn state(&mut self) -> &mut State {
+        // SAFETY: the lock is held for the guard's lifetime.
+        unsafe { &mut *STATE.0.get() }
+    }
+}
+impl Drop for Guard {
+    fn drop(&mut self) {
+        LOCK.store(false, Ordering::Release);
+    }
+}
+fn lock() -> Guard {
+    while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        // SAFETY: no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+    Guard
+}
+
+/// Registers a trace-mode module: assigns its trace ids; writes its metadata if the file is open.
+///
+/// # Safety
+/// `desc` must be null or a valid descriptor that stays valid until unregistered or the process exits.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_trace_register(desc: *mut TraceModuleDesc) {
+    if desc.is_null() {
+        return;
+    }
+    let mut g = lock();
+    let st = g.state();
+    install(st);
+    // SAFETY: the caller passes a valid descriptor; only the runtime writes base, written and next.
+    let d = unsafe { &mut *desc };
+    if d.version != TRACE_VERSION {
+        drop(g);
+        pp_warn!("ignoring a trace-mode module built for another pathprof version; rebuild it");
+        return;
+    }
+    match st.next_base.checked_add(d.num_functions).filter(|&n| n <= MAX_FUNCS) {
+        Some(n) => {
+            d.base = st.next_base;
+            st.next_base = n;
+        }
+        None => {
+            d.base = 0;
+            st.overflow = true;
+        }
+    }
+    d.next = st.modules;
+    st.modules = desc;
+    if let Some((_, pid)) = &st.fd {
+        if *pid == sys::pid() {
+            write_module(st, desc);
+        }
+    }
+}
+
+/// Unregisters a module (an image going away): its metadata goes into the file first.
+///
+/// # Safety
+/// `desc` must be null or a descriptor passed to [`__pathprof_trace_register`].
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_trace_unregister(desc: *mut TraceModuleDesc) {
+    if desc.is_null() {
+        return;
+    }
+    let mut g = lock();
+    let st = g.state();
+    // SAFETY: registered descriptors are valid until here.
+    if unsafe { (*desc).written } == 0 && open(st) {
+        write_module(st, desc);
+    }
+    let mut at: *mut *mut TraceModuleDesc = &mut st.modules;
+    // SAFETY: the list holds valid descriptors.
+    unsafe {
+        while !(*at).is_null() {
+            if *at == desc {
+                *at = (*desc).next;
+                break;
+            }
+            at = &mut (**at).next;
+        }
+    }
+}
+
+/// A full word of the thread's bits.
+///
+/// # Safety
+/// `tls` is the calling thread's trace state.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_trace_spill(tls: *mut u64, word: u64) {
+    // SAFETY: the state's thread word is 0 or a live record of this thread.
+    let t = unsafe { *tls.add(TLS_THREAD) } as *mut Thread;
+    if t.is_null() {
+        return;
+    }
+    // SAFETY: only this thread (and the exit flush, under the lock) touch its record.
+    let t = unsafe { &mut *t };
+    if t.ended {
+        return;
+    }
+    push_word(t, word);
+    if t.fill == BUF_WORDS {
+        let mut g = lock();
+        flush_data(g.state(), t);
+    }
+}
+
+/// An entry found the thread state even: a thread's first traced entry (registers it; returns the top-level
+/// state 1) or an entry into a function body (records an abnormal transfer; returns an odd state).
+///
+/// # Safety
+/// `tls` is the calling thread's trace state.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
+    // SAFETY: see above.
+    let (thread, state) = unsafe { (*tls.add(TLS_THREAD), *tls.add(TLS_STATE)) };
+    if thread != 0 {
+        // SAFETY: a registered thread's record.
+        unsafe { mark_abnormal(tls, &mut *(thread as *mut Thread)) };
+        return state | 1;
+    }
+    let mut g = lock();
+    let st = g.state();
+    if st.closed || st.disabled {
+        return 1;
+    }
+    // SAFETY: an anonymous private mapping of the record's size.
+    let mem = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            core::mem::size_of::<Thread>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if mem == libc::MAP_FAILED {
+        return 1;
+    }
+    let t = mem as *mut Thread;
+    // SAFETY: fresh zeroed memory of the right size; fields set before use.
+    unsafe {
+        (*t).tls = tls;
+        (*t).serial = SERIAL.fetch_add(1, Ordering::Relaxed) + 1;
+        (*t).stop = if st.overflow { 0 } else { u64::MAX };
+        (*t).next = st.threads;
+        st.threads = t;
+        *tls.add(TLS_THREAD) = t as u64;
+        libc::pthread_setspecific(st.key, tls as *const libc::c_void);
+    }
+    1
+}
+
+/// A call site returned to a state not its own.
+///
+/// # Safety
+/// `tls` is the calling thread's trace state.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_trace_abnormal(tls: *mut u64) {
+    // SAFETY: see above.
+    let t = unsafe { *tls.add(TLS_THREAD) } as *mut Thread;
+    if !t.is_null() {
+        // SAFETY: a live record of this thread.
+        unsafe { mark_abnormal(tls, &mut *t) };
+    }
+}
+
+/// Records the first abnormal transfer at the thread's current bit.
+unsafe fn mark_abnormal(tls: *mut u64, t: &mut Thread) {
+    if t.stop == u64::MAX {
+        // SAFETY: the caller's state.
+        t.stop = t.spilled * 64 + unsafe { *tls.add(TLS_NACC) };
+    }
+}
+
+fn install(st: &mut State) {
+    if st.installed {
+        return;
+    }
+    st.installed = true;
+    // SAFETY: plain libc registration calls with valid function pointers.
+    unsafe {
+        libc::pthread_key_create(&mut st.key, Some(thread_exit));
+        libc::atexit(exit_handler);
+    }
+}
+
+/// The thread-exit destructor: the thread's last bits and its end.
+unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
+    let tls = tls as *mut u64;
+    let mut g = lock();
+    let st = g.state();
+    // SAFETY: the key holds the exiting thread's state.
+    let t = unsafe { *tls.add(TLS_THREAD) } as *mut Thread;
+    if t.is_null() || st.closed {
+        return;
+    }
+    // SAFETY: this thread's live record.
+    unsafe {
+        finish(st, &mut *t, false);
+        unlink(st, t);
+        *tls.add(TLS_THREAD) = 0;
+        *tls.add(TLS_STATE) = 0;
+        *tls.add(TLS_ACC) = 0;
+        *tls.add(TLS_NACC) = 0;
+        libc::munmap(t as *mut libc::c_void, core::mem::size_of::<Thread>());
+    }
+}
+
+extern "C" fn exit_handler() {
+    let mut g = lock();
+    let st = g.state();
+    if st.closed {
+        return;
+    }
+    if st.threads.is_null() && st.modules.is_null() {
+        st.closed = true;
+        return;
+    }
+    open(st);
+    let mut t = st.threads;
+    while !t.is_null() {
+        // SAFETY: records on the list are live (their threads have not exited).
+        unsafe {
+            finish(st, &mut *t, true);
+            t = (*t).next;
+        }
+    }
+    st.closed = true;
+    if let Some((fd, _)) = st.fd.take() {
+        let _ = fd.close();
+    }
+}
+
+/// Ends a thread's stream: its final `Done` if at its top level, the remaining words, and `REC_END`.
+unsafe fn finish(st: &mut State, t: &mut Thread, at_exit: bool) {
+    if t.ended {
+        return;
+    }
+    let tls = t.tls;
+    // SAFETY: the thread's state (its own, or a live thread's at exit).
+    let (state, mut acc, mut n) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_ACC), *tls.add(TLS_NACC)) };
+    let mut flags = 0;
+    if state & 0xffff_ffff == 1 {
+        // Done of the top level: one 0 bit.
+        n += 1;
+        if n == 64 {
+            push_word(t, acc);
+            if t.fill == BUF_WORDS {
+                flush_data(st, t);
+            }
+            acc = 0;
+            n = 0;
+        }
+        flags |= END_COMPLETE;
+    } else if at_exit {
+        flags |= END_AT_EXIT;
+    }
+    if st.overflow {
+        t.stop = 0;
+    }
+    if t.stop != u64::MAX {
+        flags |= END_ABNORMAL;
+    }
+    flush_data(st, t);
+    if open(st) {
+        let end = [t.spilled * 64 + n, acc, flags, t.stop];
+        let head = record_header(REC_END, sys::pid(), t.serial, 32);
+        let mut rec = [0u8; RECORD_HEADER + 32];
+        let (h, body) = rec.split_at_mut(RECORD_HEADER);
+        h.copy_from_slice(&head);
+        for (chunk, w) in body.chunks_exact_mut(8).zip(end) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        write(st, &rec);
+    }
+    t.ended = true;
+}
+
+/// Appends a full word to the thread's buffer (the caller flushes a full buffer).
+fn push_word(t: &mut Thread, word: u64) {
+    if let Some(slot) = t.buf.get_mut(t.fill) {
+        *slot = word;
+        t.fill += 1;
+        t.spilled += 1;
+    }
+}
+
+/// Writes the thread's buffered words as one `REC_DATA` record.
+fn flush_data(st: &mut State, t: &mut Thread) {
+    if t.fill == 0 {
+        return;
+    }
+    let n = t.fill;
+    t.fill = 0;
+    if !open(st) {
+        return;
+    }
+    let head = record_header(REC_DATA, sys::pid(), t.serial, 8 + 8 * n as u64);
+    let seq = t.seq.to_le_bytes();
+    t.seq += 1;
+    for (w, chunk) in t.head.iter_mut().zip(head.chunks_exact(8).chain(core::iter::once(&seq[..]))) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(chunk);
+        *w = u64::from_ne_bytes(b);
+    }
+    for w in t.buf.iter_mut().take(n) {
+        *w = w.to_le();
+    }
+    // SAFETY: head and buf are contiguous in the record (repr(C), u64-aligned, no padding between arrays).
+    let bytes = unsafe { core::slice::from_raw_parts(t.head.as_ptr() as *const u8, HEAD_WORDS * 8 + 8 * n) };
+    write(st, bytes);
+}
+
+/// Opens the trace file for this process if needed (header and every registered module); false if the trace
+/// cannot or must not be written.
+fn open(st: &mut State) -> bool {
+    if st.disabled {
+        return false;
+    }
+    let pid = sys::pid();
+    if let Some((_, p)) = &st.fd {
+        if *p == pid {
+            return true;
+        }
+    }
+    let pattern = sys::env(c"PATHPROF_TRACE").unwrap_or(b"default.pathtrace");
+    if st.fd.is_some() && !pattern.windows(2).any(|w| w == b"%p") {
+        // A fork child without %p would write over its parent's trace.
+        st.disabled = true;
+        return false;
+    }
+    let mut host = [0u8; 256];
+    let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
+    let vars = path::Vars { pid, host: path::hostname(&mut host), tmpdir, signature: 0 };
+    let mut name = MVec::new();
+    let opened = path::expand(pattern, &vars, &mut name).and_then(|_| {
+        Fd::open(name.as_slice(), libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND, 0o666)
+    });
+    let fd = match opened {
+        Ok(fd) => fd,
+        Err(e) => {
+            st.disabled = true;
+            pp_warn!("cannot write the trace file (errno ", crate::diag::Dec(e.0 as u64), "); no trace written");
+            return false;
+        }
+    };
+    let v = TRACE_VERSION.to_le_bytes();
+    let head = [TRACE_MAGIC[0], TRACE_MAGIC[1], TRACE_MAGIC[2], TRACE_MAGIC[3], v[0], v[1], v[2], v[3]];
+    if let Some((old, _)) = st.fd.replace((fd, pid)) {
+        let _ = old.close();
+    }
+    write(st, &head);
+    let mut d = st.modules;
+    while !d.is_null() {
+        write_module(st, d);
+        // SAFETY: listed descriptors are valid.
+        d = unsafe { (*d).next };
+    }
+    !st.disabled
+}
+
+/// Writes a module's `REC_MODULE` record.
+fn write_module(st: &mut State, desc: *mut TraceModuleDesc) {
+    // SAFETY: a registered, valid descriptor.
+    let d = unsafe { &mut *desc };
+    // SAFETY: the pass's metadata blob of meta_len bytes.
+    let meta = unsafe { core::slice::from_raw_parts(d.meta, d.meta_len as usize) };
+    let head = record_header(REC_MODULE, sys::pid(), 0, 8 + d.meta_len);
+    let mut rec = MVec::new();
+    let built = rec
+        .extend_from_slice(&head)
+        .and_then(|_| rec.extend_from_slice(&d.base.to_le_bytes()))
+        .and_then(|_| rec.extend_from_slice(&d.num_functions.to_le_bytes()))
+        .and_then(|_| rec.extend_from_slice(meta));
+    if built.is_err() {
+        return;
+    }
+    write(st, rec.as_slice());
+    d.written = 1;
+}
+
+/// One `write` of a whole record (`O_APPEND`: records of processes sharing the file never interleave).
+fn write(st: &mut State, bytes: &[u8]) {
+    let Some((fd, _)) = &st.fd else { return };
+    if let Err(e) = fd.write_all(bytes) {
+        st.disabled = true;
+        pp_warn!("writing the trace failed (errno ", crate::diag::Dec(e.0 as u64), "); the trace is incomplete");
+    }
+}
+
+fn unlink(st: &mut State, t: *mut Thread) {
+    let mut at: *mut *mut Thread = &mut st.threads;
+    // SAFETY: the list holds live records.
+    unsafe {
+        while !(*at).is_null() {
+            if *at == t {
+                *at = (*t).next;
+                return;
+            }
+            at = &mut (**at).next;
+        }
+    }
+}

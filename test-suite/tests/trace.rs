@@ -1,0 +1,214 @@
+//! Trace mode end to end: programs built with `--pathprof-mode=trace` at -O0 and -O2, their traces regenerated
+//! by `pathprof trace`, checked against a second method — edge mode's exact block and edge counts of the same
+//! deterministic run — and against block sequences derived by hand.
+
+use pathprof_test_suite::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Builds `source` in `mode` at `opt` into `dir`, runs it; returns (exit code, output file).
+fn build_and_run(dir: &Path, source: &str, mode: &str, opt: &str) -> (i32, PathBuf) {
+    let exe = dir.join(format!("prog-{mode}"));
+    run_ok(
+        wrapper(false)
+            .arg(format!("--pathprof-mode={mode}"))
+            .args([opt, "-g", "-pthread"])
+            .arg(programs().join(source))
+            .arg("-o")
+            .arg(&exe),
+    );
+    let out_file = dir.join(if mode == "trace" { "out.pathtrace" } else { "out.pathprof" });
+    let out = Command::new(&exe)
+        .env("PATHPROF_TRACE", &out_file)
+        .env("PATHPROF_FILE", &out_file)
+        .output()
+        .expect("run program");
+    assert!(
+        out_file.exists(),
+        "{source} {mode} {opt}: nothing written; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), out_file)
+}
+
+fn trace_json(trace: &Path, extra: &[&str]) -> Value {
+    let out = run_ok(Command::new(dist().join("bin/pathprof")).arg("trace").arg("--json").args(extra).arg(trace));
+    serde_json::from_slice(&out.stdout).expect("trace --json prints JSON")
+}
+
+type Counts = BTreeMap<String, (Vec<u64>, BTreeMap<(u64, u64), u64>)>;
+
+/// Per executed function: block counts and traced-edge counts (summed over parallel edges).
+fn trace_counts(summary: &Value) -> Counts {
+    let mut out = Counts::new();
+    for f in summary["functions"].as_array().unwrap() {
+        let blocks = f["blocks"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).collect();
+        let mut edges = BTreeMap::new();
+        for e in f["edges"].as_array().unwrap() {
+            *edges.entry((e["from"].as_u64().unwrap(), e["to"].as_u64().unwrap())).or_default() +=
+                e["count"].as_u64().unwrap();
+        }
+        out.insert(f["function"].as_str().unwrap().to_string(), (blocks, edges));
+    }
+    out
+}
+
+/// The same from edge mode's `show --json` (functions that ran; branch and return edges).
+fn edge_counts(show: &Value) -> Counts {
+    let mut out = Counts::new();
+    for f in show["functions"].as_array().unwrap() {
+        let blocks: Vec<u64> = f["blocks"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).collect();
+        if blocks.iter().all(|&n| n == 0) {
+            continue;
+        }
+        let mut edges = BTreeMap::new();
+        for e in f["edges"].as_array().unwrap() {
+            *edges.entry((e["from"].as_u64().unwrap(), e["to"].as_u64().unwrap())).or_default() +=
+                e["count"].as_u64().unwrap();
+        }
+        let name = f["display_name"].as_str().filter(|s| !s.is_empty()).or(f["name"].as_str()).unwrap();
+        out.insert(name.to_string(), (blocks, edges));
+    }
+    out
+}
+
+/// The trace's derived counts equal edge mode's for the same run, and the trace's status is `status`.
+fn check_against_edge_mode(source: &str, status_prefix: &str) {
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("trace-{source}{opt}"));
+        let (rc_trace, trace) = build_and_run(&dir, source, "trace", opt);
+        let (rc_edge, prof) = build_and_run(&dir, source, "edge", opt);
+        assert_eq!(rc_trace, rc_edge, "{source} {opt}: exit code differs between modes");
+        let summary = trace_json(&trace, &["--summary"]);
+        for t in summary["threads"].as_array().unwrap() {
+            let status = t["status"].as_str().unwrap();
+            assert!(status.starts_with(status_prefix), "{source} {opt}: thread status {status}");
+        }
+        let ours = trace_counts(&summary);
+        let theirs = edge_counts(&show_json(&prof));
+        assert!(!ours.is_empty(), "{source} {opt}: nothing traced");
+        assert_eq!(ours, theirs, "{source} {opt}: trace-derived counts differ from edge mode's");
+    }
+}
+
+#[test]
+fn mixed_program_counts_equal_edge_mode() {
+    check_against_edge_mode("trace_mix.c", "complete");
+}
+
+#[test]
+fn threads_each_regenerate_and_sum_to_edge_mode() {
+    check_against_edge_mode("trace_threads.c", "complete");
+    let dir = scratch("trace-threads-n");
+    let (_, trace) = build_and_run(&dir, "trace_threads.c", "trace", "-O2");
+    let summary = trace_json(&trace, &["--summary"]);
+    assert_eq!(summary["threads"].as_array().unwrap().len(), 3, "main and two workers");
+}
+
+#[test]
+fn exit_from_a_callee_is_cut_short_and_exact_up_to_there() {
+    check_against_edge_mode("trace_exit.c", "cut short: the process exited inside g");
+    // Hand-derived at -O0: main's loop runs f → g three times; g's third activation (i == 2) calls exit().
+    let dir = scratch("trace-exit-seq");
+    let (rc, trace) = build_and_run(&dir, "trace_exit.c", "trace", "-O0");
+    assert_eq!(rc, 3);
+    let steps = sequence(&trace_json(&trace, &[]));
+    let functions: Vec<&str> = steps.iter().map(|(f, _, _)| f.as_str()).collect();
+    let mut want = vec!["main", "main"];
+    for i in 0..3 {
+        want.extend(["main", "f", "g", "g"]);
+        if i < 2 {
+            want.extend(["main", "main"]);
+        }
+    }
+    assert_eq!(functions, want);
+    // The last block is the one with the exit() call (line 5).
+    assert_eq!(steps.last().unwrap().2, vec![5]);
+}
+
+/// (function, block, lines) of the single thread's steps.
+fn sequence(json: &Value) -> Vec<(String, u64, Vec<u64>)> {
+    let threads = json["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1);
+    threads[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let lines = s["lines"].as_array().unwrap().iter().map(|l| l.as_u64().unwrap()).collect();
+            (s["function"].as_str().unwrap().to_string(), s["block"].as_u64().unwrap(), lines)
+        })
+        .collect()
+}
+
+#[test]
+fn tiny_program_regenerates_the_hand_derived_sequence() {
+    // -O0: main's blocks in IR order are entry (lines 4-5), for.cond (5), for.body (6, calls sq), for.inc (5),
+    // for.end (7); sq is one block (2). i = 0, 1, 2, then the test fails.
+    let dir = scratch("trace-tiny");
+    let (rc, trace) = build_and_run(&dir, "trace_tiny.c", "trace", "-O0");
+    assert_eq!(rc, 0);
+    let json = trace_json(&trace, &[]);
+    assert_eq!(json["threads"][0]["status"], "complete");
+    let got: Vec<(String, u64)> = sequence(&json).into_iter().map(|(f, b, _)| (f, b)).collect();
+    let mut want = vec![("main", 0), ("main", 1)];
+    for _ in 0..3 {
+        want.extend([("main", 2), ("sq", 0), ("main", 3), ("main", 1)]);
+    }
+    want.push(("main", 4));
+    let want: Vec<(String, u64)> = want.into_iter().map(|(f, b)| (f.to_string(), b)).collect();
+    assert_eq!(got, want);
+    // --last 2: the loop's final test and the return.
+    let last = sequence(&trace_json(&trace, &["--last", "2"]));
+    assert_eq!(last.iter().map(|(f, b, _)| (f.clone(), *b)).collect::<Vec<_>>(), want[want.len() - 2..]);
+    // -O2: sq is inlined and the loop folded; the trace still starts in main's entry and ends on line 7's block.
+    let (_, trace) = build_and_run(&dir, "trace_tiny.c", "trace", "-O2");
+    let steps = sequence(&trace_json(&trace, &[]));
+    assert_eq!((steps[0].0.as_str(), steps[0].1), ("main", 0));
+    assert!(steps.last().unwrap().2.contains(&7), "{steps:?}");
+}
+
+#[test]
+fn longjmp_is_reported_incomplete_not_regenerated_wrongly() {
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("trace-longjmp{opt}"));
+        let (rc, trace) = build_and_run(&dir, "trace_longjmp.c", "trace", opt);
+        assert_eq!(rc, 0, "the program's behaviour is unchanged");
+        let json = trace_json(&trace, &[]);
+        let status = json["threads"][0]["status"].as_str().unwrap();
+        assert!(status.starts_with("incomplete: an abnormal transfer"), "{opt}: {status}");
+        // The exact prefix ends in deep's activation that longjmps (i == 1): its block with line 6.
+        let steps = sequence(&json);
+        assert_eq!(
+            steps.iter().filter(|(f, _, _)| f == "deep").map(|(_, _, l)| l.clone()).last(),
+            Some(vec![6]),
+            "{opt}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = scratch("trace-bad");
+    let cases: [(&str, &[u8]); 3] =
+        [("empty", b""), ("magic", b"PPTX\x01\0\0\0"), ("truncated", b"PPTR\x01\0\0\0\x02\0\0\0")];
+    for (name, bytes) in cases {
+        let f = dir.join(name);
+        std::fs::write(&f, bytes).unwrap();
+        let out = Command::new(dist().join("bin/pathprof")).arg("trace").arg(&f).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+    }
+    // A real trace with one bit flipped in its data: an error or a different but well-formed answer, never a panic.
+    let (_, trace) = build_and_run(&dir, "trace_tiny.c", "trace", "-O0");
+    let mut bytes = std::fs::read(&trace).unwrap();
+    let n = bytes.len();
+    bytes.truncate(n - 40); // cut into the end record
+    let f = dir.join("cut");
+    std::fs::write(&f, &bytes).unwrap();
+    let out = Command::new(dist().join("bin/pathprof")).arg("trace").arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
