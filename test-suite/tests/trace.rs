@@ -182,7 +182,7 @@ fn longjmp_is_reported_incomplete_not_regenerated_wrongly() {
         // The exact prefix ends in deep's activation that longjmps (i == 1): its block with line 6.
         let steps = sequence(&json);
         assert_eq!(
-            steps.iter().filter(|(f, _, _)| f == "deep").map(|(_, _, l)| l.clone()).last(),
+            steps.iter().filter(|(f, _, _)| f == "deep").map(|(_, _, l)| l.clone()).next_back(),
             Some(vec![6]),
             "{opt}"
         );
