@@ -67,12 +67,7 @@ pub fn register_module(
         let i64t = LLVMInt64TypeInContext(ctx);
         let ptrt = LLVMPointerTypeInContext(ctx, 0);
 
-        let blob_val = LLVMConstStringInContext2(ctx, blob.as_ptr() as *const _, blob.len(), 1);
-        let blob_global = LLVMAddGlobal(m, LLVMTypeOf(blob_val), cstr(symbols::META).as_ptr());
-        LLVMSetInitializer(blob_global, blob_val);
-        LLVMSetGlobalConstant(blob_global, 1);
-        LLVMSetLinkage(blob_global, LLVMLinkage::LLVMPrivateLinkage);
-        LLVMSetAlignment(blob_global, 8);
+        let blob_global = metadata_blob(m, &blob);
 
         // { i32 version, i32 flags, ptr meta, i64 meta_len, i64 meta_hash, i64 name_hash,
         //   ptr counters, i64 num_counters, ptr next, ptr tables, i64 num_tables, ptr regions, i64 num_regions }
@@ -208,6 +203,21 @@ unsafe fn internal_array(
 }
 
 /// Declares (or finds) `void name(ptr)` in the runtime.
+/// The module's encoded metadata as a private constant (`symbols::META`), which the registration descriptor
+/// points to: every mode's profile or trace carries the metadata it is read with.
+pub(crate) fn metadata_blob(m: LLVMModuleRef, blob: &[u8]) -> LLVMValueRef {
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let blob_val = LLVMConstStringInContext2(ctx, blob.as_ptr() as *const _, blob.len(), 1);
+        let blob_global = LLVMAddGlobal(m, LLVMTypeOf(blob_val), cstr(symbols::META).as_ptr());
+        LLVMSetInitializer(blob_global, blob_val);
+        LLVMSetGlobalConstant(blob_global, 1);
+        LLVMSetLinkage(blob_global, LLVMLinkage::LLVMPrivateLinkage);
+        LLVMSetAlignment(blob_global, 8);
+        blob_global
+    }
+}
+
 pub(crate) unsafe fn runtime_function(m: LLVMModuleRef, name: &str, ptrt: LLVMTypeRef) -> LLVMValueRef {
     function_once(m, name, |c| {
         let ctx = LLVMGetModuleContext(m);

@@ -19,7 +19,7 @@
 
 use crate::cfg_build::{self, CallFacts, FunctionGraph};
 use crate::config::Config;
-use crate::globals::{append_to_global_list, function_once, internal_void_function, runtime_function};
+use crate::globals::{append_to_global_list, function_once, internal_void_function, metadata_blob, runtime_function};
 use crate::identity::ModuleIdentity;
 use crate::ir;
 use crate::module_emitter::{function_meta, warn_uninstrumented};
@@ -209,12 +209,7 @@ impl Emitter {
         }
 
         let blob = meta.encode();
-        let blob_val = LLVMConstStringInContext2(ctx, blob.as_ptr() as *const _, blob.len(), 1);
-        let blob_global = LLVMAddGlobal(m, LLVMTypeOf(blob_val), cstr(symbols::META).as_ptr());
-        LLVMSetInitializer(blob_global, blob_val);
-        LLVMSetGlobalConstant(blob_global, 1);
-        LLVMSetLinkage(blob_global, LLVMLinkage::LLVMPrivateLinkage);
-        LLVMSetAlignment(blob_global, 8);
+        let blob_global = metadata_blob(m, &blob);
         // TraceModuleDesc: { i32 version, i32 num_functions, ptr meta, i64 meta_len, i32 base, i32 written, ptr next }
         let mut field_types = [i32t, i32t, ptrt, i64t, i32t, i32t, ptrt];
         let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
