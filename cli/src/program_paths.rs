@@ -273,10 +273,11 @@ pub(crate) fn write_steps(out: &mut impl Write, p: &ProgramPath) -> io::Result<(
         return crate::text::path_steps(out, file, p.steps.iter().map(|s| (s.block, s.lines)));
     }
     let functions = &p.module.meta.functions;
-    let find = |name: &str| functions.iter().find(|f| f.name == name);
-    let shown = |name| find(name).map_or(name, shown_name);
-    let file_of = |name| find(name).map_or("", |f| f.file.as_str());
-    crate::text::interproc_steps(out, p.steps.iter(), p.context_steps as usize, shown, file_of)?;
+    let names = |name| match functions.iter().find(|f| f.name == name) {
+        Some(f) => (shown_name(f), f.file.as_str()),
+        None => (name, ""),
+    };
+    crate::text::interproc_steps(out, p.steps.iter(), p.context_steps as usize, names)?;
     Ok(())
 }
 

@@ -42,14 +42,13 @@ pub fn path_steps<'s>(
 
 /// Writes an interprocedural (context or piecewise) path's steps as `decode` prints them, for `decode`, `top` and
 /// `diff` alike: the context-prefix and active suffix headed when there is a prefix, calls, returns and elided
-/// calls marked, each block as `function:bbN file:lines`. `shown` gives a linkage name's display name, `file_of`
-/// its source file (empty when unknown).
+/// calls marked, each block as `function:bbN file:lines`. `names` gives a linkage name's display name and its
+/// source file (empty when unknown), looked up once per step.
 pub fn interproc_steps<'s>(
     out: &mut impl Write,
     steps: impl IntoIterator<Item = crate::decode::report::Step<'s>>,
     context_steps: usize,
-    shown: impl Fn(&'s str) -> &'s str,
-    file_of: impl Fn(&'s str) -> &'s str,
+    names: impl Fn(&'s str) -> (&'s str, &'s str),
 ) -> io::Result<()> {
     let context = context_steps;
     for (i, s) in steps.into_iter().enumerate() {
@@ -59,9 +58,10 @@ pub fn interproc_steps<'s>(
         if i == context && context > 0 {
             writeln!(out, "      active suffix:")?;
         }
+        let (shown, file) = names(s.function);
         match s.via {
-            Some("call") => writeln!(out, "        -> call {}", shown(s.function))?,
-            Some("return") => writeln!(out, "        <- return to {}", shown(s.function))?,
+            Some("call") => writeln!(out, "        -> call {shown}")?,
+            Some("return") => writeln!(out, "        <- return to {shown}")?,
             Some("summary") => writeln!(
                 out,
                 "        (recursive call elided: the callee's activation is counted as paths of its own)"
@@ -73,12 +73,12 @@ pub fn interproc_steps<'s>(
             Some("loop_restart") if i == context => writeln!(out, "        (starts at loop header)")?,
             _ => {}
         }
-        let lines = match file_of(s.function) {
+        let lines = match file {
             _ if s.lines.is_empty() => "(no line info)".to_string(),
             "" => format!("<unknown file>:{}", line_ranges(s.lines)),
             file => format!("{file}:{}", line_ranges(s.lines)),
         };
-        writeln!(out, "        {}:bb{:<4} {lines}", shown(s.function), s.block)?;
+        writeln!(out, "        {shown}:bb{:<4} {lines}", s.block)?;
     }
     Ok(())
 }

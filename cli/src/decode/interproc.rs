@@ -181,12 +181,12 @@ pub fn write_text<'a>(out: &mut impl std::io::Write, report: &Report<'a>) -> std
             write!(out, "  ({})", marks.join("; "))?;
         }
         writeln!(out)?;
-        let file_of = |name: &str| by_name.get(&(p.module, name)).map_or("", |f| f.file);
-        let shown = |name: &'a str| match by_name.get(&(p.module, name)) {
-            Some(f) if !f.display_name.is_empty() => f.display_name,
-            _ => name,
+        let names = |name: &'a str| match by_name.get(&(p.module, name)) {
+            Some(f) if !f.display_name.is_empty() => (f.display_name, f.file),
+            Some(f) => (name, f.file),
+            None => (name, ""),
         };
-        crate::text::interproc_steps(out, p.steps.iter(), p.context_steps as usize, shown, file_of)?;
+        crate::text::interproc_steps(out, p.steps.iter(), p.context_steps as usize, names)?;
         if p.end == "back_edge" {
             writeln!(out, "        (ends at back edge)")?;
         }
