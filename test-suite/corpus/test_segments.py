@@ -123,6 +123,18 @@ class Copies(unittest.TestCase):
         r = compare(a, b)
         self.assertEqual((r["mismatched"], r["samples"][0]["copy"]), (1, "g.o"))
 
+    def test_executions_moved_between_copies_compare_as_a_sum(self):
+        # An inline function with a copy in f.o and g.o: 5 executions inlined into f.o's callers in one build,
+        # called out of line (g.o's copy, kept by the linker) in the other. 1 call from g.o in both.
+        a = [diamond(4, 1), dict(diamond(1, 0), module_output="g.o")]
+        b = [diamond(0, 0), dict(diamond(5, 1), module_output="g.o")]
+        r = compare(a, b)
+        self.assertEqual((r["mismatched"], r["equal_as_sum"]), (0, 1))
+        # The same move with one execution lost is still caught, and its first differing copy named.
+        b[1] = dict(diamond(4, 1), module_output="g.o")
+        r = compare(a, b)
+        self.assertEqual((r["mismatched"], r["equal_as_sum"], r["samples"][0]["copy"]), (1, 0, "f.o"))
+
 
 if __name__ == "__main__":
     unittest.main()
