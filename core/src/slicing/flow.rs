@@ -100,3 +100,57 @@ impl FlowDeps {
         &self.preds[w.index()]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slicing::program::{Label, Loc, Vertex};
+
+    const X: Loc = Loc(0);
+
+    /// ENTRY -> d1 (x := ...) -> d2 (*p := ..., may define x) -> j (jump, dummy arc to u2) -> u1 (uses x);
+    /// u2 (uses x) is reached only through the dummy arc.
+    fn graph(weak: bool) -> (ProgramGraph, [StmtId; 5]) {
+        let mut g = ProgramGraph::new();
+        let d1 = g.add_vertex(Vertex { defs: vec![X], ..Vertex::default() });
+        let d2 = if weak {
+            g.add_vertex(Vertex { may_defs: vec![X], ..Vertex::default() })
+        } else {
+            g.add_vertex(Vertex { defs: vec![X], ..Vertex::default() })
+        };
+        let j = g.add_vertex(Vertex::default());
+        let u1 = g.add_vertex(Vertex { uses: vec![X], ..Vertex::default() });
+        let u2 = g.add_vertex(Vertex { uses: vec![X], ..Vertex::default() });
+        g.add_arc(ProgramGraph::ENTRY, Label::TRUE, d1, false);
+        g.add_arc(d1, Label::TRUE, d2, false);
+        g.add_arc(d2, Label::TRUE, j, false);
+        g.add_arc(j, Label::TRUE, u1, false);
+        g.add_arc(j, Label::FALSE, u2, true);
+        g.add_arc(u1, Label::TRUE, ProgramGraph::EXIT, false);
+        g.add_arc(u2, Label::TRUE, u1, false);
+        g.validate().unwrap();
+        (g, [d1, d2, j, u1, u2])
+    }
+
+    #[test]
+    fn weak_definitions_kill_nothing_and_dummy_arcs_carry_nothing() {
+        let (g, [d1, d2, _, u1, u2]) = graph(true);
+        let f = FlowDeps::compute(&g);
+        assert_eq!(f.preds(u1), &[d1, d2]);
+        assert!(f.preds(u2).is_empty());
+        let (g, [_, d2, _, u1, u2]) = graph(false);
+        let f = FlowDeps::compute(&g);
+        assert_eq!(f.preds(u1), &[d2]);
+        assert!(f.preds(u2).is_empty());
+    }
+
+    #[test]
+    fn direct_dependences_are_kept_as_given() {
+        let (mut g, [d1, _, j, _, u2]) = graph(false);
+        g.add_direct_dependence(d1, j);
+        g.add_direct_dependence(d1, u2);
+        let f = FlowDeps::compute(&g);
+        assert_eq!(f.preds(j), &[d1]);
+        assert_eq!(f.preds(u2), &[d1]);
+    }
+}

@@ -72,8 +72,10 @@ struct Parser {
     i: usize,
 }
 
-const KEYWORDS: [&str; 16] =
-    ["if", "then", "else", "fi", "while", "do", "od", "repeat", "until", "break", "continue", "halt", "goto", "output", "not", ";"];
+const KEYWORDS: [&str; 16] = [
+    "if", "then", "else", "fi", "while", "do", "od", "repeat", "until", "break", "continue", "halt", "goto", "output",
+    "not", ";",
+];
 
 impl Parser {
     fn peek(&self) -> &str {
@@ -250,7 +252,9 @@ pub(crate) fn show_expr(e: &Expr) -> String {
         Expr::Not(a) => format!("not({})", show_expr(a)),
         Expr::Bin(op, a, b) => {
             let side = |x: &Expr, right: bool| match x {
-                Expr::Bin(o, ..) if prec(*o) < prec(*op) || (right && prec(*o) == prec(*op)) => format!("({})", show_expr(x)),
+                Expr::Bin(o, ..) if prec(*o) < prec(*op) || (right && prec(*o) == prec(*op)) => {
+                    format!("({})", show_expr(x))
+                }
                 _ => show_expr(x),
             };
             format!("{}{}{}", side(a, false), op, side(b, true))

@@ -47,7 +47,8 @@ impl Postdominators {
             }
         };
         let mut edges = Vec::with_capacity(g.arcs().len() + virtual_exits.len() + 1);
-        let reversed = g.arcs().iter().map(|a| (a.from, a.to)).chain(virtual_exits.iter().map(|&h| (h, ProgramGraph::EXIT)));
+        let reversed =
+            g.arcs().iter().map(|a| (a.from, a.to)).chain(virtual_exits.iter().map(|&h| (h, ProgramGraph::EXIT)));
         for (i, (from, to)) in reversed.enumerate() {
             let kind = if from == ProgramGraph::ENTRY { EdgeKind::Return } else { EdgeKind::Branch { succ: i as u32 } };
             edges.push(Edge { from: BlockId(rev(to)), to: BlockId(rev(from)), kind });

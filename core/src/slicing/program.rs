@@ -110,7 +110,8 @@ impl ProgramGraph {
 
     /// A graph with ENTRY, EXIT and the dummy arc ENTRY -F-> EXIT; the caller adds ENTRY -T-> first statement.
     pub fn new() -> ProgramGraph {
-        let mut g = ProgramGraph { vertices: vec![Vertex::default(), Vertex::default()], arcs: Vec::new(), direct: Vec::new() };
+        let mut g =
+            ProgramGraph { vertices: vec![Vertex::default(), Vertex::default()], arcs: Vec::new(), direct: Vec::new() };
         g.add_arc(Self::ENTRY, Label::FALSE, Self::EXIT, true);
         g
     }

@@ -67,7 +67,10 @@ const BREAK_EXAMPLE: &str = "sum:=0; prod:=1; i:=0; while i<N do i:=i+1; if prod
 fn thesis_fig_6_4_break_controls_exactly_sum_prod_and_the_loop_predicate() {
     let s = slice_on(BREAK_EXAMPLE, "output(prod)", Translation::Augmented);
     let brk = s.t.v("break");
-    assert_eq!(texts(&s.t, s.pdg.cd.children(brk).iter().map(|&(_, w)| w)), ["prod:=prod*i", "sum:=sum+i", "while i<N"]);
+    assert_eq!(
+        texts(&s.t, s.pdg.cd.children(brk).iter().map(|&(_, w)| w)),
+        ["prod:=prod*i", "sum:=sum+i", "while i<N"]
+    );
     assert!(s.pdg.cd.children(brk).iter().all(|&(l, _)| l == Label::FALSE));
     assert_eq!(s.pdg.pd.ipd(brk), Some(s.t.v("output(sum)")));
 }
@@ -139,6 +142,9 @@ fn thesis_6_3_minimality_augmented_slice_on_c_is_y() {
     let x = "if P then if Q then A; goto L fi; B; goto L fi; C; L: D";
     let s = slice_on(x, "C", Translation::Augmented);
     assert_eq!(s.text, "if P then if Q then goto L fi; goto L fi; C; L:");
+    assert_eq!(s.t.vs("goto L").len(), 2);
+    assert!(s.t.vs("goto L").into_iter().all(|g| s.slice.contains(g)));
+    assert_eq!(texts(&s.t, s.slice.kept()), ["C", "ENTRY", "EXIT", "goto L", "goto L", "if P", "if Q"]);
     // Under the augmented translation C is (transitively) control dependent on Q: if Q →c^F goto(2nd) →c^F C.
     assert!(s.pdg.cd.trans_cd(s.t.v("if Q")).contains(&s.t.v("C")));
     // Under the standard translation it is not: Q reaches only A, B and D, and ipd(Q) = D.
@@ -157,8 +163,11 @@ fn thesis_choi_ferrante_b_depends_on_q_only_in_the_goto_encoding() {
     assert_eq!(texts(t, structured.slice.kept()), ["B", "ENTRY", "EXIT", "if P"]);
     assert_eq!(structured.text, "if P then else B fi");
 
-    let gotos =
-        slice_on("if not(P) then goto 1 fi; A; if Q then goto 3 fi; goto 2; 1: B; 2: C; 3:", "B", Translation::Augmented);
+    let gotos = slice_on(
+        "if not(P) then goto 1 fi; A; if Q then goto 3 fi; goto 2; 1: B; 2: C; 3:",
+        "B",
+        Translation::Augmented,
+    );
     let (t, q, b) = (&gotos.t, gotos.t.v("if Q"), gotos.t.v("B"));
     // if Q →c^F goto 2 (ipd(Q) = EXIT), goto 2 →c^F B (its dummy arc; ipd(goto 2) = C).
     assert!(gotos.pdg.cd.depends(q, t.v("goto 2")));

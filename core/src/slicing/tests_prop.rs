@@ -4,11 +4,11 @@
 //! every kept vertex the value sequence the program computes (thesis Theorem 6.1); its CFG is the vertex
 //! elimination by definition; and the program projection (Fig. 6.2), re-translated and run, agrees too (§6.2.3).
 
+use super::control::ControlDeps;
 use super::lang::{cfg_succ, number, project, run, translate, Expr, Kind, Sem, Stmt, Translation};
 use super::postdom::Postdominators;
 use super::program::{Label, ProgramGraph, StmtId, Vertex};
 use super::slice::{eliminate, Pdg};
-use super::control::ControlDeps;
 use crate::test_rng::Rng;
 use proptest::prelude::*;
 
@@ -242,10 +242,8 @@ fn resolve_gotos(prog: &mut Vec<Stmt>, rng: &mut Rng, labels: &mut usize) {
                     if at < s.id {
                         let g = format!("g{guards}");
                         *guards += 1;
-                        let body = vec![
-                            st(Kind::Assign(g.clone(), bin('+', var(&g), Expr::Const(1)))),
-                            st(Kind::Goto(name)),
-                        ];
+                        let body =
+                            vec![st(Kind::Assign(g.clone(), bin('+', var(&g), Expr::Const(1)))), st(Kind::Goto(name))];
                         s.kind = Kind::If(bin('<', var(&g), Expr::Const(2)), body, Vec::new());
                     } else {
                         *l = name;
@@ -324,7 +322,12 @@ fn check_program(prog: &[Stmt], inputs: &[Vec<(&str, i64)>]) -> Result<Coverage,
         let elim = eliminate(&t.g, &pdg.pd, &kept).map_err(|e| format!("criterion {}: {e}", t.text[c.index()]))?;
         for v in slice.kept() {
             if elim[v.index()] != slice.successors(v) {
-                return Err(format!("{}: successors {:?} vs elimination {:?}", t.text[v.index()], slice.successors(v), elim[v.index()]));
+                return Err(format!(
+                    "{}: successors {:?} vs elimination {:?}",
+                    t.text[v.index()],
+                    slice.successors(v),
+                    elim[v.index()]
+                ));
             }
         }
         // The projected program, re-translated.
@@ -345,7 +348,11 @@ fn check_program(prog: &[Stmt], inputs: &[Vec<(&str, i64)>]) -> Result<Coverage,
                 }
                 let w = tp.vert[&t.stmt_of[v.index()].unwrap()];
                 if &reprog[w.index()] != want {
-                    return Err(format!("criterion {}: projection differs at {}", t.text[c.index()], t.text[v.index()]));
+                    return Err(format!(
+                        "criterion {}: projection differs at {}",
+                        t.text[c.index()],
+                        t.text[v.index()]
+                    ));
                 }
             }
         }
