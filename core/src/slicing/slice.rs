@@ -82,7 +82,8 @@ impl Pdg {
     }
 
     /// The slice's CFG for a kept set closed under control dependence (what [`Pdg::slice`] returns): each kept
-    /// vertex's successors are the nearest kept postdominators of its original successors.
+    /// vertex's successors are the nearest kept postdominators of its original successors. `kept` has one entry
+    /// per vertex and must hold ENTRY and EXIT; for other sets, check with [`eliminate`].
     pub fn project(&self, kept: Vec<bool>) -> Slice {
         let n = kept.len();
         // nearest[v]: the first kept vertex on v's postdominator-tree path, v included.
