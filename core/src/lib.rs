@@ -19,6 +19,8 @@
 //! - [`tracing`]: optimal control-flow tracing with witnesses, bit tracing, entropy coding, and regeneration
 //!   (BL94 §4, thesis §3.2).
 //! - [`cache`]: Mueller–Whalley unique paths, function instances and static instruction-cache simulation.
+//! - [`slicing`]: postdominators, control dependence with jumps as pseudo-predicates, flow dependence, and
+//!   executable backward slices of programs with arbitrary jumps (Ball's thesis, chapters 5–6).
 //! - [`melski_reps`]: Melski–Reps interprocedural context and piecewise path profiling (CC 1999 / TR-1382),
 //!   built on the Ball–Larus DAG; its files carry the same names as their Ball–Larus counterparts.
 //!
@@ -41,6 +43,7 @@ pub mod propagate;
 #[cfg(test)]
 mod random_cfg;
 pub mod reentry;
+pub mod slicing;
 pub mod spanning;
 #[cfg(test)]
 mod test_rng;
