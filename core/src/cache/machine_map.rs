@@ -1,0 +1,290 @@
+//! Maps a function's IR blocks (as traced) onto the machine blocks of the binary, and proves the mapping before
+//! anything is simulated with it.
+//!
+//! The candidate: IR block `i` is the machine block whose id (`.llvm_bb_addr_map`) is `i`. Machine ids follow
+//! the IR block order at instruction selection, which equals the traced order only when codegen's IR passes
+//! (CodeGenPrepare, LSR, …) kept the blocks; machine passes may also drop blocks (folded into a neighbour) and
+//! add blocks (ids at or beyond the IR block count). So the candidate is verified, function by function:
+//!
+//! 1. the entry block (IR block 0) is the machine block at the function's address, id 0;
+//! 2. an IR block without a machine block is *absent*: it must be transparent (its code folded away), and is
+//!    replaced by its successors wherever it is one;
+//! 3. for every present IR block `A`, the set of places control reaches from `A`'s machine block through
+//!    *added* blocks only — present blocks, or EXIT through a return or tail call — equals `A`'s IR successors
+//!    (with absent ones replaced, `Return` edges as EXIT), and each is reached by exactly one machine path, so the
+//!    added blocks an IR edge runs through are forced;
+//! 4. no added block on such a path has successors the code does not show (an indirect jump).
+//!
+//! A function that fails any of these is refused with the reason; its fetches are then not simulated. What this
+//! does not prove: that the machine block numbered `i` holds the code of IR block `i` when a CFG automorphism
+//! could swap two ids (e.g. the two arms of a symmetric diamond after codegen inserted and removed blocks). The
+//! simulation adds a run-time check (each traced callee is entered from a call instruction of the current
+//! machine block) that catches such swaps whenever calls tell the blocks apart.
+
+use crate::graph::{BlockId, Cfg, EdgeKind};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where control goes from a machine block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MachineSucc {
+    /// Another machine block of the function (index in layout order).
+    Block(usize),
+    /// Leaves the function (return, tail call).
+    Exit,
+}
+
+/// One machine block as the binary shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineBlock {
+    /// Its `.llvm_bb_addr_map` id.
+    pub id: u32,
+    /// Successors, or `None` when the code does not tell them (an indirect jump).
+    pub succs: Option<Vec<MachineSucc>>,
+}
+
+/// Where an IR step goes: an IR block or EXIT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IrTarget {
+    /// A real IR block.
+    Block(u32),
+    /// The function's EXIT.
+    Exit,
+}
+
+/// A verified mapping of one function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockMapping {
+    /// Per IR block: its machine block (layout index), or `None` if absent (no code of its own).
+    pub machine: Vec<Option<usize>>,
+    /// Per present IR block's machine block and IR target: the added machine blocks control runs through, in
+    /// order (empty for a direct edge).
+    pub via: BTreeMap<(usize, IrTarget), Vec<usize>>,
+}
+
+/// Why a function's blocks cannot be mapped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The entry block is not id 0 at the function's address.
+    Entry,
+    /// Added blocks form a cycle reachable from a present block.
+    AddedCycle,
+    /// An indirect jump whose targets the code does not tell.
+    IndirectJump(u32),
+    /// The successors of IR block `block` differ from its machine block's.
+    Successors {
+        /// The IR block.
+        block: u32,
+        /// Its IR successors (absent blocks replaced).
+        ir: Vec<IrTarget>,
+        /// What its machine block reaches through added blocks.
+        machine: Vec<IrTarget>,
+    },
+    /// IR block `block` reaches a successor by more than one machine path: the IR edge does not decide the
+    /// added blocks that run.
+    Ambiguous {
+        /// The IR block.
+        block: u32,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Entry => write!(f, "the entry is not machine block 0"),
+            Refusal::AddedCycle => write!(f, "codegen-added blocks form a cycle"),
+            Refusal::IndirectJump(id) => write!(f, "machine block {id} ends in an indirect jump"),
+            Refusal::Successors { block, .. } => {
+                write!(f, "block {block}: machine successors differ from the IR's")
+            }
+            Refusal::Ambiguous { block } => write!(f, "block {block}: a successor is reached by several machine paths"),
+        }
+    }
+}
+
+/// IR successors of `b` per the rules above (absent blocks replaced by theirs, transitively).
+fn ir_succs(cfg: &Cfg, present: &[bool], b: u32) -> BTreeSet<IrTarget> {
+    let n = cfg.num_blocks() as u32;
+    let mut out = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![b];
+    while let Some(v) = stack.pop() {
+        for e in cfg.edges().iter().filter(|e| e.from == BlockId(v)) {
+            match e.kind {
+                EdgeKind::Branch { .. } if e.to.0 < n && !present[e.to.index()] => {
+                    if seen.insert(e.to.0) {
+                        stack.push(e.to.0);
+                    }
+                }
+                EdgeKind::Branch { .. } if e.to.0 < n => {
+                    out.insert(IrTarget::Block(e.to.0));
+                }
+                EdgeKind::Return => {
+                    out.insert(IrTarget::Exit);
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Verifies the id mapping of one function (see the module documentation). `blocks` are in layout order, the
+/// first at the function's address.
+pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Refusal> {
+    let n = cfg.num_blocks();
+    let mut machine = vec![None; n];
+    for (i, m) in blocks.iter().enumerate() {
+        if (m.id as usize) < n {
+            machine[m.id as usize] = Some(i);
+        }
+    }
+    if blocks.first().map(|b| b.id) != Some(0) {
+        return Err(Refusal::Entry);
+    }
+    let present: Vec<bool> = machine.iter().map(Option::is_some).collect();
+    let target_of = |i: usize| -> Option<IrTarget> {
+        let id = blocks[i].id as usize;
+        (id < n).then_some(IrTarget::Block(id as u32))
+    };
+    let mut via = BTreeMap::new();
+    for a in 0..n {
+        let Some(ma) = machine[a] else { continue };
+        let want = ir_succs(cfg, &present, a as u32);
+        // All machine paths from `ma` through added blocks, to present blocks or EXIT.
+        let mut found: BTreeMap<IrTarget, Vec<Vec<usize>>> = BTreeMap::new();
+        let mut stack: Vec<(usize, Vec<usize>)> = vec![(ma, Vec::new())];
+        while let Some((m, path)) = stack.pop() {
+            let succs = blocks[m].succs.as_ref().ok_or(Refusal::IndirectJump(blocks[m].id))?;
+            for &s in succs {
+                match s {
+                    MachineSucc::Exit => found.entry(IrTarget::Exit).or_default().push(path.clone()),
+                    MachineSucc::Block(j) => match target_of(j) {
+                        Some(t) => found.entry(t).or_default().push(path.clone()),
+                        None => {
+                            if path.contains(&j) || path.len() > blocks.len() {
+                                return Err(Refusal::AddedCycle);
+                            }
+                            let mut p = path.clone();
+                            p.push(j);
+                            stack.push((j, p));
+                        }
+                    },
+                }
+            }
+        }
+        let got: BTreeSet<IrTarget> = found.keys().copied().collect();
+        if got != want {
+            return Err(Refusal::Successors {
+                block: a as u32,
+                ir: want.into_iter().collect(),
+                machine: got.into_iter().collect(),
+            });
+        }
+        for (t, mut paths) in found {
+            if paths.len() != 1 {
+                return Err(Refusal::Ambiguous { block: a as u32 });
+            }
+            via.insert((ma, t), paths.pop().expect("one path"));
+        }
+    }
+    Ok(BlockMapping { machine, via })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Edge;
+
+    fn cfg(n: u32, edges: &[(u32, u32)]) -> Cfg {
+        // `to == n` is a return; branches numbered per source in order.
+        let mut next = vec![0u32; n as usize];
+        let mut es: Vec<Edge> = edges
+            .iter()
+            .map(|&(a, b)| {
+                let kind = if b == n {
+                    EdgeKind::Return
+                } else {
+                    next[a as usize] += 1;
+                    EdgeKind::Branch { succ: next[a as usize] - 1 }
+                };
+                Edge { from: BlockId(a), to: BlockId(b), kind }
+            })
+            .collect();
+        es.push(Edge { from: BlockId(n), to: BlockId(0), kind: EdgeKind::ExitToEntry });
+        Cfg::new(n, es).unwrap()
+    }
+
+    fn mb(id: u32, succs: &[Option<usize>]) -> MachineBlock {
+        MachineBlock {
+            id,
+            succs: Some(succs.iter().map(|s| s.map_or(MachineSucc::Exit, MachineSucc::Block)).collect()),
+        }
+    }
+
+    /// Diamond 0 → {1, 2} → 3 → EXIT.
+    fn diamond() -> Cfg {
+        cfg(4, &[(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
+    }
+
+    #[test]
+    fn identical_layout_maps_one_to_one() {
+        let blocks =
+            [mb(0, &[Some(1), Some(2)]), mb(1, &[Some(3)]), mb(2, &[Some(3)]), mb(3, &[None])];
+        let m = map_blocks(&diamond(), &blocks).unwrap();
+        assert_eq!(m.machine, vec![Some(0), Some(1), Some(2), Some(3)]);
+        assert!(m.via.values().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn an_added_block_on_an_edge_is_a_forced_step() {
+        // Layout 0, 2, 1, 3, then an added block (id 7) on the edge 2 → 3.
+        let blocks = [
+            mb(0, &[Some(2), Some(1)]),
+            mb(2, &[Some(4)]),
+            mb(1, &[Some(3)]),
+            mb(3, &[None]),
+            mb(7, &[Some(3)]),
+        ];
+        let m = map_blocks(&diamond(), &blocks).unwrap();
+        assert_eq!(m.machine, vec![Some(0), Some(2), Some(1), Some(3)]);
+        assert_eq!(m.via[&(1, IrTarget::Block(3))], vec![4]);
+    }
+
+    #[test]
+    fn an_absent_block_is_transparent() {
+        // Block 1 folded into its predecessor's jump: 0 → {3, 2}.
+        let blocks = [mb(0, &[Some(2), Some(1)]), mb(2, &[Some(2)]), mb(3, &[None])];
+        let m = map_blocks(&diamond(), &blocks).unwrap();
+        assert_eq!(m.machine, vec![Some(0), None, Some(1), Some(2)]);
+    }
+
+    #[test]
+    fn tail_duplication_into_a_predecessor_is_refused() {
+        // 0 → 1 → {2, 3}: the machine copied 1 into 0 (0 jumps straight to 2 and 3); 1 stays for other preds.
+        let g = cfg(4, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4)]);
+        let blocks = [mb(0, &[Some(2), Some(3)]), mb(1, &[Some(2), Some(3)]), mb(2, &[None]), mb(3, &[None])];
+        assert!(matches!(map_blocks(&g, &blocks), Err(Refusal::Successors { block: 0, .. })));
+    }
+
+    #[test]
+    fn a_split_select_is_ambiguous() {
+        // 0 → 1 in IR; the machine lowered a select in 0 into a diamond of added blocks 5, 6 joining at 7.
+        let g = cfg(2, &[(0, 1), (1, 2)]);
+        let blocks = [
+            mb(0, &[Some(1), Some(2)]),
+            mb(5, &[Some(3)]),
+            mb(6, &[Some(3)]),
+            mb(7, &[Some(4)]),
+            mb(1, &[None]),
+        ];
+        assert_eq!(map_blocks(&g, &blocks), Err(Refusal::Ambiguous { block: 0 }));
+    }
+
+    #[test]
+    fn an_entry_elsewhere_and_indirect_jumps_are_refused() {
+        let blocks = [mb(1, &[Some(1)]), mb(0, &[Some(0)])];
+        assert_eq!(map_blocks(&diamond(), &blocks), Err(Refusal::Entry));
+        let blocks = [MachineBlock { id: 0, succs: None }];
+        assert_eq!(map_blocks(&diamond(), &blocks), Err(Refusal::IndirectJump(0)));
+    }
+}
