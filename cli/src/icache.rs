@@ -88,8 +88,8 @@ impl Cache {
 enum Status<'b> {
     /// Mapped and verified.
     Mapped(&'b MachineFunction, BlockMapping),
-    /// Not simulated, and why.
-    Refused(String),
+    /// Not simulated: the kind of reason (statistics) and the reason.
+    Refused(&'static str, String),
 }
 
 /// Per-function totals.
@@ -300,9 +300,23 @@ struct JsonTotal {
     blocks_not_simulated: u64,
 }
 
+/// The mapping over every traced function of the trace (executed or not), and its blocks.
+#[derive(Serialize, Default)]
+struct JsonMapping {
+    functions: usize,
+    verified: usize,
+    blocks: usize,
+    verified_blocks: usize,
+    /// Refused functions by kind of reason.
+    refused: std::collections::BTreeMap<&'static str, usize>,
+    /// Verified functions whose run-time call check failed.
+    failed_at_run_time: usize,
+}
+
 #[derive(Serialize)]
 struct JsonReport {
     cache: JsonCache,
+    mapping: JsonMapping,
     functions: Vec<JsonFunction>,
     total: JsonTotal,
 }
@@ -343,7 +357,7 @@ pub fn run(args: &Args) -> Result<()> {
     for o in &owner {
         real.push(o.map_or(1, |(base, i)| file.modules[&base].module.functions[i].cfg.num_blocks() as u32));
         let Some((base, i)) = *o else {
-            status.push(Status::Refused("no such function".into()));
+            status.push(Status::Refused("none", "no such function".into()));
             address.push(None);
             names.push(String::new());
             continue;
@@ -352,18 +366,18 @@ pub fn run(args: &Args) -> Result<()> {
         names.push(if meta.display_name.is_empty() { meta.name.clone() } else { meta.display_name.clone() });
         match bin.functions.get(&meta.name) {
             None => {
-                status.push(Status::Refused("not in the binary's block map".into()));
+                status.push(Status::Refused("not-in-binary", "not in the binary's block map".into()));
                 address.push(None);
             }
             Some(Err(why)) => {
-                status.push(Status::Refused(why.clone()));
+                status.push(Status::Refused("binary", why.clone()));
                 address.push(None);
             }
             Some(Ok(m)) => {
                 address.push(Some(m.address));
                 status.push(match map_blocks(&meta.cfg, &m.blocks) {
                     Ok(map) => Status::Mapped(m, map),
-                    Err(why) => Status::Refused(why.to_string()),
+                    Err(why) => Status::Refused(why.kind(), why.to_string()),
                 });
             }
         }
@@ -405,7 +419,7 @@ pub fn run(args: &Args) -> Result<()> {
             continue;
         }
         let reason = match (&status[i], &failed[i]) {
-            (Status::Refused(why), _) => Some(why.clone()),
+            (Status::Refused(_, why), _) => Some(why.clone()),
             (_, Some(why)) => Some(why.clone()),
             _ => None,
         };
@@ -428,11 +442,27 @@ pub fn run(args: &Args) -> Result<()> {
         functions_not_simulated: functions.len() - simulated.len(),
         blocks_not_simulated: functions.iter().map(|f| f.blocks_not_simulated).sum(),
     };
+    let mut mapping = JsonMapping::default();
+    for (i, st) in status.iter().enumerate() {
+        if owner[i].is_none() {
+            continue;
+        }
+        mapping.functions += 1;
+        mapping.blocks += real[i] as usize;
+        match st {
+            Status::Mapped(..) => {
+                mapping.verified += 1;
+                mapping.verified_blocks += real[i] as usize;
+                mapping.failed_at_run_time += usize::from(failed[i].is_some());
+            }
+            Status::Refused(kind, _) => *mapping.refused.entry(kind).or_default() += 1,
+        }
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.json {
         let cache = JsonCache { size: geometry.size, assoc: geometry.assoc, line: geometry.line };
-        serde_json::to_writer(&mut out, &JsonReport { cache, functions, total })?;
+        serde_json::to_writer(&mut out, &JsonReport { cache, mapping, functions, total })?;
         writeln!(out)?;
     } else {
         writeln!(out, "I1 cache {},{},{} (LRU, cold start; only the simulated functions' fetches)", geometry.size, geometry.assoc, geometry.line)?;

@@ -87,6 +87,19 @@ pub enum Refusal {
     },
 }
 
+impl Refusal {
+    /// A short name of the reason, for statistics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Refusal::Entry => "entry",
+            Refusal::AddedCycle => "added-cycle",
+            Refusal::IndirectJump(_) => "indirect-jump",
+            Refusal::Successors { .. } => "successors",
+            Refusal::Ambiguous { .. } => "ambiguous",
+        }
+    }
+}
+
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
