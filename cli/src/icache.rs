@@ -16,7 +16,7 @@ mod binary;
 
 use anyhow::{bail, Context, Result};
 use binary::{Binary, MachineFunction};
-use pathprof_core::cache::machine_map::{map_blocks, BlockMapping, IrTarget};
+use pathprof_core::cache::machine_map::{align_blocks, map_blocks, BlockMapping, IrTarget};
 use pathprof_core::cache::program::{Geometry, Insn};
 use pathprof_core::tracing::{regenerate, BitReader, BitTrace, FuncId, StepSink};
 use pathprof_core::{BlockId, EdgeId};
@@ -41,6 +41,10 @@ pub struct Args {
     #[arg(long)]
     json: bool,
 }
+
+/// Block checks the alignment search may make per function before it gives up (the function is then not
+/// simulated).
+const ALIGN_BUDGET: u64 = 200_000;
 
 /// An LRU set-associative cache of memory lines (cachegrind's I1 model).
 struct Cache {
@@ -304,6 +308,9 @@ struct JsonTotal {
 #[derive(Serialize, Default)]
 struct JsonMapping {
     functions: usize,
+    /// Verified with machine id = IR block index.
+    identity: usize,
+    /// Verified (by identity or by the unique order-preserving alignment).
     verified: usize,
     blocks: usize,
     verified_blocks: usize,
@@ -354,6 +361,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut address = Vec::with_capacity(owner.len());
     let mut names = Vec::with_capacity(owner.len());
     let mut real = Vec::with_capacity(owner.len());
+    let mut identity = 0;
     for o in &owner {
         real.push(o.map_or(1, |(base, i)| file.modules[&base].module.functions[i].cfg.num_blocks() as u32));
         let Some((base, i)) = *o else {
@@ -376,8 +384,14 @@ pub fn run(args: &Args) -> Result<()> {
             Some(Ok(m)) => {
                 address.push(Some(m.address));
                 status.push(match map_blocks(&meta.cfg, &m.blocks) {
-                    Ok(map) => Status::Mapped(m, map),
-                    Err(why) => Status::Refused(why.kind(), why.to_string()),
+                    Ok(map) => {
+                        identity += 1;
+                        Status::Mapped(m, map)
+                    }
+                    Err(why) => match align_blocks(&meta.cfg, &m.blocks, ALIGN_BUDGET) {
+                        Ok(map) => Status::Mapped(m, map),
+                        Err(e) => Status::Refused(why.kind(), format!("{why}; {e}")),
+                    },
                 });
             }
         }
@@ -442,7 +456,7 @@ pub fn run(args: &Args) -> Result<()> {
         functions_not_simulated: functions.len() - simulated.len(),
         blocks_not_simulated: functions.iter().map(|f| f.blocks_not_simulated).sum(),
     };
-    let mut mapping = JsonMapping::default();
+    let mut mapping = JsonMapping { identity, ..JsonMapping::default() };
     for (i, st) in status.iter().enumerate() {
         if owner[i].is_none() {
             continue;

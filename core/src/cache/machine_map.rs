@@ -203,6 +203,321 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
     Ok(BlockMapping { machine, via })
 }
 
+
+/// What a machine block is in a partial alignment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Mapped(u32),
+    Added,
+    Undecided,
+}
+
+/// The outcome of checking one mapped IR block against a partial alignment.
+enum Verdict {
+    /// Holds whatever is decided later: the added blocks of each IR target.
+    Pass(Vec<(IrTarget, Vec<usize>)>),
+    /// Fails whatever is decided later.
+    Fail,
+    /// Depends on undecided blocks.
+    Unknown,
+}
+
+/// A partial alignment: IR blocks `< ir_decided` and machine blocks of id rank `< rank_decided` are decided.
+struct Alignment<'a> {
+    cfg: &'a Cfg,
+    blocks: &'a [MachineBlock],
+    /// Per IR block, its direct targets (branches and returns).
+    targets: Vec<Vec<IrTarget>>,
+    /// Layout indices by increasing id.
+    by_id: Vec<usize>,
+    /// Per layout index, its position in `by_id`.
+    rank: Vec<usize>,
+    ir_map: Vec<Option<usize>>,
+    machine_ir: Vec<Option<u32>>,
+    ir_decided: usize,
+    rank_decided: usize,
+    /// Checks left before the search gives up.
+    budget: u64,
+}
+
+impl Alignment<'_> {
+    fn role(&self, j: usize) -> Role {
+        match self.machine_ir[j] {
+            Some(b) => Role::Mapped(b),
+            None if self.rank[j] < self.rank_decided => Role::Added,
+            None => Role::Undecided,
+        }
+    }
+
+    fn check(&mut self, c: usize) -> Verdict {
+        self.budget = self.budget.saturating_sub(1);
+        let n = self.cfg.num_blocks();
+        let x = self.ir_map[c].expect("only mapped blocks are checked");
+        // IR side: targets through absent blocks; `definite` ones are reached through decided blocks only.
+        let mut want_def = BTreeSet::new();
+        let mut want_pos = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        let mut undecided = false;
+        let mut stack = vec![(c, true)];
+        while let Some((v, def)) = stack.pop() {
+            for &t in &self.targets[v] {
+                match t {
+                    IrTarget::Exit => {
+                        want_pos.insert(t);
+                        if def {
+                            want_def.insert(t);
+                        }
+                    }
+                    IrTarget::Block(b) if (b as usize) < self.ir_decided => {
+                        if self.ir_map[b as usize].is_some() {
+                            want_pos.insert(t);
+                            if def {
+                                want_def.insert(t);
+                            }
+                        } else if seen.insert((b, def)) {
+                            stack.push((b as usize, def));
+                        }
+                    }
+                    IrTarget::Block(b) => {
+                        undecided = true;
+                        want_pos.insert(t);
+                        if seen.insert((b, false)) {
+                            stack.push((b as usize, false));
+                        }
+                    }
+                }
+            }
+        }
+        // Machine side: every path from `x` through added (or undecided) blocks.
+        let mut found: BTreeMap<IrTarget, Vec<(Vec<usize>, bool)>> = BTreeMap::new();
+        let mut stack: Vec<(usize, Vec<usize>, bool)> = vec![(x, Vec::new(), true)];
+        while let Some((m, path, def)) = stack.pop() {
+            let Some(succs) = self.blocks[m].succs.as_ref() else {
+                if def {
+                    return Verdict::Fail;
+                }
+                undecided = true;
+                continue;
+            };
+            for &s in succs {
+                match s {
+                    MachineSucc::Exit => found.entry(IrTarget::Exit).or_default().push((path.clone(), def)),
+                    MachineSucc::Block(j) => match self.role(j) {
+                        Role::Mapped(b) => found.entry(IrTarget::Block(b)).or_default().push((path.clone(), def)),
+                        role => {
+                            if role == Role::Undecided {
+                                undecided = true;
+                            }
+                            if path.contains(&j) || path.len() > self.blocks.len() {
+                                if def && role == Role::Added {
+                                    return Verdict::Fail;
+                                }
+                                continue;
+                            }
+                            let mut p = path.clone();
+                            p.push(j);
+                            stack.push((j, p, def && role == Role::Added));
+                        }
+                    },
+                }
+            }
+        }
+        for (t, paths) in &found {
+            let definite = paths.iter().filter(|p| p.1).count();
+            if (definite > 0 && !want_pos.contains(t)) || definite > 1 {
+                return Verdict::Fail;
+            }
+        }
+        if want_def.iter().any(|t| !found.contains_key(t)) {
+            return Verdict::Fail;
+        }
+        if undecided {
+            return Verdict::Unknown;
+        }
+        let got: BTreeSet<IrTarget> = found.keys().copied().collect();
+        if got != want_pos || found.values().any(|p| p.len() != 1) {
+            return Verdict::Fail;
+        }
+        let _ = n;
+        Verdict::Pass(found.into_iter().map(|(t, mut p)| (t, p.pop().expect("one path").0)).collect())
+    }
+
+    /// Checks every mapped block not yet passed; `false` if one fails. Passed blocks are recorded in `passed`
+    /// (and `log`, to undo on backtracking).
+    fn prune(&mut self, passed: &mut [bool], log: &mut Vec<usize>) -> bool {
+        for c in 0..self.ir_decided {
+            if passed[c] || self.ir_map[c].is_none() {
+                continue;
+            }
+            match self.check(c) {
+                Verdict::Fail => return false,
+                Verdict::Pass(_) => {
+                    passed[c] = true;
+                    log.push(c);
+                }
+                Verdict::Unknown => {}
+            }
+        }
+        true
+    }
+
+    /// Depth-first over IR block `a`'s choices; stops after two solutions.
+    fn search(&mut self, a: usize, passed: &mut Vec<bool>, solutions: &mut Vec<Vec<Option<usize>>>) {
+        if solutions.len() > 1 || self.budget == 0 {
+            return;
+        }
+        let n = self.cfg.num_blocks();
+        if a == n {
+            let saved = self.rank_decided;
+            self.rank_decided = self.by_id.len();
+            let mut log = Vec::new();
+            let all = self.prune(passed, &mut log) && (0..n).all(|c| passed[c] || self.ir_map[c].is_none());
+            if all {
+                solutions.push(self.ir_map.clone());
+            }
+            for c in log {
+                passed[c] = false;
+            }
+            self.rank_decided = saved;
+            return;
+        }
+        let first = self.rank_decided;
+        // Map `a` to the machine block of rank p (ranks first..p become added), or leave it absent.
+        let choices: Vec<Option<usize>> = if a == 0 {
+            vec![(first < self.by_id.len()).then_some(first)]
+        } else {
+            (first..self.by_id.len()).map(Some).chain([None]).collect()
+        };
+        for choice in choices {
+            let saved = self.rank_decided;
+            if let Some(p) = choice {
+                let j = self.by_id[p];
+                self.ir_map[a] = Some(j);
+                self.machine_ir[j] = Some(a as u32);
+                self.rank_decided = p + 1;
+            } else if a == 0 {
+                return;
+            }
+            self.ir_decided = a + 1;
+            let mut log = Vec::new();
+            if self.prune(passed, &mut log) {
+                self.search(a + 1, passed, solutions);
+            }
+            for c in log {
+                passed[c] = false;
+            }
+            if let Some(p) = choice {
+                self.machine_ir[self.by_id[p]] = None;
+                self.ir_map[a] = None;
+            }
+            self.rank_decided = saved;
+            self.ir_decided = a;
+            if solutions.len() > 1 || self.budget == 0 {
+                return;
+            }
+        }
+    }
+}
+
+/// Why [`align_blocks`] found no mapping it can vouch for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AlignRefusal {
+    /// No order-preserving alignment passes the checks.
+    None,
+    /// More than one does: the IR path would not decide the machine path.
+    Several,
+    /// The search ran out of its budget.
+    Budget,
+}
+
+impl std::fmt::Display for AlignRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AlignRefusal::None => "no alignment of IR and machine blocks passes the checks",
+            AlignRefusal::Several => "several alignments of IR and machine blocks pass the checks",
+            AlignRefusal::Budget => "the alignment search ran out of budget",
+        })
+    }
+}
+
+/// Like [`map_blocks`], without assuming machine id `i` is IR block `i`: codegen's IR passes insert blocks
+/// (loop preheaders, split edges: they shift later ids) and remove some (folded into neighbours), but keep the
+/// order of the rest. So every order-preserving partial matching of IR blocks to machine ids is a candidate
+/// (unmatched IR blocks absent, unmatched machine blocks added), the entry fixed to id 0; the search prunes a
+/// candidate as soon as one block's checks of [`map_blocks`] fail whatever is decided later, and the mapping is
+/// used only if exactly one candidate passes them all. `budget` bounds the block checks.
+pub fn align_blocks(cfg: &Cfg, blocks: &[MachineBlock], budget: u64) -> Result<BlockMapping, AlignRefusal> {
+    if blocks.first().map(|b| b.id) != Some(0) {
+        return Err(AlignRefusal::None);
+    }
+    let n = cfg.num_blocks();
+    let exit = n as u32;
+    let mut targets = vec![Vec::new(); n];
+    for e in cfg.edges() {
+        match e.kind {
+            EdgeKind::Branch { .. } if e.to.0 < exit => targets[e.from.index()].push(IrTarget::Block(e.to.0)),
+            EdgeKind::Return => targets[e.from.index()].push(IrTarget::Exit),
+            _ => {}
+        }
+    }
+    for t in &mut targets {
+        t.sort();
+        t.dedup();
+    }
+    let mut by_id: Vec<usize> = (0..blocks.len()).collect();
+    by_id.sort_by_key(|&j| blocks[j].id);
+    let mut rank = vec![0; blocks.len()];
+    for (p, &j) in by_id.iter().enumerate() {
+        rank[j] = p;
+    }
+    let mut al = Alignment {
+        cfg,
+        blocks,
+        targets,
+        by_id,
+        rank,
+        ir_map: vec![None; n],
+        machine_ir: vec![None; blocks.len()],
+        ir_decided: 0,
+        rank_decided: 0,
+        budget,
+    };
+    let mut solutions = Vec::new();
+    al.search(0, &mut vec![false; n], &mut solutions);
+    if al.budget == 0 {
+        return Err(AlignRefusal::Budget);
+    }
+    match solutions.len() {
+        0 => Err(AlignRefusal::None),
+        1 => {
+            // The one candidate, verified once more in full, with its paths.
+            al.ir_map = solutions.pop().expect("one");
+            al.machine_ir = vec![None; blocks.len()];
+            for (a, m) in al.ir_map.iter().enumerate() {
+                if let Some(j) = m {
+                    al.machine_ir[*j] = Some(a as u32);
+                }
+            }
+            al.ir_decided = n;
+            al.rank_decided = blocks.len();
+            let mut via = BTreeMap::new();
+            for c in 0..n {
+                let Some(x) = al.ir_map[c] else { continue };
+                match al.check(c) {
+                    Verdict::Pass(paths) => {
+                        for (t, p) in paths {
+                            via.insert((x, t), p);
+                        }
+                    }
+                    _ => return Err(AlignRefusal::None),
+                }
+            }
+            Ok(BlockMapping { machine: al.ir_map, via })
+        }
+        _ => Err(AlignRefusal::Several),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
