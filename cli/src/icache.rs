@@ -357,6 +357,15 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let (program, owner) = file.program().with_context(what)?;
     let bin = Binary::read(&args.binary)?;
+    if std::env::var_os("PATHPROF_ICACHE_DUMP").is_some() {
+        for (name, f) in &bin.functions {
+            if let Ok(f) = f {
+                for (b, c) in f.blocks.iter().zip(&f.code) {
+                    eprintln!("{name} id {} at {:#x}: {} insns, succs {:?} {:x?}", b.id, c.insns[0].addr, c.insns.len(), b.succs, c.insns.iter().map(|i| i.addr).collect::<Vec<_>>());
+                }
+            }
+        }
+    }
     let mut status = Vec::with_capacity(owner.len());
     let mut address = Vec::with_capacity(owner.len());
     let mut names = Vec::with_capacity(owner.len());

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
-use pathprof_core::cache::machine_map::{MachineBlock, MachineSucc};
+use pathprof_core::cache::machine_map::{MachineBlock, MachineSucc, PADDING_ID};
 use pathprof_core::cache::program::Insn;
 use pathprof_format::bb_addr_map::{self, flags};
 use std::collections::HashMap;
@@ -55,6 +55,7 @@ fn decode_function(
     let start_of: HashMap<u64, usize> = f.blocks.iter().enumerate().map(|(i, b)| (b.address, i)).collect();
     let mut blocks = Vec::with_capacity(f.blocks.len());
     let mut code = Vec::with_capacity(f.blocks.len());
+    let mut falls = Vec::with_capacity(f.blocks.len());
     for (i, b) in f.blocks.iter().enumerate() {
         let bytes = bytes_at(b.address, b.size).ok_or_else(|| format!("block {} is outside the code", b.id))?;
         let mut dec = Decoder::with_ip(64, &bytes, b.address, DecoderOptions::NONE);
@@ -114,18 +115,75 @@ fn decode_function(
         if dec.position() != bytes.len() {
             return Err(format!("block {} does not end at an instruction boundary", b.id));
         }
-        if !ends && b.metadata & flags::CAN_FALL_THROUGH != 0 {
-            match f.blocks.get(i + 1) {
-                Some(_) => succs.push(MachineSucc::Block(i + 1)),
-                None => return Err(format!("block {} falls through past the function", b.id)),
-            }
+        let fall = !ends && b.metadata & flags::CAN_FALL_THROUGH != 0;
+        if fall && i + 1 == f.blocks.len() {
+            return Err(format!("block {} falls through past the function", b.id));
         }
-        succs.sort();
-        succs.dedup();
+        falls.push(fall);
         blocks.push(MachineBlock { id: b.id, succs: known.then_some(succs) });
         code.push(BlockCode { insns, calls, reps });
     }
-    Ok(MachineFunction { address: f.address, blocks, code })
+    with_padding(f, blocks, code, &falls, bytes_at)
+}
+
+/// Adds the fall-through edges. Alignment padding between a block and the next (nops before a loop header)
+/// belongs to no block of the map but runs when control falls through: it becomes a block of its own
+/// ([`PADDING_ID`]) on the fall-through edge, which the mapping treats like any block codegen added.
+fn with_padding(
+    f: &bb_addr_map::FunctionMap,
+    mut blocks: Vec<MachineBlock>,
+    mut code: Vec<BlockCode>,
+    falls: &[bool],
+    bytes_at: &dyn Fn(u64, u32) -> Option<Vec<u8>>,
+) -> std::result::Result<MachineFunction, String> {
+    let n = blocks.len();
+    let mut index = Vec::with_capacity(n);
+    let mut pads = Vec::new();
+    for (i, b) in f.blocks.iter().enumerate() {
+        index.push(i + pads.len());
+        let end = b.address + u64::from(b.size);
+        if falls[i] && f.blocks[i + 1].address > end {
+            let len = u32::try_from(f.blocks[i + 1].address - end).map_err(|_| "padding too large".to_string())?;
+            let bytes = bytes_at(end, len).ok_or_else(|| format!("padding after block {} is outside the code", b.id))?;
+            let mut dec = Decoder::with_ip(64, &bytes, end, DecoderOptions::NONE);
+            let mut insns = Vec::new();
+            while dec.can_decode() {
+                let ins = dec.decode();
+                if ins.is_invalid() || ins.flow_control() != FlowControl::Next {
+                    return Err(format!("padding after block {} is not plain instructions", b.id));
+                }
+                insns.push(Insn { addr: ins.ip(), size: ins.len() as u32 });
+            }
+            pads.push((i, insns));
+        }
+    }
+    let remap = |s: &MachineSucc| match *s {
+        MachineSucc::Block(j) => MachineSucc::Block(index[j]),
+        MachineSucc::Exit => MachineSucc::Exit,
+    };
+    let mut out_blocks = Vec::with_capacity(n + pads.len());
+    let mut out_code = Vec::with_capacity(n + pads.len());
+    let mut pads = pads.into_iter().peekable();
+    for i in 0..n {
+        let mut b = std::mem::replace(&mut blocks[i], MachineBlock { id: 0, succs: None });
+        let padded = pads.peek().is_some_and(|p| p.0 == i);
+        if let Some(succs) = &mut b.succs {
+            *succs = succs.iter().map(remap).collect();
+            if falls[i] {
+                succs.push(MachineSucc::Block(if padded { index[i] + 1 } else { index[i + 1] }));
+            }
+            succs.sort();
+            succs.dedup();
+        }
+        out_blocks.push(b);
+        out_code.push(std::mem::replace(&mut code[i], BlockCode { insns: vec![], calls: vec![], reps: vec![] }));
+        if padded {
+            let (_, insns) = pads.next().expect("peeked");
+            out_blocks.push(MachineBlock { id: PADDING_ID, succs: Some(vec![MachineSucc::Block(index[i + 1])]) });
+            out_code.push(BlockCode { insns, calls: vec![], reps: vec![] });
+        }
+    }
+    Ok(MachineFunction { address: f.address, blocks: out_blocks, code: out_code })
 }
 
 impl Binary {

@@ -24,6 +24,10 @@
 use crate::graph::{BlockId, Cfg, EdgeKind};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The id of a block that is not in `.llvm_bb_addr_map`: alignment padding that runs on a fall-through edge.
+/// Never an IR block's.
+pub const PADDING_ID: u32 = u32::MAX;
+
 /// Where control goes from a machine block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MachineSucc {
@@ -369,7 +373,7 @@ impl Alignment<'_> {
         let n = self.cfg.num_blocks();
         if a == n {
             let saved = self.rank_decided;
-            self.rank_decided = self.by_id.len();
+            self.rank_decided = self.by_id.len() + 1;
             let mut log = Vec::new();
             let all = self.prune(passed, &mut log) && (0..n).all(|c| passed[c] || self.ir_map[c].is_none());
             if all {
@@ -381,7 +385,8 @@ impl Alignment<'_> {
             self.rank_decided = saved;
             return;
         }
-        let first = self.rank_decided;
+        // Ranks are 1-based (0: padding); `first` is a position in `by_id`.
+        let first = self.rank_decided - 1;
         // Map `a` to the machine block of rank p (ranks first..p become added), or leave it absent.
         let choices: Vec<Option<usize>> = if a == 0 {
             vec![(first < self.by_id.len()).then_some(first)]
@@ -394,7 +399,7 @@ impl Alignment<'_> {
                 let j = self.by_id[p];
                 self.ir_map[a] = Some(j);
                 self.machine_ir[j] = Some(a as u32);
-                self.rank_decided = p + 1;
+                self.rank_decided = p + 2;
             } else if a == 0 {
                 return;
             }
@@ -464,11 +469,12 @@ pub fn align_blocks(cfg: &Cfg, blocks: &[MachineBlock], budget: u64) -> Result<B
         t.sort();
         t.dedup();
     }
-    let mut by_id: Vec<usize> = (0..blocks.len()).collect();
+    let mut by_id: Vec<usize> = (0..blocks.len()).filter(|&j| blocks[j].id != PADDING_ID).collect();
     by_id.sort_by_key(|&j| blocks[j].id);
+    // Padding ranks before everything: decided, never mapped (added).
     let mut rank = vec![0; blocks.len()];
     for (p, &j) in by_id.iter().enumerate() {
-        rank[j] = p;
+        rank[j] = p + 1;
     }
     let mut al = Alignment {
         cfg,
@@ -479,7 +485,7 @@ pub fn align_blocks(cfg: &Cfg, blocks: &[MachineBlock], budget: u64) -> Result<B
         ir_map: vec![None; n],
         machine_ir: vec![None; blocks.len()],
         ir_decided: 0,
-        rank_decided: 0,
+        rank_decided: 1,
         budget,
     };
     let mut solutions = Vec::new();
@@ -499,7 +505,7 @@ pub fn align_blocks(cfg: &Cfg, blocks: &[MachineBlock], budget: u64) -> Result<B
                 }
             }
             al.ir_decided = n;
-            al.rank_decided = blocks.len();
+            al.rank_decided = blocks.len() + 1;
             let mut via = BTreeMap::new();
             for c in 0..n {
                 let Some(x) = al.ir_map[c] else { continue };
