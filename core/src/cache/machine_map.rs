@@ -365,9 +365,9 @@ impl Alignment<'_> {
         true
     }
 
-    /// Depth-first over IR block `a`'s choices; stops after two solutions.
+    /// Depth-first over IR block `a`'s choices; stops after [`MAX_SOLUTIONS`] solutions.
     fn search(&mut self, a: usize, passed: &mut Vec<bool>, solutions: &mut Vec<Vec<Option<usize>>>) {
-        if solutions.len() > 1 || self.budget == 0 {
+        if solutions.len() >= MAX_SOLUTIONS || self.budget == 0 {
             return;
         }
         let n = self.cfg.num_blocks();
@@ -417,7 +417,7 @@ impl Alignment<'_> {
             }
             self.rank_decided = saved;
             self.ir_decided = a;
-            if solutions.len() > 1 || self.budget == 0 {
+            if solutions.len() >= MAX_SOLUTIONS || self.budget == 0 {
                 return;
             }
         }
@@ -493,35 +493,112 @@ pub fn align_blocks(cfg: &Cfg, blocks: &[MachineBlock], budget: u64) -> Result<B
     if al.budget == 0 {
         return Err(AlignRefusal::Budget);
     }
-    match solutions.len() {
-        0 => Err(AlignRefusal::None),
-        1 => {
-            // The one candidate, verified once more in full, with its paths.
-            al.ir_map = solutions.pop().expect("one");
-            al.machine_ir = vec![None; blocks.len()];
-            for (a, m) in al.ir_map.iter().enumerate() {
-                if let Some(j) = m {
-                    al.machine_ir[*j] = Some(a as u32);
-                }
-            }
-            al.ir_decided = n;
-            al.rank_decided = blocks.len() + 1;
-            let mut via = BTreeMap::new();
-            for c in 0..n {
-                let Some(x) = al.ir_map[c] else { continue };
-                match al.check(c) {
-                    Verdict::Pass(paths) => {
-                        for (t, p) in paths {
-                            via.insert((x, t), p);
-                        }
-                    }
-                    _ => return Err(AlignRefusal::None),
-                }
-            }
-            Ok(BlockMapping { machine: al.ir_map, via })
-        }
-        _ => Err(AlignRefusal::Several),
+    if solutions.is_empty() {
+        return Err(AlignRefusal::None);
     }
+    if solutions.len() >= MAX_SOLUTIONS {
+        return Err(AlignRefusal::Several);
+    }
+    let mut maps = Vec::with_capacity(solutions.len());
+    for ir_map in solutions {
+        maps.push(al.finish(ir_map).ok_or(AlignRefusal::None)?);
+    }
+    // Several alignments may differ only in whether a block without effect of its own (a forwarding block, a
+    // return whose code codegen copied into each predecessor) is matched or absent: harmless when every IR path
+    // expands into the same machine blocks under each.
+    let first = maps.swap_remove(0);
+    if maps.iter().all(|m| same_expansion(&al.targets, &first, m)) {
+        Ok(first)
+    } else {
+        Err(AlignRefusal::Several)
+    }
+}
+
+/// Solutions [`align_blocks`] collects before it calls the function ambiguous.
+const MAX_SOLUTIONS: usize = 256;
+
+impl Alignment<'_> {
+    /// The full mapping of a complete alignment, with the added blocks of every IR step.
+    fn finish(&mut self, ir_map: Vec<Option<usize>>) -> Option<BlockMapping> {
+        let n = self.cfg.num_blocks();
+        self.machine_ir = vec![None; self.blocks.len()];
+        for (a, m) in ir_map.iter().enumerate() {
+            if let Some(j) = m {
+                self.machine_ir[*j] = Some(a as u32);
+            }
+        }
+        self.ir_map = ir_map;
+        self.ir_decided = n;
+        self.rank_decided = self.blocks.len() + 1;
+        let mut via = BTreeMap::new();
+        for c in 0..n {
+            let Some(x) = self.ir_map[c] else { continue };
+            match self.check(c) {
+                Verdict::Pass(paths) => {
+                    for (t, p) in paths {
+                        via.insert((x, t), p);
+                    }
+                }
+                _ => return None,
+            }
+        }
+        Some(BlockMapping { machine: self.ir_map.clone(), via })
+    }
+}
+
+/// The machine blocks one IR step runs under `m` from machine block `cur`, and the next `cur`.
+fn expand(m: &BlockMapping, cur: usize, t: IrTarget) -> Option<(Vec<usize>, usize)> {
+    match t {
+        IrTarget::Block(v) => match m.machine[v as usize] {
+            Some(x) => {
+                let mut out = m.via.get(&(cur, t))?.clone();
+                out.push(x);
+                Some((out, x))
+            }
+            None => Some((Vec::new(), cur)),
+        },
+        IrTarget::Exit => Some((m.via.get(&(cur, t))?.clone(), cur)),
+    }
+}
+
+/// Whether every IR path from the entry expands into the same machine block sequence under `a` and `b`: a walk
+/// over (IR block, each side's current machine block, the output one side is ahead by).
+fn same_expansion(targets: &[Vec<IrTarget>], a: &BlockMapping, b: &BlockMapping) -> bool {
+    const MAX_LAG: usize = 32;
+    let (Some(ea), Some(eb)) = (a.machine[0], b.machine[0]) else { return false };
+    if ea != eb {
+        return false;
+    }
+    type State = (usize, usize, usize, Vec<usize>, Vec<usize>);
+    let mut seen: BTreeSet<State> = BTreeSet::new();
+    let mut stack: Vec<State> = vec![(0, ea, eb, Vec::new(), Vec::new())];
+    while let Some(st) = stack.pop() {
+        if !seen.insert(st.clone()) {
+            continue;
+        }
+        let (v, ca, cb, ba, bb) = st;
+        for &t in &targets[v] {
+            let (Some((oa, na)), Some((ob, nb))) = (expand(a, ca, t), expand(b, cb, t)) else { return false };
+            let mut qa = ba.clone();
+            qa.extend(oa);
+            let mut qb = bb.clone();
+            qb.extend(ob);
+            let common = qa.iter().zip(&qb).take_while(|(x, y)| x == y).count();
+            let (ra, rb) = (qa[common..].to_vec(), qb[common..].to_vec());
+            if (!ra.is_empty() && !rb.is_empty()) || ra.len() > MAX_LAG || rb.len() > MAX_LAG {
+                return false;
+            }
+            match t {
+                IrTarget::Exit => {
+                    if !ra.is_empty() || !rb.is_empty() {
+                        return false;
+                    }
+                }
+                IrTarget::Block(w) => stack.push((w as usize, na, nb, ra, rb)),
+            }
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -620,5 +697,31 @@ mod tests {
         assert_eq!(map_blocks(&diamond(), &blocks), Err(Refusal::Entry));
         let blocks = [MachineBlock { id: 0, succs: None }];
         assert_eq!(map_blocks(&diamond(), &blocks), Err(Refusal::IndirectJump(0)));
+    }
+
+    #[test]
+    fn alignment_skips_blocks_codegen_inserted_before_later_ones() {
+        // IR: 0 → 1 → {1, 2}, 2 → EXIT (a loop). Codegen inserted a preheader before the loop: it took id 1, so
+        // the loop is id 2 and the exit id 3. Identity fails; the one alignment maps 1 → id 2, 2 → id 3.
+        let g = cfg(3, &[(0, 1), (1, 1), (1, 2), (2, 3)]);
+        let blocks = [mb(0, &[Some(1)]), mb(1, &[Some(2)]), mb(2, &[Some(2), Some(3)]), mb(3, &[None])];
+        assert!(map_blocks(&g, &blocks).is_err());
+        let m = align_blocks(&g, &blocks, 10_000).unwrap();
+        assert_eq!(m.machine, vec![Some(0), Some(2), Some(3)]);
+        assert_eq!(m.via[&(0, IrTarget::Block(1))], vec![1]);
+    }
+
+    #[test]
+    fn alignments_that_expand_alike_are_one_and_others_are_refused() {
+        // IR 0 → 1 → 2 → EXIT with 1 a forwarder: "1 at id 1" and "1 absent, id 1 added" run the same blocks.
+        let g = cfg(3, &[(0, 1), (1, 2), (2, 3)]);
+        let blocks = [mb(0, &[Some(1)]), mb(1, &[Some(2)]), mb(2, &[None])];
+        let m = align_blocks(&g, &blocks, 10_000).unwrap();
+        assert_eq!(m.machine[0], Some(0));
+        // A diamond whose arms both can be either machine arm (ids 1 and 2 swapped is also order-preserving
+        // when 1 or 2 is absent): the arms run different code, so the IR path does not decide it.
+        let d = cfg(4, &[(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]);
+        let blocks = [mb(0, &[Some(1), Some(2)]), mb(5, &[Some(3)]), mb(6, &[Some(3)]), mb(3, &[None])];
+        assert_eq!(align_blocks(&d, &blocks, 10_000), Err(AlignRefusal::Several));
     }
 }
