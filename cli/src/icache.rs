@@ -348,7 +348,9 @@ fn run_threads(file: &TraceFile, program: &pathprof_core::tracing::Program, sim:
 
 /// Runs `pathprof icache`.
 pub fn run(args: &Args) -> Result<()> {
-    let geometry = Geometry::parse(&args.i1).map_err(|_| anyhow::anyhow!("invalid --I1 '{}' (expected SIZE,ASSOC,LINE with a power-of-two LINE)", args.i1))?;
+    let geometry = Geometry::parse(&args.i1).map_err(|_| {
+        anyhow::anyhow!("invalid --I1 '{}' (expected SIZE,ASSOC,LINE with a power-of-two LINE)", args.i1)
+    })?;
     let what = || format!("reading {}", args.file.display());
     let bytes = std::fs::read(&args.file).with_context(what)?;
     let file = TraceFile::parse(&bytes).with_context(what)?;
@@ -361,7 +363,14 @@ pub fn run(args: &Args) -> Result<()> {
         for (name, f) in &bin.functions {
             if let Ok(f) = f {
                 for (b, c) in f.blocks.iter().zip(&f.code) {
-                    eprintln!("{name} id {} at {:#x}: {} insns, succs {:?} {:x?}", b.id, c.insns[0].addr, c.insns.len(), b.succs, c.insns.iter().map(|i| i.addr).collect::<Vec<_>>());
+                    eprintln!(
+                        "{name} id {} at {:#x}: {} insns, succs {:?} {:x?}",
+                        b.id,
+                        c.insns[0].addr,
+                        c.insns.len(),
+                        b.succs,
+                        c.insns.iter().map(|i| i.addr).collect::<Vec<_>>()
+                    );
                 }
             }
         }
@@ -488,7 +497,11 @@ pub fn run(args: &Args) -> Result<()> {
         serde_json::to_writer(&mut out, &JsonReport { cache, mapping, functions, total })?;
         writeln!(out)?;
     } else {
-        writeln!(out, "I1 cache {},{},{} (LRU, cold start; only the simulated functions' fetches)", geometry.size, geometry.assoc, geometry.line)?;
+        writeln!(
+            out,
+            "I1 cache {},{},{} (LRU, cold start; only the simulated functions' fetches)",
+            geometry.size, geometry.assoc, geometry.line
+        )?;
         writeln!(out, "{:>14} {:>12} {:>8}  function", "accesses", "misses", "miss%")?;
         for f in &functions {
             if f.simulated {
@@ -511,9 +524,44 @@ pub fn run(args: &Args) -> Result<()> {
         writeln!(
             out,
             "{:>14} {:>12} {:>7.2}%  total of {} simulated functions ({} not simulated, {} of their blocks ran)",
-            total.accesses, total.misses, rate, total.functions_simulated, total.functions_not_simulated, total.blocks_not_simulated
+            total.accesses,
+            total.misses,
+            rate,
+            total.functions_simulated,
+            total.functions_not_simulated,
+            total.blocks_not_simulated
         )?;
     }
     out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(addr: u64, size: u32) -> Insn {
+        Insn { addr, size }
+    }
+
+    #[test]
+    fn lru_set_keeps_the_most_recent_lines() {
+        // 2 sets of 2 ways, 16-byte lines: lines 0, 2, 4 all map to set 0.
+        let mut c = Cache::new(Geometry::new(64, 2, 16).unwrap());
+        let misses: Vec<bool> = [0x00, 0x20, 0x00, 0x40, 0x20, 0x00].iter().map(|&a| c.fetch(insn(a, 1))).collect();
+        // 0 miss, 2 miss, 0 hit (0 most recent), 4 miss evicts 2, 2 miss evicts 0, 0 miss.
+        assert_eq!(misses, [true, true, false, true, true, true]);
+        // Set 1 was never touched.
+        assert!(c.fetch(insn(0x10, 1)));
+    }
+
+    #[test]
+    fn a_straddling_instruction_is_one_access_missing_if_either_line_misses() {
+        let mut c = Cache::new(Geometry::new(1024, 1, 32).unwrap());
+        assert!(c.fetch(insn(0x1e, 4))); // lines 0 and 1, both cold
+        assert!(!c.fetch(insn(0x00, 1))); // line 0 now present
+        assert!(!c.fetch(insn(0x20, 1))); // so is line 1
+        assert!(c.fetch(insn(0x3e, 4))); // line 1 present, line 2 cold: one miss
+        assert!(!c.fetch(insn(0x3e, 4)));
+    }
 }

@@ -13,6 +13,7 @@ mod diff;
 mod export;
 mod files;
 mod html;
+mod icache;
 mod merge;
 mod output;
 mod program_paths;
@@ -20,7 +21,6 @@ mod show;
 mod sources;
 mod text;
 mod top;
-mod icache;
 mod trace;
 
 use clap::{Parser, Subcommand};

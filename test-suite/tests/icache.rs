@@ -88,7 +88,9 @@ fn simulated(v: &Value) -> BTreeMap<String, (u64, u64)> {
         .unwrap()
         .iter()
         .filter(|f| f["simulated"].as_bool().unwrap())
-        .map(|f| (f["name"].as_str().unwrap().to_string(), (f["accesses"].as_u64().unwrap(), f["misses"].as_u64().unwrap())))
+        .map(|f| {
+            (f["name"].as_str().unwrap().to_string(), (f["accesses"].as_u64().unwrap(), f["misses"].as_u64().unwrap()))
+        })
         .collect()
 }
 
@@ -174,14 +176,20 @@ fn plain_trace_files_and_binaries_without_a_block_map_are_refused() {
     let no_map = dir.join("plain");
     run_ok(Command::new("clang-19").arg(&src).arg("-o").arg(&no_map));
     for (t, b, says) in [(&trace, &no_map, "not icache mode"), (&trace, &exe, "not icache mode")] {
-        let out = Command::new(dist().join("bin/pathprof")).arg("icache").arg(t).arg("--binary").arg(b).output().unwrap();
+        let out =
+            Command::new(dist().join("bin/pathprof")).arg("icache").arg(t).arg("--binary").arg(b).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains(says) && err.lines().count() == 1, "{err}");
     }
     let (_, icache_trace) = build(&scratch("icache-refuse-build"), "int main(void) { return 0; }\n", "-O0");
-    let out =
-        Command::new(dist().join("bin/pathprof")).arg("icache").arg(&icache_trace).arg("--binary").arg(&no_map).output().unwrap();
+    let out = Command::new(dist().join("bin/pathprof"))
+        .arg("icache")
+        .arg(&icache_trace)
+        .arg("--binary")
+        .arg(&no_map)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("-fbasic-block-address-map"), "{err}");

@@ -144,7 +144,8 @@ fn with_padding(
         let end = b.address + u64::from(b.size);
         if falls[i] && f.blocks[i + 1].address > end {
             let len = u32::try_from(f.blocks[i + 1].address - end).map_err(|_| "padding too large".to_string())?;
-            let bytes = bytes_at(end, len).ok_or_else(|| format!("padding after block {} is outside the code", b.id))?;
+            let bytes =
+                bytes_at(end, len).ok_or_else(|| format!("padding after block {} is outside the code", b.id))?;
             let mut dec = Decoder::with_ip(64, &bytes, end, DecoderOptions::NONE);
             let mut insns = Vec::new();
             while dec.can_decode() {

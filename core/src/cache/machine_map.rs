@@ -127,11 +127,10 @@ fn ir_succs(cfg: &Cfg, present: &[bool], b: u32) -> BTreeSet<IrTarget> {
     while let Some(v) = stack.pop() {
         for e in cfg.edges().iter().filter(|e| e.from == BlockId(v)) {
             match e.kind {
-                EdgeKind::Branch { .. } if e.to.0 < n && !present[e.to.index()] => {
-                    if seen.insert(e.to.0) {
-                        stack.push(e.to.0);
-                    }
+                EdgeKind::Branch { .. } if e.to.0 < n && !present[e.to.index()] && seen.insert(e.to.0) => {
+                    stack.push(e.to.0);
                 }
+                EdgeKind::Branch { .. } if e.to.0 < n && !present[e.to.index()] => {}
                 EdgeKind::Branch { .. } if e.to.0 < n => {
                     out.insert(IrTarget::Block(e.to.0));
                 }
@@ -164,8 +163,8 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
         (id < n).then_some(IrTarget::Block(id as u32))
     };
     let mut via = BTreeMap::new();
-    for a in 0..n {
-        let Some(ma) = machine[a] else { continue };
+    for (a, &ma) in machine.iter().enumerate() {
+        let Some(ma) = ma else { continue };
         let want = ir_succs(cfg, &present, a as u32);
         // All machine paths from `ma` through added blocks, to present blocks or EXIT.
         let mut found: BTreeMap<IrTarget, Vec<Vec<usize>>> = BTreeMap::new();
@@ -206,7 +205,6 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
     }
     Ok(BlockMapping { machine, via })
 }
-
 
 /// What a machine block is in a partial alignment.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -349,14 +347,14 @@ impl Alignment<'_> {
     /// Checks every mapped block not yet passed; `false` if one fails. Passed blocks are recorded in `passed`
     /// (and `log`, to undo on backtracking).
     fn prune(&mut self, passed: &mut [bool], log: &mut Vec<usize>) -> bool {
-        for c in 0..self.ir_decided {
-            if passed[c] || self.ir_map[c].is_none() {
+        for (c, done) in passed.iter_mut().enumerate().take(self.ir_decided) {
+            if *done || self.ir_map[c].is_none() {
                 continue;
             }
             match self.check(c) {
                 Verdict::Fail => return false,
                 Verdict::Pass(_) => {
-                    passed[c] = true;
+                    *done = true;
                     log.push(c);
                 }
                 Verdict::Unknown => {}
@@ -639,8 +637,7 @@ mod tests {
 
     #[test]
     fn identical_layout_maps_one_to_one() {
-        let blocks =
-            [mb(0, &[Some(1), Some(2)]), mb(1, &[Some(3)]), mb(2, &[Some(3)]), mb(3, &[None])];
+        let blocks = [mb(0, &[Some(1), Some(2)]), mb(1, &[Some(3)]), mb(2, &[Some(3)]), mb(3, &[None])];
         let m = map_blocks(&diamond(), &blocks).unwrap();
         assert_eq!(m.machine, vec![Some(0), Some(1), Some(2), Some(3)]);
         assert!(m.via.values().all(Vec::is_empty));
@@ -649,13 +646,8 @@ mod tests {
     #[test]
     fn an_added_block_on_an_edge_is_a_forced_step() {
         // Layout 0, 2, 1, 3, then an added block (id 7) on the edge 2 → 3.
-        let blocks = [
-            mb(0, &[Some(2), Some(1)]),
-            mb(2, &[Some(4)]),
-            mb(1, &[Some(3)]),
-            mb(3, &[None]),
-            mb(7, &[Some(3)]),
-        ];
+        let blocks =
+            [mb(0, &[Some(2), Some(1)]), mb(2, &[Some(4)]), mb(1, &[Some(3)]), mb(3, &[None]), mb(7, &[Some(3)])];
         let m = map_blocks(&diamond(), &blocks).unwrap();
         assert_eq!(m.machine, vec![Some(0), Some(2), Some(1), Some(3)]);
         assert_eq!(m.via[&(1, IrTarget::Block(3))], vec![4]);
@@ -681,13 +673,8 @@ mod tests {
     fn a_split_select_is_ambiguous() {
         // 0 → 1 in IR; the machine lowered a select in 0 into a diamond of added blocks 5, 6 joining at 7.
         let g = cfg(2, &[(0, 1), (1, 2)]);
-        let blocks = [
-            mb(0, &[Some(1), Some(2)]),
-            mb(5, &[Some(3)]),
-            mb(6, &[Some(3)]),
-            mb(7, &[Some(4)]),
-            mb(1, &[None]),
-        ];
+        let blocks =
+            [mb(0, &[Some(1), Some(2)]), mb(5, &[Some(3)]), mb(6, &[Some(3)]), mb(7, &[Some(4)]), mb(1, &[None])];
         assert_eq!(map_blocks(&g, &blocks), Err(Refusal::Ambiguous { block: 0 }));
     }
 
