@@ -131,6 +131,8 @@ struct Simulator<'a, 'b> {
     stepping: bool,
     /// Functions whose run-time check failed (first reason).
     failed: Vec<Option<String>>,
+    /// Fetches per instruction address (`PATHPROF_ICACHE_DUMP`, for debugging against valgrind).
+    per_insn: Option<std::collections::BTreeMap<u64, u64>>,
 }
 
 impl<'a, 'b> Simulator<'a, 'b> {
@@ -153,6 +155,11 @@ impl<'a, 'b> Simulator<'a, 'b> {
         let t = &mut self.totals[f.index()];
         t.accesses += (to - from) as u64;
         t.rep_fetches += code.reps.iter().filter(|&&r| (from..to).contains(&r)).count() as u64;
+        if let Some(per) = &mut self.per_insn {
+            for i in &code.insns[from..to] {
+                *per.entry(i.addr).or_default() += 1;
+            }
+        }
         if let Some(cache) = &mut self.cache {
             for &i in &code.insns[from..to] {
                 if cache.fetch(i) {
@@ -230,6 +237,25 @@ impl<'a, 'b> Simulator<'a, 'b> {
         if let Some(fr) = self.stack.last_mut() {
             fr.cursor = c.index + 1;
             fr.in_call = Some(c.index);
+        }
+    }
+}
+
+impl Simulator<'_, '_> {
+    /// The process exited inside the top activation (`exit()` from a traced function): its current block ran up
+    /// to the call that did not return. Counted when one call remains in the block, else the function is not
+    /// simulated (which call exited is unknown).
+    fn exited(&mut self) {
+        let Some(fr) = self.stack.last() else { return };
+        let (f, block, cursor) = (fr.func, fr.block, fr.cursor);
+        if fr.in_call.is_some() {
+            return;
+        }
+        let Some((m, _)) = self.mapped(f) else { return };
+        let left: Vec<usize> = m.code[block].calls.iter().filter(|c| c.index >= cursor).map(|c| c.index).collect();
+        match left[..] {
+            [only] => self.fetch(f, block, cursor, only + 1),
+            _ => self.fail(f, format!("the process exited in machine block {} at an unknown call", m.blocks[block].id)),
         }
     }
 }
@@ -339,7 +365,11 @@ fn run_threads(file: &TraceFile, program: &pathprof_core::tracing::Program, sim:
         match regenerate(program, &mut reader, sim, u64::MAX) {
             Ok(_) => {}
             // A thread cut short (exit inside a function) or an abnormal transfer: the blocks before are exact.
-            Err(pathprof_core::tracing::RegenError::Stream { .. }) => {}
+            Err(pathprof_core::tracing::RegenError::Stream { .. }) => {
+                if t.at_exit && t.abnormal_at.is_none() && !t.gap {
+                    sim.exited();
+                }
+            }
             Err(e) => bail!("thread {} of process {}: corrupt trace: {e}", t.thread, t.pid),
         }
     }
@@ -426,6 +456,7 @@ pub fn run(args: &Args) -> Result<()> {
             stack: Vec::new(),
             stepping: false,
             failed: failed.clone(),
+            per_insn: None,
         };
         run_threads(&file, &program, &mut sim)?;
         if sim.failed == failed {
@@ -442,8 +473,14 @@ pub fn run(args: &Args) -> Result<()> {
         stack: Vec::new(),
         stepping: false,
         failed: failed.clone(),
+        per_insn: std::env::var_os("PATHPROF_ICACHE_DUMP").map(|_| Default::default()),
     };
     run_threads(&file, &program, &mut sim)?;
+    if let Some(per) = &sim.per_insn {
+        for (a, n) in per {
+            eprintln!("fetch {a:#x} {n}");
+        }
+    }
 
     let mut functions = Vec::new();
     for (i, t) in sim.totals.iter().enumerate() {

@@ -46,145 +46,182 @@ pub struct Binary {
     pub functions: HashMap<String, std::result::Result<MachineFunction, String>>,
 }
 
-/// Decodes one function; `Err` says why it cannot be used.
+/// Where a piece of code goes next, before pieces get their final indices.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// The first piece of the map's block with this index.
+    Block(usize),
+    /// The next piece of the same block (after a conditional branch).
+    Piece,
+    /// Leaves the function.
+    Exit,
+}
+
+/// A straight-line run of a map block: every instruction of it runs whenever its first does.
+struct Piece {
+    code: BlockCode,
+    /// `None`: an indirect jump whose targets the code does not tell.
+    succs: Option<Vec<Next>>,
+}
+
+/// Decodes one map block into pieces: a conditional branch that is not the block's last instruction (`jcc X;
+/// jmp Y`) ends a piece, since the instructions after it run only when it is not taken. Returns the pieces and
+/// whether control falls through past the block's end.
+fn decode_block(
+    b: &bb_addr_map::BbEntry,
+    bytes: &[u8],
+    target: &dyn Fn(u64) -> std::result::Result<Next, String>,
+) -> std::result::Result<(Vec<Piece>, bool), String> {
+    let mut dec = Decoder::with_ip(64, bytes, b.address, DecoderOptions::NONE);
+    let mut pieces = Vec::new();
+    let mut code = BlockCode { insns: Vec::new(), calls: Vec::new(), reps: Vec::new() };
+    let mut succs = Vec::new();
+    let mut known = true;
+    let mut ends = false;
+    while dec.can_decode() {
+        let ins = dec.decode();
+        if ins.is_invalid() {
+            return Err(format!("undecodable instruction at {:#x}", ins.ip()));
+        }
+        let index = code.insns.len();
+        code.insns.push(Insn { addr: ins.ip(), size: ins.len() as u32 });
+        if ins.has_rep_prefix() || ins.has_repne_prefix() {
+            code.reps.push(index);
+        }
+        ends = false;
+        match ins.flow_control() {
+            FlowControl::ConditionalBranch => {
+                succs.push(target(ins.near_branch_target())?);
+                if dec.can_decode() {
+                    succs.push(Next::Piece);
+                    let done = std::mem::replace(&mut code, BlockCode { insns: vec![], calls: vec![], reps: vec![] });
+                    pieces.push(Piece { code: done, succs: Some(std::mem::take(&mut succs)) });
+                }
+            }
+            FlowControl::UnconditionalBranch => {
+                let s = target(ins.near_branch_target())?;
+                if s == Next::Exit {
+                    code.calls.push(CallInsn { index, target: Some(ins.near_branch_target()) });
+                }
+                succs.push(s);
+                ends = true;
+            }
+            FlowControl::IndirectBranch => {
+                if b.metadata & flags::HAS_TAIL_CALL != 0 {
+                    code.calls.push(CallInsn { index, target: None });
+                    succs.push(Next::Exit);
+                } else {
+                    known = false;
+                }
+                ends = true;
+            }
+            FlowControl::Return => {
+                succs.push(Next::Exit);
+                ends = true;
+            }
+            FlowControl::Call => code.calls.push(CallInsn { index, target: Some(ins.near_branch_target()) }),
+            FlowControl::IndirectCall => code.calls.push(CallInsn { index, target: None }),
+            FlowControl::Exception => ends = true,
+            _ => {}
+        }
+    }
+    if dec.position() != bytes.len() {
+        return Err(format!("block {} does not end at an instruction boundary", b.id));
+    }
+    pieces.push(Piece { code, succs: known.then_some(succs) });
+    Ok((pieces, !ends && b.metadata & flags::CAN_FALL_THROUGH != 0))
+}
+
+/// Decodes the padding after a block: plain instructions only.
+fn decode_padding(at: u64, bytes: &[u8]) -> Option<Vec<Insn>> {
+    let mut dec = Decoder::with_ip(64, bytes, at, DecoderOptions::NONE);
+    let mut insns = Vec::new();
+    while dec.can_decode() {
+        let ins = dec.decode();
+        if ins.is_invalid() || ins.flow_control() != FlowControl::Next {
+            return None;
+        }
+        insns.push(Insn { addr: ins.ip(), size: ins.len() as u32 });
+    }
+    Some(insns)
+}
+
+/// Decodes one function; `Err` says why it cannot be used. Machine blocks in layout order: each map block's
+/// pieces (the first keeps its id, the rest get [`PADDING_ID`]: blocks the mapping treats as added), then, when
+/// control falls through to the next map block across alignment padding (nops before a loop header, in no
+/// block of the map), the padding as a block of its own ([`PADDING_ID`]).
 fn decode_function(
     f: &bb_addr_map::FunctionMap,
     bytes_at: &dyn Fn(u64, u32) -> Option<Vec<u8>>,
     is_function_start: &dyn Fn(u64) -> bool,
 ) -> std::result::Result<MachineFunction, String> {
     let start_of: HashMap<u64, usize> = f.blocks.iter().enumerate().map(|(i, b)| (b.address, i)).collect();
-    let mut blocks = Vec::with_capacity(f.blocks.len());
-    let mut code = Vec::with_capacity(f.blocks.len());
-    let mut falls = Vec::with_capacity(f.blocks.len());
+    // Per map block: its pieces, and the padding run on its fall-through (if it falls through).
+    let mut decoded = Vec::with_capacity(f.blocks.len());
     for (i, b) in f.blocks.iter().enumerate() {
         let bytes = bytes_at(b.address, b.size).ok_or_else(|| format!("block {} is outside the code", b.id))?;
-        let mut dec = Decoder::with_ip(64, &bytes, b.address, DecoderOptions::NONE);
-        let mut insns = Vec::new();
-        let mut calls = Vec::new();
-        let mut succs = Vec::new();
-        let mut known = true;
-        let mut ends = false;
-        let mut reps = Vec::new();
-        let target = |t: u64| -> std::result::Result<MachineSucc, String> {
+        let target = |t: u64| -> std::result::Result<Next, String> {
             match start_of.get(&t) {
-                Some(&j) => Ok(MachineSucc::Block(j)),
-                None if is_function_start(t) => Ok(MachineSucc::Exit),
+                Some(&j) => Ok(Next::Block(j)),
+                None if is_function_start(t) => Ok(Next::Exit),
                 None => Err(format!("block {} jumps to {t:#x}, not a block start", b.id)),
             }
         };
-        while dec.can_decode() {
-            let ins = dec.decode();
-            if ins.is_invalid() {
-                return Err(format!("undecodable instruction at {:#x}", ins.ip()));
-            }
-            let index = insns.len();
-            insns.push(Insn { addr: ins.ip(), size: ins.len() as u32 });
-            if ins.has_rep_prefix() || ins.has_repne_prefix() {
-                reps.push(insns.len() - 1);
-            }
-            ends = false;
-            match ins.flow_control() {
-                FlowControl::ConditionalBranch => succs.push(target(ins.near_branch_target())?),
-                FlowControl::UnconditionalBranch => {
-                    let s = target(ins.near_branch_target())?;
-                    if s == MachineSucc::Exit {
-                        calls.push(CallInsn { index, target: Some(ins.near_branch_target()) });
-                    }
-                    succs.push(s);
-                    ends = true;
-                }
-                FlowControl::IndirectBranch => {
-                    if b.metadata & flags::HAS_TAIL_CALL != 0 {
-                        calls.push(CallInsn { index, target: None });
-                        succs.push(MachineSucc::Exit);
-                    } else {
-                        known = false;
-                    }
-                    ends = true;
-                }
-                FlowControl::Return => {
-                    succs.push(MachineSucc::Exit);
-                    ends = true;
-                }
-                FlowControl::Call => calls.push(CallInsn { index, target: Some(ins.near_branch_target()) }),
-                FlowControl::IndirectCall => calls.push(CallInsn { index, target: None }),
-                FlowControl::Exception => ends = true,
-                _ => {}
-            }
-        }
-        if dec.position() != bytes.len() {
-            return Err(format!("block {} does not end at an instruction boundary", b.id));
-        }
-        let fall = !ends && b.metadata & flags::CAN_FALL_THROUGH != 0;
-        if fall && i + 1 == f.blocks.len() {
-            return Err(format!("block {} falls through past the function", b.id));
-        }
-        falls.push(fall);
-        blocks.push(MachineBlock { id: b.id, succs: known.then_some(succs) });
-        code.push(BlockCode { insns, calls, reps });
-    }
-    with_padding(f, blocks, code, &falls, bytes_at)
-}
-
-/// Adds the fall-through edges. Alignment padding between a block and the next (nops before a loop header)
-/// belongs to no block of the map but runs when control falls through: it becomes a block of its own
-/// ([`PADDING_ID`]) on the fall-through edge, which the mapping treats like any block codegen added.
-fn with_padding(
-    f: &bb_addr_map::FunctionMap,
-    mut blocks: Vec<MachineBlock>,
-    mut code: Vec<BlockCode>,
-    falls: &[bool],
-    bytes_at: &dyn Fn(u64, u32) -> Option<Vec<u8>>,
-) -> std::result::Result<MachineFunction, String> {
-    let n = blocks.len();
-    let mut index = Vec::with_capacity(n);
-    let mut pads = Vec::new();
-    for (i, b) in f.blocks.iter().enumerate() {
-        index.push(i + pads.len());
-        let end = b.address + u64::from(b.size);
-        if falls[i] && f.blocks[i + 1].address > end {
-            let len = u32::try_from(f.blocks[i + 1].address - end).map_err(|_| "padding too large".to_string())?;
+        let (pieces, falls) = decode_block(b, &bytes, &target)?;
+        let padding = if falls {
+            let next = f.blocks.get(i + 1).ok_or_else(|| format!("block {} falls through past the function", b.id))?;
+            let end = b.address + u64::from(b.size);
+            let gap = u32::try_from(next.address.saturating_sub(end)).map_err(|_| "padding too large".to_string())?;
             let bytes =
-                bytes_at(end, len).ok_or_else(|| format!("padding after block {} is outside the code", b.id))?;
-            let mut dec = Decoder::with_ip(64, &bytes, end, DecoderOptions::NONE);
-            let mut insns = Vec::new();
-            while dec.can_decode() {
-                let ins = dec.decode();
-                if ins.is_invalid() || ins.flow_control() != FlowControl::Next {
-                    return Err(format!("padding after block {} is not plain instructions", b.id));
+                bytes_at(end, gap).ok_or_else(|| format!("padding after block {} is outside the code", b.id))?;
+            Some(decode_padding(end, &bytes).ok_or_else(|| format!("padding after block {} is not plain code", b.id))?)
+        } else {
+            None
+        };
+        decoded.push((pieces, falls, padding));
+    }
+    // Final indices: the first piece of each map block.
+    let mut first = Vec::with_capacity(decoded.len());
+    let mut at = 0;
+    for (pieces, _, padding) in &decoded {
+        first.push(at);
+        at += pieces.len() + usize::from(padding.as_ref().is_some_and(|p| !p.is_empty()));
+    }
+    let mut blocks = Vec::with_capacity(at);
+    let mut code = Vec::with_capacity(at);
+    for (i, (pieces, falls, padding)) in decoded.into_iter().enumerate() {
+        let last = pieces.len() - 1;
+        let pad = padding.filter(|p| !p.is_empty());
+        let after = if i + 1 < first.len() { first[i + 1] } else { usize::MAX };
+        let fall_to = if pad.is_some() { first[i] + pieces.len() } else { after };
+        for (k, piece) in pieces.into_iter().enumerate() {
+            let here = first[i] + k;
+            let succs = piece.succs.map(|ss| {
+                let mut out: Vec<MachineSucc> = ss
+                    .iter()
+                    .map(|s| match *s {
+                        Next::Block(j) => MachineSucc::Block(first[j]),
+                        Next::Piece => MachineSucc::Block(here + 1),
+                        Next::Exit => MachineSucc::Exit,
+                    })
+                    .collect();
+                if k == last && falls {
+                    out.push(MachineSucc::Block(fall_to));
                 }
-                insns.push(Insn { addr: ins.ip(), size: ins.len() as u32 });
-            }
-            pads.push((i, insns));
+                out.sort();
+                out.dedup();
+                out
+            });
+            let id = if k == 0 { f.blocks[i].id } else { PADDING_ID };
+            blocks.push(MachineBlock { id, succs });
+            code.push(piece.code);
+        }
+        if let Some(insns) = pad {
+            blocks.push(MachineBlock { id: PADDING_ID, succs: Some(vec![MachineSucc::Block(after)]) });
+            code.push(BlockCode { insns, calls: vec![], reps: vec![] });
         }
     }
-    let remap = |s: &MachineSucc| match *s {
-        MachineSucc::Block(j) => MachineSucc::Block(index[j]),
-        MachineSucc::Exit => MachineSucc::Exit,
-    };
-    let mut out_blocks = Vec::with_capacity(n + pads.len());
-    let mut out_code = Vec::with_capacity(n + pads.len());
-    let mut pads = pads.into_iter().peekable();
-    for i in 0..n {
-        let mut b = std::mem::replace(&mut blocks[i], MachineBlock { id: 0, succs: None });
-        let padded = pads.peek().is_some_and(|p| p.0 == i);
-        if let Some(succs) = &mut b.succs {
-            *succs = succs.iter().map(remap).collect();
-            if falls[i] {
-                succs.push(MachineSucc::Block(if padded { index[i] + 1 } else { index[i + 1] }));
-            }
-            succs.sort();
-            succs.dedup();
-        }
-        out_blocks.push(b);
-        out_code.push(std::mem::replace(&mut code[i], BlockCode { insns: vec![], calls: vec![], reps: vec![] }));
-        if padded {
-            let (_, insns) = pads.next().expect("peeked");
-            out_blocks.push(MachineBlock { id: PADDING_ID, succs: Some(vec![MachineSucc::Block(index[i + 1])]) });
-            out_code.push(BlockCode { insns, calls: vec![], reps: vec![] });
-        }
-    }
-    Ok(MachineFunction { address: f.address, blocks: out_blocks, code: out_code })
+    Ok(MachineFunction { address: f.address, blocks, code })
 }
 
 impl Binary {
