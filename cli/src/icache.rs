@@ -10,7 +10,9 @@
 //!
 //! What is not simulated: functions not traced (libc, the loader), and traced functions whose mapping is
 //! refused or fails a run-time check (their blocks are counted as such; their fetches are unknown). The cache
-//! sees only simulated fetches, so evictions by other code are missing from the misses.
+//! sees only simulated fetches, so evictions by other code are missing from the misses. Threads (and the
+//! processes of a trace) are simulated one after another in one cache; a thread whose trace stops early (an
+//! abnormal transfer, lost records) is counted up to there and reported in `incomplete_threads`.
 
 mod binary;
 
@@ -328,6 +330,11 @@ struct JsonTotal {
     functions_simulated: usize,
     functions_not_simulated: usize,
     blocks_not_simulated: u64,
+    /// Threads whose trace stops early (an abnormal transfer — signal handler, longjmp, exception — or lost
+    /// records): the counts cover what they ran up to there only.
+    incomplete_threads: usize,
+    /// Processes in the trace (each simulated with its own cold cache would differ: they share one here).
+    processes: usize,
 }
 
 /// The mapping over every traced function of the trace (executed or not), and its blocks.
@@ -354,8 +361,14 @@ struct JsonReport {
     total: JsonTotal,
 }
 
-/// Runs the whole trace through `sim`.
-fn run_threads(file: &TraceFile, program: &pathprof_core::tracing::Program, sim: &mut Simulator<'_, '_>) -> Result<()> {
+/// Runs the whole trace through `sim`; returns how many threads end before their trace does (an abnormal
+/// transfer or lost records): what ran after that point is not counted.
+fn run_threads(
+    file: &TraceFile,
+    program: &pathprof_core::tracing::Program,
+    sim: &mut Simulator<'_, '_>,
+) -> Result<usize> {
+    let mut incomplete = 0;
     for t in &file.threads {
         let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
         let trace = BitTrace { bytes: t.bytes.clone(), bits };
@@ -368,12 +381,14 @@ fn run_threads(file: &TraceFile, program: &pathprof_core::tracing::Program, sim:
             Err(pathprof_core::tracing::RegenError::Stream { .. }) => {
                 if t.at_exit && t.abnormal_at.is_none() && !t.gap {
                     sim.exited();
+                } else {
+                    incomplete += 1;
                 }
             }
             Err(e) => bail!("thread {} of process {}: corrupt trace: {e}", t.thread, t.pid),
         }
     }
-    Ok(())
+    Ok(incomplete)
 }
 
 /// Runs `pathprof icache`.
@@ -475,7 +490,7 @@ pub fn run(args: &Args) -> Result<()> {
         failed: failed.clone(),
         per_insn: std::env::var_os("PATHPROF_ICACHE_DUMP").map(|_| Default::default()),
     };
-    run_threads(&file, &program, &mut sim)?;
+    let incomplete = run_threads(&file, &program, &mut sim)?;
     if let Some(per) = &sim.per_insn {
         for (a, n) in per {
             eprintln!("fetch {a:#x} {n}");
@@ -510,6 +525,8 @@ pub fn run(args: &Args) -> Result<()> {
         functions_simulated: simulated.len(),
         functions_not_simulated: functions.len() - simulated.len(),
         blocks_not_simulated: functions.iter().map(|f| f.blocks_not_simulated).sum(),
+        incomplete_threads: incomplete,
+        processes: file.threads.iter().map(|t| t.pid).collect::<std::collections::BTreeSet<_>>().len(),
     };
     let mut mapping = JsonMapping { identity, ..JsonMapping::default() };
     for (i, st) in status.iter().enumerate() {
@@ -556,6 +573,21 @@ pub fn run(args: &Args) -> Result<()> {
                     f.blocks_not_simulated
                 )?;
             }
+        }
+        if total.incomplete_threads > 0 {
+            writeln!(
+                out,
+                "warning: {} threads stop being traced early (an abnormal transfer or lost records): what they ran \
+                 after that is not counted",
+                total.incomplete_threads
+            )?;
+        }
+        if total.processes > 1 {
+            writeln!(
+                out,
+                "note: {} processes: their fetches are simulated one after another in one cache",
+                total.processes
+            )?;
         }
         let rate = if total.accesses == 0 { 0.0 } else { 100.0 * total.misses as f64 / total.accesses as f64 };
         writeln!(
