@@ -17,6 +17,8 @@ command -v genhtml >/dev/null 2>&1 || need_pkgs+=(lcov)
 # The HTML report's test (test-suite/tests/report_html.rs) loads pages in headless Chromium and renders dot.
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 command -v dot >/dev/null 2>&1 || need_pkgs+=(graphviz)
+# The icache check (test-suite/tests/icache.rs) compares with cachegrind.
+command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2

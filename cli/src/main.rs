@@ -13,6 +13,7 @@ mod diff;
 mod export;
 mod files;
 mod html;
+mod icache;
 mod merge;
 mod output;
 mod program_paths;
@@ -53,6 +54,8 @@ enum Command {
     Report(html::Args),
     /// Regenerate the exact block sequence of every thread from a trace-mode run's trace.
     Trace(trace::Args),
+    /// Instruction-cache accesses and misses of the plain binary, from an icache-mode trace.
+    Icache(icache::Args),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Coverage(args) => coverage::run(&args),
         Command::Report(args) => html::run(&args),
         Command::Trace(args) => trace::run(&args),
+        Command::Icache(args) => icache::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

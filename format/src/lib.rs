@@ -10,6 +10,7 @@
 //! - [`meta`] (std): the per-module metadata blob the pass embeds and the tools decode.
 //! - [`profile`] (std): reading a whole profile from untrusted bytes (never panics), writing, merging.
 //! - [`trace`] (std): trace files: module metadata with call sites, and the per-thread bit streams.
+//! - [`bb_addr_map`] (std): clang's `.llvm_bb_addr_map` section (machine block addresses of a binary).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
@@ -18,6 +19,8 @@ pub mod records;
 pub mod symbols;
 pub mod trace_layout;
 
+#[cfg(feature = "std")]
+pub mod bb_addr_map;
 #[cfg(feature = "std")]
 pub mod meta;
 #[cfg(feature = "std")]

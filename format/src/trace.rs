@@ -17,6 +17,10 @@ pub struct TraceModuleMeta {
     pub module: ModuleMeta,
     /// Per function of `module.functions`, per real block: its call sites.
     pub calls: Vec<Vec<u32>>,
+    /// Recorded at LLVM's `OptimizerLast` point (mode icache): the blocks are those of the optimised IR that
+    /// codegen receives, not the front end's. Encoded after `calls` only when set, so files of plain trace mode
+    /// keep their bytes.
+    pub optimizer_last: bool,
 }
 
 /// Why a trace file cannot be read.
@@ -42,6 +46,9 @@ impl TraceModuleMeta {
         blob.extend_from_slice(&(out.len() as u64).to_le_bytes());
         blob.append(&mut out);
         blob.extend_from_slice(&calls);
+        if self.optimizer_last {
+            blob.push(1);
+        }
         blob
     }
 
@@ -52,14 +59,19 @@ impl TraceModuleMeta {
         let len = u64::from_le_bytes(len.try_into().expect("8 bytes")) as usize;
         let meta = bytes.get(8..8usize.saturating_add(len)).ok_or_else(|| bad("short blob"))?;
         let module = ModuleMeta::decode(meta).map_err(|e| TraceError::Meta(e.to_string()))?;
-        let calls: Vec<Vec<u32>> =
-            postcard::from_bytes(&bytes[8 + len..]).map_err(|e| TraceError::Meta(e.to_string()))?;
+        let (calls, rest): (Vec<Vec<u32>>, &[u8]) =
+            postcard::take_from_bytes(&bytes[8 + len..]).map_err(|e| TraceError::Meta(e.to_string()))?;
+        let optimizer_last = match rest {
+            [] => false,
+            [1] => true,
+            _ => return Err(bad("unknown recording point")),
+        };
         if calls.len() != module.functions.len()
             || module.functions.iter().zip(&calls).any(|(f, c)| c.len() != f.cfg.num_blocks())
         {
             return Err(bad("call sites do not fit the functions"));
         }
-        Ok(TraceModuleMeta { module, calls })
+        Ok(TraceModuleMeta { module, calls, optimizer_last })
     }
 }
 

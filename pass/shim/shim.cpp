@@ -10,6 +10,7 @@
 #include "llvm-c/Core.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
 #include "llvm/Transforms/IPO/InferFunctionAttrs.h"
 
 #include <cstdint>
@@ -18,22 +19,28 @@ using namespace llvm;
 
 extern "C" {
 // Implemented in Rust (pass/src/entry.rs). Returns nonzero if the module was changed.
-// `AtLinkTime`: 1 when called from the full-LTO link pipeline (whole program), 0 from a compile.
-int pathprof_instrument_module(LLVMModuleRef M, void *FAM, int AtLinkTime);
+// `Point`: where the pipeline calls the pass (pass/src/entry.rs `Point`): 0 pipeline start, 1 the full-LTO link
+// pipeline (whole program), 2 OptimizerLast (after the IR optimiser, mode icache), 3 `opt -passes=pathprof`.
+int pathprof_instrument_module(LLVMModuleRef M, void *FAM, int Point);
 }
 
 namespace {
 struct PathprofPass : PassInfoMixin<PathprofPass> {
-  bool AtLinkTime = false;
-  explicit PathprofPass(bool AtLinkTime = false) : AtLinkTime(AtLinkTime) {}
+  int Point = 0;
+  explicit PathprofPass(int Point) : Point(Point) {}
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
     // Library functions' attributes (nounwind, willreturn, ...) from TargetLibraryInfo, exactly as the
     // optimisation pipeline infers them right after this point: they tell the pass which calls cannot leave
     // a frame abnormally. Only declarations are touched.
     InferFunctionAttrsPass().run(M, MAM);
     auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
-    if (pathprof_instrument_module(wrap(&M), &FAM, AtLinkTime ? 1 : 0))
+    if (pathprof_instrument_module(wrap(&M), &FAM, Point)) {
+      // After the optimiser no inliner runs: the trace helpers (alwaysinline) are inlined here, as the
+      // pipeline's AlwaysInliner does for code instrumented earlier.
+      if (Point == 2)
+        AlwaysInlinerPass().run(M, MAM);
       return PreservedAnalyses::none();
+    }
     return PreservedAnalyses::all();
   }
   // Run at -O0 and on optnone functions too: a profiler that silently skips them would be wrong.
@@ -104,15 +111,19 @@ void pathprof_shim_register_callbacks(PassBuilder &PB) {
   // -flto/-flto=thin pre-link pipelines). It sees the front end's CFG, before inlining and simplification, so
   // paths map to source and a later profile-use build can annotate the same CFG.
   PB.registerPipelineStartEPCallback(
-      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass()); });
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass(0)); });
+  // Mode icache only (the pass decides from the mode and this argument): the block sequence must be the one of
+  // the IR codegen receives in a plain build with the same flags, i.e. after the whole IR optimiser.
+  PB.registerOptimizerLastEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass(2)); });
   // Whole-program mode (PATHPROF_LTO=1, the wrapper's --pathprof-lto): compiles leave modules alone and lld's
   // full-LTO pipeline instruments the merged module once (the pass decides from the flag and this argument).
   PB.registerFullLinkTimeOptimizationEarlyEPCallback(
-      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass(true)); });
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass(1)); });
   PB.registerPipelineParsingCallback(
       [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
         if (Name == "pathprof") {
-          MPM.addPass(PathprofPass());
+          MPM.addPass(PathprofPass(3));
           return true;
         }
         return false;

@@ -72,6 +72,10 @@ pub struct Config {
     /// mode; see [`crate::promote`], [`crate::path_mode::PathPlan::promoted`]). Off: every in-loop update goes
     /// to memory, as LLVM's instrumentation without promotion.
     pub promote: bool,
+    /// Mode `icache` (`PATHPROF_MODE=icache`): trace mode's instrumentation, applied at the `OptimizerLast`
+    /// extension point instead of the pipeline start, so the traced blocks are those of the IR codegen gets in a
+    /// plain build with the same flags (`pathprof icache` maps them onto that build's machine code).
+    pub optimizer_last: bool,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -118,13 +122,14 @@ impl Config {
             Some("context") => Mode::Context,
             Some("piecewise") => Mode::Piecewise,
             Some("block") => Mode::Block,
-            Some("trace") => Mode::Trace,
+            Some("trace") | Some("icache") => Mode::Trace,
             Some(v) => {
                 return Err(format!(
-                    "unknown PATHPROF_MODE='{v}' (expected edge, block, path, context, piecewise or trace)"
+                    "unknown PATHPROF_MODE='{v}' (expected edge, block, path, context, piecewise, trace or icache)"
                 ))
             }
         };
+        let optimizer_last = get("PATHPROF_MODE").as_deref() == Some("icache");
         let weighting = match get("PATHPROF_WEIGHTS").as_deref() {
             None | Some("") | Some("llvm") => Weighting::Llvm,
             Some("uniform") => Weighting::Uniform,
@@ -169,6 +174,9 @@ impl Config {
             None => true,
             v => flag("PATHPROF_PROMOTE", v)?,
         };
+        if optimizer_last && (lto || use_profile.is_some()) {
+            return Err("PATHPROF_MODE=icache works per compile: not with PATHPROF_LTO or PATHPROF_USE".into());
+        }
         Ok(Config {
             mode,
             weighting,
@@ -184,6 +192,7 @@ impl Config {
             output,
             fork_checks,
             promote,
+            optimizer_last,
         })
     }
 
@@ -241,6 +250,10 @@ mod tests {
         assert_eq!(cfg(&[("PATHPROF_MODE", "context")]).unwrap().mode, Mode::Context);
         assert_eq!(cfg(&[("PATHPROF_MODE", "block")]).unwrap().mode, Mode::Block);
         assert_eq!(cfg(&[("PATHPROF_MODE", "trace")]).unwrap().mode, Mode::Trace);
+        assert!(!cfg(&[("PATHPROF_MODE", "trace")]).unwrap().optimizer_last);
+        let icache = cfg(&[("PATHPROF_MODE", "icache")]).unwrap();
+        assert!(icache.mode == Mode::Trace && icache.optimizer_last);
+        assert!(cfg(&[("PATHPROF_MODE", "icache"), ("PATHPROF_LTO", "1")]).is_err());
         assert_eq!(cfg(&[]).unwrap().path_sparse_max, DEFAULT_PATH_SPARSE_MAX);
         let auto = cfg(&[]).unwrap();
         assert_eq!((auto.cache_pairs(1), auto.cache_pairs(1352), auto.cache_pairs(100_000)), (1024, 4096, 16384));

@@ -9,15 +9,48 @@ use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// Where the pipeline runs the pass (the shim's `Point` argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Point {
+    /// The pipeline start of a compile (every mode but icache).
+    PipelineStart,
+    /// The full-LTO link pipeline (whole-program mode).
+    LinkTime,
+    /// `OptimizerLast`: after the IR optimiser of a compile (mode icache).
+    OptimizerLast,
+    /// `opt -passes=pathprof`: wherever the command puts it (a compile's point for every mode).
+    Explicit,
+}
+
+impl Point {
+    fn from_c(p: c_int) -> Point {
+        match p {
+            1 => Point::LinkTime,
+            2 => Point::OptimizerLast,
+            3 => Point::Explicit,
+            _ => Point::PipelineStart,
+        }
+    }
+
+    /// Whether a module is worked on here: exactly one point per configuration, so nothing is instrumented
+    /// twice — the link in whole-program mode, `OptimizerLast` in mode icache, else the pipeline start.
+    pub fn acts(self, config: &Config) -> bool {
+        match self {
+            Point::LinkTime => config.lto,
+            Point::OptimizerLast => config.optimizer_last,
+            Point::PipelineStart => !config.lto && !config.optimizer_last,
+            Point::Explicit => !config.lto,
+        }
+    }
+}
+
 /// Instruments one module; returns 1 if it changed. Configuration errors are reported through clang's
 /// diagnostics (one line, failed compile); internal errors become a warning and leave the module alone.
 #[no_mangle]
-pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void, at_link_time: c_int) -> c_int {
+pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void, point: c_int) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let config = Config::from_env()?;
-        // Exactly one of the two pipeline points works on a module: the link in whole-program mode, else the
-        // compile.
-        if config.lto != (at_link_time != 0) {
+        if !Point::from_c(point).acts(&config) {
             return Ok(false);
         }
         match &config.use_profile {
@@ -53,6 +86,27 @@ pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void,
         Err(_) => {
             eprintln!("pathprof: warning: internal error; module left uninstrumented");
             0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exactly_one_compile_point_acts_per_mode() {
+        let get = |pairs: &'static [(&'static str, &'static str)]| {
+            Config::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())).unwrap()
+        };
+        for (config, expect) in [
+            (get(&[]), [true, false, false]),
+            (get(&[("PATHPROF_MODE", "trace")]), [true, false, false]),
+            (get(&[("PATHPROF_MODE", "icache")]), [false, false, true]),
+            (get(&[("PATHPROF_LTO", "1")]), [false, true, false]),
+        ] {
+            let acts = [Point::PipelineStart, Point::LinkTime, Point::OptimizerLast].map(|p| p.acts(&config));
+            assert_eq!(acts, expect, "{config:?}");
         }
     }
 }

@@ -118,6 +118,7 @@ pub fn instrument(
             fork_reentries: false,
         },
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
+        optimizer_last: config.optimizer_last,
     };
     let emitter = unsafe { Emitter::new(m, &meta) };
     let mut site = 0u64;

@@ -8,12 +8,14 @@
 //! - [`instances`]: the function-instance graph (calling contexts; recursion, indirect and foreign calls).
 //! - [`lines`], [`domain`], [`supergraph`]: line references, must/may LRU states, UPs × instances.
 //! - [`classify`]: static cache simulation — always-hit, always-miss, first-miss (grouped), conflict.
+//! - [`machine_map`]: IR blocks of a trace onto the binary's machine blocks, verified or refused.
 //! - [`onthefly`]: the run time's counting, simulating only the sets conflicts reference.
 
 pub mod classify;
 pub mod domain;
 pub mod instances;
 pub mod lines;
+pub mod machine_map;
 pub mod onthefly;
 pub mod program;
 pub mod stats;

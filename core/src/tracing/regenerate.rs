@@ -83,6 +83,11 @@ pub trait StepSink {
     /// `f` crossed `e` (called before the `block` of its target).
     #[inline]
     fn edge(&mut self, _f: FuncId, _e: EdgeId) {}
+    /// One call site of `f`'s current block `b` returned (call sites finish in block order; the activations
+    /// of traced callees a site ran come before). Lets a consumer tell several activations from one call
+    /// (callbacks) from activations of the block's next call site.
+    #[inline]
+    fn site_done(&mut self, _f: FuncId, _b: BlockId) {}
 }
 
 impl StepSink for Vec<(FuncId, BlockId)> {
@@ -134,6 +139,7 @@ pub fn regenerate<D: DecisionSource, S: StepSink>(
             }
             None => {
                 let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
+                sink.site_done(fr.func, fr.vertex);
                 fr.calls_left -= 1;
                 if fr.calls_left > 0 {
                     stack.push(fr);
@@ -199,7 +205,10 @@ fn walk<D: DecisionSource, S: StepSink>(
                 }
                 while left > 0 {
                     match src.activation(func_bits).map_err(|e| stream(e, v))? {
-                        None => left -= 1,
+                        None => {
+                            sink.site_done(f, v);
+                            left -= 1
+                        }
                         Some(g) => {
                             frame.vertex = v;
                             frame.pending = NONE;

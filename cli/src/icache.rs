@@ -1,0 +1,636 @@
+//! `pathprof icache TRACE --binary PLAIN [--I1 SIZE,ASSOC,LINE] [--json]`: instruction-cache accesses and misses
+//! of the plain binary, from an icache-mode trace (`--pathprof-mode=icache`: trace mode at `OptimizerLast`).
+//!
+//! PLAIN is the program built with the same flags, uninstrumented, plus `-fbasic-block-address-map` (and
+//! `-no-pie` to compare with valgrind). Each traced function's IR blocks are mapped onto PLAIN's machine blocks
+//! (`pathprof_core::cache::machine_map`: verified or refused); each thread's block sequence is expanded into
+//! the machine instructions fetched, in order — a traced callee's instructions after the call instruction that
+//! entered it — and run through an LRU cache that starts empty. Accesses count like cachegrind's `Ir`, misses
+//! like its `I1mr` (an instruction straddling two lines is one access, a miss if either line misses).
+//!
+//! What is not simulated: functions not traced (libc, the loader), and traced functions whose mapping is
+//! refused or fails a run-time check (their blocks are counted as such; their fetches are unknown). The cache
+//! sees only simulated fetches, so evictions by other code are missing from the misses. Threads (and the
+//! processes of a trace) are simulated one after another in one cache; a thread whose trace stops early (an
+//! abnormal transfer, lost records) is counted up to there and reported in `incomplete_threads`.
+
+mod binary;
+
+use anyhow::{bail, Context, Result};
+use binary::{Binary, MachineFunction};
+use pathprof_core::cache::machine_map::{align_blocks, map_blocks, BlockMapping, IrTarget};
+use pathprof_core::cache::program::{Geometry, Insn};
+use pathprof_core::tracing::{regenerate, BitReader, BitTrace, FuncId, StepSink};
+use pathprof_core::{BlockId, EdgeId};
+use pathprof_format::trace::TraceFile;
+use serde::Serialize;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+/// Arguments of `pathprof icache`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The trace of an icache-mode run (`--pathprof-mode=icache`).
+    #[arg(value_name = "TRACE")]
+    file: PathBuf,
+    /// The plain build (same flags, uninstrumented, plus -fbasic-block-address-map).
+    #[arg(long, value_name = "PLAIN")]
+    binary: PathBuf,
+    /// Cache geometry SIZE,ASSOC,LINE in bytes (cachegrind's --I1 syntax).
+    #[arg(long = "I1", value_name = "SIZE,ASSOC,LINE", default_value = "32768,8,64")]
+    i1: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Block checks the alignment search may make per function before it gives up (the function is then not
+/// simulated).
+const ALIGN_BUDGET: u64 = 200_000;
+
+/// An LRU set-associative cache of memory lines (cachegrind's I1 model).
+struct Cache {
+    geometry: Geometry,
+    /// Per set, its lines, most recently used first.
+    sets: Vec<Vec<u64>>,
+}
+
+impl Cache {
+    fn new(geometry: Geometry) -> Cache {
+        Cache { geometry, sets: vec![Vec::with_capacity(geometry.assoc as usize); geometry.sets() as usize] }
+    }
+
+    /// References one line; returns whether it missed.
+    fn line(&mut self, line: u64) -> bool {
+        let set = &mut self.sets[self.geometry.set_of(line) as usize];
+        match set.iter().position(|&l| l == line) {
+            Some(i) => {
+                set[..=i].rotate_right(1);
+                false
+            }
+            None => {
+                if set.len() == self.geometry.assoc as usize {
+                    set.pop();
+                }
+                set.insert(0, line);
+                true
+            }
+        }
+    }
+
+    /// Fetches one instruction; returns whether it missed.
+    fn fetch(&mut self, i: Insn) -> bool {
+        let first = self.geometry.line_of(i.addr);
+        let last = self.geometry.line_of(i.addr + u64::from(i.size.max(1)) - 1);
+        let mut miss = self.line(first);
+        if last != first {
+            miss |= self.line(last);
+        }
+        miss
+    }
+}
+
+/// Per traced function: what the simulation knows of it.
+enum Status<'b> {
+    /// Mapped and verified.
+    Mapped(&'b MachineFunction, BlockMapping),
+    /// Not simulated: the kind of reason (statistics) and the reason.
+    Refused(&'static str, String),
+}
+
+/// Per-function totals.
+#[derive(Default, Clone)]
+struct Totals {
+    accesses: u64,
+    misses: u64,
+    /// Executed IR blocks of the function when it is not simulated.
+    blocks_not_simulated: u64,
+    /// Executions of `rep`-prefixed instructions (counted once here; cachegrind counts each iteration).
+    rep_fetches: u64,
+}
+
+/// One activation on the simulated call stack.
+struct Frame {
+    func: FuncId,
+    /// Current machine block (layout index) and the next instruction in it to fetch.
+    block: usize,
+    cursor: usize,
+    /// The call instruction a traced callee was entered from, until the IR call site is done.
+    in_call: Option<usize>,
+}
+
+/// Expands block steps into fetches.
+struct Simulator<'a, 'b> {
+    status: &'a [Status<'b>],
+    /// Real IR blocks of each traced function (its EXIT's number).
+    real: &'a [u32],
+    /// Entry address of each traced function in the binary (for call checks).
+    address: &'a [Option<u64>],
+    cache: Option<Cache>,
+    totals: Vec<Totals>,
+    stack: Vec<Frame>,
+    /// The next `block` continues the top activation (an `edge` came first).
+    stepping: bool,
+    /// Functions whose run-time check failed (first reason).
+    failed: Vec<Option<String>>,
+    /// Fetches per instruction address (`PATHPROF_ICACHE_DUMP`, for debugging against valgrind).
+    per_insn: Option<std::collections::BTreeMap<u64, u64>>,
+}
+
+impl<'a, 'b> Simulator<'a, 'b> {
+    fn mapped(&self, f: FuncId) -> Option<(&'b MachineFunction, &'a BlockMapping)> {
+        let status: &'a [Status<'b>] = self.status;
+        match status.get(f.index()) {
+            Some(Status::Mapped(m, b)) if self.failed[f.index()].is_none() => Some((m, b)),
+            _ => None,
+        }
+    }
+
+    fn fail(&mut self, f: FuncId, why: String) {
+        self.failed[f.index()].get_or_insert(why);
+    }
+
+    /// Fetches instructions `from..to` of machine block `block` of `f`.
+    fn fetch(&mut self, f: FuncId, block: usize, from: usize, to: usize) {
+        let Some((m, _)) = self.mapped(f) else { return };
+        let code = &m.code[block];
+        let t = &mut self.totals[f.index()];
+        t.accesses += (to - from) as u64;
+        t.rep_fetches += code.reps.iter().filter(|&&r| (from..to).contains(&r)).count() as u64;
+        if let Some(per) = &mut self.per_insn {
+            for i in &code.insns[from..to] {
+                *per.entry(i.addr).or_default() += 1;
+            }
+        }
+        if let Some(cache) = &mut self.cache {
+            for &i in &code.insns[from..to] {
+                if cache.fetch(i) {
+                    t.misses += 1;
+                }
+            }
+        }
+    }
+
+    /// The top activation leaves its current block for `target`: the rest of the block, then the added
+    /// blocks the mapping proved the step runs through.
+    fn step(&mut self, target: IrTarget) {
+        let Some(fr) = self.stack.last() else { return };
+        let (f, block, cursor) = (fr.func, fr.block, fr.cursor);
+        let Some((m, map)) = self.mapped(f) else { return };
+        let len = m.code[block].insns.len();
+        let Some(via) = map.via.get(&(block, target)).cloned() else {
+            self.fail(f, format!("machine block {} has no path to {target:?}", m.blocks[block].id));
+            return;
+        };
+        let next = match target {
+            IrTarget::Block(b) => map.machine[b as usize],
+            IrTarget::Exit => None,
+        };
+        let lens: Vec<usize> = via.iter().map(|&v| m.code[v].insns.len()).collect();
+        self.fetch(f, block, cursor, len);
+        for (&v, &n) in via.iter().zip(&lens) {
+            self.fetch(f, v, 0, n);
+        }
+        if let (Some(fr), Some(n)) = (self.stack.last_mut(), next) {
+            fr.block = n;
+            fr.cursor = 0;
+            fr.in_call = None;
+        }
+    }
+
+    /// A traced callee `g` starts inside the top activation's current block: fetch up to the call
+    /// instruction that entered it (checked).
+    fn enter_from_caller(&mut self, g: FuncId) {
+        let Some(fr) = self.stack.last() else { return };
+        let (f, block, cursor, in_call) = (fr.func, fr.block, fr.cursor, fr.in_call);
+        if in_call.is_some() {
+            return; // another activation from the same call (a callback)
+        }
+        let Some((m, _)) = self.mapped(f) else { return };
+        let code = &m.code[block];
+        let g_addr = self.address.get(g.index()).copied().flatten();
+        let traced = |a: u64| self.address.contains(&Some(a));
+        // Calls that may enter g: direct to g, indirect, or into untraced code (which may call back).
+        let candidates: Vec<_> = code
+            .calls
+            .iter()
+            .filter(|c| c.index >= cursor)
+            .filter(|c| match c.target {
+                Some(t) => Some(t) == g_addr || !traced(t),
+                None => true,
+            })
+            .copied()
+            .collect();
+        let chosen = match candidates.first() {
+            Some(c) if c.target.is_some() && c.target == g_addr => Some(*c),
+            Some(c) if candidates.len() == 1 => Some(*c),
+            _ => None,
+        };
+        let Some(c) = chosen else {
+            let why = if candidates.is_empty() {
+                format!("a traced callee was entered but machine block {} has no call to it", m.blocks[block].id)
+            } else {
+                format!("machine block {}: which call entered a traced callee is ambiguous", m.blocks[block].id)
+            };
+            self.fail(f, why);
+            return;
+        };
+        self.fetch(f, block, cursor, c.index + 1);
+        if let Some(fr) = self.stack.last_mut() {
+            fr.cursor = c.index + 1;
+            fr.in_call = Some(c.index);
+        }
+    }
+}
+
+impl Simulator<'_, '_> {
+    /// The process exited inside the top activation (`exit()` from a traced function): its current block ran up
+    /// to the call that did not return. Counted when one call remains in the block, else the function is not
+    /// simulated (which call exited is unknown).
+    fn exited(&mut self) {
+        let Some(fr) = self.stack.last() else { return };
+        let (f, block, cursor) = (fr.func, fr.block, fr.cursor);
+        if fr.in_call.is_some() {
+            return;
+        }
+        let Some((m, _)) = self.mapped(f) else { return };
+        let left: Vec<usize> = m.code[block].calls.iter().filter(|c| c.index >= cursor).map(|c| c.index).collect();
+        match left[..] {
+            [only] => self.fetch(f, block, cursor, only + 1),
+            _ => self.fail(f, format!("the process exited in machine block {} at an unknown call", m.blocks[block].id)),
+        }
+    }
+}
+
+impl StepSink for Simulator<'_, '_> {
+    fn block(&mut self, f: FuncId, b: BlockId) {
+        let real = self.real.get(f.index()).copied().unwrap_or(u32::MAX);
+        if std::mem::take(&mut self.stepping) {
+            if b.0 >= real {
+                self.step(IrTarget::Exit);
+                self.stack.pop();
+                return;
+            }
+            if self.mapped(f).is_none() {
+                self.totals[f.index()].blocks_not_simulated += 1;
+                return;
+            }
+            let present = self.mapped(f).is_some_and(|(_, map)| map.machine[b.index()].is_some());
+            if present {
+                self.step(IrTarget::Block(b.0));
+            }
+            return;
+        }
+        // A new activation (its entry block).
+        self.enter_from_caller(f);
+        let entry = self.mapped(f).and_then(|(_, map)| map.machine[0]);
+        if entry.is_none() {
+            self.totals[f.index()].blocks_not_simulated += 1;
+        }
+        self.stack.push(Frame { func: f, block: entry.unwrap_or(0), cursor: 0, in_call: None });
+        if b.0 >= real {
+            self.stack.pop();
+        }
+    }
+
+    fn edge(&mut self, _f: FuncId, _e: EdgeId) {
+        self.stepping = true;
+    }
+
+    fn site_done(&mut self, _f: FuncId, _b: BlockId) {
+        if let Some(fr) = self.stack.last_mut() {
+            fr.in_call = None;
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonCache {
+    size: u64,
+    assoc: u32,
+    line: u32,
+}
+
+#[derive(Serialize)]
+struct JsonFunction {
+    name: String,
+    simulated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    accesses: u64,
+    misses: u64,
+    blocks_not_simulated: u64,
+    rep_fetches: u64,
+}
+
+#[derive(Serialize)]
+struct JsonTotal {
+    accesses: u64,
+    misses: u64,
+    functions_simulated: usize,
+    functions_not_simulated: usize,
+    blocks_not_simulated: u64,
+    /// Threads whose trace stops early (an abnormal transfer — signal handler, longjmp, exception — or lost
+    /// records): the counts cover what they ran up to there only.
+    incomplete_threads: usize,
+    /// Processes in the trace (each simulated with its own cold cache would differ: they share one here).
+    processes: usize,
+}
+
+/// The mapping over every traced function of the trace (executed or not), and its blocks.
+#[derive(Serialize, Default)]
+struct JsonMapping {
+    functions: usize,
+    /// Verified with machine id = IR block index.
+    identity: usize,
+    /// Verified (by identity or by the unique order-preserving alignment).
+    verified: usize,
+    blocks: usize,
+    verified_blocks: usize,
+    /// Refused functions by kind of reason.
+    refused: std::collections::BTreeMap<&'static str, usize>,
+    /// Verified functions whose run-time call check failed.
+    failed_at_run_time: usize,
+}
+
+#[derive(Serialize)]
+struct JsonReport {
+    cache: JsonCache,
+    mapping: JsonMapping,
+    functions: Vec<JsonFunction>,
+    total: JsonTotal,
+}
+
+/// Runs the whole trace through `sim`; returns how many threads end before their trace does (an abnormal
+/// transfer or lost records): what ran after that point is not counted.
+fn run_threads(
+    file: &TraceFile,
+    program: &pathprof_core::tracing::Program,
+    sim: &mut Simulator<'_, '_>,
+) -> Result<usize> {
+    let mut incomplete = 0;
+    for t in &file.threads {
+        let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
+        let trace = BitTrace { bytes: t.bytes.clone(), bits };
+        let mut reader = BitReader::new(&trace);
+        sim.stack.clear();
+        sim.stepping = false;
+        match regenerate(program, &mut reader, sim, u64::MAX) {
+            Ok(_) => {}
+            // A thread cut short (exit inside a function) or an abnormal transfer: the blocks before are exact.
+            Err(pathprof_core::tracing::RegenError::Stream { .. }) => {
+                if t.at_exit && t.abnormal_at.is_none() && !t.gap {
+                    sim.exited();
+                } else {
+                    incomplete += 1;
+                }
+            }
+            Err(e) => bail!("thread {} of process {}: corrupt trace: {e}", t.thread, t.pid),
+        }
+    }
+    Ok(incomplete)
+}
+
+/// Runs `pathprof icache`.
+pub fn run(args: &Args) -> Result<()> {
+    let geometry = Geometry::parse(&args.i1).map_err(|_| {
+        anyhow::anyhow!("invalid --I1 '{}' (expected SIZE,ASSOC,LINE with a power-of-two LINE)", args.i1)
+    })?;
+    let what = || format!("reading {}", args.file.display());
+    let bytes = std::fs::read(&args.file).with_context(what)?;
+    let file = TraceFile::parse(&bytes).with_context(what)?;
+    if file.modules.values().any(|m| !m.optimizer_last) {
+        bail!("{}: recorded by trace mode, not icache mode (build with --pathprof-mode=icache)", args.file.display());
+    }
+    let (program, owner) = file.program().with_context(what)?;
+    let bin = Binary::read(&args.binary)?;
+    if std::env::var_os("PATHPROF_ICACHE_DUMP").is_some() {
+        for (name, f) in &bin.functions {
+            if let Ok(f) = f {
+                for (b, c) in f.blocks.iter().zip(&f.code) {
+                    eprintln!(
+                        "{name} id {} at {:#x}: {} insns, succs {:?} {:x?}",
+                        b.id,
+                        c.insns[0].addr,
+                        c.insns.len(),
+                        b.succs,
+                        c.insns.iter().map(|i| i.addr).collect::<Vec<_>>()
+                    );
+                }
+            }
+        }
+    }
+    let mut status = Vec::with_capacity(owner.len());
+    let mut address = Vec::with_capacity(owner.len());
+    let mut names = Vec::with_capacity(owner.len());
+    let mut real = Vec::with_capacity(owner.len());
+    let mut identity = 0;
+    for o in &owner {
+        real.push(o.map_or(1, |(base, i)| file.modules[&base].module.functions[i].cfg.num_blocks() as u32));
+        let Some((base, i)) = *o else {
+            status.push(Status::Refused("none", "no such function".into()));
+            address.push(None);
+            names.push(String::new());
+            continue;
+        };
+        let meta = &file.modules[&base].module.functions[i];
+        names.push(if meta.display_name.is_empty() { meta.name.clone() } else { meta.display_name.clone() });
+        match bin.functions.get(&meta.name) {
+            None => {
+                status.push(Status::Refused("not-in-binary", "not in the binary's block map".into()));
+                address.push(None);
+            }
+            Some(Err(why)) => {
+                status.push(Status::Refused("binary", why.clone()));
+                address.push(None);
+            }
+            Some(Ok(m)) => {
+                address.push(Some(m.address));
+                status.push(match map_blocks(&meta.cfg, &m.blocks) {
+                    Ok(map) => {
+                        identity += 1;
+                        Status::Mapped(m, map)
+                    }
+                    Err(why) => match align_blocks(&meta.cfg, &m.blocks, ALIGN_BUDGET) {
+                        Ok(map) => Status::Mapped(m, map),
+                        Err(e) => Status::Refused(why.kind(), format!("{why}; {e}")),
+                    },
+                });
+            }
+        }
+    }
+    // First the run-time checks alone, until no function fails anew; then the simulation.
+    let mut failed = vec![None; owner.len()];
+    loop {
+        let mut sim = Simulator {
+            status: &status,
+            real: &real,
+            address: &address,
+            cache: None,
+            totals: vec![Totals::default(); owner.len()],
+            stack: Vec::new(),
+            stepping: false,
+            failed: failed.clone(),
+            per_insn: None,
+        };
+        run_threads(&file, &program, &mut sim)?;
+        if sim.failed == failed {
+            break;
+        }
+        failed = sim.failed;
+    }
+    let mut sim = Simulator {
+        status: &status,
+        real: &real,
+        address: &address,
+        cache: Some(Cache::new(geometry)),
+        totals: vec![Totals::default(); owner.len()],
+        stack: Vec::new(),
+        stepping: false,
+        failed: failed.clone(),
+        per_insn: std::env::var_os("PATHPROF_ICACHE_DUMP").map(|_| Default::default()),
+    };
+    let incomplete = run_threads(&file, &program, &mut sim)?;
+    if let Some(per) = &sim.per_insn {
+        for (a, n) in per {
+            eprintln!("fetch {a:#x} {n}");
+        }
+    }
+
+    let mut functions = Vec::new();
+    for (i, t) in sim.totals.iter().enumerate() {
+        if owner[i].is_none() || (t.accesses == 0 && t.blocks_not_simulated == 0) {
+            continue;
+        }
+        let reason = match (&status[i], &failed[i]) {
+            (Status::Refused(_, why), _) => Some(why.clone()),
+            (_, Some(why)) => Some(why.clone()),
+            _ => None,
+        };
+        functions.push(JsonFunction {
+            name: names[i].clone(),
+            simulated: reason.is_none(),
+            reason,
+            accesses: t.accesses,
+            misses: t.misses,
+            blocks_not_simulated: t.blocks_not_simulated,
+            rep_fetches: t.rep_fetches,
+        });
+    }
+    functions.sort_by(|a, b| b.accesses.cmp(&a.accesses).then(a.name.cmp(&b.name)));
+    let simulated: Vec<_> = functions.iter().filter(|f| f.simulated).collect();
+    let total = JsonTotal {
+        accesses: simulated.iter().map(|f| f.accesses).sum(),
+        misses: simulated.iter().map(|f| f.misses).sum(),
+        functions_simulated: simulated.len(),
+        functions_not_simulated: functions.len() - simulated.len(),
+        blocks_not_simulated: functions.iter().map(|f| f.blocks_not_simulated).sum(),
+        incomplete_threads: incomplete,
+        processes: file.threads.iter().map(|t| t.pid).collect::<std::collections::BTreeSet<_>>().len(),
+    };
+    let mut mapping = JsonMapping { identity, ..JsonMapping::default() };
+    for (i, st) in status.iter().enumerate() {
+        if owner[i].is_none() {
+            continue;
+        }
+        mapping.functions += 1;
+        mapping.blocks += real[i] as usize;
+        match st {
+            Status::Mapped(..) => {
+                mapping.verified += 1;
+                mapping.verified_blocks += real[i] as usize;
+                mapping.failed_at_run_time += usize::from(failed[i].is_some());
+            }
+            Status::Refused(kind, _) => *mapping.refused.entry(kind).or_default() += 1,
+        }
+    }
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if args.json {
+        let cache = JsonCache { size: geometry.size, assoc: geometry.assoc, line: geometry.line };
+        serde_json::to_writer(&mut out, &JsonReport { cache, mapping, functions, total })?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "I1 cache {},{},{} (LRU, cold start; only the simulated functions' fetches)",
+            geometry.size, geometry.assoc, geometry.line
+        )?;
+        writeln!(out, "{:>14} {:>12} {:>8}  function", "accesses", "misses", "miss%")?;
+        for f in &functions {
+            if f.simulated {
+                let rate = if f.accesses == 0 { 0.0 } else { 100.0 * f.misses as f64 / f.accesses as f64 };
+                writeln!(out, "{:>14} {:>12} {:>7.2}%  {}", f.accesses, f.misses, rate, f.name)?;
+            } else {
+                writeln!(
+                    out,
+                    "{:>14} {:>12} {:>8}  {} (not simulated: {}; {} blocks ran)",
+                    "-",
+                    "-",
+                    "",
+                    f.name,
+                    f.reason.as_deref().unwrap_or(""),
+                    f.blocks_not_simulated
+                )?;
+            }
+        }
+        if total.incomplete_threads > 0 {
+            writeln!(
+                out,
+                "warning: {} threads stop being traced early (an abnormal transfer or lost records): what they ran \
+                 after that is not counted",
+                total.incomplete_threads
+            )?;
+        }
+        if total.processes > 1 {
+            writeln!(
+                out,
+                "note: {} processes: their fetches are simulated one after another in one cache",
+                total.processes
+            )?;
+        }
+        let rate = if total.accesses == 0 { 0.0 } else { 100.0 * total.misses as f64 / total.accesses as f64 };
+        writeln!(
+            out,
+            "{:>14} {:>12} {:>7.2}%  total of {} simulated functions ({} not simulated, {} of their blocks ran)",
+            total.accesses,
+            total.misses,
+            rate,
+            total.functions_simulated,
+            total.functions_not_simulated,
+            total.blocks_not_simulated
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(addr: u64, size: u32) -> Insn {
+        Insn { addr, size }
+    }
+
+    #[test]
+    fn lru_set_keeps_the_most_recent_lines() {
+        // 2 sets of 2 ways, 16-byte lines: lines 0, 2, 4 all map to set 0.
+        let mut c = Cache::new(Geometry::new(64, 2, 16).unwrap());
+        let misses: Vec<bool> = [0x00, 0x20, 0x00, 0x40, 0x20, 0x00].iter().map(|&a| c.fetch(insn(a, 1))).collect();
+        // 0 miss, 2 miss, 0 hit (0 most recent), 4 miss evicts 2, 2 miss evicts 0, 0 miss.
+        assert_eq!(misses, [true, true, false, true, true, true]);
+        // Set 1 was never touched.
+        assert!(c.fetch(insn(0x10, 1)));
+    }
+
+    #[test]
+    fn a_straddling_instruction_is_one_access_missing_if_either_line_misses() {
+        let mut c = Cache::new(Geometry::new(1024, 1, 32).unwrap());
+        assert!(c.fetch(insn(0x1e, 4))); // lines 0 and 1, both cold
+        assert!(!c.fetch(insn(0x00, 1))); // line 0 now present
+        assert!(!c.fetch(insn(0x20, 1))); // so is line 1
+        assert!(c.fetch(insn(0x3e, 4))); // line 1 present, line 2 cold: one miss
+        assert!(!c.fetch(insn(0x3e, 4)));
+    }
+}

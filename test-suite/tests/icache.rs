@@ -1,0 +1,197 @@
+//! Mode icache end to end: programs built twice — plain with `-fbasic-block-address-map`, and with
+//! `--pathprof-mode=icache` — and `pathprof icache TRACE --binary PLAIN` checked against cachegrind on the plain
+//! binary (a second method: every fetch simulated by valgrind) and against counts derived by hand.
+//!
+//! The programs call no library function while they run (they return their result as the exit code), and
+//! `-falign-functions=64` keeps the C runtime's code off their cache lines, so cachegrind's cache holds only
+//! their lines after the first fetch of each: accesses and misses must then be equal, not close.
+
+use pathprof_test_suite::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GEOMETRIES: [&str; 2] = ["1024,1,32", "32768,8,64"];
+
+/// Three functions that call each other in a loop, with branches whose outcome varies.
+const CONFLICTS: &str = r#"
+static int __attribute__((noinline)) leaf(int x) {
+  int s = 0;
+  for (int i = 0; i < x; i++)
+    s += (i & 3) ? i : -i;
+  return s;
+}
+static int __attribute__((noinline)) mid(int x) {
+  int s = 1;
+  for (int i = 0; i < x; i++) {
+    if (i % 7 == 0)
+      s = s * 3 + 1;
+    else
+      s += leaf(i & 15);
+  }
+  return s;
+}
+int main(int argc, char **argv) {
+  (void)argv;
+  int t = 0;
+  for (int k = 0; k < 300; k++)
+    t += mid(k % 40 + argc);
+  return t & 0x7f;
+}
+"#;
+
+/// One function of 60 one-byte nops, a 10-byte `movabs` that straddles the 64-byte line, and `ret`: 62
+/// instructions per call, on 2 lines of 64 bytes (3 of 32: the `movabs` at offset 60 straddles 32..63/64..95).
+const PADDED: &str = r#"
+void __attribute__((noinline)) pad(void) {
+  __asm__ volatile(".fill 60, 1, 0x90\n\tmovabs $0x1122334455667788, %%rax" ::: "rax");
+}
+int main(void) {
+  for (int i = 0; i < 1000; i++)
+    pad();
+  return 0;
+}
+"#;
+
+/// Builds `source` plain and in icache mode with `opt`, runs both; returns (plain binary, trace).
+fn build(dir: &Path, source: &str, opt: &str) -> (PathBuf, PathBuf) {
+    let src = dir.join("prog.c");
+    std::fs::write(&src, source).unwrap();
+    let flags = [opt, "-no-pie", "-gdwarf-4", "-falign-functions=64"];
+    let plain = dir.join("plain");
+    run_ok(Command::new("clang-19").args(flags).arg("-fbasic-block-address-map").arg(&src).arg("-o").arg(&plain));
+    let icache = dir.join("icache");
+    run_ok(wrapper(false).arg("--pathprof-mode=icache").args(flags).arg(&src).arg("-o").arg(&icache));
+    let trace = dir.join("out.pathtrace");
+    let a = Command::new(&plain).output().unwrap();
+    let b = Command::new(&icache).env("PATHPROF_TRACE", &trace).output().unwrap();
+    assert_eq!(a.status.code(), b.status.code(), "the traced build must behave as the plain one");
+    assert!(trace.exists(), "no trace written");
+    (plain, trace)
+}
+
+fn simulate(trace: &Path, plain: &Path, geometry: &str) -> Value {
+    let out = run_ok(
+        Command::new(dist().join("bin/pathprof"))
+            .args(["icache", "--json", "--I1", geometry, "--binary"])
+            .arg(plain)
+            .arg(trace),
+    );
+    serde_json::from_slice(&out.stdout).expect("icache --json prints JSON")
+}
+
+/// Per simulated function: (accesses, misses).
+fn simulated(v: &Value) -> BTreeMap<String, (u64, u64)> {
+    v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["simulated"].as_bool().unwrap())
+        .map(|f| {
+            (f["name"].as_str().unwrap().to_string(), (f["accesses"].as_u64().unwrap(), f["misses"].as_u64().unwrap()))
+        })
+        .collect()
+}
+
+/// cachegrind's Ir and I1mr per function name.
+fn cachegrind(dir: &Path, plain: &Path, geometry: &str) -> BTreeMap<String, (u64, u64)> {
+    let out = dir.join(format!("cg.{}", geometry.replace(',', "_")));
+    Command::new("valgrind")
+        // Without guest chasing: valgrind 3.19's cachegrind over-counts Ir when superblocks chase across jumps.
+        .args(["--tool=cachegrind", "--cache-sim=yes", "--vex-guest-chase=no", &format!("--I1={geometry}")])
+        .arg(format!("--cachegrind-out-file={}", out.display()))
+        .arg(plain)
+        .output()
+        .expect("valgrind is installed (scripts/setup.sh)");
+    let text = std::fs::read_to_string(&out).expect("cachegrind wrote its output");
+    let mut events = Vec::new();
+    let mut per_fn: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut fun = None;
+    for line in text.lines() {
+        if let Some(e) = line.strip_prefix("events: ") {
+            events = e.split_whitespace().map(str::to_string).collect();
+        } else if let Some(f) = line.strip_prefix("fn=") {
+            fun = Some(f.to_string());
+        } else if line.starts_with(|c: char| c.is_ascii_digit()) {
+            let v: Vec<u64> = line.split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
+            let at = |name: &str| events.iter().position(|e| e == name).and_then(|i| v.get(i).copied()).unwrap_or(0);
+            let e = per_fn.entry(fun.clone().unwrap()).or_default();
+            e.0 += at("Ir");
+            e.1 += at("I1mr");
+        }
+    }
+    per_fn
+}
+
+#[test]
+fn fetches_and_misses_equal_cachegrind() {
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("icache-cg{opt}"));
+        let (plain, trace) = build(&dir, CONFLICTS, opt);
+        for g in GEOMETRIES {
+            let ours = simulate(&trace, &plain, g);
+            let cg = cachegrind(&dir, &plain, g);
+            let sim = simulated(&ours);
+            if opt == "-O0" {
+                // Unoptimised code keeps every IR block as a machine block with the same id.
+                assert_eq!(ours["mapping"]["identity"], ours["mapping"]["functions"], "{ours}");
+                assert_eq!(sim.len(), 3, "{ours}");
+            }
+            for (name, &(accesses, misses)) in &sim {
+                assert_eq!(Some(&(accesses, misses)), cg.get(name), "{opt} {g} {name}: pathprof vs cachegrind");
+            }
+            // What is not simulated says why and is left out of the totals.
+            for f in ours["functions"].as_array().unwrap() {
+                if !f["simulated"].as_bool().unwrap() {
+                    assert!(f["reason"].as_str().is_some_and(|r| !r.is_empty()), "{f}");
+                }
+            }
+            let total: u64 = sim.values().map(|v| v.0).sum();
+            assert_eq!(ours["total"]["accesses"].as_u64(), Some(total));
+        }
+    }
+}
+
+#[test]
+fn straddling_instruction_and_padding_by_hand() {
+    let dir = scratch("icache-hand");
+    let (plain, trace) = build(&dir, PADDED, "-O2");
+    // 62 instructions per call; cold misses only: 2 lines of 64 bytes, 3 of 32 (the movabs is one access that
+    // brings in two lines).
+    for (g, misses) in [("32768,8,64", 2), ("1024,1,32", 3)] {
+        let sim = simulated(&simulate(&trace, &plain, g));
+        assert_eq!(sim.get("pad"), Some(&(62_000, misses)), "{g}");
+    }
+}
+
+#[test]
+fn plain_trace_files_and_binaries_without_a_block_map_are_refused() {
+    let dir = scratch("icache-refuse");
+    let src = dir.join("p.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let exe = dir.join("traced");
+    run_ok(wrapper(false).arg("--pathprof-mode=trace").arg(&src).arg("-o").arg(&exe));
+    let trace = dir.join("t.pathtrace");
+    run_ok(Command::new(&exe).env("PATHPROF_TRACE", &trace));
+    let no_map = dir.join("plain");
+    run_ok(Command::new("clang-19").arg(&src).arg("-o").arg(&no_map));
+    for (t, b, says) in [(&trace, &no_map, "not icache mode"), (&trace, &exe, "not icache mode")] {
+        let out =
+            Command::new(dist().join("bin/pathprof")).arg("icache").arg(t).arg("--binary").arg(b).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{err}");
+    }
+    let (_, icache_trace) = build(&scratch("icache-refuse-build"), "int main(void) { return 0; }\n", "-O0");
+    let out = Command::new(dist().join("bin/pathprof"))
+        .arg("icache")
+        .arg(&icache_trace)
+        .arg("--binary")
+        .arg(&no_map)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("-fbasic-block-address-map"), "{err}");
+}
