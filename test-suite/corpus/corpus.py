@@ -30,21 +30,23 @@ import segments
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-MODES = ["edge", "path", "context", "piecewise", "lto-edge", "lto"]
-QUICK_MODES = ["edge", "path", "context", "piecewise", "lto"]
+MODES = ["edge", "block", "path", "context", "piecewise", "lto-edge", "lto"]
+QUICK_MODES = ["edge", "block", "path", "context", "piecewise", "lto"]
 # What each mode passes to the wrapper; lto is whole-program context mode. lto-edge (whole-program edge mode)
 # is only the baseline of lto's count check: the LTO pass sees the IR after the pre-link optimisations, so
 # per-translation-unit edge counts are not comparable with it.
 MODE_FLAGS = {
     "edge": ["--pathprof-mode=edge"],
+    "block": ["--pathprof-mode=block"],
     "path": ["--pathprof-mode=path"],
     "context": ["--pathprof-mode=context"],
     "piecewise": ["--pathprof-mode=piecewise"],
     "lto-edge": ["--pathprof-mode=edge", "--pathprof-lto"],
     "lto": ["--pathprof-mode=context", "--pathprof-lto"],
 }
-# Check (d) compares each mode's segment counts with those of its edge-mode baseline.
-BASELINE = {"path": "edge", "context": "edge", "piecewise": "edge", "lto": "lto-edge"}
+# Check (d) compares each mode's segment counts with those of its edge-mode baseline (block mode, which measures
+# block counts only: every block's count).
+BASELINE = {"block": "edge", "path": "edge", "context": "edge", "piecewise": "edge", "lto": "lto-edge"}
 CHECKS = ["build", "tests", "exact", "tools", "counts"]
 TOOL_TIMEOUT = 1200
 
@@ -415,7 +417,8 @@ def run_variant(ctx, name, entry, variant):
     result["profile_bytes"] = sum(p.stat().st_size for p in profiles)
     pp = str(dist / "bin" / "pathprof")
     show_json = vdir / "show.json"
-    times = {"show_s": 0.0, "decode_s": None if variant in ("edge", "lto-edge") else 0.0, "export_s": 0.0}
+    no_paths = variant in ("edge", "block", "lto-edge")  # profiles without paths: decode refuses them by design
+    times = {"show_s": 0.0, "decode_s": None if no_paths else 0.0, "export_s": 0.0}
     errors, functions = [], []
     for prof in profiles:
         with open(show_json, "wb") as out:
@@ -428,7 +431,7 @@ def run_variant(ctx, name, entry, variant):
                 functions += json.loads(show_json.read_text()).get("functions", [])
             except ValueError as e:
                 errors.append(f"show --json printed invalid JSON: {e}")
-        if variant not in ("edge", "lto-edge"):  # an edge profile has no paths: decode refuses it by design
+        if not no_paths:
             rc, secs, err = run_tool([pp, "decode", str(prof)])
             times["decode_s"] += secs
             if rc != 0:

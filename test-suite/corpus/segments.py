@@ -24,8 +24,8 @@ executions that left the function (returns + abnormal exits = entries - branches
 
 from collections import defaultdict
 
-# Version of the stored block counts (blocks.json.gz): 2 = segments.
-FORMAT = 2
+# Version of the stored block counts (blocks.json.gz): 2 = segments; 3 = segments and every block's count.
+FORMAT = 3
 
 
 def segments(f):
@@ -83,23 +83,35 @@ def aggregate(functions, tree_prefix=""):
     for f in functions:
         key = f"{(f.get('file') or '').replace(tree_prefix, '')}::{f.get('name')}"
         a = agg.setdefault(key, {"exact": True, "entry": 0, "copies": {}})
+        blocks_only = f.get("mode") == "block"  # vertex profiling: block counts only, by design
         if not f.get("exact", True) or any(b.get("count") is None for b in f.get("blocks", [])) \
-                or any(e.get("count") is None for e in f.get("edges", [])):
+                or (not blocks_only and any(e.get("count") is None for e in f.get("edges", []))):
             a["exact"] = False
             continue
-        segs = segments(f)
-        # Per segment counts [entries, branch counts..., returns if any]; succs [successor indices..., RET if any].
-        copy = {"counts": [[s["entries"]] + [c for _, c in s["branches"]] + ([] if s["returns"] is None else
-                                                                              [s["returns"]]) for s in segs],
+        # Every block's count and lines: what block mode measures, compared block by block (same CFG as edge
+        # mode's: both instrument the front end's CFG and split no block in the profile).
+        copy = {"blocks": [b["count"] for b in f.get("blocks", [])],
+                "block_lines": [b.get("lines", []) for b in f.get("blocks", [])]}
+        if blocks_only:
+            a["blocks_only"] = True
+        else:
+            segs = segments(f)
+            # Per segment counts [entries, branch counts..., returns if any]; succs [successor indices..., RET if
+            # any].
+            copy.update({
+                "counts": [[s["entries"]] + [c for _, c in s["branches"]] + ([] if s["returns"] is None else
+                                                                           [s["returns"]]) for s in segs],
                 "lines": [s["lines"] for s in segs],
-                "succs": [[i for i, _ in s["branches"]] + ([] if s["returns"] is None else [RET]) for s in segs]}
+                "succs": [[i for i, _ in s["branches"]] + ([] if s["returns"] is None else [RET]) for s in segs]})
         a["entry"] += f.get("entry_count") or 0
         cid = (f.get("module_output") or f.get("module") or "").replace(tree_prefix, "")
         old = a["copies"].get(cid)
         if old is None:
             a["copies"][cid] = copy
         elif same_shape(old, copy):  # one module twice (profiles merged from two runs of one binary)
-            old["counts"] = add(old["counts"], copy["counts"])
+            if "counts" in old:
+                old["counts"] = add(old["counts"], copy["counts"])
+            old["blocks"] = [x + y for x, y in zip(old["blocks"], copy["blocks"])]
         else:
             a["exact"] = False  # cannot happen for one module; never compare what cannot be told apart
     return agg
@@ -109,6 +121,8 @@ RET = "ret"
 
 
 def same_shape(x, y):
+    if "counts" not in x or "counts" not in y:  # block counts only
+        return x["block_lines"] == y["block_lines"]
     return x["lines"] == y["lines"] and x["succs"] == y["succs"]
 
 
@@ -123,7 +137,9 @@ def total(copies):
         return None
     out = dict(cs[0])
     for c in cs[1:]:
-        out = {**out, "counts": add(out["counts"], c["counts"])}
+        out = {**out, "blocks": [x + y for x, y in zip(out["blocks"], c["blocks"])]}
+        if "counts" in out and "counts" in c:
+            out["counts"] = add(out["counts"], c["counts"])
     return out
 
 
@@ -175,6 +191,41 @@ def compare_function(a, e):
     return "differs", first
 
 
+def compare_blocks(a, e):
+    """compare_function for block mode, which measures block counts only: every block's count, copy by copy,
+    or as the copies' sum (see compare_function)."""
+    if any("blocks" not in c for c in list(a["copies"].values()) + list(e["copies"].values())):
+        return "not comparable", "a copy stored without block counts (an older format)"
+    ta, te = total(a["copies"]), total(e["copies"])
+    if set(a["copies"]) == set(e["copies"]):
+        pairs = [(cid, a["copies"][cid], e["copies"][cid]) for cid in sorted(a["copies"])]
+    elif ta is None or te is None:
+        return "not comparable", (f"held by {len(a['copies'])} modules, {len(e['copies'])} in the baseline, "
+                                  "with copies of different shapes")
+    else:
+        pairs = [("(all copies)", ta, te)]
+    for cid, x, y in pairs:
+        if x["block_lines"] != y["block_lines"]:
+            return "not comparable", f"{cid}: {len(x['block_lines'])} blocks with other lines than the baseline's " \
+                                     f"{len(y['block_lines'])}"
+
+    def first(ps):
+        for cid, x, y in ps:
+            diff = [i for i, (p, q) in enumerate(zip(x["blocks"], y["blocks"])) if p != q]
+            if diff:
+                i = diff[0]
+                return {"copy": cid, "segment": i, "lines": x["block_lines"][i][:6], "count": [x["blocks"][i]],
+                        "edge": [y["blocks"][i]], "segments_differing": len(diff)}
+        return None
+
+    d = first(pairs)
+    if d is None:
+        return "equal", None
+    if len(pairs) > 1 and ta is not None and te is not None and first([("", ta, te)]) is None:
+        return "equal as a sum", None
+    return "differs", d
+
+
 def first_difference(pairs):
     """The first segment whose counts differ, over (copy, counts, baseline counts) pairs of one shape."""
     for cid, x, y in pairs:
@@ -207,7 +258,7 @@ def compare(agg, base, skip=(), system=lambda key: False):
         if system(key):
             system_n += 1
             continue
-        how, detail = compare_function(a, e)
+        how, detail = (compare_blocks if a.get("blocks_only") or e.get("blocks_only") else compare_function)(a, e)
         if how == "not comparable":
             not_comparable.append({"function": key, "why": detail})
             continue

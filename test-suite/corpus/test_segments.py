@@ -136,5 +136,33 @@ class Copies(unittest.TestCase):
         self.assertEqual((r["mismatched"], r["equal_as_sum"], r["samples"][0]["copy"]), (1, 0, "f.o"))
 
 
+def block_mode(rec):
+    """The block-mode record of the same execution: block counts only (edges measured by nobody)."""
+    return dict(rec, mode="block", edges=[dict(e, count=None) for e in rec["edges"]])
+
+
+class BlockMode(unittest.TestCase):
+    def test_block_counts_of_the_same_execution_compare_equal(self):
+        r = compare([block_mode(diamond(7, 3))], [diamond(7, 3)])
+        self.assertEqual((r["compared"], r["mismatched"]), (1, 0))
+
+    def test_a_miscounted_block_is_caught(self):
+        # Right entries and total, one arm's count off: the then-block counted 6 instead of 7.
+        wrong = block_mode(diamond(7, 3))
+        wrong["blocks"][1] = dict(wrong["blocks"][1], count=6)
+        r = compare([wrong], [diamond(7, 3)])
+        self.assertEqual((r["mismatched"], r["samples"][0]["segment"], r["samples"][0]["count"]), (1, 1, [6]))
+
+    def test_block_counts_moved_between_copies_compare_as_a_sum(self):
+        a = [block_mode(diamond(4, 1)), block_mode(dict(diamond(1, 0), module_output="g.o"))]
+        b = [diamond(0, 0), dict(diamond(5, 1), module_output="g.o")]
+        r = compare(a, b)
+        self.assertEqual((r["mismatched"], r["equal_as_sum"]), (0, 1))
+
+    def test_other_blocks_are_not_comparable(self):
+        r = compare([block_mode(diamond(7, 3, split_left=True))], [diamond(7, 3)])
+        self.assertEqual((r["compared"], r["not_comparable"]), (0, 1))
+
+
 if __name__ == "__main__":
     unittest.main()
