@@ -13,14 +13,18 @@
 //! EXIT). A corrupt trace is an error (exit 2).
 
 use anyhow::{bail, Context, Result};
-use pathprof_core::tracing::{regenerate, BitReader, BitTrace, FuncId, RegenError, StepSink, StreamError};
+use pathprof_core::tracing::{
+    regenerate, BitReader, BitTrace, DecisionSource, FuncId, RegenError, StepSink, StreamError,
+};
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
 use pathprof_format::trace::{FunctionRef, ThreadTrace, TraceFile};
 use serde::Serialize;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
+use std::rc::Rc;
 
 /// Arguments of `pathprof trace`.
 #[derive(clap::Args)]
@@ -41,7 +45,8 @@ pub struct Args {
 
 /// The functions of the trace by id.
 struct Names<'a> {
-    funcs: Vec<Option<(&'a str, &'a FunctionMeta)>>,
+    /// Per id: module name, the function's metadata, module output.
+    funcs: Vec<Option<(&'a str, &'a FunctionMeta, &'a str)>>,
 }
 
 impl<'a> Names<'a> {
@@ -51,7 +56,7 @@ impl<'a> Names<'a> {
             .map(|o| {
                 o.map(|(base, i)| {
                     let m = &file.modules[&base];
-                    (m.module.module_name.as_str(), &m.module.functions[i])
+                    (m.module.module_name.as_str(), &m.module.functions[i], m.module.output.as_str())
                 })
             })
             .collect();
@@ -59,7 +64,7 @@ impl<'a> Names<'a> {
     }
 
     fn meta(&self, f: FuncId) -> Option<&'a FunctionMeta> {
-        self.funcs.get(f.index()).copied().flatten().map(|(_, m)| m)
+        self.funcs.get(f.index()).copied().flatten().map(|(_, m, _)| m)
     }
 
     fn name(&self, f: FuncId) -> String {
@@ -84,7 +89,15 @@ struct Collector {
     steps: VecDeque<Step>,
     counts: Option<Counts>,
     real_blocks: Vec<u32>,
+    /// Per function and block: whether the block is a predicate (two or more branch successors).
+    predicates: Rc<Vec<Vec<bool>>>,
     blocks: u64,
+    /// Predicate executions counted (the conditional branches the thread executed).
+    branches: u64,
+    /// Blocks inherited from a fork child's parent (regenerated, not counted).
+    inherited: u64,
+    /// Whether blocks are the thread's own (false in a fork child until its part of the stream begins).
+    counting: Rc<Cell<bool>>,
 }
 
 /// Per function: entries, block counts, edge counts.
@@ -97,13 +110,23 @@ struct Counts {
 impl StepSink for Collector {
     #[inline]
     fn block(&mut self, f: FuncId, b: BlockId) {
-        if let Some(c) = &mut self.counts {
-            c.blocks[f.index()][b.index()] += 1;
-        }
         if b.0 >= self.real_blocks[f.index()] {
+            if let (Some(c), true) = (&mut self.counts, self.counting.get()) {
+                c.blocks[f.index()][b.index()] += 1;
+            }
             return; // EXIT
         }
         self.blocks += 1;
+        if !self.counting.get() {
+            self.inherited += 1;
+        } else {
+            if let Some(c) = &mut self.counts {
+                c.blocks[f.index()][b.index()] += 1;
+            }
+            if self.predicates[f.index()][b.index()] {
+                self.branches += 1;
+            }
+        }
         if self.counts.is_some() {
             return;
         }
@@ -114,9 +137,38 @@ impl StepSink for Collector {
     }
     #[inline]
     fn edge(&mut self, f: FuncId, e: EdgeId) {
-        if let Some(c) = &mut self.counts {
+        if let (Some(c), true) = (&mut self.counts, self.counting.get()) {
             c.edges[f.index()][e.index()] += 1;
         }
+    }
+}
+
+/// The bit stream, which opens the collector's gate when a fork child's own part of it begins.
+struct Gated<'a> {
+    reader: BitReader<'a>,
+    bits: u64,
+    fork_at: u64,
+    counting: Rc<Cell<bool>>,
+}
+
+impl Gated<'_> {
+    #[inline]
+    fn check(&self) {
+        if self.bits - self.reader.remaining() >= self.fork_at {
+            self.counting.set(true);
+        }
+    }
+}
+
+impl DecisionSource for Gated<'_> {
+    #[inline]
+    fn witness(&mut self, f: FuncId, v: BlockId, width: u8) -> Result<u32, StreamError> {
+        self.check();
+        self.reader.witness(f, v, width)
+    }
+    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
+        self.check();
+        self.reader.activation(func_bits)
     }
 }
 
@@ -133,6 +185,11 @@ struct JsonThread {
     thread: u32,
     status: String,
     blocks: u64,
+    /// Bits of the thread's stream (naive: 64 per block).
+    bits: u64,
+    /// Conditional branches executed: blocks run that are predicates (two or more branch successors); in a
+    /// fork child only its own.
+    branches: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     steps: Option<Vec<JsonStep>>,
 }
@@ -141,19 +198,32 @@ struct JsonThread {
 struct JsonCount {
     id: u32,
     count: u64,
+    lines: Vec<u32>,
 }
 
 #[derive(Serialize)]
 struct JsonEdge {
     from: u32,
     to: u32,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    succ: Option<u32>,
     count: u64,
 }
 
+/// One function's counts derived from the trace; the fields `pathprof show --json` has too (`name`, `file`,
+/// `module`, `module_output`, `exact`, blocks' `lines`, edges' `kind` and `succ`) mean the same, so tools that
+/// compare profiles can read both.
 #[derive(Serialize)]
 struct JsonFunction {
     function: String,
+    name: String,
+    file: String,
     module: String,
+    module_output: String,
+    /// Whether every thread of the file is complete or cut short: then the counts are the run's exact counts.
+    /// An incomplete thread (an abnormal transfer, missing records) may have run any function after its stop.
+    exact: bool,
     entries: u64,
     blocks: Vec<JsonCount>,
     edges: Vec<JsonEdge>,
@@ -175,6 +245,11 @@ pub fn run(args: &Args) -> Result<()> {
     let names = Names::new(&file, &owner);
     let real_blocks: Vec<u32> =
         (0..owner.len()).map(|i| names.meta(FuncId(i as u32)).map_or(1, |m| m.cfg.num_blocks() as u32)).collect();
+    let predicates: Rc<Vec<Vec<bool>>> = Rc::new(
+        (0..owner.len())
+            .map(|i| names.meta(FuncId(i as u32)).map_or_else(|| vec![false; 2], |m| predicate_blocks(&m.cfg)))
+            .collect(),
+    );
     let mut totals = args.summary.then(|| Counts {
         blocks: (0..owner.len())
             .map(|i| vec![0; names.meta(FuncId(i as u32)).map_or(2, |m| m.cfg.num_vertices())])
@@ -186,19 +261,41 @@ pub fn run(args: &Args) -> Result<()> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut json_threads = Vec::new();
+    let mut exact = true;
     for t in &file.threads {
         let mut c = Collector {
             last: args.last,
             steps: VecDeque::new(),
             counts: totals.take(),
             real_blocks: real_blocks.clone(),
+            predicates: predicates.clone(),
             blocks: 0,
+            branches: 0,
+            inherited: 0,
+            counting: Rc::new(Cell::new(t.fork_at.is_none_or(|f| f == 0))),
         };
-        let status = regenerate_thread(&program, t, &names, &mut c).with_context(what)?;
+        let (status, vouched) = if file.naive {
+            naive_thread(t, &names, &mut c).with_context(what)?
+        } else {
+            regenerate_thread(&program, t, &names, &mut c).with_context(what)?
+        };
+        let status = match (t.fork_at, c.inherited) {
+            (Some(_), n) if n > 0 => format!("{status} (a fork child: its first {n} blocks ran in its parent)"),
+            _ => status,
+        };
+        exact &= vouched;
         totals = c.counts.take();
         if args.json {
             let steps = (!args.summary).then(|| c.steps.iter().map(|s| json_step(&names, *s)).collect());
-            json_threads.push(JsonThread { pid: t.pid, thread: t.thread, status, blocks: c.blocks, steps });
+            json_threads.push(JsonThread {
+                pid: t.pid,
+                thread: t.thread,
+                status,
+                blocks: c.blocks,
+                bits: t.bits,
+                branches: c.branches,
+                steps,
+            });
         } else {
             writeln!(out, "thread {} (process {}): {} blocks, {status}", t.thread, t.pid, c.blocks)?;
             for s in &c.steps {
@@ -210,7 +307,7 @@ pub fn run(args: &Args) -> Result<()> {
             }
         }
     }
-    let functions = totals.map(|c| summary(&names, &c));
+    let functions = totals.map(|c| summary(&names, &c, exact, !file.naive));
     if args.json {
         serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions })?;
         writeln!(out)?;
@@ -236,7 +333,7 @@ fn json_step(names: &Names<'_>, s: Step) -> JsonStep {
 }
 
 /// Per executed function: entries (executions of its entry block), block and traced-edge counts.
-fn summary(names: &Names<'_>, c: &Counts) -> Vec<JsonFunction> {
+fn summary(names: &Names<'_>, c: &Counts, exact: bool, with_edges: bool) -> Vec<JsonFunction> {
     let mut out = Vec::new();
     for (i, blocks) in c.blocks.iter().enumerate() {
         let f = FuncId(i as u32);
@@ -244,53 +341,77 @@ fn summary(names: &Names<'_>, c: &Counts) -> Vec<JsonFunction> {
         if blocks.iter().all(|&n| n == 0) {
             continue;
         }
-        let module = names.funcs[i].map_or("", |(module, _)| module).to_string();
+        let module = names.funcs[i].map_or("", |(module, _, _)| module).to_string();
         let edges = m
             .cfg
             .edge_ids()
             .filter(|&e| {
-                matches!(m.cfg.edge(e).kind, pathprof_core::EdgeKind::Branch { .. } | pathprof_core::EdgeKind::Return)
+                with_edges
+                    && matches!(
+                        m.cfg.edge(e).kind,
+                        pathprof_core::EdgeKind::Branch { .. } | pathprof_core::EdgeKind::Return
+                    )
             })
-            .map(|e| JsonEdge { from: m.cfg.edge(e).from.0, to: m.cfg.edge(e).to.0, count: c.edges[i][e.index()] })
+            .map(|e| {
+                let edge = m.cfg.edge(e);
+                let (kind, succ) = match edge.kind {
+                    pathprof_core::EdgeKind::Branch { succ } => ("branch", Some(succ)),
+                    _ => ("return", None),
+                };
+                JsonEdge { from: edge.from.0, to: edge.to.0, kind, succ, count: c.edges[i][e.index()] }
+            })
             .collect();
+        let block_lines = |b: usize| m.blocks.get(b).map(|b| b.lines.clone()).unwrap_or_default();
         out.push(JsonFunction {
             function: names.name(f),
+            name: m.name.clone(),
+            file: m.file.clone(),
             module,
+            module_output: names.funcs[i].map_or("", |(_, _, output)| output).to_string(),
+            exact,
             entries: blocks[0],
-            blocks: (0..m.cfg.num_blocks()).map(|b| JsonCount { id: b as u32, count: blocks[b] }).collect(),
+            blocks: (0..m.cfg.num_blocks())
+                .map(|b| JsonCount { id: b as u32, count: blocks[b], lines: block_lines(b) })
+                .collect(),
             edges,
         });
     }
     out
 }
 
-/// Regenerates one thread into `c`; returns its status, or an error for a corrupt trace.
+/// Regenerates one thread into `c`; returns its status and whether its blocks are all the thread ran up to
+/// its end (complete or cut short), or an error for a corrupt trace.
 fn regenerate_thread(
     program: &pathprof_core::tracing::Program,
     t: &ThreadTrace,
     names: &Names<'_>,
     c: &mut Collector,
-) -> Result<String> {
+) -> Result<(String, bool)> {
     let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
     let trace = BitTrace { bytes: t.bytes.clone(), bits };
-    let mut reader = BitReader::new(&trace);
+    let mut reader =
+        Gated { reader: BitReader::new(&trace), bits, fork_at: t.fork_at.unwrap_or(0), counting: c.counting.clone() };
     let thread = format!("thread {} of process {}", t.thread, t.pid);
     match regenerate(program, &mut reader, c, u64::MAX) {
-        Ok(_) if reader.remaining() > 0 => bail!("{thread}: corrupt trace ({} bits after the end)", reader.remaining()),
-        Ok(_) => Ok("complete".into()),
+        Ok(_) if reader.reader.remaining() > 0 => {
+            bail!("{thread}: corrupt trace ({} bits after the end)", reader.reader.remaining())
+        }
+        Ok(_) => Ok(("complete".into(), true)),
         Err(RegenError::Stream { error: StreamError::Ended, func, block }) => {
             let at = match (func, block) {
                 (Some(f), Some(b)) => format!(" inside {} at block {}", names.name(f), b.0),
                 _ => String::new(),
             };
             Ok(if t.abnormal_at.is_some() {
-                format!("incomplete: an abnormal transfer (signal handler, longjmp or exception){at}; nothing after it is shown")
+                (format!("incomplete: an abnormal transfer (signal handler, longjmp or exception){at}; nothing after it is shown"), false)
             } else if t.gap {
-                format!("incomplete: records are missing (the process was killed, or a fork child){at}")
+                (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
+            } else if let Some(sig) = t.signal {
+                (format!("cut short: fatal signal {sig}{at}"), true)
             } else if t.at_exit {
-                format!("cut short: the process exited{at}")
+                (format!("cut short: the process exited{at}"), true)
             } else {
-                format!("cut short: the thread ended{at}")
+                (format!("cut short: the thread ended{at}"), true)
             })
         }
         Err(e) => {
@@ -309,4 +430,52 @@ fn regenerate_thread(
             bail!("{thread}: corrupt trace: {e}")
         }
     }
+}
+
+/// Per block of `cfg`: whether it is a predicate (two or more branch successors: a conditional branch or a
+/// switch), where bit tracing writes a decision.
+fn predicate_blocks(cfg: &pathprof_core::Cfg) -> Vec<bool> {
+    let mut succs = vec![0u32; cfg.num_vertices()];
+    for e in cfg.edge_ids() {
+        if matches!(cfg.edge(e).kind, pathprof_core::EdgeKind::Branch { .. }) {
+            succs[cfg.edge(e).from.index()] += 1;
+        }
+    }
+    succs.into_iter().map(|n| n >= 2).collect()
+}
+
+/// Reads one thread's naive items (one per block: the block in the low 32 bits, the function's trace id in
+/// the high 32) into `c`; returns its status as [`regenerate_thread`] does. Naive items describe themselves,
+/// so abnormal transfers do not stop them.
+fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result<(String, bool)> {
+    let thread = format!("thread {} of process {}", t.thread, t.pid);
+    if t.bits % 64 != 0 {
+        bail!("{thread}: corrupt naive trace ({} bits, not whole items)", t.bits);
+    }
+    let fork_at = t.fork_at.unwrap_or(0);
+    let mut last = None;
+    for (i, item) in t.bytes.chunks_exact(8).take((t.bits / 64) as usize).enumerate() {
+        let v = u64::from_le_bytes(item.try_into().expect("8 bytes"));
+        let (f, b) = (FuncId((v >> 32) as u32), BlockId(v as u32));
+        if !names.meta(f).is_some_and(|m| (b.index()) < m.cfg.num_blocks()) {
+            bail!("{thread}: corrupt naive trace (item {i}: block {} of function id {})", b.0, f.0);
+        }
+        if i as u64 * 64 >= fork_at {
+            c.counting.set(true);
+        }
+        c.block(f, b);
+        last = Some((f, b));
+    }
+    let at = last.map_or(String::new(), |(f, b)| format!(" inside {} at block {}", names.name(f), b.0));
+    Ok(if t.gap {
+        (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
+    } else if t.complete {
+        ("complete".into(), true)
+    } else if let Some(sig) = t.signal {
+        (format!("cut short: fatal signal {sig}{at}"), true)
+    } else if t.at_exit {
+        (format!("cut short: the process exited{at}"), true)
+    } else {
+        (format!("cut short: the thread ended{at}"), true)
+    })
 }

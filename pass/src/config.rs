@@ -72,6 +72,9 @@ pub struct Config {
     /// mode; see [`crate::promote`], [`crate::path_mode::PathPlan::promoted`]). Off: every in-loop update goes
     /// to memory, as LLVM's instrumentation without promotion.
     pub promote: bool,
+    /// Trace mode's second method (`PATHPROF_TRACE_NAIVE=1`): every block entered writes one 64-bit item
+    /// (function id, block) instead of bit tracing's decisions; the oracle tests and branch counts use.
+    pub trace_naive: bool,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -169,6 +172,7 @@ impl Config {
             None => true,
             v => flag("PATHPROF_PROMOTE", v)?,
         };
+        let trace_naive = flag("PATHPROF_TRACE_NAIVE", get("PATHPROF_TRACE_NAIVE"))?;
         Ok(Config {
             mode,
             weighting,
@@ -184,6 +188,7 @@ impl Config {
             output,
             fork_checks,
             promote,
+            trace_naive,
         })
     }
 

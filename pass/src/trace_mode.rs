@@ -16,6 +16,10 @@
 //!
 //! Functions with `invoke`, `musttail` calls or `indirectbr`/`callbr` are left uninstrumented (a warning):
 //! their markers could not be placed yet. Their activations are then calls into untraced code.
+//!
+//! With `PATHPROF_TRACE_NAIVE=1` (`Config::trace_naive`) the module writes the second method instead: at the
+//! start of every block one 64-bit item (the block, and the function's trace id above it), no decisions and no
+//! markers (`trace_layout`, "Naive tracing"); the thread state is kept as in bit tracing.
 
 use crate::cfg_build::{self, CallFacts, FunctionGraph};
 use crate::config::Config;
@@ -33,7 +37,9 @@ use pathprof_core::{BlockId, EdgeKind};
 use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
-use pathprof_format::trace_layout::{FUNC_ID_BITS, MAX_FUNCS, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION};
+use pathprof_format::trace_layout::{
+    DESC_NAIVE, FUNC_ID_BITS, MAX_FUNCS, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION,
+};
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -110,7 +116,7 @@ pub fn instrument(
             module_name: identity.name.clone(),
             output: identity.output.clone(),
             mode: Mode::Trace,
-            weighting: "bit-tracing".into(),
+            weighting: if config.trace_naive { "naive" } else { "bit-tracing" }.into(),
             atomic: false,
             functions,
             interproc: None,
@@ -119,7 +125,7 @@ pub fn instrument(
         },
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
     };
-    let emitter = unsafe { Emitter::new(m, &meta) };
+    let emitter = unsafe { Emitter::new(m, &meta, config.trace_naive) };
     let mut site = 0u64;
     let mut branches = 0usize;
     for (index, p) in planned.iter().enumerate() {
@@ -151,6 +157,12 @@ struct Emitter {
     done: LLVMValueRef,
     tls: LLVMValueRef,
     builder: LLVMBuilderRef,
+    /// The module descriptor (its `base` field is the module's first trace id) and its type.
+    desc: LLVMValueRef,
+    desc_ty: LLVMTypeRef,
+    put_ty: LLVMTypeRef,
+    /// Naive tracing: block items instead of decisions and markers.
+    naive: bool,
 }
 
 impl Drop for Emitter {
@@ -185,7 +197,7 @@ unsafe fn runtime(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRe
 impl Emitter {
     /// Emits the thread state, the descriptor with the metadata, its constructor and destructor, and the
     /// helpers.
-    unsafe fn new(m: LLVMModuleRef, meta: &TraceModuleMeta) -> Emitter {
+    unsafe fn new(m: LLVMModuleRef, meta: &TraceModuleMeta, naive: bool) -> Emitter {
         let ctx = LLVMGetModuleContext(m);
         let i32t = LLVMInt32TypeInContext(ctx);
         let i64t = LLVMInt64TypeInContext(ctx);
@@ -210,8 +222,9 @@ impl Emitter {
 
         let blob = meta.encode();
         let blob_global = metadata_blob(m, &blob);
-        // TraceModuleDesc: { i32 version, i32 num_functions, ptr meta, i64 meta_len, i32 base, i32 written, ptr next }
-        let mut field_types = [i32t, i32t, ptrt, i64t, i32t, i32t, ptrt];
+        // TraceModuleDesc: { i32 version, i32 num_functions, ptr meta, i64 meta_len, i32 base, i32 written,
+        // i32 flags, i32 reserved, ptr next }
+        let mut field_types = [i32t, i32t, ptrt, i64t, i32t, i32t, i32t, i32t, ptrt];
         let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
         let mut fields = [
             LLVMConstInt(i32t, u64::from(TRACE_VERSION), 0),
@@ -219,6 +232,8 @@ impl Emitter {
             blob_global,
             LLVMConstInt(i64t, blob.len() as u64, 0),
             LLVMConstInt(i32t, 0, 0),
+            LLVMConstInt(i32t, 0, 0),
+            LLVMConstInt(i32t, if naive { u64::from(DESC_NAIVE) } else { 0 }, 0),
             LLVMConstInt(i32t, 0, 0),
             LLVMConstNull(ptrt),
         ];
@@ -308,9 +323,11 @@ impl Emitter {
             let pbase = LLVMBuildStructGEP2(b, desc_ty, desc, 4, c"".as_ptr());
             let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), i64t, c"".as_ptr());
             let id = LLVMBuildAdd(b, base, local, c"".as_ptr());
-            let marker = LLVMBuildOr(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()), c(1), c"".as_ptr());
-            let mut args = [marker, c(1 + u64::from(FUNC_ID_BITS))];
-            LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            if !naive {
+                let marker = LLVMBuildOr(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()), c(1), c"".as_ptr());
+                let mut args = [marker, c(1 + u64::from(FUNC_ID_BITS))];
+                LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            }
             LLVMBuildRet(b, phi);
         }
 
@@ -334,11 +351,13 @@ impl Emitter {
             LLVMBuildBr(b, go);
             LLVMPositionBuilderAtEnd(b, go);
             LLVMBuildStore(b, d, pstate);
-            let mut args = [c(0), c(1)];
-            LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            if !naive {
+                let mut args = [c(0), c(1)];
+                LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            }
             LLVMBuildRetVoid(b);
         }
-        Emitter { m, ctx, i64t, put, enter, done, tls, builder: b }
+        Emitter { m, ctx, i64t, put, enter, done, tls, builder: b, desc, desc_ty, put_ty, naive }
     }
 
     /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
@@ -357,6 +376,21 @@ impl Emitter {
             let mut ix = [c(TLS_STATE as u64)];
             LLVMBuildInBoundsGEP2(b, self.i64t, self.tls, ix.as_mut_ptr(), 1, c"".as_ptr())
         };
+        if self.naive {
+            // Each block's item (block, function id) first in the block: the entry's right after enter, so the
+            // thread is registered before its first item.
+            let i32t = LLVMInt32TypeInContext(self.ctx);
+            let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
+            let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), self.i64t, c"".as_ptr());
+            let id = LLVMBuildAdd(b, base, c(index), c"pathprof.id".as_ptr());
+            for (bi, &bb) in p.graph.blocks.iter().enumerate() {
+                if bi > 0 {
+                    LLVMPositionBuilderBefore(b, ir::first_insertion_point(bb).expect("a block has a terminator"));
+                }
+                LLVMBuildCall2(b, self.put_ty, self.put, [c(bi as u64), c(32)].as_mut_ptr(), 2, c"".as_ptr());
+                LLVMBuildCall2(b, self.put_ty, self.put, [id, c(32)].as_mut_ptr(), 2, c"".as_ptr());
+            }
+        }
         let mut predicates = 0;
         let cfg = &p.graph.cfg;
         let adj = cfg.adjacency();
@@ -383,7 +417,7 @@ impl Emitter {
                 LLVMPositionBuilderBefore(b, term);
                 LLVMBuildStore(b, saved, pstate);
             }
-            if traced.len() < 2 {
+            if traced.len() < 2 || self.naive {
                 continue;
             }
             predicates += 1;
