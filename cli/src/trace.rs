@@ -234,6 +234,10 @@ struct JsonReport {
     threads: Vec<JsonThread>,
     #[serde(skip_serializing_if = "Option::is_none")]
     functions: Option<Vec<JsonFunction>>,
+    /// With `--summary`: every traced function of the file's modules as `[file, name]` (those that did not run
+    /// too), so a comparison can tell "not run" from "not traced".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    traced: Option<Vec<(String, String)>>,
 }
 
 /// Runs `pathprof trace`.
@@ -309,7 +313,14 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let functions = totals.map(|c| summary(&names, &c, exact, !file.naive));
     if args.json {
-        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions })?;
+        let traced = args.summary.then(|| {
+            let mut all: Vec<(String, String)> =
+                names.funcs.iter().flatten().map(|(_, m, _)| (m.file.clone(), m.name.clone())).collect();
+            all.sort();
+            all.dedup();
+            all
+        });
+        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions, traced })?;
         writeln!(out)?;
     } else if let Some(functions) = functions {
         for f in functions {

@@ -546,7 +546,8 @@ fn open_new(name: &mut MVec<u8>, per_process: bool) -> Result<Fd, sys::Errno> {
     if !per_process {
         return Fd::open(name.as_slice(), flags | libc::O_TRUNC, 0o666);
     }
-    let base = name.len();
+    // The name ends in its NUL (`path::expand`): suffixes go before it.
+    let base = name.len().saturating_sub(1);
     let mut n = 0u32;
     loop {
         match Fd::open(name.as_slice(), flags | libc::O_EXCL, 0o666) {
@@ -563,6 +564,7 @@ fn open_new(name: &mut MVec<u8>, per_process: bool) -> Result<Fd, sys::Errno> {
                 }
                 name.push(b'.')?;
                 name.extend_from_slice(&digits[at..])?;
+                name.push(0)?;
             }
             r => return r,
         }
