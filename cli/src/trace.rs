@@ -98,6 +98,10 @@ struct Collector {
     inherited: u64,
     /// Whether blocks are the thread's own (false in a fork child until its part of the stream begins).
     counting: Rc<Cell<bool>>,
+    /// Blocks regenerated so far, EXIT included (shared with [`Gated`]).
+    emitted: Rc<Cell<u64>>,
+    /// Blocks (EXIT included) that certainly ran: later ones, and the edges into them, are dropped.
+    limit: u64,
 }
 
 /// Per function: entries, block counts, edge counts.
@@ -110,6 +114,11 @@ struct Counts {
 impl StepSink for Collector {
     #[inline]
     fn block(&mut self, f: FuncId, b: BlockId) {
+        let i = self.emitted.get();
+        self.emitted.set(i + 1);
+        if i >= self.limit {
+            return;
+        }
         if b.0 >= self.real_blocks[f.index()] {
             if let (Some(c), true) = (&mut self.counts, self.counting.get()) {
                 c.blocks[f.index()][b.index()] += 1;
@@ -137,18 +146,26 @@ impl StepSink for Collector {
     }
     #[inline]
     fn edge(&mut self, f: FuncId, e: EdgeId) {
+        if self.emitted.get() >= self.limit {
+            return; // into a block that may not have run
+        }
         if let (Some(c), true) = (&mut self.counts, self.counting.get()) {
             c.edges[f.index()][e.index()] += 1;
         }
     }
 }
 
-/// The bit stream, which opens the collector's gate when a fork child's own part of it begins.
+/// The bit stream, which opens the collector's gate when a fork child's own part of it begins, and tracks
+/// which blocks certainly ran: the target of a decision and the entry of an activation run right after their
+/// bits are written; blocks walked after a Done or after the target, with no bits of their own, may not have
+/// (a fault in a function's body ends the trace there).
 struct Gated<'a> {
     reader: BitReader<'a>,
     bits: u64,
     fork_at: u64,
     counting: Rc<Cell<bool>>,
+    emitted: Rc<Cell<u64>>,
+    certain: Rc<Cell<u64>>,
 }
 
 impl Gated<'_> {
@@ -164,11 +181,15 @@ impl DecisionSource for Gated<'_> {
     #[inline]
     fn witness(&mut self, f: FuncId, v: BlockId, width: u8) -> Result<u32, StreamError> {
         self.check();
-        self.reader.witness(f, v, width)
+        let w = self.reader.witness(f, v, width)?;
+        self.certain.set(self.emitted.get() + 1);
+        Ok(w)
     }
     fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
         self.check();
-        self.reader.activation(func_bits)
+        let a = self.reader.activation(func_bits)?;
+        self.certain.set(self.emitted.get() + u64::from(a.is_some()));
+        Ok(a)
     }
 }
 
@@ -277,6 +298,8 @@ pub fn run(args: &Args) -> Result<()> {
             branches: 0,
             inherited: 0,
             counting: Rc::new(Cell::new(t.fork_at.is_none_or(|f| f == 0))),
+            emitted: Rc::new(Cell::new(0)),
+            limit: u64::MAX,
         };
         let (status, vouched) = if file.naive {
             naive_thread(t, &names, &mut c).with_context(what)?
@@ -400,8 +423,25 @@ fn regenerate_thread(
 ) -> Result<(String, bool)> {
     let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
     let trace = BitTrace { bytes: t.bytes.clone(), bits };
-    let mut reader =
-        Gated { reader: BitReader::new(&trace), bits, fork_at: t.fork_at.unwrap_or(0), counting: c.counting.clone() };
+    let certain = Rc::new(Cell::new(0));
+    let gated = |counting: &Rc<Cell<bool>>, emitted: &Rc<Cell<u64>>| Gated {
+        reader: BitReader::new(&trace),
+        bits,
+        fork_at: t.fork_at.unwrap_or(0),
+        counting: counting.clone(),
+        emitted: emitted.clone(),
+        certain: certain.clone(),
+    };
+    let mut trimmed = false;
+    if t.signal.is_some() && t.in_body && t.abnormal_at.is_none() {
+        // A fault in a body: a first walk finds the last block that certainly ran; the second stops there.
+        let probe = Probe(Rc::new(Cell::new(0)));
+        let mut sink = Probe(probe.0.clone());
+        let _ = regenerate(program, &mut gated(&Rc::new(Cell::new(true)), &probe.0), &mut sink, u64::MAX);
+        c.limit = certain.get();
+        trimmed = probe.0.get() > c.limit;
+    }
+    let mut reader = gated(&c.counting, &c.emitted);
     let thread = format!("thread {} of process {}", t.thread, t.pid);
     match regenerate(program, &mut reader, c, u64::MAX) {
         Ok(_) if reader.reader.remaining() > 0 => {
@@ -418,6 +458,11 @@ fn regenerate_thread(
             } else if t.gap {
                 (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
             } else if let Some(sig) = t.signal {
+                let at = if trimmed {
+                    "; the blocks after its last decision are left out (the fault came in one of them)".to_string()
+                } else {
+                    at
+                };
                 (format!("cut short: fatal signal {sig}{at}"), true)
             } else if t.at_exit {
                 (format!("cut short: the process exited{at}"), true)
@@ -440,6 +485,15 @@ fn regenerate_thread(
             };
             bail!("{thread}: corrupt trace: {e}")
         }
+    }
+}
+
+/// Counts the blocks a walk regenerates (the first pass over a trace ended by a fault).
+struct Probe(Rc<Cell<u64>>);
+
+impl StepSink for Probe {
+    fn block(&mut self, _f: FuncId, _b: BlockId) {
+        self.0.set(self.0.get() + 1);
     }
 }
 

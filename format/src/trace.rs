@@ -95,6 +95,9 @@ pub struct ThreadTrace {
     pub fork_at: Option<u64>,
     /// Ended by the fatal-signal flush: the signal.
     pub signal: Option<u32>,
+    /// The signal came in a function's body (a fault), not inside a call: where in the blocks after the last
+    /// decision is unknown.
+    pub in_body: bool,
 }
 
 /// A thread's records while parsing: data blocks by sequence number, and its end record's five words.
@@ -214,6 +217,7 @@ impl TraceFile {
                     }
                     if flags & END_SIGNAL != 0 {
                         t.signal = Some(((flags >> 32) & 0xff) as u32);
+                        t.in_body = flags & END_IN_BODY != 0;
                     }
                 }
                 _ => {

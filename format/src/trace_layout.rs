@@ -53,6 +53,9 @@ pub const END_ABNORMAL: u64 = 4;
 pub const END_FORK_CHILD: u64 = 8;
 /// `REC_END` flag: written by the fatal-signal flush (`PATHPROF_SIGNALS=1`); the signal is in bits 32..40.
 pub const END_SIGNAL: u64 = 16;
+/// `REC_END` flag (with [`END_SIGNAL`]): the signal came in a traced function's body, not inside a call (a
+/// fault at an instruction): the blocks regeneration walks after the last decision may not have run.
+pub const END_IN_BODY: u64 = 32;
 /// Bytes of a `REC_END` payload.
 pub const END_PAYLOAD: usize = 40;
 /// [`TraceModuleDesc::flags`]: the module writes naive items (one per block), not bit tracing.

@@ -432,6 +432,9 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
         flags |= END_COMPLETE;
     } else {
         flags |= why;
+        if why & END_SIGNAL != 0 && state != 0 && state & 1 == 0 {
+            flags |= END_IN_BODY;
+        }
     }
     if t.fork_at != u64::MAX {
         flags |= END_FORK_CHILD;

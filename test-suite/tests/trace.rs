@@ -385,7 +385,8 @@ fn longjmp_optimal_is_an_exact_prefix_of_naive() {
     for opt in ["-O0", "-O2"] {
         let dir = scratch(&format!("trace-naive-longjmp{opt}"));
         let (_, optimal) = run_traced(&build_with(&dir, "trace_longjmp.c", "optimal", &[], opt), &[]);
-        let (_, naive) = run_traced(&build_with(&dir, "trace_longjmp.c", "naive", &["--pathprof-trace-naive"], opt), &[]);
+        let (_, naive) =
+            run_traced(&build_with(&dir, "trace_longjmp.c", "naive", &["--pathprof-trace-naive"], opt), &[]);
         let (o, n) = (&optimal[0][0], &naive[0][0]);
         assert!(o.0.starts_with("incomplete"), "{opt}: {}", o.0);
         assert_eq!(n.0, "complete", "{opt}: naive items need no regeneration");
