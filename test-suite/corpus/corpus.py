@@ -31,7 +31,7 @@ import segments
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 MODES = ["edge", "path", "context", "piecewise", "lto-edge", "lto", "trace"]
-QUICK_MODES = ["edge", "path", "context", "piecewise", "lto"]
+QUICK_MODES = ["edge", "path", "context", "piecewise", "lto", "trace"]
 # What each mode passes to the wrapper; lto is whole-program context mode. lto-edge (whole-program edge mode)
 # is only the baseline of lto's count check: the LTO pass sees the IR after the pre-link optimisations, so
 # per-translation-unit edge counts are not comparable with it.
@@ -799,6 +799,19 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
             t = r.get("tests_summary", {})
             ts = " ".join(f"{k.lower()} {v}" for k, v in sorted(t.items())) or "–"
             md.append(f"| {r['project']} | {ts} | {r.get('build_s', '–')} s | {r.get('test_s', '–')} s |")
+    trace_rows = [r for r in results if r["variant"] == "trace" and r.get("trace")]
+    if trace_rows:
+        md += ["", "Trace mode (one trace file per process; each read back with `pathprof trace --summary` and deleted; "
+               "threads by status; files with an incomplete thread leave their functions out of the count check; bits "
+               "per branch: the traces' bits over the conditional branches their regeneration executed):", "",
+               "| project | files | disk (all traces of the test run) | largest file | threads | inexact files | "
+               "blocks | bits/branch | read |", "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+        for r in trace_rows:
+            t = r["trace"]
+            th = ", ".join(f"{k} {v}" for k, v in sorted(t["threads"].items()))
+            bpb = f"{t['bits'] / t['branches']:.2f}" if t.get("branches") else "–"
+            md.append(f"| {r['project']} | {t['files']} | {fmt_size(t['bytes'])} | {fmt_size(t['largest'])} | {th} | "
+                      f"{t['inexact_files']} | {t['blocks']:,} | {bpb} | {t['read_s']} s |")
     md += ["", "## Failures", ""]
     any_fail = False
     for r in results:
