@@ -14,7 +14,7 @@
 
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate, BitReader, BitTrace, DecisionSource, FuncId, RegenError, StepSink, StreamError,
+    regenerate, BitReader, BitTrace, DecisionSource, FuncId, RegenError, Resync, StepSink, StreamError,
 };
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
@@ -190,6 +190,11 @@ impl DecisionSource for Gated<'_> {
         let a = self.reader.activation(func_bits)?;
         self.certain.set(self.emitted.get() + u64::from(a.is_some()));
         Ok(a)
+    }
+    fn resync(&mut self, func_bits: u8) -> Result<Resync, StreamError> {
+        let r = self.reader.resync(func_bits)?;
+        self.certain.set(self.emitted.get());
+        Ok(r)
     }
 }
 

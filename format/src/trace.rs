@@ -253,6 +253,7 @@ impl TraceFile {
             }
         }
         let program = Program::with_func_bits(funcs, FUNC_ID_BITS)
+            .and_then(|p| p.with_resync(pathprof_core::tracing::FuncId(RESYNC_ID)))
             .ok_or_else(|| TraceError::Meta("more functions than trace ids".into()))?;
         Ok((program, owner))
     }

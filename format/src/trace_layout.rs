@@ -63,8 +63,13 @@ pub const DESC_NAIVE: u32 = 1;
 
 /// Bits of a function id after an `Enter` marker's 1 bit (ids are assigned at run time as modules register).
 pub const FUNC_ID_BITS: u8 = 20;
-/// Function ids available in one process.
+/// Function ids available in one process (the last one is [`RESYNC_ID`]).
 pub const MAX_FUNCS: u32 = 1 << FUNC_ID_BITS;
+/// The activation id of a resync marker: `1`, this id, then the function's id ([`FUNC_ID_BITS`]), the
+/// activation's depth, the block and the call's index among the block's call sites (32 bits each). Written
+/// where a `setjmp` call returns after a `longjmp` (`pathprof_core::tracing::regenerate`, "Resync"); no
+/// function gets this id.
+pub const RESYNC_ID: u32 = MAX_FUNCS - 1;
 
 /// Words of the per-thread state.
 pub const TLS_WORDS: usize = 4;

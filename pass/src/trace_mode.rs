@@ -38,7 +38,7 @@ use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
-    DESC_NAIVE, FUNC_ID_BITS, MAX_FUNCS, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION,
+    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION,
 };
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -51,6 +51,8 @@ struct Planned {
     tables: FuncTables,
     /// Per block, the call instructions that are call sites (in order).
     calls: Vec<Vec<LLVMValueRef>>,
+    /// Per block and call site: a `returns_twice` call (`setjmp`), whose second return writes a resync marker.
+    twice: Vec<Vec<bool>>,
 }
 
 /// Whether `inst` is a call site: a call that may run traced code (not an intrinsic, not inline asm).
@@ -64,8 +66,10 @@ fn is_call_site(inst: LLVMValueRef) -> bool {
 fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
     let mut calls = Vec::with_capacity(graph.blocks.len());
+    let mut twice = Vec::with_capacity(graph.blocks.len());
     for &bb in &graph.blocks {
         let mut here = Vec::new();
+        let mut here_twice = Vec::new();
         for inst in ir::instructions(bb) {
             match ir::opcode(inst) {
                 LLVMOpcode::LLVMInvoke => return Err("`invoke` is not traced yet".into()),
@@ -73,15 +77,19 @@ fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
                 LLVMOpcode::LLVMCall if ir::is_musttail(inst) => {
                     return Err("`musttail` calls are not traced yet".into())
                 }
-                _ if is_call_site(inst) => here.push(inst),
+                _ if is_call_site(inst) => {
+                    here.push(inst);
+                    here_twice.push(facts.returns_twice(inst));
+                }
                 _ => {}
             }
         }
         calls.push(here);
+        twice.push(here_twice);
     }
     let counts: Vec<u32> = calls.iter().map(|c| c.len() as u32).collect();
     let (plan, tables) = function_tables(&graph.cfg, &counts)?;
-    Ok(Planned { f, graph, plan, tables, calls })
+    Ok(Planned { f, graph, plan, tables, calls, twice })
 }
 
 /// Instruments `candidates` of `m` for tracing; returns whether the module changed.
@@ -107,8 +115,8 @@ pub fn instrument(
     if planned.is_empty() {
         return Ok(false);
     }
-    if planned.len() as u64 >= u64::from(MAX_FUNCS) {
-        return Err(format!("{} functions: more than trace ids ({MAX_FUNCS})", planned.len()));
+    if planned.len() as u64 >= u64::from(RESYNC_ID) {
+        return Err(format!("{} functions: more than trace ids ({RESYNC_ID})", planned.len()));
     }
     let functions = planned.iter().map(|p| function_meta(p.f, &ir::name(p.f), &p.graph)).collect::<Vec<_>>();
     let meta = TraceModuleMeta {
@@ -155,6 +163,8 @@ struct Emitter {
     put: LLVMValueRef,
     enter: LLVMValueRef,
     done: LLVMValueRef,
+    /// resync(expect, d, id, block, call): a `setjmp` call's return.
+    resync: LLVMValueRef,
     tls: LLVMValueRef,
     builder: LLVMBuilderRef,
     /// The module descriptor (its `base` field is the module's first trace id) and its type.
@@ -357,7 +367,43 @@ impl Emitter {
             }
             LLVMBuildRetVoid(b);
         }
-        Emitter { m, ctx, i64t, put, enter, done, tls, builder: b, desc, desc_ty, put_ty, naive }
+        // resync(expect, d, id, block, call): the setjmp call's state still there is its first return (Done);
+        // otherwise a longjmp came back: a resync marker (RESYNC_ID, id, depth, block, call) replaces the Done.
+        let mut params = [i64t, i64t, i64t, i64t, i64t];
+        let resync = helper(m, symbols::TRACE_RESYNC, LLVMFunctionType(voidt, params.as_mut_ptr(), 5, 0));
+        {
+            let p = |i| LLVMGetParam(resync, i);
+            let entry = LLVMAppendBasicBlockInContext(ctx, resync, c"entry".as_ptr());
+            let again = LLVMAppendBasicBlockInContext(ctx, resync, c"again".as_ptr());
+            let first = LLVMAppendBasicBlockInContext(ctx, resync, c"first".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let pstate = gep(b, TLS_STATE);
+            let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+            LLVMBuildStore(b, p(1), pstate);
+            let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, p(0), c"".as_ptr());
+            LLVMBuildCondBr(b, same, first, again);
+            LLVMPositionBuilderAtEnd(b, first);
+            if !naive {
+                LLVMBuildCall2(b, put_ty, put, [c(0), c(1)].as_mut_ptr(), 2, c"".as_ptr());
+            }
+            LLVMBuildRetVoid(b);
+            LLVMPositionBuilderAtEnd(b, again);
+            if !naive {
+                let depth = LLVMBuildLShr(b, p(1), c(1), c"".as_ptr());
+                let fb = u64::from(FUNC_ID_BITS);
+                for (v, w) in [
+                    (c(1 | u64::from(RESYNC_ID) << 1), c(1 + fb)),
+                    (p(2), c(fb)),
+                    (depth, c(32)),
+                    (p(3), c(32)),
+                    (p(4), c(32)),
+                ] {
+                    LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+                }
+            }
+            LLVMBuildRetVoid(b);
+        }
+        Emitter { m, ctx, i64t, put, enter, done, resync, tls, builder: b, desc, desc_ty, put_ty, naive }
     }
 
     /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
@@ -394,8 +440,18 @@ impl Emitter {
         let mut predicates = 0;
         let cfg = &p.graph.cfg;
         let adj = cfg.adjacency();
+        let has_setjmp = p.twice.iter().flatten().any(|&t| t);
+        let id = if has_setjmp {
+            let i32t = LLVMInt32TypeInContext(self.ctx);
+            LLVMPositionBuilderBefore(b, ir::first_insertion_point(entry).expect("a block has a terminator"));
+            let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
+            let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), self.i64t, c"".as_ptr());
+            Some(LLVMBuildAdd(b, base, c(index), c"pathprof.id".as_ptr()))
+        } else {
+            None
+        };
         for (bi, &bb) in p.graph.blocks.iter().enumerate() {
-            for &inst in &p.calls[bi] {
+            for (ci, &inst) in p.calls[bi].iter().enumerate() {
                 *site += 1;
                 // The state inside this call site: odd, with the site's number above the depth.
                 LLVMPositionBuilderBefore(b, inst);
@@ -403,7 +459,14 @@ impl Emitter {
                 LLVMBuildStore(b, expect_here, pstate);
                 let next = LLVMGetNextInstruction(inst);
                 LLVMPositionBuilderBefore(b, next);
-                call(self.done, &mut [expect_here, d]);
+                match id {
+                    Some(id) if p.twice[bi][ci] => {
+                        call(self.resync, &mut [expect_here, d, id, c(bi as u64), c(ci as u64)]);
+                    }
+                    _ => {
+                        call(self.done, &mut [expect_here, d]);
+                    }
+                }
             }
             let Some(term) = ir::terminator(bb) else { continue };
             let v = BlockId(bi as u32);

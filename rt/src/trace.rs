@@ -140,7 +140,7 @@ pub unsafe extern "C" fn __pathprof_trace_register(desc: *mut TraceModuleDesc) {
         pp_warn!("trace-mode modules built with and without PATHPROF_TRACE_NAIVE in one process; no trace written");
         return;
     }
-    match st.next_base.checked_add(d.num_functions).filter(|&n| n <= MAX_FUNCS) {
+    match st.next_base.checked_add(d.num_functions).filter(|&n| n <= RESYNC_ID) {
         Some(n) => {
             d.base = st.next_base;
             st.next_base = n;
