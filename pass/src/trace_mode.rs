@@ -136,6 +136,9 @@ pub fn instrument(
     let emitter = unsafe { Emitter::new(m, &meta, config.trace_naive) };
     let mut site = 0u64;
     let mut branches = 0usize;
+    for p in &planned {
+        p.calls.iter().flatten().for_each(|&call| ir::withdraw_memory_promises(call));
+    }
     for (index, p) in planned.iter().enumerate() {
         branches += unsafe { emitter.function(p, index as u64, &mut site) };
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);

@@ -217,7 +217,11 @@ fn build_with(dir: &Path, source: &str, name: &str, flags: &[&str], opt: &str) -
             w
         }
     };
-    run_ok(cmd.args([opt, "-g", "-pthread"]).arg(programs().join(source)).arg("-o").arg(&exe));
+    cmd.args([opt, "-g", "-pthread"]);
+    for s in source.split_whitespace() {
+        cmd.arg(programs().join(s));
+    }
+    run_ok(cmd.arg("-o").arg(&exe));
     exe
 }
 
@@ -375,4 +379,11 @@ fn longjmp_resyncs_and_regenerates_exactly() {
 fn longjmp_across_recursion_to_a_nested_setjmp_regenerates_exactly() {
     let procs = optimal_equals_naive("trace_longjmp2.c", &[], "complete");
     assert!(procs[0][0].3.iter().filter(|(f, _)| f == "rec").count() > 10);
+}
+
+#[test]
+fn calls_to_a_pure_function_of_another_module_keep_its_bits() {
+    // Found on xz's tests (`lzma_vli_size` is declared pure): with the declaration's `memory(read)` kept, the
+    // caller's bit accumulator stayed in a register across the call and overwrote the callee's bits.
+    optimal_equals_naive("trace_pure_main.c trace_pure_lib.c", &[], "complete");
 }
