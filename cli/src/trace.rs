@@ -438,7 +438,7 @@ fn regenerate_thread(
         certain: certain.clone(),
     };
     let mut trimmed = false;
-    if t.signal.is_some() && t.in_body && t.abnormal_at.is_none() {
+    if (t.truncated || (t.signal.is_some() && t.in_body)) && t.abnormal_at.is_none() {
         // A fault in a body: a first walk finds the last block that certainly ran; the second stops there.
         let probe = Probe(Rc::new(Cell::new(0)));
         let mut sink = Probe(probe.0.clone());
@@ -462,6 +462,9 @@ fn regenerate_thread(
                 (format!("incomplete: an abnormal transfer (signal handler, longjmp or exception){at}; nothing after it is shown"), false)
             } else if t.gap {
                 (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
+            } else if t.truncated {
+                // Exact up to the cut, but not the whole run: its counts are no run's counts.
+                (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
             } else if let Some(sig) = t.signal {
                 let at = if trimmed {
                     "; the blocks after its last decision are left out (the fault came in one of them)".to_string()
@@ -539,6 +542,8 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result
     let at = last.map_or(String::new(), |(f, b)| format!(" inside {} at block {}", names.name(f), b.0));
     Ok(if t.gap {
         (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
+    } else if t.truncated {
+        (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
     } else if t.complete {
         ("complete".into(), true)
     } else if let Some(sig) = t.signal {

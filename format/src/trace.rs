@@ -98,6 +98,8 @@ pub struct ThreadTrace {
     /// The signal came in a function's body (a fault), not inside a call: where in the blocks after the last
     /// decision is unknown.
     pub in_body: bool,
+    /// The file reached its size limit (`PATHPROF_TRACE_MAX`): the bits are a prefix of the thread's run.
+    pub truncated: bool,
 }
 
 /// A thread's records while parsing: data blocks by sequence number, and its end record's five words.
@@ -219,6 +221,7 @@ impl TraceFile {
                         t.signal = Some(((flags >> 32) & 0xff) as u32);
                         t.in_body = flags & END_IN_BODY != 0;
                     }
+                    t.truncated = flags & END_TRUNCATED != 0;
                 }
                 _ => {
                     t.gap = true;

@@ -56,6 +56,9 @@ pub const END_SIGNAL: u64 = 16;
 /// `REC_END` flag (with [`END_SIGNAL`]): the signal came in a traced function's body, not inside a call (a
 /// fault at an instruction): the blocks regeneration walks after the last decision may not have run.
 pub const END_IN_BODY: u64 = 32;
+/// `REC_END` flag: the process's file reached `PATHPROF_TRACE_MAX`; the thread's bits stop at the total
+/// written (a prefix of what it ran, exact but not the whole run).
+pub const END_TRUNCATED: u64 = 64;
 /// Bytes of a `REC_END` payload.
 pub const END_PAYLOAD: usize = 40;
 /// [`TraceModuleDesc::flags`]: the module writes naive items (one per block), not bit tracing.

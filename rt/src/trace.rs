@@ -20,6 +20,10 @@
 //! from the child's stream: the reader then reports it incomplete. With `%p` in the name a file is never
 //! overwritten: when a file of that name exists (a reused pid), `NAME.1`, `NAME.2`, … is written instead.
 //!
+//! `PATHPROF_TRACE_MAX=BYTES` (a `K`, `M` or `G` suffix allowed) caps the data a process writes to its file:
+//! a thread whose next record would pass it keeps what it wrote and is ended [`END_TRUNCATED`] (disk stays
+//! bounded on long runs; the reader reports the prefix).
+//!
 //! With `PATHPROF_SIGNALS=1` a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM) flushes every
 //! thread's bits, flagged with the signal, before the signal takes its course (`signals`): the crashing
 //! thread's trace is exact up to the crash. All entry points serialise on one spin lock and are not
@@ -50,6 +54,9 @@ struct Thread {
     stop: u64,
     /// In a `fork()`ed child: the bit where the child's own part begins (`u64::MAX`: not a fork child).
     fork_at: u64,
+    /// Words written to the file; the cap was reached (later words are dropped).
+    kept: u64,
+    truncated: bool,
     fill: usize,
     head: [u64; HEAD_WORDS],
     buf: [u64; BUF_WORDS],
@@ -70,6 +77,9 @@ struct State {
     closed: bool,
     /// The modules write naive items (`DESC_NAIVE`); the first registration decides.
     naive: Option<bool>,
+    /// Data bytes this process wrote to its file, and the cap (`PATHPROF_TRACE_MAX`).
+    data_bytes: u64,
+    max_bytes: u64,
     key: libc::pthread_key_t,
     installed: bool,
 }
@@ -87,6 +97,8 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     overflow: false,
     closed: false,
     naive: None,
+    data_bytes: 0,
+    max_bytes: u64::MAX,
     key: 0,
     installed: false,
 }));
@@ -291,10 +303,34 @@ fn install(st: &mut State) {
         libc::atexit(exit_handler);
         libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
     }
+    if let Some(max) = sys::env(c"PATHPROF_TRACE_MAX").and_then(parse_size) {
+        st.max_bytes = max;
+    }
     if sys::env(c"PATHPROF_SIGNALS").is_some_and(|v| v != b"0") {
         crate::pin_image(); // the handler may run this image's code at any time
         crate::signals::install();
     }
+}
+
+/// `N`, `NK`, `NM` or `NG` bytes.
+fn parse_size(v: &[u8]) -> Option<u64> {
+    let (digits, unit) = match v.last()? {
+        b'K' | b'k' => (&v[..v.len() - 1], 1u64 << 10),
+        b'M' | b'm' => (&v[..v.len() - 1], 1 << 20),
+        b'G' | b'g' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n = 0u64;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    n.checked_mul(unit)
 }
 
 /// Before `fork()`: holds the lock, so the child never inherits it held by a thread it does not have.
@@ -313,6 +349,7 @@ unsafe extern "C" fn fork_child() {
     // SAFETY: the lock is held since fork_prepare; the child has one thread.
     let st = unsafe { &mut *STATE.0.get() };
     let me = if st.installed { (unsafe { libc::pthread_getspecific(st.key) }) as *mut u64 } else { ptr::null_mut() };
+    st.data_bytes = 0; // the child writes its own file
     let mut t = st.threads;
     while !t.is_null() {
         // SAFETY: records on the list are live mappings (copied into the child).
@@ -439,6 +476,9 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     if t.fork_at != u64::MAX {
         flags |= END_FORK_CHILD;
     }
+    if t.truncated {
+        flags = (flags & !END_COMPLETE) | END_TRUNCATED;
+    }
     if st.overflow {
         t.stop = 0;
     }
@@ -447,7 +487,11 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     }
     flush_data(st, t);
     if open(st) {
-        let end = [t.spilled * 64 + n, acc, flags, t.stop, t.fork_at];
+        let end = if t.truncated {
+            [t.kept * 64, 0, flags, t.stop, t.fork_at]
+        } else {
+            [t.spilled * 64 + n, acc, flags, t.stop, t.fork_at]
+        };
         let head = record_header(REC_END, sys::pid(), t.serial, END_PAYLOAD as u64);
         let mut rec = [0u8; RECORD_HEADER + END_PAYLOAD];
         let (h, body) = rec.split_at_mut(RECORD_HEADER);
@@ -476,9 +520,15 @@ fn flush_data(st: &mut State, t: &mut Thread) {
     }
     let n = t.fill;
     t.fill = 0;
+    if t.truncated || st.data_bytes.saturating_add(8 * n as u64) > st.max_bytes {
+        t.truncated = true;
+        return;
+    }
     if !open(st) {
         return;
     }
+    st.data_bytes += 8 * n as u64;
+    t.kept += n as u64;
     let head = record_header(REC_DATA, sys::pid(), t.serial, 8 + 8 * n as u64);
     let seq = t.seq.to_le_bytes();
     t.seq += 1;

@@ -387,3 +387,32 @@ fn calls_to_a_pure_function_of_another_module_keep_its_bits() {
     // caller's bit accumulator stayed in a register across the call and overwrote the callee's bits.
     optimal_equals_naive("trace_pure_main.c trace_pure_lib.c", &[], "complete");
 }
+
+#[test]
+fn size_limit_keeps_a_regenerable_prefix_and_says_so() {
+    let dir = scratch("trace-max");
+    let opt_exe = build_with(&dir, "trace_long.c", "capped", &[], "-O1");
+    let naive_exe = build_with(&dir, "trace_long.c", "naive", &["--pathprof-trace-naive"], "-O1");
+    let capped = dir.join("capped.pathtrace");
+    let out = Command::new(&opt_exe).env("PATHPROF_TRACE", &capped).env("PATHPROF_TRACE_MAX", "600K").output().unwrap();
+    let plain = Command::new(&naive_exe).env("PATHPROF_TRACE", dir.join("naive.pathtrace")).output().unwrap();
+    assert_eq!((out.status.code(), &out.stdout), (plain.status.code(), &plain.stdout), "behaviour unchanged");
+    // One 512 KiB record fits under 600 KiB, the second does not.
+    let size = std::fs::metadata(&capped).unwrap().len();
+    assert!(size > 512 * 1024 && size < 600 * 1024, "{size} bytes");
+    let summary = trace_json(&capped, &["--summary"]);
+    let status = summary["threads"][0]["status"].as_str().unwrap();
+    assert!(status.starts_with("cut short: the trace reached its size limit"), "{status}");
+    assert!(
+        summary["functions"].as_array().unwrap().iter().all(|f| f["exact"] == false),
+        "a prefix is no run's counts"
+    );
+    // The kept prefix regenerates (a corrupt one is an error) into fewer blocks than the whole run, and more
+    // than one bit per kept loop decision allows (the loop writes about one bit per iteration).
+    let whole = trace_json(&dir.join("naive.pathtrace"), &["--summary"]);
+    let (kept, all) =
+        (summary["threads"][0]["blocks"].as_u64().unwrap(), whole["threads"][0]["blocks"].as_u64().unwrap());
+    assert!(kept > 2_000_000 && kept < all, "{kept} of {all}");
+    let last = trace_json(&capped, &["--last", "3"]);
+    assert_eq!(last["threads"][0]["steps"].as_array().unwrap().len(), 3);
+}
