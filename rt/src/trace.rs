@@ -314,10 +314,11 @@ fn install(st: &mut State) {
 
 /// `N`, `NK`, `NM` or `NG` bytes.
 fn parse_size(v: &[u8]) -> Option<u64> {
-    let (digits, unit) = match v.last()? {
-        b'K' | b'k' => (&v[..v.len() - 1], 1u64 << 10),
-        b'M' | b'm' => (&v[..v.len() - 1], 1 << 20),
-        b'G' | b'g' => (&v[..v.len() - 1], 1 << 30),
+    let (&last, init) = v.split_last()?;
+    let (digits, unit) = match last {
+        b'K' | b'k' => (init, 1u64 << 10),
+        b'M' | b'm' => (init, 1 << 20),
+        b'G' | b'g' => (init, 1 << 30),
         _ => (v, 1),
     };
     if digits.is_empty() {
@@ -610,13 +611,17 @@ fn open_new(name: &mut MVec<u8>, per_process: bool) -> Result<Fd, sys::Errno> {
                 let mut digits = [0u8; 10];
                 let mut at = digits.len();
                 let mut v = n;
-                while v > 0 || at == digits.len() {
-                    at -= 1;
-                    digits[at] = b'0' + (v % 10) as u8;
+                // No indexing: the runtime has no panic paths (rt/tests: no panic symbols in the archive).
+                for slot in digits.iter_mut().rev() {
+                    *slot = b'0' + (v % 10) as u8;
                     v /= 10;
+                    at -= 1;
+                    if v == 0 {
+                        break;
+                    }
                 }
                 name.push(b'.')?;
-                name.extend_from_slice(&digits[at..])?;
+                name.extend_from_slice(digits.get(at..).unwrap_or(&[]))?;
                 name.push(0)?;
             }
             r => return r,
