@@ -522,7 +522,7 @@ fn predicate_blocks(cfg: &pathprof_core::Cfg) -> Vec<bool> {
 /// so abnormal transfers do not stop them.
 fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result<(String, bool)> {
     let thread = format!("thread {} of process {}", t.thread, t.pid);
-    if t.bits % 64 != 0 {
+    if !t.bits.is_multiple_of(64) {
         bail!("{thread}: corrupt naive trace ({} bits, not whole items)", t.bits);
     }
     let fork_at = t.fork_at.unwrap_or(0);
@@ -530,7 +530,7 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result
     for (i, item) in t.bytes.chunks_exact(8).take((t.bits / 64) as usize).enumerate() {
         let v = u64::from_le_bytes(item.try_into().expect("8 bytes"));
         let (f, b) = (FuncId((v >> 32) as u32), BlockId(v as u32));
-        if !names.meta(f).is_some_and(|m| (b.index()) < m.cfg.num_blocks()) {
+        if names.meta(f).is_none_or(|m| b.index() >= m.cfg.num_blocks()) {
             bail!("{thread}: corrupt naive trace (item {i}: block {} of function id {})", b.0, f.0);
         }
         if i as u64 * 64 >= fork_at {
