@@ -30,6 +30,7 @@
 //! | `--pathprof-fork-checks=0` | `PATHPROF_FORK_CHECKS=0` (no fork re-entry checks: cheaper calls, forked children make in-flight functions inexact) |
 //! | `--pathprof-promote=0` | `PATHPROF_PROMOTE=0` (edge mode: every in-loop counter update goes to memory; see README, counter promotion) |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
+//! | `--pathprof-trace-naive` | `PATHPROF_TRACE_NAIVE=1` (trace mode writes every block, the second method) |
 //! | `--pathprof-lto` | `PATHPROF_LTO=1`, plus `-flto` and, when linking, `-fuse-ld=lld`, `-Wl,--load-pass-plugin=<plugin>` and `-Wl,-u,…` for the runtime's entry points |
 //!
 //! `--pathprof-lto` is whole-program profiling: the compiles emit plain LTO bitcode, and lld's full-LTO
@@ -275,9 +276,12 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
                 b"path-cache" => "PATHPROF_PATH_CACHE",
                 b"fork-checks" => "PATHPROF_FORK_CHECKS",
                 b"promote" => "PATHPROF_PROMOTE",
-                b"atomic" | b"stats" | b"lto" | b"print-plugin" | b"print-runtime" if value.is_none() => {
+                b"atomic" | b"stats" | b"lto" | b"trace-naive" | b"print-plugin" | b"print-runtime"
+                    if value.is_none() =>
+                {
                     match name {
                         b"atomic" => env.push(("PATHPROF_ATOMIC".into(), "1".into())),
+                        b"trace-naive" => env.push(("PATHPROF_TRACE_NAIVE".into(), "1".into())),
                         b"lto" => {
                             env.push(("PATHPROF_LTO".into(), "1".into()));
                             lto = true;

@@ -13,14 +13,18 @@
 //! EXIT). A corrupt trace is an error (exit 2).
 
 use anyhow::{bail, Context, Result};
-use pathprof_core::tracing::{regenerate, BitReader, BitTrace, FuncId, RegenError, StepSink, StreamError};
+use pathprof_core::tracing::{
+    regenerate, BitReader, BitTrace, DecisionSource, FuncId, RegenError, Resync, StepSink, StreamError,
+};
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
 use pathprof_format::trace::{FunctionRef, ThreadTrace, TraceFile};
 use serde::Serialize;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
+use std::rc::Rc;
 
 /// Arguments of `pathprof trace`.
 #[derive(clap::Args)]
@@ -41,7 +45,8 @@ pub struct Args {
 
 /// The functions of the trace by id.
 struct Names<'a> {
-    funcs: Vec<Option<(&'a str, &'a FunctionMeta)>>,
+    /// Per id: module name, the function's metadata, module output.
+    funcs: Vec<Option<(&'a str, &'a FunctionMeta, &'a str)>>,
 }
 
 impl<'a> Names<'a> {
@@ -51,7 +56,7 @@ impl<'a> Names<'a> {
             .map(|o| {
                 o.map(|(base, i)| {
                     let m = &file.modules[&base];
-                    (m.module.module_name.as_str(), &m.module.functions[i])
+                    (m.module.module_name.as_str(), &m.module.functions[i], m.module.output.as_str())
                 })
             })
             .collect();
@@ -59,7 +64,7 @@ impl<'a> Names<'a> {
     }
 
     fn meta(&self, f: FuncId) -> Option<&'a FunctionMeta> {
-        self.funcs.get(f.index()).copied().flatten().map(|(_, m)| m)
+        self.funcs.get(f.index()).copied().flatten().map(|(_, m, _)| m)
     }
 
     fn name(&self, f: FuncId) -> String {
@@ -84,7 +89,19 @@ struct Collector {
     steps: VecDeque<Step>,
     counts: Option<Counts>,
     real_blocks: Vec<u32>,
+    /// Per function and block: whether the block is a predicate (two or more branch successors).
+    predicates: Rc<Vec<Vec<bool>>>,
     blocks: u64,
+    /// Predicate executions counted (the conditional branches the thread executed).
+    branches: u64,
+    /// Blocks inherited from a fork child's parent (regenerated, not counted).
+    inherited: u64,
+    /// Whether blocks are the thread's own (false in a fork child until its part of the stream begins).
+    counting: Rc<Cell<bool>>,
+    /// Blocks regenerated so far, EXIT included (shared with [`Gated`]).
+    emitted: Rc<Cell<u64>>,
+    /// Blocks (EXIT included) that certainly ran: later ones, and the edges into them, are dropped.
+    limit: u64,
 }
 
 /// Per function: entries, block counts, edge counts.
@@ -97,13 +114,28 @@ struct Counts {
 impl StepSink for Collector {
     #[inline]
     fn block(&mut self, f: FuncId, b: BlockId) {
-        if let Some(c) = &mut self.counts {
-            c.blocks[f.index()][b.index()] += 1;
+        let i = self.emitted.get();
+        self.emitted.set(i + 1);
+        if i >= self.limit {
+            return;
         }
         if b.0 >= self.real_blocks[f.index()] {
+            if let (Some(c), true) = (&mut self.counts, self.counting.get()) {
+                c.blocks[f.index()][b.index()] += 1;
+            }
             return; // EXIT
         }
         self.blocks += 1;
+        if !self.counting.get() {
+            self.inherited += 1;
+        } else {
+            if let Some(c) = &mut self.counts {
+                c.blocks[f.index()][b.index()] += 1;
+            }
+            if self.predicates[f.index()][b.index()] {
+                self.branches += 1;
+            }
+        }
         if self.counts.is_some() {
             return;
         }
@@ -114,9 +146,55 @@ impl StepSink for Collector {
     }
     #[inline]
     fn edge(&mut self, f: FuncId, e: EdgeId) {
-        if let Some(c) = &mut self.counts {
+        if self.emitted.get() >= self.limit {
+            return; // into a block that may not have run
+        }
+        if let (Some(c), true) = (&mut self.counts, self.counting.get()) {
             c.edges[f.index()][e.index()] += 1;
         }
+    }
+}
+
+/// The bit stream, which opens the collector's gate when a fork child's own part of it begins, and tracks
+/// which blocks certainly ran: the target of a decision and the entry of an activation run right after their
+/// bits are written; blocks walked after a Done or after the target, with no bits of their own, may not have
+/// (a fault in a function's body ends the trace there).
+struct Gated<'a> {
+    reader: BitReader<'a>,
+    bits: u64,
+    fork_at: u64,
+    counting: Rc<Cell<bool>>,
+    emitted: Rc<Cell<u64>>,
+    certain: Rc<Cell<u64>>,
+}
+
+impl Gated<'_> {
+    #[inline]
+    fn check(&self) {
+        if self.bits - self.reader.remaining() >= self.fork_at {
+            self.counting.set(true);
+        }
+    }
+}
+
+impl DecisionSource for Gated<'_> {
+    #[inline]
+    fn witness(&mut self, f: FuncId, v: BlockId, width: u8) -> Result<u32, StreamError> {
+        self.check();
+        let w = self.reader.witness(f, v, width)?;
+        self.certain.set(self.emitted.get() + 1);
+        Ok(w)
+    }
+    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
+        self.check();
+        let a = self.reader.activation(func_bits)?;
+        self.certain.set(self.emitted.get() + u64::from(a.is_some()));
+        Ok(a)
+    }
+    fn resync(&mut self, func_bits: u8) -> Result<Resync, StreamError> {
+        let r = self.reader.resync(func_bits)?;
+        self.certain.set(self.emitted.get());
+        Ok(r)
     }
 }
 
@@ -133,6 +211,11 @@ struct JsonThread {
     thread: u32,
     status: String,
     blocks: u64,
+    /// Bits of the thread's stream (naive: 64 per block).
+    bits: u64,
+    /// Conditional branches executed: blocks run that are predicates (two or more branch successors); in a
+    /// fork child only its own.
+    branches: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     steps: Option<Vec<JsonStep>>,
 }
@@ -141,19 +224,32 @@ struct JsonThread {
 struct JsonCount {
     id: u32,
     count: u64,
+    lines: Vec<u32>,
 }
 
 #[derive(Serialize)]
 struct JsonEdge {
     from: u32,
     to: u32,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    succ: Option<u32>,
     count: u64,
 }
 
+/// One function's counts derived from the trace; the fields `pathprof show --json` has too (`name`, `file`,
+/// `module`, `module_output`, `exact`, blocks' `lines`, edges' `kind` and `succ`) mean the same, so tools that
+/// compare profiles can read both.
 #[derive(Serialize)]
 struct JsonFunction {
     function: String,
+    name: String,
+    file: String,
     module: String,
+    module_output: String,
+    /// Whether every thread of the file is complete or cut short: then the counts are the run's exact counts.
+    /// An incomplete thread (an abnormal transfer, missing records) may have run any function after its stop.
+    exact: bool,
     entries: u64,
     blocks: Vec<JsonCount>,
     edges: Vec<JsonEdge>,
@@ -164,6 +260,10 @@ struct JsonReport {
     threads: Vec<JsonThread>,
     #[serde(skip_serializing_if = "Option::is_none")]
     functions: Option<Vec<JsonFunction>>,
+    /// With `--summary`: every traced function of the file's modules as `[file, name]` (those that did not run
+    /// too), so a comparison can tell "not run" from "not traced".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    traced: Option<Vec<(String, String)>>,
 }
 
 /// Runs `pathprof trace`.
@@ -175,6 +275,11 @@ pub fn run(args: &Args) -> Result<()> {
     let names = Names::new(&file, &owner);
     let real_blocks: Vec<u32> =
         (0..owner.len()).map(|i| names.meta(FuncId(i as u32)).map_or(1, |m| m.cfg.num_blocks() as u32)).collect();
+    let predicates: Rc<Vec<Vec<bool>>> = Rc::new(
+        (0..owner.len())
+            .map(|i| names.meta(FuncId(i as u32)).map_or_else(|| vec![false; 2], |m| predicate_blocks(&m.cfg)))
+            .collect(),
+    );
     let mut totals = args.summary.then(|| Counts {
         blocks: (0..owner.len())
             .map(|i| vec![0; names.meta(FuncId(i as u32)).map_or(2, |m| m.cfg.num_vertices())])
@@ -186,19 +291,43 @@ pub fn run(args: &Args) -> Result<()> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut json_threads = Vec::new();
+    let mut exact = true;
     for t in &file.threads {
         let mut c = Collector {
             last: args.last,
             steps: VecDeque::new(),
             counts: totals.take(),
             real_blocks: real_blocks.clone(),
+            predicates: predicates.clone(),
             blocks: 0,
+            branches: 0,
+            inherited: 0,
+            counting: Rc::new(Cell::new(t.fork_at.is_none_or(|f| f == 0))),
+            emitted: Rc::new(Cell::new(0)),
+            limit: u64::MAX,
         };
-        let status = regenerate_thread(&program, t, &names, &mut c).with_context(what)?;
+        let (status, vouched) = if file.naive {
+            naive_thread(t, &names, &mut c).with_context(what)?
+        } else {
+            regenerate_thread(&program, t, &names, &mut c).with_context(what)?
+        };
+        let status = match (t.fork_at, c.inherited) {
+            (Some(_), n) if n > 0 => format!("{status} (a fork child: its first {n} blocks ran in its parent)"),
+            _ => status,
+        };
+        exact &= vouched;
         totals = c.counts.take();
         if args.json {
             let steps = (!args.summary).then(|| c.steps.iter().map(|s| json_step(&names, *s)).collect());
-            json_threads.push(JsonThread { pid: t.pid, thread: t.thread, status, blocks: c.blocks, steps });
+            json_threads.push(JsonThread {
+                pid: t.pid,
+                thread: t.thread,
+                status,
+                blocks: c.blocks,
+                bits: t.bits,
+                branches: c.branches,
+                steps,
+            });
         } else {
             writeln!(out, "thread {} (process {}): {} blocks, {status}", t.thread, t.pid, c.blocks)?;
             for s in &c.steps {
@@ -210,9 +339,16 @@ pub fn run(args: &Args) -> Result<()> {
             }
         }
     }
-    let functions = totals.map(|c| summary(&names, &c));
+    let functions = totals.map(|c| summary(&names, &c, exact, !file.naive));
     if args.json {
-        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions })?;
+        let traced = args.summary.then(|| {
+            let mut all: Vec<(String, String)> =
+                names.funcs.iter().flatten().map(|(_, m, _)| (m.file.clone(), m.name.clone())).collect();
+            all.sort();
+            all.dedup();
+            all
+        });
+        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions, traced })?;
         writeln!(out)?;
     } else if let Some(functions) = functions {
         for f in functions {
@@ -236,7 +372,7 @@ fn json_step(names: &Names<'_>, s: Step) -> JsonStep {
 }
 
 /// Per executed function: entries (executions of its entry block), block and traced-edge counts.
-fn summary(names: &Names<'_>, c: &Counts) -> Vec<JsonFunction> {
+fn summary(names: &Names<'_>, c: &Counts, exact: bool, with_edges: bool) -> Vec<JsonFunction> {
     let mut out = Vec::new();
     for (i, blocks) in c.blocks.iter().enumerate() {
         let f = FuncId(i as u32);
@@ -244,53 +380,102 @@ fn summary(names: &Names<'_>, c: &Counts) -> Vec<JsonFunction> {
         if blocks.iter().all(|&n| n == 0) {
             continue;
         }
-        let module = names.funcs[i].map_or("", |(module, _)| module).to_string();
+        let module = names.funcs[i].map_or("", |(module, _, _)| module).to_string();
         let edges = m
             .cfg
             .edge_ids()
             .filter(|&e| {
-                matches!(m.cfg.edge(e).kind, pathprof_core::EdgeKind::Branch { .. } | pathprof_core::EdgeKind::Return)
+                with_edges
+                    && matches!(
+                        m.cfg.edge(e).kind,
+                        pathprof_core::EdgeKind::Branch { .. } | pathprof_core::EdgeKind::Return
+                    )
             })
-            .map(|e| JsonEdge { from: m.cfg.edge(e).from.0, to: m.cfg.edge(e).to.0, count: c.edges[i][e.index()] })
+            .map(|e| {
+                let edge = m.cfg.edge(e);
+                let (kind, succ) = match edge.kind {
+                    pathprof_core::EdgeKind::Branch { succ } => ("branch", Some(succ)),
+                    _ => ("return", None),
+                };
+                JsonEdge { from: edge.from.0, to: edge.to.0, kind, succ, count: c.edges[i][e.index()] }
+            })
             .collect();
+        let block_lines = |b: usize| m.blocks.get(b).map(|b| b.lines.clone()).unwrap_or_default();
         out.push(JsonFunction {
             function: names.name(f),
+            name: m.name.clone(),
+            file: m.file.clone(),
             module,
+            module_output: names.funcs[i].map_or("", |(_, _, output)| output).to_string(),
+            exact,
             entries: blocks[0],
-            blocks: (0..m.cfg.num_blocks()).map(|b| JsonCount { id: b as u32, count: blocks[b] }).collect(),
+            blocks: (0..m.cfg.num_blocks())
+                .map(|b| JsonCount { id: b as u32, count: blocks[b], lines: block_lines(b) })
+                .collect(),
             edges,
         });
     }
     out
 }
 
-/// Regenerates one thread into `c`; returns its status, or an error for a corrupt trace.
+/// Regenerates one thread into `c`; returns its status and whether its blocks are all the thread ran up to
+/// its end (complete or cut short), or an error for a corrupt trace.
 fn regenerate_thread(
     program: &pathprof_core::tracing::Program,
     t: &ThreadTrace,
     names: &Names<'_>,
     c: &mut Collector,
-) -> Result<String> {
+) -> Result<(String, bool)> {
     let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
     let trace = BitTrace { bytes: t.bytes.clone(), bits };
-    let mut reader = BitReader::new(&trace);
+    let certain = Rc::new(Cell::new(0));
+    let gated = |counting: &Rc<Cell<bool>>, emitted: &Rc<Cell<u64>>| Gated {
+        reader: BitReader::new(&trace),
+        bits,
+        fork_at: t.fork_at.unwrap_or(0),
+        counting: counting.clone(),
+        emitted: emitted.clone(),
+        certain: certain.clone(),
+    };
+    let mut trimmed = false;
+    if (t.truncated || (t.signal.is_some() && t.in_body)) && t.abnormal_at.is_none() {
+        // A fault in a body: a first walk finds the last block that certainly ran; the second stops there.
+        let probe = Probe(Rc::new(Cell::new(0)));
+        let mut sink = Probe(probe.0.clone());
+        let _ = regenerate(program, &mut gated(&Rc::new(Cell::new(true)), &probe.0), &mut sink, u64::MAX);
+        c.limit = certain.get();
+        trimmed = probe.0.get() > c.limit;
+    }
+    let mut reader = gated(&c.counting, &c.emitted);
     let thread = format!("thread {} of process {}", t.thread, t.pid);
     match regenerate(program, &mut reader, c, u64::MAX) {
-        Ok(_) if reader.remaining() > 0 => bail!("{thread}: corrupt trace ({} bits after the end)", reader.remaining()),
-        Ok(_) => Ok("complete".into()),
+        Ok(_) if reader.reader.remaining() > 0 => {
+            bail!("{thread}: corrupt trace ({} bits after the end)", reader.reader.remaining())
+        }
+        Ok(_) => Ok(("complete".into(), true)),
         Err(RegenError::Stream { error: StreamError::Ended, func, block }) => {
             let at = match (func, block) {
                 (Some(f), Some(b)) => format!(" inside {} at block {}", names.name(f), b.0),
                 _ => String::new(),
             };
             Ok(if t.abnormal_at.is_some() {
-                format!("incomplete: an abnormal transfer (signal handler, longjmp or exception){at}; nothing after it is shown")
+                (format!("incomplete: an abnormal transfer (signal handler, longjmp or exception){at}; nothing after it is shown"), false)
             } else if t.gap {
-                format!("incomplete: records are missing (the process was killed, or a fork child){at}")
+                (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
+            } else if t.truncated {
+                // Exact up to the cut, but not the whole run: its counts are no run's counts.
+                (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
+            } else if let Some(sig) = t.signal {
+                let at = if trimmed {
+                    "; the blocks after its last decision are left out (the fault came in one of them)".to_string()
+                } else {
+                    at
+                };
+                (format!("cut short: fatal signal {sig}{at}"), true)
             } else if t.at_exit {
-                format!("cut short: the process exited{at}")
+                (format!("cut short: the process exited{at}"), true)
             } else {
-                format!("cut short: the thread ended{at}")
+                (format!("cut short: the thread ended{at}"), true)
             })
         }
         Err(e) => {
@@ -309,4 +494,63 @@ fn regenerate_thread(
             bail!("{thread}: corrupt trace: {e}")
         }
     }
+}
+
+/// Counts the blocks a walk regenerates (the first pass over a trace ended by a fault).
+struct Probe(Rc<Cell<u64>>);
+
+impl StepSink for Probe {
+    fn block(&mut self, _f: FuncId, _b: BlockId) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+/// Per block of `cfg`: whether it is a predicate (two or more branch successors: a conditional branch or a
+/// switch), where bit tracing writes a decision.
+fn predicate_blocks(cfg: &pathprof_core::Cfg) -> Vec<bool> {
+    let mut succs = vec![0u32; cfg.num_vertices()];
+    for e in cfg.edge_ids() {
+        if matches!(cfg.edge(e).kind, pathprof_core::EdgeKind::Branch { .. }) {
+            succs[cfg.edge(e).from.index()] += 1;
+        }
+    }
+    succs.into_iter().map(|n| n >= 2).collect()
+}
+
+/// Reads one thread's naive items (one per block: the block in the low 32 bits, the function's trace id in
+/// the high 32) into `c`; returns its status as [`regenerate_thread`] does. Naive items describe themselves,
+/// so abnormal transfers do not stop them.
+fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result<(String, bool)> {
+    let thread = format!("thread {} of process {}", t.thread, t.pid);
+    if !t.bits.is_multiple_of(64) {
+        bail!("{thread}: corrupt naive trace ({} bits, not whole items)", t.bits);
+    }
+    let fork_at = t.fork_at.unwrap_or(0);
+    let mut last = None;
+    for (i, item) in t.bytes.chunks_exact(8).take((t.bits / 64) as usize).enumerate() {
+        let v = u64::from_le_bytes(item.try_into().expect("8 bytes"));
+        let (f, b) = (FuncId((v >> 32) as u32), BlockId(v as u32));
+        if names.meta(f).is_none_or(|m| b.index() >= m.cfg.num_blocks()) {
+            bail!("{thread}: corrupt naive trace (item {i}: block {} of function id {})", b.0, f.0);
+        }
+        if i as u64 * 64 >= fork_at {
+            c.counting.set(true);
+        }
+        c.block(f, b);
+        last = Some((f, b));
+    }
+    let at = last.map_or(String::new(), |(f, b)| format!(" inside {} at block {}", names.name(f), b.0));
+    Ok(if t.gap {
+        (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
+    } else if t.truncated {
+        (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
+    } else if t.complete {
+        ("complete".into(), true)
+    } else if let Some(sig) = t.signal {
+        (format!("cut short: fatal signal {sig}{at}"), true)
+    } else if t.at_exit {
+        (format!("cut short: the process exited{at}"), true)
+    } else {
+        (format!("cut short: the thread ended{at}"), true)
+    })
 }

@@ -100,6 +100,8 @@ pub const TRACE_PUT: &str = "__pathprof_trace_put";
 pub const TRACE_ENTER: &str = "__pathprof_trace_enter";
 /// Module-local, `alwaysinline`: a call site's return (state check, `Done` marker).
 pub const TRACE_DONE: &str = "__pathprof_trace_done";
+/// Module-local, `alwaysinline`: a `setjmp` call's return (`Done`, or a resync marker after a `longjmp`).
+pub const TRACE_RESYNC: &str = "__pathprof_trace_resync";
 /// Module-local: a trace-mode module's [`TraceModuleDesc`](crate::trace_layout::TraceModuleDesc).
 pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 /// Image-wide (hidden, `linkonce_odr`, thread-local): the thread's trace state
@@ -108,7 +110,7 @@ pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 pub const TRACE_TLS: &str = "__pathprof_trace_tls";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 18] = [
+pub const MODULE_LOCAL: [&str; 19] = [
     COUNTERS,
     META,
     DESC,
@@ -126,6 +128,7 @@ pub const MODULE_LOCAL: [&str; 18] = [
     TRACE_PUT,
     TRACE_ENTER,
     TRACE_DONE,
+    TRACE_RESYNC,
     TRACE_DESC,
 ];
 
@@ -135,11 +138,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 33] = {
-            let mut a = [""; 33];
+        let all: [&str; 34] = {
+            let mut a = [""; 34];
             a[..14].copy_from_slice(&RUNTIME);
-            a[14..32].copy_from_slice(&MODULE_LOCAL);
-            a[32] = TRACE_TLS;
+            a[14..33].copy_from_slice(&MODULE_LOCAL);
+            a[33] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

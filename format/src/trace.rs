@@ -103,10 +103,19 @@ pub struct ThreadTrace {
     pub abnormal_at: Option<u64>,
     /// Data records are missing (a gap in sequence numbers, or no end record: the process was killed).
     pub gap: bool,
+    /// A `fork()`ed child's thread: its bits before this one are its parent's (inherited unflushed).
+    pub fork_at: Option<u64>,
+    /// Ended by the fatal-signal flush: the signal.
+    pub signal: Option<u32>,
+    /// The signal came in a function's body (a fault), not inside a call: where in the blocks after the last
+    /// decision is unknown.
+    pub in_body: bool,
+    /// The file reached its size limit (`PATHPROF_TRACE_MAX`): the bits are a prefix of the thread's run.
+    pub truncated: bool,
 }
 
-/// A thread's records while parsing: data blocks by sequence number, and its end record's four words.
-type RawThread = (BTreeMap<u64, Vec<u8>>, Option<[u64; 4]>);
+/// A thread's records while parsing: data blocks by sequence number, and its end record's five words.
+type RawThread = (BTreeMap<u64, Vec<u8>>, Option<[u64; 5]>);
 
 /// A traced function: its module's first trace id (the key of [`TraceFile::modules`]) and its index there.
 pub type FunctionRef = (u32, usize);
@@ -118,6 +127,8 @@ pub struct TraceFile {
     pub modules: BTreeMap<u32, TraceModuleMeta>,
     /// Threads in (pid, thread) order.
     pub threads: Vec<ThreadTrace>,
+    /// The modules wrote naive items (one per block, `PATHPROF_TRACE_NAIVE`), not bit tracing.
+    pub naive: bool,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -171,10 +182,10 @@ impl TraceFile {
                     }
                 }
                 REC_END => {
-                    if payload.len() != 32 {
+                    if payload.len() != END_PAYLOAD {
                         return Err(corrupt);
                     }
-                    let w = [0, 8, 16, 24].map(|o| u64_at(payload, o).unwrap_or(0));
+                    let w = [0, 8, 16, 24, 32].map(|o| u64_at(payload, o).unwrap_or(0));
                     let t = threads.entry((pid, thread)).or_default();
                     if t.1.replace(w).is_some() {
                         return Err(TraceError::Corrupt(at));
@@ -204,7 +215,7 @@ impl TraceFile {
             }
             let full = t.bytes.len() as u64 * 8;
             match end {
-                Some([total, partial, flags, stop]) if !t.gap => {
+                Some([total, partial, flags, stop, fork_at]) if !t.gap => {
                     if total < full || total - full >= 64 {
                         return Err(TraceError::Meta(format!("thread {thread} of process {pid}: bad bit count")));
                     }
@@ -215,6 +226,14 @@ impl TraceFile {
                     if flags & END_ABNORMAL != 0 {
                         t.abnormal_at = Some(stop.min(total));
                     }
+                    if flags & END_FORK_CHILD != 0 {
+                        t.fork_at = Some(fork_at.min(total));
+                    }
+                    if flags & END_SIGNAL != 0 {
+                        t.signal = Some(((flags >> 32) & 0xff) as u32);
+                        t.in_body = flags & END_IN_BODY != 0;
+                    }
+                    t.truncated = flags & END_TRUNCATED != 0;
                 }
                 _ => {
                     t.gap = true;
@@ -223,7 +242,12 @@ impl TraceFile {
             }
             out.push(t);
         }
-        Ok(TraceFile { modules, threads: out })
+        let mut methods = modules.values().map(|m| m.module.weighting == "naive");
+        let naive = methods.next().unwrap_or(false);
+        if methods.any(|n| n != naive) {
+            return Err(TraceError::Meta("modules traced with different methods (naive and bit tracing)".into()));
+        }
+        Ok(TraceFile { modules, threads: out, naive })
     }
 
     /// The program of every traced function, indexed by trace id (ids no module claims get an empty
@@ -244,6 +268,7 @@ impl TraceFile {
             }
         }
         let program = Program::with_func_bits(funcs, FUNC_ID_BITS)
+            .and_then(|p| p.with_resync(pathprof_core::tracing::FuncId(RESYNC_ID)))
             .ok_or_else(|| TraceError::Meta("more functions than trace ids".into()))?;
         Ok((program, owner))
     }

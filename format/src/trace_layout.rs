@@ -19,13 +19,21 @@
 //! - [`REC_MODULE`]: `u32 base, u32 functions`, then the module's trace metadata (`trace::TraceModuleMeta`):
 //!   its functions have trace ids `base..base + functions`.
 //! - [`REC_DATA`]: `u64 seq` (0, 1, … per thread), then whole little-endian `u64` words of the thread's bits.
-//! - [`REC_END`]: `u64 total bits, u64 last partial word, u64 flags (`END_*`), u64 bit where the trace stops
-//!   being regenerable (`u64::MAX`: nowhere)`.
+//! - [`REC_END`]: `u64 total bits, u64 last partial word, u64 flags (`END_*`; a fatal signal's number in bits
+//!   32..40), u64 bit where the trace stops being regenerable (`u64::MAX`: nowhere), u64 fork bit` (in a
+//!   `fork()`ed child, [`END_FORK_CHILD`]: the bits before it are the parent's, inherited unflushed).
+//!
+//! # Naive tracing ([`DESC_NAIVE`], the second method)
+//! A module built with `PATHPROF_TRACE_NAIVE=1` writes, at the entry of every block it runs, one 64-bit item:
+//! the block's index in the low 32 bits and the function's trace id in the high 32, and no other bits. The
+//! items describe themselves (no call markers, no regeneration): they are the oracle bit tracing is checked
+//! against, and their predicate blocks count the conditional branches a run executed. A process's modules
+//! must all use one method.
 
 /// First bytes of a trace file.
 pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// Version of the layout above.
-pub const TRACE_VERSION: u32 = 1;
+pub const TRACE_VERSION: u32 = 2;
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 24;
 /// A module's metadata and trace ids.
@@ -41,11 +49,30 @@ pub const END_COMPLETE: u64 = 1;
 pub const END_AT_EXIT: u64 = 2;
 /// `REC_END` flag: the stop bit is valid (an abnormal transfer, or a thread beyond the id space).
 pub const END_ABNORMAL: u64 = 4;
+/// `REC_END` flag: a `fork()`ed child's thread; its bits before the fork bit are its parent's.
+pub const END_FORK_CHILD: u64 = 8;
+/// `REC_END` flag: written by the fatal-signal flush (`PATHPROF_SIGNALS=1`); the signal is in bits 32..40.
+pub const END_SIGNAL: u64 = 16;
+/// `REC_END` flag (with [`END_SIGNAL`]): the signal came in a traced function's body, not inside a call (a
+/// fault at an instruction): the blocks regeneration walks after the last decision may not have run.
+pub const END_IN_BODY: u64 = 32;
+/// `REC_END` flag: the process's file reached `PATHPROF_TRACE_MAX`; the thread's bits stop at the total
+/// written (a prefix of what it ran, exact but not the whole run).
+pub const END_TRUNCATED: u64 = 64;
+/// Bytes of a `REC_END` payload.
+pub const END_PAYLOAD: usize = 40;
+/// [`TraceModuleDesc::flags`]: the module writes naive items (one per block), not bit tracing.
+pub const DESC_NAIVE: u32 = 1;
 
 /// Bits of a function id after an `Enter` marker's 1 bit (ids are assigned at run time as modules register).
 pub const FUNC_ID_BITS: u8 = 20;
-/// Function ids available in one process.
+/// Function ids available in one process (the last one is [`RESYNC_ID`]).
 pub const MAX_FUNCS: u32 = 1 << FUNC_ID_BITS;
+/// The activation id of a resync marker: `1`, this id, then the function's id ([`FUNC_ID_BITS`]), the
+/// activation's depth, the block and the call's index among the block's call sites (32 bits each). Written
+/// where a `setjmp` call returns after a `longjmp` (`pathprof_core::tracing::regenerate`, "Resync"); no
+/// function gets this id.
+pub const RESYNC_ID: u32 = MAX_FUNCS - 1;
 
 /// Words of the per-thread state.
 pub const TLS_WORDS: usize = 4;
@@ -73,6 +100,10 @@ pub struct TraceModuleDesc {
     pub base: u32,
     /// Set by the runtime once the module's metadata is in the trace file.
     pub written: u32,
+    /// `DESC_*` flags.
+    pub flags: u32,
+    /// Zero.
+    pub reserved: u32,
     /// The runtime's list of modules.
     pub next: *mut TraceModuleDesc,
 }

@@ -76,6 +76,9 @@ pub struct Config {
     /// extension point instead of the pipeline start, so the traced blocks are those of the IR codegen gets in a
     /// plain build with the same flags (`pathprof icache` maps them onto that build's machine code).
     pub optimizer_last: bool,
+    /// Trace mode's second method (`PATHPROF_TRACE_NAIVE=1`): every block entered writes one 64-bit item
+    /// (function id, block) instead of bit tracing's decisions; the oracle tests and branch counts use.
+    pub trace_naive: bool,
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -177,6 +180,7 @@ impl Config {
         if optimizer_last && (lto || use_profile.is_some()) {
             return Err("PATHPROF_MODE=icache works per compile: not with PATHPROF_LTO or PATHPROF_USE".into());
         }
+        let trace_naive = flag("PATHPROF_TRACE_NAIVE", get("PATHPROF_TRACE_NAIVE"))?;
         Ok(Config {
             mode,
             weighting,
@@ -193,6 +197,7 @@ impl Config {
             fork_checks,
             promote,
             optimizer_last,
+            trace_naive,
         })
     }
 

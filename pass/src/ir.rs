@@ -280,6 +280,24 @@ pub fn mark_instrumented(f: LLVMValueRef, mark: &str) {
     }
 }
 
+/// Withdraws the memory promises ([`MEMORY_PROMISES`]) from `call` and from the declaration or definition it
+/// calls. Trace mode: a callee in another module is instrumented there and writes the thread's trace state,
+/// which the caller reads and writes around the call; a `pure` declaration (`memory(read)`) would let the
+/// optimiser keep the caller's bit accumulator in a register across the call and overwrite the callee's bits.
+pub fn withdraw_memory_promises(call: LLVMValueRef) {
+    let kinds: Vec<u32> = MEMORY_PROMISES.iter().map(|n| attr_kind(n)).filter(|&k| k != 0).collect();
+    unsafe {
+        for &k in &kinds {
+            LLVMRemoveCallSiteEnumAttribute(call, FUNCTION_INDEX, k);
+        }
+        if let Some(f) = called_function(call) {
+            for &k in &kinds {
+                LLVMRemoveEnumAttributeAtIndex(f, FUNCTION_INDEX, k);
+            }
+        }
+    }
+}
+
 /// The opcode of `v` if it is an instruction.
 fn opcode_of_value(v: LLVMValueRef) -> Option<LLVMOpcode> {
     unsafe { (!LLVMIsAInstruction(v).is_null()).then(|| LLVMGetInstructionOpcode(v)) }

@@ -16,6 +16,10 @@
 //!
 //! Functions with `invoke`, `musttail` calls or `indirectbr`/`callbr` are left uninstrumented (a warning):
 //! their markers could not be placed yet. Their activations are then calls into untraced code.
+//!
+//! With `PATHPROF_TRACE_NAIVE=1` (`Config::trace_naive`) the module writes the second method instead: at the
+//! start of every block one 64-bit item (the block, and the function's trace id above it), no decisions and no
+//! markers (`trace_layout`, "Naive tracing"); the thread state is kept as in bit tracing.
 
 use crate::cfg_build::{self, CallFacts, FunctionGraph};
 use crate::config::Config;
@@ -33,7 +37,9 @@ use pathprof_core::{BlockId, EdgeKind};
 use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
-use pathprof_format::trace_layout::{FUNC_ID_BITS, MAX_FUNCS, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION};
+use pathprof_format::trace_layout::{
+    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION,
+};
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -45,6 +51,8 @@ struct Planned {
     tables: FuncTables,
     /// Per block, the call instructions that are call sites (in order).
     calls: Vec<Vec<LLVMValueRef>>,
+    /// Per block and call site: a `returns_twice` call (`setjmp`), whose second return writes a resync marker.
+    twice: Vec<Vec<bool>>,
 }
 
 /// Whether `inst` is a call site: a call that may run traced code (not an intrinsic, not inline asm).
@@ -58,8 +66,10 @@ fn is_call_site(inst: LLVMValueRef) -> bool {
 fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
     let mut calls = Vec::with_capacity(graph.blocks.len());
+    let mut twice = Vec::with_capacity(graph.blocks.len());
     for &bb in &graph.blocks {
         let mut here = Vec::new();
+        let mut here_twice = Vec::new();
         for inst in ir::instructions(bb) {
             match ir::opcode(inst) {
                 LLVMOpcode::LLVMInvoke => return Err("`invoke` is not traced yet".into()),
@@ -67,15 +77,19 @@ fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
                 LLVMOpcode::LLVMCall if ir::is_musttail(inst) => {
                     return Err("`musttail` calls are not traced yet".into())
                 }
-                _ if is_call_site(inst) => here.push(inst),
+                _ if is_call_site(inst) => {
+                    here.push(inst);
+                    here_twice.push(facts.returns_twice(inst));
+                }
                 _ => {}
             }
         }
         calls.push(here);
+        twice.push(here_twice);
     }
     let counts: Vec<u32> = calls.iter().map(|c| c.len() as u32).collect();
     let (plan, tables) = function_tables(&graph.cfg, &counts)?;
-    Ok(Planned { f, graph, plan, tables, calls })
+    Ok(Planned { f, graph, plan, tables, calls, twice })
 }
 
 /// Instruments `candidates` of `m` for tracing; returns whether the module changed.
@@ -101,8 +115,8 @@ pub fn instrument(
     if planned.is_empty() {
         return Ok(false);
     }
-    if planned.len() as u64 >= u64::from(MAX_FUNCS) {
-        return Err(format!("{} functions: more than trace ids ({MAX_FUNCS})", planned.len()));
+    if planned.len() as u64 >= u64::from(RESYNC_ID) {
+        return Err(format!("{} functions: more than trace ids ({RESYNC_ID})", planned.len()));
     }
     let functions = planned.iter().map(|p| function_meta(p.f, &ir::name(p.f), &p.graph)).collect::<Vec<_>>();
     let meta = TraceModuleMeta {
@@ -110,7 +124,7 @@ pub fn instrument(
             module_name: identity.name.clone(),
             output: identity.output.clone(),
             mode: Mode::Trace,
-            weighting: "bit-tracing".into(),
+            weighting: if config.trace_naive { "naive" } else { "bit-tracing" }.into(),
             atomic: false,
             functions,
             interproc: None,
@@ -120,9 +134,12 @@ pub fn instrument(
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
         optimizer_last: config.optimizer_last,
     };
-    let emitter = unsafe { Emitter::new(m, &meta) };
+    let emitter = unsafe { Emitter::new(m, &meta, config.trace_naive) };
     let mut site = 0u64;
     let mut branches = 0usize;
+    for p in &planned {
+        p.calls.iter().flatten().for_each(|&call| ir::withdraw_memory_promises(call));
+    }
     for (index, p) in planned.iter().enumerate() {
         branches += unsafe { emitter.function(p, index as u64, &mut site) };
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
@@ -150,8 +167,16 @@ struct Emitter {
     put: LLVMValueRef,
     enter: LLVMValueRef,
     done: LLVMValueRef,
+    /// resync(expect, d, id, block, call): a `setjmp` call's return.
+    resync: LLVMValueRef,
     tls: LLVMValueRef,
     builder: LLVMBuilderRef,
+    /// The module descriptor (its `base` field is the module's first trace id) and its type.
+    desc: LLVMValueRef,
+    desc_ty: LLVMTypeRef,
+    put_ty: LLVMTypeRef,
+    /// Naive tracing: block items instead of decisions and markers.
+    naive: bool,
 }
 
 impl Drop for Emitter {
@@ -186,7 +211,7 @@ unsafe fn runtime(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRe
 impl Emitter {
     /// Emits the thread state, the descriptor with the metadata, its constructor and destructor, and the
     /// helpers.
-    unsafe fn new(m: LLVMModuleRef, meta: &TraceModuleMeta) -> Emitter {
+    unsafe fn new(m: LLVMModuleRef, meta: &TraceModuleMeta, naive: bool) -> Emitter {
         let ctx = LLVMGetModuleContext(m);
         let i32t = LLVMInt32TypeInContext(ctx);
         let i64t = LLVMInt64TypeInContext(ctx);
@@ -211,8 +236,9 @@ impl Emitter {
 
         let blob = meta.encode();
         let blob_global = metadata_blob(m, &blob);
-        // TraceModuleDesc: { i32 version, i32 num_functions, ptr meta, i64 meta_len, i32 base, i32 written, ptr next }
-        let mut field_types = [i32t, i32t, ptrt, i64t, i32t, i32t, ptrt];
+        // TraceModuleDesc: { i32 version, i32 num_functions, ptr meta, i64 meta_len, i32 base, i32 written,
+        // i32 flags, i32 reserved, ptr next }
+        let mut field_types = [i32t, i32t, ptrt, i64t, i32t, i32t, i32t, i32t, ptrt];
         let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
         let mut fields = [
             LLVMConstInt(i32t, u64::from(TRACE_VERSION), 0),
@@ -220,6 +246,8 @@ impl Emitter {
             blob_global,
             LLVMConstInt(i64t, blob.len() as u64, 0),
             LLVMConstInt(i32t, 0, 0),
+            LLVMConstInt(i32t, 0, 0),
+            LLVMConstInt(i32t, if naive { u64::from(DESC_NAIVE) } else { 0 }, 0),
             LLVMConstInt(i32t, 0, 0),
             LLVMConstNull(ptrt),
         ];
@@ -309,9 +337,11 @@ impl Emitter {
             let pbase = LLVMBuildStructGEP2(b, desc_ty, desc, 4, c"".as_ptr());
             let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), i64t, c"".as_ptr());
             let id = LLVMBuildAdd(b, base, local, c"".as_ptr());
-            let marker = LLVMBuildOr(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()), c(1), c"".as_ptr());
-            let mut args = [marker, c(1 + u64::from(FUNC_ID_BITS))];
-            LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            if !naive {
+                let marker = LLVMBuildOr(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()), c(1), c"".as_ptr());
+                let mut args = [marker, c(1 + u64::from(FUNC_ID_BITS))];
+                LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            }
             LLVMBuildRet(b, phi);
         }
 
@@ -335,11 +365,49 @@ impl Emitter {
             LLVMBuildBr(b, go);
             LLVMPositionBuilderAtEnd(b, go);
             LLVMBuildStore(b, d, pstate);
-            let mut args = [c(0), c(1)];
-            LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            if !naive {
+                let mut args = [c(0), c(1)];
+                LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            }
             LLVMBuildRetVoid(b);
         }
-        Emitter { m, ctx, i64t, put, enter, done, tls, builder: b }
+        // resync(expect, d, id, block, call): the setjmp call's state still there is its first return (Done);
+        // otherwise a longjmp came back: a resync marker (RESYNC_ID, id, depth, block, call) replaces the Done.
+        let mut params = [i64t, i64t, i64t, i64t, i64t];
+        let resync = helper(m, symbols::TRACE_RESYNC, LLVMFunctionType(voidt, params.as_mut_ptr(), 5, 0));
+        {
+            let p = |i| LLVMGetParam(resync, i);
+            let entry = LLVMAppendBasicBlockInContext(ctx, resync, c"entry".as_ptr());
+            let again = LLVMAppendBasicBlockInContext(ctx, resync, c"again".as_ptr());
+            let first = LLVMAppendBasicBlockInContext(ctx, resync, c"first".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let pstate = gep(b, TLS_STATE);
+            let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+            LLVMBuildStore(b, p(1), pstate);
+            let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, p(0), c"".as_ptr());
+            LLVMBuildCondBr(b, same, first, again);
+            LLVMPositionBuilderAtEnd(b, first);
+            if !naive {
+                LLVMBuildCall2(b, put_ty, put, [c(0), c(1)].as_mut_ptr(), 2, c"".as_ptr());
+            }
+            LLVMBuildRetVoid(b);
+            LLVMPositionBuilderAtEnd(b, again);
+            if !naive {
+                let depth = LLVMBuildLShr(b, p(1), c(1), c"".as_ptr());
+                let fb = u64::from(FUNC_ID_BITS);
+                for (v, w) in [
+                    (c(1 | u64::from(RESYNC_ID) << 1), c(1 + fb)),
+                    (p(2), c(fb)),
+                    (depth, c(32)),
+                    (p(3), c(32)),
+                    (p(4), c(32)),
+                ] {
+                    LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+                }
+            }
+            LLVMBuildRetVoid(b);
+        }
+        Emitter { m, ctx, i64t, put, enter, done, resync, tls, builder: b, desc, desc_ty, put_ty, naive }
     }
 
     /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
@@ -358,11 +426,36 @@ impl Emitter {
             let mut ix = [c(TLS_STATE as u64)];
             LLVMBuildInBoundsGEP2(b, self.i64t, self.tls, ix.as_mut_ptr(), 1, c"".as_ptr())
         };
+        if self.naive {
+            // Each block's item (block, function id) first in the block: the entry's right after enter, so the
+            // thread is registered before its first item.
+            let i32t = LLVMInt32TypeInContext(self.ctx);
+            let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
+            let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), self.i64t, c"".as_ptr());
+            let id = LLVMBuildAdd(b, base, c(index), c"pathprof.id".as_ptr());
+            for (bi, &bb) in p.graph.blocks.iter().enumerate() {
+                if bi > 0 {
+                    LLVMPositionBuilderBefore(b, ir::first_insertion_point(bb).expect("a block has a terminator"));
+                }
+                LLVMBuildCall2(b, self.put_ty, self.put, [c(bi as u64), c(32)].as_mut_ptr(), 2, c"".as_ptr());
+                LLVMBuildCall2(b, self.put_ty, self.put, [id, c(32)].as_mut_ptr(), 2, c"".as_ptr());
+            }
+        }
         let mut predicates = 0;
         let cfg = &p.graph.cfg;
         let adj = cfg.adjacency();
+        let has_setjmp = p.twice.iter().flatten().any(|&t| t);
+        let id = if has_setjmp {
+            let i32t = LLVMInt32TypeInContext(self.ctx);
+            LLVMPositionBuilderBefore(b, ir::first_insertion_point(entry).expect("a block has a terminator"));
+            let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
+            let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), self.i64t, c"".as_ptr());
+            Some(LLVMBuildAdd(b, base, c(index), c"pathprof.id".as_ptr()))
+        } else {
+            None
+        };
         for (bi, &bb) in p.graph.blocks.iter().enumerate() {
-            for &inst in &p.calls[bi] {
+            for (ci, &inst) in p.calls[bi].iter().enumerate() {
                 *site += 1;
                 // The state inside this call site: odd, with the site's number above the depth.
                 LLVMPositionBuilderBefore(b, inst);
@@ -370,7 +463,14 @@ impl Emitter {
                 LLVMBuildStore(b, expect_here, pstate);
                 let next = LLVMGetNextInstruction(inst);
                 LLVMPositionBuilderBefore(b, next);
-                call(self.done, &mut [expect_here, d]);
+                match id {
+                    Some(id) if p.twice[bi][ci] => {
+                        call(self.resync, &mut [expect_here, d, id, c(bi as u64), c(ci as u64)]);
+                    }
+                    _ => {
+                        call(self.done, &mut [expect_here, d]);
+                    }
+                }
             }
             let Some(term) = ir::terminator(bb) else { continue };
             let v = BlockId(bi as u32);
@@ -384,7 +484,7 @@ impl Emitter {
                 LLVMPositionBuilderBefore(b, term);
                 LLVMBuildStore(b, saved, pstate);
             }
-            if traced.len() < 2 {
+            if traced.len() < 2 || self.naive {
                 continue;
             }
             predicates += 1;

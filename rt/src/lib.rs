@@ -308,6 +308,10 @@ fn timer_tick() -> bool {
 /// incomplete, without `malloc`. Gives up (one warning line) if another thread's dump holds the runtime lock
 /// for more than 2 s.
 fn signal_flush(sig: core::ffi::c_int) {
+    trace::signal_flush(sig);
+    if HEAD.load(Ordering::Acquire).is_null() {
+        return; // no profile-mode module (a trace-mode program): no profile to write
+    }
     let me = owner_id();
     if LOCK.load(Ordering::Relaxed) == me {
         // Unreachable: lock holders block the fatal signals. Waiting here would deadlock.

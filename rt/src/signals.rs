@@ -49,8 +49,15 @@ struct Prev(core::cell::UnsafeCell<[Option<libc::sigaction>; 6]>);
 unsafe impl Sync for Prev {}
 static PREV: Prev = Prev(core::cell::UnsafeCell::new([None; 6]));
 
-/// Installs the handlers (called once, at the first registration, when `PATHPROF_SIGNALS=1`).
+/// Whether `install` ran (the profile and the trace runtime may both ask).
+static INSTALL_RAN: AtomicBool = AtomicBool::new(false);
+
+/// Installs the handlers (at the first registration of a profile-mode or trace-mode module, when
+/// `PATHPROF_SIGNALS=1`); only the first call does anything.
 pub(crate) fn install() {
+    if INSTALL_RAN.swap(true, Ordering::AcqRel) {
+        return;
+    }
     OWNER_PID.store(crate::sys::pid(), Ordering::Relaxed);
     let mut any = false;
     for (i, &sig) in SIGNALS.iter().enumerate() {

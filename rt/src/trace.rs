@@ -14,8 +14,20 @@
 //! Abnormal transfers (an entry in a function body — a signal handler —, a call site returning to a state not
 //! its own — `longjmp`, exceptions) are recorded as the bit where the thread's trace stops being regenerable.
 //! A `fork()`ed child writes its own file only when the name has `%p` (otherwise it would clobber the
-//! parent's); its streams then lack what the parent flushed before the fork, and the reader reports them
-//! incomplete. All entry points serialise on one spin lock and are not async-signal-safe.
+//! parent's). In the child (a `pthread_atfork` handler) the records of the parent's other threads are dropped
+//! (they never ran there) and the forking thread's stream goes on from the fork: its `REC_END` carries the
+//! fork bit, so the reader counts only what the child ran. What the parent flushed before the fork is missing
+//! from the child's stream: the reader then reports it incomplete. With `%p` in the name a file is never
+//! overwritten: when a file of that name exists (a reused pid), `NAME.1`, `NAME.2`, … is written instead.
+//!
+//! `PATHPROF_TRACE_MAX=BYTES` (a `K`, `M` or `G` suffix allowed) caps the data a process writes to its file:
+//! a thread whose next record would pass it keeps what it wrote and is ended [`END_TRUNCATED`] (disk stays
+//! bounded on long runs; the reader reports the prefix).
+//!
+//! With `PATHPROF_SIGNALS=1` a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM) flushes every
+//! thread's bits, flagged with the signal, before the signal takes its course (`signals`): the crashing
+//! thread's trace is exact up to the crash. All entry points serialise on one spin lock and are not
+//! async-signal-safe, except the flush, which waits at most 2 s for the lock.
 
 use crate::sys::{self, Fd, MVec};
 use crate::{diag::pp_warn, path};
@@ -40,6 +52,11 @@ struct Thread {
     spilled: u64,
     /// Where the trace stops being regenerable (`u64::MAX`: nowhere).
     stop: u64,
+    /// In a `fork()`ed child: the bit where the child's own part begins (`u64::MAX`: not a fork child).
+    fork_at: u64,
+    /// Words written to the file; the cap was reached (later words are dropped).
+    kept: u64,
+    truncated: bool,
     fill: usize,
     head: [u64; HEAD_WORDS],
     buf: [u64; BUF_WORDS],
@@ -58,6 +75,11 @@ struct State {
     overflow: bool,
     /// The exit flush ran.
     closed: bool,
+    /// The modules write naive items (`DESC_NAIVE`); the first registration decides.
+    naive: Option<bool>,
+    /// Data bytes this process wrote to its file, and the cap (`PATHPROF_TRACE_MAX`).
+    data_bytes: u64,
+    max_bytes: u64,
     key: libc::pthread_key_t,
     installed: bool,
 }
@@ -74,6 +96,9 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     disabled: false,
     overflow: false,
     closed: false,
+    naive: None,
+    data_bytes: 0,
+    max_bytes: u64::MAX,
     key: 0,
     installed: false,
 }));
@@ -119,7 +144,15 @@ pub unsafe extern "C" fn __pathprof_trace_register(desc: *mut TraceModuleDesc) {
         pp_warn!("ignoring a trace-mode module built for another pathprof version; rebuild it");
         return;
     }
-    match st.next_base.checked_add(d.num_functions).filter(|&n| n <= MAX_FUNCS) {
+    let naive = d.flags & DESC_NAIVE != 0;
+    if *st.naive.get_or_insert(naive) != naive {
+        // Bit tracing and naive items in one thread's stream could not be told apart: trace nothing.
+        st.disabled = true;
+        drop(g);
+        pp_warn!("trace-mode modules built with and without PATHPROF_TRACE_NAIVE in one process; no trace written");
+        return;
+    }
+    match st.next_base.checked_add(d.num_functions).filter(|&n| n <= RESYNC_ID) {
         Some(n) => {
             d.base = st.next_base;
             st.next_base = n;
@@ -228,6 +261,7 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
         (*t).tls = tls;
         (*t).serial = SERIAL.fetch_add(1, Ordering::Relaxed) + 1;
         (*t).stop = if st.overflow { 0 } else { u64::MAX };
+        (*t).fork_at = u64::MAX;
         (*t).next = st.threads;
         st.threads = t;
         *tls.add(TLS_THREAD) = t as u64;
@@ -267,7 +301,100 @@ fn install(st: &mut State) {
     unsafe {
         libc::pthread_key_create(&mut st.key, Some(thread_exit));
         libc::atexit(exit_handler);
+        libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
     }
+    if let Some(max) = sys::env(c"PATHPROF_TRACE_MAX").and_then(parse_size) {
+        st.max_bytes = max;
+    }
+    if sys::env(c"PATHPROF_SIGNALS").is_some_and(|v| v != b"0") {
+        crate::pin_image(); // the handler may run this image's code at any time
+        crate::signals::install();
+    }
+}
+
+/// `N`, `NK`, `NM` or `NG` bytes.
+fn parse_size(v: &[u8]) -> Option<u64> {
+    let (&last, init) = v.split_last()?;
+    let (digits, unit) = match last {
+        b'K' | b'k' => (init, 1u64 << 10),
+        b'M' | b'm' => (init, 1 << 20),
+        b'G' | b'g' => (init, 1 << 30),
+        _ => (v, 1),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n = 0u64;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    n.checked_mul(unit)
+}
+
+/// Before `fork()`: holds the lock, so the child never inherits it held by a thread it does not have.
+unsafe extern "C" fn fork_prepare() {
+    core::mem::forget(lock());
+}
+
+/// After `fork()`, in the parent.
+unsafe extern "C" fn fork_parent() {
+    LOCK.store(false, Ordering::Release);
+}
+
+/// After `fork()`, in the child (single-threaded): drops the records of the parent's other threads and marks
+/// where the forking thread's own part begins.
+unsafe extern "C" fn fork_child() {
+    // SAFETY: the lock is held since fork_prepare; the child has one thread.
+    let st = unsafe { &mut *STATE.0.get() };
+    let me = if st.installed { (unsafe { libc::pthread_getspecific(st.key) }) as *mut u64 } else { ptr::null_mut() };
+    st.data_bytes = 0; // the child writes its own file
+    let mut t = st.threads;
+    while !t.is_null() {
+        // SAFETY: records on the list are live mappings (copied into the child).
+        unsafe {
+            let next = (*t).next;
+            if (*t).tls == me && !(*t).ended {
+                (*t).fork_at = (*t).spilled * 64 + *me.add(TLS_NACC);
+            } else {
+                unlink(st, t);
+                libc::munmap(t as *mut libc::c_void, core::mem::size_of::<Thread>());
+            }
+            t = next;
+        }
+    }
+    LOCK.store(false, Ordering::Release);
+}
+
+/// The fatal-signal flush (`PATHPROF_SIGNALS=1`, called by `signals` before the signal takes its course):
+/// every thread's bits so far, flagged [`END_SIGNAL`] with `sig`. Waits at most 2 s for the lock (a thread in
+/// the middle of a write); never writes twice.
+pub(crate) fn signal_flush(sig: libc::c_int) {
+    let deadline = crate::signals::now_ns().saturating_add(2_000_000_000);
+    while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        if crate::signals::now_ns() > deadline {
+            return;
+        }
+        // SAFETY: no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+    let mut g = Guard;
+    let st = g.state();
+    if st.closed || (st.threads.is_null() && st.modules.is_null()) {
+        return;
+    }
+    open(st);
+    let mut t = st.threads;
+    while !t.is_null() {
+        // SAFETY: records on the list are live.
+        unsafe {
+            finish(st, &mut *t, END_SIGNAL | ((sig as u64 & 0xff) << 32));
+            t = (*t).next;
+        }
+    }
+    st.closed = true;
 }
 
 /// The thread-exit destructor: the thread's last bits and its end.
@@ -282,7 +409,7 @@ unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
     }
     // SAFETY: this thread's live record.
     unsafe {
-        finish(st, &mut *t, false);
+        finish(st, &mut *t, 0);
         unlink(st, t);
         *tls.add(TLS_THREAD) = 0;
         *tls.add(TLS_STATE) = 0;
@@ -307,7 +434,7 @@ extern "C" fn exit_handler() {
     while !t.is_null() {
         // SAFETY: records on the list are live (their threads have not exited).
         unsafe {
-            finish(st, &mut *t, true);
+            finish(st, &mut *t, END_AT_EXIT);
             t = (*t).next;
         }
     }
@@ -317,8 +444,9 @@ extern "C" fn exit_handler() {
     }
 }
 
-/// Ends a thread's stream: its final `Done` if at its top level, the remaining words, and `REC_END`.
-unsafe fn finish(st: &mut State, t: &mut Thread, at_exit: bool) {
+/// Ends a thread's stream: its final `Done` if at its top level (bit tracing), the remaining words, and
+/// `REC_END`; `why` are the flags of an end that is not the thread's own (process exit, a fatal signal).
+unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     if t.ended {
         return;
     }
@@ -327,19 +455,30 @@ unsafe fn finish(st: &mut State, t: &mut Thread, at_exit: bool) {
     let (state, mut acc, mut n) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_ACC), *tls.add(TLS_NACC)) };
     let mut flags = 0;
     if state & 0xffff_ffff == 1 {
-        // Done of the top level: one 0 bit.
-        n += 1;
-        if n == 64 {
-            push_word(t, acc);
-            if t.fill == BUF_WORDS {
-                flush_data(st, t);
+        if st.naive != Some(true) {
+            // Done of the top level: one 0 bit.
+            n += 1;
+            if n == 64 {
+                push_word(t, acc);
+                if t.fill == BUF_WORDS {
+                    flush_data(st, t);
+                }
+                acc = 0;
+                n = 0;
             }
-            acc = 0;
-            n = 0;
         }
         flags |= END_COMPLETE;
-    } else if at_exit {
-        flags |= END_AT_EXIT;
+    } else {
+        flags |= why;
+        if why & END_SIGNAL != 0 && state != 0 && state & 1 == 0 {
+            flags |= END_IN_BODY;
+        }
+    }
+    if t.fork_at != u64::MAX {
+        flags |= END_FORK_CHILD;
+    }
+    if t.truncated {
+        flags = (flags & !END_COMPLETE) | END_TRUNCATED;
     }
     if st.overflow {
         t.stop = 0;
@@ -349,9 +488,13 @@ unsafe fn finish(st: &mut State, t: &mut Thread, at_exit: bool) {
     }
     flush_data(st, t);
     if open(st) {
-        let end = [t.spilled * 64 + n, acc, flags, t.stop];
-        let head = record_header(REC_END, sys::pid(), t.serial, 32);
-        let mut rec = [0u8; RECORD_HEADER + 32];
+        let end = if t.truncated {
+            [t.kept * 64, 0, flags, t.stop, t.fork_at]
+        } else {
+            [t.spilled * 64 + n, acc, flags, t.stop, t.fork_at]
+        };
+        let head = record_header(REC_END, sys::pid(), t.serial, END_PAYLOAD as u64);
+        let mut rec = [0u8; RECORD_HEADER + END_PAYLOAD];
         let (h, body) = rec.split_at_mut(RECORD_HEADER);
         h.copy_from_slice(&head);
         for (chunk, w) in body.chunks_exact_mut(8).zip(end) {
@@ -378,9 +521,15 @@ fn flush_data(st: &mut State, t: &mut Thread) {
     }
     let n = t.fill;
     t.fill = 0;
+    if t.truncated || st.data_bytes.saturating_add(8 * n as u64) > st.max_bytes {
+        t.truncated = true;
+        return;
+    }
     if !open(st) {
         return;
     }
+    st.data_bytes += 8 * n as u64;
+    t.kept += n as u64;
     let head = record_header(REC_DATA, sys::pid(), t.serial, 8 + 8 * n as u64);
     let seq = t.seq.to_le_bytes();
     t.seq += 1;
@@ -419,9 +568,8 @@ fn open(st: &mut State) -> bool {
     let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
     let vars = path::Vars { pid, host: path::hostname(&mut host), tmpdir, signature: 0 };
     let mut name = MVec::new();
-    let opened = path::expand(pattern, &vars, &mut name).and_then(|_| {
-        Fd::open(name.as_slice(), libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND, 0o666)
-    });
+    let per_process = pattern.windows(2).any(|w| w == b"%p");
+    let opened = path::expand(pattern, &vars, &mut name).and_then(|_| open_new(&mut name, per_process));
     let fd = match opened {
         Ok(fd) => fd,
         Err(e) => {
@@ -443,6 +591,42 @@ fn open(st: &mut State) -> bool {
         d = unsafe { (*d).next };
     }
     !st.disabled
+}
+
+/// Opens `name` for writing. A per-process name (`%p`) never overwrites a file (an earlier process with the
+/// same pid): `name.1`, `name.2`, … are tried instead, and `name` ends up holding the name opened.
+fn open_new(name: &mut MVec<u8>, per_process: bool) -> Result<Fd, sys::Errno> {
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND;
+    if !per_process {
+        return Fd::open(name.as_slice(), flags | libc::O_TRUNC, 0o666);
+    }
+    // The name ends in its NUL (`path::expand`): suffixes go before it.
+    let base = name.len().saturating_sub(1);
+    let mut n = 0u32;
+    loop {
+        match Fd::open(name.as_slice(), flags | libc::O_EXCL, 0o666) {
+            Err(e) if e.0 == libc::EEXIST && n < 10_000 => {
+                n += 1;
+                name.truncate(base);
+                let mut digits = [0u8; 10];
+                let mut at = digits.len();
+                let mut v = n;
+                // No indexing: the runtime has no panic paths (rt/tests: no panic symbols in the archive).
+                for slot in digits.iter_mut().rev() {
+                    *slot = b'0' + (v % 10) as u8;
+                    v /= 10;
+                    at -= 1;
+                    if v == 0 {
+                        break;
+                    }
+                }
+                name.push(b'.')?;
+                name.extend_from_slice(digits.get(at..).unwrap_or(&[]))?;
+                name.push(0)?;
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Writes a module's `REC_MODULE` record.

@@ -30,8 +30,8 @@ import segments
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-MODES = ["edge", "block", "path", "context", "piecewise", "lto-edge", "lto"]
-QUICK_MODES = ["edge", "block", "path", "context", "piecewise", "lto"]
+MODES = ["edge", "block", "path", "context", "piecewise", "lto-edge", "lto", "trace"]
+QUICK_MODES = ["edge", "block", "path", "context", "piecewise", "lto", "trace"]
 # What each mode passes to the wrapper; lto is whole-program context mode. lto-edge (whole-program edge mode)
 # is only the baseline of lto's count check: the LTO pass sees the IR after the pre-link optimisations, so
 # per-translation-unit edge counts are not comparable with it.
@@ -43,11 +43,14 @@ MODE_FLAGS = {
     "piecewise": ["--pathprof-mode=piecewise"],
     "lto-edge": ["--pathprof-mode=edge", "--pathprof-lto"],
     "lto": ["--pathprof-mode=context", "--pathprof-lto"],
+    "trace": ["--pathprof-mode=trace"],
 }
 # Check (d) compares each mode's segment counts with those of its edge-mode baseline (block mode, which measures
 # block counts only: every block's count).
-BASELINE = {"block": "edge", "path": "edge", "context": "edge", "piecewise": "edge", "lto": "lto-edge"}
+BASELINE = {"block": "edge", "path": "edge", "context": "edge", "piecewise": "edge", "lto": "lto-edge",
+            "trace": "edge"}
 CHECKS = ["build", "tests", "exact", "tools", "counts"]
+TRACE_MAX = "64M"  # trace mode: PATHPROF_TRACE_MAX of the test run (per process)
 TOOL_TIMEOUT = 1200
 
 
@@ -360,6 +363,7 @@ def run_variant(ctx, name, entry, variant):
     extract(tarball, tree)
     env = build_env(make_compilers(pdir, dist, variant, entry.get("pathprof_flags", [])), ctx["jobs"])
     env["PATHPROF_FILE"] = str(vdir / "build.pathprof")  # instrumented programs run while building
+    env["PATHPROF_TRACE"] = "/dev/null"  # trace mode: the build's runs of instrumented programs trace nowhere
     t0 = time.monotonic()
     for step in ["configure", "build"]:
         cmd = entry.get(step)
@@ -385,6 +389,11 @@ def run_variant(ctx, name, entry, variant):
     result["profile_dir"] = run_dir.name
     profile = run_dir / ("test-%m.pathprof" if per_program else "test.pathprof")
     env["PATHPROF_FILE"] = str(profile)
+    # Trace mode: one file per process (%p), so forked and exec'd processes each write their own.
+    env["PATHPROF_TRACE"] = str(run_dir / "test-%p.pathtrace")
+    # Disk stays bounded: sed's test-regex alone wrote a 4.7 GB trace. A capped process's trace is an exact
+    # prefix, reported as such, and its functions are left out of the count check.
+    env["PATHPROF_TRACE_MAX"] = TRACE_MAX
     env.update(entry.get("test_env", {}))
     tests = entry["test"] if isinstance(entry["test"], list) else [entry["test"]]
     test_log = vdir / "test.log"
@@ -407,6 +416,9 @@ def run_variant(ctx, name, entry, variant):
     (vdir / "tests.json").write_text(json.dumps(status, indent=1, sort_keys=True))
     finish_tree(ctx, tree, pdir, variant)
     if variant == "plain":
+        return result
+    if variant == "trace":
+        check_traces(ctx, name, entry, result, vdir, run_dir, tree)
         return result
 
     profiles = test_profiles(vdir)
@@ -467,6 +479,114 @@ def run_variant(ctx, name, entry, variant):
             if entry.get("deterministic", False):
                 result["checks"]["counts"] = counts_check(cmp_, BASELINE[variant])
     return result
+
+
+def read_trace(pp, f):
+    """`pathprof trace --summary --json` of one trace file: (exit status, seconds, error, parsed JSON or None)."""
+    rc, secs, err, out = 0, 0.0, "", None
+    start = time.monotonic()
+    try:
+        r = subprocess.run([pp, "trace", "--summary", "--json", str(f)], capture_output=True, timeout=TOOL_TIMEOUT)
+        rc, err = r.returncode, r.stderr.decode(errors="replace").strip()[-600:]
+        if rc == 0:
+            try:
+                out = json.loads(r.stdout)
+            except ValueError as e:
+                rc, err = 1, f"trace --summary --json printed invalid JSON: {e}"
+    except subprocess.TimeoutExpired:
+        rc, err = 124, f"timeout after {TOOL_TIMEOUT} s"
+    return rc, time.monotonic() - start, err, out
+
+
+def trace_status_class(status):
+    """A thread status's class: complete, cut short, or incomplete (with the reason, numbers blanked)."""
+    if status == "complete":
+        return "complete"
+    if status.startswith("cut short"):
+        return "cut short"
+    return "incomplete: " + reason_class(status.split(";")[0].split(" inside ")[0].removeprefix("incomplete: "))
+
+
+def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
+    """Trace mode's checks: (c) every trace file of the test run reads back (`pathprof trace --summary`), with
+    its threads' statuses counted; (d) the block and edge counts derived from the traces, summed over the
+    processes (each process writes its own file), equal edge mode's as segment counts — for functions of files
+    whose every thread is complete or cut short (an incomplete thread may have run anything after its stop).
+    Each file is deleted once read (disk stays bounded by one test run's traces)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pp = str(ctx["dist"] / "bin" / "pathprof")
+    files = sorted(run_dir.glob("test-*.pathtrace*"))
+    info = {"files": len(files), "bytes": 0, "largest": 0, "threads": {}, "bits": 0, "branches": 0,
+            "blocks": 0, "read_s": 0.0, "inexact_files": 0}
+    if not files:
+        result["checks"]["tools"] = {"ok": False, "why": "the test suite wrote no trace"}
+        result["trace"] = info
+        return
+    sizes = {f: f.stat().st_size for f in files}
+    info["bytes"] = sum(sizes.values())
+    info["largest"] = max(sizes.values())
+    errors, functions, traced = [], [], set()
+    prefix = str(tree) + "/"
+
+    def one(f):
+        r = read_trace(pp, f)
+        if not ctx["keep"]:
+            f.unlink(missing_ok=True)
+        return f, r
+
+    with ThreadPoolExecutor(max_workers=max(1, ctx["jobs"])) as pool:
+        for f, (rc, secs, err, out) in pool.map(one, files):
+            info["read_s"] += secs
+            if rc != 0 or out is None:
+                errors.append(f"{f.name}: trace exited {rc}: {last_line(err)}")
+                continue
+            for t in out.get("threads", []):
+                c = trace_status_class(t.get("status", "?"))
+                info["threads"][c] = info["threads"].get(c, 0) + 1
+                info["bits"] += t.get("bits", 0)
+                info["branches"] += t.get("branches", 0)
+                info["blocks"] += t.get("blocks", 0)
+            traced.update(f"{file.replace(prefix, '')}::{fname}" for file, fname in out.get("traced", []))
+            fs = out.get("functions", [])
+            if any(not fn.get("exact", True) for fn in fs):
+                info["inexact_files"] += 1
+            for fn in fs:
+                fn["entry_count"] = fn.get("entries")
+            functions += fs
+    info["read_s"] = round(info["read_s"], 2)
+    result["trace"] = info
+    result["profile_files"] = len(files)
+    result["profile_bytes"] = info["bytes"]
+    result["times"] = {"show_s": info["read_s"], "decode_s": None, "export_s": None}
+    result["checks"]["tools"] = {"ok": not errors, "why": "; ".join(errors[:6]) + (" …" if len(errors) > 6 else "")}
+    agg = segments.aggregate(functions, prefix)
+    inexact = sorted(k for k, a in agg.items() if not a["exact"])
+    result["profile"] = {"functions": len(agg), "inexact": len(inexact), "reasons": {},
+                         "inexact_functions": inexact[:200]}
+    store_counts(vdir, agg)
+    base_file = ctx["work"] / name / "edge" / "blocks.json.gz"
+    result["counts_baseline"] = "edge"
+    fresh = (name, "edge") in ctx["ran"] or ctx["partial"]
+    base = stored_counts(ctx["work"] / name / "edge", ctx["dist"]) if base_file.exists() and fresh else None
+    if base is None:
+        return
+    skip = set(entry.get("nondeterministic_functions", []))
+    cmp_ = compare_counts(agg, base, skip)
+    # Functions edge mode saw run that no trace shows: only telling when every trace is vouched for (an
+    # incomplete thread's functions after its stop are in no summary).
+    ran = [k for k, e in base.items() if k not in agg and k in traced and k not in skip and not is_system_header(k)
+           and e["exact"] and any(seg[0] > 0 for c in e["copies"].values() for seg in c["counts"])]
+    cmp_["untraced"] = len(set(base) - traced)
+    cmp_["missing"] = len(ran)
+    cmp_["missing_samples"] = ran[:10]
+    result["counts"] = cmp_
+    if entry.get("deterministic", False):
+        verdict = counts_check(cmp_, "edge")
+        if ran and not info["inexact_files"]:
+            why = f"{len(ran)} functions ran in edge mode but in no trace (e.g. {', '.join(ran[:3])})"
+            verdict = {"ok": False, "why": "; ".join(x for x in [verdict["why"], why] if x)}
+        result["checks"]["counts"] = verdict
 
 
 def test_profiles(vdir):
@@ -687,6 +807,19 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
             t = r.get("tests_summary", {})
             ts = " ".join(f"{k.lower()} {v}" for k, v in sorted(t.items())) or "–"
             md.append(f"| {r['project']} | {ts} | {r.get('build_s', '–')} s | {r.get('test_s', '–')} s |")
+    trace_rows = [r for r in results if r["variant"] == "trace" and r.get("trace")]
+    if trace_rows:
+        md += ["", "Trace mode (one trace file per process; each read back with `pathprof trace --summary` and deleted; "
+               "threads by status; files with an incomplete thread leave their functions out of the count check; bits "
+               "per branch: the traces' bits over the conditional branches their regeneration executed):", "",
+               "| project | files | disk (all traces of the test run) | largest file | threads | inexact files | "
+               "blocks | bits/branch | read |", "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+        for r in trace_rows:
+            t = r["trace"]
+            th = ", ".join(f"{k} {v}" for k, v in sorted(t["threads"].items()))
+            bpb = f"{t['bits'] / t['branches']:.2f}" if t.get("branches") else "–"
+            md.append(f"| {r['project']} | {t['files']} | {fmt_size(t['bytes'])} | {fmt_size(t['largest'])} | {th} | "
+                      f"{t['inexact_files']} | {t['blocks']:,} | {bpb} | {t['read_s']} s |")
     md += ["", "## Failures", ""]
     any_fail = False
     for r in results:

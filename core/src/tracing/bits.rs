@@ -6,7 +6,7 @@
 //! truncated trace is detected, never read past.
 
 use super::encode::SymbolSink;
-use super::regenerate::{DecisionSource, StreamError};
+use super::regenerate::{DecisionSource, Resync, StreamError};
 use super::FuncId;
 use crate::graph::BlockId;
 
@@ -124,5 +124,14 @@ impl DecisionSource for BitReader<'_> {
             return Ok(None);
         }
         Ok(Some(FuncId(self.read(func_bits)?)))
+    }
+    /// A resync marker's fields after its id: function (`func_bits`), depth, block and call (32 bits each).
+    fn resync(&mut self, func_bits: u8) -> Result<Resync, StreamError> {
+        Ok(Resync {
+            func: FuncId(self.read(func_bits)?),
+            depth: self.read(32)?,
+            block: BlockId(self.read(32)?),
+            call: self.read(32)?,
+        })
     }
 }

@@ -41,7 +41,7 @@ pub use check::{check_blocking, check_trace, witness_set, TraceViolation, Witnes
 pub use encode::{encode, EncodeError, Event, SymbolSink};
 pub use entropy::{EntropyModels, EntropySink, EntropySource, ModelError};
 pub use placement::{bit_tracing, blockers, place_witnesses, Blocking, PlacementError, Scheme, WitnessPlan};
-pub use regenerate::{regenerate, DecisionSource, RegenError, StepSink, StreamError};
+pub use regenerate::{regenerate, DecisionSource, RegenError, Resync, StepSink, StreamError};
 pub use tables::{FuncTables, Program, TablesError};
 pub use tokens::{Token, TokenSink, TokenSource};
 pub use view::{CallSites, CallSitesMismatch};

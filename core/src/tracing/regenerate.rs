@@ -14,10 +14,30 @@
 //! the decisions before and after a callee's trace are the caller's own; a decision read while one is pending
 //! there is an error, never a wrong answer. The decoder always knows what comes next (a witness of the current
 //! function, or an activation), which is what lets the bit-level encodings drop all token tags.
+//!
+//! # Resync (`longjmp`)
+//! A `longjmp` leaves activations without their returns: it is a call, so the trace is at a call site, where an
+//! activation is read. When the program has a resync id ([`Program::with_resync`]), an activation of that id is a
+//! [`Resync`] marker, written where a `setjmp` call returns the second time: the activations deeper than the
+//! marker's depth are dropped, the activation at that depth (it must run the marker's function) resumes at the
+//! marker's call site as if that call returned (its Done is the marker), and the walk goes on.
 
 use super::tables::{FuncTables, Program, NONE, PRED, SPECIAL};
 use super::FuncId;
 use crate::graph::{BlockId, EdgeId};
+
+/// A resync marker: where a `setjmp` call returned again.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Resync {
+    /// The function of the `setjmp` call.
+    pub func: FuncId,
+    /// Its activation's depth in the thread (1: the outermost traced activation).
+    pub depth: u32,
+    /// The block of the call.
+    pub block: BlockId,
+    /// The call's index among the block's call sites.
+    pub call: u32,
+}
 
 /// What went wrong reading the next decision.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -65,6 +85,9 @@ pub enum RegenError {
     /// More blocks than the caller allowed (a decision-free infinite loop, or a corrupt trace).
     #[error("more than {0} blocks")]
     BlockLimit(u64),
+    /// A resync marker that fits no activation on the stack (a corrupt trace).
+    #[error("resync marker {0:?} fits no activation")]
+    BadResync(Resync),
 }
 
 /// Where regeneration reads its decisions: one implementation per encoding. The decoder passes the context
@@ -74,6 +97,10 @@ pub trait DecisionSource {
     fn witness(&mut self, f: FuncId, v: BlockId, width: u8) -> Result<u32, StreamError>;
     /// At a call site or at the top level: the next activation's function, or `None` for Done.
     fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError>;
+    /// After an activation of the program's resync id: the marker. Encodings without markers have none.
+    fn resync(&mut self, _func_bits: u8) -> Result<Resync, StreamError> {
+        Err(StreamError::Unexpected)
+    }
 }
 
 /// Where regeneration writes the execution: every block entered, in order (EXIT included), and every edge.
@@ -133,6 +160,29 @@ pub fn regenerate<D: DecisionSource, S: StepSink>(
             })?,
         };
         let (mut frame, emit_first) = match next {
+            Some(r) if Some(r) == program.resync => {
+                let top = stack.last();
+                let (func, block) = (top.map(|f| f.func), top.map(|f| f.vertex));
+                let m = src.resync(program.func_bits).map_err(|error| RegenError::Stream { error, func, block })?;
+                let fits = (m.depth as usize) <= stack.len()
+                    && m.depth > 0
+                    && stack[m.depth as usize - 1].func == m.func
+                    && program.func(m.func).and_then(|t| t.calls.get(m.block.index())).is_some_and(|&n| m.call < n);
+                if !fits {
+                    return Err(RegenError::BadResync(m));
+                }
+                stack.truncate(m.depth as usize);
+                let mut fr = stack.pop().expect("depth ≥ 1");
+                fr.vertex = m.block;
+                fr.pending = NONE;
+                // The calls after the setjmp call are left; the marker was its Done.
+                fr.calls_left = program.funcs[m.func.index()].calls[m.block.index()] - m.call - 1;
+                if fr.calls_left > 0 {
+                    stack.push(fr);
+                    continue;
+                }
+                (fr, false)
+            }
             Some(f) => {
                 let t = program.func(f).ok_or(RegenError::UnknownFunction(f.0))?;
                 (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0 }, true)

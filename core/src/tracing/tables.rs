@@ -180,20 +180,31 @@ impl FuncTables {
 pub struct Program {
     pub(crate) funcs: Vec<FuncTables>,
     pub(crate) func_bits: u8,
+    /// The activation id that announces a resync marker ([`super::regenerate`], "Resync"), if any.
+    pub(crate) resync: Option<FuncId>,
 }
 
 impl Program {
     /// A program of `funcs`; a function id in a trace takes ⌈log2 funcs.len()⌉ bits.
     pub fn new(funcs: Vec<FuncTables>) -> Program {
         let func_bits = super::view::bits_for(funcs.len() as u64);
-        Program { funcs, func_bits }
+        Program { funcs, func_bits, resync: None }
     }
 
     /// A program whose function ids take a fixed `func_bits` bits, for traces written before the number of
     /// functions is known (a run-time writer assigning ids as modules register); `None` if `funcs` do not fit.
     pub fn with_func_bits(funcs: Vec<FuncTables>, func_bits: u8) -> Option<Program> {
         let fits = func_bits <= 32 && (func_bits == 32 || (funcs.len() as u64) <= 1u64 << func_bits);
-        fits.then_some(Program { funcs, func_bits })
+        fits.then_some(Program { funcs, func_bits, resync: None })
+    }
+
+    /// The same program with `id` (no function's) announcing resync markers; `None` if a function has it.
+    pub fn with_resync(mut self, id: FuncId) -> Option<Program> {
+        if id.index() < self.funcs.len() || (self.func_bits < 32 && u64::from(id.0) >= 1u64 << self.func_bits) {
+            return None;
+        }
+        self.resync = Some(id);
+        Some(self)
     }
 
     /// One function's tables.
