@@ -171,31 +171,19 @@ def compare_function(a, e):
     changes those decisions (tinyxml2: a 5-call `SetAttribute` inlined into tinyxml2.cpp's callers in edge mode
     and called out of line, in xmltest.cpp's copy, in context mode). Every execution counts in exactly one copy,
     so the sums must agree."""
-    ta, te = total(a["copies"]), total(e["copies"])
-    if set(a["copies"]) == set(e["copies"]):
-        pairs = [(cid, a["copies"][cid], e["copies"][cid]) for cid in sorted(a["copies"])]
-    else:
-        if ta is None or te is None:
-            return "not comparable", (f"held by {len(a['copies'])} modules, {len(e['copies'])} in the baseline, "
-                                      "with copies of different shapes")
-        pairs = [("(all copies)", ta, te)]
-    for cid, x, y in pairs:
-        why = shape_difference(x, y)
-        if why:
-            return "not comparable", f"{cid}: {why}"
-    first = first_difference(pairs)
-    if first is None:
-        return "equal", None
-    if len(pairs) > 1 and ta is not None and te is not None and first_difference([("", ta, te)]) is None:
-        return "equal as a sum", None
-    return "differs", first
+    return compare_copies(a, e, shape_difference, first_difference)
 
 
 def compare_blocks(a, e):
     """compare_function for block mode, which measures block counts only: every block's count, copy by copy,
-    or as the copies' sum (see compare_function)."""
+    or as the copies' sum."""
     if any("blocks" not in c for c in list(a["copies"].values()) + list(e["copies"].values())):
         return "not comparable", "a copy stored without block counts (an older format)"
+    return compare_copies(a, e, block_shape_difference, first_block_difference)
+
+
+def compare_copies(a, e, shape_diff, first_diff):
+    """The verdict of compare_function/compare_blocks, with the unit's shape check and first difference."""
     ta, te = total(a["copies"]), total(e["copies"])
     if set(a["copies"]) == set(e["copies"]):
         pairs = [(cid, a["copies"][cid], e["copies"][cid]) for cid in sorted(a["copies"])]
@@ -205,25 +193,32 @@ def compare_blocks(a, e):
     else:
         pairs = [("(all copies)", ta, te)]
     for cid, x, y in pairs:
-        if x["block_lines"] != y["block_lines"]:
-            return "not comparable", f"{cid}: {len(x['block_lines'])} blocks with other lines than the baseline's " \
-                                     f"{len(y['block_lines'])}"
-
-    def first(ps):
-        for cid, x, y in ps:
-            diff = [i for i, (p, q) in enumerate(zip(x["blocks"], y["blocks"])) if p != q]
-            if diff:
-                i = diff[0]
-                return {"copy": cid, "segment": i, "lines": x["block_lines"][i][:6], "count": [x["blocks"][i]],
-                        "edge": [y["blocks"][i]], "segments_differing": len(diff)}
-        return None
-
-    d = first(pairs)
-    if d is None:
+        why = shape_diff(x, y)
+        if why:
+            return "not comparable", f"{cid}: {why}"
+    first = first_diff(pairs)
+    if first is None:
         return "equal", None
-    if len(pairs) > 1 and ta is not None and te is not None and first([("", ta, te)]) is None:
+    if len(pairs) > 1 and ta is not None and te is not None and first_diff([("", ta, te)]) is None:
         return "equal as a sum", None
-    return "differs", d
+    return "differs", first
+
+
+def block_shape_difference(x, y):
+    if x["block_lines"] != y["block_lines"]:
+        return f"{len(x['block_lines'])} blocks with other lines than the baseline's {len(y['block_lines'])}"
+    return None
+
+
+def first_block_difference(pairs):
+    """The first block whose count differs (reported in the segment fields: one block, one count)."""
+    for cid, x, y in pairs:
+        diff = [i for i, (p, q) in enumerate(zip(x["blocks"], y["blocks"])) if p != q]
+        if diff:
+            i = diff[0]
+            return {"copy": cid, "segment": i, "lines": x["block_lines"][i][:6], "count": [x["blocks"][i]],
+                    "edge": [y["blocks"][i]], "segments_differing": len(diff)}
+    return None
 
 
 def first_difference(pairs):
