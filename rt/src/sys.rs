@@ -237,15 +237,29 @@ fn moved(n: isize) -> Result<Option<usize>, Errno> {
 }
 
 impl Fd {
-    /// `open(2)` with `O_CLOEXEC` added, so a concurrent `exec` in another thread never inherits the fd.
+    /// `open(2)` with `O_CLOEXEC` added, so a concurrent `exec` in another thread never inherits the fd; never
+    /// one of the standard descriptors 0–2. A program run with a standard stream closed (`sed … >&-`, as test
+    /// suites do to check write errors) must keep it closed: had the runtime's file taken descriptor 1, the
+    /// program's output would go into the trace or profile and its write errors would vanish.
     pub(crate) fn open(path: &[u8], flags: c_int, mode: libc::mode_t) -> Result<Fd, Errno> {
         let p = cstr(path);
         // SAFETY: `p` is NUL-terminated (see `cstr`).
         let fd = unsafe { libc::open(p, flags | libc::O_CLOEXEC | libc::O_NOCTTY, mode as libc::c_uint) };
         if fd < 0 {
-            Err(Errno::last())
+            return Err(Errno::last());
+        }
+        if fd > 2 {
+            return Ok(Fd(fd));
+        }
+        // SAFETY: `fd` is open; F_DUPFD_CLOEXEC returns the lowest free descriptor >= 3.
+        let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+        let err = Errno::last();
+        // SAFETY: closes the standard descriptor this call took; the program never saw it.
+        unsafe { libc::close(fd) };
+        if high < 0 {
+            Err(err)
         } else {
-            Ok(Fd(fd))
+            Ok(Fd(high))
         }
     }
 

@@ -416,3 +416,44 @@ fn size_limit_keeps_a_regenerable_prefix_and_says_so() {
     let last = trace_json(&capped, &["--last", "3"]);
     assert_eq!(last["threads"][0]["steps"].as_array().unwrap().len(), 3);
 }
+
+/// A program run with its standard output closed (`>&-`, as test suites do to check write errors) keeps it
+/// closed under the runtime: the trace file, opened when the first 512 KiB buffer fills (8 M branches here,
+/// before the program writes), must not take descriptor 1. The program writes to stdout and exits 3 when that
+/// fails with EBADF — as the plain build does —, 4 if the write went somewhere.
+#[test]
+fn a_closed_stdout_stays_closed() {
+    let dir = scratch("trace-closed-stdout");
+    let src = dir.join("closed.c");
+    std::fs::write(
+        &src,
+        "#include <errno.h>\n#include <unistd.h>\n\
+         volatile unsigned sink;\n\
+         int main(void) {\n\
+           for (unsigned i = 0; i < 8000000; i++) if ((i * 2654435761u) >> 31) sink++;\n\
+           if (write(1, \"x\", 1) == 1) return 4;\n\
+           return errno == EBADF ? 3 : 5;\n\
+         }\n",
+    )
+    .unwrap();
+    for (name, flags) in
+        [("plain", vec![]), ("trace", vec!["--pathprof-mode=trace"]), ("edge", vec!["--pathprof-mode=edge"])]
+    {
+        let exe = dir.join(name);
+        let mut cmd = if name == "plain" { Command::new("clang-19") } else { wrapper(false) };
+        run_ok(cmd.args(&flags).args(["-O2", "-g"]).arg(&src).arg("-o").arg(&exe));
+        let out = dir.join(format!("{name}.out"));
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec '{}' >&-", exe.display()))
+            .env("PATHPROF_TRACE", &out)
+            .env("PATHPROF_FILE", &out)
+            .status()
+            .expect("run program");
+        assert_eq!(status.code(), Some(3), "{name}: the program's write to its closed stdout did not fail with EBADF");
+        if name == "trace" {
+            let summary = trace_json(&out, &["--summary"]);
+            assert_eq!(summary["threads"][0]["status"], "complete", "{summary}");
+        }
+    }
+}
