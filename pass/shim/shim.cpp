@@ -22,6 +22,8 @@ extern "C" {
 // `Point`: where the pipeline calls the pass (pass/src/entry.rs `Point`): 0 pipeline start, 1 the full-LTO link
 // pipeline (whole program), 2 OptimizerLast (after the IR optimiser, mode icache), 3 `opt -passes=pathprof`.
 int pathprof_instrument_module(LLVMModuleRef M, void *FAM, int Point);
+// Implemented in Rust: whether the pass works on modules at `Point` in this compile's configuration.
+int pathprof_acts_at(int Point);
 }
 
 namespace {
@@ -29,6 +31,9 @@ struct PathprofPass : PassInfoMixin<PathprofPass> {
   int Point = 0;
   explicit PathprofPass(int Point) : Point(Point) {}
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
+    // Every point but one per configuration leaves the module alone, and does nothing else either.
+    if (!pathprof_acts_at(Point))
+      return PreservedAnalyses::all();
     // Library functions' attributes (nounwind, willreturn, ...) from TargetLibraryInfo, exactly as the
     // optimisation pipeline infers them right after this point: they tell the pass which calls cannot leave
     // a frame abnormally. Only declarations are touched.

@@ -44,6 +44,17 @@ impl Point {
     }
 }
 
+/// Whether the pass works on modules at `point` in this compile's configuration (1) or leaves them alone (0):
+/// the shim asks before doing any work of its own, so the points that do not act add nothing to the compile.
+/// A configuration error answers 1 at every point but `OptimizerLast`, so that [`pathprof_instrument_module`]
+/// reports it once per compile.
+#[no_mangle]
+pub extern "C" fn pathprof_acts_at(point: c_int) -> c_int {
+    let point = Point::from_c(point);
+    catch_unwind(|| Config::from_env().map_or(point != Point::OptimizerLast, |config| point.acts(&config)))
+        .map_or(0, c_int::from)
+}
+
 /// Instruments one module; returns 1 if it changed. Configuration errors are reported through clang's
 /// diagnostics (one line, failed compile); internal errors become a warning and leave the module alone.
 #[no_mangle]
