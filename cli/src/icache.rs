@@ -18,8 +18,9 @@ mod binary;
 
 use anyhow::{bail, Context, Result};
 use binary::{Binary, MachineFunction};
+use pathprof_core::cache::lru::LruCache;
 use pathprof_core::cache::machine_map::{align_blocks, map_blocks, BlockMapping, IrTarget};
-use pathprof_core::cache::program::{Geometry, Insn};
+use pathprof_core::cache::program::Geometry;
 use pathprof_core::tracing::{regenerate, BitReader, BitTrace, FuncId, StepSink};
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::trace::TraceFile;
@@ -47,48 +48,6 @@ pub struct Args {
 /// Block checks the alignment search may make per function before it gives up (the function is then not
 /// simulated).
 const ALIGN_BUDGET: u64 = 200_000;
-
-/// An LRU set-associative cache of memory lines (cachegrind's I1 model).
-struct Cache {
-    geometry: Geometry,
-    /// Per set, its lines, most recently used first.
-    sets: Vec<Vec<u64>>,
-}
-
-impl Cache {
-    fn new(geometry: Geometry) -> Cache {
-        Cache { geometry, sets: vec![Vec::with_capacity(geometry.assoc as usize); geometry.sets() as usize] }
-    }
-
-    /// References one line; returns whether it missed.
-    fn line(&mut self, line: u64) -> bool {
-        let set = &mut self.sets[self.geometry.set_of(line) as usize];
-        match set.iter().position(|&l| l == line) {
-            Some(i) => {
-                set[..=i].rotate_right(1);
-                false
-            }
-            None => {
-                if set.len() == self.geometry.assoc as usize {
-                    set.pop();
-                }
-                set.insert(0, line);
-                true
-            }
-        }
-    }
-
-    /// Fetches one instruction; returns whether it missed.
-    fn fetch(&mut self, i: Insn) -> bool {
-        let first = self.geometry.line_of(i.addr);
-        let last = self.geometry.line_of(i.addr + u64::from(i.size.max(1)) - 1);
-        let mut miss = self.line(first);
-        if last != first {
-            miss |= self.line(last);
-        }
-        miss
-    }
-}
 
 /// Per traced function: what the simulation knows of it.
 enum Status<'b> {
@@ -126,7 +85,7 @@ struct Simulator<'a, 'b> {
     real: &'a [u32],
     /// Entry address of each traced function in the binary (for call checks).
     address: &'a [Option<u64>],
-    cache: Option<Cache>,
+    cache: Option<LruCache>,
     totals: Vec<Totals>,
     stack: Vec<Frame>,
     /// The next `block` continues the top activation (an `edge` came first).
@@ -483,7 +442,7 @@ pub fn run(args: &Args) -> Result<()> {
         status: &status,
         real: &real,
         address: &address,
-        cache: Some(Cache::new(geometry)),
+        cache: Some(LruCache::new(geometry)),
         totals: vec![Totals::default(); owner.len()],
         stack: Vec::new(),
         stepping: false,
@@ -603,34 +562,4 @@ pub fn run(args: &Args) -> Result<()> {
     }
     out.flush()?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn insn(addr: u64, size: u32) -> Insn {
-        Insn { addr, size }
-    }
-
-    #[test]
-    fn lru_set_keeps_the_most_recent_lines() {
-        // 2 sets of 2 ways, 16-byte lines: lines 0, 2, 4 all map to set 0.
-        let mut c = Cache::new(Geometry::new(64, 2, 16).unwrap());
-        let misses: Vec<bool> = [0x00, 0x20, 0x00, 0x40, 0x20, 0x00].iter().map(|&a| c.fetch(insn(a, 1))).collect();
-        // 0 miss, 2 miss, 0 hit (0 most recent), 4 miss evicts 2, 2 miss evicts 0, 0 miss.
-        assert_eq!(misses, [true, true, false, true, true, true]);
-        // Set 1 was never touched.
-        assert!(c.fetch(insn(0x10, 1)));
-    }
-
-    #[test]
-    fn a_straddling_instruction_is_one_access_missing_if_either_line_misses() {
-        let mut c = Cache::new(Geometry::new(1024, 1, 32).unwrap());
-        assert!(c.fetch(insn(0x1e, 4))); // lines 0 and 1, both cold
-        assert!(!c.fetch(insn(0x00, 1))); // line 0 now present
-        assert!(!c.fetch(insn(0x20, 1))); // so is line 1
-        assert!(c.fetch(insn(0x3e, 4))); // line 1 present, line 2 cold: one miss
-        assert!(!c.fetch(insn(0x3e, 4)));
-    }
 }

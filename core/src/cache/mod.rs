@@ -15,6 +15,7 @@ pub mod classify;
 pub mod domain;
 pub mod instances;
 pub mod lines;
+pub mod lru;
 pub mod machine_map;
 pub mod onthefly;
 pub mod program;

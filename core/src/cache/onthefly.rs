@@ -71,18 +71,7 @@ impl<'a> OnTheFly<'a> {
         let assoc = self.plan.geometry.assoc as usize;
         let mut last_counted = None;
         for r in &p.sim {
-            let set = &mut self.sets[r.set as usize];
-            let hit = match set.iter().position(|&x| x == r.line) {
-                Some(i) => {
-                    set[..=i].rotate_right(1);
-                    true
-                }
-                None => {
-                    set.insert(0, r.line);
-                    set.truncate(assoc);
-                    false
-                }
-            };
+            let hit = super::lru::reference(&mut self.sets[r.set as usize], r.line, assoc);
             if !hit && r.decides.is_some() && r.decides != last_counted {
                 self.dynamic_misses[f.index()] += 1;
                 last_counted = r.decides;
