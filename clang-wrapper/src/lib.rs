@@ -30,6 +30,8 @@
 //! | `--pathprof-fork-checks=0` | `PATHPROF_FORK_CHECKS=0` (no fork re-entry checks: cheaper calls, forked children make in-flight functions inexact) |
 //! | `--pathprof-promote=0` | `PATHPROF_PROMOTE=0` (edge mode: every in-loop counter update goes to memory; see README, counter promotion) |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
+//! | `--pathprof-slice=FILE:LINE[:VAR]` | `PATHPROF_SLICE=…` (build the executable slice instead of instrumenting) |
+//! | `--pathprof-slice-json=OUT` | `PATHPROF_SLICE_JSON=OUT` (the slice's source lines) |
 //! | `--pathprof-trace-naive` | `PATHPROF_TRACE_NAIVE=1` (trace mode writes every block, the second method) |
 //! | `--pathprof-lto` | `PATHPROF_LTO=1`, plus `-flto` and, when linking, `-fuse-ld=lld`, `-Wl,--load-pass-plugin=<plugin>` and `-Wl,-u,…` for the runtime's entry points |
 //!
@@ -276,6 +278,8 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
                 b"path-cache" => "PATHPROF_PATH_CACHE",
                 b"fork-checks" => "PATHPROF_FORK_CHECKS",
                 b"promote" => "PATHPROF_PROMOTE",
+                b"slice" => "PATHPROF_SLICE",
+                b"slice-json" => "PATHPROF_SLICE_JSON",
                 b"atomic" | b"stats" | b"lto" | b"trace-naive" | b"print-plugin" | b"print-runtime"
                     if value.is_none() =>
                 {

@@ -226,3 +226,34 @@ int pathprof_shim_runs_own_definition(LLVMValueRef GV) {
   return G->hasLocalLinkage() || (G->hasExternalLinkage() && G->isDSOLocal());
 }
 }
+
+#include "llvm/IR/DebugInfo.h"
+#include "llvm/IR/InstrTypes.h"
+
+extern "C" {
+// What a call promises (executable slicing, pass/src/slice_graph.rs): bit 0 it only reads memory, bit 1 it
+// touches no memory, bit 2 it returns (willreturn), bit 3 it never returns (noreturn). The C API cannot decode
+// `memory(...)` attributes.
+int pathprof_shim_call_effects(LLVMValueRef Call) {
+  const CallBase *CB = unwrap<CallBase>(Call);
+  return (CB->onlyReadsMemory() ? 1 : 0) | (CB->doesNotAccessMemory() ? 2 : 0) |
+         (CB->hasFnAttr(Attribute::WillReturn) ? 4 : 0) | (CB->doesNotReturn() ? 8 : 0);
+}
+
+// The name of the source variable a `dbg.declare` (record or intrinsic) says lives at `Alloca`; null if none.
+const char *pathprof_shim_declared_variable(LLVMValueRef Alloca, size_t *Len) {
+  Value *V = unwrap(Alloca);
+  for (DbgVariableRecord *R : findDVRDeclares(V)) {
+    StringRef N = R->getVariable()->getName();
+    *Len = N.size();
+    return N.data();
+  }
+  for (DbgDeclareInst *D : findDbgDeclares(V)) {
+    StringRef N = D->getVariable()->getName();
+    *Len = N.size();
+    return N.data();
+  }
+  *Len = 0;
+  return nullptr;
+}
+}

@@ -79,6 +79,47 @@ pub struct Config {
     /// Trace mode's second method (`PATHPROF_TRACE_NAIVE=1`): every block entered writes one 64-bit item
     /// (function id, block) instead of bit tracing's decisions; the oracle tests and branch counts use.
     pub trace_naive: bool,
+    /// Executable slicing (`PATHPROF_SLICE=FILE:LINE[:VAR]`): the pass slices the function(s) holding the
+    /// criterion instead of instrumenting ([`crate::slice_mode`]).
+    pub slice: Option<SliceCriterion>,
+    /// Where the slice's source lines are written as JSON (`PATHPROF_SLICE_JSON`).
+    pub slice_json: Option<String>,
+}
+
+/// A slicing criterion as the user wrote it: the instructions of one source line, optionally only those that
+/// read or write one variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SliceCriterion {
+    /// The source file, matched against the end of each instruction's debug-info file path.
+    pub file: String,
+    /// The source line.
+    pub line: u32,
+    /// Only the accesses to this local variable (by its debug-info name), plus the line's calls.
+    pub var: Option<String>,
+}
+
+impl SliceCriterion {
+    /// Parses `FILE:LINE` or `FILE:LINE:VAR` (FILE may itself hold colons; LINE is a positive integer).
+    pub fn parse(spec: &str) -> Result<SliceCriterion, String> {
+        let bad = || format!("invalid PATHPROF_SLICE='{spec}' (expected FILE:LINE or FILE:LINE:VAR)");
+        let line_of = |s: &str| s.parse::<u32>().ok().filter(|&n| n > 0);
+        let (head, last) = spec.rsplit_once(':').ok_or_else(bad)?;
+        if let Some(line) = line_of(last) {
+            return if head.is_empty() { Err(bad()) } else { Ok(SliceCriterion { file: head.into(), line, var: None }) };
+        }
+        let (file, line) = head.rsplit_once(':').ok_or_else(bad)?;
+        let line = line_of(line).ok_or_else(bad)?;
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        if file.is_empty() || last.is_empty() || !last.chars().all(ident) {
+            return Err(bad());
+        }
+        Ok(SliceCriterion { file: file.into(), line, var: Some(last.into()) })
+    }
+
+    /// `FILE:LINE`, as the JSON reports the criterion.
+    pub fn location(&self) -> String {
+        format!("{}:{}", self.file, self.line)
+    }
 }
 
 /// Default `PATHPROF_PATH_BUDGET`: path numbers and the path register fit in a signed 64-bit register.
@@ -181,6 +222,14 @@ impl Config {
             return Err("PATHPROF_MODE=icache works per compile: not with PATHPROF_LTO or PATHPROF_USE".into());
         }
         let trace_naive = flag("PATHPROF_TRACE_NAIVE", get("PATHPROF_TRACE_NAIVE"))?;
+        let slice = get("PATHPROF_SLICE").filter(|v| !v.is_empty()).map(|v| SliceCriterion::parse(&v)).transpose()?;
+        let slice_json = get("PATHPROF_SLICE_JSON").filter(|v| !v.is_empty());
+        if slice_json.is_some() && slice.is_none() {
+            return Err("PATHPROF_SLICE_JSON needs PATHPROF_SLICE (the criterion FILE:LINE[:VAR])".into());
+        }
+        if slice.is_some() && (lto || optimizer_last || use_profile.is_some()) {
+            return Err("PATHPROF_SLICE slices per compile: not with PATHPROF_LTO, PATHPROF_USE or mode icache".into());
+        }
         Ok(Config {
             mode,
             weighting,
@@ -198,6 +247,8 @@ impl Config {
             promote,
             optimizer_last,
             trace_naive,
+            slice,
+            slice_json,
         })
     }
 
@@ -267,6 +318,22 @@ mod tests {
         // Atomic builds update tables directly: a cache would make them lossy under threads.
         assert_eq!(cfg(&[("PATHPROF_PATH_CACHE", "64"), ("PATHPROF_ATOMIC", "1")]).unwrap().cache_pairs(1), 0);
         assert_eq!(cfg(&[("PATHPROF_ATOMIC", "1")]).unwrap().cache_pairs(1), 0);
+    }
+
+    #[test]
+    fn parses_slice_criteria() {
+        let c = |file: &str, line, var: Option<&str>| SliceCriterion { file: file.into(), line, var: var.map(Into::into) };
+        assert_eq!(SliceCriterion::parse("a.c:12"), Ok(c("a.c", 12, None)));
+        assert_eq!(SliceCriterion::parse("dir/a.c:7:sum_2"), Ok(c("dir/a.c", 7, Some("sum_2"))));
+        assert_eq!(SliceCriterion::parse("C:/x.c:3"), Ok(c("C:/x.c", 3, None)));
+        for bad in ["a.c", "a.c:", ":3", "a.c:0", "a.c:x", "a.c:3:", "a.c:3:a-b", "a.c:-1:x", ":3:x"] {
+            let e = SliceCriterion::parse(bad).unwrap_err();
+            assert!(e.contains("PATHPROF_SLICE") && !e.contains('\n'), "{bad}: {e}");
+        }
+        assert!(cfg(&[("PATHPROF_SLICE", "a.c:3"), ("PATHPROF_LTO", "1")]).is_err());
+        assert!(cfg(&[("PATHPROF_SLICE_JSON", "o.json")]).is_err());
+        let s = cfg(&[("PATHPROF_SLICE", "a.c:3"), ("PATHPROF_SLICE_JSON", "o.json")]).unwrap();
+        assert_eq!((s.slice, s.slice_json.as_deref()), (Some(c("a.c", 3, None)), Some("o.json")));
     }
 
     #[test]

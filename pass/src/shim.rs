@@ -69,3 +69,17 @@ extern "C" {
     pub fn pathprof_shim_is_interposable(gv: LLVMValueRef) -> std::os::raw::c_int;
     pub fn pathprof_shim_runs_own_definition(gv: LLVMValueRef) -> std::os::raw::c_int;
 }
+
+extern "C" {
+    /// What a call promises: bit 0 only reads memory, bit 1 touches none, bit 2 `willreturn`, bit 3 `noreturn`.
+    pub fn pathprof_shim_call_effects(call: LLVMValueRef) -> std::os::raw::c_int;
+    /// The source variable a `dbg.declare` places at this alloca (null if none).
+    pub fn pathprof_shim_declared_variable(alloca: LLVMValueRef, len: *mut usize) -> *const c_char;
+}
+
+/// The source-level name of the variable living at `alloca` (from `-g`'s `dbg.declare`), if any.
+pub fn declared_variable(alloca: LLVMValueRef) -> Option<String> {
+    let mut len = 0usize;
+    let p = unsafe { pathprof_shim_declared_variable(alloca, &mut len) };
+    (!p.is_null()).then(|| String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p as *const u8, len) }).into_owned())
+}

@@ -1,0 +1,328 @@
+//! One function's IR as a [`ProgramGraph`] for slicing (issue #22; Ball's thesis ch. 6, the augmented CFG).
+//!
+//! - **Vertices**: every instruction of a block reachable from the entry, except lifetime markers and debug
+//!   intrinsics (the rewriter drops those). Unreachable blocks are left out (and deleted by the rewriter).
+//! - **Arcs**: straight-line `TRUE` arcs inside a block; a conditional `br` / `switch` is a predicate whose label
+//!   `i` is its IR successor `i`; `ret` and `unreachable` go to EXIT. An unconditional `br` is a jump, a
+//!   pseudo-predicate whose dummy `FALSE` arc goes to its *lexical successor*: the first instruction of the next
+//!   reachable block in layout order (EXIT after the last block) — clang lays blocks out in source order, so that
+//!   is where control would go were the `goto` / `break` / `continue` / `return` a no-op. A call that may not
+//!   return ([`CallSummary::may_not_return`]) gets an executable `FALSE` arc to EXIT: it is a predicate too.
+//! - **Data**: SSA operands are direct dependences; a phi also depends on the terminators of its incoming blocks
+//!   (they choose its value). Memory goes through reaching definitions over abstract locations from a simple,
+//!   sound alias analysis: each *non-escaping* alloca (every use, through `getelementptr`s, is the pointer of a
+//!   load or store, or a memset/memcpy/memmove operand) is one location of its own; all other memory — globals,
+//!   the heap, escaping allocas — is one location, HEAP. A store of the alloca's whole type straight into it is a
+//!   strong definition; other stores and memory intrinsics are may-definitions.
+//! - **Calls are summarised**: a call uses its arguments; it reads HEAP unless LLVM says it touches no memory;
+//!   it may define HEAP unless it only reads memory or is an output function of the C library (`printf`, `puts`
+//!   …, whose `%n` is ignored). Calls to defined functions are summarised the same way (their bodies are not
+//!   sliced).
+
+use crate::ir;
+use crate::shim;
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::LLVMOpcode;
+use pathprof_core::slicing::{Label, Loc, ProgramGraph, StmtId, Vertex};
+use std::collections::{HashMap, HashSet};
+
+/// All memory but the non-escaping allocas.
+pub const HEAP: Loc = Loc(0);
+
+/// C library output functions: they read their arguments' memory and write only the output stream.
+const OUTPUT_FUNCTIONS: &[&str] =
+    &["printf", "fprintf", "puts", "putchar", "fputs", "fputc", "putc", "fflush", "fwrite", "vprintf", "vfprintf"];
+
+/// How a call is modelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallSummary {
+    /// Reads HEAP.
+    pub reads: bool,
+    /// May define HEAP.
+    pub writes: bool,
+    /// Control may not come back (exit, abort, longjmp, an unknown function): an executable arc to EXIT.
+    pub may_not_return: bool,
+}
+
+/// A call that is no statement of the slice: lifetime markers and debug intrinsics (dropped by the rewrite).
+pub fn is_ignored(inst: LLVMValueRef) -> bool {
+    if ir::opcode(inst) != LLVMOpcode::LLVMCall {
+        return false;
+    }
+    let Some(f) = ir::called_function(inst) else { return false };
+    let n = ir::name(f);
+    n.starts_with("llvm.lifetime.") || n.starts_with("llvm.dbg.")
+}
+
+fn mem_intrinsic(call: LLVMValueRef) -> Option<&'static str> {
+    let n = ir::name(ir::called_function(call)?);
+    ["llvm.memcpy.", "llvm.memmove.", "llvm.memset."].into_iter().find(|p| n.starts_with(p))
+}
+
+/// Defined functions of `m` that may not return: they call, directly or through other defined functions, a
+/// `noreturn` function, an unknown external one (not `willreturn`, not a C output function) or a pointer.
+/// Recursion alone counts as returning (slicing is termination-insensitive, thesis Theorem 6.1).
+pub fn functions_that_may_not_return(m: LLVMModuleRef) -> HashSet<LLVMValueRef> {
+    let defined: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| !ir::is_declaration(f)).collect();
+    let mut out = HashSet::new();
+    loop {
+        let before = out.len();
+        for &f in &defined {
+            if out.contains(&f) {
+                continue;
+            }
+            let calls = ir::blocks(f).into_iter().flat_map(ir::instructions);
+            if calls.filter(|&i| ir::opcode(i) == LLVMOpcode::LLVMCall).any(|c| summarise(c, &out).may_not_return) {
+                out.insert(f);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+/// The summary of `call`, given the defined functions that may not return.
+pub fn summarise(call: LLVMValueRef, may_not_return: &HashSet<LLVMValueRef>) -> CallSummary {
+    let effects = unsafe { shim::pathprof_shim_call_effects(call) };
+    let (reads_only, no_memory, will_return, no_return) =
+        (effects & 1 != 0, effects & 2 != 0, effects & 4 != 0, effects & 8 != 0);
+    let callee = ir::called_function(call);
+    let name = callee.map(ir::name).unwrap_or_default();
+    let output = OUTPUT_FUNCTIONS.contains(&name.as_str());
+    let returns = !no_return
+        && (will_return
+            || output
+            || ir::calls_inline_asm(call)
+            || callee.is_some_and(|f| ir::intrinsic_id(f) != 0)
+            || callee.is_some_and(|f| !ir::is_declaration(f) && !may_not_return.contains(&f)));
+    CallSummary { reads: !no_memory, writes: !(reads_only || no_memory || output), may_not_return: !returns }
+}
+
+/// A function's slicing graph and the map between its vertices and instructions.
+pub struct FunctionGraph {
+    /// The augmented CFG with def/use sets.
+    pub g: ProgramGraph,
+    /// Per vertex its instruction (null for ENTRY and EXIT).
+    pub inst: Vec<LLVMValueRef>,
+    /// Per instruction its vertex.
+    pub vertex: HashMap<LLVMValueRef, StmtId>,
+    /// The blocks reachable from the entry, in layout order.
+    pub reachable: Vec<LLVMBasicBlockRef>,
+    /// Per call vertex, its summary.
+    pub calls: HashMap<StmtId, CallSummary>,
+    /// Per memory access, the alloca its pointer is based on (escaping or not), for `VAR` criteria.
+    pub accessed_alloca: HashMap<LLVMValueRef, LLVMValueRef>,
+}
+
+impl FunctionGraph {
+    /// Builds the graph of `f`; `exit_uses_heap`: every `ret` reads HEAP (a function whose callers run on
+    /// after it returns must leave memory as the program would).
+    pub fn build(
+        f: LLVMValueRef,
+        may_not_return: &HashSet<LLVMValueRef>,
+        exit_uses_heap: bool,
+    ) -> Result<FunctionGraph, String> {
+        let reachable = reachable_blocks(f)?;
+        let locs = AllocaLocations::of(f);
+        let mut g = ProgramGraph::new();
+        let mut inst = vec![std::ptr::null_mut(), std::ptr::null_mut()];
+        let mut vertex = HashMap::new();
+        let mut first = HashMap::new();
+        let mut calls = HashMap::new();
+        let mut accessed_alloca = HashMap::new();
+        for &bb in &reachable {
+            for i in ir::instructions(bb) {
+                if is_ignored(i) {
+                    continue;
+                }
+                let mut v = Vertex::default();
+                match ir::opcode(i) {
+                    LLVMOpcode::LLVMLoad => v.uses.push(locs.access(operand(i, 0), &mut accessed_alloca, i).0),
+                    LLVMOpcode::LLVMStore => {
+                        let (loc, exact) = locs.access(operand(i, 1), &mut accessed_alloca, i);
+                        let whole = exact && unsafe { LLVMTypeOf(operand(i, 0)) == LLVMGetAllocatedType(operand(i, 1)) };
+                        if whole {
+                            v.defs.push(loc);
+                        } else {
+                            v.may_defs.push(loc);
+                        }
+                    }
+                    LLVMOpcode::LLVMCall if mem_intrinsic(i).is_some() => {
+                        v.may_defs.push(locs.access(operand(i, 0), &mut accessed_alloca, i).0);
+                        if mem_intrinsic(i) != Some("llvm.memset.") {
+                            v.uses.push(locs.access(operand(i, 1), &mut accessed_alloca, i).0);
+                        }
+                    }
+                    LLVMOpcode::LLVMCall => {
+                        let s = summarise(i, may_not_return);
+                        if s.reads {
+                            v.uses.push(HEAP);
+                        }
+                        if s.writes {
+                            v.may_defs.push(HEAP);
+                        }
+                        calls.insert(StmtId::from_index(inst.len()), s);
+                    }
+                    LLVMOpcode::LLVMRet if exit_uses_heap => v.uses.push(HEAP),
+                    _ => {}
+                }
+                let id = g.add_vertex(v);
+                debug_assert_eq!(id.index(), inst.len());
+                inst.push(i);
+                vertex.insert(i, id);
+                first.entry(bb).or_insert(id);
+            }
+        }
+        let start = |bb: LLVMBasicBlockRef| first[&bb];
+        g.add_arc(ProgramGraph::ENTRY, Label::TRUE, start(reachable[0]), false);
+        for (k, &bb) in reachable.iter().enumerate() {
+            let vs: Vec<StmtId> =
+                ir::instructions(bb).into_iter().filter(|i| !is_ignored(*i)).map(|i| vertex[&i]).collect();
+            for w in vs.windows(2) {
+                g.add_arc(w[0], Label::TRUE, w[1], false);
+            }
+            for &v in &vs {
+                if calls.get(&v).is_some_and(|s| s.may_not_return) {
+                    g.add_arc(v, Label::FALSE, ProgramGraph::EXIT, false);
+                }
+            }
+            let term = *vs.last().expect("a block has a terminator");
+            let t = inst[term.index()];
+            let succs = ir::successors(t);
+            match ir::opcode(t) {
+                LLVMOpcode::LLVMRet | LLVMOpcode::LLVMUnreachable => {
+                    g.add_arc(term, Label::TRUE, ProgramGraph::EXIT, false)
+                }
+                LLVMOpcode::LLVMBr if succs.len() == 1 => {
+                    g.add_arc(term, Label::TRUE, start(succs[0]), false);
+                    let lexical = reachable.get(k + 1).map_or(ProgramGraph::EXIT, |&n| start(n));
+                    g.add_arc(term, Label::FALSE, lexical, true);
+                }
+                LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {
+                    for (l, &s) in succs.iter().enumerate() {
+                        g.add_arc(term, Label(l as u32), start(s), false);
+                    }
+                }
+                op => return Err(format!("cannot slice a function with a {op:?} terminator")),
+            }
+        }
+        for (idx, &i) in inst.iter().enumerate().skip(2) {
+            let user = StmtId::from_index(idx);
+            for k in 0..unsafe { LLVMGetNumOperands(i) } {
+                if let Some(&d) = vertex.get(&operand(i, k as u32)) {
+                    g.add_direct_dependence(d, user);
+                }
+            }
+            if ir::opcode(i) == LLVMOpcode::LLVMPHI {
+                for k in 0..unsafe { LLVMCountIncoming(i) } {
+                    let bb = unsafe { LLVMGetIncomingBlock(i, k) };
+                    if let Some(t) = ir::terminator(bb).and_then(|t| vertex.get(&t)) {
+                        g.add_direct_dependence(*t, user);
+                    }
+                }
+            }
+        }
+        Ok(FunctionGraph { g, inst, vertex, reachable, calls, accessed_alloca })
+    }
+}
+
+fn operand(i: LLVMValueRef, k: u32) -> LLVMValueRef {
+    unsafe { LLVMGetOperand(i, k) }
+}
+
+/// The blocks reachable from the entry, in layout order; an error for terminators slicing does not model.
+fn reachable_blocks(f: LLVMValueRef) -> Result<Vec<LLVMBasicBlockRef>, String> {
+    let all = ir::blocks(f);
+    let mut seen: HashSet<LLVMBasicBlockRef> = HashSet::new();
+    let mut work = vec![all[0]];
+    seen.insert(all[0]);
+    while let Some(bb) = work.pop() {
+        let t = ir::terminator(bb).ok_or("a block without terminator")?;
+        match ir::opcode(t) {
+            LLVMOpcode::LLVMRet | LLVMOpcode::LLVMUnreachable | LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {}
+            op => return Err(format!("cannot slice a function with a {op:?} terminator (C control flow only)")),
+        }
+        for s in ir::successors(t) {
+            if seen.insert(s) {
+                work.push(s);
+            }
+        }
+    }
+    Ok(all.into_iter().filter(|b| seen.contains(b)).collect())
+}
+
+/// The alias analysis: non-escaping allocas and their locations.
+struct AllocaLocations {
+    loc: HashMap<LLVMValueRef, Loc>,
+}
+
+impl AllocaLocations {
+    fn of(f: LLVMValueRef) -> AllocaLocations {
+        let mut loc = HashMap::new();
+        for bb in ir::blocks(f) {
+            for i in ir::instructions(bb) {
+                if ir::opcode(i) == LLVMOpcode::LLVMAlloca && !escapes(i) {
+                    let n = loc.len() as u32 + 1;
+                    loc.insert(i, Loc(n));
+                }
+            }
+        }
+        AllocaLocations { loc }
+    }
+
+    /// The location `ptr` points into and whether it is the whole alloca itself; records the alloca `ptr` is
+    /// based on (escaping or not) for `inst`.
+    fn access(
+        &self,
+        ptr: LLVMValueRef,
+        based: &mut HashMap<LLVMValueRef, LLVMValueRef>,
+        inst: LLVMValueRef,
+    ) -> (Loc, bool) {
+        let mut p = ptr;
+        loop {
+            if unsafe { !LLVMIsAAllocaInst(p).is_null() } {
+                based.insert(inst, p);
+                return self.loc.get(&p).map_or((HEAP, false), |&l| (l, p == ptr));
+            }
+            if unsafe { LLVMIsAGetElementPtrInst(p).is_null() } {
+                return (HEAP, false);
+            }
+            p = operand(p, 0);
+        }
+    }
+}
+
+/// Whether the alloca's address may reach anything but the pointer operand of loads, stores and memory
+/// intrinsics (through `getelementptr`s): then other code may read or write it, and it joins HEAP.
+fn escapes(alloca: LLVMValueRef) -> bool {
+    let mut work = vec![alloca];
+    while let Some(p) = work.pop() {
+        let mut u = unsafe { LLVMGetFirstUse(p) };
+        while !u.is_null() {
+            let user = unsafe { LLVMGetUser(u) };
+            u = unsafe { LLVMGetNextUse(u) };
+            if unsafe { LLVMIsAInstruction(user).is_null() } {
+                return true;
+            }
+            let fine = match ir::opcode(user) {
+                LLVMOpcode::LLVMLoad => true,
+                LLVMOpcode::LLVMStore => operand(user, 0) != p,
+                LLVMOpcode::LLVMGetElementPtr if operand(user, 0) == p => {
+                    work.push(user);
+                    true
+                }
+                LLVMOpcode::LLVMCall if is_ignored(user) => true,
+                LLVMOpcode::LLVMCall if mem_intrinsic(user).is_some() => {
+                    (0..unsafe { LLVMGetNumArgOperands(user) }).all(|k| k < 2 || operand(user, k) != p)
+                }
+                _ => false,
+            };
+            if !fine {
+                return true;
+            }
+        }
+    }
+    false
+}
