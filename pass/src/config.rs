@@ -105,7 +105,11 @@ impl SliceCriterion {
         let line_of = |s: &str| s.parse::<u32>().ok().filter(|&n| n > 0);
         let (head, last) = spec.rsplit_once(':').ok_or_else(bad)?;
         if let Some(line) = line_of(last) {
-            return if head.is_empty() { Err(bad()) } else { Ok(SliceCriterion { file: head.into(), line, var: None }) };
+            return if head.is_empty() {
+                Err(bad())
+            } else {
+                Ok(SliceCriterion { file: head.into(), line, var: None })
+            };
         }
         let (file, line) = head.rsplit_once(':').ok_or_else(bad)?;
         let line = line_of(line).ok_or_else(bad)?;
@@ -322,7 +326,8 @@ mod tests {
 
     #[test]
     fn parses_slice_criteria() {
-        let c = |file: &str, line, var: Option<&str>| SliceCriterion { file: file.into(), line, var: var.map(Into::into) };
+        let c =
+            |file: &str, line, var: Option<&str>| SliceCriterion { file: file.into(), line, var: var.map(Into::into) };
         assert_eq!(SliceCriterion::parse("a.c:12"), Ok(c("a.c", 12, None)));
         assert_eq!(SliceCriterion::parse("dir/a.c:7:sum_2"), Ok(c("dir/a.c", 7, Some("sum_2"))));
         assert_eq!(SliceCriterion::parse("C:/x.c:3"), Ok(c("C:/x.c", 3, None)));

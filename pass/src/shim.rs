@@ -81,5 +81,6 @@ extern "C" {
 pub fn declared_variable(alloca: LLVMValueRef) -> Option<String> {
     let mut len = 0usize;
     let p = unsafe { pathprof_shim_declared_variable(alloca, &mut len) };
-    (!p.is_null()).then(|| String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p as *const u8, len) }).into_owned())
+    (!p.is_null())
+        .then(|| String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p as *const u8, len) }).into_owned())
 }

@@ -142,7 +142,8 @@ impl FunctionGraph {
                     LLVMOpcode::LLVMLoad => v.uses.push(locs.access(operand(i, 0), &mut accessed_alloca, i).0),
                     LLVMOpcode::LLVMStore => {
                         let (loc, exact) = locs.access(operand(i, 1), &mut accessed_alloca, i);
-                        let whole = exact && unsafe { LLVMTypeOf(operand(i, 0)) == LLVMGetAllocatedType(operand(i, 1)) };
+                        let whole =
+                            exact && unsafe { LLVMTypeOf(operand(i, 0)) == LLVMGetAllocatedType(operand(i, 1)) };
                         if whole {
                             v.defs.push(loc);
                         } else {
@@ -156,6 +157,9 @@ impl FunctionGraph {
                         }
                     }
                     LLVMOpcode::LLVMCall => {
+                        if returns_twice(i) {
+                            return Err("cannot slice a function that calls setjmp (a call that returns twice)".into());
+                        }
                         let s = summarise(i, may_not_return);
                         if s.reads {
                             v.uses.push(HEAP);
@@ -166,6 +170,14 @@ impl FunctionGraph {
                         calls.insert(StmtId::from_index(inst.len()), s);
                     }
                     LLVMOpcode::LLVMRet if exit_uses_heap => v.uses.push(HEAP),
+                    // Read-modify-write accesses: their pointers make any alloca escape, so HEAP is theirs.
+                    LLVMOpcode::LLVMAtomicRMW
+                    | LLVMOpcode::LLVMAtomicCmpXchg
+                    | LLVMOpcode::LLVMFence
+                    | LLVMOpcode::LLVMVAArg => {
+                        v.uses.push(HEAP);
+                        v.may_defs.push(HEAP);
+                    }
                     _ => {}
                 }
                 let id = g.add_vertex(v);
@@ -226,6 +238,12 @@ impl FunctionGraph {
         }
         Ok(FunctionGraph { g, inst, vertex, reachable, calls, accessed_alloca })
     }
+}
+
+/// `setjmp` and its kin: control comes back after the call from any later `longjmp`, which no CFG arc shows.
+fn returns_twice(call: LLVMValueRef) -> bool {
+    let kind = ir::attr_kind("returns_twice");
+    ir::call_has_attr(call, kind) || ir::called_function(call).is_some_and(|f| ir::fn_has_attr(f, kind))
 }
 
 fn operand(i: LLVMValueRef, k: u32) -> LLVMValueRef {

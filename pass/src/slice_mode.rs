@@ -66,18 +66,23 @@ fn slice_all(m: LLVMModuleRef, crit: &SliceCriterion, stats: bool) -> Result<Lin
         .filter(|&f| ir::blocks(f).into_iter().flat_map(ir::instructions).any(|i| files.at(i, crit)))
         .collect();
     if targets.is_empty() {
-        return Err(format!("no instruction at {} in this compile (is the line blank, or the file another?)", crit.location()));
+        return Err(format!(
+            "no instruction at {} in this compile (a blank line, another file, or no debug info)",
+            crit.location()
+        ));
     }
     let may_not_return = functions_that_may_not_return(m);
     let mut lines = Lines::new();
+    let mut sliced = 0;
     for f in targets {
         let started = std::time::Instant::now();
         let is_main = ir::name(f) == "main";
         let fg = FunctionGraph::build(f, &may_not_return, !is_main).map_err(|e| format!("{}: {e}", ir::name(f)))?;
-        let criteria = criteria(&fg, &mut files, crit, is_main)?;
-        if criteria.is_empty() {
+        let (criteria, at_line) = criteria(&fg, &mut files, crit, is_main)?;
+        if at_line == 0 {
             continue;
         }
+        sliced += 1;
         let pdg = Pdg::build(&fg.g).map_err(|e| format!("internal: {e}"))?;
         let slice = pdg.slice(&criteria);
         let kept: Vec<LLVMValueRef> = slice.kept().filter(|v| v.index() >= 2).map(|v| fg.inst[v.index()]).collect();
@@ -103,17 +108,22 @@ fn slice_all(m: LLVMModuleRef, crit: &SliceCriterion, stats: bool) -> Result<Lin
             );
         }
     }
+    if sliced == 0 {
+        return Err(format!("the instructions at {} can never run (unreachable code)", crit.location()));
+    }
     Ok(lines)
 }
 
-/// The criterion's vertices in `fg` (empty if the function's instructions at the line are all unreachable).
+/// The criterion's vertices in `fg`, and how many of them are at the line (none: the line's instructions in `fg`
+/// are all unreachable).
 fn criteria(
     fg: &FunctionGraph,
     files: &mut FileNames,
     crit: &SliceCriterion,
     is_main: bool,
-) -> Result<Vec<StmtId>, String> {
+) -> Result<(Vec<StmtId>, usize), String> {
     let mut out = Vec::new();
+    let mut at_line_count = 0;
     let mut var_seen = false;
     for (k, &i) in fg.inst.iter().enumerate().skip(2) {
         let v = StmtId::from_index(k);
@@ -130,21 +140,18 @@ fn criteria(
                 hit || (at_line && op == LLVMOpcode::LLVMCall)
             }
         };
-        let exit_effect = !is_main
-            && (op == LLVMOpcode::LLVMRet || fg.calls.get(&v).is_some_and(|s| s.may_not_return));
+        let exit_effect = !is_main && (op == LLVMOpcode::LLVMRet || fg.calls.get(&v).is_some_and(|s| s.may_not_return));
+        at_line_count += usize::from(wanted);
         if wanted || exit_effect {
             out.push(v);
         }
     }
     if let Some(var) = &crit.var {
         if !var_seen {
-            return Err(format!(
-                "no load or store of variable '{var}' at {} (variables need -g)",
-                crit.location()
-            ));
+            return Err(format!("no load or store of variable '{var}' at {} (variables need -g)", crit.location()));
         }
     }
-    Ok(out)
+    Ok((out, at_line_count))
 }
 
 /// `{"criterion":"FILE:LINE","slice":[{"file":S,"lines":[N…]}]}`.
@@ -240,6 +247,9 @@ mod tests {
         let crit = SliceCriterion { file: "a.c".into(), line: 9, var: None };
         let mut lines = Lines::new();
         lines.entry("/x/a\"b.c".into()).or_default().extend([9, 3, 5]);
-        assert_eq!(json(&crit, &lines), "{\"criterion\":\"a.c:9\",\"slice\":[{\"file\":\"/x/a\\\"b.c\",\"lines\":[3,5,9]}]}\n");
+        assert_eq!(
+            json(&crit, &lines),
+            "{\"criterion\":\"a.c:9\",\"slice\":[{\"file\":\"/x/a\\\"b.c\",\"lines\":[3,5,9]}]}\n"
+        );
     }
 }

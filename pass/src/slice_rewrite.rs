@@ -126,11 +126,8 @@ unsafe fn apply_with(f: LLVMValueRef, plan: &Plan, ctx: LLVMContextRef, b: LLVMB
         }
     };
     // Delete what the slice drops (every instruction of unreachable blocks included).
-    let doomed: Vec<LLVMValueRef> = crate::ir::blocks(f)
-        .into_iter()
-        .flat_map(crate::ir::instructions)
-        .filter(|i| !plan.kept.contains(i))
-        .collect();
+    let doomed: Vec<LLVMValueRef> =
+        crate::ir::blocks(f).into_iter().flat_map(crate::ir::instructions).filter(|i| !plan.kept.contains(i)).collect();
     for &i in &doomed {
         if LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMTypeKind::LLVMVoidTypeKind {
             LLVMReplaceAllUsesWith(i, LLVMGetPoison(LLVMTypeOf(i)));

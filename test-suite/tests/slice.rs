@@ -193,9 +193,11 @@ fn executable_slices_print_the_same_criterion_values_and_keep_the_hand_derived_l
 /// slice on p needs p = 1 (7), the loop (8) and n (5), not s = 0 (6); on s, not p = 1; without VAR, both.
 #[test]
 fn a_variable_restricts_the_criterion_to_its_accesses() {
-    for (spec, want) in
-        [("var_line.c:9", vec![5, 6, 7, 8, 9]), ("var_line.c:9:p", vec![5, 7, 8, 9]), ("var_line.c:9:s", vec![5, 6, 8, 9])]
-    {
+    for (spec, want) in [
+        ("var_line.c:9", vec![5, 6, 7, 8, 9]),
+        ("var_line.c:9:p", vec![5, 7, 8, 9]),
+        ("var_line.c:9:s", vec![5, 6, 8, 9]),
+    ] {
         let dir = scratch("slice-var");
         let (exe, json) = build_slice(&dir, "var_line.c", spec, "-O0", &["-g"]);
         assert_eq!(json_lines(&json, "var_line.c", "var_line.c:9"), want, "{spec}");
