@@ -70,6 +70,8 @@ fn wrapper_options_become_environment_and_are_not_passed_on() {
         "--pathprof-atomic",
         "--pathprof-stats",
         "--pathprof-fork-checks=0",
+        "--pathprof-slice=a.c:12:x",
+        "--pathprof-slice-json=s.json",
     ]);
     assert_eq!(args, [PLUGIN, LINES, "-c", "a.c"]);
     let want = [
@@ -78,6 +80,8 @@ fn wrapper_options_become_environment_and_are_not_passed_on() {
         ("PATHPROF_ATOMIC", "1"),
         ("PATHPROF_STATS", "1"),
         ("PATHPROF_FORK_CHECKS", "0"),
+        ("PATHPROF_SLICE", "a.c:12:x"),
+        ("PATHPROF_SLICE_JSON", "s.json"),
         ("PATHPROF_OUTPUT", ""),
     ];
     assert_eq!(env, want.map(|(k, v)| (k.to_string(), v.to_string())));
