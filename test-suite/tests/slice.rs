@@ -133,8 +133,11 @@ fn build_slice(dir: &Path, source: &str, criterion: &str, opt: &str, extra: &[&s
     (exe, std::fs::read_to_string(&json).expect("the slice's JSON is written"))
 }
 
+/// What `exe` prints on stdout (killed after 20 s: a slice terminates whenever its program does, Theorem 6.1).
 fn output(exe: &Path, args: &[&str]) -> String {
-    String::from_utf8_lossy(&Command::new(exe).args(args).output().expect("run").stdout).into_owned()
+    let out = Command::new("timeout").arg("20").arg(exe).args(args).output().expect("run");
+    assert_ne!(out.status.code(), Some(124), "{} {args:?} ran for 20 s", exe.display());
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn crit_lines(out: &str) -> Vec<&str> {
@@ -227,4 +230,235 @@ fn bad_criteria_fail_the_compile_with_one_line() {
         assert_eq!(ours.len(), 1, "{spec}: {err}");
         assert!(ours[0].contains(needle) && !err.contains("panick"), "{spec}: {err}");
     }
+}
+
+/// A random C `main` over five unsigned variables read from argv: assignments (with calls, a global written by a
+/// callee, an array, a pointer to a local, `&&`, `?:`), `if`/`else`, `for` and `while` loops with `break` and
+/// `continue`, `switch` with fall-through, guarded backward `goto` loops, forward `goto`s, early returns and
+/// other output; `printf("crit …")` of one variable at a random statement. Returns the source and that line.
+fn random_program(seed: u64) -> (String, u32) {
+    struct G {
+        state: u64,
+        body: Vec<String>,
+        fresh: u32,
+        depth: usize,
+    }
+    impl G {
+        fn next(&mut self) -> u64 {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            self.state
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.below(100) < percent
+        }
+        fn var(&mut self) -> String {
+            format!("v{}", self.below(5))
+        }
+        fn expr(&mut self) -> String {
+            let (a, b) = (self.var(), self.var());
+            match self.below(12) {
+                0 => self.below(10).to_string(),
+                1 => format!("f({a})"),
+                2 => format!("g + {a}"),
+                3 => format!("arr[{a} % 4]"),
+                4 => format!("({a} > {}) && ({b} < {})", self.below(8), self.below(8)),
+                5 => "*p".into(),
+                6 => format!("({a} % 3 == 0 ? {b} : {a} + 1)"),
+                _ => format!("({a} {} {b}) % 1000", ["+", "-", "*", "^", "&", "|"][self.below(6) as usize]),
+            }
+        }
+        fn cond(&mut self) -> String {
+            let (a, b) = (self.var(), self.var());
+            match self.below(5) {
+                0 => format!("{a} % 2 == 0"),
+                1 => format!("{a} > {}", self.below(20)),
+                2 => format!("{a} < {b}"),
+                3 => format!("{a} && {b} > 3"),
+                _ => format!("{a} % 3 == 1 || {b} == 4"),
+            }
+        }
+        fn emit(&mut self, s: String) {
+            self.body.push(format!("{}{s}", "  ".repeat(self.depth + 1)));
+        }
+        fn nested(&mut self, n: u64, in_loop: bool) {
+            self.depth += 1;
+            for _ in 0..n {
+                self.stmt(in_loop);
+            }
+            self.depth -= 1;
+        }
+        fn stmt(&mut self, in_loop: bool) {
+            let k = self.fresh;
+            let roll = if self.depth > 3 { self.below(40) } else { self.below(100) };
+            match roll {
+                0..=29 => {
+                    let (v, e) = (self.var(), self.expr());
+                    self.emit(format!("{v} = {e};"))
+                }
+                30..=33 => {
+                    let (v, e) = (self.var(), self.expr());
+                    self.emit(format!("arr[{v} % 4] = {e};"))
+                }
+                34..=36 => {
+                    let e = self.expr();
+                    self.emit(format!("*p = {e};"))
+                }
+                37..=39 => {
+                    let v = self.var();
+                    self.emit(format!("bump({v});"))
+                }
+                40..=43 => {
+                    let v = self.var();
+                    self.emit(format!("printf(\"other %u\\n\", {v});"))
+                }
+                44..=47 if in_loop => {
+                    let c = self.cond();
+                    self.emit(format!("if ({c}) break;"))
+                }
+                48..=50 if in_loop => {
+                    let c = self.cond();
+                    self.emit(format!("if ({c}) continue;"))
+                }
+                51 => {
+                    let c = self.cond();
+                    self.emit(format!("if ({c} && v4 == 7) return 0;"))
+                }
+                52..=63 => {
+                    let c = self.cond();
+                    self.emit(format!("if ({c}) {{"));
+                    let n = 1 + self.below(3);
+                    self.nested(n, in_loop);
+                    if self.chance(50) {
+                        self.emit("} else {".into());
+                        let n = 1 + self.below(3);
+                        self.nested(n, in_loop);
+                    }
+                    self.emit("}".into())
+                }
+                64..=73 => {
+                    self.fresh += 1;
+                    let v = self.var();
+                    self.emit(format!("for (unsigned k{k} = 0; k{k} < {v} % 5; k{k}++) {{"));
+                    let n = 1 + self.below(4);
+                    self.nested(n, true);
+                    self.emit("}".into())
+                }
+                74..=79 => {
+                    self.fresh += 1;
+                    self.emit(format!("unsigned w{k} = 0;"));
+                    self.emit(format!("while (w{k}++ < 4) {{"));
+                    let n = 1 + self.below(3);
+                    self.nested(n, true);
+                    self.emit("}".into())
+                }
+                80..=85 => {
+                    let v = self.var();
+                    self.emit(format!("switch ({v} % 4) {{"));
+                    for case in ["case 0:", "case 1:", "case 2:", "default:"] {
+                        if self.chance(80) {
+                            self.emit(case.into());
+                            let n = self.below(3);
+                            self.nested(n, in_loop);
+                            if self.chance(60) {
+                                self.depth += 1;
+                                self.emit("break;".into());
+                                self.depth -= 1;
+                            }
+                        }
+                    }
+                    self.emit("}".into())
+                }
+                86..=92 => {
+                    self.fresh += 1;
+                    self.emit(format!("unsigned gc{k} = 0;"));
+                    self.body.push(format!("L{k}:;"));
+                    let n = 1 + self.below(2);
+                    self.nested(n, in_loop);
+                    let times = 1 + self.below(3);
+                    self.emit(format!("if (gc{k}++ < {times}) goto L{k};"))
+                }
+                _ => {
+                    self.fresh += 1;
+                    let c = self.cond();
+                    self.emit(format!("if ({c}) goto L{k};"));
+                    let n = 1 + self.below(2);
+                    self.nested(n, in_loop);
+                    self.body.push(format!("L{k}:;"))
+                }
+            }
+        }
+    }
+    let mut g = G { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, body: Vec::new(), fresh: 0, depth: 0 };
+    let n = 4 + g.below(6);
+    for _ in 0..n {
+        g.stmt(false);
+    }
+    // The criterion goes before a random statement line, indented like it (so inside its block).
+    let spots: Vec<usize> = (0..g.body.len())
+        .filter(|&i| {
+            let s = g.body[i].trim_start();
+            !(s.starts_with('}') || s.starts_with("case") || s.starts_with("default") || s.starts_with('L'))
+                && !g.body[..i].last().is_some_and(|p| p.trim_start() == "break;")
+        })
+        .collect();
+    let at = spots[g.below(spots.len() as u64) as usize];
+    let indent: String = g.body[at].chars().take_while(|c| *c == ' ').collect();
+    let v = g.var();
+    g.body.insert(at, format!("{indent}printf(\"crit %u\\n\", {v});"));
+    let head = [
+        "#include <stdio.h>",
+        "#include <stdlib.h>",
+        "unsigned g;",
+        "static unsigned f(unsigned x) { return (x * 7 + 1) % 1000; }",
+        "static void bump(unsigned x) { g = (g + x) % 1000; }",
+        "int main(int argc, char **argv) {",
+        "  unsigned v0 = atoi(argv[1]), v1 = atoi(argv[2]), v2 = 0, v3 = 1, v4 = 2;",
+        "  unsigned arr[4] = {0, 1, 2, 3};",
+        "  unsigned *p = &v2;",
+    ];
+    let line = (head.len() + at + 1) as u32;
+    let mut src: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+    src.extend(g.body);
+    src.extend(["  printf(\"end %u %u\\n\", v0, g);".to_string(), "  return 0;".into(), "}".into()]);
+    (src.join("\n") + "\n", line)
+}
+
+/// Random programs ([`random_program`]) sliced on their `crit` line at -O0 and -O2 print the same `crit` lines as
+/// the whole program for five inputs; most of them reach the criterion (else the check would be empty).
+#[test]
+fn random_goto_programs_slice_to_the_same_criterion_values() {
+    let inputs: [&[&str]; 5] = [&["3", "5"], &["0", "0"], &["17", "4"], &["8", "11"], &["6", "2"]];
+    let (mut reached, mut total) = (0, 0);
+    for seed in 1..=40u64 {
+        let dir = scratch(&format!("slice-random-{seed}"));
+        let (src, line) = random_program(seed);
+        let source = dir.join("p.c");
+        std::fs::write(&source, &src).unwrap();
+        let whole = dir.join("whole");
+        run_ok(Command::new("clang-19").args(["-w", "-O0"]).arg(&source).arg("-o").arg(&whole));
+        let want: Vec<String> = inputs.iter().map(|i| output(&whole, i)).collect();
+        total += 1;
+        reached += usize::from(want.iter().any(|o| !crit_lines(o).is_empty()));
+        for opt in ["-O0", "-O2"] {
+            let exe = dir.join(format!("slice{opt}"));
+            run_ok(
+                wrapper(false)
+                    .args(["-w", opt, &format!("--pathprof-slice=p.c:{line}")])
+                    .arg(&source)
+                    .arg("-o")
+                    .arg(&exe),
+            );
+            for (input, w) in inputs.iter().zip(&want) {
+                let s = output(&exe, input);
+                assert_eq!(crit_lines(&s), crit_lines(w), "seed {seed} {opt} {input:?}:\n{src}");
+            }
+        }
+    }
+    eprintln!("{reached} of {total} random programs reach their criterion");
+    assert!(reached * 2 > total, "only {reached} of {total} random programs reach their criterion");
 }
