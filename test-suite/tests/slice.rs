@@ -402,8 +402,9 @@ fn random_program(seed: u64) -> (String, u32) {
     let spots: Vec<usize> = (0..g.body.len())
         .filter(|&i| {
             let s = g.body[i].trim_start();
-            !(s.starts_with('}') || s.starts_with("case") || s.starts_with("default") || s.starts_with('L'))
-                && !g.body[..i].last().is_some_and(|p| p.trim_start() == "break;")
+            let after_break = g.body[..i].last().is_some_and(|p| p.trim_start() == "break;");
+            let opens = ["}", "case", "default", "L"].iter().any(|p| s.starts_with(p));
+            !(opens || after_break)
         })
         .collect();
     let at = spots[g.below(spots.len() as u64) as usize];
