@@ -2,7 +2,8 @@
 //!
 //! The plugin turns each function's IR into a `pathprof_core::Cfg`, asks `pathprof-core` where counters go,
 //! emits them, and embeds the metadata (`pathprof-format`) that lets `pathprof` interpret the profile without
-//! the binary. No profiling algorithm lives in this crate.
+//! the binary. No profiling algorithm lives in this crate. With `PATHPROF_SLICE=FILE:LINE[:VAR]` it builds an
+//! executable slice instead ([`slice_mode`]; the slicing algorithm is `pathprof_core::slicing`'s).
 //!
 //! # Entry points
 //! - `llvmGetPassPluginInfo` (exported here: a cdylib does not export the C++ shim's symbols) hands LLVM the
