@@ -395,10 +395,14 @@ fn exceptions_regenerate_exactly() {
     // through a recursion with cleanups: each landing pad's unwind marker drops the frames the exception left.
     let procs = optimal_equals_naive("trace_exceptions.cpp", &[], "complete");
     let steps = &procs[0][0].3;
-    let count = |name: &str| steps.iter().filter(|(f, _)| f.starts_with(name)).count();
-    for f in ["leaf", "pass_through", "with_cleanup", "rethrower", "local", "recurse", "Guard::~Guard"] {
-        assert!(count(f) > 0, "{f} traced: {steps:?}");
+    let entries = |name: &str| steps.iter().filter(|(f, b)| f == name && *b == 0).count();
+    // By the source (no arguments: i = 1..=40): 40 calls of rethrower, with_cleanup, pass_through and leaf,
+    // 40 of local, recurse(6) … recurse(0): 7. Every Guard (40 in with_cleanup, 7 in recurse) is destroyed
+    // once, normally or by a cleanup while unwinding.
+    for (f, n) in [("rethrower", 40), ("with_cleanup", 40), ("pass_through", 40), ("leaf", 40), ("local", 40)] {
+        assert_eq!(entries(f), n, "{f}");
     }
+    assert_eq!((entries("recurse"), entries("Guard"), entries("~Guard")), (7, 47, 47));
     assert_eq!(steps.last().unwrap().0, "main");
 }
 
