@@ -94,7 +94,8 @@ impl TraceModuleMeta {
             return Err(bad("unknown metadata tail"));
         }
         let extras = if flags & TAIL_EXTRAS != 0 {
-            let (e, rest): (Extras, &[u8]) = postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?;
+            let (e, rest): (Extras, &[u8]) =
+                postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?;
             if !rest.is_empty() {
                 return Err(bad("unknown metadata tail"));
             }

@@ -42,7 +42,9 @@ pub use bits::{BitReader, BitTrace, BitWriter};
 pub use check::{check_blocking, check_trace, witness_set, TraceViolation, WitnessOf};
 pub use encode::{encode, EncodeError, Event, SymbolSink};
 pub use entropy::{EntropyModels, EntropySink, EntropySource, ModelError};
-pub use placement::{bit_tracing, bit_tracing_with, blockers, place_witnesses, Blocking, PlacementError, Scheme, WitnessPlan};
+pub use placement::{
+    bit_tracing, bit_tracing_with, blockers, place_witnesses, Blocking, PlacementError, Scheme, WitnessPlan,
+};
 pub use regenerate::{regenerate, DecisionSource, RegenError, Resync, StepSink, StreamError, Unwind};
 pub use tables::{FuncTables, Program, TablesError};
 pub use tokens::{Token, TokenSink, TokenSource};
