@@ -14,7 +14,7 @@
 
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate, BitReader, BitTrace, DecisionSource, FuncId, RegenError, Resync, StepSink, StreamError,
+    regenerate, BitReader, BitTrace, DecisionSource, FuncId, RegenError, Resync, StepSink, StreamError, Unwind,
 };
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
@@ -196,6 +196,12 @@ impl DecisionSource for Gated<'_> {
         self.certain.set(self.emitted.get());
         Ok(r)
     }
+    fn unwind(&mut self, func_bits: u8) -> Result<Unwind, StreamError> {
+        let u = self.reader.unwind(func_bits)?;
+        // The landing pad wrote the marker: its block ran.
+        self.certain.set(self.emitted.get() + 1);
+        Ok(u)
+    }
 }
 
 #[derive(Serialize)]
@@ -264,6 +270,11 @@ struct JsonReport {
     /// too), so a comparison can tell "not run" from "not traced".
     #[serde(skip_serializing_if = "Option::is_none")]
     traced: Option<Vec<(String, String)>>,
+    /// With `--summary`: functions called from traced code whose `const`/`pure` promise the trace build
+    /// withdrew (every such call is kept), by name: they may run more often than in a build without tracing,
+    /// whose optimiser merges or drops such calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_calls: Option<Vec<String>>,
 }
 
 /// Runs `pathprof trace`.
@@ -277,7 +288,10 @@ pub fn run(args: &Args) -> Result<()> {
         (0..owner.len()).map(|i| names.meta(FuncId(i as u32)).map_or(1, |m| m.cfg.num_blocks() as u32)).collect();
     let predicates: Rc<Vec<Vec<bool>>> = Rc::new(
         (0..owner.len())
-            .map(|i| names.meta(FuncId(i as u32)).map_or_else(|| vec![false; 2], |m| predicate_blocks(&m.cfg)))
+            .map(|i| match (names.meta(FuncId(i as u32)), owner[i]) {
+                (Some(m), Some((base, fi))) => predicate_blocks(&m.cfg, &file.modules[&base].invokes[fi]),
+                _ => vec![false; 2],
+            })
             .collect(),
     );
     let mut totals = args.summary.then(|| Counts {
@@ -348,7 +362,13 @@ pub fn run(args: &Args) -> Result<()> {
             all.dedup();
             all
         });
-        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions, traced })?;
+        let kept_calls = args.summary.then(|| {
+            let mut all: Vec<String> = file.modules.values().flat_map(|m| m.kept_calls.iter().cloned()).collect();
+            all.sort();
+            all.dedup();
+            all
+        });
+        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions, traced, kept_calls })?;
         writeln!(out)?;
     } else if let Some(functions) = functions {
         for f in functions {
@@ -506,12 +526,17 @@ impl StepSink for Probe {
 }
 
 /// Per block of `cfg`: whether it is a predicate (two or more branch successors: a conditional branch or a
-/// switch), where bit tracing writes a decision.
-fn predicate_blocks(cfg: &pathprof_core::Cfg) -> Vec<bool> {
+/// switch), where bit tracing writes a decision; an `invoke` (blocks `invokes`) is a call, not a branch.
+fn predicate_blocks(cfg: &pathprof_core::Cfg, invokes: &[u32]) -> Vec<bool> {
     let mut succs = vec![0u32; cfg.num_vertices()];
     for e in cfg.edge_ids() {
         if matches!(cfg.edge(e).kind, pathprof_core::EdgeKind::Branch { .. }) {
             succs[cfg.edge(e).from.index()] += 1;
+        }
+    }
+    for &b in invokes {
+        if let Some(n) = succs.get_mut(b as usize) {
+            *n = n.saturating_sub(1);
         }
     }
     succs.into_iter().map(|n| n >= 2).collect()

@@ -102,6 +102,8 @@ pub const TRACE_ENTER: &str = "__pathprof_trace_enter";
 pub const TRACE_DONE: &str = "__pathprof_trace_done";
 /// Module-local, `alwaysinline`: a `setjmp` call's return (`Done`, or a resync marker after a `longjmp`).
 pub const TRACE_RESYNC: &str = "__pathprof_trace_resync";
+/// Module-local, `alwaysinline`: a landing pad's start (the unwind marker, the activation's body state back).
+pub const TRACE_UNWIND: &str = "__pathprof_trace_unwind";
 /// Module-local: a trace-mode module's [`TraceModuleDesc`](crate::trace_layout::TraceModuleDesc).
 pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 /// Image-wide (hidden, `linkonce_odr`, thread-local): the thread's trace state
@@ -110,7 +112,7 @@ pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 pub const TRACE_TLS: &str = "__pathprof_trace_tls";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 19] = [
+pub const MODULE_LOCAL: [&str; 20] = [
     COUNTERS,
     META,
     DESC,
@@ -129,6 +131,7 @@ pub const MODULE_LOCAL: [&str; 19] = [
     TRACE_ENTER,
     TRACE_DONE,
     TRACE_RESYNC,
+    TRACE_UNWIND,
     TRACE_DESC,
 ];
 
@@ -138,11 +141,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 34] = {
-            let mut a = [""; 34];
+        let all: [&str; 35] = {
+            let mut a = [""; 35];
             a[..14].copy_from_slice(&RUNTIME);
-            a[14..33].copy_from_slice(&MODULE_LOCAL);
-            a[33] = TRACE_TLS;
+            a[14..34].copy_from_slice(&MODULE_LOCAL);
+            a[34] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

@@ -4,7 +4,7 @@
 
 use crate::meta::ModuleMeta;
 use crate::trace_layout::*;
-use pathprof_core::tracing::{bit_tracing, CallSites, FuncTables, Program, WitnessPlan};
+use pathprof_core::tracing::{bit_tracing_with, CallSites, FuncTables, Program, WitnessPlan};
 use pathprof_core::Cfg;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -18,17 +18,39 @@ pub struct TraceModuleMeta {
     /// Per function of `module.functions`, per real block: its call sites.
     pub calls: Vec<Vec<u32>>,
     /// Recorded at LLVM's `OptimizerLast` point (mode icache): the blocks are those of the optimised IR that
-    /// codegen receives, not the front end's. Encoded after `calls` only when set, so files of plain trace mode
-    /// keep their bytes.
+    /// codegen receives, not the front end's.
     pub optimizer_last: bool,
+    /// Per function of `module.functions`: the blocks that end in an `invoke` (its last call site; successor 1
+    /// is the unwind edge, taken when the landing pad's unwind marker says so).
+    pub invokes: Vec<Vec<u32>>,
+    /// Functions called from this module's traced code whose calls lost a `const`/`pure` promise (the callee
+    /// writes the thread's trace state): the optimiser keeps every such call, where a build without tracing
+    /// may merge or drop some, so these functions may run more often than in another mode's build.
+    pub kept_calls: Vec<String>,
 }
+
+/// [`TraceModuleMeta`]'s tail: what follows the call sites when any of it is set (flags byte
+/// [`TAIL_OPTIMIZER_LAST`] | [`TAIL_EXTRAS`]).
+#[derive(Serialize, Deserialize)]
+struct Extras {
+    invokes: Vec<Vec<u32>>,
+    kept_calls: Vec<String>,
+}
+
+/// Tail flag: recorded at `OptimizerLast`.
+const TAIL_OPTIMIZER_LAST: u8 = 1;
+/// Tail flag: [`Extras`] follow (postcard).
+const TAIL_EXTRAS: u8 = 2;
 
 /// Why a trace file cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// Not a trace file, or a version this reader does not know.
-    #[error("not a pathprof trace file (bad magic or version)")]
+    #[error("not a pathprof trace file (bad magic)")]
     BadHeader,
+    /// A trace file of another layout version (written by another pathprof).
+    #[error("trace file of layout version {0}, this pathprof reads version {TRACE_VERSION}: trace the program again with it")]
+    Version(u32),
     /// A record runs past the end of the file or has a bad length.
     #[error("trace file is truncated or corrupt at byte {0}")]
     Corrupt(usize),
@@ -46,8 +68,14 @@ impl TraceModuleMeta {
         blob.extend_from_slice(&(out.len() as u64).to_le_bytes());
         blob.append(&mut out);
         blob.extend_from_slice(&calls);
-        if self.optimizer_last {
-            blob.push(1);
+        // Plain trace mode without invokes or kept calls keeps its bytes (nothing after the call sites).
+        let extras = self.invokes.iter().any(|b| !b.is_empty()) || !self.kept_calls.is_empty();
+        if self.optimizer_last || extras {
+            blob.push(if self.optimizer_last { TAIL_OPTIMIZER_LAST } else { 0 } | if extras { TAIL_EXTRAS } else { 0 });
+        }
+        if extras {
+            let e = Extras { invokes: self.invokes.clone(), kept_calls: self.kept_calls.clone() };
+            blob.extend_from_slice(&postcard::to_allocvec(&e).expect("postcard serialisation of extras"));
         }
         blob
     }
@@ -61,25 +89,44 @@ impl TraceModuleMeta {
         let module = ModuleMeta::decode(meta).map_err(|e| TraceError::Meta(e.to_string()))?;
         let (calls, rest): (Vec<Vec<u32>>, &[u8]) =
             postcard::take_from_bytes(&bytes[8 + len..]).map_err(|e| TraceError::Meta(e.to_string()))?;
-        let optimizer_last = match rest {
-            [] => false,
-            [1] => true,
-            _ => return Err(bad("unknown recording point")),
+        let (flags, rest) = rest.split_first().map_or((0, rest), |(&f, r)| (f, r));
+        if flags & !(TAIL_OPTIMIZER_LAST | TAIL_EXTRAS) != 0 || (flags & TAIL_EXTRAS == 0) != rest.is_empty() {
+            return Err(bad("unknown metadata tail"));
+        }
+        let extras = if flags & TAIL_EXTRAS != 0 {
+            let (e, rest): (Extras, &[u8]) =
+                postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?;
+            if !rest.is_empty() {
+                return Err(bad("unknown metadata tail"));
+            }
+            e
+        } else {
+            Extras { invokes: Vec::new(), kept_calls: Vec::new() }
         };
+        let invokes = if extras.invokes.is_empty() { vec![Vec::new(); calls.len()] } else { extras.invokes };
         if calls.len() != module.functions.len()
+            || invokes.len() != calls.len()
             || module.functions.iter().zip(&calls).any(|(f, c)| c.len() != f.cfg.num_blocks())
         {
             return Err(bad("call sites do not fit the functions"));
         }
-        Ok(TraceModuleMeta { module, calls, optimizer_last })
+        Ok(TraceModuleMeta {
+            module,
+            calls,
+            optimizer_last: flags & TAIL_OPTIMIZER_LAST != 0,
+            invokes,
+            kept_calls: extras.kept_calls,
+        })
     }
 }
 
 /// The witness plan and regeneration tables of one traced function: bit tracing, with `calls[b]` call sites in
-/// block `b`. The pass instruments with the same plan, so both sides agree by construction.
-pub fn function_tables(cfg: &Cfg, calls: &[u32]) -> Result<(WitnessPlan, FuncTables), String> {
+/// block `b` and `invokes` the blocks ending in an `invoke`. The pass instruments with the same plan, so both
+/// sides agree by construction.
+pub fn function_tables(cfg: &Cfg, calls: &[u32], invokes: &[u32]) -> Result<(WitnessPlan, FuncTables), String> {
     let sites = CallSites::new(cfg, calls.to_vec()).map_err(|e| e.to_string())?;
-    let plan = bit_tracing(cfg);
+    let sites = sites.with_invokes(invokes).map_err(|e| e.to_string())?;
+    let plan = bit_tracing_with(cfg, &sites);
     let tables = FuncTables::build(cfg, &sites, &plan).map_err(|e| e.to_string())?;
     Ok((plan, tables))
 }
@@ -141,8 +188,13 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 impl TraceFile {
     /// Parses a trace file.
     pub fn parse(bytes: &[u8]) -> Result<TraceFile, TraceError> {
-        if bytes.get(..4) != Some(&TRACE_MAGIC[..]) || u32_at(bytes, 4) != Some(TRACE_VERSION) {
+        if bytes.get(..4) != Some(&TRACE_MAGIC[..]) {
             return Err(TraceError::BadHeader);
+        }
+        match u32_at(bytes, 4) {
+            Some(TRACE_VERSION) => {}
+            Some(v) => return Err(TraceError::Version(v)),
+            None => return Err(TraceError::BadHeader),
         }
         let mut modules = BTreeMap::new();
         let mut threads: BTreeMap<(u32, u32), RawThread> = BTreeMap::new();
@@ -260,8 +312,8 @@ impl TraceFile {
             while funcs.len() < base as usize {
                 funcs.push(placeholder());
             }
-            for (i, (f, calls)) in m.module.functions.iter().zip(&m.calls).enumerate() {
-                let (_, t) = function_tables(&f.cfg, calls)
+            for (i, ((f, calls), invokes)) in m.module.functions.iter().zip(&m.calls).zip(&m.invokes).enumerate() {
+                let (_, t) = function_tables(&f.cfg, calls, invokes)
                     .map_err(|e| TraceError::Meta(format!("function `{}`: {e}", f.name)))?;
                 owner[base as usize + i] = Some((base, i));
                 funcs.push(t);
@@ -269,6 +321,7 @@ impl TraceFile {
         }
         let program = Program::with_func_bits(funcs, FUNC_ID_BITS)
             .and_then(|p| p.with_resync(pathprof_core::tracing::FuncId(RESYNC_ID)))
+            .and_then(|p| p.with_unwind(pathprof_core::tracing::FuncId(UNWIND_ID)))
             .ok_or_else(|| TraceError::Meta("more functions than trace ids".into()))?;
         Ok((program, owner))
     }
@@ -285,5 +338,5 @@ fn placeholder() -> FuncTables {
         }],
     )
     .expect("a one-block CFG");
-    function_tables(&cfg, &[0]).expect("a one-block function").1
+    function_tables(&cfg, &[0], &[]).expect("a one-block function").1
 }

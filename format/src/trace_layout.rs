@@ -32,8 +32,9 @@
 
 /// First bytes of a trace file.
 pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
-/// Version of the layout above.
-pub const TRACE_VERSION: u32 = 2;
+/// Version of the layout above (3: unwind markers, and the module metadata's tail with `invoke` blocks and
+/// kept calls; files of version 2 are refused, not misread).
+pub const TRACE_VERSION: u32 = 3;
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 24;
 /// A module's metadata and trace ids.
@@ -66,13 +67,19 @@ pub const DESC_NAIVE: u32 = 1;
 
 /// Bits of a function id after an `Enter` marker's 1 bit (ids are assigned at run time as modules register).
 pub const FUNC_ID_BITS: u8 = 20;
-/// Function ids available in one process (the last one is [`RESYNC_ID`]).
+/// Function ids available in one process (the last two are [`RESYNC_ID`] and [`UNWIND_ID`]).
 pub const MAX_FUNCS: u32 = 1 << FUNC_ID_BITS;
 /// The activation id of a resync marker: `1`, this id, then the function's id ([`FUNC_ID_BITS`]), the
 /// activation's depth, the block and the call's index among the block's call sites (32 bits each). Written
 /// where a `setjmp` call returns after a `longjmp` (`pathprof_core::tracing::regenerate`, "Resync"); no
 /// function gets this id.
 pub const RESYNC_ID: u32 = MAX_FUNCS - 1;
+/// The activation id of an unwind marker: `1`, this id, then the function's id ([`FUNC_ID_BITS`]) and the
+/// activation's depth (32 bits). Written first thing in a landing pad (an exception caught, or a cleanup run,
+/// in that activation): the reader drops the deeper activations — frames the exception left — and crosses
+/// the unwind edge of the `invoke` the activation waits at (`pathprof_core::tracing::regenerate`,
+/// "Unwinding"); no function gets this id.
+pub const UNWIND_ID: u32 = MAX_FUNCS - 2;
 
 /// Words of the per-thread state.
 pub const TLS_WORDS: usize = 4;

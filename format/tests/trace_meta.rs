@@ -1,5 +1,5 @@
-//! Trace-file module metadata: the recording point (mode icache records at `OptimizerLast`) round-trips, and
-//! plain trace mode's blob keeps its bytes.
+//! Trace-file module metadata: the recording point (mode icache records at `OptimizerLast`), the `invoke`
+//! blocks and the kept calls round-trip; plain trace mode's blob keeps its bytes; unknown tails are refused.
 
 use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::trace::TraceModuleMeta;
@@ -19,6 +19,8 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
         },
         calls: Vec::new(),
         optimizer_last,
+        invokes: Vec::new(),
+        kept_calls: Vec::new(),
     }
 }
 
@@ -33,4 +35,32 @@ fn the_recording_point_round_trips_and_trace_mode_bytes_are_unchanged() {
     let mut bad = plain.clone();
     bad.push(7);
     assert!(TraceModuleMeta::decode(&bad).is_err());
+}
+
+#[test]
+fn kept_calls_round_trip_with_the_recording_point() {
+    for optimizer_last in [false, true] {
+        let mut m = meta(optimizer_last);
+        m.kept_calls = vec!["gl_sockets_startup".into(), "gl_locale_name_default".into()];
+        let back = TraceModuleMeta::decode(&m.encode()).unwrap();
+        assert_eq!(back.kept_calls, m.kept_calls);
+        assert_eq!(back.optimizer_last, optimizer_last);
+        // Trailing bytes after the extras are refused.
+        let mut bad = m.encode();
+        bad.push(0);
+        assert!(TraceModuleMeta::decode(&bad).is_err());
+    }
+}
+
+#[test]
+fn a_file_of_the_previous_layout_is_refused_not_misread() {
+    use pathprof_format::trace::{TraceError, TraceFile};
+    use pathprof_format::trace_layout::{TRACE_MAGIC, TRACE_VERSION};
+    assert_eq!(TRACE_VERSION, 3);
+    let mut old = TRACE_MAGIC.to_vec();
+    old.extend_from_slice(&2u32.to_le_bytes());
+    assert!(matches!(TraceFile::parse(&old), Err(TraceError::Version(2))));
+    let mut now = TRACE_MAGIC.to_vec();
+    now.extend_from_slice(&TRACE_VERSION.to_le_bytes());
+    assert!(TraceFile::parse(&now).is_ok());
 }

@@ -280,6 +280,18 @@ pub fn mark_instrumented(f: LLVMValueRef, mark: &str) {
     }
 }
 
+/// Whether `call` or the function it calls promises to read at most (`memory(...)`, `readnone`, `readonly`):
+/// the optimiser may then merge or drop the call.
+pub fn has_memory_promise(call: LLVMValueRef) -> bool {
+    let kinds: Vec<u32> = ["memory", "readnone", "readonly"].iter().map(|n| attr_kind(n)).filter(|&k| k != 0).collect();
+    unsafe {
+        kinds.iter().any(|&k| {
+            !LLVMGetCallSiteEnumAttribute(call, FUNCTION_INDEX, k).is_null()
+                || called_function(call).is_some_and(|f| !LLVMGetEnumAttributeAtIndex(f, FUNCTION_INDEX, k).is_null())
+        })
+    }
+}
+
 /// Withdraws the memory promises ([`MEMORY_PROMISES`]) from `call` and from the declaration or definition it
 /// calls. Trace mode: a callee in another module is instrumented there and writes the thread's trace state,
 /// which the caller reads and writes around the call; a `pure` declaration (`memory(read)`) would let the

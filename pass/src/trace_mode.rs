@@ -14,7 +14,12 @@
 //! function body (a signal handler) or a call site that returns to a state that is not its own (`longjmp`, an
 //! exception) tells the runtime, which records where the trace stops being regenerable.
 //!
-//! Functions with `invoke`, `musttail` calls or `indirectbr`/`callbr` are left uninstrumented (a warning):
+//! Exceptions: an `invoke` is its block's last call site. Its Done goes on its normal edge (split when
+//! critical, else at the start of the normal successor), so the `invoke` block is no predicate; every landing
+//! pad starts with the unwind marker ([`symbols::TRACE_UNWIND`]: the reserved id [`UNWIND_ID`], the function's
+//! id and its activation depth) and puts the thread state back to the activation's body — frames the
+//! exception passed through leave no trace of their own, and `resume` restores the caller's call-site state as
+//! `ret` does. Functions with `musttail` calls or `indirectbr`/`callbr` are left uninstrumented (a warning):
 //! their markers could not be placed yet. Their activations are then calls into untraced code.
 //!
 //! With `PATHPROF_TRACE_NAIVE=1` (`Config::trace_naive`) the module writes the second method instead: at the
@@ -38,7 +43,7 @@ use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
-    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION,
+    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION, UNWIND_ID,
 };
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -53,11 +58,14 @@ struct Planned {
     calls: Vec<Vec<LLVMValueRef>>,
     /// Per block and call site: a `returns_twice` call (`setjmp`), whose second return writes a resync marker.
     twice: Vec<Vec<bool>>,
+    /// Blocks that end in an `invoke` (their last call site).
+    invokes: Vec<u32>,
 }
 
-/// Whether `inst` is a call site: a call that may run traced code (not an intrinsic, not inline asm).
+/// Whether `inst` is a call site: a call or `invoke` that may run traced code (not an intrinsic, not inline
+/// asm).
 fn is_call_site(inst: LLVMValueRef) -> bool {
-    ir::opcode(inst) == LLVMOpcode::LLVMCall
+    matches!(ir::opcode(inst), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke)
         && !ir::calls_inline_asm(inst)
         && ir::called_function(inst).is_none_or(|f| ir::intrinsic_id(f) == 0)
 }
@@ -67,12 +75,23 @@ fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
     let mut calls = Vec::with_capacity(graph.blocks.len());
     let mut twice = Vec::with_capacity(graph.blocks.len());
-    for &bb in &graph.blocks {
+    let mut invokes = Vec::new();
+    for (bi, &bb) in graph.blocks.iter().enumerate() {
         let mut here = Vec::new();
         let mut here_twice = Vec::new();
         for inst in ir::instructions(bb) {
             match ir::opcode(inst) {
-                LLVMOpcode::LLVMInvoke => return Err("`invoke` is not traced yet".into()),
+                LLVMOpcode::LLVMInvoke if !is_call_site(inst) => {
+                    return Err("an `invoke` of an intrinsic or inline asm is not traced yet".into())
+                }
+                LLVMOpcode::LLVMCatchSwitch | LLVMOpcode::LLVMCatchPad | LLVMOpcode::LLVMCleanupPad => {
+                    return Err("funclet-based exception handling is not traced".into())
+                }
+                LLVMOpcode::LLVMInvoke => {
+                    invokes.push(bi as u32);
+                    here.push(inst);
+                    here_twice.push(facts.returns_twice(inst));
+                }
                 LLVMOpcode::LLVMIndirectBr => return Err("`indirectbr` is not traced yet".into()),
                 LLVMOpcode::LLVMCall if ir::is_musttail(inst) => {
                     return Err("`musttail` calls are not traced yet".into())
@@ -88,8 +107,8 @@ fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
         twice.push(here_twice);
     }
     let counts: Vec<u32> = calls.iter().map(|c| c.len() as u32).collect();
-    let (plan, tables) = function_tables(&graph.cfg, &counts)?;
-    Ok(Planned { f, graph, plan, tables, calls, twice })
+    let (plan, tables) = function_tables(&graph.cfg, &counts, &invokes)?;
+    Ok(Planned { f, graph, plan, tables, calls, twice, invokes })
 }
 
 /// Instruments `candidates` of `m` for tracing; returns whether the module changed.
@@ -133,6 +152,8 @@ pub fn instrument(
         },
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
         optimizer_last: config.optimizer_last,
+        invokes: planned.iter().map(|p| p.invokes.clone()).collect(),
+        kept_calls: kept_calls(&planned),
     };
     let emitter = unsafe { Emitter::new(m, &meta, config.trace_naive) };
     let mut site = 0u64;
@@ -155,6 +176,20 @@ pub fn instrument(
     Ok(true)
 }
 
+/// The functions whose calls from traced code lose a `const`/`pure` promise (sorted, once each): see
+/// [`TraceModuleMeta::kept_calls`].
+fn kept_calls(planned: &[Planned]) -> Vec<String> {
+    let mut names: Vec<String> = planned
+        .iter()
+        .flat_map(|p| p.calls.iter().flatten())
+        .filter(|&&call| ir::has_memory_promise(call))
+        .filter_map(|&call| ir::called_function(call).map(ir::name))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 fn cstr(s: &str) -> CString {
     CString::new(s).expect("internal names contain no NUL")
 }
@@ -169,6 +204,8 @@ struct Emitter {
     done: LLVMValueRef,
     /// resync(expect, d, id, block, call): a `setjmp` call's return.
     resync: LLVMValueRef,
+    /// unwind(d, id): a landing pad's start.
+    unwind: LLVMValueRef,
     tls: LLVMValueRef,
     builder: LLVMBuilderRef,
     /// The module descriptor (its `base` field is the module's first trace id) and its type.
@@ -407,7 +444,24 @@ impl Emitter {
             }
             LLVMBuildRetVoid(b);
         }
-        Emitter { m, ctx, i64t, put, enter, done, resync, tls, builder: b, desc, desc_ty, put_ty, naive }
+        // unwind(d, id): a landing pad's start: the activation's body state back (the exception left deeper
+        // activations inside their calls), then the unwind marker (UNWIND_ID, id, depth).
+        let mut params = [i64t, i64t];
+        let unwind = helper(m, symbols::TRACE_UNWIND, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+        {
+            let (d, id) = (LLVMGetParam(unwind, 0), LLVMGetParam(unwind, 1));
+            LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, unwind, c"entry".as_ptr()));
+            LLVMBuildStore(b, d, gep(b, TLS_STATE));
+            if !naive {
+                let depth = LLVMBuildLShr(b, d, c(1), c"".as_ptr());
+                let fb = u64::from(FUNC_ID_BITS);
+                for (v, w) in [(c(1 | u64::from(UNWIND_ID) << 1), c(1 + fb)), (id, c(fb)), (depth, c(32))] {
+                    LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+                }
+            }
+            LLVMBuildRetVoid(b);
+        }
+        Emitter { m, ctx, i64t, put, enter, done, resync, unwind, tls, builder: b, desc, desc_ty, put_ty, naive }
     }
 
     /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
@@ -445,7 +499,7 @@ impl Emitter {
         let cfg = &p.graph.cfg;
         let adj = cfg.adjacency();
         let has_setjmp = p.twice.iter().flatten().any(|&t| t);
-        let id = if has_setjmp {
+        let id = if has_setjmp || !p.invokes.is_empty() {
             let i32t = LLVMInt32TypeInContext(self.ctx);
             LLVMPositionBuilderBefore(b, ir::first_insertion_point(entry).expect("a block has a terminator"));
             let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
@@ -454,6 +508,39 @@ impl Emitter {
         } else {
             None
         };
+        // Exceptions first, so that the code they put at the start of a block runs before that block's own
+        // (call-site states, decisions): each `invoke`'s return on its normal edge, each landing pad's marker.
+        // The state inside call site k of the function is d + 1 + (site number << 32), numbered as below.
+        let site_state = |k: u64| c(1 + (((*site + k) & 0xffff_ffff) << 32));
+        let mut numbered = 0u64;
+        for (bi, calls) in p.calls.iter().enumerate() {
+            numbered += calls.len() as u64;
+            let Some(&inst) = calls.last().filter(|&&i| ir::opcode(i) == LLVMOpcode::LLVMInvoke) else { continue };
+            let split = crate::shim::pathprof_shim_split_edge(inst, 0);
+            let at = if split.is_null() {
+                ir::first_insertion_point(LLVMGetNormalDest(inst)).expect("a block has a terminator")
+            } else {
+                ir::terminator(split).expect("a split block branches on")
+            };
+            LLVMPositionBuilderBefore(b, at);
+            let expect_here = LLVMBuildAdd(b, d, site_state(numbered), c"".as_ptr());
+            match id {
+                Some(id) if p.twice[bi][calls.len() - 1] => {
+                    call(self.resync, &mut [expect_here, d, id, c(bi as u64), c(calls.len() as u64 - 1)]);
+                }
+                _ => {
+                    call(self.done, &mut [expect_here, d]);
+                }
+            }
+        }
+        let mut pads: Vec<LLVMBasicBlockRef> =
+            p.invokes.iter().map(|&bi| LLVMGetUnwindDest(*p.calls[bi as usize].last().expect("an invoke"))).collect();
+        pads.sort();
+        pads.dedup();
+        for pad in pads {
+            LLVMPositionBuilderBefore(b, ir::first_insertion_point(pad).expect("a block has a terminator"));
+            call(self.unwind, &mut [d, id.expect("computed for functions with invokes")]);
+        }
         for (bi, &bb) in p.graph.blocks.iter().enumerate() {
             for (ci, &inst) in p.calls[bi].iter().enumerate() {
                 *site += 1;
@@ -461,6 +548,9 @@ impl Emitter {
                 LLVMPositionBuilderBefore(b, inst);
                 let expect_here = LLVMBuildAdd(b, d, c(1 + ((*site & 0xffff_ffff) << 32)), c"".as_ptr());
                 LLVMBuildStore(b, expect_here, pstate);
+                if ir::opcode(inst) == LLVMOpcode::LLVMInvoke {
+                    continue; // its return is on its normal edge, above
+                }
                 let next = LLVMGetNextInstruction(inst);
                 LLVMPositionBuilderBefore(b, next);
                 match id {
@@ -479,6 +569,10 @@ impl Emitter {
                 .iter()
                 .copied()
                 .filter(|&e| matches!(cfg.edge(e).kind, EdgeKind::Branch { .. } | EdgeKind::Return))
+                // An invoke's unwind edge is taken by the landing pad's marker, not by a decision.
+                .filter(|&e| {
+                    !(ir::opcode(term) == LLVMOpcode::LLVMInvoke && cfg.edge(e).kind == (EdgeKind::Branch { succ: 1 }))
+                })
                 .collect();
             if ir::opcode(term) == LLVMOpcode::LLVMRet || ir::opcode(term) == LLVMOpcode::LLVMResume {
                 LLVMPositionBuilderBefore(b, term);

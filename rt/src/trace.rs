@@ -152,7 +152,7 @@ pub unsafe extern "C" fn __pathprof_trace_register(desc: *mut TraceModuleDesc) {
         pp_warn!("trace-mode modules built with and without PATHPROF_TRACE_NAIVE in one process; no trace written");
         return;
     }
-    match st.next_base.checked_add(d.num_functions).filter(|&n| n <= RESYNC_ID) {
+    match st.next_base.checked_add(d.num_functions).filter(|&n| n <= UNWIND_ID) {
         Some(n) => {
             d.base = st.next_base;
             st.next_base = n;

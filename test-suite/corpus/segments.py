@@ -233,13 +233,15 @@ def first_difference(pairs):
     return None
 
 
-def compare(agg, base, skip=(), system=lambda key: False):
+def compare(agg, base, skip=(), system=lambda key: False, explain=lambda key, a, e: None):
     """Functions whose segment counts differ from the baseline's. A function whose segments differ in number,
     source lines or successors from the baseline's (the two builds compiled it to different code) cannot be
     compared: it is listed under `not_comparable` with the reason, never counted as equal. Counts are
     [entries, branch counts..., returns] per segment. `skip`: keys the manifest documents as behaving differently from
-    run to run; `system(key)`: functions counted apart (see corpus.is_system_header)."""
-    mismatches, not_comparable = [], []
+    run to run; `system(key)`: functions counted apart (see corpus.is_system_header); `explain(key, a, e)`: why a
+    differing function legitimately differs (the two builds ran it a different number of times), or None — an
+    explained function is listed under `explained`, with the reason and both entry counts, not as a mismatch."""
+    mismatches, not_comparable, explained = [], [], []
     compared = unmatched = system_n = as_sum = 0
     for key, a in agg.items():
         if key in skip:
@@ -260,8 +262,13 @@ def compare(agg, base, skip=(), system=lambda key: False):
         compared += 1
         as_sum += how == "equal as a sum"
         if how == "differs":
-            mismatches.append({"function": key, **detail})
+            why = explain(key, a, e)
+            if why:
+                explained.append({"function": key, "why": why, "entries": a.get("entry"), "edge": e.get("entry")})
+            else:
+                mismatches.append({"function": key, **detail})
     return {"compared": compared, "unmatched": unmatched, "system": system_n, "equal_as_sum": as_sum,
+            "explained": len(explained), "explained_samples": explained[:20],
             "mismatched": len(mismatches),
             "samples": mismatches[:10], "not_comparable": len(not_comparable),
             "not_comparable_samples": not_comparable[:10]}

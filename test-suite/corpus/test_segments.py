@@ -136,6 +136,35 @@ class Copies(unittest.TestCase):
         self.assertEqual((r["mismatched"], r["equal_as_sum"], r["samples"][0]["copy"]), (1, 0, "f.o"))
 
 
+class KeptCalls(unittest.TestCase):
+    """Trace mode keeps every call of a const/pure function (sed: gl_sockets_startup 6 vs 1 entries)."""
+
+    def startup(self, n, name="gl_sockets_startup"):
+        return record([([142], n)], [(0, 1, "return", None, n)], name=name)
+
+    def compare(self, trace, edge, kept):
+        return corpus.compare_counts(segments.aggregate([trace]), segments.aggregate([edge]), (), kept)
+
+    def test_more_entries_of_a_kept_callee_are_explained(self):
+        r = self.compare(self.startup(6), self.startup(1), {"gl_sockets_startup"})
+        self.assertEqual((r["mismatched"], r["explained"]), (0, 1))
+        self.assertEqual((r["explained_samples"][0]["entries"], r["explained_samples"][0]["edge"]), (6, 1))
+        self.assertTrue(corpus.counts_check(r, "edge")["ok"])
+
+    def test_fewer_entries_or_another_function_still_fail(self):
+        # The optimiser only removes such calls: fewer entries in the trace build is a miscount.
+        r = self.compare(self.startup(1), self.startup(6), {"gl_sockets_startup"})
+        self.assertEqual((r["mismatched"], r["explained"]), (1, 0))
+        # A function no trace names as a kept callee.
+        r = self.compare(self.startup(6, "other"), self.startup(1, "other"), {"gl_sockets_startup"})
+        self.assertEqual((r["mismatched"], r["explained"]), (1, 0))
+        self.assertFalse(corpus.counts_check(r, "edge")["ok"])
+
+    def test_branches_of_a_kept_callee_that_disagree_with_equal_entries_fail(self):
+        r = self.compare(dict(diamond(6, 4), name="twice"), dict(diamond(7, 3), name="twice"), {"twice"})
+        self.assertEqual((r["mismatched"], r["explained"]), (1, 0))
+
+
 def block_mode(rec):
     """The block-mode record of the same execution: block counts only (edges measured by nobody)."""
     return dict(rec, mode="block", edges=[dict(e, count=None) for e in rec["edges"]])

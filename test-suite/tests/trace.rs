@@ -12,7 +12,7 @@ use std::process::Command;
 fn build_and_run(dir: &Path, source: &str, mode: &str, opt: &str) -> (i32, PathBuf) {
     let exe = dir.join(format!("prog-{mode}"));
     run_ok(
-        wrapper(false)
+        wrapper(source.ends_with(".cpp"))
             .arg(format!("--pathprof-mode={mode}"))
             .args([opt, "-g", "-pthread"])
             .arg(programs().join(source))
@@ -210,9 +210,9 @@ type Threads = Vec<(String, u64, u64, Vec<(String, u64)>)>;
 fn build_with(dir: &Path, source: &str, name: &str, flags: &[&str], opt: &str) -> PathBuf {
     let exe = dir.join(name);
     let mut cmd = match flags.first() {
-        Some(&"plain") => Command::new("clang-19"),
+        Some(&"plain") => Command::new(if source.ends_with(".cpp") { "clang++-19" } else { "clang-19" }),
         _ => {
-            let mut w = wrapper(false);
+            let mut w = wrapper(source.ends_with(".cpp"));
             w.arg("--pathprof-mode=trace").args(flags);
             w
         }
@@ -386,6 +386,62 @@ fn calls_to_a_pure_function_of_another_module_keep_its_bits() {
     // Found on xz's tests (`lzma_vli_size` is declared pure): with the declaration's `memory(read)` kept, the
     // caller's bit accumulator stayed in a register across the call and overwrote the callee's bits.
     optimal_equals_naive("trace_pure_main.c trace_pure_lib.c", &[], "complete");
+}
+
+#[test]
+fn exceptions_regenerate_exactly() {
+    // Throws caught several frames up, through a frame without landing pads (pass_through), a cleanup that
+    // resumes (with_cleanup's Guard), a rethrow, catch(...), a throw caught in its own frame (local) and
+    // through a recursion with cleanups: each landing pad's unwind marker drops the frames the exception left.
+    let procs = optimal_equals_naive("trace_exceptions.cpp", &[], "complete");
+    let steps = &procs[0][0].3;
+    let entries = |name: &str| steps.iter().filter(|(f, b)| f == name && *b == 0).count();
+    // By the source (no arguments: i = 1..=40): 40 calls of rethrower, with_cleanup, pass_through and leaf,
+    // 40 of local, recurse(6) … recurse(0): 7. Every Guard (40 in with_cleanup, 7 in recurse) is destroyed
+    // once, normally or by a cleanup while unwinding.
+    for (f, n) in [("rethrower", 40), ("with_cleanup", 40), ("pass_through", 40), ("leaf", 40), ("local", 40)] {
+        assert_eq!(entries(f), n, "{f}");
+    }
+    assert_eq!((entries("recurse"), entries("Guard"), entries("~Guard")), (7, 47, 47));
+    assert_eq!(steps.last().unwrap().0, "main");
+}
+
+#[test]
+fn exception_counts_equal_edge_mode() {
+    // The unwind edges the markers cross count as edge mode counts them (an invoke's successor 1).
+    check_against_edge_mode("trace_exceptions.cpp", "complete");
+}
+
+#[test]
+fn kept_calls_to_const_functions_are_listed() {
+    // sed's gnulib tests: `(void) gl_sockets_startup (…)` (declared const) is dropped by an ordinary build and
+    // kept by the trace build, whose calls lose the promise; and 13 calls of `gl_locale_name_default` are one
+    // in edge mode. The trace's summary names such callees so a comparison can tell the two builds apart.
+    let dir = scratch("trace-kept");
+    let exe = build_with(&dir, "trace_const_main.c trace_const_lib.c", "kept", &[], "-O2");
+    let trace = dir.join("kept.pathtrace");
+    assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
+    let summary = trace_json(&trace, &["--summary"]);
+    let kept: Vec<&str> = summary["kept_calls"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(kept, vec!["answer", "twice"], "the const and pure callees, not the plain one");
+    // The trace build runs every call of the source: answer 3 times (results unused twice), twice 4 times.
+    let counts = trace_counts(&summary);
+    assert_eq!(counts["answer"].0[0], 3);
+    assert_eq!(counts["twice"].0[0], 4);
+    // Edge mode's build of the same sources merges and drops them (the calls' promises stand there): the
+    // difference is the optimiser's, not a tracing error — 1 call of answer, 3 of twice (twice(argc) merged).
+    let edge_exe = dir.join("edge");
+    let mut cmd = wrapper(false);
+    cmd.args(["--pathprof-mode=edge", "-O2", "-g"]);
+    for s in ["trace_const_main.c", "trace_const_lib.c"] {
+        cmd.arg(programs().join(s));
+    }
+    run_ok(cmd.arg("-o").arg(&edge_exe));
+    let prof = dir.join("edge.pathprof");
+    assert!(Command::new(&edge_exe).env("PATHPROF_FILE", &prof).status().unwrap().success());
+    let edge = edge_counts(&show_json(&prof));
+    assert_eq!((edge["answer"].0[0], edge["twice"].0[0], edge["plain"].0[0]), (1, 3, 1));
+    assert_eq!(counts["plain"].0[0], 1, "a call without promises runs as in every build");
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! truncated trace is detected, never read past.
 
 use super::encode::SymbolSink;
-use super::regenerate::{DecisionSource, Resync, StreamError};
+use super::regenerate::{DecisionSource, Resync, StreamError, Unwind};
 use super::FuncId;
 use crate::graph::BlockId;
 
@@ -133,5 +133,9 @@ impl DecisionSource for BitReader<'_> {
             block: BlockId(self.read(32)?),
             call: self.read(32)?,
         })
+    }
+    /// An unwind marker's fields after its id: function (`func_bits`) and depth (32 bits).
+    fn unwind(&mut self, func_bits: u8) -> Result<Unwind, StreamError> {
+        Ok(Unwind { func: FuncId(self.read(func_bits)?), depth: self.read(32)? })
     }
 }

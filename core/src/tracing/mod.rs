@@ -29,6 +29,8 @@ pub mod view;
 mod tests_paper;
 #[cfg(test)]
 mod tests_prop;
+#[cfg(test)]
+mod tests_unwind;
 
 crate::graph::typed_index!(
     /// A traced function of a program: its index in [`Program`], and its id in a trace.
@@ -40,8 +42,10 @@ pub use bits::{BitReader, BitTrace, BitWriter};
 pub use check::{check_blocking, check_trace, witness_set, TraceViolation, WitnessOf};
 pub use encode::{encode, EncodeError, Event, SymbolSink};
 pub use entropy::{EntropyModels, EntropySink, EntropySource, ModelError};
-pub use placement::{bit_tracing, blockers, place_witnesses, Blocking, PlacementError, Scheme, WitnessPlan};
-pub use regenerate::{regenerate, DecisionSource, RegenError, Resync, StepSink, StreamError};
+pub use placement::{
+    bit_tracing, bit_tracing_with, blockers, place_witnesses, Blocking, PlacementError, Scheme, WitnessPlan,
+};
+pub use regenerate::{regenerate, DecisionSource, RegenError, Resync, StepSink, StreamError, Unwind};
 pub use tables::{FuncTables, Program, TablesError};
 pub use tokens::{Token, TokenSink, TokenSource};
-pub use view::{CallSites, CallSitesMismatch};
+pub use view::{CallSites, CallSitesMismatch, InvokeMismatch};

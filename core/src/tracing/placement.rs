@@ -163,7 +163,13 @@ pub fn place_witnesses(
 
 /// Bit tracing (thesis §3.4.2, TOPLAS'94 §6.2): out-edge `i` of every predicate writes `i`.
 pub fn bit_tracing(cfg: &Cfg) -> WitnessPlan {
-    let view = TracingView::new(cfg, &CallSites::none(cfg));
+    bit_tracing_with(cfg, &CallSites::none(cfg))
+}
+
+/// Bit tracing of a function with `invoke`s ([`CallSites::with_invokes`]): an `invoke`'s unwind edge is no
+/// decision (its landing pad writes an unwind marker), so the `invoke` block is no predicate.
+pub fn bit_tracing_with(cfg: &Cfg, calls: &CallSites) -> WitnessPlan {
+    let view = TracingView::new(cfg, calls);
     let mut value = vec![None; cfg.num_edges()];
     let mut num_values = 0;
     for v in cfg.vertices().filter(|&v| view.is_predicate(v)) {

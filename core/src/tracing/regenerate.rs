@@ -21,6 +21,16 @@
 //! [`Resync`] marker, written where a `setjmp` call returns the second time: the activations deeper than the
 //! marker's depth are dropped, the activation at that depth (it must run the marker's function) resumes at the
 //! marker's call site as if that call returned (its Done is the marker), and the walk goes on.
+//!
+//! # Unwinding (exceptions)
+//! An exception leaves activations without their returns too. A block ending in an `invoke` is no predicate:
+//! its normal successor follows the `invoke`'s Done, and its unwind edge is taken only when an unwind marker
+//! ([`Program::with_unwind`]) comes where an activation is read — written by a landing pad, first thing, with
+//! the landing pad's function and activation depth. The activations deeper than that depth are dropped (frames
+//! the exception passed through, with or without cleanups of their own); the activation at that depth must run
+//! the marker's function and wait at the `invoke` (its block's last call site): the walk crosses the unwind
+//! edge into the landing pad. A cleanup's `resume` leaves its function by a return edge, and the next landing
+//! pad up the stack writes its own marker.
 
 use super::tables::{FuncTables, Program, NONE, PRED, SPECIAL};
 use super::FuncId;
@@ -37,6 +47,15 @@ pub struct Resync {
     pub block: BlockId,
     /// The call's index among the block's call sites.
     pub call: u32,
+}
+
+/// An unwind marker: a landing pad was entered (an exception caught or being cleaned up there).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Unwind {
+    /// The landing pad's function.
+    pub func: FuncId,
+    /// Its activation's depth in the thread (1: the outermost traced activation).
+    pub depth: u32,
 }
 
 /// What went wrong reading the next decision.
@@ -88,6 +107,9 @@ pub enum RegenError {
     /// A resync marker that fits no activation on the stack (a corrupt trace).
     #[error("resync marker {0:?} fits no activation")]
     BadResync(Resync),
+    /// An unwind marker that fits no activation waiting at an `invoke` (a corrupt trace).
+    #[error("unwind marker {0:?} fits no activation waiting at an invoke")]
+    BadUnwind(Unwind),
 }
 
 /// Where regeneration reads its decisions: one implementation per encoding. The decoder passes the context
@@ -99,6 +121,10 @@ pub trait DecisionSource {
     fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError>;
     /// After an activation of the program's resync id: the marker. Encodings without markers have none.
     fn resync(&mut self, _func_bits: u8) -> Result<Resync, StreamError> {
+        Err(StreamError::Unexpected)
+    }
+    /// After an activation of the program's unwind id: the marker. Encodings without markers have none.
+    fn unwind(&mut self, _func_bits: u8) -> Result<Unwind, StreamError> {
         Err(StreamError::Unexpected)
     }
 }
@@ -182,6 +208,26 @@ pub fn regenerate<D: DecisionSource, S: StepSink>(
                     continue;
                 }
                 (fr, false)
+            }
+            Some(u) if Some(u) == program.unwind => {
+                let top = stack.last();
+                let (func, block) = (top.map(|f| f.func), top.map(|f| f.vertex));
+                let m = src.unwind(program.func_bits).map_err(|error| RegenError::Stream { error, func, block })?;
+                let at = (m.depth as usize).checked_sub(1).and_then(|i| stack.get(i));
+                // The activation must wait at its block's last call site, an `invoke`.
+                let edge = at.filter(|fr| fr.func == m.func && fr.calls_left == 1).and_then(|fr| {
+                    let e = program.funcs[fr.func.index()].unwind[fr.vertex.index()];
+                    (e != NONE).then_some(EdgeId(e))
+                });
+                let Some(edge) = edge else { return Err(RegenError::BadUnwind(m)) };
+                stack.truncate(m.depth as usize);
+                let mut fr = stack.pop().expect("depth ≥ 1");
+                sink.site_done(fr.func, fr.vertex);
+                sink.edge(fr.func, edge);
+                fr.vertex = program.funcs[fr.func.index()].edge_to[edge.index()];
+                fr.pending = NONE;
+                fr.calls_left = 0;
+                (fr, true)
             }
             Some(f) => {
                 let t = program.func(f).ok_or(RegenError::UnknownFunction(f.0))?;

@@ -62,6 +62,8 @@ pub struct FuncTables {
     pub(crate) verts: Vec<VertexEntry>,
     pub(crate) trans: Vec<Transition>,
     pub(crate) calls: Vec<u32>,
+    /// Per vertex: the unwind edge of the `invoke` that ends it ([`NONE`]: none).
+    pub(crate) unwind: Vec<u32>,
     /// Value each edge writes ([`NONE`] if none), and its source, for the encoder.
     pub(crate) edge_witness: Vec<u32>,
     pub(crate) edge_from: Vec<BlockId>,
@@ -138,10 +140,20 @@ impl FuncTables {
             verts,
             trans,
             calls: cfg.vertices().map(|v| calls.count(v)).collect(),
+            unwind: cfg
+                .vertices()
+                .map(|v| {
+                    let mut outs = cfg.edge_ids().filter(|&e| cfg.edge(e).from == v && calls.is_unwind(cfg, e));
+                    outs.next().map_or(NONE, |e| e.0)
+                })
+                .collect(),
             edge_witness: cfg.edge_ids().map(|e| plan.value(e).unwrap_or(NONE)).collect(),
             edge_from: cfg.edges().iter().map(|e| e.from).collect(),
             edge_to: cfg.edges().iter().map(|e| e.to).collect(),
-            edge_traced: cfg.edges().iter().map(|e| super::view::is_traced(e.kind)).collect(),
+            edge_traced: cfg
+                .edge_ids()
+                .map(|e| super::view::is_traced(cfg.edge(e).kind) && !calls.is_unwind(cfg, e))
+                .collect(),
             bit_tracing: plan.scheme() == super::placement::Scheme::BitTracing,
             entry: cfg.entry(),
             exit: cfg.exit(),
@@ -182,20 +194,22 @@ pub struct Program {
     pub(crate) func_bits: u8,
     /// The activation id that announces a resync marker ([`super::regenerate`], "Resync"), if any.
     pub(crate) resync: Option<FuncId>,
+    /// The activation id that announces an unwind marker ([`super::regenerate`], "Unwinding"), if any.
+    pub(crate) unwind: Option<FuncId>,
 }
 
 impl Program {
     /// A program of `funcs`; a function id in a trace takes ⌈log2 funcs.len()⌉ bits.
     pub fn new(funcs: Vec<FuncTables>) -> Program {
         let func_bits = super::view::bits_for(funcs.len() as u64);
-        Program { funcs, func_bits, resync: None }
+        Program { funcs, func_bits, resync: None, unwind: None }
     }
 
     /// A program whose function ids take a fixed `func_bits` bits, for traces written before the number of
     /// functions is known (a run-time writer assigning ids as modules register); `None` if `funcs` do not fit.
     pub fn with_func_bits(funcs: Vec<FuncTables>, func_bits: u8) -> Option<Program> {
         let fits = func_bits <= 32 && (func_bits == 32 || (funcs.len() as u64) <= 1u64 << func_bits);
-        fits.then_some(Program { funcs, func_bits, resync: None })
+        fits.then_some(Program { funcs, func_bits, resync: None, unwind: None })
     }
 
     /// The same program with `id` (no function's) announcing resync markers; `None` if a function has it.
@@ -204,6 +218,19 @@ impl Program {
             return None;
         }
         self.resync = Some(id);
+        Some(self)
+    }
+
+    /// The same program with `id` (no function's, not the resync id) announcing unwind markers; `None` if a
+    /// function has it.
+    pub fn with_unwind(mut self, id: FuncId) -> Option<Program> {
+        if id.index() < self.funcs.len()
+            || Some(id) == self.resync
+            || (self.func_bits < 32 && u64::from(id.0) >= 1u64 << self.func_bits)
+        {
+            return None;
+        }
+        self.unwind = Some(id);
         Some(self)
     }
 

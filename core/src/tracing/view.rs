@@ -11,9 +11,14 @@ use crate::graph::{BlockId, Cfg, EdgeId, EdgeKind};
 
 /// How many call sites each block holds (0: none). A call is where a callee's trace is written into the
 /// caller's, so the placement blocks witnesses before it (§4.2) and the regenerator reads the callee's
-/// activations there; one entry per real block.
+/// activations there; one entry per real block. Blocks ending in an `invoke` ([`CallSites::with_invokes`]):
+/// their last call site is the `invoke`, and its unwind edge (successor 1) is not traced by a decision — an
+/// unwind marker written at the landing pad says it was taken (`regenerate`, "Unwinding").
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallSites(Vec<u32>);
+pub struct CallSites {
+    counts: Vec<u32>,
+    invokes: Vec<bool>,
+}
 
 /// A [`CallSites`] list that does not fit its CFG.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -25,10 +30,15 @@ pub struct CallSitesMismatch {
     pub found: usize,
 }
 
+/// An `invoke` block ([`CallSites::with_invokes`]) that is not a real block with a call site.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("block {0} is said to end in an invoke but holds no call site")]
+pub struct InvokeMismatch(pub u32);
+
 impl CallSites {
     /// A function without calls.
     pub fn none(cfg: &Cfg) -> CallSites {
-        CallSites(vec![0; cfg.num_blocks()])
+        CallSites { counts: vec![0; cfg.num_blocks()], invokes: vec![false; cfg.num_blocks()] }
     }
 
     /// `counts[b]` call sites in block `b`, for every real block of `cfg`.
@@ -36,12 +46,36 @@ impl CallSites {
         if counts.len() != cfg.num_blocks() {
             return Err(CallSitesMismatch { expected: cfg.num_blocks(), found: counts.len() });
         }
-        Ok(CallSites(counts))
+        let invokes = vec![false; counts.len()];
+        Ok(CallSites { counts, invokes })
+    }
+
+    /// The same, with `blocks` ending in an `invoke` (its last call site; its successor 1 is the unwind edge).
+    /// Refuses a block that is not real or holds no call site.
+    pub fn with_invokes(mut self, blocks: &[u32]) -> Result<CallSites, InvokeMismatch> {
+        for &b in blocks {
+            if self.counts.get(b as usize).is_none_or(|&n| n == 0) {
+                return Err(InvokeMismatch(b));
+            }
+            self.invokes[b as usize] = true;
+        }
+        Ok(self)
     }
 
     /// Call sites in `b` (0 for EXIT).
     pub fn count(&self, b: BlockId) -> u32 {
-        self.0.get(b.index()).copied().unwrap_or(0)
+        self.counts.get(b.index()).copied().unwrap_or(0)
+    }
+
+    /// Whether `b` ends in an `invoke`.
+    pub fn ends_in_invoke(&self, b: BlockId) -> bool {
+        self.invokes.get(b.index()).copied().unwrap_or(false)
+    }
+
+    /// Whether `e` is an `invoke`'s unwind edge (successor 1 of a block ending in an `invoke`).
+    pub fn is_unwind(&self, cfg: &Cfg, e: EdgeId) -> bool {
+        let edge = cfg.edge(e);
+        edge.kind == (EdgeKind::Branch { succ: 1 }) && self.ends_in_invoke(edge.from)
     }
 }
 
@@ -67,6 +101,9 @@ impl TracingView {
         let mut blocked = vec![false; n];
         blocked[cfg.exit().index()] = true;
         for (e, edge) in cfg.edge_ids().zip(cfg.edges()) {
+            if calls.is_unwind(cfg, e) {
+                continue; // taken when the landing pad's unwind marker says so, not by a decision
+            }
             if is_traced(edge.kind) {
                 out[edge.from.index()].push(e);
                 inc[edge.to.index()].push(e);
