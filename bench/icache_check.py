@@ -88,12 +88,15 @@ def check(name, prog, opt, dist, tmp):
         return None
     res = dict(program=name, opt=opt, plain_s=t_plain, icache_s=t_ic, geometries={})
     for g in GEOMETRIES:
-        r = subprocess.run([str(dist / "bin" / "pathprof"), "icache", str(trace), "--binary", str(plain),
-                            "--I1", g, "--json"], capture_output=True, text=True)
+        cmd = [str(dist / "bin" / "pathprof"), "icache", str(trace), "--binary", str(plain), "--I1", g, "--json"]
+        # --verify: the static-driven counts must equal a simulation of every fetch (it fails otherwise).
+        r = subprocess.run(cmd + ["--verify"], capture_output=True, text=True)
         if r.returncode:
             res["error"] = r.stderr.strip()
             return res
         sim = json.loads(r.stdout)
+        t_static = timed(cmd)[0]
+        t_full = timed(cmd + ["--full"])[0]
         res["mapping"] = sim["mapping"]
         cg = cachegrind(plain, prog["args"], g, tmp)
         rows = []
@@ -103,7 +106,10 @@ def check(name, prog, opt, dist, tmp):
             c = cg.get(f["name"], [0, 0])
             rows.append(dict(name=f["name"], accesses=f["accesses"], misses=f["misses"], cg_ir=c[0], cg_i1mr=c[1]))
         res["geometries"][g] = dict(rows=rows, not_simulated=[f["name"] for f in sim["functions"]
-                                                             if not f["simulated"]])
+                                                             if not f["simulated"]],
+                                    classification=sim["classification"], categories=sim["total"]["categories"],
+                                    classified_statically=sim["total"]["classified_statically"],
+                                    simulation_s=dict(static=t_static, full=t_full))
     return res
 
 
@@ -133,7 +139,10 @@ def main():
                 ir = sum(row["cg_ir"] for row in x["rows"])
                 mis = sum(row["misses"] for row in x["rows"])
                 mr = sum(row["cg_i1mr"] for row in x["rows"])
-                line += f" | {g}: Ir {acc}/{ir} I1mr {mis}/{mr}"
+                share = x["classified_statically"] / acc if acc else 0
+                applied = "" if x["classification"]["applied"] else " NOT APPLIED"
+                line += (f" | {g}: Ir {acc}/{ir} I1mr {mis}/{mr} static {100 * share:.1f}%{applied}"
+                         f" {x['simulation_s']['static']:.2f}s/{x['simulation_s']['full']:.2f}s")
             print(line, file=sys.stderr)
     if a.out:
         pathlib.Path(a.out).write_text(json.dumps(results, indent=1))

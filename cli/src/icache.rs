@@ -15,16 +15,20 @@
 //! abnormal transfer, lost records) is counted up to there and reported in `incomplete_threads`.
 
 mod binary;
+mod statics;
 
 use anyhow::{bail, Context, Result};
 use binary::{Binary, MachineFunction};
 use pathprof_core::cache::lru::LruCache;
 use pathprof_core::cache::machine_map::{align_blocks, map_blocks, BlockMapping, IrTarget};
 use pathprof_core::cache::program::Geometry;
+use pathprof_core::cache::replay::{Activation, StaticRun};
 use pathprof_core::tracing::{regenerate, BitReader, BitTrace, FuncId, StepSink};
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::trace::TraceFile;
 use serde::Serialize;
+use statics::Model;
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -43,16 +47,45 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Simulate every fetch (no static classification): the second method the classified run must equal.
+    #[arg(long, conflicts_with = "verify")]
+    full: bool,
+    /// Run both methods and fail unless every function's accesses and misses agree.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// Block checks the alignment search may make per function before it gives up (the function is then not
 /// simulated).
 const ALIGN_BUDGET: u64 = 200_000;
 
+/// A verified mapping laid out for the replay's hot path (one lookup per IR step, no allocation).
+struct Mapping {
+    /// Per IR block: its machine block, if present.
+    machine: Vec<Option<usize>>,
+    /// Per machine block: each IR target it steps to and the range of `via` its added blocks are in.
+    steps: Vec<Vec<(IrTarget, u32, u32)>>,
+    /// The added blocks of every step, one range after another.
+    via: Vec<usize>,
+}
+
+impl Mapping {
+    fn new(m: BlockMapping, machine_blocks: usize) -> Mapping {
+        let mut steps = vec![Vec::new(); machine_blocks];
+        let mut via = Vec::new();
+        for ((block, target), path) in m.via {
+            let start = via.len() as u32;
+            via.extend(path);
+            steps[block].push((target, start, via.len() as u32));
+        }
+        Mapping { machine: m.machine, steps, via }
+    }
+}
+
 /// Per traced function: what the simulation knows of it.
 enum Status<'b> {
     /// Mapped and verified.
-    Mapped(&'b MachineFunction, BlockMapping),
+    Mapped(&'b MachineFunction, Mapping),
     /// Not simulated: the kind of reason (statistics) and the reason.
     Refused(&'static str, String),
 }
@@ -76,6 +109,26 @@ struct Frame {
     cursor: usize,
     /// The call instruction a traced callee was entered from, until the IR call site is done.
     in_call: Option<usize>,
+    /// The activation in the static model (simulated functions, static run only).
+    act: Option<Activation>,
+}
+
+/// The static run's state: the model, the counter it drives, and whether the run left the model.
+struct Statics<'m> {
+    model: &'m Model,
+    run: StaticRun<'m>,
+    /// Why the counts cannot be used (the run left the model), if it did.
+    broken: Option<String>,
+    /// A thread stopped where the model has no way on to foreign code: any later simulated code leaves it.
+    dangling: bool,
+}
+
+impl Statics<'_> {
+    fn leave(&mut self, why: impl FnOnce() -> String) {
+        if self.broken.is_none() {
+            self.broken = Some(why());
+        }
+    }
 }
 
 /// Expands block steps into fetches.
@@ -94,10 +147,16 @@ struct Simulator<'a, 'b> {
     failed: Vec<Option<String>>,
     /// Fetches per instruction address (`PATHPROF_ICACHE_DUMP`, for debugging against valgrind).
     per_insn: Option<std::collections::BTreeMap<u64, u64>>,
+    /// Call target address → the traced function a direct call there enters (`None`: several share it).
+    direct: &'a HashMap<u64, Option<usize>>,
+    /// Per traced function: entered other than by a direct call from a simulated function (a callback).
+    outside: Vec<bool>,
+    /// The static run, when the categories drive the counting.
+    statics: Option<Statics<'a>>,
 }
 
 impl<'a, 'b> Simulator<'a, 'b> {
-    fn mapped(&self, f: FuncId) -> Option<(&'b MachineFunction, &'a BlockMapping)> {
+    fn mapped(&self, f: FuncId) -> Option<(&'b MachineFunction, &'a Mapping)> {
         let status: &'a [Status<'b>] = self.status;
         match status.get(f.index()) {
             Some(Status::Mapped(m, b)) if self.failed[f.index()].is_none() => Some((m, b)),
@@ -128,6 +187,87 @@ impl<'a, 'b> Simulator<'a, 'b> {
                 }
             }
         }
+        let (Some(st), Some(Frame { act: Some(a), .. })) = (&mut self.statics, self.stack.last_mut()) else { return };
+        if st.broken.is_some() {
+            return;
+        }
+        if st.dangling {
+            st.leave(|| "a thread stopped where the model cannot continue, and simulated code ran after it".into());
+            return;
+        }
+        let Some(segs) = st.model.segments[a.proc.index()].as_ref() else { return };
+        let mut err = None;
+        segs.completed(block, from, to, |b| {
+            if err.is_none() {
+                err = st.run.block(a, b).err();
+            }
+        });
+        if let Some(e) = err {
+            st.leave(|| e.to_string());
+        }
+    }
+
+    /// The activation of simulated function `g` in the static model, entered from `entered` (the call of the
+    /// simulated caller's block that entered it, when it is a fresh entry) — and, for the check runs, whether
+    /// `g` is a callback.
+    fn activate(&mut self, g: FuncId, entered: Option<(usize, binary::CallInsn)>) -> Option<Activation> {
+        let direct_to = |c: &binary::CallInsn| c.target.and_then(|t| self.direct.get(&t).copied().flatten());
+        let direct = entered.filter(|(_, c)| direct_to(c) == Some(g.index()));
+        if direct.is_none() {
+            self.outside[g.index()] = true;
+        }
+        let caller = self.stack.last().and_then(|fr| fr.act);
+        let st = self.statics.as_mut()?;
+        if st.broken.is_some() {
+            return None;
+        }
+        let Some(p) = st.model.proc_of[g.index()] else {
+            st.leave(|| "a simulated function is not in the model".into());
+            return None;
+        };
+        let r = match (direct, caller) {
+            (Some((block, c)), Some(caller)) => {
+                let segs = st.model.segments[caller.proc.index()].as_ref()?;
+                st.run.call(&caller, segs.segment_of(block, c.index), p)
+            }
+            (Some(_), None) => {
+                st.leave(|| "a simulated caller has no activation in the model".into());
+                return None;
+            }
+            (None, _) => st.run.callback(p),
+        };
+        match r {
+            Ok(a) => Some(a),
+            Err(e) => {
+                st.leave(|| e.to_string());
+                None
+            }
+        }
+    }
+
+    /// The top activation returns.
+    fn pop_frame(&mut self) {
+        let Some(fr) = self.stack.pop() else { return };
+        if let (Some(st), Some(a)) = (&mut self.statics, fr.act) {
+            if !a.between_ups() {
+                st.leave(|| "a function returned inside a unique path of the model".into());
+            }
+        }
+    }
+
+    /// A thread ends (or the next starts): what its activations left behind decides whether the model covers
+    /// what runs next (from foreign code, which is where a new thread starts).
+    fn thread_boundary(&mut self) {
+        if let Some(st) = &mut self.statics {
+            if let Some(a) = self.stack.iter().rev().find_map(|fr| fr.act) {
+                if !a.between_ups() {
+                    st.leave(|| "a thread stops inside a unique path (an abnormal transfer or lost records)".into());
+                } else if !a.last_block().is_some_and(|b| st.model.foreign_call[a.proc.index()][b.index()]) {
+                    st.dangling = true;
+                }
+            }
+        }
+        self.stack.clear();
     }
 
     /// The top activation leaves its current block for `target`: the rest of the block, then the added
@@ -137,7 +277,7 @@ impl<'a, 'b> Simulator<'a, 'b> {
         let (f, block, cursor) = (fr.func, fr.block, fr.cursor);
         let Some((m, map)) = self.mapped(f) else { return };
         let len = m.code[block].insns.len();
-        let Some(via) = map.via.get(&(block, target)).cloned() else {
+        let Some(&(_, from, to)) = map.steps[block].iter().find(|s| s.0 == target) else {
             self.fail(f, format!("machine block {} has no path to {target:?}", m.blocks[block].id));
             return;
         };
@@ -145,10 +285,9 @@ impl<'a, 'b> Simulator<'a, 'b> {
             IrTarget::Block(b) => map.machine[b as usize],
             IrTarget::Exit => None,
         };
-        let lens: Vec<usize> = via.iter().map(|&v| m.code[v].insns.len()).collect();
         self.fetch(f, block, cursor, len);
-        for (&v, &n) in via.iter().zip(&lens) {
-            self.fetch(f, v, 0, n);
+        for &v in &map.via[from as usize..to as usize] {
+            self.fetch(f, v, 0, m.code[v].insns.len());
         }
         if let (Some(fr), Some(n)) = (self.stack.last_mut(), next) {
             fr.block = n;
@@ -159,13 +298,14 @@ impl<'a, 'b> Simulator<'a, 'b> {
 
     /// A traced callee `g` starts inside the top activation's current block: fetch up to the call
     /// instruction that entered it (checked).
-    fn enter_from_caller(&mut self, g: FuncId) {
-        let Some(fr) = self.stack.last() else { return };
+    /// Returns the call (its machine block) when a simulated caller's call instruction entered `g` afresh.
+    fn enter_from_caller(&mut self, g: FuncId) -> Option<(usize, binary::CallInsn)> {
+        let fr = self.stack.last()?;
         let (f, block, cursor, in_call) = (fr.func, fr.block, fr.cursor, fr.in_call);
         if in_call.is_some() {
-            return; // another activation from the same call (a callback)
+            return None; // another activation from the same call (a callback)
         }
-        let Some((m, _)) = self.mapped(f) else { return };
+        let (m, _) = self.mapped(f)?;
         let code = &m.code[block];
         let g_addr = self.address.get(g.index()).copied().flatten();
         let traced = |a: u64| self.address.contains(&Some(a));
@@ -192,13 +332,14 @@ impl<'a, 'b> Simulator<'a, 'b> {
                 format!("machine block {}: which call entered a traced callee is ambiguous", m.blocks[block].id)
             };
             self.fail(f, why);
-            return;
+            return None;
         };
         self.fetch(f, block, cursor, c.index + 1);
         if let Some(fr) = self.stack.last_mut() {
             fr.cursor = c.index + 1;
             fr.in_call = Some(c.index);
         }
+        Some((block, c))
     }
 }
 
@@ -227,7 +368,7 @@ impl StepSink for Simulator<'_, '_> {
         if std::mem::take(&mut self.stepping) {
             if b.0 >= real {
                 self.step(IrTarget::Exit);
-                self.stack.pop();
+                self.pop_frame();
                 return;
             }
             if self.mapped(f).is_none() {
@@ -241,14 +382,15 @@ impl StepSink for Simulator<'_, '_> {
             return;
         }
         // A new activation (its entry block).
-        self.enter_from_caller(f);
+        let entered = self.enter_from_caller(f);
         let entry = self.mapped(f).and_then(|(_, map)| map.machine[0]);
         if entry.is_none() {
             self.totals[f.index()].blocks_not_simulated += 1;
         }
-        self.stack.push(Frame { func: f, block: entry.unwrap_or(0), cursor: 0, in_call: None });
+        let act = if entry.is_some() { self.activate(f, entered) } else { None };
+        self.stack.push(Frame { func: f, block: entry.unwrap_or(0), cursor: 0, in_call: None, act });
         if b.0 >= real {
-            self.stack.pop();
+            self.pop_frame();
         }
     }
 
@@ -278,14 +420,65 @@ struct JsonFunction {
     reason: Option<String>,
     accesses: u64,
     misses: u64,
+    /// Accesses per static category (all `conflict` when the classification was not applied).
+    categories: JsonCategories,
     blocks_not_simulated: u64,
     rep_fetches: u64,
+}
+
+/// Accesses per category of the static cache simulation.
+#[derive(Serialize, Default, Clone, Copy)]
+struct JsonCategories {
+    always_hit: u64,
+    always_miss: u64,
+    first_miss: u64,
+    conflict: u64,
+}
+
+impl From<[u64; 4]> for JsonCategories {
+    fn from(c: [u64; 4]) -> JsonCategories {
+        JsonCategories { always_hit: c[0], always_miss: c[1], first_miss: c[2], conflict: c[3] }
+    }
+}
+
+impl JsonCategories {
+    fn add(&mut self, o: &JsonCategories) {
+        self.always_hit += o.always_hit;
+        self.always_miss += o.always_miss;
+        self.first_miss += o.first_miss;
+        self.conflict += o.conflict;
+    }
+    /// Accesses charged by category without simulating them.
+    fn classified(&self) -> u64 {
+        self.always_hit + self.always_miss + self.first_miss
+    }
+}
+
+/// The static classification: whether it drove the counts, and its size.
+#[derive(Serialize, Default)]
+struct JsonClassification {
+    /// The counts come from the categories (conflicts simulated); otherwise every fetch was simulated.
+    applied: bool,
+    /// Why it was not applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// `--verify`: both methods ran and agree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verified: Option<bool>,
+    instances: usize,
+    ups: usize,
+    lines: usize,
+    tracked_sets: usize,
+    first_miss_lines: usize,
 }
 
 #[derive(Serialize)]
 struct JsonTotal {
     accesses: u64,
     misses: u64,
+    categories: JsonCategories,
+    /// Accesses charged by category without simulating them (always-hit, always-miss, first-miss).
+    classified_statically: u64,
     functions_simulated: usize,
     functions_not_simulated: usize,
     blocks_not_simulated: u64,
@@ -316,6 +509,7 @@ struct JsonMapping {
 struct JsonReport {
     cache: JsonCache,
     mapping: JsonMapping,
+    classification: JsonClassification,
     functions: Vec<JsonFunction>,
     total: JsonTotal,
 }
@@ -332,7 +526,7 @@ fn run_threads(
         let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
         let trace = BitTrace { bytes: t.bytes.clone(), bits };
         let mut reader = BitReader::new(&trace);
-        sim.stack.clear();
+        sim.thread_boundary();
         sim.stepping = false;
         match regenerate(program, &mut reader, sim, u64::MAX) {
             Ok(_) => {}
@@ -347,6 +541,7 @@ fn run_threads(
             Err(e) => bail!("thread {} of process {}: corrupt trace: {e}", t.thread, t.pid),
         }
     }
+    sim.thread_boundary();
     Ok(incomplete)
 }
 
@@ -408,56 +603,144 @@ pub fn run(args: &Args) -> Result<()> {
                 status.push(match map_blocks(&meta.cfg, &m.blocks) {
                     Ok(map) => {
                         identity += 1;
-                        Status::Mapped(m, map)
+                        Status::Mapped(m, Mapping::new(map, m.blocks.len()))
                     }
                     Err(why) => match align_blocks(&meta.cfg, &m.blocks, ALIGN_BUDGET) {
-                        Ok(map) => Status::Mapped(m, map),
+                        Ok(map) => Status::Mapped(m, Mapping::new(map, m.blocks.len())),
                         Err(e) => Status::Refused(why.kind(), format!("{why}; {e}")),
                     },
                 });
             }
         }
     }
-    // First the run-time checks alone, until no function fails anew; then the simulation.
-    let mut failed = vec![None; owner.len()];
-    loop {
-        let mut sim = Simulator {
-            status: &status,
-            real: &real,
-            address: &address,
-            cache: None,
-            totals: vec![Totals::default(); owner.len()],
-            stack: Vec::new(),
-            stepping: false,
-            failed: failed.clone(),
-            per_insn: None,
-        };
-        run_threads(&file, &program, &mut sim)?;
-        if sim.failed == failed {
-            break;
-        }
-        failed = sim.failed;
-    }
-    let mut sim = Simulator {
+    let direct = statics::direct_targets(&address);
+    let times = std::env::var_os("PATHPROF_ICACHE_TIMES").is_some();
+    let clock = std::time::Instant::now();
+    let new_sim = |failed: &[Option<String>], cache, statics| Simulator {
         status: &status,
         real: &real,
         address: &address,
-        cache: Some(LruCache::new(geometry)),
+        cache,
         totals: vec![Totals::default(); owner.len()],
         stack: Vec::new(),
         stepping: false,
-        failed: failed.clone(),
-        per_insn: std::env::var_os("PATHPROF_ICACHE_DUMP").map(|_| Default::default()),
+        failed: failed.to_vec(),
+        per_insn: None,
+        direct: &direct,
+        outside: vec![false; owner.len()],
+        statics,
     };
-    let incomplete = run_threads(&file, &program, &mut sim)?;
-    if let Some(per) = &sim.per_insn {
-        for (a, n) in per {
-            eprintln!("fetch {a:#x} {n}");
+    // First the run-time checks alone, until no function fails anew; then the simulation.
+    let mut failed = vec![None; owner.len()];
+    let outside = loop {
+        let mut sim = new_sim(&failed, None, None);
+        run_threads(&file, &program, &mut sim)?;
+        if sim.failed == failed {
+            break sim.outside;
         }
+        failed = sim.failed;
+    };
+    if times {
+        eprintln!("icache: run-time checks {:.2} s", clock.elapsed().as_secs_f64());
     }
 
+    // The static classification of the simulated functions, and the run it drives.
+    let simulated: Vec<Option<&MachineFunction>> = status
+        .iter()
+        .zip(&failed)
+        .map(|(s, why)| match s {
+            Status::Mapped(m, _) if why.is_none() => Some(*m),
+            _ => None,
+        })
+        .collect();
+    let direct_to = |t: Option<u64>| t.and_then(|t| direct.get(&t).copied().flatten());
+    let model = (!args.full).then(|| statics::build(&simulated, &names, &direct_to, &outside, &geometry));
+    if times {
+        eprintln!("icache: classification done at {:.2} s", clock.elapsed().as_secs_f64());
+    }
+    let mut classification = JsonClassification::default();
+    let mut by_statics: Option<(Vec<Totals>, Vec<[u64; 4]>, usize)> = None;
+    if let Some(model) = &model {
+        let plan = &model.plan;
+        classification.instances = plan.instances().instances().len();
+        classification.ups = plan.graph.uppas.iter().map(|u| u.paths().len()).sum();
+        classification.lines = plan.graph.lines.len();
+        classification.tracked_sets = plan.tracked_sets;
+        classification.first_miss_lines = plan.first_miss_lines;
+        let run = StaticRun::new(plan);
+        let mut sim = new_sim(&failed, None, Some(Statics { model, run, broken: None, dangling: false }));
+        let incomplete = run_threads(&file, &program, &mut sim)?;
+        let st = sim.statics.take().expect("set above");
+        let (per, _) = st.run.report();
+        let mut broken = st.broken;
+        let mut totals = sim.totals;
+        let mut categories = vec![[0u64; 4]; owner.len()];
+        for (p, c) in per.iter().enumerate() {
+            let Some(f) = model.func_of[p] else { continue };
+            if c.accesses != totals[f].accesses && broken.is_none() {
+                broken = Some(format!(
+                    "internal: {} counts {} fetches, the replay {}",
+                    names[f], c.accesses, totals[f].accesses
+                ));
+            }
+            totals[f].misses = c.misses;
+            categories[f] = c.categories;
+        }
+        match broken {
+            None => {
+                classification.applied = true;
+                by_statics = Some((totals, categories, incomplete));
+            }
+            Some(why) => classification.reason = Some(why),
+        }
+    } else {
+        classification.reason = Some("--full: every fetch simulated".into());
+    }
+    if times {
+        eprintln!("icache: static-driven run done at {:.2} s", clock.elapsed().as_secs_f64());
+    }
+    let full = if by_statics.is_none() || args.verify {
+        let mut sim = new_sim(&failed, Some(LruCache::new(geometry)), None);
+        sim.per_insn = std::env::var_os("PATHPROF_ICACHE_DUMP").map(|_| Default::default());
+        let incomplete = run_threads(&file, &program, &mut sim)?;
+        if let Some(per) = &sim.per_insn {
+            for (a, n) in per {
+                eprintln!("fetch {a:#x} {n}");
+            }
+        }
+        if times {
+            eprintln!("icache: full simulation done at {:.2} s", clock.elapsed().as_secs_f64());
+        }
+        Some((sim.totals, incomplete))
+    } else {
+        None
+    };
+    if let (true, Some((st, _, _)), Some((fu, _))) = (args.verify, &by_statics, &full) {
+        for (f, (a, b)) in st.iter().zip(fu).enumerate() {
+            if (a.accesses, a.misses) != (b.accesses, b.misses) {
+                bail!(
+                    "--verify: {}: the static-driven run counts {} accesses and {} misses, the full simulation {} and {}",
+                    names[f],
+                    a.accesses,
+                    a.misses,
+                    b.accesses,
+                    b.misses
+                );
+            }
+        }
+        classification.verified = Some(true);
+    }
+    let (totals, categories, incomplete) = match (by_statics, full) {
+        (Some(x), _) => x,
+        (None, Some((totals, incomplete))) => {
+            let categories = totals.iter().map(|t| [0, 0, 0, t.accesses]).collect();
+            (totals, categories, incomplete)
+        }
+        (None, None) => unreachable!("the full simulation runs when the static one does not"),
+    };
+
     let mut functions = Vec::new();
-    for (i, t) in sim.totals.iter().enumerate() {
+    for (i, t) in totals.iter().enumerate() {
         if owner[i].is_none() || (t.accesses == 0 && t.blocks_not_simulated == 0) {
             continue;
         }
@@ -474,13 +757,20 @@ pub fn run(args: &Args) -> Result<()> {
             misses: t.misses,
             blocks_not_simulated: t.blocks_not_simulated,
             rep_fetches: t.rep_fetches,
+            categories: JsonCategories::from(categories[i]),
         });
     }
     functions.sort_by(|a, b| b.accesses.cmp(&a.accesses).then(a.name.cmp(&b.name)));
     let simulated: Vec<_> = functions.iter().filter(|f| f.simulated).collect();
+    let mut cats = JsonCategories::default();
+    for f in &simulated {
+        cats.add(&f.categories);
+    }
     let total = JsonTotal {
         accesses: simulated.iter().map(|f| f.accesses).sum(),
         misses: simulated.iter().map(|f| f.misses).sum(),
+        categories: cats,
+        classified_statically: cats.classified(),
         functions_simulated: simulated.len(),
         functions_not_simulated: functions.len() - simulated.len(),
         blocks_not_simulated: functions.iter().map(|f| f.blocks_not_simulated).sum(),
@@ -507,7 +797,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut out = BufWriter::new(stdout.lock());
     if args.json {
         let cache = JsonCache { size: geometry.size, assoc: geometry.assoc, line: geometry.line };
-        serde_json::to_writer(&mut out, &JsonReport { cache, mapping, functions, total })?;
+        serde_json::to_writer(&mut out, &JsonReport { cache, mapping, classification, functions, total })?;
         writeln!(out)?;
     } else {
         writeln!(
@@ -515,17 +805,34 @@ pub fn run(args: &Args) -> Result<()> {
             "I1 cache {},{},{} (LRU, cold start; only the simulated functions' fetches)",
             geometry.size, geometry.assoc, geometry.line
         )?;
-        writeln!(out, "{:>14} {:>12} {:>8}  function", "accesses", "misses", "miss%")?;
+        writeln!(
+            out,
+            "{:>14} {:>12} {:>8} {:>7} {:>7} {:>7} {:>7}  function",
+            "accesses", "misses", "miss%", "a-hit", "a-miss", "f-miss", "confl"
+        )?;
+        let pct = |n: u64, d: u64| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
         for f in &functions {
             if f.simulated {
-                let rate = if f.accesses == 0 { 0.0 } else { 100.0 * f.misses as f64 / f.accesses as f64 };
-                writeln!(out, "{:>14} {:>12} {:>7.2}%  {}", f.accesses, f.misses, rate, f.name)?;
+                let c = &f.categories;
+                writeln!(
+                    out,
+                    "{:>14} {:>12} {:>7.2}% {:>6.1}% {:>6.1}% {:>6.1}% {:>6.1}%  {}",
+                    f.accesses,
+                    f.misses,
+                    pct(f.misses, f.accesses),
+                    pct(c.always_hit, f.accesses),
+                    pct(c.always_miss, f.accesses),
+                    pct(c.first_miss, f.accesses),
+                    pct(c.conflict, f.accesses),
+                    f.name
+                )?;
             } else {
                 writeln!(
                     out,
-                    "{:>14} {:>12} {:>8}  {} (not simulated: {}; {} blocks ran)",
+                    "{:>14} {:>12} {:>8} {:>31}  {} (not simulated: {}; {} blocks ran)",
                     "-",
                     "-",
+                    "",
                     "",
                     f.name,
                     f.reason.as_deref().unwrap_or(""),
@@ -559,6 +866,23 @@ pub fn run(args: &Args) -> Result<()> {
             total.functions_not_simulated,
             total.blocks_not_simulated
         )?;
+        if classification.applied {
+            writeln!(
+                out,
+                "classified statically: {} of {} accesses ({:.2}%); only the {} conflict accesses were simulated{}",
+                total.classified_statically,
+                total.accesses,
+                pct(total.classified_statically, total.accesses),
+                total.categories.conflict,
+                if classification.verified == Some(true) { " (verified against a full simulation)" } else { "" }
+            )?;
+        } else {
+            writeln!(
+                out,
+                "static classification not applied ({}): every access was simulated",
+                classification.reason.as_deref().unwrap_or("")
+            )?;
+        }
     }
     out.flush()?;
     Ok(())

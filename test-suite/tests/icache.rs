@@ -72,14 +72,45 @@ fn build(dir: &Path, source: &str, opt: &str) -> (PathBuf, PathBuf) {
 }
 
 fn simulate(trace: &Path, plain: &Path, geometry: &str) -> Value {
+    simulate_with(trace, plain, geometry, &[])
+}
+
+/// `pathprof icache --json` with extra options (`--verify`, `--full`).
+fn simulate_with(trace: &Path, plain: &Path, geometry: &str, extra: &[&str]) -> Value {
     let out = run_ok(
         Command::new(dist().join("bin/pathprof"))
-            .args(["icache", "--json", "--I1", geometry, "--binary"])
+            .args(["icache", "--json", "--I1", geometry])
+            .args(extra)
+            .arg("--binary")
             .arg(plain)
             .arg(trace),
     );
     serde_json::from_slice(&out.stdout).expect("icache --json prints JSON")
 }
+
+/// A loop kernel without library calls: a byte-array sieve on a static array, repeated (the first loop stores a
+/// value that is not constant, so that -O2 does not turn it into a call of `memset`).
+const SIEVE: &str = r#"
+static unsigned char flags[4096];
+static int __attribute__((noinline)) sieve(int n) {
+  int count = 0;
+  for (int i = 0; i < n; i++)
+    flags[i] = (unsigned char)(1 + (i >> 30));
+  for (int i = 2; i < n; i++)
+    if (flags[i]) {
+      count++;
+      for (int k = i + i; k < n; k += i)
+        flags[k] = 0;
+    }
+  return count;
+}
+int main(void) {
+  int c = 0;
+  for (int r = 0; r < 30; r++)
+    c += sieve(4000 - r);
+  return c & 0x7f;
+}
+"#;
 
 /// Per simulated function: (accesses, misses).
 fn simulated(v: &Value) -> BTreeMap<String, (u64, u64)> {
@@ -150,6 +181,71 @@ fn fetches_and_misses_equal_cachegrind() {
             let total: u64 = sim.values().map(|v| v.0).sum();
             assert_eq!(ours["total"]["accesses"].as_u64(), Some(total));
         }
+    }
+}
+
+#[test]
+fn static_classification_equals_the_full_simulation_and_cachegrind() {
+    for (name, source) in [("conflicts", CONFLICTS), ("sieve", SIEVE)] {
+        for opt in ["-O0", "-O2"] {
+            let dir = scratch(&format!("icache-static-{name}{opt}"));
+            let (plain, trace) = build(&dir, source, opt);
+            for g in GEOMETRIES {
+                // --verify runs both methods and fails unless every function agrees.
+                let ours = simulate_with(&trace, &plain, g, &["--verify"]);
+                let what = format!("{name} {opt} {g}");
+                assert_eq!(ours["classification"]["applied"], true, "{what}: {ours}");
+                assert_eq!(ours["classification"]["verified"], true, "{what}: {ours}");
+                let full = simulate_with(&trace, &plain, g, &["--full"]);
+                assert_eq!(full["classification"]["applied"], false, "{what}");
+                assert_eq!(simulated(&ours), simulated(&full), "{what}: static-driven vs full simulation");
+                let cg = cachegrind(&dir, &plain, g);
+                for (f, v) in simulated(&ours) {
+                    assert_eq!(Some(&v), cg.get(&f), "{what} {f}: pathprof vs cachegrind");
+                }
+                // Each function's categories share out its accesses; some are charged without simulation.
+                let mut classified = 0;
+                for f in ours["functions"].as_array().unwrap().iter().filter(|f| f["simulated"] == true) {
+                    let c = &f["categories"];
+                    let by_cat: Vec<u64> = ["always_hit", "always_miss", "first_miss", "conflict"]
+                        .iter()
+                        .map(|k| c[k].as_u64().unwrap())
+                        .collect();
+                    assert_eq!(by_cat.iter().sum::<u64>(), f["accesses"].as_u64().unwrap(), "{what} {f}");
+                    classified += by_cat[..3].iter().sum::<u64>();
+                }
+                assert_eq!(ours["total"]["classified_statically"].as_u64(), Some(classified), "{what}");
+                assert!(classified > 0, "{what}: {ours}");
+            }
+        }
+    }
+}
+
+#[test]
+fn json_shape_and_categories_by_hand() {
+    let dir = scratch("icache-json");
+    let (plain, trace) = build(&dir, PADDED, "-O2");
+    // pad() runs 1000 times: 60 nops (offsets 0..59), a movabs at 60..69, ret at 70. Its lines stay cached
+    // once loaded (nothing else maps to their sets), so the first instruction of each line it enters is a
+    // first miss and every other fetch an always-hit: 64-byte lines: the nop at 0 and the movabs (entering the
+    // second line); 32-byte lines: the nops at 0 and 32 and the movabs (entering the third line).
+    for (g, size, assoc, line, first_misses) in [("32768,8,64", 32768, 8, 64, 2u64), ("1024,1,32", 1024, 1, 32, 3)] {
+        let v = simulate(&trace, &plain, g);
+        assert_eq!(v["cache"], serde_json::json!({"size": size, "assoc": assoc, "line": line}), "{v}");
+        for f in v["functions"].as_array().unwrap() {
+            assert!(f["name"].is_string() && f["accesses"].is_u64() && f["misses"].is_u64(), "{f}");
+            let keys: Vec<&String> = f["categories"].as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["always_hit", "always_miss", "conflict", "first_miss"], "{f}");
+        }
+        assert!(v["total"]["accesses"].is_u64() && v["total"]["misses"].is_u64(), "{v}");
+        let pad = v["functions"].as_array().unwrap().iter().find(|f| f["name"] == "pad").expect("pad simulated");
+        assert_eq!(
+            pad["categories"],
+            serde_json::json!({"always_hit": 62_000 - 1000 * first_misses, "always_miss": 0,
+                               "first_miss": 1000 * first_misses, "conflict": 0}),
+            "{g}: {pad}"
+        );
+        assert_eq!(pad["misses"].as_u64(), Some(first_misses), "{g}");
     }
 }
 

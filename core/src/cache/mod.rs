@@ -10,6 +10,8 @@
 //! - [`classify`]: static cache simulation — always-hit, always-miss, first-miss (grouped), conflict.
 //! - [`machine_map`]: IR blocks of a trace onto the binary's machine blocks, verified or refused.
 //! - [`onthefly`]: the run time's counting, simulating only the sets conflicts reference.
+//! - [`machine_model`]: the model of a function's machine code (blocks cut at calls).
+//! - [`replay`]: the counting driven by a block-by-block replay of a run (`pathprof icache`).
 
 pub mod classify;
 pub mod domain;
@@ -17,13 +19,17 @@ pub mod instances;
 pub mod lines;
 pub mod lru;
 pub mod machine_map;
+pub mod machine_model;
 pub mod onthefly;
 pub mod program;
+pub mod replay;
 pub mod stats;
 pub mod supergraph;
 pub mod uppa;
 pub mod verify;
 
+#[cfg(test)]
+mod tests_machine;
 #[cfg(test)]
 mod tests_paper;
 #[cfg(test)]

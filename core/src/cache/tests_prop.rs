@@ -71,7 +71,8 @@ proptest! {
 use super::classify::classify;
 use super::instances::DEFAULT_INSTANCE_BUDGET;
 use super::onthefly::OnTheFly;
-use super::tests_sim::{execute, random_program};
+use super::replay::StaticRun;
+use super::tests_sim::{execute, random_program, Step};
 
 /// Classifies a random program, runs it `runs` times and checks every claim: always-hit fetches hit, always-miss
 /// fetches miss, each first-miss line misses exactly once, and the on-the-fly count equals the full simulation
@@ -92,6 +93,24 @@ fn check_program(cfgs: &[RandomCfg], seed: u64, runs: usize, budget: usize) -> (
             rt.up(e);
         }
         let (per, total) = rt.report();
+        // The same run replayed block by block (cut into UPs at the tails, instances from the calls) counts the same.
+        let mut run = StaticRun::new(&plan);
+        let mut stack = vec![run.entry()];
+        for s in &x.steps {
+            match *s {
+                Step::Block(b) => {
+                    run.block(stack.last_mut().expect("an activation"), b).expect("a UP walk");
+                }
+                Step::Call(b, q) => {
+                    let a = run.call(stack.last().expect("a caller"), b, q).expect("an instance");
+                    stack.push(a);
+                }
+                Step::Callback(q) => stack.push(run.callback(q).expect("a callback instance")),
+                Step::Return => assert!(stack.pop().expect("an activation").between_ups()),
+            }
+        }
+        assert!(stack.is_empty());
+        assert_eq!(run.report(), rt.report());
         let got: Vec<(u64, u64)> = per.iter().map(|c| (c.accesses, c.misses)).collect();
         assert_eq!(got, x.per_function, "on-the-fly vs simulation, {geometry:?}");
         for (k, c) in total.categories.iter().enumerate() {

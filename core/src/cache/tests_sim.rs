@@ -63,6 +63,21 @@ pub(super) struct Execution {
     pub(super) first_miss: HashMap<u32, (u64, u64)>,
     /// Block executions.
     pub(super) blocks: u64,
+    /// The run as a replay sees it: blocks completed, calls entered, returns.
+    pub(super) steps: Vec<Step>,
+}
+
+/// One event of a run as a replay (a trace) reports it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// The current activation's block ran to its end (its call, if any, not yet made).
+    Block(BlockId),
+    /// The current activation's call block entered `callee` directly.
+    Call(BlockId, ProcId),
+    /// Foreign code called `callee`.
+    Callback(ProcId),
+    /// The current activation returned.
+    Return,
 }
 
 struct Sim<'a> {
@@ -125,6 +140,7 @@ impl Sim<'_> {
                 self.out.per_function[p.index()].1 += u64::from(m);
             }
             piece.push(v);
+            self.out.steps.push(Step::Block(v));
             if self.tails[p.index()][v.index()] {
                 self.up_done(p, inst, &piece, &outcomes);
                 piece.clear();
@@ -143,6 +159,7 @@ impl Sim<'_> {
                 match options[self.rng.below(options.len())] {
                     Some(q) => {
                         let c = self.plan.instances().callee(inst, v, q).expect("a reachable call has its instance");
+                        self.out.steps.push(Step::Call(v, q));
                         self.activation(q, c, depth + 1);
                     }
                     None if depth < MAX_DEPTH => {
@@ -153,6 +170,7 @@ impl Sim<'_> {
                             }
                             let q = cbs[self.rng.below(cbs.len())];
                             let c = self.plan.instances().callback(q).expect("a callback instance");
+                            self.out.steps.push(Step::Callback(q));
                             self.activation(q, c, depth + 1);
                         }
                     }
@@ -166,6 +184,7 @@ impl Sim<'_> {
             let ed = f.cfg.edge(e);
             if ed.to == f.cfg.exit() {
                 assert!(piece.is_empty(), "a function returns from a tail");
+                self.out.steps.push(Step::Return);
                 return;
             }
             v = ed.to;
