@@ -30,7 +30,7 @@ static int crash(int n, unsigned s) {
 }
 static void *worker(void *arg) {
   unsigned *s = arg;
-  *s = work(*s, 20000 + (int)(*s % 7) * 1000);
+  *s = work(*s, 3000 + (int)(*s % 7) * 300);
   return 0;
 }
 int main(int argc, char **argv) {
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
       pthread_join(t[i], 0);
     s = seeds[0] + seeds[1] + seeds[2];
   } else {
-    s = work(s, 60000);
+    s = work(s, 8000);
   }
   return crash(5, s);
 }
