@@ -505,7 +505,8 @@ impl TraceFile {
     pub fn resume_point(&self, w: &Window, owner: &[Option<FunctionRef>]) -> Result<ResumePoint, TraceError> {
         let bad = |why: &str| TraceError::Meta(format!("sync point at bit {}: {why}", w.at));
         let depth = w.entries.len();
-        let waiting_depth = if w.kind == SYNC_AT_ENTRY { depth.checked_sub(1).ok_or_else(|| bad("no activation"))? } else { depth };
+        let waiting_depth =
+            if w.kind == SYNC_AT_ENTRY { depth.checked_sub(1).ok_or_else(|| bad("no activation"))? } else { depth };
         let func = |e: u64| -> Result<(u32, FunctionRef), TraceError> {
             let id = (e & u64::from(MAX_FUNCS - 1)) as u32;
             let o = owner.get(id as usize).copied().flatten().ok_or_else(|| bad("unknown function"))?;

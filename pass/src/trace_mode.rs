@@ -396,7 +396,13 @@ impl Emitter {
             let high = LLVMBuildAnd(b, d, c(0xfff0_0000), c"".as_ptr());
             let entry = LLVMBuildOr(b, LLVMBuildOr(b, site, high, c"".as_ptr()), id, c"".as_ptr());
             LLVMBuildStore(b, entry, slot);
-            let wanted = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, LLVMBuildAnd(b, p, c(1), c"".as_ptr()), c(0), c"".as_ptr());
+            let wanted = LLVMBuildICmp(
+                b,
+                LLVMIntPredicate::LLVMIntNE,
+                LLVMBuildAnd(b, p, c(1), c"".as_ptr()),
+                c(0),
+                c"".as_ptr(),
+            );
             LLVMBuildCondBr(b, wanted, want, out);
             LLVMPositionBuilderAtEnd(b, want);
             let sync = runtime(m, symbols::TRACE_SYNC, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));

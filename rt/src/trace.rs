@@ -617,8 +617,7 @@ fn write_sync(st: &mut State, serial: u32, bit: u64, kind: u64, state: u64, dept
 /// Whether the shadow entries of depths `1..=depth` are the live activations' (none overwritten by an
 /// activation `SHADOW_ENTRIES` deeper).
 fn shadow_ok(t: &Thread, depth: u64) -> bool {
-    !t.shadow.is_null()
-        && (1..=depth).all(|k| shadow_entry_at(t.shadow, k) & 0xfff0_0000 == (2 * k) & 0xfff0_0000)
+    !t.shadow.is_null() && (1..=depth).all(|k| shadow_entry_at(t.shadow, k) & 0xfff0_0000 == (2 * k) & 0xfff0_0000)
 }
 
 /// Shadow entry of the activation at depth `k` (index `2k`: instrumented code indexes by its body state).
@@ -674,7 +673,7 @@ pub extern "C" fn __pathprof_trace_start() {
     let t = if tls.is_null() { ptr::null_mut() } else { unsafe { *tls.add(TLS_THREAD) as *mut Thread } };
     if t.is_null() {
         // SAFETY: a plain key; any non-null value marks the thread.
-        unsafe { libc::pthread_setspecific(st.early_key, 1 as *const libc::c_void) };
+        unsafe { libc::pthread_setspecific(st.early_key, ptr::dangling::<libc::c_void>()) };
         return;
     }
     // SAFETY: the calling thread's live record.

@@ -98,11 +98,8 @@ fn ring_tail_equals_naive(args: &[&str], threads_expected: usize) {
         let mut dropped = 0;
         for (status, steps) in &ours {
             assert!(!steps.is_empty(), "{opt}: empty window ({status})");
-            let tails: Vec<_> = theirs
-                .iter()
-                .zip(&totals)
-                .filter(|((_, n), _)| n.len() >= steps.len() && n.ends_with(steps))
-                .collect();
+            let tails: Vec<_> =
+                theirs.iter().zip(&totals).filter(|((_, n), _)| n.len() >= steps.len() && n.ends_with(steps)).collect();
             assert_eq!(tails.len(), 1, "{opt}: a ring window is not the tail of exactly one naive thread ({status})");
             let naive_len = *tails[0].1 as usize;
             if naive_len > steps.len() {
