@@ -96,6 +96,27 @@ PATHPROF_API_ATTR int __pathprof_dump(void);
  */
 PATHPROF_API_ATTR void __pathprof_reset(void);
 
+/** \brief Trace mode (--pathprof-mode=trace): the calling thread's trace
+ * starts here.
+ *
+ * Tracing a region only: run with PATHPROF_TRACE_REGION=1 (threads start
+ * stopped) and call __pathprof_trace_start() / __pathprof_trace_stop()
+ * around the code of interest; without that variable threads start traced
+ * and __pathprof_trace_stop() / __pathprof_trace_start() leave a stretch out.
+ * Per-thread: each call affects only the calling thread. A start writes a
+ * sync record (the thread's call stack), so `pathprof trace` regenerates the
+ * region on its own; nothing between a stop and the next start is written.
+ * A start while running and a stop while stopped do nothing. Called before
+ * the thread's first traced function, start makes the thread start traced.
+ * Not async-signal-safe; no effect in other modes.
+ */
+PATHPROF_API_ATTR void __pathprof_trace_start(void);
+
+/** \brief Trace mode: the calling thread's trace stops here (see
+ * __pathprof_trace_start()).
+ */
+PATHPROF_API_ATTR void __pathprof_trace_stop(void);
+
 /* The runtime also exports these, for compiler-generated code only (their
  * arguments are pathprof's internal data structures, so they are not
  * declared here and programs must not call or modify them):
@@ -118,6 +139,18 @@ static inline int pathprof_dump_if_linked(void) {
 static inline void pathprof_reset_if_linked(void) {
   if (__pathprof_reset)
     __pathprof_reset();
+}
+
+/** \brief __pathprof_trace_start() if the runtime is linked, else nothing. */
+static inline void pathprof_trace_start_if_linked(void) {
+  if (__pathprof_trace_start)
+    __pathprof_trace_start();
+}
+
+/** \brief __pathprof_trace_stop() if the runtime is linked, else nothing. */
+static inline void pathprof_trace_stop_if_linked(void) {
+  if (__pathprof_trace_stop)
+    __pathprof_trace_stop();
 }
 #endif
 

@@ -14,7 +14,8 @@
 
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate, BitReader, BitTrace, DecisionSource, FuncId, RegenError, Resync, StepSink, StreamError, Unwind,
+    regenerate_from, BitReader, BitTrace, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StepSink,
+    StreamError, Unwind,
 };
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
@@ -275,6 +276,24 @@ struct JsonReport {
     /// whose optimiser merges or drops such calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     kept_calls: Option<Vec<String>>,
+    /// With `--summary`, when a thread's trace is only a window (flight recorder, regions): [`WINDOW_NOTE`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window: Option<&'static str>,
+}
+
+/// What a summary of windows says about its counts.
+const WINDOW_NOTE: &str = "the counts cover only the recorded windows (flight recorder or regions), not the whole run";
+
+/// A window's status: where it starts, then how it ends.
+fn window_status(w: &pathprof_format::trace::Window, status: String) -> String {
+    let status = if status == "complete" { "ran to the thread's end".to_string() } else { status };
+    if w.ring && w.at == 0 && w.entries.is_empty() {
+        format!("whole (the flight recorder's ring kept the thread from its start); {status}")
+    } else if w.ring {
+        format!("partial from sync point at bit {} (flight recorder: what ran before is not recorded); {status}", w.at)
+    } else {
+        format!("region from bit {}; {status}", w.at)
+    }
 }
 
 /// Runs `pathprof trace`.
@@ -306,6 +325,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut out = BufWriter::new(stdout.lock());
     let mut json_threads = Vec::new();
     let mut exact = true;
+    let mut windowed = false;
     for t in &file.threads {
         let mut c = Collector {
             last: args.last,
@@ -320,10 +340,36 @@ pub fn run(args: &Args) -> Result<()> {
             emitted: Rc::new(Cell::new(0)),
             limit: u64::MAX,
         };
-        let (status, vouched) = if file.naive {
-            naive_thread(t, &names, &mut c).with_context(what)?
-        } else {
-            regenerate_thread(&program, t, &names, &mut c).with_context(what)?
+        let (status, vouched) = match &t.window {
+            Some(w) if !w.opened => {
+                windowed = true;
+                let why = if w.ring {
+                    "nothing recorded: no sync point survived in the flight recorder's ring (a stretch without function entries longer than the ring)"
+                } else {
+                    "nothing recorded: the thread never started a region"
+                };
+                (why.to_string(), false)
+            }
+            _ => {
+                let (status, vouched) = if file.naive {
+                    naive_thread(t, &names, &mut c).with_context(what)?
+                } else {
+                    let resume = match &t.window {
+                        Some(w) => file.resume_point(w, &owner).with_context(what)?,
+                        None => ResumePoint::default(),
+                    };
+                    regenerate_thread(&program, &resume, t, &names, &mut c).with_context(what)?
+                };
+                match &t.window {
+                    // A flight recorder that kept the thread from its start: the whole stream.
+                    Some(w) if w.ring && w.at == 0 && w.entries.is_empty() => (window_status(w, status), vouched),
+                    Some(w) => {
+                        windowed = true;
+                        (window_status(w, status), false)
+                    }
+                    None => (status, vouched),
+                }
+            }
         };
         let status = match (t.fork_at, c.inherited) {
             (Some(_), n) if n > 0 => format!("{status} (a fork child: its first {n} blocks ran in its parent)"),
@@ -338,7 +384,7 @@ pub fn run(args: &Args) -> Result<()> {
                 thread: t.thread,
                 status,
                 blocks: c.blocks,
-                bits: t.bits,
+                bits: t.bits - t.window.as_ref().map_or(0, |w| w.start.min(t.bits)),
                 branches: c.branches,
                 steps,
             });
@@ -368,9 +414,13 @@ pub fn run(args: &Args) -> Result<()> {
             all.dedup();
             all
         });
-        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions, traced, kept_calls })?;
+        let window = (args.summary && windowed).then_some(WINDOW_NOTE);
+        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions, traced, kept_calls, window })?;
         writeln!(out)?;
     } else if let Some(functions) = functions {
+        if windowed {
+            writeln!(out, "note: {WINDOW_NOTE}")?;
+        }
         for f in functions {
             writeln!(out, "function {} ({}): {} entries", f.function, f.module, f.entries)?;
             for b in &f.blocks {
@@ -442,6 +492,7 @@ fn summary(names: &Names<'_>, c: &Counts, exact: bool, with_edges: bool) -> Vec<
 /// its end (complete or cut short), or an error for a corrupt trace.
 fn regenerate_thread(
     program: &pathprof_core::tracing::Program,
+    resume: &ResumePoint,
     t: &ThreadTrace,
     names: &Names<'_>,
     c: &mut Collector,
@@ -449,8 +500,14 @@ fn regenerate_thread(
     let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
     let trace = BitTrace { bytes: t.bytes.clone(), bits };
     let certain = Rc::new(Cell::new(0));
+    let start = t.window.as_ref().map_or(0, |w| w.start);
+    let reader = || {
+        let mut r = BitReader::new(&trace);
+        r.skip(start);
+        r
+    };
     let gated = |counting: &Rc<Cell<bool>>, emitted: &Rc<Cell<u64>>| Gated {
-        reader: BitReader::new(&trace),
+        reader: reader(),
         bits,
         fork_at: t.fork_at.unwrap_or(0),
         counting: counting.clone(),
@@ -462,13 +519,15 @@ fn regenerate_thread(
         // A fault in a body: a first walk finds the last block that certainly ran; the second stops there.
         let probe = Probe(Rc::new(Cell::new(0)));
         let mut sink = Probe(probe.0.clone());
-        let _ = regenerate(program, &mut gated(&Rc::new(Cell::new(true)), &probe.0), &mut sink, u64::MAX);
+        let _ = regenerate_from(program, resume, &mut gated(&Rc::new(Cell::new(true)), &probe.0), &mut sink, u64::MAX);
         c.limit = certain.get();
         trimmed = probe.0.get() > c.limit;
     }
     let mut reader = gated(&c.counting, &c.emitted);
     let thread = format!("thread {} of process {}", t.thread, t.pid);
-    match regenerate(program, &mut reader, c, u64::MAX) {
+    let result = regenerate_from(program, resume, &mut reader, c, u64::MAX)
+        .map_err(|e| anyhow::anyhow!("{thread}: corrupt trace: {e}"))?;
+    match result {
         Ok(_) if reader.reader.remaining() > 0 => {
             bail!("{thread}: corrupt trace ({} bits after the end)", reader.reader.remaining())
         }
@@ -492,6 +551,8 @@ fn regenerate_thread(
                     at
                 };
                 (format!("cut short: fatal signal {sig}{at}"), true)
+            } else if t.window.as_ref().is_some_and(|w| w.stopped) {
+                (format!("region stopped{at}"), true)
             } else if t.at_exit {
                 (format!("cut short: the process exited{at}"), true)
             } else {
@@ -551,8 +612,12 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result
         bail!("{thread}: corrupt naive trace ({} bits, not whole items)", t.bits);
     }
     let fork_at = t.fork_at.unwrap_or(0);
+    let start = t.window.as_ref().map_or(0, |w| w.start);
+    if !start.is_multiple_of(64) {
+        bail!("{thread}: corrupt naive trace (a window starting inside an item)");
+    }
     let mut last = None;
-    for (i, item) in t.bytes.chunks_exact(8).take((t.bits / 64) as usize).enumerate() {
+    for (i, item) in t.bytes.chunks_exact(8).take((t.bits / 64) as usize).enumerate().skip((start / 64) as usize) {
         let v = u64::from_le_bytes(item.try_into().expect("8 bytes"));
         let (f, b) = (FuncId((v >> 32) as u32), BlockId(v as u32));
         if names.meta(f).is_none_or(|m| b.index() >= m.cfg.num_blocks()) {
@@ -571,6 +636,8 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result
         (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
     } else if t.complete {
         ("complete".into(), true)
+    } else if t.window.as_ref().is_some_and(|w| w.stopped) {
+        (format!("region stopped{at}"), true)
     } else if let Some(sig) = t.signal {
         (format!("cut short: fatal signal {sig}{at}"), true)
     } else if t.at_exit {

@@ -45,9 +45,18 @@ pub const TRACE_FIRST: &str = "__pathprof_trace_first";
 /// Runtime: `void __pathprof_trace_abnormal(uint64_t *tls)`, a call site returned to a state not its own
 /// (`longjmp`, an exception): the trace is regenerable only up to here.
 pub const TRACE_ABNORMAL: &str = "__pathprof_trace_abnormal";
+/// Runtime: `void __pathprof_trace_sync(uint64_t *tls)`, an entry found a sync wanted (flight recorder): the
+/// runtime records where the stream can be read from, with the thread's shadow stack.
+pub const TRACE_SYNC: &str = "__pathprof_trace_sync";
+/// Runtime and public API (`pathprof.h`): `void __pathprof_trace_start(void)`, the calling thread's trace
+/// (re)starts here, with a sync record.
+pub const TRACE_START: &str = "__pathprof_trace_start";
+/// Runtime and public API (`pathprof.h`): `void __pathprof_trace_stop(void)`, the calling thread's trace
+/// stops here (nothing is written until the next start).
+pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 14] = [
+pub const RUNTIME: [&str; 17] = [
     DUMP,
     FORK_GEN,
     FORK_REENTRY,
@@ -60,6 +69,9 @@ pub const RUNTIME: [&str; 14] = [
     TRACE_FIRST,
     TRACE_REGISTER,
     TRACE_SPILL,
+    TRACE_START,
+    TRACE_STOP,
+    TRACE_SYNC,
     TRACE_UNREGISTER,
     UNREGISTER_MODULE,
 ];
@@ -141,11 +153,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 35] = {
-            let mut a = [""; 35];
-            a[..14].copy_from_slice(&RUNTIME);
-            a[14..34].copy_from_slice(&MODULE_LOCAL);
-            a[34] = TRACE_TLS;
+        let all: [&str; 38] = {
+            let mut a = [""; 38];
+            a[..17].copy_from_slice(&RUNTIME);
+            a[17..37].copy_from_slice(&MODULE_LOCAL);
+            a[37] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

@@ -4,7 +4,10 @@
 
 use crate::meta::ModuleMeta;
 use crate::trace_layout::*;
-use pathprof_core::tracing::{bit_tracing_with, CallSites, FuncTables, Program, WitnessPlan};
+use pathprof_core::tracing::{
+    bit_tracing_with, CallSites, FuncId, FuncTables, Program, ResumePoint, Waiting, WitnessPlan,
+};
+use pathprof_core::BlockId;
 use pathprof_core::Cfg;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -159,10 +162,45 @@ pub struct ThreadTrace {
     pub in_body: bool,
     /// The file reached its size limit (`PATHPROF_TRACE_MAX`): the bits are a prefix of the thread's run.
     pub truncated: bool,
+    /// A window of the thread's stream (flight recorder, region): where it starts; `None` for a whole stream.
+    pub window: Option<Window>,
 }
 
-/// A thread's records while parsing: data blocks by sequence number, and its end record's five words.
-type RawThread = (BTreeMap<u64, Vec<u8>>, Option<[u64; 5]>);
+/// A window of a thread's stream, opened by a sync record: `bytes` hold the stream from the sync's word on,
+/// and reading starts at bit `start` of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Window {
+    /// Bit of `bytes` where reading starts (the sync point).
+    pub start: u64,
+    /// The sync point's bit in the thread's whole stream (what ran before it is not in the file).
+    pub at: u64,
+    /// `SYNC_AT_ENTRY` or `SYNC_AT_SITE`.
+    pub kind: u64,
+    /// The thread state at the sync point.
+    pub state: u64,
+    /// The shadow entries (depth 1 first).
+    pub entries: Vec<u64>,
+    /// A flight recorder's window (`PATHPROF_TRACE_RING`): the thread's older bits were dropped.
+    pub ring: bool,
+    /// The window ends at a region's stop (`__pathprof_trace_stop`), not at the thread's end.
+    pub stopped: bool,
+    /// A sync record opened it (false: the thread's stream has no window at all — no sync point survived in
+    /// its ring, or it never started a region).
+    pub opened: bool,
+}
+
+/// A sync record while parsing.
+type RawSync = (u64, u64, u64, Vec<u64>);
+
+/// A thread's records while parsing: data blocks by first word, its end record's five words, its sync and stop
+/// records.
+#[derive(Default)]
+struct RawThread {
+    data: BTreeMap<u64, Vec<u8>>,
+    end: Option<[u64; 5]>,
+    syncs: Vec<RawSync>,
+    stops: Vec<(u64, u64)>,
+}
 
 /// A traced function: its module's first trace id (the key of [`TraceFile::modules`]) and its index there.
 pub type FunctionRef = (u32, usize);
@@ -224,14 +262,28 @@ impl TraceFile {
                     }
                 }
                 REC_DATA => {
-                    let seq = u64_at(payload, 0).ok_or(corrupt)?;
-                    if (payload.len() - 8) % 8 != 0 {
+                    let first = u64_at(payload, 0).ok_or(corrupt)?;
+                    if (payload.len() - 8) % 8 != 0 || first > u64::MAX / 128 {
                         return Err(TraceError::Corrupt(at));
                     }
                     let t = threads.entry((pid, thread)).or_default();
-                    if t.0.insert(seq, payload[8..].to_vec()).is_some() {
+                    if t.data.insert(first, payload[8..].to_vec()).is_some() {
                         return Err(TraceError::Corrupt(at));
                     }
+                }
+                REC_SYNC => {
+                    let w: Vec<u64> = payload.chunks(8).map(|c| u64_at(c, 0).unwrap_or(u64::MAX)).collect();
+                    let [bit, kind, state, depth, entries @ ..] = &w[..] else { return Err(corrupt) };
+                    if payload.len() % 8 != 0 || *depth != entries.len() as u64 || *kind > SYNC_AT_SITE {
+                        return Err(corrupt);
+                    }
+                    threads.entry((pid, thread)).or_default().syncs.push((*bit, *kind, *state, entries.to_vec()));
+                }
+                REC_STOP => {
+                    let (Some(bit), Some(acc), 16) = (u64_at(payload, 0), u64_at(payload, 8), payload.len()) else {
+                        return Err(corrupt);
+                    };
+                    threads.entry((pid, thread)).or_default().stops.push((bit, acc));
                 }
                 REC_END => {
                     if payload.len() != END_PAYLOAD {
@@ -239,7 +291,7 @@ impl TraceFile {
                     }
                     let w = [0, 8, 16, 24, 32].map(|o| u64_at(payload, o).unwrap_or(0));
                     let t = threads.entry((pid, thread)).or_default();
-                    if t.1.replace(w).is_some() {
+                    if t.end.replace(w).is_some() {
                         return Err(TraceError::Corrupt(at));
                     }
                 }
@@ -256,42 +308,23 @@ impl TraceFile {
             next = u64::from(base) + m.module.functions.len() as u64;
         }
         let mut out = Vec::new();
-        for ((pid, thread), (data, end)) in threads {
+        for ((pid, thread), raw) in threads {
+            let windowed = raw.end.is_some_and(|e| e[2] & END_WINDOW != 0) || !raw.syncs.is_empty();
+            if windowed {
+                out.extend(windows(pid, thread, &raw)?);
+                continue;
+            }
             let mut t = ThreadTrace { pid, thread, ..Default::default() };
-            for (expect, (seq, words)) in (0u64..).zip(data) {
-                if seq != expect {
+            let mut next = 0u64;
+            for (first, words) in &raw.data {
+                if *first != next {
                     t.gap = true;
                     break;
                 }
-                t.bytes.extend_from_slice(&words);
+                t.bytes.extend_from_slice(words);
+                next += words.len() as u64 / 8;
             }
-            let full = t.bytes.len() as u64 * 8;
-            match end {
-                Some([total, partial, flags, stop, fork_at]) if !t.gap => {
-                    if total < full || total - full >= 64 {
-                        return Err(TraceError::Meta(format!("thread {thread} of process {pid}: bad bit count")));
-                    }
-                    t.bytes.extend_from_slice(&partial.to_le_bytes());
-                    t.bits = total;
-                    t.complete = flags & END_COMPLETE != 0;
-                    t.at_exit = flags & END_AT_EXIT != 0;
-                    if flags & END_ABNORMAL != 0 {
-                        t.abnormal_at = Some(stop.min(total));
-                    }
-                    if flags & END_FORK_CHILD != 0 {
-                        t.fork_at = Some(fork_at.min(total));
-                    }
-                    if flags & END_SIGNAL != 0 {
-                        t.signal = Some(((flags >> 32) & 0xff) as u32);
-                        t.in_body = flags & END_IN_BODY != 0;
-                    }
-                    t.truncated = flags & END_TRUNCATED != 0;
-                }
-                _ => {
-                    t.gap = true;
-                    t.bits = full;
-                }
-            }
+            apply_end(&mut t, raw.end, 0)?;
             out.push(t);
         }
         let mut methods = modules.values().map(|m| m.module.weighting == "naive");
@@ -324,6 +357,181 @@ impl TraceFile {
             .and_then(|p| p.with_unwind(pathprof_core::tracing::FuncId(UNWIND_ID)))
             .ok_or_else(|| TraceError::Meta("more functions than trace ids".into()))?;
         Ok((program, owner))
+    }
+}
+
+/// Fills `t`'s end from its end record: `t.bytes` hold whole words from word `first` of the stream.
+fn apply_end(t: &mut ThreadTrace, end: Option<[u64; 5]>, first: u64) -> Result<(), TraceError> {
+    let full = t.bytes.len() as u64 * 8;
+    let base = first * 64;
+    match end {
+        Some([total, partial, flags, stop, fork_at]) if !t.gap && total >= base => {
+            let total = total - base;
+            if total < full || total - full >= 64 {
+                return Err(TraceError::Meta(format!("thread {} of process {}: bad bit count", t.thread, t.pid)));
+            }
+            t.bytes.extend_from_slice(&partial.to_le_bytes());
+            t.bits = total;
+            t.complete = flags & END_COMPLETE != 0;
+            t.at_exit = flags & END_AT_EXIT != 0;
+            let start = t.window.as_ref().map_or(0, |w| w.start);
+            if flags & END_ABNORMAL != 0 {
+                // An abnormal transfer before the window's sync point: nothing in it is vouched for.
+                t.abnormal_at = Some(stop.saturating_sub(base).max(start).min(total));
+            }
+            if flags & END_FORK_CHILD != 0 {
+                t.fork_at = Some(fork_at.saturating_sub(base).min(total));
+            }
+            if flags & END_SIGNAL != 0 {
+                t.signal = Some(((flags >> 32) & 0xff) as u32);
+                t.in_body = flags & END_IN_BODY != 0;
+            }
+            t.truncated = flags & END_TRUNCATED != 0;
+        }
+        _ => {
+            t.gap = true;
+            t.bits = full;
+        }
+    }
+    Ok(())
+}
+
+/// The windows of a thread's stream: one per sync record, each up to the first stop at or after it, or to the
+/// thread's end. A window whose words are missing is reported with a gap.
+fn windows(pid: u32, thread: u32, raw: &RawThread) -> Result<Vec<ThreadTrace>, TraceError> {
+    let mut syncs = raw.syncs.clone();
+    syncs.sort_by_key(|s| s.0);
+    let ring = raw.end.is_some_and(|e| e[2] & END_RING != 0);
+    let bad = || TraceError::Meta(format!("thread {thread} of process {pid}: sync and stop records do not fit"));
+    let mut out = Vec::new();
+    if syncs.is_empty() {
+        // A flight recorder with no surviving sync point, or a thread that never started a region.
+        let window = Window { ring, ..Default::default() };
+        out.push(ThreadTrace { pid, thread, window: Some(window), gap: raw.end.is_none(), ..Default::default() });
+        return Ok(out);
+    }
+    for (i, (bit, kind, state, entries)) in syncs.iter().enumerate() {
+        let next_sync = syncs.get(i + 1).map_or(u64::MAX, |s| s.0);
+        let stop = raw.stops.iter().filter(|s| s.0 >= *bit).min_by_key(|s| s.0).copied();
+        let end_total = raw.end.map(|e| e[0]);
+        let first = bit / 64;
+        let window = Window {
+            start: bit % 64,
+            at: *bit,
+            kind: *kind,
+            state: *state,
+            entries: entries.clone(),
+            ring,
+            stopped: false,
+            opened: true,
+        };
+        let mut t = ThreadTrace { pid, thread, window: Some(window), ..Default::default() };
+        // The window ends at the first stop at or after its sync point (before the next one), or at the end.
+        let stop = stop.filter(|s| s.0 <= next_sync);
+        let end_bit = match (stop, end_total) {
+            (Some((sbit, _)), _) => sbit,
+            (None, _) if i + 1 < syncs.len() => return Err(bad()),
+            (None, Some(total)) => total,
+            (None, None) => u64::MAX,
+        };
+        if end_bit < *bit {
+            return Err(bad());
+        }
+        // Its whole words, from the sync point's word up to the end's (exclusive): contiguous, or a gap.
+        let end_word = end_bit / 64;
+        let mut next = first;
+        for (&f, words) in &raw.data {
+            let n = words.len() as u64 / 8;
+            if f + n <= next {
+                continue;
+            }
+            if f > next || next >= end_word {
+                break;
+            }
+            let from = ((next - f) * 8) as usize;
+            let upto = ((end_word.min(f + n) - f) * 8) as usize;
+            t.bytes.extend_from_slice(&words[from..upto]);
+            next = end_word.min(f + n);
+        }
+        let complete_words = next == end_word;
+        match stop {
+            Some((sbit, acc)) => {
+                if complete_words {
+                    t.bytes.extend_from_slice(&acc.to_le_bytes());
+                    t.bits = sbit - first * 64;
+                } else {
+                    t.gap = true;
+                    t.bits = t.bytes.len() as u64 * 8;
+                }
+                if let Some(w) = t.window.as_mut() {
+                    w.stopped = true;
+                }
+            }
+            None => {
+                let stopped = raw.end.is_some_and(|e| e[2] & END_STOPPED != 0);
+                if let Some(w) = t.window.as_mut() {
+                    w.stopped = stopped;
+                }
+                t.gap = !complete_words;
+                apply_end(&mut t, raw.end, first)?;
+            }
+        }
+        if t.bits < t.window.as_ref().map_or(0, |w| w.start) && !t.gap {
+            return Err(bad());
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// Call sites of a module in the pass's numbering (1-based, in the order of functions, blocks and calls): the
+/// function index, block and call index of site `site`.
+fn site_of(m: &TraceModuleMeta, site: u64) -> Option<(usize, u32, u32)> {
+    let mut left = site.checked_sub(1)?;
+    for (fi, blocks) in m.calls.iter().enumerate() {
+        for (b, &n) in blocks.iter().enumerate() {
+            if left < u64::from(n) {
+                return Some((fi, b as u32, left as u32));
+            }
+            left -= u64::from(n);
+        }
+    }
+    None
+}
+
+impl TraceFile {
+    /// Where regeneration starts for a window: its sync record's shadow entries resolved to the functions and
+    /// call sites the activations wait at (`owner` as [`TraceFile::program`] returns it).
+    pub fn resume_point(&self, w: &Window, owner: &[Option<FunctionRef>]) -> Result<ResumePoint, TraceError> {
+        let bad = |why: &str| TraceError::Meta(format!("sync point at bit {}: {why}", w.at));
+        let depth = w.entries.len();
+        let waiting_depth =
+            if w.kind == SYNC_AT_ENTRY { depth.checked_sub(1).ok_or_else(|| bad("no activation"))? } else { depth };
+        let func = |e: u64| -> Result<(u32, FunctionRef), TraceError> {
+            let id = (e & u64::from(MAX_FUNCS - 1)) as u32;
+            let o = owner.get(id as usize).copied().flatten().ok_or_else(|| bad("unknown function"))?;
+            Ok((id, o))
+        };
+        let mut point = ResumePoint::default();
+        for k in 0..waiting_depth {
+            let (id, (base, fi)) = func(w.entries[k])?;
+            let site = match w.entries.get(k + 1) {
+                Some(e) => e >> 32,
+                None => w.state >> 32,
+            };
+            let m = &self.modules[&base];
+            match site_of(m, site) {
+                Some((f, block, call)) if f == fi => {
+                    point.waiting.push(Waiting { func: FuncId(id), block: BlockId(block), call })
+                }
+                _ => return Err(bad("a call site that is not its function's")),
+            }
+        }
+        if w.kind == SYNC_AT_ENTRY {
+            let (id, _) = func(w.entries[depth - 1])?;
+            point.entered = Some(FuncId(id));
+        }
+        Ok(point)
     }
 }
 

@@ -9,6 +9,11 @@
 //!   abnormal transfer (a signal handler, `longjmp`, an exception): the runtime records where the trace stops
 //!   being regenerable.
 //! - [`TLS_THREAD`]: the runtime's record of the thread (0 until the thread's first entry).
+//! - [`TLS_SHADOW`]: 0, or (flight recorder, region tracing) the thread's shadow stack, [`SHADOW_ENTRIES`]
+//!   `u64`s: every entry at depth k stores [`shadow_entry`] at index `2k % SHADOW_ENTRIES` (its body state), so
+//!   that the runtime
+//!   knows every activation's function and the call site it waits at. Bit 0 of the pointer set = a sync is
+//!   wanted: the entry calls the runtime's sync right after its `Enter` marker.
 //!
 //! When 64 bits are full, instrumented code calls the runtime's spill with the word; the runtime appends it to
 //! the thread's buffer and writes full buffers to the file as [`REC_DATA`] records.
@@ -18,10 +23,21 @@
 //! (`u32 kind, u32 pid, u32 thread, u32 reserved, u64 payload length`) and the payload:
 //! - [`REC_MODULE`]: `u32 base, u32 functions`, then the module's trace metadata (`trace::TraceModuleMeta`):
 //!   its functions have trace ids `base..base + functions`.
-//! - [`REC_DATA`]: `u64 seq` (0, 1, … per thread), then whole little-endian `u64` words of the thread's bits.
+//! - [`REC_DATA`]: `u64 first` (the index, in the thread's stream, of its first word), then whole
+//!   little-endian `u64` words of the thread's bits (words a thread drops — a region stopped, a flight
+//!   recorder's overwritten past — leave gaps in the indices).
+//! - [`REC_SYNC`]: a point where the thread's stream can be read from without what came before: `u64 bit`,
+//!   `u64 kind` ([`SYNC_AT_ENTRY`]: right after an `Enter` marker, the deepest activation at its entry;
+//!   [`SYNC_AT_SITE`]: every activation waits at a call site), `u64 state` (the thread state there), `u64
+//!   depth` d, then d shadow entries (depth 1 first). Activation k waits at the call site in entry k + 1's
+//!   site field (module-wide call-site numbers, 1-based, in the order of the module's functions, blocks and
+//!   calls); the deepest one (at a site) at the site in `state`'s high half.
+//! - [`REC_STOP`]: a region's end (`__pathprof_trace_stop`): `u64 bit, u64 the partial word there`.
 //! - [`REC_END`]: `u64 total bits, u64 last partial word, u64 flags (`END_*`; a fatal signal's number in bits
 //!   32..40), u64 bit where the trace stops being regenerable (`u64::MAX`: nowhere), u64 fork bit` (in a
 //!   `fork()`ed child, [`END_FORK_CHILD`]: the bits before it are the parent's, inherited unflushed).
+//!   With [`END_WINDOW`] the thread's bits are only the windows its syncs open (a flight recorder's last
+//!   bytes, or regions), each up to the next `REC_STOP` at or after it, or up to the end.
 //!
 //! # Naive tracing ([`DESC_NAIVE`], the second method)
 //! A module built with `PATHPROF_TRACE_NAIVE=1` writes, at the entry of every block it runs, one 64-bit item:
@@ -33,8 +49,9 @@
 /// First bytes of a trace file.
 pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// Version of the layout above (3: unwind markers, and the module metadata's tail with `invoke` blocks and
-/// kept calls; files of version 2 are refused, not misread).
-pub const TRACE_VERSION: u32 = 3;
+/// kept calls; files of version 2 are refused, not misread;
+/// 4: data records carry their first word's index, sync and stop records, the shadow stack word).
+pub const TRACE_VERSION: u32 = 4;
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 24;
 /// A module's metadata and trace ids.
@@ -60,6 +77,30 @@ pub const END_IN_BODY: u64 = 32;
 /// `REC_END` flag: the process's file reached `PATHPROF_TRACE_MAX`; the thread's bits stop at the total
 /// written (a prefix of what it ran, exact but not the whole run).
 pub const END_TRUNCATED: u64 = 64;
+/// `REC_END` flag: the thread's stream holds only windows opened by `REC_SYNC` records (flight recorder, or
+/// regions): what it ran before each is not in the file.
+pub const END_WINDOW: u64 = 128;
+/// `REC_END` flag (with [`END_WINDOW`]): a flight recorder (`PATHPROF_TRACE_RING`) kept only the last bytes.
+pub const END_RING: u64 = 256;
+/// `REC_END` flag (with [`END_WINDOW`]): the thread's last region was stopped; the end is that stop.
+pub const END_STOPPED: u64 = 512;
+/// A sync point's resume point.
+pub const REC_SYNC: u32 = 4;
+/// A region's end.
+pub const REC_STOP: u32 = 5;
+/// `REC_SYNC` kind: right after an `Enter` marker.
+pub const SYNC_AT_ENTRY: u64 = 0;
+/// `REC_SYNC` kind: at a call site (or at the thread's top level).
+pub const SYNC_AT_SITE: u64 = 1;
+/// Entries of a thread's shadow stack (a power of two; depth k uses index `2k % SHADOW_ENTRIES`).
+pub const SHADOW_ENTRIES: u64 = 1 << 20;
+
+/// The shadow-stack entry an activation of function `id` with body state `body` (2 × its depth), entered from
+/// a call site of state `saved`, stores: the site (the high half of `saved`), the body state's bits above the
+/// index (to tell an entry a deeper activation overwrote), and the id.
+pub const fn shadow_entry(saved: u64, body: u64, id: u64) -> u64 {
+    (saved & !0xffff_ffff) | (body & 0xfff0_0000) | id
+}
 /// Bytes of a `REC_END` payload.
 pub const END_PAYLOAD: usize = 40;
 /// [`TraceModuleDesc::flags`]: the module writes naive items (one per block), not bit tracing.
@@ -82,7 +123,7 @@ pub const RESYNC_ID: u32 = MAX_FUNCS - 1;
 pub const UNWIND_ID: u32 = MAX_FUNCS - 2;
 
 /// Words of the per-thread state.
-pub const TLS_WORDS: usize = 4;
+pub const TLS_WORDS: usize = 5;
 /// Index of the bit accumulator.
 pub const TLS_ACC: usize = 0;
 /// Index of the number of bits in the accumulator.
@@ -91,6 +132,8 @@ pub const TLS_NACC: usize = 1;
 pub const TLS_STATE: usize = 2;
 /// Index of the runtime's thread record.
 pub const TLS_THREAD: usize = 3;
+/// Index of the shadow stack's address (0: none), bit 0 = a sync is wanted.
+pub const TLS_SHADOW: usize = 4;
 
 /// The trace-mode module descriptor the pass emits and the runtime registers (`#[repr(C)]`).
 #[repr(C)]

@@ -43,7 +43,8 @@ use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
-    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, TLS_ACC, TLS_NACC, TLS_STATE, TLS_WORDS, TRACE_VERSION, UNWIND_ID,
+    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES, TLS_ACC, TLS_NACC, TLS_SHADOW, TLS_STATE, TLS_WORDS,
+    TRACE_VERSION, UNWIND_ID,
 };
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -379,6 +380,36 @@ impl Emitter {
                 let mut args = [marker, c(1 + u64::from(FUNC_ID_BITS))];
                 LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
             }
+            // The shadow stack (flight recorder, regions): this activation's entry; a sync if one is wanted.
+            let shadow = LLVMAppendBasicBlockInContext(ctx, enter, c"shadow".as_ptr());
+            let want = LLVMAppendBasicBlockInContext(ctx, enter, c"sync".as_ptr());
+            let out = LLVMAppendBasicBlockInContext(ctx, enter, c"out".as_ptr());
+            let p = LLVMBuildLoad2(b, i64t, gep(b, TLS_SHADOW), c"".as_ptr());
+            let has = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, p, c(0), c"".as_ptr());
+            LLVMBuildCondBr(b, has, shadow, out);
+            LLVMPositionBuilderAtEnd(b, shadow);
+            let base = LLVMBuildIntToPtr(b, LLVMBuildAnd(b, p, c(!1), c"".as_ptr()), ptrt, c"".as_ptr());
+            let mut ix = [LLVMBuildAnd(b, d, c(SHADOW_ENTRIES - 1), c"".as_ptr())];
+            let slot = LLVMBuildInBoundsGEP2(b, i64t, base, ix.as_mut_ptr(), 1, c"".as_ptr());
+            // shadow_entry(saved, body state, id)
+            let site = LLVMBuildAnd(b, phi, c(!0xffff_ffff), c"".as_ptr());
+            let high = LLVMBuildAnd(b, d, c(0xfff0_0000), c"".as_ptr());
+            let entry = LLVMBuildOr(b, LLVMBuildOr(b, site, high, c"".as_ptr()), id, c"".as_ptr());
+            LLVMBuildStore(b, entry, slot);
+            let wanted = LLVMBuildICmp(
+                b,
+                LLVMIntPredicate::LLVMIntNE,
+                LLVMBuildAnd(b, p, c(1), c"".as_ptr()),
+                c(0),
+                c"".as_ptr(),
+            );
+            LLVMBuildCondBr(b, wanted, want, out);
+            LLVMPositionBuilderAtEnd(b, want);
+            let sync = runtime(m, symbols::TRACE_SYNC, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
+            let mut args = [tls];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(sync), sync, args.as_mut_ptr(), 1, c"".as_ptr());
+            LLVMBuildBr(b, out);
+            LLVMPositionBuilderAtEnd(b, out);
             LLVMBuildRet(b, phi);
         }
 

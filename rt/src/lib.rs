@@ -109,6 +109,7 @@ mod table;
 mod threads;
 mod timer;
 mod trace;
+mod trace_ring;
 
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};

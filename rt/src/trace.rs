@@ -30,6 +30,7 @@
 //! async-signal-safe, except the flush, which waits at most 2 s for the lock.
 
 use crate::sys::{self, Fd, MVec};
+use crate::trace_ring::{Ring, SyncPoint};
 use crate::{diag::pp_warn, path};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -37,7 +38,7 @@ use pathprof_format::trace_layout::*;
 
 /// Words of a thread's buffer (512 KiB): one `REC_DATA` record.
 const BUF_WORDS: usize = 1 << 16;
-/// Words in front of the buffer for the record header and the sequence number (one `write` per record).
+/// Words in front of the buffer for the record header and the first word's index (one `write` per record).
 const HEAD_WORDS: usize = (RECORD_HEADER + 8) / 8;
 
 /// One traced thread (in an anonymous mapping).
@@ -47,7 +48,10 @@ struct Thread {
     next: *mut Thread,
     serial: u32,
     ended: bool,
-    seq: u64,
+    /// Absolute index (in the thread's stream) of `buf[0]`.
+    buf_first: u64,
+    /// Absolute index after the last word written to the file.
+    written_hi: u64,
     /// Full words handed over so far.
     spilled: u64,
     /// Where the trace stops being regenerable (`u64::MAX`: nowhere).
@@ -57,6 +61,17 @@ struct Thread {
     /// Words written to the file; the cap was reached (later words are dropped).
     kept: u64,
     truncated: bool,
+    /// The shadow stack (`TLS_SHADOW`), or null.
+    shadow: *mut u64,
+    /// The thread's trace is stopped (`__pathprof_trace_stop`, or not started yet in region mode): its words
+    /// are counted, not kept. The stop's bit and its partial word.
+    off: bool,
+    stop_bit: u64,
+    stop_acc: u64,
+    /// Sync records written or recorded (the stream holds only windows: `END_WINDOW`).
+    window: bool,
+    syncs: u64,
+    ring: Ring,
     fill: usize,
     head: [u64; HEAD_WORDS],
     buf: [u64; BUF_WORDS],
@@ -82,6 +97,12 @@ struct State {
     max_bytes: u64,
     key: libc::pthread_key_t,
     installed: bool,
+    /// `PATHPROF_TRACE_RING` (bytes per thread; 0: no flight recorder).
+    ring_bytes: u64,
+    /// `PATHPROF_TRACE_REGION=1`: threads start stopped (only regions are traced).
+    region: bool,
+    /// A key whose value marks a thread that called `__pathprof_trace_start` before its first traced entry.
+    early_key: libc::pthread_key_t,
 }
 
 struct Global(core::cell::UnsafeCell<State>);
@@ -101,6 +122,9 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     max_bytes: u64::MAX,
     key: 0,
     installed: false,
+    ring_bytes: 0,
+    region: false,
+    early_key: 0,
 }));
 static LOCK: AtomicBool = AtomicBool::new(false);
 static SERIAL: AtomicU32 = AtomicU32::new(0);
@@ -215,7 +239,10 @@ pub unsafe extern "C" fn __pathprof_trace_spill(tls: *mut u64, word: u64) {
     if t.ended {
         return;
     }
-    push_word(t, word);
+    if push_word(t, word) && !t.shadow.is_null() {
+        // SAFETY: the thread's own state; a sync point is due at its next entry.
+        unsafe { *tls.add(TLS_SHADOW) |= 1 };
+    }
     if t.fill == BUF_WORDS {
         let mut g = lock();
         flush_data(g.state(), t);
@@ -262,6 +289,24 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
         (*t).serial = SERIAL.fetch_add(1, Ordering::Relaxed) + 1;
         (*t).stop = if st.overflow { 0 } else { u64::MAX };
         (*t).fork_at = u64::MAX;
+        if st.naive != Some(true) {
+            (*t).shadow = map_shadow();
+            *tls.add(TLS_SHADOW) = (*t).shadow as u64;
+        }
+        if st.ring_bytes > 0 && !(*t).ring.allocate(st.ring_bytes) {
+            pp_warn!("cannot map the flight recorder's ring; this thread is traced whole");
+        }
+        let early = !libc::pthread_getspecific(st.early_key).is_null();
+        if st.region && !early {
+            (*t).off = true;
+        } else if (*t).ring.on() {
+            // The thread's start: the top level, no activation yet.
+            (*t).ring.record(SyncPoint { bit: 0, kind: SYNC_AT_SITE, state: 1, depth: 0, ..Default::default() }, |_| 0);
+        } else if st.region {
+            (*t).window = true;
+            (*t).syncs = 1;
+            write_sync(st, (*t).serial, 0, SYNC_AT_SITE, 1, 0, |_| 0);
+        }
         (*t).next = st.threads;
         st.threads = t;
         *tls.add(TLS_THREAD) = t as u64;
@@ -306,6 +351,16 @@ fn install(st: &mut State) {
     if let Some(max) = sys::env(c"PATHPROF_TRACE_MAX").and_then(parse_size) {
         st.max_bytes = max;
     }
+    match sys::env(c"PATHPROF_TRACE_RING") {
+        Some(v) if !v.is_empty() => match parse_size(v) {
+            Some(n) => st.ring_bytes = n.max(512),
+            None => pp_warn!("PATHPROF_TRACE_RING is not a size (N, NK, NM or NG bytes); traced whole"),
+        },
+        _ => {}
+    }
+    st.region = sys::env(c"PATHPROF_TRACE_REGION").is_some_and(|v| v == b"1");
+    // SAFETY: a plain key without destructor.
+    unsafe { libc::pthread_key_create(&mut st.early_key, None) };
     if sys::env(c"PATHPROF_SIGNALS").is_some_and(|v| v != b"0") {
         crate::pin_image(); // the handler may run this image's code at any time
         crate::signals::install();
@@ -360,7 +415,7 @@ unsafe extern "C" fn fork_child() {
                 (*t).fork_at = (*t).spilled * 64 + *me.add(TLS_NACC);
             } else {
                 unlink(st, t);
-                libc::munmap(t as *mut libc::c_void, core::mem::size_of::<Thread>());
+                free_thread(t);
             }
             t = next;
         }
@@ -415,7 +470,8 @@ unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
         *tls.add(TLS_STATE) = 0;
         *tls.add(TLS_ACC) = 0;
         *tls.add(TLS_NACC) = 0;
-        libc::munmap(t as *mut libc::c_void, core::mem::size_of::<Thread>());
+        *tls.add(TLS_SHADOW) = 0;
+        free_thread(t);
     }
 }
 
@@ -444,8 +500,9 @@ extern "C" fn exit_handler() {
     }
 }
 
-/// Ends a thread's stream: its final `Done` if at its top level (bit tracing), the remaining words, and
-/// `REC_END`; `why` are the flags of an end that is not the thread's own (process exit, a fatal signal).
+/// Ends a thread's stream: its final `Done` if at its top level (bit tracing), the remaining words (a flight
+/// recorder's window), and `REC_END`; `why` are the flags of an end that is not the thread's own (process
+/// exit, a fatal signal).
 unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     if t.ended {
         return;
@@ -454,7 +511,9 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     // SAFETY: the thread's state (its own, or a live thread's at exit).
     let (state, mut acc, mut n) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_ACC), *tls.add(TLS_NACC)) };
     let mut flags = 0;
-    if state & 0xffff_ffff == 1 {
+    if t.off {
+        flags |= END_STOPPED | why;
+    } else if state & 0xffff_ffff == 1 {
         if st.naive != Some(true) {
             // Done of the top level: one 0 bit.
             n += 1;
@@ -486,12 +545,21 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     if t.stop != u64::MAX {
         flags |= END_ABNORMAL;
     }
-    flush_data(st, t);
+    if t.window || t.ring.on() {
+        flags |= END_WINDOW;
+    }
+    let (total, partial) = if t.off { (t.stop_bit, t.stop_acc) } else { (t.spilled * 64 + n, acc) };
+    if t.ring.on() {
+        flags |= END_RING;
+        dump_ring(st, t, total);
+    } else {
+        flush_data(st, t);
+    }
     if open(st) {
         let end = if t.truncated {
-            [t.kept * 64, 0, flags, t.stop, t.fork_at]
+            [t.written_hi * 64, 0, flags, t.stop, t.fork_at]
         } else {
-            [t.spilled * 64 + n, acc, flags, t.stop, t.fork_at]
+            [total, partial, flags, t.stop, t.fork_at]
         };
         let head = record_header(REC_END, sys::pid(), t.serial, END_PAYLOAD as u64);
         let mut rec = [0u8; RECORD_HEADER + END_PAYLOAD];
@@ -505,13 +573,204 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     t.ended = true;
 }
 
-/// Appends a full word to the thread's buffer (the caller flushes a full buffer).
-fn push_word(t: &mut Thread, word: u64) {
+/// Writes a flight recorder's window: its oldest surviving sync point (a naive trace's items need none: the
+/// window's first word), then the words from there, through the thread's buffer.
+fn dump_ring(st: &mut State, t: &mut Thread, total: u64) {
+    let p = if st.naive == Some(true) {
+        Some(SyncPoint { bit: t.ring.first() * 64, kind: SYNC_AT_SITE, state: 0, depth: 0, ..Default::default() })
+    } else {
+        t.ring.oldest(total)
+    };
+    let Some(p) = p else { return };
+    let ring = &t.ring;
+    write_sync(st, t.serial, p.bit, p.kind, p.state, p.depth, |k| ring.entry(&p, k));
+    let mut i = p.bit / 64;
+    let end = t.ring.end();
+    while i < end {
+        let n = ((end - i) as usize).min(BUF_WORDS);
+        t.buf_first = i;
+        for (k, slot) in t.buf.iter_mut().take(n).enumerate() {
+            *slot = t.ring.word(i + k as u64);
+        }
+        t.fill = n;
+        flush_data(st, t);
+        i += n as u64;
+    }
+}
+
+/// Writes a `REC_SYNC` record with the shadow entries `entry(1..=depth)`.
+fn write_sync(st: &mut State, serial: u32, bit: u64, kind: u64, state: u64, depth: u64, entry: impl Fn(u64) -> u64) {
+    if !open(st) {
+        return;
+    }
+    let head = record_header(REC_SYNC, sys::pid(), serial, 32 + 8 * depth);
+    let mut rec = MVec::new();
+    let mut built = rec.extend_from_slice(&head);
+    for w in [bit, kind, state, depth].into_iter().chain((1..=depth).map(entry)) {
+        built = built.and_then(|_| rec.extend_from_slice(&w.to_le_bytes()));
+    }
+    if built.is_ok() {
+        write(st, rec.as_slice());
+    }
+}
+
+/// Whether the shadow entries of depths `1..=depth` are the live activations' (none overwritten by an
+/// activation `SHADOW_ENTRIES` deeper).
+fn shadow_ok(t: &Thread, depth: u64) -> bool {
+    !t.shadow.is_null() && (1..=depth).all(|k| shadow_entry_at(t.shadow, k) & 0xfff0_0000 == (2 * k) & 0xfff0_0000)
+}
+
+/// Shadow entry of the activation at depth `k` (index `2k`: instrumented code indexes by its body state).
+fn shadow_entry_at(shadow: *mut u64, k: u64) -> u64 {
+    // SAFETY: masked into the shadow stack's mapping (callers checked it is not null).
+    unsafe { *shadow.add(((2 * k) & (SHADOW_ENTRIES - 1)) as usize) }
+}
+
+/// An entry found a sync point wanted (`TLS_SHADOW` bit 0, set every chunk of a flight recorder's ring): the
+/// bit right after its `Enter` marker and the thread's shadow stack go into the ring's sync points.
+///
+/// # Safety
+/// `tls` is the calling thread's trace state.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_trace_sync(tls: *mut u64) {
+    // SAFETY: the caller's state; only this thread writes its shadow word.
+    let t = unsafe {
+        *tls.add(TLS_SHADOW) &= !1;
+        *tls.add(TLS_THREAD)
+    } as *mut Thread;
+    if t.is_null() {
+        return;
+    }
+    // SAFETY: only this thread (and the exit flush, under the lock) touch its record.
+    let t = unsafe { &mut *t };
+    if t.off || t.ended || !t.ring.on() {
+        return;
+    }
+    // SAFETY: the caller's state.
+    let (state, nacc) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_NACC)) };
+    let depth = (state & 0xffff_ffff) >> 1;
+    if !shadow_ok(t, depth) {
+        return;
+    }
+    let p = SyncPoint { bit: t.spilled * 64 + nacc, kind: SYNC_AT_ENTRY, state, depth, ..Default::default() };
+    let shadow = t.shadow;
+    t.ring.record(p, |k| shadow_entry_at(shadow, k));
+}
+
+/// The calling thread's trace starts (again) here: a sync record (the bit, the thread's shadow stack) opens a
+/// window. A no-op if it is running. Called before the thread's first traced entry, it makes the thread start
+/// traced in region mode (`PATHPROF_TRACE_REGION=1`). Per-thread: other threads are not affected.
+#[no_mangle]
+pub extern "C" fn __pathprof_trace_start() {
+    let mut g = lock();
+    let st = g.state();
+    if !st.installed || st.closed {
+        return;
+    }
+    // SAFETY: the key holds the calling thread's trace state, or null.
+    let tls = unsafe { libc::pthread_getspecific(st.key) } as *mut u64;
+    // SAFETY: the calling thread's state.
+    let t = if tls.is_null() { ptr::null_mut() } else { unsafe { *tls.add(TLS_THREAD) as *mut Thread } };
+    if t.is_null() {
+        // SAFETY: a plain key; any non-null value marks the thread.
+        unsafe { libc::pthread_setspecific(st.early_key, ptr::dangling::<libc::c_void>()) };
+        return;
+    }
+    // SAFETY: the calling thread's live record.
+    let t = unsafe { &mut *t };
+    if !t.off || t.ended {
+        return;
+    }
+    // SAFETY: the calling thread's state.
+    let (state, nacc) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_NACC)) };
+    let naive = st.naive == Some(true);
+    let depth = if naive { 0 } else { (state & 0xffff_ffff) >> 1 };
+    if !naive && !shadow_ok(t, depth) {
+        drop(g);
+        pp_warn!("__pathprof_trace_start: the call stack is too deep to record; the thread stays stopped");
+        return;
+    }
+    let bit = t.spilled * 64 + nacc;
+    let shadow = t.shadow;
+    let entry = |k| shadow_entry_at(shadow, k);
+    t.off = false;
+    t.window = true;
+    t.syncs += 1;
+    if t.ring.on() {
+        t.ring.restart(t.spilled);
+        t.ring.record(SyncPoint { bit, kind: SYNC_AT_SITE, state, depth, ..Default::default() }, entry);
+    } else {
+        write_sync(st, t.serial, bit, SYNC_AT_SITE, state, depth, entry);
+    }
+}
+
+/// The calling thread's trace stops here: nothing more is kept until the next [`__pathprof_trace_start`]. A
+/// no-op if it is stopped. Per-thread.
+#[no_mangle]
+pub extern "C" fn __pathprof_trace_stop() {
+    let mut g = lock();
+    let st = g.state();
+    if !st.installed || st.closed {
+        return;
+    }
+    // SAFETY: the key holds the calling thread's trace state, or null.
+    let tls = unsafe { libc::pthread_getspecific(st.key) } as *mut u64;
+    // SAFETY: the calling thread's state.
+    let t = if tls.is_null() { ptr::null_mut() } else { unsafe { *tls.add(TLS_THREAD) as *mut Thread } };
+    if t.is_null() {
+        // SAFETY: a plain key: the thread no longer starts traced.
+        unsafe { libc::pthread_setspecific(st.early_key, ptr::null()) };
+        return;
+    }
+    // SAFETY: the calling thread's live record.
+    let t = unsafe { &mut *t };
+    if t.off || t.ended {
+        return;
+    }
+    if !t.window && !t.ring.on() {
+        // Traced from its start so far: that window opens at bit 0, at the top level.
+        t.window = true;
+        t.syncs += 1;
+        write_sync(st, t.serial, 0, SYNC_AT_SITE, 1, 0, |_| 0);
+    }
+    // SAFETY: the calling thread's state.
+    let (acc, nacc) = unsafe { (*tls.add(TLS_ACC), *tls.add(TLS_NACC)) };
+    t.stop_bit = t.spilled * 64 + nacc;
+    t.stop_acc = acc;
+    if !t.ring.on() {
+        flush_data(st, t);
+        if open(st) {
+            let mut rec = [0u8; RECORD_HEADER + 16];
+            let (h, body) = rec.split_at_mut(RECORD_HEADER);
+            h.copy_from_slice(&record_header(REC_STOP, sys::pid(), t.serial, 16));
+            for (chunk, w) in body.chunks_exact_mut(8).zip([t.stop_bit, t.stop_acc]) {
+                chunk.copy_from_slice(&w.to_le_bytes());
+            }
+            write(st, &rec);
+        }
+    }
+    t.off = true;
+}
+
+/// Appends the thread's next word (dropped while it is stopped; a flight recorder's ring, or the buffer the
+/// caller flushes when full); true when a flight recorder wants a sync point.
+fn push_word(t: &mut Thread, word: u64) -> bool {
+    let index = t.spilled;
+    t.spilled += 1;
+    if t.off {
+        return false;
+    }
+    if t.ring.on() {
+        return t.ring.push(index, word);
+    }
+    if t.fill == 0 {
+        t.buf_first = index;
+    }
     if let Some(slot) = t.buf.get_mut(t.fill) {
         *slot = word;
         t.fill += 1;
-        t.spilled += 1;
     }
+    false
 }
 
 /// Writes the thread's buffered words as one `REC_DATA` record.
@@ -530,10 +789,10 @@ fn flush_data(st: &mut State, t: &mut Thread) {
     }
     st.data_bytes += 8 * n as u64;
     t.kept += n as u64;
+    t.written_hi = t.buf_first + n as u64;
     let head = record_header(REC_DATA, sys::pid(), t.serial, 8 + 8 * n as u64);
-    let seq = t.seq.to_le_bytes();
-    t.seq += 1;
-    for (w, chunk) in t.head.iter_mut().zip(head.chunks_exact(8).chain(core::iter::once(&seq[..]))) {
+    let first = t.buf_first.to_le_bytes();
+    for (w, chunk) in t.head.iter_mut().zip(head.chunks_exact(8).chain(core::iter::once(&first[..]))) {
         let mut b = [0u8; 8];
         b.copy_from_slice(chunk);
         *w = u64::from_ne_bytes(b);
@@ -544,6 +803,42 @@ fn flush_data(st: &mut State, t: &mut Thread) {
     // SAFETY: head and buf are contiguous in the record (repr(C), u64-aligned, no padding between arrays).
     let bytes = unsafe { core::slice::from_raw_parts(t.head.as_ptr() as *const u8, HEAD_WORDS * 8 + 8 * n) };
     write(st, bytes);
+}
+
+/// Maps a thread's shadow stack (reserved lazily: only the pages its depth touches are committed); null if
+/// mapping fails (then no sync points: the flight recorder keeps nothing regenerable, regions cannot start).
+fn map_shadow() -> *mut u64 {
+    // SAFETY: an anonymous private mapping.
+    let mem = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            (SHADOW_ENTRIES * 8) as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if mem == libc::MAP_FAILED {
+        ptr::null_mut()
+    } else {
+        mem as *mut u64
+    }
+}
+
+/// Unmaps a thread's record, its ring and its shadow stack.
+///
+/// # Safety
+/// `t` is an unlinked record nobody uses any more.
+unsafe fn free_thread(t: *mut Thread) {
+    // SAFETY: see above; the mappings were made by `first`.
+    unsafe {
+        (*t).ring.free();
+        if !(*t).shadow.is_null() {
+            libc::munmap((*t).shadow as *mut libc::c_void, (SHADOW_ENTRIES * 8) as usize);
+        }
+        libc::munmap(t as *mut libc::c_void, core::mem::size_of::<Thread>());
+    }
 }
 
 /// Opens the trace file for this process if needed (header and every registered module); false if the trace

@@ -85,6 +85,15 @@ impl<'a> BitReader<'a> {
         BitReader { bytes: &trace.bytes, pos: 0, bits: trace.bits.min(trace.bytes.len() as u64 * 8) }
     }
 
+    /// Skips `bits` bits (a stream read from a sync point, not from its first bit); false if there are fewer.
+    pub fn skip(&mut self, bits: u64) -> bool {
+        if self.bits - self.pos < bits {
+            return false;
+        }
+        self.pos += bits;
+        true
+    }
+
     /// Bits not read yet.
     pub fn remaining(&self) -> u64 {
         self.bits - self.pos

@@ -45,7 +45,10 @@ pub use entropy::{EntropyModels, EntropySink, EntropySource, ModelError};
 pub use placement::{
     bit_tracing, bit_tracing_with, blockers, place_witnesses, Blocking, PlacementError, Scheme, WitnessPlan,
 };
-pub use regenerate::{regenerate, DecisionSource, RegenError, Resync, StepSink, StreamError, Unwind};
+pub use regenerate::{
+    regenerate, regenerate_from, BadResume, DecisionSource, RegenError, ResumePoint, Resync, StepSink, StreamError,
+    Unwind, Waiting,
+};
 pub use tables::{FuncTables, Program, TablesError};
 pub use tokens::{Token, TokenSink, TokenSource};
 pub use view::{CallSites, CallSitesMismatch, InvokeMismatch};

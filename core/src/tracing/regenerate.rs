@@ -31,6 +31,12 @@
 //! the marker's function and wait at the `invoke` (its block's last call site): the walk crosses the unwind
 //! edge into the landing pad. A cleanup's `resume` leaves its function by a return edge, and the next landing
 //! pad up the stack writes its own marker.
+//!
+//! # Starting mid-stream ([`regenerate_from`])
+//! A flight recorder keeps only a stream's tail, and a traced region starts inside the program: the walk then
+//! starts at a sync point, where the writer knew every activation on the thread's stack ([`ResumePoint`]): the
+//! activations waiting at call sites (no witness pending there, by blocking), and, for a sync right after an
+//! `Enter` marker, the activation that just began.
 
 use super::tables::{FuncTables, Program, NONE, PRED, SPECIAL};
 use super::FuncId;
@@ -166,6 +172,34 @@ enum Stop {
     Enter(FuncId),
 }
 
+/// An activation waiting at a call site when the stream starts mid-way.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    /// Its function.
+    pub func: FuncId,
+    /// The block of the call site.
+    pub block: BlockId,
+    /// The call's index among the block's call sites.
+    pub call: u32,
+}
+
+/// Where a stream read from a sync point starts: the waiting activations, outermost first, and the function
+/// whose activation just began (its `Enter` marker is right before the sync point), if any; with none, the
+/// stream starts where an activation or the innermost call site's Done is read (at the top level when no
+/// activation waits).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResumePoint {
+    /// The waiting activations, depth 1 first.
+    pub waiting: Vec<Waiting>,
+    /// The activation entered right before the sync point.
+    pub entered: Option<FuncId>,
+}
+
+/// Why a resume point does not fit the program.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the sync point's activation {0} does not fit the program")]
+pub struct BadResume(pub usize);
+
 /// Regenerates one thread's trace into `sink`; returns the number of blocks written. Stops with
 /// [`RegenError::BlockLimit`] after `max_blocks` blocks.
 pub fn regenerate<D: DecisionSource, S: StepSink>(
@@ -174,9 +208,44 @@ pub fn regenerate<D: DecisionSource, S: StepSink>(
     sink: &mut S,
     max_blocks: u64,
 ) -> Result<u64, RegenError> {
-    let mut stack: Vec<Frame> = Vec::new();
+    regenerate_from(program, &ResumePoint::default(), src, sink, max_blocks)
+        .unwrap_or_else(|_| unreachable!("an empty resume point fits every program"))
+}
+
+/// [`regenerate`] from a sync point: `src` starts right after it, `at` says what the stack held there. The
+/// outer error is a resume point that does not fit the program (a corrupt trace, or the wrong metadata).
+pub fn regenerate_from<D: DecisionSource, S: StepSink>(
+    program: &Program,
+    at: &ResumePoint,
+    src: &mut D,
+    sink: &mut S,
+    max_blocks: u64,
+) -> Result<Result<u64, RegenError>, BadResume> {
+    let mut stack: Vec<Frame> = Vec::with_capacity(at.waiting.len());
+    for (i, w) in at.waiting.iter().enumerate() {
+        let calls = program.func(w.func).and_then(|t| t.calls.get(w.block.index()).copied());
+        match calls {
+            Some(n) if w.call < n => {
+                stack.push(Frame { func: w.func, vertex: w.block, pending: NONE, calls_left: n - w.call })
+            }
+            _ => return Err(BadResume(i)),
+        }
+    }
+    if at.entered.is_some_and(|f| program.func(f).is_none()) {
+        return Err(BadResume(at.waiting.len()));
+    }
+    Ok(regenerate_stack(program, stack, at.entered, src, sink, max_blocks))
+}
+
+fn regenerate_stack<D: DecisionSource, S: StepSink>(
+    program: &Program,
+    mut stack: Vec<Frame>,
+    mut start: Option<FuncId>,
+    src: &mut D,
+    sink: &mut S,
+    max_blocks: u64,
+) -> Result<u64, RegenError> {
     let mut budget = max_blocks;
-    let mut start: Option<FuncId> = None;
     loop {
         let next = match start.take() {
             Some(f) => Some(f),

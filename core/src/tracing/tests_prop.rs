@@ -8,10 +8,11 @@
 
 use super::bits::{BitReader, BitTrace, BitWriter};
 use super::check::{check_blocking, check_trace, TraceViolation};
+use super::encode::SymbolSink;
 use super::encode::{encode, Event};
 use super::entropy::{EntropyModels, EntropySink, EntropySource};
 use super::placement::{bit_tracing, blockers, place_witnesses, Blocking, WitnessPlan};
-use super::regenerate::{regenerate, DecisionSource, StepSink};
+use super::regenerate::{regenerate, regenerate_from, DecisionSource, ResumePoint, StepSink, Waiting};
 use super::tables::{FuncTables, Program};
 use super::tokens::{TokenSink, TokenSource};
 use super::view::{bits_for, is_traced, CallSites};
@@ -374,6 +375,60 @@ proptest! {
     }
 
     #[test]
+    fn regeneration_from_any_sync_point_is_the_runs_suffix(p in programs(4, 10), seed in any::<u64>(), pick in any::<u64>()) {
+        let run = execute(&p, seed, None, 3000);
+        let bt = bit_program(&p);
+        // The writer's side: the bit offset and the stack at every entry and before every call site's return,
+        // by simulating the events (independently of the regenerator).
+        let mut sink = Positions { bits: 0 };
+        let mut syncs = Vec::new();
+        let mut stack: Vec<(usize, BlockId, u32)> = Vec::new();
+        let mut blocks = 0usize;
+        for (i, ev) in run.events.iter().enumerate() {
+            if matches!(ev, Event::CallReturned) && !stack.is_empty() {
+                encode_prefix_bits(&bt, &run.events[..i], &mut sink);
+                let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
+                syncs.push((sink.bits, ResumePoint { waiting, entered: None }, blocks));
+            }
+            match *ev {
+                Event::Enter(f) => {
+                    let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
+                    stack.push((f.index(), p.cfgs[f.index()].entry(), 0));
+                    blocks += 1;
+                    encode_prefix_bits(&bt, &run.events[..=i], &mut sink);
+                    syncs.push((sink.bits, ResumePoint { waiting, entered: Some(f) }, blocks - 1));
+                }
+                Event::CallReturned => {
+                    if let Some(top) = stack.last_mut() {
+                        top.2 += 1;
+                    }
+                }
+                Event::Edge(e) => {
+                    let top = stack.last_mut().unwrap();
+                    let g = &p.cfgs[top.0];
+                    top.1 = g.edge(e).to;
+                    top.2 = 0;
+                    blocks += 1;
+                    if top.1 == g.exit() {
+                        stack.pop();
+                    }
+                }
+            }
+        }
+        prop_assume!(!syncs.is_empty());
+        let whole = bit_trace(&bt, &run.events);
+        for k in [pick as usize % syncs.len(), syncs.len() - 1, 0] {
+            let (bit, at, before) = &syncs[k];
+            let mut reader = BitReader::new(&whole);
+            prop_assert!(reader.skip(*bit));
+            let mut out = Vec::new();
+            regenerate_from(&bt, at, &mut reader, &mut out, 10_000_000).unwrap().unwrap();
+            prop_assert_eq!(&out[..], &run.blocks[*before..]);
+            prop_assert_eq!(reader.remaining(), 0);
+        }
+    }
+
+    #[test]
     fn entropy_coding_is_within_a_margin_of_the_empirical_entropy(p in programs(3, 12), seed in any::<u64>()) {
         let skew = skew_of(&p, seed);
         let run = execute(&p, seed, Some(&skew), 20_000);
@@ -608,4 +663,28 @@ fn range_coder_costs_what_the_probabilities_say() {
         assert_eq!(dec.decode_bits(24).unwrap(), i.wrapping_mul(2_654_435_761) % (1 << 24));
     }
     assert!(dec.decode_bits(8).is_err(), "reading past the end is an error");
+}
+
+/// Counts the bits a bit-tracing encoder writes (the sync points' offsets).
+struct Positions {
+    bits: u64,
+}
+
+impl SymbolSink for Positions {
+    fn witness(&mut self, _f: FuncId, _v: BlockId, width: u8, _value: u32) {
+        self.bits += u64::from(width);
+    }
+    fn enter(&mut self, _f: FuncId, func_bits: u8) {
+        self.bits += 1 + u64::from(func_bits);
+    }
+    fn done(&mut self, _func_bits: u8) {
+        self.bits += 1;
+    }
+}
+
+/// The bits an encoder writes for a prefix of the events (a fresh count each time: quadratic, test-sized).
+fn encode_prefix_bits(program: &Program, events: &[Event], sink: &mut Positions) {
+    sink.bits = 0;
+    // An execution cut short: the encoder reports its end, after counting what it wrote.
+    let _ = encode(program, events, sink);
 }
