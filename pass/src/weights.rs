@@ -53,6 +53,7 @@ pub fn edge_weights(
         Weighting::Bl94 => (weighting::bl94(&g.cfg, &g.cfg.adjacency()), true),
         Weighting::Llvm => {
             let mut w = llvm_weights(g, f, fam);
+            price_split_edges_in_dispatch_functions(g, &mut w);
             keep_counters_off_tail_returns(g, f, &mut w);
             (w, true)
         }
@@ -85,6 +86,39 @@ fn keep_counters_off_tail_returns(g: &FunctionGraph, f: LLVMValueRef, weights: &
         let into_block = matches!(e.kind, EdgeKind::Branch { .. }) && e.to.index() < g.cfg.num_blocks();
         if into_block && returns(e.to.index()) && calls_self(e.from.index()) {
             weights[i] = heavy;
+        }
+    }
+}
+
+/// A block with this many predecessors makes a function a dispatch-style state machine (an interpreter loop, a
+/// regex matcher's backtracking switch) for [`price_split_edges_in_dispatch_functions`].
+const DISPATCH_JOIN_PREDECESSORS: usize = 32;
+
+/// In a function with a dispatch join, a counter on a critical edge is priced at twice its frequency plus one
+/// (the counter and the jump of the block that holds it; BFI estimates some edges at zero, and a split still
+/// costs code), so the spanning tree takes critical edges where the cost allows, as LLVM's own instrumentation
+/// always does (`CFGMST`: critical edges weigh 1000×).
+///
+/// Why only there: the blocks that split critical edges stay between a branch and its join, so a value the
+/// branch tests dominates the ways into the join's PHIs. LLVM 19's `isGuaranteedNotToBeUndefOrPoison` then
+/// succeeds at each level of its recursion through self-referencing PHIs and explores all their entries again at
+/// the next (exponential; llvm/llvm-project#130110, fixed in LLVM 21). On pcre2 10.42's `match()` (5,241 blocks,
+/// a 323-predecessor join) edge mode's first CorrelatedValuePropagation ran for more than ten minutes; with this
+/// pricing it takes 2 s. Pricing only by 1.05, or only edges into joins of 8 or more predecessors, or only edges
+/// next to forwarding blocks, left it hanging. In ordinary functions the frequency-optimal placement is kept:
+/// the same pricing everywhere costs the loop kernels up to 14% more instructions (heapsort).
+fn price_split_edges_in_dispatch_functions(g: &FunctionGraph, weights: &mut [f64]) {
+    let adj = g.cfg.adjacency();
+    let is_branch = |e: &pathprof_core::EdgeId| matches!(g.cfg.edge(*e).kind, EdgeKind::Branch { .. });
+    let branch_in = |b: pathprof_core::BlockId| adj.in_edges(b).iter().filter(|e| is_branch(e)).count();
+    let branch_out = |b: pathprof_core::BlockId| adj.out_edges(b).iter().filter(|e| is_branch(e)).count();
+    let real_blocks = || (0..g.cfg.num_blocks()).map(|b| pathprof_core::BlockId(b as u32));
+    if !real_blocks().any(|b| branch_in(b) >= DISPATCH_JOIN_PREDECESSORS) {
+        return;
+    }
+    for (i, e) in g.cfg.edges().iter().enumerate() {
+        if matches!(e.kind, EdgeKind::Branch { .. }) && branch_out(e.from) > 1 && branch_in(e.to) > 1 {
+            weights[i] = 2.0 * (weights[i] + 1.0);
         }
     }
 }
