@@ -8,6 +8,7 @@
 //!   reachable block in layout order (EXIT after the last block) — clang lays blocks out in source order, so that
 //!   is where control would go were the `goto` / `break` / `continue` / `return` a no-op. A call that may not
 //!   return ([`CallSummary::may_not_return`]) gets an executable `FALSE` arc to EXIT: it is a predicate too.
+//!   With a profile, only the executed blocks and taken arcs ([`crate::slice_profile`]).
 //! - **Data**: SSA operands are direct dependences; a phi also depends on the terminators of its incoming blocks
 //!   (they choose its value). Memory goes through reaching definitions over abstract locations from a simple,
 //!   sound alias analysis: each *non-escaping* alloca (every use, through `getelementptr`s, is the pointer of a
@@ -21,6 +22,7 @@
 
 use crate::ir;
 use crate::shim;
+use crate::slice_profile::Executed;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMOpcode;
@@ -119,12 +121,19 @@ pub struct FunctionGraph {
 impl FunctionGraph {
     /// Builds the graph of `f`; `exit_uses_heap`: every `ret` reads HEAP (a function whose callers run on
     /// after it returns must leave memory as the program would).
+    /// With `executed` (a profile's, [`crate::slice_profile`]), only the blocks and branch arcs it shows
+    /// executed are in the graph; a block that ran but was never left (a call ended the run) goes to EXIT.
     pub fn build(
         f: LLVMValueRef,
         may_not_return: &HashSet<LLVMValueRef>,
         exit_uses_heap: bool,
+        executed: Option<&Executed>,
     ) -> Result<FunctionGraph, String> {
-        let reachable = reachable_blocks(f)?;
+        let taken = |bb: LLVMBasicBlockRef, l: usize| executed.is_none_or(|x| x.arcs.contains(&(bb, l as u32)));
+        if executed.is_some_and(|x| !x.blocks.contains(&ir::blocks(f)[0])) {
+            return Err("the profile shows the function never ran".into());
+        }
+        let reachable = reachable_blocks(f, &taken)?;
         let locs = AllocaLocations::of(f);
         let mut g = ProgramGraph::new();
         let mut inst = vec![std::ptr::null_mut(), std::ptr::null_mut()];
@@ -208,13 +217,19 @@ impl FunctionGraph {
                     g.add_arc(term, Label::TRUE, ProgramGraph::EXIT, false)
                 }
                 LLVMOpcode::LLVMBr if succs.len() == 1 => {
-                    g.add_arc(term, Label::TRUE, start(succs[0]), false);
+                    let to = if taken(bb, 0) { start(succs[0]) } else { ProgramGraph::EXIT };
+                    g.add_arc(term, Label::TRUE, to, false);
                     let lexical = reachable.get(k + 1).map_or(ProgramGraph::EXIT, |&n| start(n));
                     g.add_arc(term, Label::FALSE, lexical, true);
                 }
                 LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {
-                    for (l, &s) in succs.iter().enumerate() {
+                    let mut any = false;
+                    for (l, &s) in succs.iter().enumerate().filter(|&(l, _)| taken(bb, l)) {
                         g.add_arc(term, Label(l as u32), start(s), false);
+                        any = true;
+                    }
+                    if !any {
+                        g.add_arc(term, Label::TRUE, ProgramGraph::EXIT, false);
                     }
                 }
                 op => return Err(format!("cannot slice a function with a {op:?} terminator")),
@@ -250,8 +265,12 @@ fn operand(i: LLVMValueRef, k: u32) -> LLVMValueRef {
     unsafe { LLVMGetOperand(i, k) }
 }
 
-/// The blocks reachable from the entry, in layout order; an error for terminators slicing does not model.
-fn reachable_blocks(f: LLVMValueRef) -> Result<Vec<LLVMBasicBlockRef>, String> {
+/// The blocks reachable from the entry through `taken` arcs, in layout order; an error for terminators slicing
+/// does not model.
+fn reachable_blocks(
+    f: LLVMValueRef,
+    taken: &dyn Fn(LLVMBasicBlockRef, usize) -> bool,
+) -> Result<Vec<LLVMBasicBlockRef>, String> {
     let all = ir::blocks(f);
     let mut seen: HashSet<LLVMBasicBlockRef> = HashSet::new();
     let mut work = vec![all[0]];
@@ -262,8 +281,8 @@ fn reachable_blocks(f: LLVMValueRef) -> Result<Vec<LLVMBasicBlockRef>, String> {
             LLVMOpcode::LLVMRet | LLVMOpcode::LLVMUnreachable | LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {}
             op => return Err(format!("cannot slice a function with a {op:?} terminator (C control flow only)")),
         }
-        for s in ir::successors(t) {
-            if seen.insert(s) {
+        for (l, s) in ir::successors(t).into_iter().enumerate() {
+            if taken(bb, l) && seen.insert(s) {
                 work.push(s);
             }
         }
