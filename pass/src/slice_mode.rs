@@ -21,7 +21,7 @@ use crate::cfg_build::CallFacts;
 use crate::config::{Config, ObserveIn, SliceCriterion};
 use crate::identity;
 use crate::ir;
-use crate::slice_graph::{functions_that_may_not_return, is_ignored, FunctionGraph};
+use crate::slice_graph::{is_ignored, FunctionGraph, ModuleSummaries};
 use crate::slice_profile::ProfileRuns;
 use crate::slice_rewrite;
 use inkwell::llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
@@ -80,7 +80,7 @@ fn slice_all(m: LLVMModuleRef, config: &Config, stats: bool) -> Result<Lines, St
             crit.location()
         ));
     }
-    let may_not_return = functions_that_may_not_return(m);
+    let summaries = ModuleSummaries::of(m);
     let runs = profile.map(ProfileRuns::load).transpose()?;
     let me = identity::of_module(&ir::module_source_name(m), config);
     let facts = runs.as_ref().map(|_| CallFacts::new(m));
@@ -93,7 +93,7 @@ fn slice_all(m: LLVMModuleRef, config: &Config, stats: bool) -> Result<Lines, St
             (Some(r), Some(facts)) => Some(r.executed(f, &me, facts)?),
             _ => None,
         };
-        let fg = FunctionGraph::build(f, &may_not_return, !is_main, executed.as_ref())
+        let fg = FunctionGraph::build(f, &summaries, !is_main, executed.as_ref())
             .map_err(|e| format!("{}: {e}", ir::name(f)))?;
         let (criteria, at_line) = criteria(&fg, &mut files, crit, is_main)?;
         if at_line.is_empty() {

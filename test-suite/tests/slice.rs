@@ -115,6 +115,19 @@ const CASES: &[Case] = &[
         inputs: &[&["3", "5"], &["4", "0"], &["-7", "6"], &["100", "3"]],
         dropped: "",
     },
+    // The stdio streams' state (found by test-suite/corpus/slice_check.py on bzip2: a slice of uncompressStream
+    // dropped its fwrite, which ferror reads). Slice on `return r;` (9) in emit (not main: its ret reads memory
+    // and the streams' state). r: 5, 8; 8 under `if (ferror(f))` (7), which reads the error flag fputc (6) sets
+    // on a read-only stream; 6 is also needed for the state at the return. Were output calls not to write the
+    // stream state, 6 would go and "3 ro" would print 6 instead of -1.
+    Case {
+        source: "stream_error.c",
+        line: 9,
+        lines: &[5, 6, 7, 8, 9],
+        o2_extra: &[],
+        inputs: &[&["3"], &["3", "ro"], &["0", "ro"], &["7"]],
+        dropped: "",
+    },
 ];
 
 fn build_slice(dir: &Path, source: &str, criterion: &str, opt: &str, extra: &[&str]) -> (std::path::PathBuf, String) {
