@@ -10,7 +10,9 @@ With the observe flag the pass adds, *after* slicing, a call `pathprof_slice_obs
 computed at the criterion's line (integers; floating bits; pointers as null or not — see pass/src/slice_observe.rs);
 the observer linked in here folds them into a hash and count and appends `HASH COUNT` to $PATHPROF_SLICE_LOG when
 the process exits. Both builds run the project's own test (the 6 `bzip2` runs of `make test`; for bzip2recover,
-which `make test` does not run, a driver: `bzip2recover` on sample1.bz2 and a damaged copy of it). Then:
+which `make test` does not run, a driver: `bzip2recover` on sample1.bz2 and a damaged copy of it; for the
+library's sources also the tarball's dlltest.c, which drives the BZ2_bzopen/bzread/bzwrite API bzip2 does not use,
+on the sample files). Then:
   agree     the two logs are equal: every process saw the same value sequence at the criterion (Theorem 6.1);
   reached   the whole build's log has a non-zero count (the test executes the line);
   tests     the slice build's test outputs and exit codes equal the whole build's. Not implied by a correct
@@ -43,7 +45,12 @@ import corpus  # noqa: E402  (fetch_source, extract: the corpus's own download o
 
 CFLAGS = ["-Wall", "-g", "-D_FILE_OFFSET_BITS=64"]  # the Makefile's, but -O2 comes from --opt
 LIB = ["blocksort.c", "huffman.c", "crctable.c", "randtable.c", "compress.c", "decompress.c", "bzlib.c"]
-PROGRAMS = {"bzip2": ["bzip2.c"] + LIB, "bzip2recover": ["bzip2recover.c"]}
+PROGRAMS = {"bzip2": ["bzip2.c"] + LIB, "bzip2recover": ["bzip2recover.c"], "dlltest": ["dlltest.c"] + LIB}
+# The sources whose return lines are criteria: what the Makefile builds (dlltest.c, the tarball's example of the
+# library's stdio-like API, is only a driver).
+CRITERIA_SOURCES = ["bzip2.c", "bzip2recover.c"] + LIB
+# dlltest runs: the library's BZ2_bzopen/bzread/bzwrite API, which bzip2 itself does not use.
+DLLTEST_TESTS = [["-1", "sample1.ref", "s1.bz2"], ["-d", "sample2.bz2", "s2.out"], ["-9", "sample3.ref", "s3.bz2"]]
 # make test's bzip2 runs: (args, stdin file, stdout file).
 BZIP2_TESTS = [(["-1"], "sample1.ref", "sample1.rb2"), (["-2"], "sample2.ref", "sample2.rb2"),
                (["-3"], "sample3.ref", "sample3.rb2"), (["-d"], "sample1.bz2", "sample1.tst"),
@@ -131,7 +138,16 @@ def run_tests(tree, program, exe, scratch, log):
     scratch.mkdir(parents=True)
     env = {**os.environ, "PATHPROF_SLICE_LOG": str(log)}
     results = []
-    if program == "bzip2":
+    if program == "dlltest":
+        for src in {a[1] for a in DLLTEST_TESTS}:
+            shutil.copy(tree / src, scratch / src)
+        for args in DLLTEST_TESTS:
+            try:
+                rc = run([str(exe), *args], cwd=scratch, env=env, timeout=RUN_TIMEOUT).returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+            results.append((" ".join(args), rc, digest(scratch / args[-1])))
+    elif program == "bzip2":
         for args, src, dst in BZIP2_TESTS:
             with open(tree / src, "rb") as i, open(scratch / dst, "wb") as o:
                 try:
@@ -161,8 +177,9 @@ def digest(p):
     return hashlib.sha256(p.read_bytes()).hexdigest()[:16] if p.exists() else None
 
 
-def program_of(src):
-    return "bzip2recover" if src == "bzip2recover.c" else "bzip2"
+def programs_of(src):
+    """The programs a criterion in `src` is checked with: those linking it."""
+    return [p for p, srcs in PROGRAMS.items() if src in srcs]
 
 
 def check(ctx, src, line):
@@ -173,7 +190,6 @@ def check(ctx, src, line):
         shutil.rmtree(d)
     d.mkdir(parents=True)
     rec = {"file": src, "line": line}
-    program = program_of(src)
     logs, tests = {}, {}
     for variant in ["whole", "slice"]:
         obj = d / f"{variant}.o"
@@ -195,11 +211,13 @@ def check(ctx, src, line):
             m = re.findall(r"function=(\S+) instructions=(\d+) kept=(\d+) lines=(\d+) of (\d+)", err)
             rec["functions"] = [{"name": f, "instructions": int(i), "kept": int(k), "lines": int(ln),
                                  "of": int(o)} for f, i, k, ln, o in m]
-        objs = [obj if s == src else base / (s[:-2] + ".o") for s in PROGRAMS[program]]
-        exe = d / f"{program}-{variant}"
-        link(tree, objs + [base / "observe.o"], exe)
         log = d / f"{variant}.log"
-        tests[variant] = run_tests(tree, program, exe, d / f"scratch-{variant}", log)
+        tests[variant] = []
+        for program in programs_of(src):
+            objs = [obj if s == src else base / (s[:-2] + ".o") for s in PROGRAMS[program]]
+            exe = d / f"{program}-{variant}"
+            link(tree, objs + [base / "observe.o"], exe)
+            tests[variant] += run_tests(tree, program, exe, d / f"scratch-{variant}", log)
         logs[variant] = log.read_text() if log.exists() else ""
     counts = [int(ln.split()[1]) for ln in logs["whole"].splitlines()]
     rec["observed"] = sum(counts)
@@ -249,7 +267,7 @@ def main():
         sys.exit(f"slice_check: observer: {err}")
 
     wanted = set(args.files.split(",")) if args.files else None
-    criteria = [(s, ln) for s in sources if not wanted or s in wanted for ln in return_lines(tree / s)]
+    criteria = [(s, ln) for s in CRITERIA_SOURCES if not wanted or s in wanted for ln in return_lines(tree / s)]
     if args.limit and args.limit < len(criteria):
         step = len(criteria) / args.limit
         criteria = [criteria[int(k * step)] for k in range(args.limit)]
