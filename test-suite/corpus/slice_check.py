@@ -22,8 +22,13 @@ Refused: the slicer's one-line error (e.g. setjmp), reported with its reason; de
 are unreachable (a `return` after a call that never returns), so there is nothing to slice. Anything else is a
 failure.
 
-Usage: python3 test-suite/corpus/slice_check.py [--limit N] [--files a.c,b.c] [--opt -O0] [--jobs 2]
-Writes WORK/slice-check.json and prints the summary (WORK: test-suite/work/corpus/slice-check).
+With --dynamic the same is done for dynamic slices: an edge-mode build runs the same tests first, and both builds
+slice with that profile (--pathprof-slice-profile); the tests are the profiled inputs, so the slices must agree
+(a kept branch's never-profiled arc traps). Criteria the tests never execute are "not-executed".
+
+Usage: python3 test-suite/corpus/slice_check.py [--dynamic] [--limit N] [--files a.c,b.c] [--opt -O0] [--jobs 2]
+Writes WORK/slice-check.json and prints the summary (WORK: test-suite/work/corpus/slice-check, or
+slice-check-dynamic).
 """
 
 import argparse
@@ -131,12 +136,12 @@ def link(tree, objs, exe):
         raise RuntimeError(f"link {exe.name}: {r.stderr.decode(errors='replace')[-300:]}")
 
 
-def run_tests(tree, program, exe, scratch, log):
+def run_tests(tree, program, exe, scratch, log, extra_env=None):
     """The project's test (or the driver), with the observer logging to `log`; returns what it did."""
     if scratch.exists():
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
-    env = {**os.environ, "PATHPROF_SLICE_LOG": str(log)}
+    env = {**os.environ, "PATHPROF_SLICE_LOG": str(log), **(extra_env or {})}
     results = []
     if program == "dlltest":
         for src in {a[1] for a in DLLTEST_TESTS}:
@@ -194,6 +199,8 @@ def check(ctx, src, line):
     for variant in ["whole", "slice"]:
         obj = d / f"{variant}.o"
         flags = [f"--pathprof-slice={src}:{line}", f"--pathprof-slice-observe={variant}", "--pathprof-stats"]
+        if ctx["profile"]:
+            flags.append(f"--pathprof-slice-profile={ctx['profile']}")
         if variant == "slice":
             flags.append(f"--pathprof-slice-json={d / 'slice.json'}")
         rc, err = compile_obj(tree, src, obj, opt, flags, compiler=str(dist / "bin" / "pathprof-clang"))
@@ -206,6 +213,8 @@ def check(ctx, src, line):
                 rec["status"] = "no-code" if "no instruction at" in msg else "refused"
             if "can never run" in msg:
                 rec["status"] = "dead-code"
+            if "never ran" in msg or "shows no execution" in msg:
+                rec["status"] = "not-executed"
             return rec
         if variant == "slice":
             m = re.findall(r"function=(\S+) instructions=(\d+) kept=(\d+) lines=(\d+) of (\d+)", err)
@@ -243,6 +252,8 @@ def main():
     ap.add_argument("--limit", type=int, help="at most this many criteria (spread evenly)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep every criterion's build directory")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="dynamic slices: profile the same tests in edge mode first, slice with that profile")
     args = ap.parse_args()
 
     manifest = tomllib.loads((HERE / "manifest.toml").read_text())
@@ -251,7 +262,7 @@ def main():
     if not (dist / "bin" / "pathprof-clang").exists():
         sys.exit(f"slice_check: {dist}/bin/pathprof-clang missing: run scripts/build.sh")
     tarball = corpus.fetch_source(corpus_work, "bzip2", manifest["bzip2"], False)
-    work = corpus_work / "slice-check"
+    work = corpus_work / ("slice-check-dynamic" if args.dynamic else "slice-check")
     tree = work / "tree"
     corpus.extract(tarball, tree)
     base = work / "base"
@@ -266,12 +277,14 @@ def main():
     if rc != 0:
         sys.exit(f"slice_check: observer: {err}")
 
+    profile = make_profile(tree, work, dist, sources, args.opt) if args.dynamic else None
     wanted = set(args.files.split(",")) if args.files else None
     criteria = [(s, ln) for s in CRITERIA_SOURCES if not wanted or s in wanted for ln in return_lines(tree / s)]
     if args.limit and args.limit < len(criteria):
         step = len(criteria) / args.limit
         criteria = [criteria[int(k * step)] for k in range(args.limit)]
-    ctx = {"tree": tree, "base": base, "dist": dist, "opt": args.opt, "work": work, "keep": args.keep}
+    ctx = {"tree": tree, "base": base, "dist": dist, "opt": args.opt, "work": work, "keep": args.keep,
+           "profile": profile}
     results = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
         futures = {ex.submit(check, ctx, s, ln): (s, ln) for s, ln in criteria}
@@ -286,11 +299,34 @@ def main():
                 print(f"[{k}/{len(criteria)}] {s}:{ln} {rec['status']} {rec.get('reason', '')}", flush=True)
     results.sort(key=lambda r: (r["file"], r["line"]))
     summary = summarise(results, args.opt)
+    summary["dynamic"] = bool(profile)
     (work / "slice-check.json").write_text(json.dumps({"summary": summary, "criteria": results}, indent=1))
     print(json.dumps(summary, indent=1))
     bad = summary["by_status"].get("DISAGREE", 0) + summary["by_status"].get("compile-failed", 0) + \
         summary["by_status"].get("harness-error", 0)
     sys.exit(1 if bad else 0)
+
+
+def make_profile(tree, work, dist, sources, opt):
+    """An edge profile of the same test runs (every program, every source instrumented), for dynamic slices."""
+    pdir = work / "profile"
+    if pdir.exists():
+        shutil.rmtree(pdir)
+    pdir.mkdir(parents=True)
+    wrapper = str(dist / "bin" / "pathprof-clang")
+    for s in sources:
+        rc, err = compile_obj(tree, s, pdir / (s[:-2] + ".o"), opt, ["--pathprof-mode=edge"], compiler=wrapper)
+        if rc != 0:
+            sys.exit(f"slice_check: edge-mode compile of {s} failed: {err[-300:]}")
+    profile = pdir / "tests.pathprof"
+    env = {"PATHPROF_FILE": str(profile)}
+    for program, srcs in PROGRAMS.items():
+        exe = pdir / program
+        r = run([wrapper, *[str(pdir / (s[:-2] + ".o")) for s in srcs], "-o", str(exe)], cwd=tree)
+        if r.returncode != 0:
+            sys.exit(f"slice_check: edge-mode link of {program} failed: {r.stderr.decode()[-300:]}")
+        run_tests(tree, program, exe, pdir / f"scratch-{program}", pdir / "unused.log", env)
+    return profile
 
 
 def summarise(results, opt):
