@@ -32,6 +32,8 @@
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
 //! | `--pathprof-slice=FILE:LINE[:VAR]` | `PATHPROF_SLICE=…` (build the executable slice instead of instrumenting) |
 //! | `--pathprof-slice-json=OUT` | `PATHPROF_SLICE_JSON=OUT` (the slice's source lines) |
+//! | `--pathprof-slice-profile=FILE` | `PATHPROF_SLICE_PROFILE=FILE` (slice only what the profile shows executed) |
+//! | `--pathprof-slice-observe=slice\|whole` | `PATHPROF_SLICE_OBSERVE=…` (testing aid: observe the criterion's values) |
 //! | `--pathprof-trace-naive` | `PATHPROF_TRACE_NAIVE=1` (trace mode writes every block, the second method) |
 //! | `--pathprof-lto` | `PATHPROF_LTO=1`, plus `-flto` and, when linking, `-fuse-ld=lld`, `-Wl,--load-pass-plugin=<plugin>` and `-Wl,-u,…` for the runtime's entry points |
 //!
@@ -280,6 +282,8 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
                 b"promote" => "PATHPROF_PROMOTE",
                 b"slice" => "PATHPROF_SLICE",
                 b"slice-json" => "PATHPROF_SLICE_JSON",
+                b"slice-observe" => "PATHPROF_SLICE_OBSERVE",
+                b"slice-profile" => "PATHPROF_SLICE_PROFILE",
                 b"atomic" | b"stats" | b"lto" | b"trace-naive" | b"print-plugin" | b"print-runtime"
                     if value.is_none() =>
                 {

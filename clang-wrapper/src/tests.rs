@@ -72,6 +72,8 @@ fn wrapper_options_become_environment_and_are_not_passed_on() {
         "--pathprof-fork-checks=0",
         "--pathprof-slice=a.c:12:x",
         "--pathprof-slice-json=s.json",
+        "--pathprof-slice-profile=p.pathprof",
+        "--pathprof-slice-observe=whole",
     ]);
     assert_eq!(args, [PLUGIN, LINES, "-c", "a.c"]);
     let want = [
@@ -82,6 +84,8 @@ fn wrapper_options_become_environment_and_are_not_passed_on() {
         ("PATHPROF_FORK_CHECKS", "0"),
         ("PATHPROF_SLICE", "a.c:12:x"),
         ("PATHPROF_SLICE_JSON", "s.json"),
+        ("PATHPROF_SLICE_PROFILE", "p.pathprof"),
+        ("PATHPROF_SLICE_OBSERVE", "whole"),
         ("PATHPROF_OUTPUT", ""),
     ];
     assert_eq!(env, want.map(|(k, v)| (k.to_string(), v.to_string())));

@@ -84,6 +84,21 @@ pub struct Config {
     pub slice: Option<SliceCriterion>,
     /// Where the slice's source lines are written as JSON (`PATHPROF_SLICE_JSON`).
     pub slice_json: Option<String>,
+    /// Testing aid (`PATHPROF_SLICE_OBSERVE=slice|whole`): pass every value computed at the criterion's line to
+    /// `pathprof_slice_observe`, in the slice or in the unsliced program ([`crate::slice_observe`]).
+    pub slice_observe: Option<ObserveIn>,
+    /// A profile of an earlier run (`PATHPROF_SLICE_PROFILE`): slice only the code it shows executed, a dynamic
+    /// slice for inputs that follow the profiled paths ([`crate::slice_profile`]).
+    pub slice_profile: Option<String>,
+}
+
+/// Which build [`crate::slice_observe`] observes the criterion in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObserveIn {
+    /// The executable slice.
+    Slice,
+    /// The whole program (nothing is sliced).
+    Whole,
 }
 
 /// A slicing criterion as the user wrote it: the instructions of one source line, optionally only those that
@@ -234,6 +249,16 @@ impl Config {
         if slice.is_some() && (lto || optimizer_last || use_profile.is_some()) {
             return Err("PATHPROF_SLICE slices per compile: not with PATHPROF_LTO, PATHPROF_USE or mode icache".into());
         }
+        let slice_observe = match get("PATHPROF_SLICE_OBSERVE").as_deref() {
+            None | Some("") => None,
+            Some("slice") => Some(ObserveIn::Slice),
+            Some("whole") => Some(ObserveIn::Whole),
+            Some(v) => return Err(format!("unknown PATHPROF_SLICE_OBSERVE='{v}' (expected slice or whole)")),
+        };
+        let slice_profile = get("PATHPROF_SLICE_PROFILE").filter(|v| !v.is_empty());
+        if (slice_observe.is_some() || slice_profile.is_some()) && slice.is_none() {
+            return Err("PATHPROF_SLICE_OBSERVE and PATHPROF_SLICE_PROFILE need PATHPROF_SLICE (the criterion)".into());
+        }
         Ok(Config {
             mode,
             weighting,
@@ -253,6 +278,8 @@ impl Config {
             trace_naive,
             slice,
             slice_json,
+            slice_observe,
+            slice_profile,
         })
     }
 
@@ -339,6 +366,13 @@ mod tests {
         assert!(cfg(&[("PATHPROF_SLICE_JSON", "o.json")]).is_err());
         let s = cfg(&[("PATHPROF_SLICE", "a.c:3"), ("PATHPROF_SLICE_JSON", "o.json")]).unwrap();
         assert_eq!((s.slice, s.slice_json.as_deref()), (Some(c("a.c", 3, None)), Some("o.json")));
+        assert!(cfg(&[("PATHPROF_SLICE_OBSERVE", "slice")]).is_err());
+        assert!(cfg(&[("PATHPROF_SLICE_PROFILE", "p.pathprof")]).is_err());
+        assert!(cfg(&[("PATHPROF_SLICE", "a.c:3"), ("PATHPROF_SLICE_OBSERVE", "all")]).is_err());
+        let s =
+            cfg(&[("PATHPROF_SLICE", "a.c:3"), ("PATHPROF_SLICE_OBSERVE", "whole"), ("PATHPROF_SLICE_PROFILE", "p")])
+                .unwrap();
+        assert_eq!((s.slice_observe, s.slice_profile.as_deref()), (Some(ObserveIn::Whole), Some("p")));
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub mod promote;
 pub mod shim;
 pub mod slice_graph;
 pub mod slice_mode;
+pub mod slice_observe;
+pub mod slice_profile;
 pub mod slice_rewrite;
 pub mod storage;
 pub mod trace_mode;

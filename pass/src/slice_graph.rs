@@ -8,6 +8,7 @@
 //!   reachable block in layout order (EXIT after the last block) — clang lays blocks out in source order, so that
 //!   is where control would go were the `goto` / `break` / `continue` / `return` a no-op. A call that may not
 //!   return ([`CallSummary::may_not_return`]) gets an executable `FALSE` arc to EXIT: it is a predicate too.
+//!   With a profile, only the executed blocks and taken arcs ([`crate::slice_profile`]).
 //! - **Data**: SSA operands are direct dependences; a phi also depends on the terminators of its incoming blocks
 //!   (they choose its value). Memory goes through reaching definitions over abstract locations from a simple,
 //!   sound alias analysis: each *non-escaping* alloca (every use, through `getelementptr`s, is the pointer of a
@@ -17,22 +18,71 @@
 //! - **Calls are summarised**: a call uses its arguments; it reads HEAP unless LLVM says it touches no memory;
 //!   it may define HEAP unless it only reads memory or is an output function of the C library (`printf`, `puts`
 //!   …, whose `%n` is ignored). Calls to defined functions are summarised the same way (their bodies are not
-//!   sliced).
+//!   sliced). The stdio streams' state (error and end-of-file flags, positions) is one more location, STREAM:
+//!   output functions may define it, the other stdio functions (`ferror`, `ftell`, `fclose`, input …), indirect
+//!   calls and defined functions that reach any of these read it and may define it. An external function of
+//!   another library that does stdio itself is not seen to (a known gap: only the C library's names are known).
+//!   The result of an output function is taken to depend on its arguments only.
 
 use crate::ir;
 use crate::shim;
+use crate::slice_profile::Executed;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMOpcode;
 use pathprof_core::slicing::{Label, Loc, ProgramGraph, StmtId, Vertex};
 use std::collections::{HashMap, HashSet};
 
-/// All memory but the non-escaping allocas.
+/// All memory but the non-escaping allocas and the stdio stream state.
 pub const HEAP: Loc = Loc(0);
+/// The state of the C library's streams (error and end-of-file flags, positions, buffers): written by output and
+/// input functions, read by those that report it (`ferror`, `ftell`, `fclose` …).
+pub const STREAM: Loc = Loc(1);
+/// The first location of a non-escaping alloca.
+const FIRST_ALLOCA: u32 = 2;
 
-/// C library output functions: they read their arguments' memory and write only the output stream.
+/// C library output functions: they read their arguments' memory and write only the output stream's state (`fflush`
+/// also reads it: it is in [`STREAM_FUNCTIONS`] too).
 const OUTPUT_FUNCTIONS: &[&str] =
     &["printf", "fprintf", "puts", "putchar", "fputs", "fputc", "putc", "fflush", "fwrite", "vprintf", "vfprintf"];
+
+/// C library functions that read (and may change) a stream's state: input, positioning, flushing, closing,
+/// error and end-of-file queries. Summarised like any unknown call, plus STREAM.
+const STREAM_FUNCTIONS: &[&str] = &[
+    "ferror",
+    "feof",
+    "clearerr",
+    "fileno",
+    "ftell",
+    "ftello",
+    "fgetpos",
+    "fseek",
+    "fseeko",
+    "fsetpos",
+    "rewind",
+    "fflush",
+    "fclose",
+    "freopen",
+    "setvbuf",
+    "setbuf",
+    "fgetc",
+    "getc",
+    "getchar",
+    "fgets",
+    "gets",
+    "fread",
+    "ungetc",
+    "getline",
+    "getdelim",
+    "scanf",
+    "fscanf",
+    "vscanf",
+    "vfscanf",
+    "__isoc99_scanf",
+    "__isoc99_fscanf",
+    "__isoc99_vscanf",
+    "__isoc99_vfscanf",
+];
 
 /// How a call is modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +91,10 @@ pub struct CallSummary {
     pub reads: bool,
     /// May define HEAP.
     pub writes: bool,
+    /// May define STREAM (output, input and other stdio functions, and the defined functions that call them).
+    pub writes_stream: bool,
+    /// Reads STREAM (stdio functions other than output, and defined functions that call stdio functions).
+    pub reads_stream: bool,
     /// Control may not come back (exit, abort, longjmp, an unknown function): an executable arc to EXIT.
     pub may_not_return: bool,
 }
@@ -60,44 +114,84 @@ fn mem_intrinsic(call: LLVMValueRef) -> Option<&'static str> {
     ["llvm.memcpy.", "llvm.memmove.", "llvm.memset."].into_iter().find(|p| n.starts_with(p))
 }
 
-/// Defined functions of `m` that may not return: they call, directly or through other defined functions, a
-/// `noreturn` function, an unknown external one (not `willreturn`, not a C output function) or a pointer.
-/// Recursion alone counts as returning (slicing is termination-insensitive, thesis Theorem 6.1).
-pub fn functions_that_may_not_return(m: LLVMModuleRef) -> HashSet<LLVMValueRef> {
-    let defined: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| !ir::is_declaration(f)).collect();
-    let mut out = HashSet::new();
-    loop {
-        let before = out.len();
-        for &f in &defined {
-            if out.contains(&f) {
-                continue;
+/// What slicing assumes of the module's defined functions, whose calls are summarised (their bodies are not
+/// sliced).
+pub struct ModuleSummaries {
+    /// They call, directly or through other defined functions, a `noreturn` function, an unknown external one
+    /// (not `willreturn`, not a C output function) or a pointer. Recursion alone counts as returning (slicing is
+    /// termination-insensitive, thesis Theorem 6.1).
+    may_not_return: HashSet<LLVMValueRef>,
+    /// They call, directly or through other defined functions, a stdio function or a pointer: they read and may
+    /// write STREAM.
+    use_streams: HashSet<LLVMValueRef>,
+}
+
+impl ModuleSummaries {
+    /// The summaries of `m`'s defined functions, each a fixed point over the calls between them.
+    pub fn of(m: LLVMModuleRef) -> ModuleSummaries {
+        let defined: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| !ir::is_declaration(f)).collect();
+        let closure = |direct: &dyn Fn(LLVMValueRef, &HashSet<LLVMValueRef>) -> bool| {
+            let mut out = HashSet::new();
+            loop {
+                let before = out.len();
+                for &f in &defined {
+                    if !out.contains(&f) && calls(f).any(|c| direct(c, &out)) {
+                        out.insert(f);
+                    }
+                }
+                if out.len() == before {
+                    return out;
+                }
             }
-            let calls = ir::blocks(f).into_iter().flat_map(ir::instructions);
-            if calls.filter(|&i| ir::opcode(i) == LLVMOpcode::LLVMCall).any(|c| summarise(c, &out).may_not_return) {
-                out.insert(f);
-            }
-        }
-        if out.len() == before {
-            return out;
+        };
+        let may_not_return = closure(&|c, out| !returns(c, out));
+        let use_streams = closure(&|c, out| {
+            let callee = ir::called_function(c);
+            let name = callee.map(ir::name).unwrap_or_default();
+            (callee.is_none() && !ir::calls_inline_asm(c))
+                || OUTPUT_FUNCTIONS.contains(&name.as_str())
+                || STREAM_FUNCTIONS.contains(&name.as_str())
+                || callee.is_some_and(|f| out.contains(&f))
+        });
+        ModuleSummaries { may_not_return, use_streams }
+    }
+
+    /// The summary of `call`.
+    pub fn summarise(&self, call: LLVMValueRef) -> CallSummary {
+        let effects = unsafe { shim::pathprof_shim_call_effects(call) };
+        let (reads_only, no_memory) = (effects & 1 != 0, effects & 2 != 0);
+        let callee = ir::called_function(call);
+        let name = callee.map(ir::name).unwrap_or_default();
+        let output = OUTPUT_FUNCTIONS.contains(&name.as_str());
+        let stdio = STREAM_FUNCTIONS.contains(&name.as_str())
+            || (callee.is_none() && !ir::calls_inline_asm(call))
+            || callee.is_some_and(|f| self.use_streams.contains(&f));
+        CallSummary {
+            reads: !no_memory,
+            writes: !(reads_only || no_memory || output),
+            writes_stream: output || stdio,
+            reads_stream: stdio,
+            may_not_return: !returns(call, &self.may_not_return),
         }
     }
 }
 
-/// The summary of `call`, given the defined functions that may not return.
-pub fn summarise(call: LLVMValueRef, may_not_return: &HashSet<LLVMValueRef>) -> CallSummary {
+fn calls(f: LLVMValueRef) -> impl Iterator<Item = LLVMValueRef> {
+    ir::blocks(f).into_iter().flat_map(ir::instructions).filter(|&i| ir::opcode(i) == LLVMOpcode::LLVMCall)
+}
+
+/// Whether control comes back from `call`, given the defined functions that may not return.
+fn returns(call: LLVMValueRef, may_not_return: &HashSet<LLVMValueRef>) -> bool {
     let effects = unsafe { shim::pathprof_shim_call_effects(call) };
-    let (reads_only, no_memory, will_return, no_return) =
-        (effects & 1 != 0, effects & 2 != 0, effects & 4 != 0, effects & 8 != 0);
+    let (will_return, no_return) = (effects & 4 != 0, effects & 8 != 0);
     let callee = ir::called_function(call);
-    let name = callee.map(ir::name).unwrap_or_default();
-    let output = OUTPUT_FUNCTIONS.contains(&name.as_str());
-    let returns = !no_return
+    let output = callee.is_some_and(|f| OUTPUT_FUNCTIONS.contains(&ir::name(f).as_str()));
+    !no_return
         && (will_return
             || output
             || ir::calls_inline_asm(call)
             || callee.is_some_and(|f| ir::intrinsic_id(f) != 0)
-            || callee.is_some_and(|f| !ir::is_declaration(f) && !may_not_return.contains(&f)));
-    CallSummary { reads: !no_memory, writes: !(reads_only || no_memory || output), may_not_return: !returns }
+            || callee.is_some_and(|f| !ir::is_declaration(f) && !may_not_return.contains(&f)))
 }
 
 /// A function's slicing graph and the map between its vertices and instructions.
@@ -117,14 +211,21 @@ pub struct FunctionGraph {
 }
 
 impl FunctionGraph {
-    /// Builds the graph of `f`; `exit_uses_heap`: every `ret` reads HEAP (a function whose callers run on
-    /// after it returns must leave memory as the program would).
+    /// Builds the graph of `f`; `exit_uses_heap`: every `ret` reads HEAP and STREAM (a function whose callers
+    /// run on after it returns must leave memory and the streams' state as the program would).
+    /// With `executed` (a profile's, [`crate::slice_profile`]), only the blocks and branch arcs it shows
+    /// executed are in the graph; a block that ran but was never left (a call ended the run) goes to EXIT.
     pub fn build(
         f: LLVMValueRef,
-        may_not_return: &HashSet<LLVMValueRef>,
+        summaries: &ModuleSummaries,
         exit_uses_heap: bool,
+        executed: Option<&Executed>,
     ) -> Result<FunctionGraph, String> {
-        let reachable = reachable_blocks(f)?;
+        let taken = |bb: LLVMBasicBlockRef, l: usize| executed.is_none_or(|x| x.arcs.contains(&(bb, l as u32)));
+        if executed.is_some_and(|x| !x.blocks.contains(&ir::blocks(f)[0])) {
+            return Err("the profile shows the function never ran".into());
+        }
+        let reachable = reachable_blocks(f, &taken)?;
         let locs = AllocaLocations::of(f);
         let mut g = ProgramGraph::new();
         let mut inst = vec![std::ptr::null_mut(), std::ptr::null_mut()];
@@ -160,16 +261,22 @@ impl FunctionGraph {
                         if returns_twice(i) {
                             return Err("cannot slice a function that calls setjmp (a call that returns twice)".into());
                         }
-                        let s = summarise(i, may_not_return);
+                        let s = summaries.summarise(i);
                         if s.reads {
                             v.uses.push(HEAP);
                         }
                         if s.writes {
                             v.may_defs.push(HEAP);
                         }
+                        if s.reads_stream {
+                            v.uses.push(STREAM);
+                        }
+                        if s.writes_stream {
+                            v.may_defs.push(STREAM);
+                        }
                         calls.insert(StmtId::from_index(inst.len()), s);
                     }
-                    LLVMOpcode::LLVMRet if exit_uses_heap => v.uses.push(HEAP),
+                    LLVMOpcode::LLVMRet if exit_uses_heap => v.uses.extend([HEAP, STREAM]),
                     // Read-modify-write accesses: their pointers make any alloca escape, so HEAP is theirs.
                     LLVMOpcode::LLVMAtomicRMW
                     | LLVMOpcode::LLVMAtomicCmpXchg
@@ -208,13 +315,19 @@ impl FunctionGraph {
                     g.add_arc(term, Label::TRUE, ProgramGraph::EXIT, false)
                 }
                 LLVMOpcode::LLVMBr if succs.len() == 1 => {
-                    g.add_arc(term, Label::TRUE, start(succs[0]), false);
+                    let to = if taken(bb, 0) { start(succs[0]) } else { ProgramGraph::EXIT };
+                    g.add_arc(term, Label::TRUE, to, false);
                     let lexical = reachable.get(k + 1).map_or(ProgramGraph::EXIT, |&n| start(n));
                     g.add_arc(term, Label::FALSE, lexical, true);
                 }
                 LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {
-                    for (l, &s) in succs.iter().enumerate() {
+                    let mut any = false;
+                    for (l, &s) in succs.iter().enumerate().filter(|&(l, _)| taken(bb, l)) {
                         g.add_arc(term, Label(l as u32), start(s), false);
+                        any = true;
+                    }
+                    if !any {
+                        g.add_arc(term, Label::TRUE, ProgramGraph::EXIT, false);
                     }
                 }
                 op => return Err(format!("cannot slice a function with a {op:?} terminator")),
@@ -250,8 +363,12 @@ fn operand(i: LLVMValueRef, k: u32) -> LLVMValueRef {
     unsafe { LLVMGetOperand(i, k) }
 }
 
-/// The blocks reachable from the entry, in layout order; an error for terminators slicing does not model.
-fn reachable_blocks(f: LLVMValueRef) -> Result<Vec<LLVMBasicBlockRef>, String> {
+/// The blocks reachable from the entry through `taken` arcs, in layout order; an error for terminators slicing
+/// does not model.
+fn reachable_blocks(
+    f: LLVMValueRef,
+    taken: &dyn Fn(LLVMBasicBlockRef, usize) -> bool,
+) -> Result<Vec<LLVMBasicBlockRef>, String> {
     let all = ir::blocks(f);
     let mut seen: HashSet<LLVMBasicBlockRef> = HashSet::new();
     let mut work = vec![all[0]];
@@ -262,8 +379,8 @@ fn reachable_blocks(f: LLVMValueRef) -> Result<Vec<LLVMBasicBlockRef>, String> {
             LLVMOpcode::LLVMRet | LLVMOpcode::LLVMUnreachable | LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {}
             op => return Err(format!("cannot slice a function with a {op:?} terminator (C control flow only)")),
         }
-        for s in ir::successors(t) {
-            if seen.insert(s) {
+        for (l, s) in ir::successors(t).into_iter().enumerate() {
+            if taken(bb, l) && seen.insert(s) {
                 work.push(s);
             }
         }
@@ -282,7 +399,7 @@ impl AllocaLocations {
         for bb in ir::blocks(f) {
             for i in ir::instructions(bb) {
                 if ir::opcode(i) == LLVMOpcode::LLVMAlloca && !escapes(i) {
-                    let n = loc.len() as u32 + 1;
+                    let n = loc.len() as u32 + FIRST_ALLOCA;
                     loc.insert(i, Loc(n));
                 }
             }

@@ -5,17 +5,24 @@
 //! unoptimised IR with clang's debug locations (`pathprof-clang` adds `-gline-tables-only` unless `-g` is given;
 //! `VAR` needs `-g`).
 //!
-//! The criterion: every instruction of the line except jumps (`br` without condition, `unreachable`); with `VAR`,
-//! only the line's loads and stores of that variable plus its calls. A function other than `main` returns to code
+//! The criterion: every instruction of the line except jumps (`br` without condition, `unreachable`) — the jumps
+//! when the line has nothing else (`return;`, `break;`); with `VAR`, only the line's loads and stores of that
+//! variable plus its calls. A function other than `main` returns to code
 //! that runs on, so its `ret`s read all memory and its calls that may not return are criteria too: later
 //! activations then see the same memory and control.
+//!
+//! With `PATHPROF_SLICE_PROFILE` the graphs hold only what a profile shows executed ([`crate::slice_profile`]: a
+//! dynamic slice); with `PATHPROF_SLICE_OBSERVE` the criterion's values are reported ([`crate::slice_observe`]).
 //!
 //! The slice is first built and verified on a clone of the module; the module itself changes only if that
 //! succeeds, and any failure is one line (a failed compile).
 
-use crate::config::{Config, SliceCriterion};
+use crate::cfg_build::CallFacts;
+use crate::config::{Config, ObserveIn, SliceCriterion};
+use crate::identity;
 use crate::ir;
-use crate::slice_graph::{functions_that_may_not_return, is_ignored, FunctionGraph};
+use crate::slice_graph::{is_ignored, FunctionGraph, ModuleSummaries};
+use crate::slice_profile::ProfileRuns;
 use crate::slice_rewrite;
 use inkwell::llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
 use inkwell::llvm_sys::core::*;
@@ -32,10 +39,10 @@ type Lines = BTreeMap<String, BTreeSet<u32>>;
 pub fn slice_module(m: LLVMModuleRef, config: &Config) -> Result<bool, String> {
     let crit = config.slice.as_ref().expect("slice mode has a criterion");
     let clone = unsafe { LLVMCloneModule(m) };
-    let trial = slice_all(clone, crit, false).and_then(|_| verify(clone));
+    let trial = slice_all(clone, config, false).and_then(|_| verify(clone));
     unsafe { LLVMDisposeModule(clone) };
     trial?;
-    let lines = slice_all(m, crit, config.stats)?;
+    let lines = slice_all(m, config, config.stats)?;
     if let Some(out) = &config.slice_json {
         std::fs::write(out, json(crit, &lines)).map_err(|e| format!("cannot write {out}: {e}"))?;
     }
@@ -57,7 +64,9 @@ fn verify(m: LLVMModuleRef) -> Result<(), String> {
 }
 
 /// Slices every function with an instruction at the criterion's line; returns the slice's lines.
-fn slice_all(m: LLVMModuleRef, crit: &SliceCriterion, stats: bool) -> Result<Lines, String> {
+fn slice_all(m: LLVMModuleRef, config: &Config, stats: bool) -> Result<Lines, String> {
+    let crit = config.slice.as_ref().expect("slice mode has a criterion");
+    let (observe, profile) = (config.slice_observe, config.slice_profile.as_deref());
     let mut files = FileNames::default();
     let defined: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| !ir::is_declaration(f)).collect();
     let targets: Vec<LLVMValueRef> = defined
@@ -71,22 +80,34 @@ fn slice_all(m: LLVMModuleRef, crit: &SliceCriterion, stats: bool) -> Result<Lin
             crit.location()
         ));
     }
-    let may_not_return = functions_that_may_not_return(m);
+    let summaries = ModuleSummaries::of(m);
+    let runs = profile.map(ProfileRuns::load).transpose()?;
+    let me = identity::of_module(&ir::module_source_name(m), config);
+    let facts = runs.as_ref().map(|_| CallFacts::new(m));
     let mut lines = Lines::new();
     let mut sliced = 0;
     for f in targets {
         let started = std::time::Instant::now();
         let is_main = ir::name(f) == "main";
-        let fg = FunctionGraph::build(f, &may_not_return, !is_main).map_err(|e| format!("{}: {e}", ir::name(f)))?;
+        let executed = match (&runs, &facts) {
+            (Some(r), Some(facts)) => Some(r.executed(f, &me, facts)?),
+            _ => None,
+        };
+        let fg = FunctionGraph::build(f, &summaries, !is_main, executed.as_ref())
+            .map_err(|e| format!("{}: {e}", ir::name(f)))?;
         let (criteria, at_line) = criteria(&fg, &mut files, crit, is_main)?;
-        if at_line == 0 {
+        if at_line.is_empty() {
             continue;
         }
         sliced += 1;
+        if observe == Some(ObserveIn::Whole) {
+            crate::slice_observe::observe(f, &at_line);
+            continue;
+        }
         let pdg = Pdg::build(&fg.g).map_err(|e| format!("internal: {e}"))?;
         let slice = pdg.slice(&criteria);
         let kept: Vec<LLVMValueRef> = slice.kept().filter(|v| v.index() >= 2).map(|v| fg.inst[v.index()]).collect();
-        let plan = slice_rewrite::plan(&fg, &slice).map_err(|e| format!("{}: {e}", ir::name(f)))?;
+        let plan = slice_rewrite::plan(&fg, &slice, executed.is_some()).map_err(|e| format!("{}: {e}", ir::name(f)))?;
         let mut whole = Lines::new();
         for &i in &fg.inst[2..] {
             files.add_line(&mut whole, i);
@@ -95,6 +116,9 @@ fn slice_all(m: LLVMModuleRef, crit: &SliceCriterion, stats: bool) -> Result<Lin
             files.add_line(&mut lines, i);
         }
         slice_rewrite::apply(f, &plan).map_err(|e| format!("{}: {e}", ir::name(f)))?;
+        if observe == Some(ObserveIn::Slice) {
+            crate::slice_observe::observe(f, &at_line);
+        }
         if stats {
             let count = |l: &Lines| l.values().map(BTreeSet::len).sum::<usize>();
             eprintln!(
@@ -108,42 +132,57 @@ fn slice_all(m: LLVMModuleRef, crit: &SliceCriterion, stats: bool) -> Result<Lin
             );
         }
     }
+    if sliced == 0 && runs.is_some() {
+        return Err(format!("the profile shows no execution of {}", crit.location()));
+    }
     if sliced == 0 {
         return Err(format!("the instructions at {} can never run (unreachable code)", crit.location()));
     }
     Ok(lines)
 }
 
-/// The criterion's vertices in `fg`, and how many of them are at the line (none: the line's instructions in `fg`
-/// are all unreachable).
+/// The criterion's vertices in `fg`, and the instructions among them that are at the line (none: the line's
+/// instructions in `fg` are all unreachable).
 fn criteria(
     fg: &FunctionGraph,
     files: &mut FileNames,
     crit: &SliceCriterion,
     is_main: bool,
-) -> Result<(Vec<StmtId>, usize), String> {
+) -> Result<(Vec<StmtId>, Vec<LLVMValueRef>), String> {
     let mut out = Vec::new();
-    let mut at_line_count = 0;
+    let mut at_line = Vec::new();
     let mut var_seen = false;
     for (k, &i) in fg.inst.iter().enumerate().skip(2) {
         let v = StmtId::from_index(k);
         let op = ir::opcode(i);
-        let at_line = files.at(i, crit) && !is_ignored(i);
+        let here = files.at(i, crit) && !is_ignored(i);
         let jump = op == LLVMOpcode::LLVMUnreachable || (op == LLVMOpcode::LLVMBr && ir::successors(i).len() == 1);
         let wanted = match &crit.var {
             _ if jump => false,
-            None => at_line,
+            None => here,
             Some(var) => {
                 let access = fg.accessed_alloca.get(&i).and_then(|&a| crate::shim::declared_variable(a));
-                let hit = at_line && access.as_deref() == Some(var.as_str());
+                let hit = here && access.as_deref() == Some(var.as_str());
                 var_seen |= hit;
-                hit || (at_line && op == LLVMOpcode::LLVMCall)
+                hit || (here && op == LLVMOpcode::LLVMCall)
             }
         };
         let exit_effect = !is_main && (op == LLVMOpcode::LLVMRet || fg.calls.get(&v).is_some_and(|s| s.may_not_return));
-        at_line_count += usize::from(wanted);
+        if wanted {
+            at_line.push(i);
+        }
         if wanted || exit_effect {
             out.push(v);
+        }
+    }
+    // A line with only a jump (`return;`, `break;`, `goto L;`): the jump is the criterion — the slice reaches it
+    // whenever the program does (a jump is a vertex like any other, thesis §6.1.1).
+    if at_line.is_empty() && crit.var.is_none() {
+        for (k, &i) in fg.inst.iter().enumerate().skip(2) {
+            if files.at(i, crit) && !is_ignored(i) {
+                at_line.push(i);
+                out.push(StmtId::from_index(k));
+            }
         }
     }
     if let Some(var) = &crit.var {
@@ -151,7 +190,7 @@ fn criteria(
             return Err(format!("no load or store of variable '{var}' at {} (variables need -g)", crit.location()));
         }
     }
-    Ok((out, at_line_count))
+    Ok((out, at_line))
 }
 
 /// `{"criterion":"FILE:LINE","slice":[{"file":S,"lines":[N…]}]}`.

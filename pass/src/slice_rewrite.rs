@@ -5,7 +5,8 @@
 //! instruction is kept; then [`apply`] edits the IR: kept terminators get their repaired successors, a block whose
 //! terminator goes ends with a `br` to its last kept instruction's successor, EXIT becomes a `slice.exit` block
 //! returning zero (`main`'s exit status 0), a `slice.entry` block jumps to ENTRY's successor when the entry block
-//! keeps nothing, phis are rebuilt for their blocks' new predecessors, and emptied blocks are deleted.
+//! keeps nothing, phis are rebuilt for their blocks' new predecessors, and emptied blocks are deleted. In a
+//! dynamic slice ([`crate::slice_profile`]) a kept branch's never-taken arcs go to `slice.off_profile`, a trap.
 
 use crate::slice_graph::{is_ignored, FunctionGraph};
 use inkwell::llvm_sys::core::*;
@@ -19,6 +20,8 @@ use std::collections::{HashMap, HashSet};
 enum Target {
     Block(LLVMBasicBlockRef),
     Exit,
+    /// An arc the profile of a dynamic slice never saw taken: `slice.off_profile` traps.
+    OffProfile,
 }
 
 /// How a block that keeps instructions ends.
@@ -36,8 +39,9 @@ pub struct Plan {
     entry: Option<Target>,
 }
 
-/// Checks that `slice` rewrites into valid IR and says how; no IR changes.
-pub fn plan(fg: &FunctionGraph, slice: &Slice) -> Result<Plan, String> {
+/// Checks that `slice` rewrites into valid IR and says how; no IR changes. `restricted`: the graph holds only
+/// the arcs a profile shows taken, so a kept branch may lack some successors (they go to `slice.off_profile`).
+pub fn plan(fg: &FunctionGraph, slice: &Slice, restricted: bool) -> Result<Plan, String> {
     let inst = |v: StmtId| fg.inst[v.index()];
     let block_of = |v: StmtId| unsafe { LLVMGetInstructionParent(inst(v)) };
     let kept: HashSet<LLVMValueRef> = slice.kept().filter(|&v| v.index() >= 2).map(inst).collect();
@@ -80,8 +84,11 @@ pub fn plan(fg: &FunctionGraph, slice: &Slice) -> Result<Plan, String> {
         let end = if crate::ir::terminator(bb) == Some(t) {
             let n = crate::ir::successors(t).len();
             let succs = (0..n)
-                .map(|l| slice.successor(last, Label(l as u32)).ok_or("internal: a lost successor".to_string()))
-                .map(|s| s.and_then(target))
+                .map(|l| match slice.successor(last, Label(l as u32)) {
+                    Some(s) => target(s),
+                    None if restricted => Ok(Target::OffProfile),
+                    None => Err("internal: a lost successor".to_string()),
+                })
                 .collect::<Result<_, _>>()?;
             End::Keep(t, succs)
         } else {
@@ -109,9 +116,23 @@ pub fn apply(f: LLVMValueRef, plan: &Plan) -> Result<(), String> {
 
 unsafe fn apply_with(f: LLVMValueRef, plan: &Plan, ctx: LLVMContextRef, b: LLVMBuilderRef) -> Result<(), String> {
     let mut exit_block = None;
+    let mut trap_block = None;
     let mut resolve = |t: Target| -> LLVMBasicBlockRef {
         match t {
             Target::Block(bb) => bb,
+            Target::OffProfile => *trap_block.get_or_insert_with(|| {
+                let bb = LLVMAppendBasicBlockInContext(ctx, f, c"slice.off_profile".as_ptr());
+                LLVMPositionBuilderAtEnd(b, bb);
+                let m = LLVMGetGlobalParent(f);
+                let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), std::ptr::null_mut(), 0, 0);
+                let mut trap = LLVMGetNamedFunction(m, c"llvm.trap".as_ptr());
+                if trap.is_null() {
+                    trap = LLVMAddFunction(m, c"llvm.trap".as_ptr(), fty);
+                }
+                LLVMBuildCall2(b, fty, trap, std::ptr::null_mut(), 0, c"".as_ptr());
+                LLVMBuildUnreachable(b);
+                bb
+            }),
             Target::Exit => *exit_block.get_or_insert_with(|| {
                 let bb = LLVMAppendBasicBlockInContext(ctx, f, c"slice.exit".as_ptr());
                 LLVMPositionBuilderAtEnd(b, bb);

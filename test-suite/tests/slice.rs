@@ -115,6 +115,19 @@ const CASES: &[Case] = &[
         inputs: &[&["3", "5"], &["4", "0"], &["-7", "6"], &["100", "3"]],
         dropped: "",
     },
+    // The stdio streams' state (found by test-suite/corpus/slice_check.py on bzip2: a slice of uncompressStream
+    // dropped its fwrite, which ferror reads). Slice on `return r;` (9) in emit (not main: its ret reads memory
+    // and the streams' state). r: 5, 8; 8 under `if (ferror(f))` (7), which reads the error flag fputc (6) sets
+    // on a read-only stream; 6 is also needed for the state at the return. Were output calls not to write the
+    // stream state, 6 would go and "3 ro" would print 6 instead of -1.
+    Case {
+        source: "stream_error.c",
+        line: 9,
+        lines: &[5, 6, 7, 8, 9],
+        o2_extra: &[],
+        inputs: &[&["3"], &["3", "ro"], &["0", "ro"], &["7"]],
+        dropped: "",
+    },
 ];
 
 fn build_slice(dir: &Path, source: &str, criterion: &str, opt: &str, extra: &[&str]) -> (std::path::PathBuf, String) {
@@ -229,6 +242,85 @@ fn bad_criteria_fail_the_compile_with_one_line() {
         let ours: Vec<&str> = err.lines().filter(|l| l.contains("pathprof:")).collect();
         assert_eq!(ours.len(), 1, "{spec}: {err}");
         assert!(ours[0].contains(needle) && !err.contains("panick"), "{spec}: {err}");
+    }
+}
+
+/// Dynamic slices (`--pathprof-slice-profile=FILE`, issue #22 part 3): an edge or path profile of a run of
+/// `profiled.c 10` (no debug flag, no scale argument, 10 iterations whose sum 45 never breaks) restricts the slice
+/// on printf(a) (19) to the code that run executed.
+///
+/// Static slice: a (10, 13, 15); 13 and 15 under `if (debug)` (12), debug (6); 15 reads scale (7, and 9 under
+/// `if (argc > 3)`, 8); the loop (11) reads n (5); `break` (17) is kept, its dummy arc reaching the loop's
+/// increment (11), with its guard 16. Dynamic slice: 9, 13 and 17 never ran, and 8, 12 and 16 only ever went one
+/// way, so nothing is control dependent on them; scale's only definition left is 7. What remains: 5, 7, 10, 11,
+/// 15, 19. The dynamic slice agrees with the program on inputs that take only arcs the profile saw taken ("3",
+/// "0", "20": sums 3, 0, 190); "50" breaks out of the loop (a = 1035), an arc the profile never saw, and there the
+/// dynamic slice — which dropped the test — prints 1225: its guarantee is only for the profiled arcs.
+#[test]
+fn a_profile_restricts_the_slice_to_the_code_the_run_executed() {
+    const STATIC: &[u64] = &[5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 19];
+    const DYNAMIC: &[u64] = &[5, 7, 10, 11, 15, 19];
+    let source = programs().join("slice/profiled.c");
+    for opt in ["-O0", "-O2"] {
+        for mode in ["edge", "path"] {
+            let dir = scratch(&format!("slice-profiled-{mode}{opt}"));
+            let whole = dir.join("whole");
+            run_ok(Command::new("clang-19").args(["-w", opt]).arg(&source).arg("-o").arg(&whole));
+            let inst = dir.join("inst");
+            run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).arg(opt).arg(&source).arg("-o").arg(&inst));
+            let profile = dir.join("run.pathprof");
+            run_ok(Command::new(&inst).arg("10").env("PATHPROF_FILE", &profile));
+            let (stat, json) = build_slice(&dir, "profiled.c", "profiled.c:19", opt, &[]);
+            assert_eq!(json_lines(&json, "profiled.c", "profiled.c:19"), STATIC, "{mode} {opt}");
+            let dyn_dir = dir.join("dyn");
+            std::fs::create_dir_all(&dyn_dir).unwrap();
+            let flag = format!("--pathprof-slice-profile={}", profile.display());
+            let (dynamic, json) = build_slice(&dyn_dir, "profiled.c", "profiled.c:19", opt, &[&flag]);
+            assert_eq!(json_lines(&json, "profiled.c", "profiled.c:19"), DYNAMIC, "{mode} {opt}");
+            for input in ["10", "3", "0", "20"] {
+                let want = output(&whole, &[input]);
+                assert_eq!(output(&stat, &[input]), want, "{mode} {opt} {input}");
+                assert_eq!(output(&dynamic, &[input]), want, "{mode} {opt} {input}");
+            }
+            assert_eq!(output(&whole, &["50"]), "crit 1035\n");
+            assert_eq!(output(&stat, &["50"]), "crit 1035\n");
+            assert_eq!(output(&dynamic, &["50"]), "crit 1225\n", "off the profiled arcs");
+        }
+    }
+}
+
+/// A profile that cannot restrict the slice is a one-line error: unreadable, or without an exact record of the
+/// function with this compile's CFG (profiled at another -O level; a block-mode profile has no branch counts).
+#[test]
+fn unusable_profiles_fail_the_compile_with_one_line() {
+    let dir = scratch("slice-profile-bad");
+    let source = programs().join("slice/profiled.c");
+    let run_profile = |mode: &str, opt: &str| {
+        let inst = dir.join(format!("inst-{mode}"));
+        run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).arg(opt).arg(&source).arg("-o").arg(&inst));
+        let profile = dir.join(format!("{mode}{opt}.pathprof"));
+        run_ok(Command::new(&inst).arg("10").env("PATHPROF_FILE", &profile));
+        profile
+    };
+    for (profile, needle) in [
+        (dir.join("missing.pathprof"), "cannot read PATHPROF_SLICE_PROFILE"),
+        (run_profile("edge", "-O2"), "no exact record of function main"),
+        (run_profile("block", "-O0"), "no exact record of function main"),
+    ] {
+        let out = wrapper(false)
+            .arg("--pathprof-slice=profiled.c:19")
+            .arg(format!("--pathprof-slice-profile={}", profile.display()))
+            .arg("-O0")
+            .arg(&source)
+            .arg("-o")
+            .arg(dir.join("x"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{}", profile.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        let ours: Vec<&str> = err.lines().filter(|l| l.contains("pathprof:")).collect();
+        assert_eq!(ours.len(), 1, "{err}");
+        assert!(ours[0].contains(needle) && !err.contains("panick"), "{err}");
     }
 }
 

@@ -15,8 +15,11 @@
 //! 4. [`flow`]: flow dependence by reaching definitions, dummy arcs excluded.
 //! 5. [`slice`]: the backward closure and the slice's CFG (each kept vertex's successor per label), for the
 //!    rewriter that builds the executable slice.
+//!
+//! [`diff`] (thesis ch. 7) compares two versions: the vertices whose ordered PDG slices differ.
 
 pub mod control;
+pub mod diff;
 pub mod dominators;
 pub mod flow;
 pub mod postdom;
@@ -26,11 +29,14 @@ pub mod slice;
 #[cfg(test)]
 mod lang;
 #[cfg(test)]
+mod tests_diff;
+#[cfg(test)]
 mod tests_paper;
 #[cfg(test)]
 mod tests_prop;
 
 pub use control::ControlDeps;
+pub use diff::{diff, DiffError};
 pub use dominators::{dominator_tree, DominatorTree};
 pub use flow::FlowDeps;
 pub use postdom::Postdominators;

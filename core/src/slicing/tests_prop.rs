@@ -269,7 +269,7 @@ fn resolve_gotos(prog: &mut Vec<Stmt>, rng: &mut Rng, labels: &mut usize) {
     number(prog, &mut 0);
 }
 
-fn random_program(seed: u64, size: i32) -> Vec<Stmt> {
+pub(super) fn random_program(seed: u64, size: i32) -> Vec<Stmt> {
     let mut gen = Gen { rng: Rng::new(seed), budget: size, labels: 0, counters: 0 };
     let mut prog = gen.seq(0, false);
     while gen.budget > 0 {
@@ -280,7 +280,7 @@ fn random_program(seed: u64, size: i32) -> Vec<Stmt> {
     prog
 }
 
-const FUEL: usize = 200_000;
+pub(super) const FUEL: usize = 200_000;
 
 /// What one program's check covered.
 #[derive(Default, Debug)]
@@ -360,7 +360,7 @@ fn check_program(prog: &[Stmt], inputs: &[Vec<(&str, i64)>]) -> Result<Coverage,
     Ok(cov)
 }
 
-fn inputs(rng: &mut Rng, k: usize) -> Vec<Vec<(&'static str, i64)>> {
+pub(super) fn inputs(rng: &mut Rng, k: usize) -> Vec<Vec<(&'static str, i64)>> {
     (0..k)
         .map(|_| {
             let mut i: Vec<(&str, i64)> = INPUTS.iter().map(|&n| (n, rng.below(4) as i64)).collect();
