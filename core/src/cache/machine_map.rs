@@ -175,6 +175,11 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
                 match s {
                     MachineSucc::Exit => found.entry(IrTarget::Exit).or_default().push(path.clone()),
                     MachineSucc::Block(j) => match target_of(j) {
+                        Some(t) if found.get(&t).is_some_and(|p| !p.is_empty()) => {
+                            // A second path to one target: ambiguous whatever else is found (and stopping here
+                            // keeps the enumeration to one path per target).
+                            return Err(Refusal::Ambiguous { block: a as u32 });
+                        }
                         Some(t) => found.entry(t).or_default().push(path.clone()),
                         None => {
                             if path.contains(&j) || path.len() > blocks.len() {
@@ -293,7 +298,14 @@ impl Alignment<'_> {
         // Machine side: every path from `x` through added (or undecided) blocks.
         let mut found: BTreeMap<IrTarget, Vec<(Vec<usize>, bool)>> = BTreeMap::new();
         let mut stack: Vec<(usize, Vec<usize>, bool)> = vec![(x, Vec::new(), true)];
+        let mut walked = 0usize;
         while let Some((m, path, def)) = stack.pop() {
+            walked += 1;
+            if walked > MAX_PATHS {
+                // Paths through undecided blocks multiply: give up on the function (refused, never guessed).
+                self.budget = 0;
+                return Verdict::Unknown;
+            }
             let Some(succs) = self.blocks[m].succs.as_ref() else {
                 if def {
                     return Verdict::Fail;
@@ -511,6 +523,9 @@ pub fn align_blocks(cfg: &Cfg, blocks: &[MachineBlock], budget: u64) -> Result<B
         Err(AlignRefusal::Several)
     }
 }
+
+/// Machine paths one block check of the alignment search may walk before the search gives up.
+const MAX_PATHS: usize = 20_000;
 
 /// Solutions [`align_blocks`] collects before it calls the function ambiguous.
 const MAX_SOLUTIONS: usize = 256;
