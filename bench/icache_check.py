@@ -8,7 +8,10 @@ the icache-mode build (`pathprof-clang --pathprof-mode=icache FLAGS -no-pie -gdw
 PLAIN for each geometry, and compares per simulated function: accesses with cachegrind's Ir, misses with I1mr
 (cachegrind's totals per function name, summed over its files: the program's own functions only).
 
-Usage: bench/icache_check.py [--dist DIR] [--out FILE.json] [--programs kernels,suite] [-O0,-O2]
+Multi-file programs (`--programs bzip2,zlib`): bench/run.py's sources and flags, on a 256 KiB input of
+bench/run.py's generator (bzip2 -9 compressing it, zlib's driver compressing it once at level 6).
+
+Usage: bench/icache_check.py [--dist DIR] [--out FILE.json] [--programs kernels,suite,bzip2,zlib] [--opts -O0,-O2]
 """
 import argparse
 import collections
@@ -28,8 +31,22 @@ KERNELS = {"daxpy": "15000", "sieve": "60", "matmul": "120", "heapsort": "150000
            "bubble": "3000", "fib": "27", "interp": "400000"}
 
 
-def programs(which):
+def multi_file(which, tmp):
+    """bzip2 and zlib as bench/run.py builds them, with a small input (cachegrind runs every fetch)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import run
+    defs = run.programs(run.sources())
+    data = tmp / "input.dat"
+    data.write_bytes(run.generate_input(256 << 10))
+    args = {"bzip2": ["-c", "-9", str(data)], "zlib": [str(data), "1", "6"]}
+    return {p: dict(srcs=defs[p]["srcs"], cflags=defs[p]["cflags"] + defs[p]["libs"], args=args[p])
+            for p in ("bzip2", "zlib") if p in which}
+
+
+def programs(which, tmp=None):
     out = {}
+    if tmp is not None and {"bzip2", "zlib"} & set(which):
+        out.update(multi_file(which, tmp))
     if "kernels" in which:
         for k, size in KERNELS.items():
             out[f"kernel-{k}"] = dict(srcs=[KDIR / "main.c", KDIR / f"{k}.c"],
@@ -121,7 +138,8 @@ def main():
     ap.add_argument("--opts", default="-O0,-O2")
     a = ap.parse_args()
     results = []
-    for name, prog in programs(a.programs.split(",")).items():
+    inputs = tempfile.TemporaryDirectory()
+    for name, prog in programs(a.programs.split(","), pathlib.Path(inputs.name)).items():
         for opt in a.opts.split(","):
             with tempfile.TemporaryDirectory() as d:
                 try:

@@ -119,6 +119,12 @@ pub fn instrument(
     config: &Config,
     identity: ModuleIdentity,
 ) -> Result<bool, String> {
+    if config.optimizer_last {
+        // Mode icache: the traced blocks must be the machine blocks' (see `branch_split`).
+        for &f in candidates {
+            crate::branch_split::split_merged_conditions(f);
+        }
+    }
     let facts = CallFacts::new(m);
     let mut planned = Vec::new();
     for &f in candidates {

@@ -262,7 +262,13 @@ impl Binary {
                 }
             }
         }
-        let is_start = |a: u64| starts.contains(&a);
+        // Jumps into the PLT leave the function (tail calls into other objects' code, e.g. libc's `free`).
+        let plt: Vec<(u64, u64)> = obj
+            .sections()
+            .filter(|s| s.name().is_ok_and(|n| n == ".plt" || n == ".plt.sec" || n == ".plt.got"))
+            .map(|s| (s.address(), s.address() + s.size()))
+            .collect();
+        let is_start = |a: u64| starts.contains(&a) || plt.iter().any(|&(lo, hi)| (lo..hi).contains(&a));
         let mut functions = HashMap::new();
         for f in &maps {
             let Some(name) = names.get(&f.address) else { continue };

@@ -175,6 +175,11 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
                 match s {
                     MachineSucc::Exit => found.entry(IrTarget::Exit).or_default().push(path.clone()),
                     MachineSucc::Block(j) => match target_of(j) {
+                        Some(t) if found.get(&t).is_some_and(|p| !p.is_empty()) => {
+                            // A second path to one target: ambiguous whatever else is found (and stopping here
+                            // keeps the enumeration to one path per target).
+                            return Err(Refusal::Ambiguous { block: a as u32 });
+                        }
                         Some(t) => found.entry(t).or_default().push(path.clone()),
                         None => {
                             if path.contains(&j) || path.len() > blocks.len() {
@@ -293,7 +298,14 @@ impl Alignment<'_> {
         // Machine side: every path from `x` through added (or undecided) blocks.
         let mut found: BTreeMap<IrTarget, Vec<(Vec<usize>, bool)>> = BTreeMap::new();
         let mut stack: Vec<(usize, Vec<usize>, bool)> = vec![(x, Vec::new(), true)];
+        let mut walked = 0usize;
         while let Some((m, path, def)) = stack.pop() {
+            walked += 1;
+            if walked > MAX_PATHS {
+                // Paths through undecided blocks multiply: give up on the function (refused, never guessed).
+                self.budget = 0;
+                return Verdict::Unknown;
+            }
             let Some(succs) = self.blocks[m].succs.as_ref() else {
                 if def {
                     return Verdict::Fail;
@@ -512,6 +524,9 @@ pub fn align_blocks(cfg: &Cfg, blocks: &[MachineBlock], budget: u64) -> Result<B
     }
 }
 
+/// Machine paths one block check of the alignment search may walk before the search gives up.
+const MAX_PATHS: usize = 20_000;
+
 /// Solutions [`align_blocks`] collects before it calls the function ambiguous.
 const MAX_SOLUTIONS: usize = 256;
 
@@ -710,5 +725,55 @@ mod tests {
         let d = cfg(4, &[(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]);
         let blocks = [mb(0, &[Some(1), Some(2)]), mb(5, &[Some(3)]), mb(6, &[Some(3)]), mb(3, &[None])];
         assert_eq!(align_blocks(&d, &blocks, 10_000), Err(AlignRefusal::Several));
+    }
+
+    /// The kernels' `main` at -O2: IR block 1 ends in `br (or a, b), 2, 3`. Instruction selection tests `a` in
+    /// machine block 1 and `b` in a block it adds (id 5): `1 → {2, 5}`, `5 → {2, 3}`. Layout: ids 0, 1, 5, 3, 4,
+    /// 2 (the `then` block 2 placed last).
+    fn split_condition_machine() -> [MachineBlock; 6] {
+        [
+            mb(0, &[Some(1), Some(5)]),
+            mb(1, &[Some(5), Some(2)]),
+            mb(5, &[Some(5), Some(3)]),
+            mb(3, &[Some(4)]),
+            mb(4, &[None]),
+            mb(2, &[Some(4)]),
+        ]
+    }
+
+    #[test]
+    fn a_condition_split_in_the_ir_as_codegen_splits_it_maps_block_for_block() {
+        // The traced IR with the same split (icache mode's `branch_split`): the temporary is IR block 5, appended
+        // after the function's blocks, `1 → {2, 5}`, `5 → {2, 3}`. By hand: IR i is the machine block of id i.
+        let g = cfg(6, &[(0, 1), (0, 2), (1, 2), (1, 5), (2, 4), (3, 4), (4, 6), (5, 2), (5, 3)]);
+        let m = map_blocks(&g, &split_condition_machine()).unwrap();
+        assert_eq!(m.machine, vec![Some(0), Some(1), Some(5), Some(3), Some(4), Some(2)]);
+        assert!(m.via.values().all(Vec::is_empty), "every IR edge is a machine edge: {:?}", m.via);
+        assert_eq!(align_blocks(&g, &split_condition_machine(), 10_000).unwrap(), m);
+    }
+
+    #[test]
+    fn a_condition_codegen_splits_but_the_ir_does_not_is_refused() {
+        // Unsplit IR: `1 → {2, 3}`. Machine block 1 reaches block 2 directly and through the added block 5: the
+        // IR edge 1 → 2 does not tell which ran.
+        let g = cfg(5, &[(0, 1), (0, 2), (1, 2), (1, 3), (2, 4), (3, 4), (4, 5)]);
+        assert_eq!(map_blocks(&g, &split_condition_machine()), Err(Refusal::Ambiguous { block: 1 }));
+        assert!(align_blocks(&g, &split_condition_machine(), 10_000).is_err());
+    }
+
+    #[test]
+    fn a_split_codegen_kept_together_is_an_absent_block() {
+        // The IR was split, but codegen tested `a || b` in one branch (its cost heuristics): machine block 1 goes
+        // straight to 2 and 3, and IR block 5 has no code — absent, its edges pass through to 2 and 3.
+        let g = cfg(6, &[(0, 1), (0, 2), (1, 2), (1, 5), (2, 4), (3, 4), (4, 6), (5, 2), (5, 3)]);
+        let blocks = [
+            mb(0, &[Some(1), Some(4)]),
+            mb(1, &[Some(4), Some(2)]),
+            mb(3, &[Some(3)]),
+            mb(4, &[None]),
+            mb(2, &[Some(3)]),
+        ];
+        let m = map_blocks(&g, &blocks).unwrap();
+        assert_eq!(m.machine, vec![Some(0), Some(1), Some(4), Some(2), Some(3), None]);
     }
 }
