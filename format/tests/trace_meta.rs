@@ -56,10 +56,13 @@ fn kept_calls_round_trip_with_the_recording_point() {
 fn a_file_of_the_previous_layout_is_refused_not_misread() {
     use pathprof_format::trace::{TraceError, TraceFile};
     use pathprof_format::trace_layout::{TRACE_MAGIC, TRACE_VERSION};
-    assert_eq!(TRACE_VERSION, 3);
-    let mut old = TRACE_MAGIC.to_vec();
-    old.extend_from_slice(&2u32.to_le_bytes());
-    assert!(matches!(TraceFile::parse(&old), Err(TraceError::Version(2))));
+    // Version 4 added the flight recorder's sync records and windows; version 3 files must be refused.
+    assert_eq!(TRACE_VERSION, 4);
+    for previous in [2u32, 3] {
+        let mut old = TRACE_MAGIC.to_vec();
+        old.extend_from_slice(&previous.to_le_bytes());
+        assert!(matches!(TraceFile::parse(&old), Err(TraceError::Version(v)) if v == previous));
+    }
     let mut now = TRACE_MAGIC.to_vec();
     now.extend_from_slice(&TRACE_VERSION.to_le_bytes());
     assert!(TraceFile::parse(&now).is_ok());

@@ -657,6 +657,16 @@ pub unsafe extern "C" fn __pathprof_trace_sync(tls: *mut u64) {
     t.ring.record(p, |k| shadow_entry_at(shadow, k));
 }
 
+/// The calling thread's trace-state words (null before its first traced entry) and its record (null as well
+/// then), for the region calls.
+fn calling_thread(st: &State) -> (*mut u64, *mut Thread) {
+    // SAFETY: the key holds the calling thread's trace state, or null.
+    let tls = unsafe { libc::pthread_getspecific(st.key) } as *mut u64;
+    // SAFETY: the calling thread's state.
+    let t = if tls.is_null() { ptr::null_mut() } else { unsafe { *tls.add(TLS_THREAD) as *mut Thread } };
+    (tls, t)
+}
+
 /// The calling thread's trace starts (again) here: a sync record (the bit, the thread's shadow stack) opens a
 /// window. A no-op if it is running. Called before the thread's first traced entry, it makes the thread start
 /// traced in region mode (`PATHPROF_TRACE_REGION=1`). Per-thread: other threads are not affected.
@@ -667,10 +677,7 @@ pub extern "C" fn __pathprof_trace_start() {
     if !st.installed || st.closed {
         return;
     }
-    // SAFETY: the key holds the calling thread's trace state, or null.
-    let tls = unsafe { libc::pthread_getspecific(st.key) } as *mut u64;
-    // SAFETY: the calling thread's state.
-    let t = if tls.is_null() { ptr::null_mut() } else { unsafe { *tls.add(TLS_THREAD) as *mut Thread } };
+    let (tls, t) = calling_thread(st);
     if t.is_null() {
         // SAFETY: a plain key; any non-null value marks the thread.
         unsafe { libc::pthread_setspecific(st.early_key, ptr::dangling::<libc::c_void>()) };
@@ -713,10 +720,7 @@ pub extern "C" fn __pathprof_trace_stop() {
     if !st.installed || st.closed {
         return;
     }
-    // SAFETY: the key holds the calling thread's trace state, or null.
-    let tls = unsafe { libc::pthread_getspecific(st.key) } as *mut u64;
-    // SAFETY: the calling thread's state.
-    let t = if tls.is_null() { ptr::null_mut() } else { unsafe { *tls.add(TLS_THREAD) as *mut Thread } };
+    let (tls, t) = calling_thread(st);
     if t.is_null() {
         // SAFETY: a plain key: the thread no longer starts traced.
         unsafe { libc::pthread_setspecific(st.early_key, ptr::null()) };
