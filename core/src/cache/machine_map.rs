@@ -15,6 +15,9 @@
 //!    added blocks an IR edge runs through are forced;
 //! 4. no added block on such a path has successors the code does not show (an indirect jump).
 //!
+//! Conditions instruction selection splits into several branches (`&&`, `||`) reach this module already split
+//! alike in the traced IR (mode icache, the pass's `branch_split`): their temporaries are ordinary IR blocks.
+//!
 //! A function that fails any of these is refused with the reason; its fetches are then not simulated. What this
 //! does not prove: that the machine block numbered `i` holds the code of IR block `i` when a CFG automorphism
 //! could swap two ids (e.g. the two arms of a symmetric diamond after codegen inserted and removed blocks). The
