@@ -89,9 +89,30 @@ pub enum DiffError {
     NotOneToOne,
 }
 
+/// What [`diff`] says of one vertex of NEW; a reviewer reads `Changed` as "edited here" and `Affected` as "not
+/// edited, but may compute something else because of an edit".
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Behaviour {
+    /// Its ordered slice is isomorphic to its correspondent's: it behaves as in OLD.
+    Same,
+    /// It has no correspondent in OLD: an edited or new statement.
+    Changed,
+    /// It has a correspondent but may behave differently: its incoming control or flow edges differ, it depends
+    /// on a differing vertex, or its ordered slice differs from its correspondent's.
+    Affected,
+}
+
+impl Behaviour {
+    /// Whether the vertex may behave differently from OLD (it is in Diff(NEW, OLD)).
+    pub fn differs(self) -> bool {
+        self != Behaviour::Same
+    }
+}
+
 /// Diff(NEW, OLD): per vertex of `new`, whether its behaviour may differ from OLD's. `corr[v]` is the OLD vertex
 /// that NEW's vertex `v` corresponds to (ENTRY to ENTRY and EXIT to EXIT are implied).
-pub fn diff(old: &ProgramGraph, new: &ProgramGraph, corr: &[Option<StmtId>]) -> Result<Vec<bool>, DiffError> {
+pub fn diff(old: &ProgramGraph, new: &ProgramGraph, corr: &[Option<StmtId>]) -> Result<Vec<Behaviour>, DiffError> {
     let (o, n) = (Opdg::build(old)?, Opdg::build(new)?);
     if corr.len() != new.num_vertices() {
         return Err(DiffError::NotOneToOne);
@@ -132,7 +153,14 @@ pub fn diff(old: &ProgramGraph, new: &ProgramGraph, corr: &[Option<StmtId>]) -> 
             n.forward(&[v], &mut differs);
         }
     }
-    Ok(differs)
+    let mut out: Vec<Behaviour> =
+        differs.iter().map(|&d| if d { Behaviour::Affected } else { Behaviour::Same }).collect();
+    for v in dav.into_iter().filter(|&v| mapped(v).is_none()) {
+        out[v.index()] = Behaviour::Changed;
+    }
+    out[ProgramGraph::ENTRY.index()] = Behaviour::Same;
+    out[ProgramGraph::EXIT.index()] = Behaviour::Same;
+    Ok(out)
 }
 
 /// Whether NEW's ordered slice on `v` maps onto OLD's on `map[v]`: same vertices, same control, flow and

@@ -16,7 +16,8 @@
 //! 5. [`slice`]: the backward closure and the slice's CFG (each kept vertex's successor per label), for the
 //!    rewriter that builds the executable slice.
 //!
-//! [`diff`] (thesis ch. 7) compares two versions: the vertices whose ordered PDG slices differ.
+//! [`diff`] (thesis ch. 7) compares two versions: the vertices whose ordered PDG slices differ; [`versions`]
+//! applies it to whole translation units (correspondence by source line, changes carried across calls).
 
 pub mod control;
 pub mod diff;
@@ -25,6 +26,7 @@ pub mod flow;
 pub mod postdom;
 pub mod program;
 pub mod slice;
+pub mod versions;
 
 #[cfg(test)]
 mod lang;
@@ -34,9 +36,11 @@ mod tests_diff;
 mod tests_paper;
 #[cfg(test)]
 mod tests_prop;
+#[cfg(test)]
+mod tests_versions;
 
 pub use control::ControlDeps;
-pub use diff::{diff, DiffError};
+pub use diff::{diff, Behaviour, DiffError};
 pub use dominators::{dominator_tree, DominatorTree};
 pub use flow::FlowDeps;
 pub use postdom::Postdominators;

@@ -40,7 +40,7 @@ impl Label {
 }
 
 /// One labelled arc of a [`ProgramGraph`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Arc {
     /// Source vertex.
     pub from: StmtId,
@@ -53,7 +53,7 @@ pub struct Arc {
 }
 
 /// What one vertex reads and writes, for flow dependence.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Vertex {
     /// Locations the vertex certainly overwrites (kill earlier definitions).
     pub defs: Vec<Loc>,
@@ -88,8 +88,10 @@ pub enum ProgramGraphError {
     ReservedLabel(StmtId),
 }
 
-/// A statement-level labelled CFG with def/use sets; see the module docs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A statement-level labelled CFG with def/use sets; see the module docs. Serialisable so that two versions'
+/// graphs, built by the pass, can be compared by `pathprof diff-program` (a read graph is checked by
+/// [`ProgramGraph::validate`] before any algorithm runs on it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProgramGraph {
     vertices: Vec<Vertex>,
     arcs: Vec<Arc>,

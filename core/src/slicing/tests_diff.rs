@@ -1,7 +1,7 @@
 //! Differencing oracles (thesis ch. 5 Fig. 5.5 and ch. 7; notes/ball-1993-thesis.md Ex. 9), with the vertex
 //! correspondence by statement text (the thesis's "same syntax and text"), and a jump example derived by hand.
 
-use super::diff::{diff, DiffError};
+use super::diff::{diff, Behaviour, DiffError};
 use super::lang::{cfg_succ, parse, run, show, translate, Expr, Kind, Stmt, Translated, Translation};
 use super::program::StmtId;
 use super::tests_prop::{inputs, random_program, FUEL};
@@ -25,7 +25,7 @@ fn by_text(old: &Translated, new: &Translated) -> Vec<Option<StmtId>> {
 fn differing(old: &str, new: &str) -> Vec<String> {
     let (o, n) = (translated(old), translated(new));
     let d = diff(&o.g, &n.g, &by_text(&o, &n)).unwrap();
-    let mut out: Vec<String> = (2..d.len()).filter(|&v| d[v]).map(|v| n.text[v].clone()).collect();
+    let mut out: Vec<String> = (2..d.len()).filter(|&v| d[v].differs()).map(|v| n.text[v].clone()).collect();
     out.sort();
     out
 }
@@ -122,15 +122,15 @@ fn unreported_vertices_behave_alike_on_random_goto_programs() {
             })
             .collect();
         let d = diff(&o.g, &n.g, &corr).unwrap();
-        reported += d.iter().skip(2).filter(|&&x| x).count();
-        assert!(d[changed[0]], "seed {seed}: the changed statement is reported");
+        reported += d.iter().skip(2).filter(|x| x.differs()).count();
+        assert_eq!(d[changed[0]], Behaviour::Changed, "seed {seed}: the changed statement is reported");
         for input in inputs(&mut Rng::new(seed), 3) {
             let (Some(vo), Some(vn)) = (run(&o, &input, &cfg_succ(&o.g), FUEL), run(&n, &input, &cfg_succ(&n.g), FUEL))
             else {
                 continue;
             };
             for v in 2..n.text.len() {
-                if let (false, Some(c)) = (d[v], corr[v]) {
+                if let (Behaviour::Same, Some(c)) = (d[v], corr[v]) {
                     assert_eq!(
                         vn[v],
                         vo[c.index()],
