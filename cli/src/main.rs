@@ -10,6 +10,7 @@
 mod coverage;
 mod decode;
 mod diff;
+mod diff_program;
 mod export;
 mod files;
 mod html;
@@ -48,6 +49,9 @@ enum Command {
     Top(top::Args),
     /// Compare the path spectra of two runs of one build: new, vanished and shifted paths.
     Diff(diff::Args),
+    /// Which statements of a new version of a source file may behave differently from the old one's.
+    #[command(name = "diff-program")]
+    DiffProgram(diff_program::Args),
     /// Path, line and branch coverage per function, with an lcov export.
     Coverage(coverage::Args),
     /// Write a static HTML site: functions ranked, sources annotated with counts, hot paths highlighted.
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&args),
         Command::Top(args) => top::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::DiffProgram(args) => diff_program::run(&args),
         Command::Coverage(args) => coverage::run(&args),
         Command::Report(args) => html::run(&args),
         Command::Trace(args) => trace::run(&args),

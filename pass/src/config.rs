@@ -90,6 +90,9 @@ pub struct Config {
     /// A profile of an earlier run (`PATHPROF_SLICE_PROFILE`): slice only the code it shows executed, a dynamic
     /// slice for inputs that follow the profiled paths ([`crate::slice_profile`]).
     pub slice_profile: Option<String>,
+    /// Differencing (`PATHPROF_STATEMENT_GRAPHS=OUT.json`): the pass writes every function's statement graph
+    /// for `pathprof diff-program` instead of instrumenting ([`crate::statement_graphs`]).
+    pub statement_graphs: Option<String>,
 }
 
 /// Which build [`crate::slice_observe`] observes the criterion in.
@@ -259,6 +262,12 @@ impl Config {
         if (slice_observe.is_some() || slice_profile.is_some()) && slice.is_none() {
             return Err("PATHPROF_SLICE_OBSERVE and PATHPROF_SLICE_PROFILE need PATHPROF_SLICE (the criterion)".into());
         }
+        let statement_graphs = get("PATHPROF_STATEMENT_GRAPHS").filter(|v| !v.is_empty());
+        if statement_graphs.is_some() && (lto || optimizer_last || use_profile.is_some() || slice.is_some()) {
+            return Err("PATHPROF_STATEMENT_GRAPHS works per compile: not with PATHPROF_LTO, PATHPROF_USE, \
+                        PATHPROF_SLICE or mode icache"
+                .into());
+        }
         Ok(Config {
             mode,
             weighting,
@@ -280,6 +289,7 @@ impl Config {
             slice_json,
             slice_observe,
             slice_profile,
+            statement_graphs,
         })
     }
 

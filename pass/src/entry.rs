@@ -67,6 +67,9 @@ pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void,
         if config.slice.is_some() {
             return crate::slice_mode::slice_module(m, &config);
         }
+        if config.statement_graphs.is_some() {
+            return crate::statement_graphs::write(m, &config);
+        }
         match &config.use_profile {
             Some(path) => {
                 let me = crate::identity::of_module(&crate::ir::module_source_name(m), &config);

@@ -39,6 +39,11 @@ pub fn functions(m: LLVMModuleRef) -> Vec<LLVMValueRef> {
     walk(unsafe { LLVMGetFirstFunction(m) }, LLVMGetNextFunction)
 }
 
+/// The global variables of `m` in module order.
+pub fn globals(m: LLVMModuleRef) -> Vec<LLVMValueRef> {
+    walk(unsafe { LLVMGetFirstGlobal(m) }, LLVMGetNextGlobal)
+}
+
 /// The block's terminator, or `None` for a malformed block.
 pub fn terminator(bb: LLVMBasicBlockRef) -> Option<LLVMValueRef> {
     let t = unsafe { LLVMGetBasicBlockTerminator(bb) };
@@ -69,7 +74,7 @@ pub fn name(v: LLVMValueRef) -> String {
 
 /// A copy of the `len` bytes LLVM returned at `p` (an empty string for null), lossily as UTF-8: names and
 /// file names are for display and matching, never for reconstructing bytes.
-fn owned_string(p: *const std::os::raw::c_char, len: usize) -> String {
+pub fn owned_string(p: *const std::os::raw::c_char, len: usize) -> String {
     if p.is_null() {
         return String::new();
     }

@@ -45,6 +45,7 @@ pub mod slice_mode;
 pub mod slice_observe;
 pub mod slice_profile;
 pub mod slice_rewrite;
+pub mod statement_graphs;
 pub mod storage;
 pub mod trace_mode;
 pub mod use_mode;

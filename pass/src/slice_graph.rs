@@ -176,8 +176,12 @@ impl ModuleSummaries {
     }
 }
 
+/// The calls and invokes of `f`.
 fn calls(f: LLVMValueRef) -> impl Iterator<Item = LLVMValueRef> {
-    ir::blocks(f).into_iter().flat_map(ir::instructions).filter(|&i| ir::opcode(i) == LLVMOpcode::LLVMCall)
+    ir::blocks(f)
+        .into_iter()
+        .flat_map(ir::instructions)
+        .filter(|&i| matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke))
 }
 
 /// Whether control comes back from `call`, given the defined functions that may not return.
@@ -215,17 +219,21 @@ impl FunctionGraph {
     /// run on after it returns must leave memory and the streams' state as the program would).
     /// With `executed` (a profile's, [`crate::slice_profile`]), only the blocks and branch arcs it shows
     /// executed are in the graph; a block that ran but was never left (a call ended the run) goes to EXIT.
+    /// `exceptions`: model C++ exception control flow (for differencing; the slice rewriter does not handle it):
+    /// an `invoke` is a call and a predicate — label 0 to its normal destination, 1 to its landing pad, 2 to
+    /// EXIT when it may not return — a `landingpad` reads HEAP (the exception), and `resume` leaves like `ret`.
     pub fn build(
         f: LLVMValueRef,
         summaries: &ModuleSummaries,
         exit_uses_heap: bool,
         executed: Option<&Executed>,
+        exceptions: bool,
     ) -> Result<FunctionGraph, String> {
         let taken = |bb: LLVMBasicBlockRef, l: usize| executed.is_none_or(|x| x.arcs.contains(&(bb, l as u32)));
         if executed.is_some_and(|x| !x.blocks.contains(&ir::blocks(f)[0])) {
             return Err("the profile shows the function never ran".into());
         }
-        let reachable = reachable_blocks(f, &taken)?;
+        let reachable = reachable_blocks(f, &taken, exceptions)?;
         let locs = AllocaLocations::of(f);
         let mut g = ProgramGraph::new();
         let mut inst = vec![std::ptr::null_mut(), std::ptr::null_mut()];
@@ -257,7 +265,7 @@ impl FunctionGraph {
                             v.uses.push(locs.access(operand(i, 1), &mut accessed_alloca, i).0);
                         }
                     }
-                    LLVMOpcode::LLVMCall => {
+                    LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke => {
                         if returns_twice(i) {
                             return Err("cannot slice a function that calls setjmp (a call that returns twice)".into());
                         }
@@ -276,7 +284,8 @@ impl FunctionGraph {
                         }
                         calls.insert(StmtId::from_index(inst.len()), s);
                     }
-                    LLVMOpcode::LLVMRet if exit_uses_heap => v.uses.extend([HEAP, STREAM]),
+                    LLVMOpcode::LLVMRet | LLVMOpcode::LLVMResume if exit_uses_heap => v.uses.extend([HEAP, STREAM]),
+                    LLVMOpcode::LLVMLandingPad => v.uses.push(HEAP),
                     // Read-modify-write accesses: their pointers make any alloca escape, so HEAP is theirs.
                     LLVMOpcode::LLVMAtomicRMW
                     | LLVMOpcode::LLVMAtomicCmpXchg
@@ -302,17 +311,27 @@ impl FunctionGraph {
             for w in vs.windows(2) {
                 g.add_arc(w[0], Label::TRUE, w[1], false);
             }
-            for &v in &vs {
+            let term = *vs.last().expect("a block has a terminator");
+            for &v in vs.iter().filter(|&&v| v != term || ir::opcode(inst[v.index()]) != LLVMOpcode::LLVMInvoke) {
                 if calls.get(&v).is_some_and(|s| s.may_not_return) {
                     g.add_arc(v, Label::FALSE, ProgramGraph::EXIT, false);
                 }
             }
-            let term = *vs.last().expect("a block has a terminator");
             let t = inst[term.index()];
             let succs = ir::successors(t);
             match ir::opcode(t) {
-                LLVMOpcode::LLVMRet | LLVMOpcode::LLVMUnreachable => {
+                LLVMOpcode::LLVMRet | LLVMOpcode::LLVMUnreachable | LLVMOpcode::LLVMResume => {
                     g.add_arc(term, Label::TRUE, ProgramGraph::EXIT, false)
+                }
+                LLVMOpcode::LLVMInvoke => {
+                    for (l, &s) in succs.iter().enumerate().filter(|&(l, _)| taken(bb, l)) {
+                        g.add_arc(term, Label(l as u32), start(s), false);
+                    }
+                    if calls.get(&term).is_some_and(|s| s.may_not_return) {
+                        g.add_arc(term, Label(2), ProgramGraph::EXIT, false);
+                    } else if !(0..succs.len()).any(|l| taken(bb, l)) {
+                        g.add_arc(term, Label::TRUE, ProgramGraph::EXIT, false);
+                    }
                 }
                 LLVMOpcode::LLVMBr if succs.len() == 1 => {
                     let to = if taken(bb, 0) { start(succs[0]) } else { ProgramGraph::EXIT };
@@ -368,6 +387,7 @@ fn operand(i: LLVMValueRef, k: u32) -> LLVMValueRef {
 fn reachable_blocks(
     f: LLVMValueRef,
     taken: &dyn Fn(LLVMBasicBlockRef, usize) -> bool,
+    exceptions: bool,
 ) -> Result<Vec<LLVMBasicBlockRef>, String> {
     let all = ir::blocks(f);
     let mut seen: HashSet<LLVMBasicBlockRef> = HashSet::new();
@@ -377,6 +397,7 @@ fn reachable_blocks(
         let t = ir::terminator(bb).ok_or("a block without terminator")?;
         match ir::opcode(t) {
             LLVMOpcode::LLVMRet | LLVMOpcode::LLVMUnreachable | LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {}
+            LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMResume if exceptions => {}
             op => return Err(format!("cannot slice a function with a {op:?} terminator (C control flow only)")),
         }
         for (l, s) in ir::successors(t).into_iter().enumerate() {

@@ -93,7 +93,7 @@ fn slice_all(m: LLVMModuleRef, config: &Config, stats: bool) -> Result<Lines, St
             (Some(r), Some(facts)) => Some(r.executed(f, &me, facts)?),
             _ => None,
         };
-        let fg = FunctionGraph::build(f, &summaries, !is_main, executed.as_ref())
+        let fg = FunctionGraph::build(f, &summaries, !is_main, executed.as_ref(), false)
             .map_err(|e| format!("{}: {e}", ir::name(f)))?;
         let (criteria, at_line) = criteria(&fg, &mut files, crit, is_main)?;
         if at_line.is_empty() {

@@ -10,11 +10,11 @@
 //! compute the same function of corresponding inputs, and the text diff only decides precision, never soundness.
 //!
 //! **Beyond one function** ([`super::diff`] is intraprocedural; calls are summarised): a function is *changed*
-//! when any of its vertices may differ or it is new; a call to a changed function of the unit, directly or through
-//! others, has no correspondent (fixed point over the call graph). A global whose initial value changed is in the
-//! key of the vertices that name it; if its address is taken, every vertex that reads memory through a pointer
-//! may see it, so those have no correspondent either. Functions of other translation units and libraries are
-//! assumed unchanged.
+//! when any of its vertices may differ or it is new; a call that may reach a changed function of the unit
+//! (directly, or through a pointer when the function's address is taken) has no correspondent, to a fixed point
+//! over the call graph. A global whose initial value changed makes the vertices that name it lose their
+//! correspondents; if its address is taken, so do all vertices that read memory through pointers. Functions of
+//! other translation units and libraries are assumed unchanged.
 
 use super::diff::{diff, Behaviour, DiffError};
 use super::program::{ProgramGraph, StmtId};
@@ -24,6 +24,8 @@ use std::collections::{BTreeSet, HashMap};
 /// One version of a translation unit as the pass saw it (unoptimised IR): what `pathprof diff-program` compares.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleStatements {
+    /// The unit's source file as the compiler was given it (`source_filename`): its main file.
+    pub source: String,
     /// Source files named by the statements' positions ([`Stmt::file`] indexes this).
     pub files: Vec<String>,
     /// The unit's defined global variables.
@@ -46,8 +48,11 @@ pub struct GlobalState {
 /// One function's statement graph, or why the pass could not build it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionStatements {
-    /// The function's (linkage) name.
+    /// The function's (linkage) name: what the versions' functions are matched by.
     pub name: String,
+    /// Its source-level name from debug info (C++: unmangled, without parameters), for people; may be empty.
+    #[serde(default)]
+    pub display_name: String,
     /// Set when there is no graph (a `setjmp` caller, say): the function is reported, not compared.
     pub error: Option<String>,
     /// The augmented CFG with def/use sets (empty with `error`).
@@ -69,8 +74,9 @@ pub struct Stmt {
     pub key: String,
     /// Per operand position, the vertex computing it (`None`: a constant, global or argument, part of `key`).
     pub operands: Vec<Option<StmtId>>,
-    /// The function of the unit it calls directly, if any.
-    pub callee: Option<String>,
+    /// The functions of the unit it may call: its direct callee, or for a call through a pointer every function
+    /// of the unit whose address is taken.
+    pub callees: Vec<String>,
     /// It reads memory other than the function's own unaliased variables (it could see any global).
     pub reads_memory: bool,
     /// The globals of the unit it names directly (operands, through constant expressions too).
@@ -149,17 +155,24 @@ pub fn diff_program(old: &ModuleStatements, new: &ModuleStatements, lines: &Line
                 (Some(o), None) => FunctionDiff::NotCompared(
                     f.error.clone().or_else(|| o.error.clone()).unwrap_or_else(|| "no graph".into()),
                 ),
-                (Some(o), Some(corr)) => {
-                    let mut corr = corr.clone();
+                (Some(o), Some(base)) => {
+                    let mut corr = base.clone();
                     for (v, s) in f.stmts.iter().enumerate() {
-                        let via_call = s.callee.as_deref().is_some_and(|c| changed.contains(c));
+                        let via_call = s.callees.iter().any(|c| changed.contains(c.as_str()));
                         let via_memory = s.reads_memory && !changed_memory.is_empty();
                         let via_global = s.globals.iter().any(|g| changed_globals.contains(g.as_str()));
                         if via_call || via_memory || via_global {
                             corr[v] = None;
                         }
                     }
-                    FunctionDiff::Compared(diff(&o.graph, &f.graph, &corr)?)
+                    let mut b = diff(&o.graph, &f.graph, &corr)?;
+                    // A statement with a counterpart that lost it to a change elsewhere was not edited: affected.
+                    for (b, c) in b.iter_mut().zip(base) {
+                        if *b == Behaviour::Changed && c.is_some() {
+                            *b = Behaviour::Affected;
+                        }
+                    }
+                    FunctionDiff::Compared(b)
                 }
             };
             result.push(d);
@@ -181,7 +194,12 @@ pub fn diff_program(old: &ModuleStatements, new: &ModuleStatements, lines: &Line
     let new_names: BTreeSet<&str> = new.functions.iter().map(|f| f.name.as_str()).collect();
     Ok(ProgramDiff {
         functions: new.functions.iter().map(|f| f.name.clone()).zip(result).collect(),
-        removed: old.functions.iter().filter(|f| !new_names.contains(f.name.as_str())).map(|f| f.name.clone()).collect(),
+        removed: old
+            .functions
+            .iter()
+            .filter(|f| !new_names.contains(f.name.as_str()))
+            .map(|f| f.name.clone())
+            .collect(),
         changed_memory,
     })
 }
