@@ -10,9 +10,9 @@
 //! `changed` (no counterpart: edited or new), `affected` (a counterpart, but its ordered slice differs) or the
 //! same. A source line takes its vertices' worst status.
 //!
-//! JSON: `{"old", "new", "functions": [{"name", "display_name", "status", "reason"?, "lines": [{"file", "line", "behaviour",
-//! "text"}]}], "removed": [NAME], "changed_memory": [NAME]}`, `status` one of `same`, `differs`, `new`,
-//! `not compared`.
+//! JSON: `{"old", "new", "functions": [{"name", "display_name", "status", "reason"?, "lines": [{"file", "line",
+//! "behaviour", "text"}], "without_line"}], "removed": [NAME], "changed_memory": [NAME]}`, `status` one of
+//! `same`, `differs`, `new`, `not compared`.
 
 use anyhow::{bail, Context, Result};
 use pathprof_core::slicing::versions::{diff_program, FunctionDiff, FunctionStatements, LineMap, ModuleStatements};
@@ -64,6 +64,8 @@ struct FunctionReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     lines: Vec<LineReport>,
+    /// Statements that may differ but have no source line (compiler-made: parameter spills, cleanups).
+    without_line: usize,
 }
 
 #[derive(Serialize)]
@@ -99,12 +101,20 @@ pub fn run(args: &Args) -> Result<()> {
         if !wanted {
             continue;
         }
-        let (status, reason, lines) = match fd {
-            FunctionDiff::New => ("new", None, line_status(&new, f, |_| Behaviour::Changed, &mut texts)),
-            FunctionDiff::NotCompared(why) => ("not compared", Some(why.clone()), Vec::new()),
+        let (status, reason, lines, without_line) = match fd {
+            FunctionDiff::New => ("new", None, line_status(&new, f, |_| Behaviour::Changed, &mut texts), 0),
+            FunctionDiff::NotCompared(why) => ("not compared", Some(why.clone()), Vec::new(), 0),
             FunctionDiff::Compared(b) => {
                 let lines = line_status(&new, f, |v| b[v], &mut texts);
-                (if lines.is_empty() { "same" } else { "differs" }, None, lines)
+                let without_line = f
+                    .stmts
+                    .iter()
+                    .zip(b)
+                    .skip(2)
+                    .filter(|(s, b)| b.differs() && (s.file.is_none() || s.line == 0))
+                    .count();
+                let differs = b.iter().any(|b| b.differs());
+                (if differs { "differs" } else { "same" }, None, lines, without_line)
             }
         };
         if args.function.is_empty() && status == "same" {
@@ -116,6 +126,7 @@ pub fn run(args: &Args) -> Result<()> {
             status,
             reason,
             lines,
+            without_line,
         });
     }
     let report = Report {
@@ -335,10 +346,14 @@ fn write_text(out: &mut impl Write, r: &Report, compared: usize) -> io::Result<(
             (None, "same") => writeln!(out, "\n{name}: behaves as before")?,
             (None, status) => writeln!(
                 out,
-                "\n{name}{}: {} line{} may behave differently",
+                "\n{name}{}: {} line{} may behave differently{}",
                 if status == "new" { " (new)" } else { "" },
                 f.lines.len(),
-                if f.lines.len() == 1 { "" } else { "s" }
+                if f.lines.len() == 1 { "" } else { "s" },
+                match f.without_line {
+                    0 => String::new(),
+                    n => format!(" (and {n} statement{} without a source line)", if n == 1 { "" } else { "s" }),
+                }
             )?,
         }
         for l in &f.lines {

@@ -124,14 +124,17 @@ pub struct ModuleSummaries {
     /// They call, directly or through other defined functions, a stdio function or a pointer: they read and may
     /// write STREAM.
     use_streams: HashSet<LLVMValueRef>,
+    /// They may write memory other than their own non-escaping allocas (directly, or through calls of functions
+    /// that may): a call of any other defined function writes no HEAP.
+    writes_memory: HashSet<LLVMValueRef>,
 }
 
 impl ModuleSummaries {
     /// The summaries of `m`'s defined functions, each a fixed point over the calls between them.
     pub fn of(m: LLVMModuleRef) -> ModuleSummaries {
         let defined: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| !ir::is_declaration(f)).collect();
-        let closure = |direct: &dyn Fn(LLVMValueRef, &HashSet<LLVMValueRef>) -> bool| {
-            let mut out = HashSet::new();
+        let closure = |direct: &dyn Fn(LLVMValueRef, &HashSet<LLVMValueRef>) -> bool, seed: HashSet<LLVMValueRef>| {
+            let mut out = seed;
             loop {
                 let before = out.len();
                 for &f in &defined {
@@ -144,16 +147,32 @@ impl ModuleSummaries {
                 }
             }
         };
-        let may_not_return = closure(&|c, out| !returns(c, out));
-        let use_streams = closure(&|c, out| {
-            let callee = ir::called_function(c);
-            let name = callee.map(ir::name).unwrap_or_default();
-            (callee.is_none() && !ir::calls_inline_asm(c))
-                || OUTPUT_FUNCTIONS.contains(&name.as_str())
-                || STREAM_FUNCTIONS.contains(&name.as_str())
-                || callee.is_some_and(|f| out.contains(&f))
-        });
-        ModuleSummaries { may_not_return, use_streams }
+        let may_not_return = closure(&|c, out| !returns(c, out), HashSet::new());
+        let use_streams = closure(
+            &|c, out| {
+                let callee = ir::called_function(c);
+                let name = callee.map(ir::name).unwrap_or_default();
+                (callee.is_none() && !ir::calls_inline_asm(c))
+                    || OUTPUT_FUNCTIONS.contains(&name.as_str())
+                    || STREAM_FUNCTIONS.contains(&name.as_str())
+                    || callee.is_some_and(|f| out.contains(&f))
+            },
+            HashSet::new(),
+        );
+        let local_writers = defined.iter().copied().filter(|&f| writes_outside_locals(f)).collect();
+        let writes_memory = closure(
+            &|c, out| {
+                let effects = unsafe { shim::pathprof_shim_call_effects(c) };
+                let (reads_only, no_memory) = (effects & 1 != 0, effects & 2 != 0);
+                let callee = ir::called_function(c);
+                let output = callee.is_some_and(|f| OUTPUT_FUNCTIONS.contains(&ir::name(f).as_str()));
+                let defined_pure =
+                    callee.is_some_and(|f| !ir::is_declaration(f) && ir::definition_is_final(f) && !out.contains(&f));
+                !(reads_only || no_memory || output || defined_pure || is_ignored(c))
+            },
+            local_writers,
+        );
+        ModuleSummaries { may_not_return, use_streams, writes_memory }
     }
 
     /// The summary of `call`.
@@ -168,7 +187,12 @@ impl ModuleSummaries {
             || callee.is_some_and(|f| self.use_streams.contains(&f));
         CallSummary {
             reads: !no_memory,
-            writes: !(reads_only || no_memory || output),
+            writes: !(reads_only
+                || no_memory
+                || output
+                || callee.is_some_and(|f| {
+                    !ir::is_declaration(f) && ir::definition_is_final(f) && !self.writes_memory.contains(&f)
+                })),
             writes_stream: output || stdio,
             reads_stream: stdio,
             may_not_return: !returns(call, &self.may_not_return),
@@ -182,6 +206,20 @@ fn calls(f: LLVMValueRef) -> impl Iterator<Item = LLVMValueRef> {
         .into_iter()
         .flat_map(ir::instructions)
         .filter(|&i| matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke))
+}
+
+/// Whether `f` itself (not its calls) may write memory other than its non-escaping allocas.
+fn writes_outside_locals(f: LLVMValueRef) -> bool {
+    let locs = AllocaLocations::of(f);
+    let mut based = HashMap::new();
+    ir::blocks(f).into_iter().flat_map(ir::instructions).any(|i| match ir::opcode(i) {
+        LLVMOpcode::LLVMStore => locs.access(operand(i, 1), &mut based, i).0 == HEAP,
+        LLVMOpcode::LLVMCall if mem_intrinsic(i).is_some() => locs.access(operand(i, 0), &mut based, i).0 == HEAP,
+        LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg | LLVMOpcode::LLVMFence | LLVMOpcode::LLVMVAArg => {
+            true
+        }
+        _ => false,
+    })
 }
 
 /// Whether control comes back from `call`, given the defined functions that may not return.

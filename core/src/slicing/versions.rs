@@ -2,8 +2,8 @@
 //! writes for each version ([`ModuleStatements`]), the correspondence between their vertices, and [`diff_program`],
 //! which runs [`super::diff`] on every function and carries changes across calls and initial memory.
 //!
-//! **The correspondence** is the thesis's "same statement": a NEW vertex corresponds to the OLD vertex at the same
-//! place of a corresponding source line (line correspondence comes from a text diff of the two sources, given as
+//! **The correspondence** is the thesis's "same statement": a NEW vertex corresponds to an OLD vertex on the
+//! corresponding source line (line correspondence comes from a text diff of the two sources, given as
 //! a [`LineMap`]) with the same [`Stmt::key`] — opcode, type and every non-vertex operand (constants, globals,
 //! arguments) — the `n`-th such vertex of the line to the `n`-th. A pair whose vertex operands do not correspond
 //! position by position (`a - b` against `b - a` from a changed macro) is dropped. So corresponding vertices
@@ -68,7 +68,7 @@ pub struct Stmt {
     pub file: Option<u32>,
     /// Source line (0: none).
     pub line: u32,
-    /// Source column (0: none).
+    /// Source column (0: none); not matched (re-indenting a line moves it).
     pub col: u32,
     /// Opcode, type and non-vertex operands as text: equal keys compute the same function of their vertex operands.
     pub key: String,
@@ -209,8 +209,8 @@ fn file<'a>(unit: &'a ModuleStatements, s: &Stmt) -> Option<&'a str> {
     s.file.and_then(|f| unit.files.get(f as usize)).filter(|_| s.line != 0).map(String::as_str)
 }
 
-/// The 1-1 partial map from `new`'s vertices to `old`'s (module docs): same key at the same place of
-/// corresponding lines, `n`-th to `n`-th, then pairs whose vertex operands do not correspond dropped.
+/// The 1-1 partial map from `new`'s vertices to `old`'s (module docs): same key on corresponding lines (or both
+/// without a position), `n`-th to `n`-th, then pairs whose vertex operands do not correspond dropped.
 pub fn correspond(
     old_unit: &ModuleStatements,
     old: &FunctionStatements,
@@ -218,11 +218,11 @@ pub fn correspond(
     new: &FunctionStatements,
     lines: &LineMap,
 ) -> Vec<Option<StmtId>> {
-    type Place<'a> = (Option<(&'a str, u32)>, u32, &'a str);
+    type Place<'a> = (Option<(&'a str, u32)>, &'a str);
     let mut old_at: HashMap<Place, Vec<StmtId>> = HashMap::new();
     for (v, s) in old.stmts.iter().enumerate().skip(2) {
         let at = file(old_unit, s).map(|f| (f, s.line));
-        old_at.entry((at, s.col, s.key.as_str())).or_default().push(StmtId::from_index(v));
+        old_at.entry((at, s.key.as_str())).or_default().push(StmtId::from_index(v));
     }
     let mut used: HashMap<Place, usize> = HashMap::new();
     let mut corr = vec![None; new.stmts.len()];
@@ -234,7 +234,7 @@ pub fn correspond(
                 None => continue,
             },
         };
-        let place = (at, s.col, s.key.as_str());
+        let place = (at, s.key.as_str());
         let n = used.entry(place).or_insert(0);
         corr[v] = old_at.get(&place).and_then(|vs| vs.get(*n)).copied();
         *n += 1;
