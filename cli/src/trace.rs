@@ -186,9 +186,9 @@ impl DecisionSource for Gated<'_> {
         self.certain.set(self.emitted.get() + 1);
         Ok(w)
     }
-    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
+    fn activation(&mut self, announced: Option<FuncId>, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
         self.check();
-        let a = self.reader.activation(func_bits)?;
+        let a = self.reader.activation(announced, func_bits)?;
         self.certain.set(self.emitted.get() + u64::from(a.is_some()));
         Ok(a)
     }
