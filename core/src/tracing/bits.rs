@@ -95,6 +95,11 @@ impl<'a> BitReader<'a> {
         BitReader { bytes: &trace.bytes, pos: 0, bits: trace.bits.min(trace.bytes.len() as u64 * 8) }
     }
 
+    /// Reads the first `bits` bits of `bytes` (a stream held elsewhere; fewer if `bytes` holds fewer).
+    pub fn over(bytes: &'a [u8], bits: u64) -> BitReader<'a> {
+        BitReader { bytes, pos: 0, bits: bits.min(bytes.len() as u64 * 8) }
+    }
+
     /// Skips `bits` bits (a stream read from a sync point, not from its first bit); false if there are fewer.
     pub fn skip(&mut self, bits: u64) -> bool {
         if self.bits - self.pos < bits {
