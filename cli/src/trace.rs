@@ -135,8 +135,8 @@ impl Flat {
     }
 }
 
-/// Collects steps (all, or the last N) and counts.
-struct Collector<'a> {
+/// What one thread's regeneration yields: its steps (all, or the last N) and counts.
+struct Tally<'a> {
     flat: &'a Flat,
     last: Option<usize>,
     /// Whether to keep the steps (the listing), as flat vertex indices.
@@ -148,23 +148,11 @@ struct Collector<'a> {
     inherited_hits: Vec<u64>,
     /// Per flat edge: the thread's own crossings.
     edges: Vec<u64>,
-    /// Whether blocks are the thread's own (false in a fork child until its part of the stream begins).
-    counting: &'a Cell<bool>,
-    /// Blocks regenerated so far, EXIT included (shared with [`Gated`]).
-    emitted: &'a Cell<u64>,
-    /// Blocks (EXIT included) that certainly ran: later ones, and the edges into them, are dropped.
-    limit: u64,
 }
 
-impl<'a> Collector<'a> {
-    fn new(
-        flat: &'a Flat,
-        last: Option<usize>,
-        keep_steps: bool,
-        counting: &'a Cell<bool>,
-        emitted: &'a Cell<u64>,
-    ) -> Self {
-        Collector {
+impl<'a> Tally<'a> {
+    fn new(flat: &'a Flat, last: Option<usize>, keep_steps: bool) -> Self {
+        Tally {
             flat,
             last,
             keep_steps,
@@ -172,9 +160,6 @@ impl<'a> Collector<'a> {
             hits: vec![0; flat.num_vertices()],
             inherited_hits: vec![0; flat.num_vertices()],
             edges: vec![0; flat.num_edges()],
-            counting,
-            emitted,
-            limit: u64::MAX,
         }
     }
 
@@ -193,8 +178,64 @@ impl<'a> Collector<'a> {
         self.flat.kind.iter().zip(&self.hits).filter(|(&k, _)| k == PREDICATE).map(|(_, &n)| n).sum()
     }
 
+    /// Adds a real block `b` of `f`: the thread's own if `counting`, else inherited (a naive item).
+    fn push(&mut self, f: FuncId, b: BlockId, counting: bool) {
+        let v = (self.flat.vbase[f.index()] + b.0) as usize;
+        if counting {
+            self.hits[v] += 1;
+        } else {
+            self.inherited_hits[v] += 1;
+        }
+        if self.keep_steps {
+            if self.last == Some(self.steps.len()) && self.steps.pop_front().is_none() {
+                return;
+            }
+            self.steps.push_back(v as u32);
+        }
+    }
+
     fn real_sum(&self, hits: &[u64]) -> u64 {
         self.flat.kind.iter().zip(hits).filter(|(&k, _)| k != EXIT).map(|(_, &n)| n).sum()
+    }
+}
+
+/// The regenerator's sink into a [`Tally`]: the tally's arrays borrowed as slices (no aliasing, so the hot path
+/// keeps them in registers). `GATED`: a fork child's stream (blocks before its own part are inherited) or a
+/// stream cut by a fault (blocks after the last certain one are dropped), tracked with the cells [`Gated`]
+/// shares; otherwise every block is the thread's own and certain. `STEPS`: the steps are kept (the listing).
+struct Collector<'t, const GATED: bool, const STEPS: bool> {
+    vbase: &'t [u32],
+    ebase: &'t [u32],
+    kind: &'t [u8],
+    hits: &'t mut [u64],
+    inherited_hits: &'t mut [u64],
+    edges: &'t mut [u64],
+    steps: &'t mut VecDeque<u32>,
+    last: Option<usize>,
+    /// Whether blocks are the thread's own (false in a fork child until its part of the stream begins).
+    counting: &'t Cell<bool>,
+    /// Blocks regenerated so far, EXIT included (shared with [`Gated`]).
+    emitted: &'t Cell<u64>,
+    /// Blocks (EXIT included) that certainly ran: later ones, and the edges into them, are dropped.
+    limit: u64,
+}
+
+impl<'t, const GATED: bool, const STEPS: bool> Collector<'t, GATED, STEPS> {
+    fn new(tally: &'t mut Tally<'_>, counting: &'t Cell<bool>, emitted: &'t Cell<u64>, limit: u64) -> Self {
+        let flat = tally.flat;
+        Collector {
+            vbase: &flat.vbase,
+            ebase: &flat.ebase,
+            kind: &flat.kind,
+            hits: &mut tally.hits,
+            inherited_hits: &mut tally.inherited_hits,
+            edges: &mut tally.edges,
+            steps: &mut tally.steps,
+            last: tally.last,
+            counting,
+            emitted,
+            limit,
+        }
     }
 }
 
@@ -204,34 +245,36 @@ struct Counts {
     edges: Vec<u64>,
 }
 
-impl StepSink for Collector<'_> {
+impl<const GATED: bool, const STEPS: bool> StepSink for Collector<'_, GATED, STEPS> {
     #[inline]
     fn block(&mut self, f: FuncId, b: BlockId) {
-        let i = self.emitted.get();
-        self.emitted.set(i + 1);
-        if i >= self.limit {
-            return;
+        if GATED {
+            let i = self.emitted.get();
+            self.emitted.set(i + 1);
+            if i >= self.limit {
+                return;
+            }
         }
-        let v = self.flat.vbase[f.index()] + b.0;
-        if self.counting.get() {
-            self.hits[v as usize] += 1;
+        let v = (self.vbase[f.index()] + b.0) as usize;
+        if !GATED || self.counting.get() {
+            self.hits[v] += 1;
         } else {
-            self.inherited_hits[v as usize] += 1;
+            self.inherited_hits[v] += 1;
         }
-        if self.keep_steps && self.flat.kind[v as usize] != EXIT {
+        if STEPS && self.kind[v] != EXIT {
             if self.last == Some(self.steps.len()) && self.steps.pop_front().is_none() {
                 return;
             }
-            self.steps.push_back(v);
+            self.steps.push_back(v as u32);
         }
     }
     #[inline]
     fn edge(&mut self, f: FuncId, e: EdgeId) {
-        if self.emitted.get() >= self.limit {
+        if GATED && self.emitted.get() >= self.limit {
             return; // into a block that may not have run
         }
-        if self.counting.get() {
-            self.edges[(self.flat.ebase[f.index()] + e.0) as usize] += 1;
+        if !GATED || self.counting.get() {
+            self.edges[(self.ebase[f.index()] + e.0) as usize] += 1;
         }
     }
 }
@@ -393,9 +436,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut exact = true;
     let mut windowed = false;
     for t in &file.threads {
-        let counting = Cell::new(t.fork_at.is_none_or(|f| f == 0));
-        let emitted = Cell::new(0);
-        let mut c = Collector::new(&flat, args.last, !args.summary, &counting, &emitted);
+        let mut c = Tally::new(&flat, args.last, !args.summary);
         let (status, vouched) = match &t.window {
             Some(w) if !w.opened => {
                 windowed = true;
@@ -586,7 +627,7 @@ fn regenerate_thread(
     resume: &ResumePoint,
     t: &ThreadTrace,
     names: &Names<'_>,
-    c: &mut Collector,
+    c: &mut Tally<'_>,
 ) -> Result<(String, bool)> {
     let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
     let certain = Cell::new(0);
@@ -598,24 +639,45 @@ fn regenerate_thread(
     };
     let fork_at = t.fork_at.unwrap_or(0);
     let mut trimmed = false;
+    let mut limit = u64::MAX;
     if (t.truncated || (t.signal.is_some() && t.in_body)) && t.abnormal_at.is_none() {
         // A fault in a body: a first walk finds the last block that certainly ran; the second stops there.
         let (probed, counting) = (Cell::new(0), Cell::new(true));
         let mut src =
             Gated { reader: reader(), bits, fork_at, counting: &counting, emitted: &probed, certain: &certain };
         let _ = regenerate_from(program, resume, &mut src, &mut Probe(&probed), u64::MAX);
-        c.limit = certain.get();
-        trimmed = probed.get() > c.limit;
+        limit = certain.get();
+        trimmed = probed.get() > limit;
     }
-    let mut reader =
-        Gated { reader: reader(), bits, fork_at, counting: c.counting, emitted: c.emitted, certain: &certain };
+    let (counting, emitted) = (Cell::new(fork_at == 0), Cell::new(0));
     let thread = format!("thread {} of process {}", t.thread, t.pid);
-    let result = regenerate_from(program, resume, &mut reader, c, u64::MAX)
-        .map_err(|e| anyhow::anyhow!("{thread}: corrupt trace: {e}"))?;
+    let gated = fork_at > 0 || limit != u64::MAX;
+    let (result, remaining) = if gated {
+        let mut src =
+            Gated { reader: reader(), bits, fork_at, counting: &counting, emitted: &emitted, certain: &certain };
+        let r = if c.keep_steps {
+            let mut sink = Collector::<true, true>::new(c, &counting, &emitted, limit);
+            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+        } else {
+            let mut sink = Collector::<true, false>::new(c, &counting, &emitted, limit);
+            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+        };
+        (r, src.reader.remaining())
+    } else {
+        // Every block is the thread's own and certain: the plain reader and the lean sink.
+        let mut src = reader();
+        let r = if c.keep_steps {
+            let mut sink = Collector::<false, true>::new(c, &counting, &emitted, limit);
+            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+        } else {
+            let mut sink = Collector::<false, false>::new(c, &counting, &emitted, limit);
+            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+        };
+        (r, src.remaining())
+    };
+    let result = result.map_err(|e| anyhow::anyhow!("{thread}: corrupt trace: {e}"))?;
     match result {
-        Ok(_) if reader.reader.remaining() > 0 => {
-            bail!("{thread}: corrupt trace ({} bits after the end)", reader.reader.remaining())
-        }
+        Ok(_) if remaining > 0 => bail!("{thread}: corrupt trace ({remaining} bits after the end)"),
         Ok(_) => Ok(("complete".into(), true)),
         Err(RegenError::Stream { error: StreamError::Ended, func, block }) => {
             let at = match (func, block) {
@@ -691,8 +753,9 @@ fn predicate_blocks(cfg: &pathprof_core::Cfg, invokes: &[u32]) -> Vec<bool> {
 /// Reads one thread's naive items (one per block: the block in the low 32 bits, the function's trace id in
 /// the high 32) into `c`; returns its status as [`regenerate_thread`] does. Naive items describe themselves,
 /// so abnormal transfers do not stop them.
-fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result<(String, bool)> {
+fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Result<(String, bool)> {
     let thread = format!("thread {} of process {}", t.thread, t.pid);
+    let mut counting = t.fork_at.is_none_or(|f| f == 0);
     if !t.bits.is_multiple_of(64) {
         bail!("{thread}: corrupt naive trace ({} bits, not whole items)", t.bits);
     }
@@ -709,9 +772,9 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result
             bail!("{thread}: corrupt naive trace (item {i}: block {} of function id {})", b.0, f.0);
         }
         if i as u64 * 64 >= fork_at {
-            c.counting.set(true);
+            counting = true;
         }
-        c.block(f, b);
+        tally.push(f, b, counting);
         last = Some((f, b));
     }
     let at = last.map_or(String::new(), |(f, b)| format!(" inside {} at block {}", names.name(f), b.0));
