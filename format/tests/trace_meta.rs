@@ -32,6 +32,7 @@ fn two_block_function(name: &str) -> pathprof_format::meta::FunctionMeta {
     let edges = vec![
         Edge { from: BlockId(0), to: BlockId(1), kind: EdgeKind::Branch { succ: 0 } },
         Edge { from: BlockId(1), to: BlockId(2), kind: EdgeKind::Return },
+        Edge { from: BlockId(2), to: BlockId(0), kind: EdgeKind::ExitToEntry },
     ];
     pathprof_format::meta::FunctionMeta {
         name: name.into(),
@@ -39,8 +40,8 @@ fn two_block_function(name: &str) -> pathprof_format::meta::FunctionMeta {
         file: String::new(),
         start_line: 0,
         cfg: Cfg::new(2, edges).unwrap(),
-        blocks: vec![Default::default(); 2],
-        edge_counters: vec![None; 2],
+        blocks: vec![pathprof_format::meta::BlockMeta { lines: Vec::new() }; 2],
+        edge_counters: vec![None; 3],
         counter_base: 0,
         num_counters: 0,
         reentry_blocks: Vec::new(),
