@@ -15,7 +15,8 @@
 //!   knows every activation's function and the call site it waits at. Bit 0 of the pointer set = a sync is
 //!   wanted: the entry calls the runtime's sync right after its `Enter` marker.
 //! - [`TLS_CALLEE`]: the announced callee (`pathprof_core::tracing::regenerate`, "Direct calls"): a direct call
-//!   site of a traced function of the same module stores 1 + the callee's trace id before the call; every
+//!   site of a traced function of the same module stores 1 + the callee's trace id before the call (before
+//!   the call site's state, so a signal handler in between finds a body state: an abnormal transfer); every
 //!   entry, call-site return, resync and unwind marker clears it. Nonzero, it says the stream is at a fresh
 //!   direct call site: the entry of that callee writes `1`, any other activation `01` and its id (resync and
 //!   unwind markers too), the site's Done `00`; zero, an entry writes `1` and its id, a Done `0`.

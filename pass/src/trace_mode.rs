@@ -654,10 +654,10 @@ impl Emitter {
                 *site += 1;
                 // The state inside this call site: odd, with the site's number above the depth.
                 LLVMPositionBuilderBefore(b, inst);
-                let expect_here = LLVMBuildAdd(b, d, c(1 + ((*site & 0xffff_ffff) << 32)), c"".as_ptr());
-                LLVMBuildStore(b, expect_here, pstate);
                 if let Some(g) = direct[bi][ci] {
-                    // A direct call of a traced function of this module: announce it (1 + its trace id).
+                    // A direct call of a traced function of this module: announce it (1 + its trace id), before
+                    // the call site's state, so that a signal handler entering in between finds a body state
+                    // (an abnormal transfer), never a site state without its announcement.
                     let i32t = LLVMInt32TypeInContext(self.ctx);
                     let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
                     let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), self.i64t, c"".as_ptr());
@@ -666,6 +666,8 @@ impl Emitter {
                     let pcallee = LLVMBuildInBoundsGEP2(b, self.i64t, self.tls, ix.as_mut_ptr(), 1, c"".as_ptr());
                     LLVMBuildStore(b, announced, pcallee);
                 }
+                let expect_here = LLVMBuildAdd(b, d, c(1 + ((*site & 0xffff_ffff) << 32)), c"".as_ptr());
+                LLVMBuildStore(b, expect_here, pstate);
                 if ir::opcode(inst) == LLVMOpcode::LLVMInvoke {
                     continue; // its return is on its normal edge, above
                 }
