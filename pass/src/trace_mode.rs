@@ -39,7 +39,9 @@ use crate::names::INSTRUMENTED_MARK;
 use inkwell::llvm_sys::comdat::{LLVMGetOrInsertComdat, LLVMSetComdat};
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode, LLVMVisibility};
+use inkwell::llvm_sys::{
+    LLVMAtomicOrdering, LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode, LLVMVisibility,
+};
 use pathprof_core::tracing::{FuncTables, WitnessPlan};
 use pathprof_core::{BlockId, EdgeKind};
 use pathprof_format::meta::{Mode, ModuleMeta};
@@ -665,6 +667,8 @@ impl Emitter {
                     let mut ix = [c(TLS_CALLEE as u64)];
                     let pcallee = LLVMBuildInBoundsGEP2(b, self.i64t, self.tls, ix.as_mut_ptr(), 1, c"".as_ptr());
                     LLVMBuildStore(b, announced, pcallee);
+                    // A signal fence: the optimiser keeps the two stores in this order.
+                    LLVMBuildFence(b, LLVMAtomicOrdering::LLVMAtomicOrderingSequentiallyConsistent, 1, c"".as_ptr());
                 }
                 let expect_here = LLVMBuildAdd(b, d, c(1 + ((*site & 0xffff_ffff) << 32)), c"".as_ptr());
                 LLVMBuildStore(b, expect_here, pstate);
