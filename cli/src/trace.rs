@@ -14,8 +14,7 @@
 
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate_from, BitReader, BitTrace, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StepSink,
-    StreamError, Unwind,
+    regenerate_from, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StepSink, StreamError, Unwind,
 };
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
@@ -25,7 +24,6 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::rc::Rc;
 
 /// Arguments of `pathprof trace`.
 #[derive(clap::Args)]
@@ -77,81 +75,206 @@ impl<'a> Names<'a> {
     }
 }
 
-/// One regenerated block.
-#[derive(Clone, Copy)]
-struct Step {
-    func: FuncId,
-    block: BlockId,
+/// Every function's vertices and edges numbered densely (function by function), so that counting a block or
+/// an edge is one array increment: regeneration runs at hundreds of millions of blocks per second, and a
+/// nested `Vec` per function or a hash per block would cost more than the walk itself.
+struct Flat {
+    /// Per function id: the flat index of its vertex 0 (one more entry at the end: the total).
+    vbase: Vec<u32>,
+    /// Per function id: the flat index of its edge 0 (one more entry at the end: the total).
+    ebase: Vec<u32>,
+    /// Per flat vertex: [`EXIT`], [`REAL`] or [`PREDICATE`].
+    kind: Vec<u8>,
 }
 
-/// Collects steps (all, or the last N) and counts.
-struct Collector {
+/// [`Flat::kind`]: the function's virtual EXIT (counted for the summary, never listed).
+const EXIT: u8 = 0;
+/// [`Flat::kind`]: a real block.
+const REAL: u8 = 1;
+/// [`Flat::kind`]: a real block that is a predicate (two or more branch successors: a conditional branch).
+const PREDICATE: u8 = 2;
+
+impl Flat {
+    fn new(file: &TraceFile, owner: &[Option<FunctionRef>], names: &Names<'_>) -> Flat {
+        let (mut vbase, mut ebase, mut kind) = (vec![0u32], vec![0u32], Vec::new());
+        for (i, o) in owner.iter().enumerate() {
+            match (names.meta(FuncId(i as u32)), o) {
+                (Some(m), Some((base, fi))) => {
+                    let preds = predicate_blocks(&m.cfg, &file.modules[base].invokes[*fi]);
+                    let real = m.cfg.num_blocks();
+                    kind.extend((0..m.cfg.num_vertices()).map(|v| match v {
+                        v if v >= real => EXIT,
+                        v if preds[v] => PREDICATE,
+                        _ => REAL,
+                    }));
+                    ebase.push(ebase[i] + m.cfg.num_edges() as u32);
+                }
+                // An id no module claims: a one-block placeholder (never entered in a valid trace).
+                _ => {
+                    kind.extend([REAL, EXIT]);
+                    ebase.push(ebase[i] + 1);
+                }
+            }
+            vbase.push(kind.len() as u32);
+        }
+        Flat { vbase, ebase, kind }
+    }
+
+    fn num_vertices(&self) -> usize {
+        self.kind.len()
+    }
+
+    fn num_edges(&self) -> usize {
+        *self.ebase.last().expect("one entry at least") as usize
+    }
+
+    /// The function and block of flat vertex `i`.
+    fn block_of(&self, i: u32) -> (FuncId, BlockId) {
+        let f = self.vbase.partition_point(|&b| b <= i) - 1;
+        (FuncId(f as u32), BlockId(i - self.vbase[f]))
+    }
+}
+
+/// What one thread's regeneration yields: its steps (all, or the last N) and counts.
+struct Tally<'a> {
+    flat: &'a Flat,
     last: Option<usize>,
-    steps: VecDeque<Step>,
-    counts: Option<Counts>,
-    real_blocks: Vec<u32>,
-    /// Per function and block: whether the block is a predicate (two or more branch successors).
-    predicates: Rc<Vec<Vec<bool>>>,
-    blocks: u64,
+    /// Whether to keep the steps (the listing), as flat vertex indices.
+    keep_steps: bool,
+    steps: VecDeque<u32>,
+    /// Per flat vertex: the thread's own runs (EXIT included).
+    hits: Vec<u64>,
+    /// Per flat vertex: runs inherited from a fork child's parent (regenerated, not counted as the child's).
+    inherited_hits: Vec<u64>,
+    /// Per flat edge: the thread's own crossings.
+    edges: Vec<u64>,
+}
+
+impl<'a> Tally<'a> {
+    fn new(flat: &'a Flat, last: Option<usize>, keep_steps: bool) -> Self {
+        Tally {
+            flat,
+            last,
+            keep_steps,
+            steps: VecDeque::new(),
+            hits: vec![0; flat.num_vertices()],
+            inherited_hits: vec![0; flat.num_vertices()],
+            edges: vec![0; flat.num_edges()],
+        }
+    }
+
+    /// Real blocks regenerated (the thread's own and inherited ones).
+    fn blocks(&self) -> u64 {
+        self.real_sum(&self.hits) + self.real_sum(&self.inherited_hits)
+    }
+
+    /// Real blocks inherited from a fork child's parent.
+    fn inherited(&self) -> u64 {
+        self.real_sum(&self.inherited_hits)
+    }
+
     /// Predicate executions counted (the conditional branches the thread executed).
-    branches: u64,
-    /// Blocks inherited from a fork child's parent (regenerated, not counted).
-    inherited: u64,
+    fn branches(&self) -> u64 {
+        self.flat.kind.iter().zip(&self.hits).filter(|(&k, _)| k == PREDICATE).map(|(_, &n)| n).sum()
+    }
+
+    /// Adds a real block `b` of `f`: the thread's own if `counting`, else inherited (a naive item).
+    fn push(&mut self, f: FuncId, b: BlockId, counting: bool) {
+        let v = (self.flat.vbase[f.index()] + b.0) as usize;
+        if counting {
+            self.hits[v] += 1;
+        } else {
+            self.inherited_hits[v] += 1;
+        }
+        if self.keep_steps {
+            if self.last == Some(self.steps.len()) && self.steps.pop_front().is_none() {
+                return;
+            }
+            self.steps.push_back(v as u32);
+        }
+    }
+
+    fn real_sum(&self, hits: &[u64]) -> u64 {
+        self.flat.kind.iter().zip(hits).filter(|(&k, _)| k != EXIT).map(|(_, &n)| n).sum()
+    }
+}
+
+/// The regenerator's sink into a [`Tally`]: the tally's arrays borrowed as slices (no aliasing, so the hot path
+/// keeps them in registers). `GATED`: a fork child's stream (blocks before its own part are inherited) or a
+/// stream cut by a fault (blocks after the last certain one are dropped), tracked with the cells [`Gated`]
+/// shares; otherwise every block is the thread's own and certain. `STEPS`: the steps are kept (the listing).
+struct Collector<'t, const GATED: bool, const STEPS: bool> {
+    vbase: &'t [u32],
+    ebase: &'t [u32],
+    kind: &'t [u8],
+    hits: &'t mut [u64],
+    inherited_hits: &'t mut [u64],
+    edges: &'t mut [u64],
+    steps: &'t mut VecDeque<u32>,
+    last: Option<usize>,
     /// Whether blocks are the thread's own (false in a fork child until its part of the stream begins).
-    counting: Rc<Cell<bool>>,
+    counting: &'t Cell<bool>,
     /// Blocks regenerated so far, EXIT included (shared with [`Gated`]).
-    emitted: Rc<Cell<u64>>,
+    emitted: &'t Cell<u64>,
     /// Blocks (EXIT included) that certainly ran: later ones, and the edges into them, are dropped.
     limit: u64,
 }
 
-/// Per function: entries, block counts, edge counts.
-#[derive(Default, Clone)]
-struct Counts {
-    blocks: Vec<Vec<u64>>,
-    edges: Vec<Vec<u64>>,
+impl<'t, const GATED: bool, const STEPS: bool> Collector<'t, GATED, STEPS> {
+    fn new(tally: &'t mut Tally<'_>, counting: &'t Cell<bool>, emitted: &'t Cell<u64>, limit: u64) -> Self {
+        let flat = tally.flat;
+        Collector {
+            vbase: &flat.vbase,
+            ebase: &flat.ebase,
+            kind: &flat.kind,
+            hits: &mut tally.hits,
+            inherited_hits: &mut tally.inherited_hits,
+            edges: &mut tally.edges,
+            steps: &mut tally.steps,
+            last: tally.last,
+            counting,
+            emitted,
+            limit,
+        }
+    }
 }
 
-impl StepSink for Collector {
+/// Per flat vertex and edge ([`Flat`]): block and edge counts summed over threads.
+struct Counts {
+    blocks: Vec<u64>,
+    edges: Vec<u64>,
+}
+
+impl<const GATED: bool, const STEPS: bool> StepSink for Collector<'_, GATED, STEPS> {
     #[inline]
     fn block(&mut self, f: FuncId, b: BlockId) {
-        let i = self.emitted.get();
-        self.emitted.set(i + 1);
-        if i >= self.limit {
-            return;
-        }
-        if b.0 >= self.real_blocks[f.index()] {
-            if let (Some(c), true) = (&mut self.counts, self.counting.get()) {
-                c.blocks[f.index()][b.index()] += 1;
+        if GATED {
+            let i = self.emitted.get();
+            self.emitted.set(i + 1);
+            if i >= self.limit {
+                return;
             }
-            return; // EXIT
         }
-        self.blocks += 1;
-        if !self.counting.get() {
-            self.inherited += 1;
+        let v = (self.vbase[f.index()] + b.0) as usize;
+        if !GATED || self.counting.get() {
+            self.hits[v] += 1;
         } else {
-            if let Some(c) = &mut self.counts {
-                c.blocks[f.index()][b.index()] += 1;
+            self.inherited_hits[v] += 1;
+        }
+        if STEPS && self.kind[v] != EXIT {
+            if self.last == Some(self.steps.len()) && self.steps.pop_front().is_none() {
+                return;
             }
-            if self.predicates[f.index()][b.index()] {
-                self.branches += 1;
-            }
+            self.steps.push_back(v as u32);
         }
-        if self.counts.is_some() {
-            return;
-        }
-        if self.last == Some(self.steps.len()) && self.steps.pop_front().is_none() {
-            return;
-        }
-        self.steps.push_back(Step { func: f, block: b });
     }
     #[inline]
     fn edge(&mut self, f: FuncId, e: EdgeId) {
-        if self.emitted.get() >= self.limit {
+        if GATED && self.emitted.get() >= self.limit {
             return; // into a block that may not have run
         }
-        if let (Some(c), true) = (&mut self.counts, self.counting.get()) {
-            c.edges[f.index()][e.index()] += 1;
+        if !GATED || self.counting.get() {
+            self.edges[(self.ebase[f.index()] + e.0) as usize] += 1;
         }
     }
 }
@@ -164,9 +287,9 @@ struct Gated<'a> {
     reader: BitReader<'a>,
     bits: u64,
     fork_at: u64,
-    counting: Rc<Cell<bool>>,
-    emitted: Rc<Cell<u64>>,
-    certain: Rc<Cell<u64>>,
+    counting: &'a Cell<bool>,
+    emitted: &'a Cell<u64>,
+    certain: &'a Cell<u64>,
 }
 
 impl Gated<'_> {
@@ -186,9 +309,9 @@ impl DecisionSource for Gated<'_> {
         self.certain.set(self.emitted.get() + 1);
         Ok(w)
     }
-    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
+    fn activation(&mut self, announced: Option<FuncId>, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
         self.check();
-        let a = self.reader.activation(func_bits)?;
+        let a = self.reader.activation(announced, func_bits)?;
         self.certain.set(self.emitted.get() + u64::from(a.is_some()));
         Ok(a)
     }
@@ -303,43 +426,17 @@ pub fn run(args: &Args) -> Result<()> {
     let file = TraceFile::parse(&bytes).with_context(what)?;
     let (program, owner) = file.program().with_context(what)?;
     let names = Names::new(&file, &owner);
-    let real_blocks: Vec<u32> =
-        (0..owner.len()).map(|i| names.meta(FuncId(i as u32)).map_or(1, |m| m.cfg.num_blocks() as u32)).collect();
-    let predicates: Rc<Vec<Vec<bool>>> = Rc::new(
-        (0..owner.len())
-            .map(|i| match (names.meta(FuncId(i as u32)), owner[i]) {
-                (Some(m), Some((base, fi))) => predicate_blocks(&m.cfg, &file.modules[&base].invokes[fi]),
-                _ => vec![false; 2],
-            })
-            .collect(),
-    );
-    let mut totals = args.summary.then(|| Counts {
-        blocks: (0..owner.len())
-            .map(|i| vec![0; names.meta(FuncId(i as u32)).map_or(2, |m| m.cfg.num_vertices())])
-            .collect(),
-        edges: (0..owner.len())
-            .map(|i| vec![0; names.meta(FuncId(i as u32)).map_or(1, |m| m.cfg.num_edges())])
-            .collect(),
-    });
+    let flat = Flat::new(&file, &owner, &names);
+    let mut totals =
+        args.summary.then(|| Counts { blocks: vec![0; flat.num_vertices()], edges: vec![0; flat.num_edges()] });
+    let mut listing = Listing::new(&flat, &names);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut json_threads = Vec::new();
     let mut exact = true;
     let mut windowed = false;
     for t in &file.threads {
-        let mut c = Collector {
-            last: args.last,
-            steps: VecDeque::new(),
-            counts: totals.take(),
-            real_blocks: real_blocks.clone(),
-            predicates: predicates.clone(),
-            blocks: 0,
-            branches: 0,
-            inherited: 0,
-            counting: Rc::new(Cell::new(t.fork_at.is_none_or(|f| f == 0))),
-            emitted: Rc::new(Cell::new(0)),
-            limit: u64::MAX,
-        };
+        let mut c = Tally::new(&flat, args.last, !args.summary);
         let (status, vouched) = match &t.window {
             Some(w) if !w.opened => {
                 windowed = true;
@@ -371,35 +468,42 @@ pub fn run(args: &Args) -> Result<()> {
                 }
             }
         };
-        let status = match (t.fork_at, c.inherited) {
+        let status = match (t.fork_at, c.inherited()) {
             (Some(_), n) if n > 0 => format!("{status} (a fork child: its first {n} blocks ran in its parent)"),
             _ => status,
         };
         exact &= vouched;
-        totals = c.counts.take();
+        if let Some(totals) = &mut totals {
+            totals.blocks.iter_mut().zip(&c.hits).for_each(|(t, n)| *t += n);
+            totals.edges.iter_mut().zip(&c.edges).for_each(|(t, n)| *t += n);
+        }
         if args.json {
-            let steps = (!args.summary).then(|| c.steps.iter().map(|s| json_step(&names, *s)).collect());
+            let steps = (!args.summary).then(|| {
+                c.steps
+                    .iter()
+                    .map(|&v| {
+                        let (f, b) = flat.block_of(v);
+                        json_step(&names, f, b)
+                    })
+                    .collect()
+            });
             json_threads.push(JsonThread {
                 pid: t.pid,
                 thread: t.thread,
                 status,
-                blocks: c.blocks,
+                blocks: c.blocks(),
                 bits: t.bits - t.window.as_ref().map_or(0, |w| w.start.min(t.bits)),
-                branches: c.branches,
+                branches: c.branches(),
                 steps,
             });
         } else {
-            writeln!(out, "thread {} (process {}): {} blocks, {status}", t.thread, t.pid, c.blocks)?;
-            for s in &c.steps {
-                let m = names.meta(s.func);
-                let lines = m.and_then(|m| m.blocks.get(s.block.index())).map(|b| &b.lines[..]).unwrap_or(&[]);
-                let file = m.map_or("", |m| m.file.as_str());
-                let lines: Vec<String> = lines.iter().map(u32::to_string).collect();
-                writeln!(out, "  {} {} {}:{}", names.name(s.func), s.block.0, file, lines.join(","))?;
+            writeln!(out, "thread {} (process {}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
+            for &v in &c.steps {
+                out.write_all(listing.line(v))?;
             }
         }
     }
-    let functions = totals.map(|c| summary(&names, &c, exact, !file.naive));
+    let functions = totals.map(|c| summary(&names, &flat, &c, exact, !file.naive));
     if args.json {
         let traced = args.summary.then(|| {
             let mut all: Vec<(String, String)> =
@@ -435,16 +539,44 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-fn json_step(names: &Names<'_>, s: Step) -> JsonStep {
-    let lines =
-        names.meta(s.func).and_then(|m| m.blocks.get(s.block.index())).map(|b| b.lines.clone()).unwrap_or_default();
-    JsonStep { function: names.name(s.func), block: s.block.0, lines }
+fn json_step(names: &Names<'_>, f: FuncId, b: BlockId) -> JsonStep {
+    let lines = names.meta(f).and_then(|m| m.blocks.get(b.index())).map(|b| b.lines.clone()).unwrap_or_default();
+    JsonStep { function: names.name(f), block: b.0, lines }
+}
+
+/// The listing's line of each block (`  function block file:line,line…`), formatted once per block: a trace
+/// lists the same few blocks millions of times.
+struct Listing<'a> {
+    flat: &'a Flat,
+    names: &'a Names<'a>,
+    /// Per flat vertex: its line, once formatted.
+    lines: Vec<Option<Box<[u8]>>>,
+}
+
+impl<'a> Listing<'a> {
+    fn new(flat: &'a Flat, names: &'a Names<'a>) -> Listing<'a> {
+        Listing { flat, names, lines: vec![None; flat.num_vertices()] }
+    }
+
+    fn line(&mut self, v: u32) -> &[u8] {
+        let (flat, names) = (self.flat, self.names);
+        self.lines[v as usize].get_or_insert_with(|| {
+            let (f, b) = flat.block_of(v);
+            let m = names.meta(f);
+            let lines = m.and_then(|m| m.blocks.get(b.index())).map(|b| &b.lines[..]).unwrap_or(&[]);
+            let file = m.map_or("", |m| m.file.as_str());
+            let lines: Vec<String> = lines.iter().map(u32::to_string).collect();
+            format!("  {} {} {}:{}\n", names.name(f), b.0, file, lines.join(",")).into_bytes().into_boxed_slice()
+        })
+    }
 }
 
 /// Per executed function: entries (executions of its entry block), block and traced-edge counts.
-fn summary(names: &Names<'_>, c: &Counts, exact: bool, with_edges: bool) -> Vec<JsonFunction> {
+fn summary(names: &Names<'_>, flat: &Flat, c: &Counts, exact: bool, with_edges: bool) -> Vec<JsonFunction> {
     let mut out = Vec::new();
-    for (i, blocks) in c.blocks.iter().enumerate() {
+    for i in 0..flat.vbase.len() - 1 {
+        let blocks = &c.blocks[flat.vbase[i] as usize..flat.vbase[i + 1] as usize];
+        let edge_counts = &c.edges[flat.ebase[i] as usize..flat.ebase[i + 1] as usize];
         let f = FuncId(i as u32);
         let Some(m) = names.meta(f) else { continue };
         if blocks.iter().all(|&n| n == 0) {
@@ -467,7 +599,7 @@ fn summary(names: &Names<'_>, c: &Counts, exact: bool, with_edges: bool) -> Vec<
                     pathprof_core::EdgeKind::Branch { succ } => ("branch", Some(succ)),
                     _ => ("return", None),
                 };
-                JsonEdge { from: edge.from.0, to: edge.to.0, kind, succ, count: c.edges[i][e.index()] }
+                JsonEdge { from: edge.from.0, to: edge.to.0, kind, succ, count: edge_counts[e.index()] }
             })
             .collect();
         let block_lines = |b: usize| m.blocks.get(b).map(|b| b.lines.clone()).unwrap_or_default();
@@ -495,42 +627,57 @@ fn regenerate_thread(
     resume: &ResumePoint,
     t: &ThreadTrace,
     names: &Names<'_>,
-    c: &mut Collector,
+    c: &mut Tally<'_>,
 ) -> Result<(String, bool)> {
     let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
-    let trace = BitTrace { bytes: t.bytes.clone(), bits };
-    let certain = Rc::new(Cell::new(0));
+    let certain = Cell::new(0);
     let start = t.window.as_ref().map_or(0, |w| w.start);
     let reader = || {
-        let mut r = BitReader::new(&trace);
+        let mut r = BitReader::over(&t.bytes, bits);
         r.skip(start);
         r
     };
-    let gated = |counting: &Rc<Cell<bool>>, emitted: &Rc<Cell<u64>>| Gated {
-        reader: reader(),
-        bits,
-        fork_at: t.fork_at.unwrap_or(0),
-        counting: counting.clone(),
-        emitted: emitted.clone(),
-        certain: certain.clone(),
-    };
+    let fork_at = t.fork_at.unwrap_or(0);
     let mut trimmed = false;
+    let mut limit = u64::MAX;
     if (t.truncated || (t.signal.is_some() && t.in_body)) && t.abnormal_at.is_none() {
         // A fault in a body: a first walk finds the last block that certainly ran; the second stops there.
-        let probe = Probe(Rc::new(Cell::new(0)));
-        let mut sink = Probe(probe.0.clone());
-        let _ = regenerate_from(program, resume, &mut gated(&Rc::new(Cell::new(true)), &probe.0), &mut sink, u64::MAX);
-        c.limit = certain.get();
-        trimmed = probe.0.get() > c.limit;
+        let (probed, counting) = (Cell::new(0), Cell::new(true));
+        let mut src =
+            Gated { reader: reader(), bits, fork_at, counting: &counting, emitted: &probed, certain: &certain };
+        let _ = regenerate_from(program, resume, &mut src, &mut Probe(&probed), u64::MAX);
+        limit = certain.get();
+        trimmed = probed.get() > limit;
     }
-    let mut reader = gated(&c.counting, &c.emitted);
+    let (counting, emitted) = (Cell::new(fork_at == 0), Cell::new(0));
     let thread = format!("thread {} of process {}", t.thread, t.pid);
-    let result = regenerate_from(program, resume, &mut reader, c, u64::MAX)
-        .map_err(|e| anyhow::anyhow!("{thread}: corrupt trace: {e}"))?;
+    let gated = fork_at > 0 || limit != u64::MAX;
+    let (result, remaining) = if gated {
+        let mut src =
+            Gated { reader: reader(), bits, fork_at, counting: &counting, emitted: &emitted, certain: &certain };
+        let r = if c.keep_steps {
+            let mut sink = Collector::<true, true>::new(c, &counting, &emitted, limit);
+            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+        } else {
+            let mut sink = Collector::<true, false>::new(c, &counting, &emitted, limit);
+            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+        };
+        (r, src.reader.remaining())
+    } else {
+        // Every block is the thread's own and certain: the plain reader and the lean sink.
+        let mut src = reader();
+        let r = if c.keep_steps {
+            let mut sink = Collector::<false, true>::new(c, &counting, &emitted, limit);
+            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+        } else {
+            let mut sink = Collector::<false, false>::new(c, &counting, &emitted, limit);
+            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+        };
+        (r, src.remaining())
+    };
+    let result = result.map_err(|e| anyhow::anyhow!("{thread}: corrupt trace: {e}"))?;
     match result {
-        Ok(_) if reader.reader.remaining() > 0 => {
-            bail!("{thread}: corrupt trace ({} bits after the end)", reader.reader.remaining())
-        }
+        Ok(_) if remaining > 0 => bail!("{thread}: corrupt trace ({remaining} bits after the end)"),
         Ok(_) => Ok(("complete".into(), true)),
         Err(RegenError::Stream { error: StreamError::Ended, func, block }) => {
             let at = match (func, block) {
@@ -578,9 +725,9 @@ fn regenerate_thread(
 }
 
 /// Counts the blocks a walk regenerates (the first pass over a trace ended by a fault).
-struct Probe(Rc<Cell<u64>>);
+struct Probe<'a>(&'a Cell<u64>);
 
-impl StepSink for Probe {
+impl StepSink for Probe<'_> {
     fn block(&mut self, _f: FuncId, _b: BlockId) {
         self.0.set(self.0.get() + 1);
     }
@@ -606,8 +753,9 @@ fn predicate_blocks(cfg: &pathprof_core::Cfg, invokes: &[u32]) -> Vec<bool> {
 /// Reads one thread's naive items (one per block: the block in the low 32 bits, the function's trace id in
 /// the high 32) into `c`; returns its status as [`regenerate_thread`] does. Naive items describe themselves,
 /// so abnormal transfers do not stop them.
-fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result<(String, bool)> {
+fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Result<(String, bool)> {
     let thread = format!("thread {} of process {}", t.thread, t.pid);
+    let mut counting = t.fork_at.is_none_or(|f| f == 0);
     if !t.bits.is_multiple_of(64) {
         bail!("{thread}: corrupt naive trace ({} bits, not whole items)", t.bits);
     }
@@ -624,9 +772,9 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, c: &mut Collector) -> Result
             bail!("{thread}: corrupt naive trace (item {i}: block {} of function id {})", b.0, f.0);
         }
         if i as u64 * 64 >= fork_at {
-            c.counting.set(true);
+            counting = true;
         }
-        c.block(f, b);
+        tally.push(f, b, counting);
         last = Some((f, b));
     }
     let at = last.map_or(String::new(), |(f, b)| format!(" inside {} at block {}", names.name(f), b.0));

@@ -30,6 +30,11 @@ pub struct TraceModuleMeta {
     /// writes the thread's trace state): the optimiser keeps every such call, where a build without tracing
     /// may merge or drop some, so these functions may run more often than in another mode's build.
     pub kept_calls: Vec<String>,
+    /// Per function of `module.functions`: its direct call sites of traced functions of this module, as
+    /// `(block, call index among the block's call sites, callee's index in module.functions)`. Instrumented
+    /// code announces the callee there, so its entry costs one bit (`pathprof_core::tracing::regenerate`,
+    /// "Direct calls").
+    pub direct: Vec<Vec<(u32, u32, u32)>>,
 }
 
 /// [`TraceModuleMeta`]'s tail: what follows the call sites when any of it is set (flags byte
@@ -38,6 +43,7 @@ pub struct TraceModuleMeta {
 struct Extras {
     invokes: Vec<Vec<u32>>,
     kept_calls: Vec<String>,
+    direct: Vec<Vec<(u32, u32, u32)>>,
 }
 
 /// Tail flag: recorded at `OptimizerLast`.
@@ -71,13 +77,20 @@ impl TraceModuleMeta {
         blob.extend_from_slice(&(out.len() as u64).to_le_bytes());
         blob.append(&mut out);
         blob.extend_from_slice(&calls);
-        // Plain trace mode without invokes or kept calls keeps its bytes (nothing after the call sites).
-        let extras = self.invokes.iter().any(|b| !b.is_empty()) || !self.kept_calls.is_empty();
+        // Plain trace mode without invokes, kept calls or direct calls keeps its bytes (nothing after the call
+        // sites).
+        let extras = self.invokes.iter().any(|b| !b.is_empty())
+            || !self.kept_calls.is_empty()
+            || self.direct.iter().any(|d| !d.is_empty());
         if self.optimizer_last || extras {
             blob.push(if self.optimizer_last { TAIL_OPTIMIZER_LAST } else { 0 } | if extras { TAIL_EXTRAS } else { 0 });
         }
         if extras {
-            let e = Extras { invokes: self.invokes.clone(), kept_calls: self.kept_calls.clone() };
+            let e = Extras {
+                invokes: self.invokes.clone(),
+                kept_calls: self.kept_calls.clone(),
+                direct: self.direct.clone(),
+            };
             blob.extend_from_slice(&postcard::to_allocvec(&e).expect("postcard serialisation of extras"));
         }
         blob
@@ -104,11 +117,17 @@ impl TraceModuleMeta {
             }
             e
         } else {
-            Extras { invokes: Vec::new(), kept_calls: Vec::new() }
+            Extras { invokes: Vec::new(), kept_calls: Vec::new(), direct: Vec::new() }
         };
         let invokes = if extras.invokes.is_empty() { vec![Vec::new(); calls.len()] } else { extras.invokes };
+        let direct = if extras.direct.is_empty() { vec![Vec::new(); calls.len()] } else { extras.direct };
+        let nf = module.functions.len() as u64;
         if calls.len() != module.functions.len()
             || invokes.len() != calls.len()
+            || direct.len() != calls.len()
+            || direct.iter().zip(&calls).any(|(d, c)| {
+                d.iter().any(|&(b, k, g)| c.get(b as usize).is_none_or(|&n| k >= n) || u64::from(g) >= nf)
+            })
             || module.functions.iter().zip(&calls).any(|(f, c)| c.len() != f.cfg.num_blocks())
         {
             return Err(bad("call sites do not fit the functions"));
@@ -119,6 +138,7 @@ impl TraceModuleMeta {
             optimizer_last: flags & TAIL_OPTIMIZER_LAST != 0,
             invokes,
             kept_calls: extras.kept_calls,
+            direct,
         })
     }
 }
@@ -346,8 +366,10 @@ impl TraceFile {
                 funcs.push(placeholder());
             }
             for (i, ((f, calls), invokes)) in m.module.functions.iter().zip(&m.calls).zip(&m.invokes).enumerate() {
-                let (_, t) = function_tables(&f.cfg, calls, invokes)
-                    .map_err(|e| TraceError::Meta(format!("function `{}`: {e}", f.name)))?;
+                let bad = |e: String| TraceError::Meta(format!("function `{}`: {e}", f.name));
+                let (_, t) = function_tables(&f.cfg, calls, invokes).map_err(bad)?;
+                let direct = m.direct[i].iter().map(|&(b, k, g)| (BlockId(b), k, FuncId(base + g)));
+                let t = t.with_direct_callees(direct).map_err(|e| bad(e.to_string()))?;
                 owner[base as usize + i] = Some((base, i));
                 funcs.push(t);
             }

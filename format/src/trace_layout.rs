@@ -14,6 +14,12 @@
 //!   that the runtime
 //!   knows every activation's function and the call site it waits at. Bit 0 of the pointer set = a sync is
 //!   wanted: the entry calls the runtime's sync right after its `Enter` marker.
+//! - [`TLS_CALLEE`]: the announced callee (`pathprof_core::tracing::regenerate`, "Direct calls"): a direct call
+//!   site of a traced function of the same module stores 1 + the callee's trace id before the call (before
+//!   the call site's state, so a signal handler in between finds a body state: an abnormal transfer); every
+//!   entry, call-site return, resync and unwind marker clears it. Nonzero, it says the stream is at a fresh
+//!   direct call site: the entry of that callee writes `1`, any other activation `01` and its id (resync and
+//!   unwind markers too), the site's Done `00`; zero, an entry writes `1` and its id, a Done `0`.
 //!
 //! When 64 bits are full, instrumented code calls the runtime's spill with the word; the runtime appends it to
 //! the thread's buffer and writes full buffers to the file as [`REC_DATA`] records.
@@ -50,8 +56,9 @@
 pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// Version of the layout above (3: unwind markers, and the module metadata's tail with `invoke` blocks and
 /// kept calls; files of version 2 are refused, not misread;
-/// 4: data records carry their first word's index, sync and stop records, the shadow stack word).
-pub const TRACE_VERSION: u32 = 4;
+/// 4: data records carry their first word's index, sync and stop records, the shadow stack word;
+/// 5: announced entries at direct call sites, the module metadata's direct call sites, the callee word).
+pub const TRACE_VERSION: u32 = 5;
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 24;
 /// A module's metadata and trace ids.
@@ -123,7 +130,7 @@ pub const RESYNC_ID: u32 = MAX_FUNCS - 1;
 pub const UNWIND_ID: u32 = MAX_FUNCS - 2;
 
 /// Words of the per-thread state.
-pub const TLS_WORDS: usize = 5;
+pub const TLS_WORDS: usize = 6;
 /// Index of the bit accumulator.
 pub const TLS_ACC: usize = 0;
 /// Index of the number of bits in the accumulator.
@@ -134,6 +141,8 @@ pub const TLS_STATE: usize = 2;
 pub const TLS_THREAD: usize = 3;
 /// Index of the shadow stack's address (0: none), bit 0 = a sync is wanted.
 pub const TLS_SHADOW: usize = 4;
+/// Index of the announced callee: 0, or 1 + the trace id of the function a fresh direct call site calls.
+pub const TLS_CALLEE: usize = 5;
 
 /// The trace-mode module descriptor the pass emits and the runtime registers (`#[repr(C)]`).
 #[repr(C)]

@@ -1,5 +1,6 @@
 //! Trace-file module metadata: the recording point (mode icache records at `OptimizerLast`), the `invoke`
-//! blocks and the kept calls round-trip; plain trace mode's blob keeps its bytes; unknown tails are refused.
+//! blocks, the kept calls and the direct call sites round-trip; plain trace mode's blob keeps its bytes;
+//! unknown tails and direct call sites that do not fit the functions are refused.
 
 use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::trace::TraceModuleMeta;
@@ -21,6 +22,31 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
         optimizer_last,
         invokes: Vec::new(),
         kept_calls: Vec::new(),
+        direct: Vec::new(),
+    }
+}
+
+/// A function of two blocks, `0 → 1 → return`, block 0 holding two call sites.
+fn two_block_function(name: &str) -> pathprof_format::meta::FunctionMeta {
+    use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+    let edges = vec![
+        Edge { from: BlockId(0), to: BlockId(1), kind: EdgeKind::Branch { succ: 0 } },
+        Edge { from: BlockId(1), to: BlockId(2), kind: EdgeKind::Return },
+        Edge { from: BlockId(2), to: BlockId(0), kind: EdgeKind::ExitToEntry },
+    ];
+    pathprof_format::meta::FunctionMeta {
+        name: name.into(),
+        display_name: String::new(),
+        file: String::new(),
+        start_line: 0,
+        cfg: Cfg::new(2, edges).unwrap(),
+        blocks: vec![pathprof_format::meta::BlockMeta { lines: Vec::new() }; 2],
+        edge_counters: vec![None; 3],
+        counter_base: 0,
+        num_counters: 0,
+        reentry_blocks: Vec::new(),
+        cfg_hash: 0,
+        path: None,
     }
 }
 
@@ -56,9 +82,9 @@ fn kept_calls_round_trip_with_the_recording_point() {
 fn a_file_of_the_previous_layout_is_refused_not_misread() {
     use pathprof_format::trace::{TraceError, TraceFile};
     use pathprof_format::trace_layout::{TRACE_MAGIC, TRACE_VERSION};
-    // Version 4 added the flight recorder's sync records and windows; version 3 files must be refused.
-    assert_eq!(TRACE_VERSION, 4);
-    for previous in [2u32, 3] {
+    // Version 5 announces direct callees (a one-bit entry); files of versions 2–4 must be refused.
+    assert_eq!(TRACE_VERSION, 5);
+    for previous in [2u32, 3, 4] {
         let mut old = TRACE_MAGIC.to_vec();
         old.extend_from_slice(&previous.to_le_bytes());
         assert!(matches!(TraceFile::parse(&old), Err(TraceError::Version(v)) if v == previous));
@@ -66,4 +92,32 @@ fn a_file_of_the_previous_layout_is_refused_not_misread() {
     let mut now = TRACE_MAGIC.to_vec();
     now.extend_from_slice(&TRACE_VERSION.to_le_bytes());
     assert!(TraceFile::parse(&now).is_ok());
+}
+
+#[test]
+fn direct_call_sites_round_trip_and_must_fit_their_functions() {
+    let mut m = meta(false);
+    m.module.functions = vec![two_block_function("f"), two_block_function("g")];
+    m.calls = vec![vec![2, 0], vec![2, 0]];
+    m.invokes = vec![Vec::new(), Vec::new()];
+    // f's second call site of block 0 calls g directly; g's first calls f.
+    m.direct = vec![vec![(0, 1, 1)], vec![(0, 0, 0)]];
+    let back = TraceModuleMeta::decode(&m.encode()).unwrap();
+    assert_eq!(back.direct, m.direct);
+    // No direct call sites: decoded as one empty list per function.
+    let mut none = m.clone();
+    none.direct = vec![Vec::new(); 2];
+    assert_eq!(TraceModuleMeta::decode(&none.encode()).unwrap().direct, none.direct);
+    // A call index past the block's call sites, a block without call sites, a callee the module does not
+    // have, a list per function missing: refused.
+    for direct in [
+        vec![vec![(0, 2, 1)], vec![]],
+        vec![vec![(1, 0, 1)], vec![]],
+        vec![vec![(0, 0, 2)], vec![]],
+        vec![vec![(0, 0, 1)]],
+    ] {
+        let mut bad = m.clone();
+        bad.direct = direct;
+        assert!(TraceModuleMeta::decode(&bad.encode()).is_err(), "{:?}", bad.direct);
+    }
 }

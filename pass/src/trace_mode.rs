@@ -5,6 +5,9 @@
 //! What each function gets (the plan is `pathprof_format::trace::function_tables`, shared with the reader):
 //! - at its entry, [`symbols::TRACE_ENTER`]: `Enter(f)` = a 1 bit and the function's
 //!   [`FUNC_ID_BITS`]-bit trace id (the module's base, assigned by the runtime at registration, + its index);
+//!   a direct call site of a traced function of the module announces its callee (`TLS_CALLEE`), whose entry
+//!   there is a single 1 bit (`pathprof_core::tracing::regenerate`, "Direct calls"; the sites travel in
+//!   [`TraceModuleMeta::direct`]);
 //! - before every call site the call-site state, after it [`symbols::TRACE_DONE`]: `Done` = a 0 bit (so after a
 //!   block with k call sites come k groups "activations of traced callees, then Done");
 //! - before the terminator of every predicate (≥ 2 traced out-edges), the taken out-edge's position among them
@@ -36,15 +39,17 @@ use crate::names::INSTRUMENTED_MARK;
 use inkwell::llvm_sys::comdat::{LLVMGetOrInsertComdat, LLVMSetComdat};
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode, LLVMVisibility};
+use inkwell::llvm_sys::{
+    LLVMAtomicOrdering, LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode, LLVMVisibility,
+};
 use pathprof_core::tracing::{FuncTables, WitnessPlan};
 use pathprof_core::{BlockId, EdgeKind};
 use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
-    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES, TLS_ACC, TLS_NACC, TLS_SHADOW, TLS_STATE, TLS_WORDS,
-    TRACE_VERSION, UNWIND_ID,
+    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES, TLS_ACC, TLS_CALLEE, TLS_NACC, TLS_SHADOW, TLS_STATE,
+    TLS_WORDS, TRACE_VERSION, UNWIND_ID,
 };
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -145,6 +150,7 @@ pub fn instrument(
         return Err(format!("{} functions: more than trace ids ({RESYNC_ID})", planned.len()));
     }
     let functions = planned.iter().map(|p| function_meta(p.f, &ir::name(p.f), &p.graph)).collect::<Vec<_>>();
+    let direct = direct_callees(&planned, config.trace_naive);
     let meta = TraceModuleMeta {
         module: ModuleMeta {
             module_name: identity.name.clone(),
@@ -161,6 +167,20 @@ pub fn instrument(
         optimizer_last: config.optimizer_last,
         invokes: planned.iter().map(|p| p.invokes.clone()).collect(),
         kept_calls: kept_calls(&planned),
+        direct: direct
+            .iter()
+            .map(|sites| {
+                let mut list = Vec::new();
+                for (b, calls) in sites.iter().enumerate() {
+                    for (k, callee) in calls.iter().enumerate() {
+                        if let Some(g) = callee {
+                            list.push((b as u32, k as u32, *g));
+                        }
+                    }
+                }
+                list
+            })
+            .collect(),
     };
     let emitter = unsafe { Emitter::new(m, &meta, config.trace_naive) };
     let mut site = 0u64;
@@ -169,7 +189,7 @@ pub fn instrument(
         p.calls.iter().flatten().for_each(|&call| ir::withdraw_memory_promises(call));
     }
     for (index, p) in planned.iter().enumerate() {
-        branches += unsafe { emitter.function(p, index as u64, &mut site) };
+        branches += unsafe { emitter.function(p, &direct[index], index as u64, &mut site) };
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
@@ -181,6 +201,32 @@ pub fn instrument(
         );
     }
     Ok(true)
+}
+
+/// Per planned function, block and call site: the index of the planned function it calls directly (its
+/// entry is announced there, [`TraceModuleMeta::direct`]); none in naive tracing, which writes no markers.
+fn direct_callees(planned: &[Planned], naive: bool) -> Vec<Vec<Vec<Option<u32>>>> {
+    let index: std::collections::HashMap<LLVMValueRef, u32> =
+        planned.iter().enumerate().map(|(i, p)| (p.f, i as u32)).collect();
+    planned
+        .iter()
+        .map(|p| {
+            p.calls
+                .iter()
+                .map(|calls| {
+                    calls
+                        .iter()
+                        .map(|&call| {
+                            if naive {
+                                return None;
+                            }
+                            ir::called_function(call).and_then(|f| index.get(&f).copied())
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The functions whose calls from traced code lose a `const`/`pure` promise (sorted, once each): see
@@ -317,6 +363,26 @@ impl Emitter {
             LLVMBuildInBoundsGEP2(b, i64t, tls, ix.as_mut_ptr(), 1, c"".as_ptr())
         };
         let c = |v: u64| LLVMConstInt(i64t, v, 0);
+        // An activation marker with `shifted` = its id << 1: `01` + id at a fresh direct call site (`other`),
+        // `1` + id elsewhere; (value, width).
+        let marker = |b: LLVMBuilderRef, other: LLVMValueRef, shifted: LLVMValueRef, bits: u8| {
+            let plain = LLVMBuildOr(b, shifted, c(1), c"".as_ptr());
+            let escaped = LLVMBuildOr(b, LLVMBuildShl(b, shifted, c(1), c"".as_ptr()), c(0b10), c"".as_ptr());
+            let v = LLVMBuildSelect(b, other, escaped, plain, c"".as_ptr());
+            let w = LLVMBuildSelect(b, other, c(2 + u64::from(bits)), c(1 + u64::from(bits)), c"".as_ptr());
+            (v, w)
+        };
+        // Reads and clears the announced callee: whether the stream is at a fresh direct call site.
+        let fresh_site = |b: LLVMBuilderRef| {
+            let pcallee = gep(b, TLS_CALLEE);
+            let announced = LLVMBuildLoad2(b, i64t, pcallee, c"".as_ptr());
+            LLVMBuildStore(b, c(0), pcallee);
+            LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr())
+        };
+        // The width of a Done here (`00` at a fresh direct call site, else `0`); clears the announced callee.
+        let done_width = |b: LLVMBuilderRef| LLVMBuildSelect(b, fresh_site(b), c(2), c(1), c"".as_ptr());
+        // A resync or unwind marker's reserved id, prefixed as the position calls for; clears the callee.
+        let marker_here = |b: LLVMBuilderRef, reserved: u64| marker(b, fresh_site(b), c(reserved << 1), FUNC_ID_BITS);
 
         // put(v, w): acc |= v << n; n += w; a full word goes to the runtime.
         let mut params = [i64t, i64t];
@@ -382,8 +448,18 @@ impl Emitter {
             let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), i64t, c"".as_ptr());
             let id = LLVMBuildAdd(b, base, local, c"".as_ptr());
             if !naive {
-                let marker = LLVMBuildOr(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()), c(1), c"".as_ptr());
-                let mut args = [marker, c(1 + u64::from(FUNC_ID_BITS))];
+                // The marker: `1` if a fresh direct call site announced this function, `01` + id if it
+                // announced another, `1` + id elsewhere (format::trace_layout, TLS_CALLEE).
+                let pcallee = gep(b, TLS_CALLEE);
+                let announced = LLVMBuildLoad2(b, i64t, pcallee, c"".as_ptr());
+                LLVMBuildStore(b, c(0), pcallee);
+                let mine = LLVMBuildAdd(b, id, c(1), c"".as_ptr());
+                let is_mine = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, mine, c"".as_ptr());
+                let other = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr());
+                let (v, w) = marker(b, other, LLVMBuildShl(b, id, c(1), c"".as_ptr()), FUNC_ID_BITS);
+                let v = LLVMBuildSelect(b, is_mine, c(1), v, c"".as_ptr());
+                let w = LLVMBuildSelect(b, is_mine, c(1), w, c"".as_ptr());
+                let mut args = [v, w];
                 LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
             }
             // The shadow stack (flight recorder, regions): this activation's entry; a sync if one is wanted.
@@ -440,7 +516,8 @@ impl Emitter {
             LLVMPositionBuilderAtEnd(b, go);
             LLVMBuildStore(b, d, pstate);
             if !naive {
-                let mut args = [c(0), c(1)];
+                // Done: `00` at a fresh direct call site (its callee never entered), else `0`.
+                let mut args = [c(0), done_width(b)];
                 LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
             }
             LLVMBuildRetVoid(b);
@@ -462,20 +539,15 @@ impl Emitter {
             LLVMBuildCondBr(b, same, first, again);
             LLVMPositionBuilderAtEnd(b, first);
             if !naive {
-                LLVMBuildCall2(b, put_ty, put, [c(0), c(1)].as_mut_ptr(), 2, c"".as_ptr());
+                LLVMBuildCall2(b, put_ty, put, [c(0), done_width(b)].as_mut_ptr(), 2, c"".as_ptr());
             }
             LLVMBuildRetVoid(b);
             LLVMPositionBuilderAtEnd(b, again);
             if !naive {
                 let depth = LLVMBuildLShr(b, p(1), c(1), c"".as_ptr());
                 let fb = u64::from(FUNC_ID_BITS);
-                for (v, w) in [
-                    (c(1 | u64::from(RESYNC_ID) << 1), c(1 + fb)),
-                    (p(2), c(fb)),
-                    (depth, c(32)),
-                    (p(3), c(32)),
-                    (p(4), c(32)),
-                ] {
+                let (mv, mw) = marker_here(b, u64::from(RESYNC_ID));
+                for (v, w) in [(mv, mw), (p(2), c(fb)), (depth, c(32)), (p(3), c(32)), (p(4), c(32))] {
                     LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
                 }
             }
@@ -492,7 +564,8 @@ impl Emitter {
             if !naive {
                 let depth = LLVMBuildLShr(b, d, c(1), c"".as_ptr());
                 let fb = u64::from(FUNC_ID_BITS);
-                for (v, w) in [(c(1 | u64::from(UNWIND_ID) << 1), c(1 + fb)), (id, c(fb)), (depth, c(32))] {
+                let (mv, mw) = marker_here(b, u64::from(UNWIND_ID));
+                for (v, w) in [(mv, mw), (id, c(fb)), (depth, c(32))] {
                     LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
                 }
             }
@@ -502,7 +575,7 @@ impl Emitter {
     }
 
     /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
-    unsafe fn function(&self, p: &Planned, index: u64, site: &mut u64) -> usize {
+    unsafe fn function(&self, p: &Planned, direct: &[Vec<Option<u32>>], index: u64, site: &mut u64) -> usize {
         let _ = (self.m, self.ctx);
         let b = self.builder;
         let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
@@ -583,6 +656,20 @@ impl Emitter {
                 *site += 1;
                 // The state inside this call site: odd, with the site's number above the depth.
                 LLVMPositionBuilderBefore(b, inst);
+                if let Some(g) = direct[bi][ci] {
+                    // A direct call of a traced function of this module: announce it (1 + its trace id), before
+                    // the call site's state, so that a signal handler entering in between finds a body state
+                    // (an abnormal transfer), never a site state without its announcement.
+                    let i32t = LLVMInt32TypeInContext(self.ctx);
+                    let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
+                    let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), self.i64t, c"".as_ptr());
+                    let announced = LLVMBuildAdd(b, base, c(1 + u64::from(g)), c"".as_ptr());
+                    let mut ix = [c(TLS_CALLEE as u64)];
+                    let pcallee = LLVMBuildInBoundsGEP2(b, self.i64t, self.tls, ix.as_mut_ptr(), 1, c"".as_ptr());
+                    LLVMBuildStore(b, announced, pcallee);
+                    // A signal fence: the optimiser keeps the two stores in this order.
+                    LLVMBuildFence(b, LLVMAtomicOrdering::LLVMAtomicOrderingSequentiallyConsistent, 1, c"".as_ptr());
+                }
                 let expect_here = LLVMBuildAdd(b, d, c(1 + ((*site & 0xffff_ffff) << 32)), c"".as_ptr());
                 LLVMBuildStore(b, expect_here, pstate);
                 if ir::opcode(inst) == LLVMOpcode::LLVMInvoke {

@@ -389,6 +389,28 @@ fn calls_to_a_pure_function_of_another_module_keep_its_bits() {
 }
 
 #[test]
+fn direct_indirect_and_untraced_caller_entries_regenerate_exactly() {
+    // Direct calls announce their callee (a one-bit entry); the program mixes them with every other kind of
+    // entry: indirect calls, qsort's callbacks, a direct callee replaced by another module's traced function
+    // (its entry is not the announced one), by untraced code calling back (the callback is the site's first
+    // activation) or calling nothing (the site's Done comes first), or longjmp'ing (a resync marker at a
+    // fresh direct site), direct recursion, and an atexit handler entered at the top level.
+    let procs = optimal_equals_naive("trace_direct.c trace_direct_lib.c", &[], "complete");
+    let steps = &procs[0][0].3;
+    let entries = |f: &str| steps.iter().filter(|(g, b)| g == f && *b == 0).count();
+    // By hand: 12 iterations; hop calls cb twice for even i (6 × 2); leaf (the other module's) 12 times;
+    // twice 12 direct + 12 indirect; fib(i % 7) for i < 12 enters fib 1+1+3+5+9+15+25 + 1+1+3+5+9 times.
+    assert_eq!(entries("cb"), 12);
+    assert_eq!(entries("leaf"), 12);
+    assert_eq!(entries("twice"), 24);
+    assert_eq!(entries("fib"), 1 + 1 + 3 + 5 + 9 + 15 + 25 + 1 + 1 + 3 + 5 + 9);
+    assert_eq!(entries("bye"), 1);
+    assert!(entries("cmp") >= 23, "qsort called back into cmp");
+    // The weak definitions this file replaces never run.
+    assert_eq!(entries("hop") + entries("bail"), 0);
+}
+
+#[test]
 fn exceptions_regenerate_exactly() {
     // Throws caught several frames up, through a frame without landing pads (pass_through), a cleanup that
     // resumes (with_cleanup's Guard), a rethrow, catch(...), a throw caught in its own frame (local) and

@@ -2,7 +2,8 @@
 //! tracing (⌈log2 N⌉ bits for an N-way predicate), which differ only in the width the tables give each read.
 //!
 //! Activations cost one flag bit (1 = `Enter`, 0 = `Done`) plus ⌈log2 F⌉ bits of function id for a program of
-//! F functions. Bits are packed least-significant first into bytes; the stream records its exact length, so a
+//! F functions; at a fresh direct call site (`regenerate`, "Direct calls") the announced callee's entry is `1`,
+//! Done `00` and any other activation `01` and its id. Bits are packed least-significant first into bytes; the stream records its exact length, so a
 //! truncated trace is detected, never read past.
 
 use super::encode::SymbolSink;
@@ -62,12 +63,21 @@ impl SymbolSink for BitWriter {
     fn witness(&mut self, _f: FuncId, _v: BlockId, width: u8, value: u32) {
         self.write(value, width);
     }
-    fn enter(&mut self, f: FuncId, func_bits: u8) {
-        self.write(1, 1);
-        self.write(f.0, func_bits);
+    fn enter(&mut self, f: FuncId, announced: Option<FuncId>, func_bits: u8) {
+        match announced {
+            Some(g) if g == f => self.write(1, 1),
+            Some(_) => {
+                self.write(0b10, 2);
+                self.write(f.0, func_bits);
+            }
+            None => {
+                self.write(1, 1);
+                self.write(f.0, func_bits);
+            }
+        }
     }
-    fn done(&mut self, _func_bits: u8) {
-        self.write(0, 1);
+    fn done(&mut self, announced: Option<FuncId>, _func_bits: u8) {
+        self.write(0, if announced.is_some() { 2 } else { 1 });
     }
 }
 
@@ -83,6 +93,11 @@ impl<'a> BitReader<'a> {
     /// Reads `trace` from its first bit.
     pub fn new(trace: &'a BitTrace) -> BitReader<'a> {
         BitReader { bytes: &trace.bytes, pos: 0, bits: trace.bits.min(trace.bytes.len() as u64 * 8) }
+    }
+
+    /// Reads the first `bits` bits of `bytes` (a stream held elsewhere; fewer if `bytes` holds fewer).
+    pub fn over(bytes: &'a [u8], bits: u64) -> BitReader<'a> {
+        BitReader { bytes, pos: 0, bits: bits.min(bytes.len() as u64 * 8) }
     }
 
     /// Skips `bits` bits (a stream read from a sync point, not from its first bit); false if there are fewer.
@@ -128,8 +143,17 @@ impl DecisionSource for BitReader<'_> {
     fn witness(&mut self, _f: FuncId, _v: BlockId, width: u8) -> Result<u32, StreamError> {
         self.read(width)
     }
-    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
-        if self.read(1)? == 0 {
+    #[inline]
+    fn activation(&mut self, announced: Option<FuncId>, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
+        let flag = self.read(1)?;
+        if let Some(g) = announced {
+            if flag == 1 {
+                return Ok(Some(g));
+            }
+            if self.read(1)? == 0 {
+                return Ok(None);
+            }
+        } else if flag == 0 {
             return Ok(None);
         }
         Ok(Some(FuncId(self.read(func_bits)?)))

@@ -1,7 +1,8 @@
 //! The encoder side: from what a traced thread did to the decisions the regenerator will ask for.
 //!
 //! This is the model the runtime implements with instrumentation: an edge that writes a witness emits its
-//! value; a function entry emits `Enter(f)`; the return of a call site emits `Done` (and so does the end of
+//! value; a function entry emits `Enter(f)` (announced at a fresh direct call site: `regenerate`, "Direct
+//! calls"); the return of a call site emits `Done` (and so does the end of
 //! the thread); a return of a function whose placement lets a predicate reach EXIT witness-free emits EOF.
 //! Every encoding is a [`SymbolSink`] paired with a [`super::regenerate::DecisionSource`] that reads the same
 //! symbols in the same contexts.
@@ -26,10 +27,11 @@ pub trait SymbolSink {
     /// A witness `value` of `f`; `v` is the source of the edge that wrote it (EXIT for EOF), `width` its
     /// token width there.
     fn witness(&mut self, f: FuncId, v: BlockId, width: u8, value: u32);
-    /// An activation of `f` begins.
-    fn enter(&mut self, f: FuncId, func_bits: u8);
-    /// The current call site (or, at the top level, the thread) is done.
-    fn done(&mut self, func_bits: u8);
+    /// An activation of `f` begins; `announced`: the callee of a fresh direct call site there
+    /// (`regenerate`, "Direct calls").
+    fn enter(&mut self, f: FuncId, announced: Option<FuncId>, func_bits: u8);
+    /// The current call site (or, at the top level, the thread) is done; `announced` as for `enter`.
+    fn done(&mut self, announced: Option<FuncId>, func_bits: u8);
 }
 
 /// Why events could not be encoded (they do not describe an execution of the program).
@@ -45,32 +47,42 @@ pub enum EncodeError {
 
 /// Encodes one thread's events into `sink` and ends the thread (top-level Done).
 pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) -> Result<(), EncodeError> {
-    // Current activations, innermost last: (function, current vertex, call sites of it already returned).
-    let mut stack: Vec<(FuncId, BlockId, u32)> = Vec::new();
+    // Current activations, innermost last: (function, current vertex, call sites of it already returned,
+    // whether an activation began at the current call site).
+    let mut stack: Vec<(FuncId, BlockId, u32, bool)> = Vec::new();
     let calls = |f: FuncId, v: BlockId| program.funcs[f.index()].calls[v.index()];
+    // The callee announced where the next activation is read: a fresh direct call site's.
+    let announced = |top: Option<&(FuncId, BlockId, u32, bool)>| {
+        top.filter(|t| !t.3).and_then(|&(g, v, done, _)| program.funcs[g.index()].direct_callee(v, done))
+    };
     for (index, &ev) in events.iter().enumerate() {
         let bad = EncodeError::BadEvent { index };
         match ev {
             Event::Enter(f) => {
                 let t = program.func(f).ok_or(bad.clone())?;
-                if let Some(&(g, v, done)) = stack.last() {
+                if let Some(&(g, v, done, _)) = stack.last() {
                     if done >= calls(g, v) {
                         return Err(bad);
                     }
                 }
-                sink.enter(f, program.func_bits);
-                stack.push((f, t.entry, 0));
+                sink.enter(f, announced(stack.last()), program.func_bits);
+                if let Some(top) = stack.last_mut() {
+                    top.3 = true;
+                }
+                stack.push((f, t.entry, 0, false));
             }
             Event::CallReturned => {
-                let (g, v, done) = stack.last_mut().ok_or(bad.clone())?;
+                let a = announced(stack.last());
+                let (g, v, done, began) = stack.last_mut().ok_or(bad.clone())?;
                 if *done >= calls(*g, *v) {
                     return Err(bad);
                 }
                 *done += 1;
-                sink.done(program.func_bits);
+                *began = false;
+                sink.done(a, program.func_bits);
             }
             Event::Edge(e) => {
-                let (f, v, done) = stack.last_mut().ok_or(bad.clone())?;
+                let (f, v, done, _) = stack.last_mut().ok_or(bad.clone())?;
                 let t: &FuncTables = &program.funcs[f.index()];
                 if t.edge_from.get(e.index()) != Some(v) || *done != t.calls[v.index()] || !t.traces(e) {
                     return Err(bad);
@@ -93,6 +105,6 @@ pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) 
     if !stack.is_empty() {
         return Err(EncodeError::BadEvent { index: events.len() });
     }
-    sink.done(program.func_bits);
+    sink.done(None, program.func_bits);
     Ok(())
 }

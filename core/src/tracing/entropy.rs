@@ -5,7 +5,8 @@
 //! The model of an N-way predicate gives out-edge i the frequency 1 + ⌊c_i · (2^15 − N) / C⌋ (c_i its count,
 //! C their sum; the rounding remainder goes to the most frequent edge; no counts: equal shares), so an edge
 //! the profile never saw still costs at most 15 bits rather than being unencodable. Activations are coded
-//! like the fixed-width encodings: one flag (probability ½) and ⌈log2 F⌉ raw bits of function id.
+//! like the fixed-width encodings: one flag (probability ½) and ⌈log2 F⌉ raw bits of function id (at a fresh
+//! direct call site the fixed-width encodings' `1`, `00`, `01` + id, as raw bits).
 
 use super::encode::SymbolSink;
 use super::range_coder::{RangeDecoder, RangeEncoder, PROB_BITS};
@@ -145,12 +146,25 @@ impl SymbolSink for EntropySink<'_> {
         let i = value as usize;
         self.enc.encode(t[i], t[i + 1] - t[i], PROB_BITS);
     }
-    fn enter(&mut self, f: FuncId, func_bits: u8) {
-        self.enc.encode_bits(1, 1);
-        self.enc.encode_bits(f.0, func_bits);
+    fn enter(&mut self, f: FuncId, announced: Option<FuncId>, func_bits: u8) {
+        match announced {
+            Some(g) if g == f => self.enc.encode_bits(1, 1),
+            Some(_) => {
+                self.enc.encode_bits(0, 1);
+                self.enc.encode_bits(1, 1);
+                self.enc.encode_bits(f.0, func_bits);
+            }
+            None => {
+                self.enc.encode_bits(1, 1);
+                self.enc.encode_bits(f.0, func_bits);
+            }
+        }
     }
-    fn done(&mut self, _func_bits: u8) {
+    fn done(&mut self, announced: Option<FuncId>, _func_bits: u8) {
         self.enc.encode_bits(0, 1);
+        if announced.is_some() {
+            self.enc.encode_bits(0, 1);
+        }
     }
 }
 
@@ -183,8 +197,16 @@ impl DecisionSource for EntropySource<'_> {
         self.dec.consume(t[i], t[i + 1] - t[i])?;
         Ok(i as u32)
     }
-    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
-        if self.dec.decode_bits(1)? == 0 {
+    fn activation(&mut self, announced: Option<FuncId>, func_bits: u8) -> Result<Option<FuncId>, StreamError> {
+        let flag = self.dec.decode_bits(1)?;
+        if let Some(g) = announced {
+            if flag == 1 {
+                return Ok(Some(g));
+            }
+            if self.dec.decode_bits(1)? == 0 {
+                return Ok(None);
+            }
+        } else if flag == 0 {
             return Ok(None);
         }
         Ok(Some(FuncId(self.dec.decode_bits(func_bits)?)))

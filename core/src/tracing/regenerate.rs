@@ -32,6 +32,16 @@
 //! edge into the landing pad. A cleanup's `resume` leaves its function by a return edge, and the next landing
 //! pad up the stack writes its own marker.
 //!
+//! # Direct calls
+//! At a call site that calls a traced function directly ([`FuncTables::direct_callee`]) the reader knows the
+//! callee, so the writer *announces* it there and its entry costs one bit instead of a flag and an id. Only
+//! the first activation read at such a site is announced — the site is *fresh* until an activation begins
+//! there — and its alphabet is then `1` = the announced callee, `00` = Done, `01` + id = any other
+//! activation (a callback through an interposed function, a signal handler, a resync or unwind marker). An
+//! activation read anywhere else (a site whose callee is not known, a site after its first activation, the top
+//! level) is `1` + id or `0` = Done. The decoder knows which alphabet applies: it passes the announced callee
+//! to [`DecisionSource::activation`]. A direct call thus costs 2 bits (its `1` and its Done), not 22.
+//!
 //! # Starting mid-stream ([`regenerate_from`])
 //! A flight recorder keeps only a stream's tail, and a traced region starts inside the program: the walk then
 //! starts at a sync point, where the writer knew every activation on the thread's stack ([`ResumePoint`]): the
@@ -123,8 +133,9 @@ pub enum RegenError {
 pub trait DecisionSource {
     /// The next witness value of `f`, read at `v`, `width` bits wide in the bit-level encodings.
     fn witness(&mut self, f: FuncId, v: BlockId, width: u8) -> Result<u32, StreamError>;
-    /// At a call site or at the top level: the next activation's function, or `None` for Done.
-    fn activation(&mut self, func_bits: u8) -> Result<Option<FuncId>, StreamError>;
+    /// At a call site or at the top level: the next activation's function, or `None` for Done. `announced`:
+    /// the site is a fresh direct call site of this callee (see the module docs, "Direct calls").
+    fn activation(&mut self, announced: Option<FuncId>, func_bits: u8) -> Result<Option<FuncId>, StreamError>;
     /// After an activation of the program's resync id: the marker. Encodings without markers have none.
     fn resync(&mut self, _func_bits: u8) -> Result<Resync, StreamError> {
         Err(StreamError::Unexpected)
@@ -163,6 +174,20 @@ struct Frame {
     vertex: BlockId,
     pending: u32,
     calls_left: u32,
+    /// No activation has begun at the current call site yet (its direct callee, if any, is announced).
+    fresh: bool,
+}
+
+impl Frame {
+    /// The callee announced at the waiting call site: its direct callee while the site is fresh.
+    #[inline]
+    fn announced(&self, program: &Program) -> Option<FuncId> {
+        if !self.fresh {
+            return None;
+        }
+        let t = &program.funcs[self.func.index()];
+        t.direct_callee(self.vertex, t.calls[self.vertex.index()] - self.calls_left)
+    }
 }
 
 /// Where a walk stopped.
@@ -226,7 +251,8 @@ pub fn regenerate_from<D: DecisionSource, S: StepSink>(
         let calls = program.func(w.func).and_then(|t| t.calls.get(w.block.index()).copied());
         match calls {
             Some(n) if w.call < n => {
-                stack.push(Frame { func: w.func, vertex: w.block, pending: NONE, calls_left: n - w.call })
+                // A sync point is never taken at a fresh direct call site: the activations above it began.
+                stack.push(Frame { func: w.func, vertex: w.block, pending: NONE, calls_left: n - w.call, fresh: false })
             }
             _ => return Err(BadResume(i)),
         }
@@ -249,10 +275,12 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
     loop {
         let next = match start.take() {
             Some(f) => Some(f),
-            None => src.activation(program.func_bits).map_err(|error| {
-                let top = stack.last();
-                RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
-            })?,
+            None => {
+                src.activation(stack.last().and_then(|f| f.announced(program)), program.func_bits).map_err(|error| {
+                    let top = stack.last();
+                    RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
+                })?
+            }
         };
         let (mut frame, emit_first) = match next {
             Some(r) if Some(r) == program.resync => {
@@ -272,6 +300,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 fr.pending = NONE;
                 // The calls after the setjmp call are left; the marker was its Done.
                 fr.calls_left = program.funcs[m.func.index()].calls[m.block.index()] - m.call - 1;
+                fr.fresh = true;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -300,12 +329,16 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
             }
             Some(f) => {
                 let t = program.func(f).ok_or(RegenError::UnknownFunction(f.0))?;
-                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0 }, true)
+                if let Some(waiting) = stack.last_mut() {
+                    waiting.fresh = false; // an activation began at its call site
+                }
+                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true }, true)
             }
             None => {
                 let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
                 sink.site_done(fr.func, fr.vertex);
                 fr.calls_left -= 1;
+                fr.fresh = true;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -319,6 +352,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
             e => e,
         })?;
         if let Stop::Enter(g) = stop {
+            frame.fresh = false;
             stack.push(frame);
             start = Some(g);
         }
@@ -364,12 +398,14 @@ fn walk<D: DecisionSource, S: StepSink>(
                     }
                     return Ok(Stop::Returned);
                 }
-                let mut left = t.calls[v.index()];
+                let n = t.calls[v.index()];
+                let mut left = n;
                 if left > 0 && pending != NONE {
                     return Err(RegenError::BadWitness { func: f, block: v, value: pending });
                 }
                 while left > 0 {
-                    match src.activation(func_bits).map_err(|e| stream(e, v))? {
+                    let announced = t.direct_callee(v, n - left);
+                    match src.activation(announced, func_bits).map_err(|e| stream(e, v))? {
                         None => {
                             sink.site_done(f, v);
                             left -= 1

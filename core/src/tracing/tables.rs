@@ -62,6 +62,12 @@ pub struct FuncTables {
     pub(crate) verts: Vec<VertexEntry>,
     pub(crate) trans: Vec<Transition>,
     pub(crate) calls: Vec<u32>,
+    /// Per vertex: the index of its first call site in [`FuncTables::direct`] (call sites numbered in block
+    /// order).
+    pub(crate) site_base: Vec<u32>,
+    /// Per call site: the traced function it calls directly ([`NONE`]: an indirect call, or a callee the
+    /// writer does not announce), whose entry there costs one bit ([`super::regenerate`], "Direct calls").
+    pub(crate) direct: Vec<u32>,
     /// Per vertex: the unwind edge of the `invoke` that ends it ([`NONE`]: none).
     pub(crate) unwind: Vec<u32>,
     /// Value each edge writes ([`NONE`] if none), and its source, for the encoder.
@@ -136,10 +142,19 @@ impl FuncTables {
         if u32::try_from(trans.len()).is_err() {
             return Err(TablesError::TooLarge);
         }
+        let counts: Vec<u32> = cfg.vertices().map(|v| calls.count(v)).collect();
+        let mut site_base = Vec::with_capacity(counts.len());
+        let mut sites = 0u32;
+        for &n in &counts {
+            site_base.push(sites);
+            sites = sites.checked_add(n).ok_or(TablesError::TooLarge)?;
+        }
         Ok(FuncTables {
             verts,
             trans,
-            calls: cfg.vertices().map(|v| calls.count(v)).collect(),
+            calls: counts,
+            site_base,
+            direct: vec![NONE; sites as usize],
             unwind: cfg
                 .vertices()
                 .map(|v| {
@@ -160,6 +175,30 @@ impl FuncTables {
             eof,
             out_degree: cfg.vertices().map(|v| view.out_edges(v).len() as u32).collect(),
         })
+    }
+
+    /// The same tables with direct callees: `callee` is called directly at call site `call` of `block` (the
+    /// writer announces it there, so its entry costs one bit). Refuses a call site the function does not have.
+    pub fn with_direct_callees(
+        mut self,
+        sites: impl IntoIterator<Item = (BlockId, u32, FuncId)>,
+    ) -> Result<FuncTables, NoSuchSite> {
+        for (block, call, callee) in sites {
+            match self.calls.get(block.index()) {
+                Some(&n) if call < n && callee.0 != NONE => {
+                    self.direct[(self.site_base[block.index()] + call) as usize] = callee.0;
+                }
+                _ => return Err(NoSuchSite { block, call }),
+            }
+        }
+        Ok(self)
+    }
+
+    /// The traced function called directly at call site `call` of `v`, if any.
+    #[inline]
+    pub fn direct_callee(&self, v: BlockId, call: u32) -> Option<FuncId> {
+        let i = *self.site_base.get(v.index())? as usize + call as usize;
+        self.direct.get(i).copied().filter(|&c| c != NONE).map(FuncId)
     }
 
     /// Whether returns write EOF (a placement without blocking witnesses before EXIT).
@@ -185,6 +224,16 @@ impl FuncTables {
     pub(crate) fn num_vertices(&self) -> usize {
         self.verts.len()
     }
+}
+
+/// A direct callee given for a call site the function does not have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no call site {call} in block {block}")]
+pub struct NoSuchSite {
+    /// The block.
+    pub block: BlockId,
+    /// The call's index among the block's call sites.
+    pub call: u32,
 }
 
 /// The traced functions of a program, indexed by [`FuncId`]: what a trace file's metadata describes.

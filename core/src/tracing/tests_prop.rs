@@ -1,6 +1,7 @@
 //! Property tests for tracing on random CFGs (the fixtures' generator): random executions with calls —
-//! recursion, calls into untraced code (no activation), callbacks (several activations from one call site) —
-//! regenerate exactly under every encoding; the placement satisfies Trace and blocking; the checkers agree
+//! recursion, calls into untraced code (no activation), callbacks (several activations from one call site),
+//! direct calls (the announced callee first, usually; sometimes another function or none, as an interposed
+//! callee would) — regenerate exactly under every encoding; the placement satisfies Trace and blocking; the checkers agree
 //! with brute-force versions of the papers' characterisations; bit tracing costs exactly ⌈log2 N⌉ bits per
 //! N-way decision; the entropy coder's size is within a small margin of the empirical entropy of the
 //! decisions, computed independently from the execution. Plus the measured numbers of the report (bits per
@@ -37,14 +38,39 @@ struct RandomProgram {
     calls: Vec<CallSites>,
     /// Traced out-edges per function and vertex, in `EdgeId` order (bit tracing's value order).
     outs: Vec<Vec<Vec<EdgeId>>>,
+    /// Per function, block and call site: the function it calls directly, if any.
+    direct: Vec<Vec<Vec<Option<usize>>>>,
+}
+
+impl RandomProgram {
+    /// The direct call sites of function `f` as [`FuncTables::with_direct_callees`] takes them.
+    fn direct_sites(&self, f: usize) -> Vec<(BlockId, u32, FuncId)> {
+        let mut out = Vec::new();
+        for (b, sites) in self.direct[f].iter().enumerate() {
+            for (c, g) in sites.iter().enumerate() {
+                if let Some(g) = g {
+                    out.push((BlockId::from_index(b), c as u32, FuncId::from_index(*g)));
+                }
+            }
+        }
+        out
+    }
 }
 
 fn random_program(rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
     let mut rng = Rng::new(seed);
     let mut calls = Vec::new();
     let mut outs = Vec::new();
+    let mut direct = Vec::new();
     for rc in &rcs {
-        let counts = (0..rc.cfg.num_blocks()).map(|_| [0, 0, 0, 0, 0, 1, 1, 2][rng.below(8)]).collect();
+        let counts: Vec<u32> = (0..rc.cfg.num_blocks()).map(|_| [0, 0, 0, 0, 0, 1, 1, 2][rng.below(8)]).collect();
+        // Three call sites in five are direct calls of a random function.
+        direct.push(
+            counts
+                .iter()
+                .map(|&n| (0..n).map(|_| (rng.below(5) < 3).then(|| rng.below(rcs.len()))).collect())
+                .collect(),
+        );
         calls.push(CallSites::new(&rc.cfg, counts).unwrap());
         let mut o = vec![Vec::new(); rc.cfg.num_vertices()];
         for (e, edge) in rc.cfg.edge_ids().zip(rc.cfg.edges()) {
@@ -59,6 +85,7 @@ fn random_program(rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
         progress: rcs.iter().map(|rc| rc.progress.clone()).collect(),
         calls,
         outs,
+        direct,
     }
 }
 
@@ -77,6 +104,26 @@ struct Run {
     edge_counts: Vec<Vec<u64>>,
     enters: u64,
     dones: u64,
+    /// Entries of a fresh direct call site's callee there (1 bit each in the bit encodings).
+    announced: u64,
+    /// Other entries at a fresh direct call site (2 bits and an id).
+    escaped: u64,
+    /// Dones of fresh direct call sites (2 bits).
+    fresh_dones: u64,
+}
+
+impl Run {
+    /// Bits of the activation symbols in the bit encodings, with `func_bits`-bit ids (`regenerate`'s
+    /// "Direct calls", counted from what the execution did).
+    fn activation_bits(&self, func_bits: u8) -> u64 {
+        let fb = u64::from(func_bits);
+        let plain = self.enters - self.announced - self.escaped;
+        self.announced
+            + self.escaped * (2 + fb)
+            + plain * (1 + fb)
+            + self.fresh_dones * 2
+            + (self.dones - self.fresh_dones)
+    }
 }
 
 /// Branch probabilities per function and vertex (`None`: uniform).
@@ -102,15 +149,30 @@ impl Exec<'_> {
             if v == g.exit() {
                 return;
             }
-            for _ in 0..self.p.calls[f].count(v) {
+            for c in 0..self.p.calls[f].count(v) as usize {
                 let k = if depth < 3 && self.run.blocks.len() < self.max_blocks {
                     [0, 0, 0, 0, 1, 1, 1, 2][self.rng.below(8)]
                 } else {
                     0
                 };
-                for _ in 0..k {
-                    let callee = self.rng.below(self.p.cfgs.len());
+                let direct = self.p.direct[f][v.index()][c];
+                for i in 0..k {
+                    // A direct call runs its callee, but (rarely) an interposed function may run another one.
+                    let callee = match direct {
+                        Some(g) if i == 0 && self.rng.below(8) > 0 => g,
+                        _ => self.rng.below(self.p.cfgs.len()),
+                    };
+                    if i == 0 && direct.is_some() {
+                        if direct == Some(callee) {
+                            self.run.announced += 1;
+                        } else {
+                            self.run.escaped += 1;
+                        }
+                    }
                     self.activation(callee, depth + 1);
+                }
+                if k == 0 && direct.is_some() {
+                    self.run.fresh_dones += 1;
                 }
                 self.run.events.push(Event::CallReturned);
                 self.run.dones += 1;
@@ -186,12 +248,23 @@ fn spanning_program(p: &RandomProgram) -> Program {
             let plan = place_witnesses(g, c, &bl94(g, &g.adjacency()), Blocking::CallsAndExit).unwrap();
             FuncTables::build(g, c, &plan).unwrap()
         })
+        .enumerate()
+        .map(|(f, t)| t.with_direct_callees(p.direct_sites(f)).unwrap())
         .collect();
     Program::new(funcs)
 }
 
 fn bit_program(p: &RandomProgram) -> Program {
-    Program::new(p.cfgs.iter().zip(&p.calls).map(|(g, c)| FuncTables::build(g, c, &bit_tracing(g)).unwrap()).collect())
+    Program::new(
+        p.cfgs
+            .iter()
+            .zip(&p.calls)
+            .enumerate()
+            .map(|(f, (g, c))| {
+                FuncTables::build(g, c, &bit_tracing(g)).unwrap().with_direct_callees(p.direct_sites(f)).unwrap()
+            })
+            .collect(),
+    )
 }
 
 fn regen<D: DecisionSource>(program: &Program, src: &mut D) -> Vec<(FuncId, BlockId)> {
@@ -347,7 +420,7 @@ proptest! {
         prop_assert_eq!(&regen(&sp, &mut reader), &run.blocks);
         prop_assert_eq!(reader.remaining(), 0);
         // Its size: every witnessed edge crossed costs its function's width, plus the activation flags and ids.
-        let mut expected = run.enters * (1 + u64::from(bits_for(nf))) + run.dones;
+        let mut expected = run.activation_bits(bits_for(nf));
         for (f, counts) in run.edge_counts.iter().enumerate() {
             let g = &p.cfgs[f];
             let plan = place_witnesses(g, &p.calls[f], &bl94(g, &g.adjacency()), Blocking::CallsAndExit).unwrap();
@@ -360,7 +433,7 @@ proptest! {
         let bt = bit_program(&p);
         let bits = bit_trace(&bt, &run.events);
         let decisions: u64 = run.decisions.iter().map(|&(_, _, _, n)| u64::from(bits_for(n as u64))).sum();
-        prop_assert_eq!(bits.bits, decisions + run.enters * (1 + u64::from(bits_for(nf))) + run.dones);
+        prop_assert_eq!(bits.bits, decisions + run.activation_bits(bits_for(nf)));
         let mut reader = BitReader::new(&bits);
         prop_assert_eq!(&regen(&bt, &mut reader), &run.blocks);
         prop_assert_eq!(reader.remaining(), 0);
@@ -384,8 +457,14 @@ proptest! {
         let mut syncs = Vec::new();
         let mut stack: Vec<(usize, BlockId, u32)> = Vec::new();
         let mut blocks = 0usize;
+        // Whether an activation began at the innermost call site: the writer takes a sync point at a call
+        // site only inside a call of the runtime (regions), never at a fresh direct call site.
+        let mut began = false;
         for (i, ev) in run.events.iter().enumerate() {
-            if matches!(ev, Event::CallReturned) && !stack.is_empty() {
+            let fresh_direct = stack.last().is_some_and(|&(f, b, c)| {
+                !began && p.direct[f].get(b.index()).and_then(|d| d.get(c as usize)).is_some_and(Option::is_some)
+            });
+            if matches!(ev, Event::CallReturned) && !stack.is_empty() && !fresh_direct {
                 encode_prefix_bits(&bt, &run.events[..i], &mut sink);
                 let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
                 syncs.push((sink.bits, ResumePoint { waiting, entered: None }, blocks));
@@ -394,6 +473,7 @@ proptest! {
                 Event::Enter(f) => {
                     let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
                     stack.push((f.index(), p.cfgs[f.index()].entry(), 0));
+                    began = false;
                     blocks += 1;
                     encode_prefix_bits(&bt, &run.events[..=i], &mut sink);
                     syncs.push((sink.bits, ResumePoint { waiting, entered: Some(f) }, blocks - 1));
@@ -402,6 +482,7 @@ proptest! {
                     if let Some(top) = stack.last_mut() {
                         top.2 += 1;
                     }
+                    began = false;
                 }
                 Event::Edge(e) => {
                     let top = stack.last_mut().unwrap();
@@ -411,6 +492,8 @@ proptest! {
                     blocks += 1;
                     if top.1 == g.exit() {
                         stack.pop();
+                        // Back at the caller's call site, where this activation began.
+                        began = true;
                     }
                 }
             }
@@ -440,7 +523,7 @@ proptest! {
         // A static model costs at least the empirical entropy of what it codes (Gibbs); the coder adds at most
         // ~0.003 bits per symbol (range truncation), ~1e-4 per decision (frequency quantisation) and 5 bytes.
         let h = empirical_entropy_bits(&run);
-        let activations = (run.enters * (1 + u64::from(bits_for(p.cfgs.len() as u64))) + run.dones) as f64;
+        let activations = run.activation_bits(bits_for(p.cfgs.len() as u64)) as f64;
         let symbols = (run.decisions.len() as u64 + run.enters * 2 + run.dones) as f64;
         let size = bytes.len() as f64 * 8.0;
         prop_assert!(size >= h + activations - 16.0, "size {size} < entropy {h} + {activations}");
@@ -522,7 +605,7 @@ fn measure_bits_per_branch() {
             branches += run.decisions.len() as u64;
             two_way += run.decisions.iter().filter(|d| d.3 == 2).count() as u64;
             blocks += run.blocks.len() as u64;
-            act_bits += run.enters * (1 + u64::from(bits_for(p.cfgs.len() as u64))) + run.dones;
+            act_bits += run.activation_bits(bits_for(p.cfgs.len() as u64));
             h += empirical_entropy_bits(&run);
             sp_bits += bit_trace(&spanning_program(p), &run.events).bits;
             let bt = bit_program(p);
@@ -566,8 +649,11 @@ impl StepSink for Fold {
 fn measure_regeneration_speed() {
     // Larger functions, long executions: a few million blocks per program.
     let progs = sample_programs(4, 3, 40);
-    let no_calls =
-        |p: &RandomProgram| RandomProgram { calls: p.cfgs.iter().map(CallSites::none).collect(), ..p.clone() };
+    let no_calls = |p: &RandomProgram| RandomProgram {
+        calls: p.cfgs.iter().map(CallSites::none).collect(),
+        direct: p.cfgs.iter().map(|g| vec![Vec::new(); g.num_blocks()]).collect(),
+        ..p.clone()
+    };
     for p in progs.iter().flat_map(|p| [p.clone(), no_calls(p)]) {
         let p = &p;
         println!("{} functions, {} call sites per 100 blocks", p.cfgs.len(), {
@@ -674,11 +760,15 @@ impl SymbolSink for Positions {
     fn witness(&mut self, _f: FuncId, _v: BlockId, width: u8, _value: u32) {
         self.bits += u64::from(width);
     }
-    fn enter(&mut self, _f: FuncId, func_bits: u8) {
-        self.bits += 1 + u64::from(func_bits);
+    fn enter(&mut self, f: FuncId, announced: Option<FuncId>, func_bits: u8) {
+        self.bits += match announced {
+            Some(g) if g == f => 1,
+            Some(_) => 2 + u64::from(func_bits),
+            None => 1 + u64::from(func_bits),
+        };
     }
-    fn done(&mut self, _func_bits: u8) {
-        self.bits += 1;
+    fn done(&mut self, announced: Option<FuncId>, _func_bits: u8) {
+        self.bits += if announced.is_some() { 2 } else { 1 };
     }
 }
 

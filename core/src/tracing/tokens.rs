@@ -1,4 +1,5 @@
-//! The abstract trace: one token per symbol, as in the papers ("(t, u, v, EOF)"). It is the reference the
+//! The abstract trace: one token per symbol, as in the papers ("(t, u, v, EOF)"); a token names its activation's
+//! function even where the bit-level encodings announce it (a fresh direct call site). It is the reference the
 //! bit-level encodings are checked against, and what a human reads in a test.
 
 use super::encode::SymbolSink;
@@ -41,10 +42,10 @@ impl SymbolSink for TokenSink {
         let eof = self.eof_values.get(f.index()) == Some(&value);
         self.tokens.push(if eof { Token::Eof } else { Token::Witness(value) });
     }
-    fn enter(&mut self, f: FuncId, _func_bits: u8) {
+    fn enter(&mut self, f: FuncId, _announced: Option<FuncId>, _func_bits: u8) {
         self.tokens.push(Token::Enter(f));
     }
-    fn done(&mut self, _func_bits: u8) {
+    fn done(&mut self, _announced: Option<FuncId>, _func_bits: u8) {
         self.tokens.push(Token::Done);
     }
 }
@@ -83,7 +84,7 @@ impl DecisionSource for TokenSource<'_> {
             _ => Err(StreamError::Unexpected),
         }
     }
-    fn activation(&mut self, _func_bits: u8) -> Result<Option<FuncId>, StreamError> {
+    fn activation(&mut self, _announced: Option<FuncId>, _func_bits: u8) -> Result<Option<FuncId>, StreamError> {
         match self.next()? {
             Token::Enter(f) => Ok(Some(f)),
             Token::Done => Ok(None),
