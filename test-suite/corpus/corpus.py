@@ -428,7 +428,7 @@ def run_variant(ctx, name, entry, variant):
         status = parse_results(entry["results"], text, tree, entry, rc)
     result["tests"] = status
     result["tests_summary"] = summarize_tests(status)
-    save_test_logs(tree, vdir / "logs")
+    save_test_logs(tree, vdir / "logs", entry.get("test_logs", []))
     (vdir / "tests.json").write_text(json.dumps(status, indent=1, sort_keys=True))
     finish_tree(ctx, tree, pdir, variant)
     if variant == "plain":
@@ -659,8 +659,9 @@ TEST_LOGS = ["test-suite.log", "*/test-suite.log", "_build/Testing/Temporary/Las
              "_build/meson-logs/testlog.txt", "test/_*"]
 
 
-def save_test_logs(tree, dest):
-    for pattern in TEST_LOGS:
+def save_test_logs(tree, dest, extra=()):
+    """Copies the harness's logs (and the manifest's `test_logs`, paths relative to the tree) into `dest`."""
+    for pattern in [*TEST_LOGS, *extra]:
         for f in tree.glob(pattern):
             if f.is_file():
                 dest.mkdir(parents=True, exist_ok=True)
