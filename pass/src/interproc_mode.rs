@@ -23,6 +23,7 @@ use pathprof_format::meta::{InterprocMeta, InterprocProc, Mode, PathStorage};
 pub fn instrument(
     m: LLVMModuleRef,
     candidates: &[LLVMValueRef],
+    fam: *mut std::os::raw::c_void,
     config: &Config,
     identity: ModuleIdentity,
 ) -> Result<bool, String> {
@@ -51,7 +52,8 @@ pub fn instrument(
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
     let mut promoted = 0;
     for (i, p) in plan.procs.iter().enumerate() {
-        let keys = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p, config.promote);
+        let phi = crate::interproc_place::block_potentials(&num, ProcId::from_index(i), p, config, fam);
+        let keys = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p, config.promote, phi);
         let guards = fork_guards(&num, ProcId::from_index(i), p, &keys, module.fork_checks());
         module.function_done(p.f, guards);
         if config.promote {
