@@ -171,8 +171,9 @@ mod tests {
         assert_eq!(coded[0] + coded[1], Shift::ZERO);
     }
 
-    /// Random acyclic graphs with random linear values: every path between fixed blocks adds up to the same
-    /// number before and after the shift (checked by enumerating the paths, at several NVC values).
+    /// Random acyclic graphs with random linear values: the spanning forest's edges carry nothing, and every path
+    /// between fixed blocks adds up to the same number before and after the shift (checked by enumerating the
+    /// paths, at several NVC values).
     #[test]
     fn sums_between_fixed_blocks_are_kept() {
         let mut rng = Rng::new(0x005e_ed0f_9070);
@@ -202,6 +203,14 @@ mod tests {
                 assert_eq!(phi[f.index()], Shift::ZERO);
             }
             let coded: Vec<Shift> = edges.iter().map(|e| shifted(e.rho, &phi, e.from, e.to)).collect();
+            // The edges of the maximum spanning forest (fixed blocks merged into vertex n) carry nothing.
+            let merged = |b: BlockId| if fixed.contains(&b) { BlockId(n as u32) } else { b };
+            let pairs: Vec<(BlockId, BlockId)> = edges.iter().map(|e| (merged(e.from), merged(e.to))).collect();
+            let weights: Vec<f64> = edges.iter().map(|e| e.weight).collect();
+            let tree = max_spanning_tree_of(n + 1, &pairs, &weights, &[]).unwrap();
+            for (i, c) in coded.iter().enumerate() {
+                assert!(!tree[i] || *c == Shift::ZERO, "tree edge {i} carries {c:?}");
+            }
             // Every path from a fixed block to a fixed block, with no fixed block inside.
             for &start in &fixed {
                 let mut work = vec![(start.index(), [0u64; 3], [0u64; 3])];
