@@ -9,7 +9,8 @@
 //! `switch` cases into one target with different values, which no PHI can merge: the blocks splitting them stay
 //! between the `switch` and its join, and LLVM 19's first CorrelatedValuePropagation ran for minutes
 //! (llvm/llvm-project#130110, see `weights.rs`). Elsewhere the numbering's own placement is kept (its code is
-//! what the interprocedural benchmarks measured).
+//! what the interprocedural benchmarks measured). The tree's weights are always LLVM's estimate with edge mode's
+//! pricing (`PATHPROF_WEIGHTS` is not consulted here): like all weights, they decide only what the code costs.
 
 use crate::cfg_build::Site;
 use crate::config::{Config, IpPlacement, Weighting};
