@@ -72,6 +72,9 @@ pub struct Config {
     /// mode; see [`crate::promote`], [`crate::path_mode::PathPlan::promoted`]). Off: every in-loop update goes
     /// to memory, as LLVM's instrumentation without promotion.
     pub promote: bool,
+    /// Context and piecewise modes: which functions add their edge values along a spanning tree's chords
+    /// (`PATHPROF_IP_PLACEMENT`, see [`crate::interproc_place`]).
+    pub ip_placement: IpPlacement,
     /// Mode `icache` (`PATHPROF_MODE=icache`): trace mode's instrumentation, applied at the `OptimizerLast`
     /// extension point instead of the pipeline start, so the traced blocks are those of the IR codegen gets in a
     /// plain build with the same flags (`pathprof icache` maps them onto that build's machine code).
@@ -93,6 +96,18 @@ pub struct Config {
     /// Differencing (`PATHPROF_STATEMENT_GRAPHS=OUT.json`): the pass writes every function's statement graph
     /// for `pathprof diff-program` instead of instrumenting ([`crate::statement_graphs`]).
     pub statement_graphs: Option<String>,
+}
+
+/// Where context and piecewise modes put each edge's `path += ρ` ([`crate::interproc_place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpPlacement {
+    /// On the chords of a spanning tree priced like edge mode's in dispatch functions (a join of 32+
+    /// predecessors), on the edge itself elsewhere (`dispatch`, the default).
+    Dispatch,
+    /// On the chords of a spanning tree in every function (`tree`).
+    Tree,
+    /// On the edge itself everywhere, as the numbering gives them (`values`).
+    Values,
 }
 
 /// Which build [`crate::slice_observe`] observes the criterion in.
@@ -240,6 +255,12 @@ impl Config {
             None => true,
             v => flag("PATHPROF_PROMOTE", v)?,
         };
+        let ip_placement = match get("PATHPROF_IP_PLACEMENT").as_deref() {
+            None | Some("") | Some("dispatch") => IpPlacement::Dispatch,
+            Some("tree") => IpPlacement::Tree,
+            Some("values") => IpPlacement::Values,
+            Some(v) => return Err(format!("unknown PATHPROF_IP_PLACEMENT='{v}' (expected dispatch, tree or values)")),
+        };
         if optimizer_last && (lto || use_profile.is_some()) {
             return Err("PATHPROF_MODE=icache works per compile: not with PATHPROF_LTO or PATHPROF_USE".into());
         }
@@ -283,6 +304,7 @@ impl Config {
             output,
             fork_checks,
             promote,
+            ip_placement,
             optimizer_last,
             trace_naive,
             slice,
@@ -336,6 +358,9 @@ mod tests {
         assert!(cfg(&[("PATHPROF_FORK_CHECKS", "2")]).is_err());
         assert!(cfg(&[]).unwrap().promote);
         assert!(!cfg(&[("PATHPROF_PROMOTE", "0")]).unwrap().promote);
+        assert_eq!(cfg(&[]).unwrap().ip_placement, IpPlacement::Dispatch);
+        assert_eq!(cfg(&[("PATHPROF_IP_PLACEMENT", "tree")]).unwrap().ip_placement, IpPlacement::Tree);
+        assert!(cfg(&[("PATHPROF_IP_PLACEMENT", "chords")]).is_err());
         assert!(cfg(&[("PATHPROF_PROMOTE", "2")]).is_err());
         let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));

@@ -42,6 +42,7 @@ use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode};
 use pathprof_core::ball_larus::promoted_dag_paths;
 use pathprof_core::dag::{CfgEdgeRole, DagEdgeId};
+use pathprof_core::interproc::potentials::{shifted, Shift};
 use pathprof_core::interproc::{counted_termination, ArcKind, ExitTarget, Linear, Mode, Numbering, ProcId, SiteRole};
 use pathprof_core::{BlockId, EdgeId, EdgeKind};
 use pathprof_format::symbols;
@@ -150,6 +151,9 @@ pub struct FnEmitter<'a> {
     pending_tests: Vec<(LLVMValueRef, LLVMValueRef, EdgeId)>,
     /// The entry block's first instruction of the function's own, right after the prologue.
     body_start: LLVMValueRef,
+    /// Per block, the potential its `pathNum` carries ([`crate::interproc_place`]): the variable holds the
+    /// path's number so far plus φ(block)(NVC); code that ends or hands on a path subtracts it.
+    phi: Vec<Shift>,
 }
 
 /// How many paths a back edge's count tests for (each costs a compare per iteration), as in path mode.
@@ -165,8 +169,9 @@ fn lo(x: u128) -> u64 {
 }
 
 impl<'a> FnEmitter<'a> {
-    /// Emits everything for function `p`. Returns, per block that counts arrivals, the number of its truncated
+    /// Emits everything for function `p` (`phi`: its blocks' potentials, [`crate::interproc_place`]). Returns, per block that counts arrivals, the number of its truncated
     /// path (what a fork re-entry of the block's calls records, see [`crate::fork_check`]).
+    #[allow(clippy::too_many_arguments)] // the module's shared state, the function and two placement inputs
     pub fn emit(
         tls: &'a Tls,
         sink: &'a Sink<'a>,
@@ -175,6 +180,7 @@ impl<'a> FnEmitter<'a> {
         p: ProcId,
         plan: &'a ProcPlan,
         promote: bool,
+        phi: Vec<Shift>,
     ) -> Vec<Option<LLVMValueRef>> {
         let counters = sink.counters();
         let b = counters.builder();
@@ -213,6 +219,7 @@ impl<'a> FnEmitter<'a> {
             tested: vec![Vec::new(); plan.graph.cfg.num_edges()],
             pending_tests: Vec::new(),
             body_start: null,
+            phi,
         };
         let actions = em.edge_actions();
         em.nvc_volatile = !em.piecewise && em.opaque_nvc_wanted(&actions);
@@ -442,6 +449,12 @@ impl<'a> FnEmitter<'a> {
         }
     }
 
+    /// `rho` on an edge that ends the path at a block of potential 0 (a return, a termination, a back edge's
+    /// exit): less the potential of the block it leaves.
+    fn ending(&self, rho: Linear, from: BlockId) -> Linear {
+        (Shift::of(rho) - self.phi[from.index()]).as_linear()
+    }
+
     fn edge_actions(&self) -> EdgeActions {
         let cfg = &self.plan.graph.cfg;
         let dag = self.num.supergraph().dag(self.p);
@@ -452,12 +465,16 @@ impl<'a> FnEmitter<'a> {
             match dag.cfg_edge_role(e) {
                 CfgEdgeRole::Real(d) => {
                     let Some(arc) = self.num.arc_of(self.p, d).copied() else { continue };
+                    let edge = cfg.edge(e);
                     match arc.kind {
-                        ArcKind::Branch { .. } if arc.rho != Linear::ZERO => {
-                            actions[e.index()].push(Action::AddPath(arc.rho))
+                        ArcKind::Branch { .. } => {
+                            let rho = shifted(arc.rho, &self.phi, edge.from, edge.to).as_linear();
+                            if rho != Linear::ZERO {
+                                actions[e.index()].push(Action::AddPath(rho))
+                            }
                         }
-                        ArcKind::Return { .. } => returns.push((e, arc.rho)),
-                        ArcKind::Termination { .. } => terminations.push((e, arc.rho)),
+                        ArcKind::Return { .. } => returns.push((e, self.ending(arc.rho, edge.from))),
+                        ArcKind::Termination { .. } => terminations.push((e, self.ending(arc.rho, edge.from))),
                         _ => {}
                     }
                 }
@@ -465,13 +482,19 @@ impl<'a> FnEmitter<'a> {
                     let (Some(x), Some(n)) = (self.num.arc_of(self.p, exit), self.num.arc_of(self.p, entry)) else {
                         continue;
                     };
+                    let edge = cfg.edge(e);
+                    let exit_rho = self.ending(x.rho, edge.from);
+                    let header = self.phi[edge.to.index()];
                     if self.piecewise {
                         let unbal = self.num.num_unbal_rl_paths(self.p);
                         let mid = self.num.mid_entry(self.p).map_or(0, |g| g.offset);
                         let start = n.rho.checked_apply(unbal).and_then(|r| r.checked_add(mid)).unwrap_or(0);
-                        actions[e.index()].push(Action::RestartPiecewise { exit: x.rho, start: lo(start) });
+                        // The restarted piece runs with NVC = unbal: the header's potential at that NVC.
+                        let start = lo(start).wrapping_add(header.apply(lo(unbal)));
+                        actions[e.index()].push(Action::RestartPiecewise { exit: exit_rho, start });
                     } else {
-                        actions[e.index()].push(Action::Restart { exit: x.rho, entry: n.rho });
+                        let entry_rho = (Shift::of(n.rho) + header).as_linear();
+                        actions[e.index()].push(Action::Restart { exit: exit_rho, entry: entry_rho });
                     }
                 }
                 CfgEdgeRole::Unreachable | CfgEdgeRole::ExitToEntry(_) => {}

@@ -23,6 +23,7 @@ use pathprof_format::meta::{InterprocMeta, InterprocProc, Mode, PathStorage};
 pub fn instrument(
     m: LLVMModuleRef,
     candidates: &[LLVMValueRef],
+    fam: *mut std::os::raw::c_void,
     config: &Config,
     identity: ModuleIdentity,
 ) -> Result<bool, String> {
@@ -50,8 +51,11 @@ pub fn instrument(
     let mut module = ModuleEmitter::new(m, config, identity, &counters);
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
     let mut promoted = 0;
+    let mut tree_placed = 0;
     for (i, p) in plan.procs.iter().enumerate() {
-        let keys = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p, config.promote);
+        let phi = crate::interproc_place::block_potentials(&num, ProcId::from_index(i), p, config, fam);
+        tree_placed += usize::from(phi.iter().any(|&x| x != pathprof_core::interproc::potentials::Shift::ZERO));
+        let keys = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p, config.promote, phi);
         let guards = fork_guards(&num, ProcId::from_index(i), p, &keys, module.fork_checks());
         module.function_done(p.f, guards);
         if config.promote {
@@ -91,6 +95,7 @@ pub fn instrument(
             .field("recursive", count(SiteRole::Recursive))
             .field("cut_by_budget", plan.budget_cuts)
             .field("promoted_updates", promoted)
+            .field("tree_placed", tree_placed)
             .field("budget", config.path_budget)
             .fork_checks()
             .print();

@@ -31,6 +31,7 @@ pub mod globals;
 pub mod identity;
 pub mod interproc_emit;
 pub mod interproc_mode;
+pub mod interproc_place;
 pub mod interproc_plan;
 pub mod intraproc_mode;
 pub mod ir;

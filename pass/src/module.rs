@@ -21,7 +21,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     if config.mode == pathprof_format::meta::Mode::Trace {
         crate::trace_mode::instrument(m, &candidates, config, identity)
     } else if config.mode.is_interprocedural() {
-        crate::interproc_mode::instrument(m, &candidates, config, identity)
+        crate::interproc_mode::instrument(m, &candidates, fam, config, identity)
     } else {
         crate::intraproc_mode::instrument(m, &candidates, fam, config, identity)
     }

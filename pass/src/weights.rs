@@ -108,19 +108,29 @@ const DISPATCH_JOIN_PREDECESSORS: usize = 32;
 /// next to forwarding blocks, left it hanging. In ordinary functions the frequency-optimal placement is kept:
 /// the same pricing everywhere costs the loop kernels up to 14% more instructions (heapsort).
 fn price_split_edges_in_dispatch_functions(g: &FunctionGraph, weights: &mut [f64]) {
+    if !is_dispatch_function(g) {
+        return;
+    }
     let adj = g.cfg.adjacency();
     let is_branch = |e: &pathprof_core::EdgeId| matches!(g.cfg.edge(*e).kind, EdgeKind::Branch { .. });
     let branch_in = |b: pathprof_core::BlockId| adj.in_edges(b).iter().filter(|e| is_branch(e)).count();
     let branch_out = |b: pathprof_core::BlockId| adj.out_edges(b).iter().filter(|e| is_branch(e)).count();
-    let real_blocks = || (0..g.cfg.num_blocks()).map(|b| pathprof_core::BlockId(b as u32));
-    if !real_blocks().any(|b| branch_in(b) >= DISPATCH_JOIN_PREDECESSORS) {
-        return;
-    }
     for (i, e) in g.cfg.edges().iter().enumerate() {
         if matches!(e.kind, EdgeKind::Branch { .. }) && branch_out(e.from) > 1 && branch_in(e.to) > 1 {
             weights[i] = 2.0 * (weights[i] + 1.0);
         }
     }
+}
+
+/// Whether `g` has a join of [`DISPATCH_JOIN_PREDECESSORS`] or more branch predecessors: a dispatch-style state
+/// machine, whose counters must stay off critical edges (see [`price_split_edges_in_dispatch_functions`]).
+pub fn is_dispatch_function(g: &FunctionGraph) -> bool {
+    let adj = g.cfg.adjacency();
+    (0..g.cfg.num_blocks()).any(|b| {
+        let ins = adj.in_edges(pathprof_core::BlockId(b as u32));
+        ins.iter().filter(|e| matches!(g.cfg.edge(**e).kind, EdgeKind::Branch { .. })).count()
+            >= DISPATCH_JOIN_PREDECESSORS
+    })
 }
 
 /// BFI × BPI edge frequencies; edges into EXIT weigh their block's frequency. Falls back to uniform weights if

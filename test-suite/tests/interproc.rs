@@ -170,6 +170,8 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("fnptr_arg", &["fnptr_arg.c"]),
         ("noreturn_site", &["noreturn_site.c"]),
         ("demo", &["../../examples/demo.c"]),
+        // A 40-case dispatch join: its edge values go on spanning-tree chords (pass/src/interproc_place.rs).
+        ("mr_dispatch", &["mr_dispatch.c"]),
     ];
     let programs = interprocedural.iter().map(|&(name, srcs)| (name, srcs.to_vec()));
     for (name, srcs) in programs.chain(single_source_programs(SHAPE_PROGRAMS)) {
@@ -182,22 +184,26 @@ fn interprocedural_counts_equal_edge_mode_counts() {
             // functions run at all) depends on the code size the instrumentation adds. Both profiles are exact
             // for their own binary, but they measure different programs; only exactness is compared there.
             let same_program = opt == "-O0" || srcs.iter().all(|s| s.ends_with(".c"));
-            for mode in ["context", "piecewise"] {
-                let ip = show_json(&run_in(&format!("ip-{name}-{mode}{opt}"), srcs, opt, mode, &[]));
+            // Both placements of the edge values: as the numbering gives them (outside dispatch functions) and
+            // on spanning-tree chords in every function (block potentials, pass/src/interproc_place.rs).
+            let runs = ["context", "piecewise"].into_iter().flat_map(|m| [(m, "dispatch"), (m, "tree")]);
+            for (mode, placement) in runs {
+                let env = [("PATHPROF_IP_PLACEMENT", placement)];
+                let ip = show_json(&run_in(&format!("ip-{name}-{mode}-{placement}{opt}"), srcs, opt, mode, &env));
                 let p = folded_counts(&ip);
                 let mut compared = 0;
                 for (k, v) in p.iter().filter(|_| same_program) {
                     // Functions left out of the program (setjmp) are simply absent.
                     if let Some(want) = e.get(k) {
-                        assert_eq!(v, want, "{name} {opt} {mode}: {k}");
+                        assert_eq!(v, want, "{name} {opt} {mode} ({placement}): {k}");
                         compared += 1;
                     }
                 }
-                assert!(compared > 0 || !same_program, "{name} {opt} {mode}: nothing compared");
+                assert!(compared > 0 || !same_program, "{name} {opt} {mode} ({placement}): nothing compared");
                 for f in ip["functions"].as_array().unwrap() {
                     assert_eq!(
                         f["exact"], true,
-                        "{name} {opt} {mode}: {} not exact: {}",
+                        "{name} {opt} {mode} ({placement}): {} not exact: {}",
                         f["name"], f["inexact_reasons"]
                     );
                 }

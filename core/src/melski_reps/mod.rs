@@ -37,6 +37,7 @@ pub mod counts;
 pub mod linear;
 pub mod numbering;
 pub mod path;
+pub mod potentials;
 pub mod program;
 pub mod regenerate;
 pub mod simulate;
