@@ -42,33 +42,29 @@ def build(dist, kernel, variant, exe):
     subprocess.run(cmd + srcs + ["-o", str(exe)], check=True)
 
 
-def run(exe, size, trace, runs=1):
-    """The program's output and its CPU time (user + system), the best of `runs`."""
+def best_cpu(cmd, runs, env=None):
+    """`cmd`'s output and its CPU time (user + system), the best of `runs`: on this shared machine wall time
+    mostly measures the other jobs. A non-zero exit ends the script."""
     secs = float("inf")
     for _ in range(runs):
-        with subprocess.Popen([str(exe), size], stdout=subprocess.PIPE, env={"PATHPROF_TRACE": str(trace)}) as p:
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env) as p:
             out = p.stdout.read()
             _, status, usage = os.wait4(p.pid, 0)
             p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode != 0:
-            sys.exit(f"{exe}: exit {p.returncode}")
+            sys.exit(f"{' '.join(map(str, cmd))}: exit {p.returncode}")
         secs = min(secs, usage.ru_utime + usage.ru_stime)
     return out, secs
 
 
+def run(exe, size, trace, runs=1):
+    """The program's output and its CPU time, the best of `runs`."""
+    return best_cpu([str(exe), size], runs, env={"PATHPROF_TRACE": str(trace)})
+
+
 def summary(dist, trace, runs=1):
-    """`pathprof trace --summary --json`'s totals and its CPU time (user + system, the best of `runs`: on this
-    shared machine wall time mostly measures the other jobs)."""
-    secs = float("inf")
-    for _ in range(runs):
-        with subprocess.Popen([str(dist / "bin" / "pathprof"), "trace", "--summary", "--json", str(trace)],
-                              stdout=subprocess.PIPE) as p:
-            stdout = p.stdout.read()
-            _, status, usage = os.wait4(p.pid, 0)
-            p.returncode = os.waitstatus_to_exitcode(status)
-        if p.returncode != 0:
-            sys.exit(f"pathprof trace {trace}: exit {p.returncode}")
-        secs = min(secs, usage.ru_utime + usage.ru_stime)
+    """`pathprof trace --summary --json`'s totals and its CPU time, the best of `runs`."""
+    stdout, secs = best_cpu([str(dist / "bin" / "pathprof"), "trace", "--summary", "--json", str(trace)], runs)
     r = subprocess.CompletedProcess([], 0, stdout=stdout)
     threads = json.loads(r.stdout)["threads"]
     assert all(t["status"] == "complete" for t in threads), [t["status"] for t in threads]
