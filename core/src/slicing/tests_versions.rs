@@ -191,3 +191,13 @@ fn module_statements_round_trip_through_json() {
     let back: ModuleStatements = serde_json::from_str(&text).unwrap();
     assert_eq!(back, m);
 }
+
+/// A statement list that does not match its graph (a corrupt file) is reported, not indexed past its end.
+#[test]
+fn a_statement_list_of_the_wrong_length_is_not_compared() {
+    let old = unit(vec![function("f", "a:=1; output(a)", 1, &none)], vec![]);
+    let mut new = old.clone();
+    new.functions[0].stmts.pop();
+    let d = diff_program(&old, &new, &lines(Some)).unwrap();
+    assert_eq!(d.functions[0].1, FunctionDiff::NotCompared("malformed statement graph".into()));
+}

@@ -142,7 +142,8 @@ pub fn diff_program(old: &ModuleStatements, new: &ModuleStatements, lines: &Line
         .iter()
         .map(|f| {
             let o = old_fns.get(f.name.as_str())?;
-            (f.error.is_none() && o.error.is_none()).then(|| correspond(old, o, new, f, lines))
+            let whole = |x: &FunctionStatements| x.error.is_none() && x.stmts.len() == x.graph.num_vertices();
+            (whole(f) && whole(o)).then(|| correspond(old, o, new, f, lines))
         })
         .collect();
     let mut changed: BTreeSet<&str> = BTreeSet::new();
@@ -153,7 +154,7 @@ pub fn diff_program(old: &ModuleStatements, new: &ModuleStatements, lines: &Line
             let d = match (old_fns.get(f.name.as_str()), corr) {
                 (None, _) => FunctionDiff::New,
                 (Some(o), None) => FunctionDiff::NotCompared(
-                    f.error.clone().or_else(|| o.error.clone()).unwrap_or_else(|| "no graph".into()),
+                    f.error.clone().or_else(|| o.error.clone()).unwrap_or_else(|| "malformed statement graph".into()),
                 ),
                 (Some(o), Some(base)) => {
                     let mut corr = base.clone();
