@@ -198,22 +198,9 @@ pub fn diff(old: &ProgramGraph, new: &ProgramGraph, corr: &[Option<StmtId>]) -> 
         }
     }
     let mapped = |v: StmtId| map[v.index()];
-    let same_incoming = |v: StmtId, c: StmtId| {
-        let ((nc, nf), (oc, of)) = (n.incoming(v), o.incoming(c));
-        let mut nc: Vec<_> = nc.iter().map(|&(p, l)| (mapped(p), l)).collect();
-        let mut nf: Vec<_> = nf.iter().map(|&d| mapped(d)).collect();
-        let mut oc: Vec<_> = oc.iter().map(|&(p, l)| (Some(p), l)).collect();
-        let mut of: Vec<_> = of.iter().map(|&d| Some(d)).collect();
-        for l in [&mut nc, &mut oc] {
-            l.sort_unstable();
-        }
-        for l in [&mut nf, &mut of] {
-            l.sort_unstable();
-        }
-        nc == oc && nf == of
-    };
     let vertices = || (2..new.num_vertices()).map(StmtId::from_index);
-    let dav: Vec<StmtId> = vertices().filter(|&v| mapped(v).is_none_or(|c| !same_incoming(v, c))).collect();
+    let dav: Vec<StmtId> =
+        vertices().filter(|&v| mapped(v).is_none_or(|c| !same_incoming(&n, &o, &map, v, c))).collect();
     let succ = n.successors();
     let mut differs = vec![false; new.num_vertices()];
     forward(&succ, &dav, &mut differs);
@@ -277,6 +264,21 @@ pub fn diff(old: &ProgramGraph, new: &ProgramGraph, corr: &[Option<StmtId>]) -> 
     Ok(out)
 }
 
+/// Whether NEW's vertex `v` and OLD's `c` have the same incoming control edges (parent and label) and flow edges
+/// under `map` (Fig. 7.1's test for DAV; also each vertex's test inside a slice comparison).
+fn same_incoming(n: &Opdg, o: &Opdg, map: &[Option<StmtId>], v: StmtId, c: StmtId) -> bool {
+    let ((nc, nf), (oc, of)) = (n.incoming(v), o.incoming(c));
+    let mut nc: Vec<_> = nc.iter().map(|&(p, l)| (map[p.index()], l)).collect();
+    let mut oc: Vec<_> = oc.iter().map(|&(p, l)| (Some(p), l)).collect();
+    let mut nf: Vec<_> = nf.iter().map(|&d| map[d.index()]).collect();
+    let mut of: Vec<_> = of.iter().map(|&d| Some(d)).collect();
+    nc.sort_unstable();
+    oc.sort_unstable();
+    nf.sort_unstable();
+    of.sort_unstable();
+    nc == oc && nf == of
+}
+
 /// Whether the ordering edges among a NEW group's clean `members` are those among their `images` in OLD's group
 /// `old_group`: the images come in the same order, and each member's nearest postdominating member corresponds
 /// to its image's nearest postdominating image (the same relation restricted to the members, hence the same
@@ -320,20 +322,7 @@ pub(crate) fn diff_by_slices(old: &ProgramGraph, new: &ProgramGraph, corr: &[Opt
     map[ProgramGraph::EXIT.index()] = Some(ProgramGraph::EXIT);
     let dav: Vec<StmtId> = (2..new.num_vertices())
         .map(StmtId::from_index)
-        .filter(|&v| {
-            map[v.index()].is_none_or(|c| {
-                let ((nc, nf), (oc, of)) = (n.incoming(v), o.incoming(c));
-                let mut a: Vec<_> = nc.iter().map(|&(p, l)| (map[p.index()], l)).collect();
-                let mut b: Vec<_> = oc.iter().map(|&(p, l)| (Some(p), l)).collect();
-                let mut fa: Vec<_> = nf.iter().map(|&d| map[d.index()]).collect();
-                let mut fb: Vec<_> = of.iter().map(|&d| Some(d)).collect();
-                a.sort_unstable();
-                b.sort_unstable();
-                fa.sort_unstable();
-                fb.sort_unstable();
-                a != b || fa != fb
-            })
-        })
+        .filter(|&v| map[v.index()].is_none_or(|c| !same_incoming(&n, &o, &map, v, c)))
         .collect();
     let succ = n.successors();
     let mut differs = vec![false; new.num_vertices()];
@@ -366,22 +355,9 @@ fn same_slice(o: &Opdg, n: &Opdg, v: StmtId, map: &[Option<StmtId>]) -> bool {
     if image.len() != os.len() {
         return false;
     }
-    for &x in &nk {
-        let y = map[x.index()].expect("mapped above");
-        let (nc, nf) = n.incoming(x);
-        let (oc, of) = o.incoming(y);
-        // Within the slice every control and flow predecessor of a kept vertex is kept (it is a closure).
-        let mut a: Vec<_> = nc.iter().map(|&(p, l)| (map[p.index()], l)).collect();
-        let mut b: Vec<_> = oc.iter().map(|&(p, l)| (Some(p), l)).collect();
-        a.sort_unstable();
-        b.sort_unstable();
-        let mut fa: Vec<_> = nf.iter().map(|&d| map[d.index()]).collect();
-        let mut fb: Vec<_> = of.iter().map(|&d| Some(d)).collect();
-        fa.sort_unstable();
-        fb.sort_unstable();
-        if a != b || fa != fb {
-            return false;
-        }
+    // Within the slice every control and flow predecessor of a kept vertex is kept (it is a closure).
+    if !nk.iter().all(|&x| same_incoming(n, o, map, x, map[x.index()].expect("mapped above"))) {
+        return false;
     }
     let in_n = |e: &&(StmtId, StmtId)| ns.contains(e.0) && ns.contains(e.1);
     let in_o = |e: &&(StmtId, StmtId)| os.contains(e.0) && os.contains(e.1);
