@@ -236,8 +236,8 @@ fn line_map(old: &ModuleStatements, new: &ModuleStatements, args: &Args, texts: 
             old.files.iter().find(|f| *f == nf).map(String::as_str)
         };
         let Some(of) = of else { continue };
-        let (Some(a), Some(b)) = (texts.lines(of).cloned(), texts.lines(nf).cloned()) else { continue };
-        let (a, b) = (without_comments(&a), without_comments(&b));
+        let Some(a) = texts.lines(of).map(|l| without_comments(l)) else { continue };
+        let Some(b) = texts.lines(nf).map(|l| without_comments(l)) else { continue };
         let mut lines = vec![None; b.len()];
         for op in similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b) {
             if let similar::DiffOp::Equal { old_index, new_index, len } = op {

@@ -160,25 +160,14 @@ impl ModuleSummaries {
             HashSet::new(),
         );
         let local_writers = defined.iter().copied().filter(|&f| writes_outside_locals(f)).collect();
-        let writes_memory = closure(
-            &|c, out| {
-                let effects = unsafe { shim::pathprof_shim_call_effects(c) };
-                let (reads_only, no_memory) = (effects & 1 != 0, effects & 2 != 0);
-                let callee = ir::called_function(c);
-                let output = callee.is_some_and(|f| OUTPUT_FUNCTIONS.contains(&ir::name(f).as_str()));
-                let defined_pure =
-                    callee.is_some_and(|f| !ir::is_declaration(f) && ir::definition_is_final(f) && !out.contains(&f));
-                !(reads_only || no_memory || output || defined_pure || is_ignored(c))
-            },
-            local_writers,
-        );
+        let writes_memory = closure(&|c, out| !is_ignored(c) && writes_heap(c, out), local_writers);
         ModuleSummaries { may_not_return, use_streams, writes_memory }
     }
 
     /// The summary of `call`.
     pub fn summarise(&self, call: LLVMValueRef) -> CallSummary {
         let effects = unsafe { shim::pathprof_shim_call_effects(call) };
-        let (reads_only, no_memory) = (effects & 1 != 0, effects & 2 != 0);
+        let no_memory = effects & 2 != 0;
         let callee = ir::called_function(call);
         let name = callee.map(ir::name).unwrap_or_default();
         let output = OUTPUT_FUNCTIONS.contains(&name.as_str());
@@ -187,17 +176,25 @@ impl ModuleSummaries {
             || callee.is_some_and(|f| self.use_streams.contains(&f));
         CallSummary {
             reads: !no_memory,
-            writes: !(reads_only
-                || no_memory
-                || output
-                || callee.is_some_and(|f| {
-                    !ir::is_declaration(f) && ir::definition_is_final(f) && !self.writes_memory.contains(&f)
-                })),
+            writes: writes_heap(call, &self.writes_memory),
             writes_stream: output || stdio,
             reads_stream: stdio,
             may_not_return: !returns(call, &self.may_not_return),
         }
     }
+}
+
+/// Whether `call` may write HEAP, given the defined functions that may (`writers`): not when LLVM says it only
+/// reads or touches no memory, for C output functions (they write only STREAM), nor for a call of a defined,
+/// non-interposable function outside `writers`.
+fn writes_heap(call: LLVMValueRef, writers: &HashSet<LLVMValueRef>) -> bool {
+    let effects = unsafe { shim::pathprof_shim_call_effects(call) };
+    let (reads_only, no_memory) = (effects & 1 != 0, effects & 2 != 0);
+    let callee = ir::called_function(call);
+    let output = callee.is_some_and(|f| OUTPUT_FUNCTIONS.contains(&ir::name(f).as_str()));
+    let defined_non_writer =
+        callee.is_some_and(|f| !ir::is_declaration(f) && ir::definition_is_final(f) && !writers.contains(&f));
+    !(reads_only || no_memory || output || defined_non_writer)
 }
 
 /// The calls and invokes of `f`.

@@ -180,20 +180,20 @@ impl Keys {
                     .collect();
                 return format!("({:?} {} {})", LLVMGetConstOpcode(c), type_text(LLVMTypeOf(c)), parts.join(" "));
             }
-            if LLVMGetValueKind(c) != inkwell::llvm_sys::LLVMValueKind::LLVMMetadataAsValueValueKind {
-                let p = LLVMPrintValueToString(c);
-                let text = ir::c_str(p);
-                LLVMDisposeMessage(p);
-                // Aggregates may name other globals: walk their elements instead of trusting the printed names.
-                if !LLVMIsAConstantStruct(c).is_null() || !LLVMIsAConstantArray(c).is_null() {
-                    let parts: Vec<String> = (0..LLVMGetNumOperands(c).max(0) as u32)
-                        .map(|k| self.constant(LLVMGetOperand(c, k), globals))
-                        .collect();
-                    return format!("{{{} {}}}", type_text(LLVMTypeOf(c)), parts.join(", "));
-                }
-                return text;
+            if LLVMGetValueKind(c) == inkwell::llvm_sys::LLVMValueKind::LLVMMetadataAsValueValueKind {
+                return "metadata".into();
             }
-            "metadata".into()
+            // Aggregates may name other globals: walk their elements instead of trusting the printed names.
+            if !LLVMIsAConstantStruct(c).is_null() || !LLVMIsAConstantArray(c).is_null() {
+                let parts: Vec<String> = (0..LLVMGetNumOperands(c).max(0) as u32)
+                    .map(|k| self.constant(LLVMGetOperand(c, k), globals))
+                    .collect();
+                return format!("{{{} {}}}", type_text(LLVMTypeOf(c)), parts.join(", "));
+            }
+            let p = LLVMPrintValueToString(c);
+            let text = ir::c_str(p);
+            LLVMDisposeMessage(p);
+            text
         }
     }
 
