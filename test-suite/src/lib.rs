@@ -215,3 +215,13 @@ pub fn path_key(path: &Value, lines: &[u64]) -> (String, String, Vec<bool>) {
     let kind = |k: &str| path[k].as_str().expect("start/end kind").to_string();
     (kind("start"), kind("end"), lines.iter().map(|&l| path_runs_through(path, l)).collect())
 }
+
+/// One thread of `pathprof trace --json`: its steps in order, as (function, block).
+pub fn trace_steps(thread: &Value) -> Vec<(String, u64)> {
+    thread["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| (s["function"].as_str().expect("function").to_string(), s["block"].as_u64().expect("block")))
+        .collect()
+}

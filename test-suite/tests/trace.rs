@@ -247,12 +247,7 @@ fn run_traced(exe: &Path, args: &[&str]) -> (std::process::ExitStatus, Vec<Threa
         let summary = trace_json(&f, &["--summary"]);
         let mut threads: Threads = Vec::new();
         for (t, s) in json["threads"].as_array().unwrap().iter().zip(summary["threads"].as_array().unwrap()) {
-            let steps = t["steps"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| (s["function"].as_str().unwrap().to_string(), s["block"].as_u64().unwrap()))
-                .collect();
+            let steps = trace_steps(t);
             threads.push((
                 t["status"].as_str().unwrap().to_string(),
                 s["bits"].as_u64().unwrap(),

@@ -54,15 +54,7 @@ fn threads(json: &Value) -> Vec<(String, Vec<(String, u64)>)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| {
-            let steps = t["steps"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| (s["function"].as_str().unwrap().to_string(), s["block"].as_u64().unwrap()))
-                .collect();
-            (t["status"].as_str().unwrap().to_string(), steps)
-        })
+        .map(|t| (t["status"].as_str().unwrap().to_string(), trace_steps(t)))
         .collect()
 }
 
