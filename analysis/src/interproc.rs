@@ -79,13 +79,18 @@ impl crate::rank::Ranked for InterprocCount {
     }
 }
 
+/// The Melski–Reps numbering a context or piecewise module's paths follow.
+fn numbering_mode(meta: &ModuleMeta) -> Result<Mode, String> {
+    match meta.mode {
+        pathprof_format::meta::Mode::Context => Ok(Mode::Context),
+        pathprof_format::meta::Mode::Piecewise => Ok(Mode::Piecewise),
+        other => Err(format!("the module was profiled in {} mode", other.name())),
+    }
+}
+
 /// Rebuilds the program the pass numbered from a module's metadata.
 pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
-    let mode = match meta.mode {
-        pathprof_format::meta::Mode::Context => Mode::Context,
-        pathprof_format::meta::Mode::Piecewise => Mode::Piecewise,
-        other => return Err(format!("the module was profiled in {} mode", other.name())),
-    };
+    let mode = numbering_mode(meta)?;
     let ip = meta.interproc.as_ref().ok_or("the module has no interprocedural program")?;
     if ip.procs.len() != meta.functions.len() {
         return Err("the interprocedural program does not match the function list".into());
@@ -103,6 +108,22 @@ pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
     Program::new(procs).map(|p| (p, mode)).map_err(|e| e.to_string())
 }
 
+/// The paths of a module none of whose functions was instrumented: none, unless the file is corrupt.
+fn empty_module(module: &ModuleProfile) -> Result<ModulePaths, String> {
+    let mode = numbering_mode(&module.meta)?;
+    if module.counters.iter().any(|&c| c != 0) || module.path_entries().next().is_some() {
+        return Err("counts in a module without instrumented functions".into());
+    }
+    Ok(ModulePaths {
+        mode,
+        num_paths: 0,
+        paths: Vec::new(),
+        functions: Vec::new(),
+        sites: Vec::new(),
+        site_roles: Vec::new(),
+    })
+}
+
 /// Decodes every counted path of a context or piecewise module and derives per-function counts.
 ///
 /// Errors (a corrupt profile, or one of another mode): the program cannot be rebuilt or numbered, its number of
@@ -110,6 +131,10 @@ pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
 /// are missing. Never panics.
 pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, AnalysisError> {
     let corrupt = |reason: String| AnalysisError::Interproc { module: module.meta.module_name.clone(), reason };
+    if module.meta.functions.is_empty() && module.meta.interproc.is_none() {
+        // Every function was left out (`ModuleMeta::left_out`): a module with no program counts nothing.
+        return empty_module(module).map_err(corrupt);
+    }
     let (program, mode) = program_of(&module.meta).map_err(corrupt)?;
     let ip = module.meta.interproc.as_ref().ok_or_else(|| corrupt("no interprocedural program".into()))?;
     let sites: Vec<(usize, u32)> = program.sites().iter().map(|s| (s.proc.index(), s.block.0)).collect();

@@ -34,6 +34,7 @@ fn meta(mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {
         interproc: None,
         path_arrivals: mode != Mode::Edge,
         fork_reentries: true,
+        left_out: Vec::new(),
     }
 }
 

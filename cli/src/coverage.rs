@@ -22,7 +22,10 @@
 //! `--source-root` finds them as `report` does ([`crate::sources`]): under the compilation directory a module
 //! named by its absolute path reveals, or under a given `DIR`, or with an `OLD=NEW` prefix replaced.
 //!
-//! JSON: `{"totals": TOTALS, "left_out": {"functions", "names"}, "modules": [{"module", "mode", "executed_paths",
+//! Functions the pass left uninstrumented are not in the totals either; they are listed as not profiled.
+//!
+//! JSON: `{"totals": TOTALS, "left_out": {"functions", "names"}, "not_profiled": [{"name", "display_name",
+//! "module", "file", "start_line", "reason"}], "modules": [{"module", "mode", "executed_paths",
 //! "possible_paths"}], "functions": [{"name", "display_name", "module", "mode", "file", "start_line",
 //! "entry_count", "exact", "inexact_reasons", "paths": {"executed", "possible", "cut"} | null, "lines":
 //! {"covered", "total"} | null, "branches": {"covered", "total"} | null, "line_counts": [{"line", "count"}],
@@ -32,6 +35,7 @@
 mod lcov;
 
 use crate::decode::report::PathId;
+use crate::not_profiled::NotProfiled;
 use crate::{files, output, sources};
 use anyhow::{Context, Result};
 use pathprof_analysis::{function_path_counts, module_path_counts, FunctionCounts, ModuleCounts};
@@ -68,6 +72,8 @@ pub struct Args {
 struct Report<'a> {
     totals: Totals,
     left_out: LeftOut<'a>,
+    /// Functions the pass left uninstrumented (no count covers them).
+    not_profiled: Vec<NotProfiled<'a>>,
     /// Context and piecewise modules: their module-wide path coverage.
     modules: Vec<ModulePathCoverage<'a>>,
     functions: Vec<FunctionCoverage<'a>>,
@@ -183,6 +189,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut report = Report {
         totals: Totals::default(),
         left_out: LeftOut { functions: 0, names: Vec::new() },
+        not_profiled: crate::not_profiled::collect(&profile.modules, None),
         modules: Vec::new(),
         functions: Vec::new(),
     };
@@ -385,6 +392,7 @@ fn write_text(out: &mut impl Write, r: &Report) -> io::Result<()> {
     if r.left_out.functions > 0 {
         writeln!(out, "left out of the totals: {} functions whose counts are not exact", r.left_out.functions)?;
     }
+    crate::not_profiled::write_text(out, &r.not_profiled, false)?;
     let t = &r.totals;
     writeln!(
         out,

@@ -95,22 +95,25 @@ pub fn run(args: &Args) -> Result<()> {
     // Decode everything first: the report borrows the decoded paths.
     let interproc_paths = interproc::decode_modules(&interprocedural, &args.file)?;
     let function_paths = decode_functions(&profile.modules, args.function.as_deref(), &args.file)?;
-    let mut report = Report { mode, functions: Vec::new(), paths: Vec::new() };
+    let decoded_modules = profile.modules.iter().filter(|m| !m.meta.mode.counts_edges());
+    let not_profiled = crate::not_profiled::collect(decoded_modules, args.function.as_deref());
+    let mut report = Report { mode, functions: Vec::new(), paths: Vec::new(), not_profiled };
     for (module, mp) in interprocedural.iter().zip(&interproc_paths) {
         interproc::add_module(&mut report, module, mp, args.function.as_deref(), top);
     }
     for (module, f, paths) in &function_paths {
         add_function(&mut report, module, f, paths, top);
     }
-    if let (Some(name), true) = (&args.function, report.functions.is_empty()) {
+    if let (Some(name), true) = (&args.function, report.functions.is_empty() && report.not_profiled.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
     }
     output::print(&report, args.json, |out, report| {
         if interprocedural.is_empty() {
-            write_text(out, report, args.function.is_some())
+            write_text(out, report, args.function.is_some())?;
         } else {
-            interproc::write_text(out, report)
+            interproc::write_text(out, report)?;
         }
+        crate::not_profiled::write_text(out, &report.not_profiled, !report.functions.is_empty())
     })
 }
 

@@ -16,6 +16,7 @@ mod files;
 mod html;
 mod icache;
 mod merge;
+mod not_profiled;
 mod output;
 mod program_paths;
 mod show;

@@ -19,6 +19,7 @@
 
 mod dot;
 
+use crate::not_profiled::{self, NotProfiled};
 use crate::{files, output};
 use anyhow::{bail, Context, Result};
 use pathprof_analysis::{FunctionCounts, ModuleCounts};
@@ -53,10 +54,12 @@ pub struct Args {
     output: Option<PathBuf>,
 }
 
-/// The whole output: `{"functions": [...]}`.
+/// The whole output: `{"functions": [...], "not_profiled": [...]}`.
 #[derive(Serialize)]
-struct Report {
+struct Report<'a> {
     functions: Vec<FunctionReport>,
+    /// Functions the pass left uninstrumented: no count of the profile covers them.
+    not_profiled: Vec<NotProfiled<'a>>,
 }
 
 #[derive(Serialize)]
@@ -137,10 +140,11 @@ pub fn run(args: &Args) -> Result<()> {
             }
         }
     }
-    if let (Some(name), true) = (&args.function, functions.is_empty()) {
+    let not_profiled = not_profiled::collect(&profile.modules, args.function.as_deref());
+    if let (Some(name), true) = (&args.function, functions.is_empty() && not_profiled.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
     }
-    output::print(&Report { functions }, args.json, write_text)
+    output::print(&Report { functions, not_profiled }, args.json, write_text)
 }
 
 /// One function's counts as `show` reports them; also the HTML report's and `show --dot`'s model.
@@ -294,5 +298,5 @@ fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
             writeln!(out, "    {:<16} {:<10} count {count}{star}", format!("bb{} -> {to}", e.from), kind)?;
         }
     }
-    Ok(())
+    not_profiled::write_text(out, &report.not_profiled, !report.functions.is_empty())
 }

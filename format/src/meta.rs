@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 /// First bytes of every metadata blob.
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
-/// (truncated paths count net executions), version 3 (no module output) and version 4 (no fork re-entries).
-pub const META_VERSION: u32 = 5;
+/// (truncated paths count net executions), version 3 (no module output), version 4 (no fork re-entries) and
+/// version 5 (no list of the functions left out).
+pub const META_VERSION: u32 = 6;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +92,25 @@ pub struct ModuleMeta {
     /// [`SPARSE_REENTRY`](crate::layout::SPARSE_REENTRY)); `false` for profiles of metadata version ≤ 4, whose
     /// fork children's in-flight activations show up as inconsistent counts.
     pub fork_reentries: bool,
+    /// Functions the module defines that the pass could not instrument (each with the reason), so that readers
+    /// report them as not profiled instead of letting their absence read as "never ran". Empty for profiles of
+    /// metadata version ≤ 5, which did not record them.
+    pub left_out: Vec<LeftOutFunction>,
+}
+
+/// A function compiled without instrumentation: it ran (or not) uncounted, and no count of the profile covers it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOutFunction {
+    /// Linkage (mangled) name.
+    pub name: String,
+    /// Source-level name from debug info (demangled for C++), empty without debug info.
+    pub display_name: String,
+    /// Source file from debug info, empty without debug info.
+    pub file: String,
+    /// Line of the function's declaration, 0 without debug info.
+    pub start_line: u32,
+    /// Why the pass left it out, as its compile-time warning said.
+    pub reason: String,
 }
 
 /// Melski–Reps facts the decoder needs to rebuild exactly the pass's numbering: the program is a pure function
@@ -245,7 +265,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1 to 4, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1 to 6, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -258,7 +278,7 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
-            1..=4 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
+            1..=5 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
             _ => return Err(MetaError::UnsupportedVersion(ver)),
         };
         if !rest.is_empty() {
@@ -267,10 +287,10 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Reads the body of metadata version 1 to 4: postcard writes a struct as its fields in order, so an older
+    /// Reads the body of metadata version 1 to 5: postcard writes a struct as its fields in order, so an older
     /// body is the current field sequence without the fields added since, each of which gets the value that
     /// describes the older profiles (see the field docs):
-    /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`.
+    /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out`.
     fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
         /// The next field, or `absent` in a version before `since`.
         fn field<T: serde::de::DeserializeOwned>(
@@ -294,6 +314,7 @@ impl ModuleMeta {
         let (interproc, rest) = field(ver, 2, None, rest)?;
         let (path_arrivals, rest) = field(ver, 3, false, rest)?;
         let (fork_reentries, rest) = field(ver, 5, false, rest)?;
+        let (left_out, rest) = field(ver, 6, Vec::new(), rest)?;
         let meta = ModuleMeta {
             module_name,
             output,
@@ -304,6 +325,7 @@ impl ModuleMeta {
             interproc,
             path_arrivals,
             fork_reentries,
+            left_out,
         };
         Ok((meta, rest))
     }
@@ -367,6 +389,8 @@ impl ModuleMeta {
         match (self.mode.is_interprocedural(), &self.interproc) {
             (false, None) => Ok(()),
             (true, Some(ip)) if ip.procs.len() == self.functions.len() && !self.functions.is_empty() => Ok(()),
+            // Every function was left out: the module reports them and has no program.
+            (true, None) if self.functions.is_empty() && !self.left_out.is_empty() => Ok(()),
             _ => Err(MetaError::Inconsistent("interprocedural program does not match the mode or functions".into())),
         }
     }

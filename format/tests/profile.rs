@@ -6,7 +6,7 @@
 use pathprof_core::graph::test_cfg;
 use pathprof_core::{Cfg, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN, RECORD_HEADER_LEN};
-use pathprof_format::meta::{MetaError, Mode, ModuleMeta};
+use pathprof_format::meta::{LeftOutFunction, MetaError, Mode, ModuleMeta};
 use pathprof_format::profile::{
     self, merge, read, write, MergeError, ModuleProfile, Profile, ProfileError, SparseEntry,
 };
@@ -484,14 +484,19 @@ proptest! {
 }
 
 /// Metadata versions 1 (before the interprocedural modes), 2 (written before path mode counted arrivals, read as net counts), 3 (before modules
-/// recorded their output, read with an empty output) and 4 (before fork re-entries) are still read; version 5 is
-/// written. Arrival counting belongs to the path-numbering modes (path, context, piecewise) only, and fork
+/// recorded their output, read with an empty output), 4 (before fork re-entries) and 5 (before the list of functions
+/// left out) are still read; version 6 is written. Arrival counting belongs to the path-numbering modes (path, context, piecewise) only, and fork
 /// re-entries of paths to profiles that count arrivals.
 #[test]
 fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
-    let v5 = meta.encode();
-    assert_eq!(v5[4..8], 5u32.to_le_bytes());
+    let v6 = meta.encode();
+    assert_eq!(v6[4..8], 6u32.to_le_bytes());
+    // Version 5 is version 6 without the trailing `left_out` list (here empty: one zero length byte).
+    assert_eq!(v6.last(), Some(&0));
+    let mut v5 = v6[..v6.len() - 1].to_vec();
+    v5[4..8].copy_from_slice(&5u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v5).unwrap(), meta);
     // Version 4 is version 5 without the trailing `fork_reentries` byte.
     let mut v4 = v5[..v5.len() - 1].to_vec();
     v4[4..8].copy_from_slice(&4u32.to_le_bytes());
@@ -514,8 +519,8 @@ fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_mode
     v1[4..8].copy_from_slice(&1u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v1).unwrap(), meta);
     // An older version's header on a newer body leaves bytes over: corrupt, not misread.
-    for old in [1u32, 2, 3, 4] {
-        let mut mislabelled = v5.clone();
+    for old in [1u32, 2, 3, 4, 5] {
+        let mut mislabelled = v6.clone();
         mislabelled[4..8].copy_from_slice(&old.to_le_bytes());
         assert!(matches!(ModuleMeta::decode(&mislabelled), Err(MetaError::Corrupt(_))), "version {old}");
     }
@@ -528,6 +533,31 @@ fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_mode
     assert_eq!(ModuleMeta::decode(&forking.encode()).unwrap(), forking);
     forking.mode = Mode::Path;
     assert!(matches!(ModuleMeta::decode(&forking.encode()), Err(MetaError::Inconsistent(_))));
+}
+
+/// The functions a module left out round-trip, and an interprocedural module may lack a program only when it has
+/// no function at all because every one was left out.
+#[test]
+fn left_out_functions_round_trip_and_only_they_excuse_a_missing_program() {
+    let mut meta = module_meta("m.c");
+    meta.left_out = vec![LeftOutFunction {
+        name: "f".into(),
+        display_name: "f".into(),
+        file: "m.c".into(),
+        start_line: 3,
+        reason: "`callbr` (asm goto) is not supported".into(),
+    }];
+    assert_eq!(ModuleMeta::decode(&meta.encode()).unwrap(), meta);
+    let mut alone = meta.clone();
+    alone.mode = Mode::Context;
+    alone.functions.clear();
+    alone.path_arrivals = true;
+    assert_eq!(ModuleMeta::decode(&alone.encode()).unwrap(), alone);
+    alone.left_out.clear();
+    assert!(matches!(ModuleMeta::decode(&alone.encode()), Err(MetaError::Inconsistent(_))));
+    let mut missing_program = meta.clone();
+    missing_program.mode = Mode::Context;
+    assert!(matches!(ModuleMeta::decode(&missing_program.encode()), Err(MetaError::Inconsistent(_))));
 }
 
 /// A module's identity is its name and its output: a record's `name_hash` covers both (and is the plain name

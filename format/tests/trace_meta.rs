@@ -17,6 +17,7 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
             interproc: None,
             path_arrivals: false,
             fork_reentries: false,
+            left_out: Vec::new(),
         },
         calls: Vec::new(),
         optimizer_last,

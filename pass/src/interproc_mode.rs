@@ -12,7 +12,7 @@ use crate::fork_check::{ForkChecks, Guard, Key};
 use crate::identity::ModuleIdentity;
 use crate::interproc_emit::{FnEmitter, Tls};
 use crate::interproc_plan::{self, ProcPlan};
-use crate::module_emitter::{function_meta, warn_uninstrumented, ModuleEmitter};
+use crate::module_emitter::{function_meta, LeftOut, ModuleEmitter};
 use crate::storage::{CounterLayout, CounterStorage, Unit};
 use inkwell::llvm_sys::prelude::*;
 use pathprof_core::interproc::{Mode as IpMode, Numbering, ProcId, SiteRole};
@@ -30,12 +30,19 @@ pub fn instrument(
     let module_name = identity.name.clone();
     let facts = CallFacts::new(m);
     let mode = if config.mode == Mode::Piecewise { IpMode::Piecewise } else { IpMode::Context };
-    let mut left_out = Vec::new();
-    let plan = interproc_plan::plan(candidates, &facts, mode, config.path_budget, &mut left_out)?;
-    for (name, why) in &left_out {
-        warn_uninstrumented(&module_name, name, why);
+    let mut not_admitted = Vec::new();
+    let plan = interproc_plan::plan(candidates, &facts, mode, config.path_budget, &mut not_admitted)?;
+    let mut left_out = LeftOut::default();
+    for (f, why) in &not_admitted {
+        left_out.record(&module_name, *f, why);
     }
-    let Some(plan) = plan else { return Ok(false) };
+    let Some(plan) = plan else {
+        if left_out.is_empty() {
+            return Ok(false);
+        }
+        left_out.register_alone(m, config, identity);
+        return Ok(true);
+    };
     let sg = &plan.supergraph;
     let num = sg.number(mode).map_err(|e| e.to_string())?;
     let num_paths = num.num_paths();
@@ -75,11 +82,12 @@ pub fn instrument(
         budget_cuts: plan.budget_cuts,
     };
     let functions = plan.procs.iter().map(|p| function_meta(p.f, &p.name, &p.graph)).collect();
-    let line = module.finish(functions, Some(interproc), true);
+    let skipped = left_out.len();
+    let line = module.finish(functions, Some(interproc), true, left_out);
     if config.stats {
         let roles = sg.calls().roles();
         let count = |r: SiteRole| roles.iter().filter(|&&x| x == r).count();
-        line.field("skipped", left_out.len())
+        line.field("skipped", skipped)
             .field("roots", sg.calls().roots().len())
             .field("paths", num_paths)
             .field(

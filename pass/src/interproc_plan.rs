@@ -68,19 +68,19 @@ pub struct ProgramPlan {
 /// Selects the program, splits call blocks, builds graphs and the supergraph, and cuts call sites until the
 /// numbering fits `budget` paths. Changes the IR only by splitting blocks after call-site calls (and before
 /// one that follows a call that may not return). Functions left
-/// out of the program are added to `left_out` (name, why); `None` when no function is left.
+/// out of the program are added to `left_out` (function, why); `None` when no function is left.
 pub fn plan(
     candidates: &[LLVMValueRef],
     facts: &CallFacts,
     mode: Mode,
     budget: u128,
-    left_out: &mut Vec<(String, String)>,
+    left_out: &mut Vec<(LLVMValueRef, String)>,
 ) -> Result<Option<ProgramPlan>, String> {
     let mut members: Vec<LLVMValueRef> = Vec::new();
     for &f in candidates {
         match admissible(f, facts, mode, budget >> 8) {
             Ok(()) => members.push(f),
-            Err(why) => left_out.push((ir::name(f), why)),
+            Err(why) => left_out.push((f, why)),
         }
     }
     if members.is_empty() {

@@ -12,7 +12,7 @@ use crate::emit::EmitStats;
 use crate::fork_check::Guard;
 use crate::identity::ModuleIdentity;
 use crate::ir;
-use crate::module_emitter::{function_meta, warn_uninstrumented, ModuleEmitter};
+use crate::module_emitter::{function_meta, LeftOut, ModuleEmitter};
 use crate::path_mode::{self, PathPlan};
 use crate::storage::{CounterLayout, CounterStorage, Unit};
 use crate::weights::{self, ProfileWeights};
@@ -97,6 +97,7 @@ pub fn instrument(
     let mut stats = Stats::default();
     let mut planned = Vec::new();
     let mut layout = CounterLayout::new(config);
+    let mut left_out = LeftOut::default();
     for &f in candidates {
         let name = ir::name(f);
         let result = catch_unwind(AssertUnwindSafe(|| plan(f, &name, config, profile.as_ref(), fam, &facts, &layout)));
@@ -106,20 +107,17 @@ pub fn instrument(
                 stats.weights_fallbacks += usize::from(!used_source);
                 planned.push(p);
             }
-            Ok(Err(why)) => {
-                stats.skipped += 1;
-                warn_uninstrumented(&module_name, &name, &why);
-            }
-            Err(_) => {
-                stats.skipped += 1;
-                eprintln!(
-                    "pathprof: warning: {module_name}: internal error while planning `{name}`; left uninstrumented"
-                );
-            }
+            Ok(Err(why)) => left_out.record(&module_name, f, &why),
+            Err(_) => left_out.record_internal_error(&module_name, f),
         }
     }
+    stats.skipped = left_out.len();
     if layout.is_empty() {
-        return Ok(false);
+        if left_out.is_empty() {
+            return Ok(false);
+        }
+        left_out.register_alone(m, config, identity);
+        return Ok(true);
     }
 
     let uses_phi = planned.iter().any(|p| match &p.plan {
@@ -164,7 +162,7 @@ pub fn instrument(
     }
 
     // Path mode's truncated paths count arrivals (path_mode.rs); edge mode has none.
-    let line = module.finish(planned.into_iter().map(|p| p.meta).collect(), None, config.mode == Mode::Path);
+    let line = module.finish(planned.into_iter().map(|p| p.meta).collect(), None, config.mode == Mode::Path, left_out);
     if config.stats {
         let line = line
             .field("skipped", stats.skipped)

@@ -2,7 +2,7 @@
 //! their code; [`ModuleEmitter`] takes the counter storage, the fork re-entry checks and marks of each function,
 //! and makes the module's metadata, registration and statistics out of them.
 //!
-//! A mode's sequence: plan (no IR changes; [`warn_uninstrumented`] for what it leaves out) → lay out counts
+//! A mode's sequence: plan (no IR changes; [`LeftOut::record`] for what it leaves out) → lay out counts
 //! ([`crate::storage::CounterLayout`]) → [`CounterStorage::emit`] → its own module globals, if any →
 //! [`ModuleEmitter::new`] → per function: its code, then [`ModuleEmitter::function_done`] →
 //! [`ModuleEmitter::finish`] → [`StatsLine`]. The order is the order of the globals in the emitted module.
@@ -17,7 +17,7 @@ use crate::names::INSTRUMENTED_MARK;
 use crate::shim;
 use crate::storage::{CounterStorage, Sink};
 use inkwell::llvm_sys::prelude::*;
-use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, ModuleMeta, PathStorage};
+use pathprof_format::meta::{BlockMeta, FunctionMeta, InterprocMeta, LeftOutFunction, ModuleMeta, PathStorage};
 use pathprof_format::profile::cfg_hash;
 use std::fmt::Display;
 
@@ -60,13 +60,14 @@ impl<'a> ModuleEmitter<'a> {
     }
 
     /// Emits the module's metadata (`functions` in unit order, `interproc` for the interprocedural modes;
-    /// `path_arrivals` when truncated paths count arrivals), registers it with the runtime and marks the
-    /// module instrumented. Returns the start of its `PATHPROF_STATS` line.
+    /// `path_arrivals` when truncated paths count arrivals; the functions `left_out`), registers it with the
+    /// runtime and marks the module instrumented. Returns the start of its `PATHPROF_STATS` line.
     pub fn finish(
         self,
         functions: Vec<FunctionMeta>,
         interproc: Option<InterprocMeta>,
         path_arrivals: bool,
+        left_out: LeftOut,
     ) -> StatsLine {
         let config = self.config;
         let stats = StatsLine {
@@ -88,6 +89,7 @@ impl<'a> ModuleEmitter<'a> {
             interproc,
             path_arrivals,
             fork_reentries: config.fork_checks,
+            left_out: left_out.into_functions(),
         };
         self.storage.register(self.m, &meta);
         ir::add_named_metadata(self.m, INSTRUMENTED_MARK);
@@ -114,9 +116,55 @@ pub fn function_meta(f: LLVMValueRef, name: &str, g: &FunctionGraph) -> Function
     }
 }
 
-/// The warning every mode prints for a function it cannot instrument (the function keeps its code).
-pub fn warn_uninstrumented(module: &str, function: &str, why: &str) {
-    eprintln!("pathprof: warning: {module}: leaving `{function}` uninstrumented: {why}");
+/// The functions a mode could not instrument. Each gets a compile-time warning and goes into the module's
+/// metadata, so that the tools list it as not profiled: without it a function that ran uncounted would read as
+/// one that never ran.
+#[derive(Default)]
+pub struct LeftOut(Vec<LeftOutFunction>);
+
+impl LeftOut {
+    /// Leaves function `f` of `module` out (it keeps its code) because of `why`.
+    pub fn record(&mut self, module: &str, f: LLVMValueRef, why: &str) {
+        let name = ir::name(f);
+        eprintln!("pathprof: warning: {module}: leaving `{name}` uninstrumented: {why}");
+        let (file, start_line) = ir::subprogram_file_line(f);
+        self.0.push(LeftOutFunction {
+            name,
+            display_name: shim::subprogram_name(f),
+            file,
+            start_line,
+            reason: why.to_string(),
+        });
+    }
+
+    /// Leaves `f` out after its planning panicked (a bug of the pass, reported as such).
+    pub fn record_internal_error(&mut self, module: &str, f: LLVMValueRef) {
+        self.record(module, f, "internal error while planning it");
+    }
+
+    /// How many functions were left out.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether every function could be instrumented.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The list for the module's metadata.
+    pub fn into_functions(self) -> Vec<LeftOutFunction> {
+        self.0
+    }
+
+    /// Registers a module none of whose functions could be instrumented, so that the profile still lists them.
+    pub fn register_alone(self, m: LLVMModuleRef, config: &Config, identity: ModuleIdentity) {
+        let layout = crate::storage::CounterLayout::new(config);
+        let storage = CounterStorage::emit(m, config, &layout, false);
+        // The metadata is that of any module of the mode: path modes count arrivals (of no path here).
+        let path_arrivals = !config.mode.counts_edges();
+        ModuleEmitter::new(m, config, identity, &storage).finish(Vec::new(), None, path_arrivals, self);
+    }
 }
 
 /// One `PATHPROF_STATS` line: `pathprof: stats: module=… mode=… functions=…` (the functions instrumented),

@@ -34,7 +34,7 @@ use crate::config::Config;
 use crate::globals::{append_to_global_list, function_once, internal_void_function, metadata_blob, runtime_function};
 use crate::identity::ModuleIdentity;
 use crate::ir;
-use crate::module_emitter::{function_meta, warn_uninstrumented};
+use crate::module_emitter::{function_meta, LeftOut};
 use crate::names::INSTRUMENTED_MARK;
 use inkwell::llvm_sys::comdat::{LLVMGetOrInsertComdat, LLVMSetComdat};
 use inkwell::llvm_sys::core::*;
@@ -132,15 +132,12 @@ pub fn instrument(
     }
     let facts = CallFacts::new(m);
     let mut planned = Vec::new();
+    let mut left_out = LeftOut::default();
     for &f in candidates {
-        let name = ir::name(f);
         match catch_unwind(AssertUnwindSafe(|| plan(f, &facts))) {
             Ok(Ok(p)) => planned.push(p),
-            Ok(Err(why)) => warn_uninstrumented(&identity.name, &name, &why),
-            Err(_) => eprintln!(
-                "pathprof: warning: {}: internal error while planning `{name}`; left uninstrumented",
-                identity.name
-            ),
+            Ok(Err(why)) => left_out.record(&identity.name, f, &why),
+            Err(_) => left_out.record_internal_error(&identity.name, f),
         }
     }
     if planned.is_empty() {
@@ -162,6 +159,7 @@ pub fn instrument(
             interproc: None,
             path_arrivals: false,
             fork_reentries: false,
+            left_out: left_out.into_functions(),
         },
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
         optimizer_last: config.optimizer_last,

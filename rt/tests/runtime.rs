@@ -175,6 +175,7 @@ fn finish_module(
         interproc: None,
         path_arrivals: false,
         fork_reentries: false,
+        left_out: Vec::new(),
         module_name: name.to_string(),
         output: String::new(),
         mode,

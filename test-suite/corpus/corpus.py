@@ -447,7 +447,7 @@ def run_variant(ctx, name, entry, variant):
     show_json = vdir / "show.json"
     no_paths = variant in ("edge", "block", "lto-edge")  # profiles without paths: decode refuses them by design
     times = {"show_s": 0.0, "decode_s": None if no_paths else 0.0, "export_s": 0.0}
-    errors, functions = [], []
+    errors, functions, not_profiled = [], [], {}
     for prof in profiles:
         with open(show_json, "wb") as out:
             rc, secs, err = run_tool([pp, "show", "--json", str(prof)], stdout=out)
@@ -456,7 +456,10 @@ def run_variant(ctx, name, entry, variant):
             errors.append(f"show exited {rc}: {last_line(err)}")
         else:
             try:
-                functions += json.loads(show_json.read_text()).get("functions", [])
+                shown = json.loads(show_json.read_text())
+                functions += shown.get("functions", [])
+                for f in shown.get("not_profiled", []):
+                    not_profiled[f"{f.get('module')}::{f.get('name')}"] = f.get("reason")
             except ValueError as e:
                 errors.append(f"show --json printed invalid JSON: {e}")
         if not no_paths:
@@ -476,6 +479,9 @@ def run_variant(ctx, name, entry, variant):
     if not functions and errors:
         return result
     summary, agg = analyse_profile({"functions": functions}, tree)
+    # Functions the pass left uninstrumented (with its reasons): listed, not a failure — nothing claims a count.
+    summary["not_profiled"] = len(not_profiled)
+    summary["not_profiled_functions"] = dict(sorted(not_profiled.items())[:200])
     result["profile"] = summary
     store_counts(vdir, agg)
     result["checks"]["exact"] = {
@@ -804,13 +810,16 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
         verdict = "ok" if not failed else ", ".join(
             c + (" (known)" if (r["project"], r["variant"], c) in known_hits else "") for c in failed)
         times = r.get("times", {})
-        rows.append(f"| {r['project']} | {r['variant']} | {prof.get('functions', '–')} | "
+        functions = str(prof.get("functions", "–")) + (f" (+{prof['not_profiled']} not profiled)"
+                                                        if prof.get("not_profiled") else "")
+        rows.append(f"| {r['project']} | {r['variant']} | {functions} | "
                     f"{prof.get('inexact', '–')} | {ts} | {same} | {counts} | {fmt_size(r.get('profile_bytes'))} | "
                     f"{fmt_s(times.get('show_s'))} | {fmt_s(times.get('decode_s'))} | {fmt_s(r.get('build_s'))} | "
                     f"{verdict} |")
     md = [f"# Real-software corpus ({meta['when']}, commit {meta['commit']})", "",
           "functions / inexact: function records in the merged profile of the test run (summed over the per-program "
-          "files in the lto modes); tests: this build's per-test results; same as plain: every test's result equals "
+          "files in the lto modes; not profiled: functions the pass left uninstrumented, their reasons in the JSON); "
+          "tests: this build's per-test results; same as plain: every test's result equals "
           "the plain clang-19 build's; counts = edge: functions whose segment counts equal those of "
           "edge mode (lto: of lto-edge, whole-program edge mode) / functions compared (n/c: not comparable, "
           "compiled to other code than in the baseline; (nd): tests not deterministic, not a failure); show/decode: "

@@ -5,12 +5,13 @@
 //! millions of steps (49,341 paths with 8.2 M steps for xz's path-mode test profile), and building them as
 //! owned values first cost more time and memory (1.2 GB there) than writing them.
 
+use crate::not_profiled::NotProfiled;
 use pathprof_core::interproc::{SiteRole, Step as InterprocStep, Via};
 use pathprof_core::BlockId;
 use pathprof_format::meta::{FunctionMeta, ModuleMeta};
 use serde::{Serialize, Serializer};
 
-/// The whole output: `{"mode": "path", "functions": [...], "paths": [...]}`.
+/// The whole output: `{"mode": "path", "functions": [...], "paths": [...], "not_profiled": [...]}`.
 #[derive(Serialize)]
 pub(crate) struct Report<'a> {
     pub mode: &'static str,
@@ -18,6 +19,8 @@ pub(crate) struct Report<'a> {
     pub functions: Vec<FunctionReport<'a>>,
     /// The listed paths of all functions: by function order, then hottest first (ties by path number).
     pub paths: Vec<PathReport<'a>>,
+    /// Functions of the decoded modules that the pass left uninstrumented: none of their paths is counted.
+    pub not_profiled: Vec<NotProfiled<'a>>,
 }
 
 #[derive(Serialize)]

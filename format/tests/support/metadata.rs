@@ -15,6 +15,7 @@ pub fn module_meta(name: &str, mode: Mode, functions: Vec<FunctionMeta>) -> Modu
         interproc: None,
         path_arrivals: false,
         fork_reentries: false,
+        left_out: Vec::new(),
         module_name: name.into(),
         output: String::new(),
         mode,

@@ -306,6 +306,7 @@ fn files_the_reader_refuses_are_not_merged_into() {
         interproc: None,
         path_arrivals: false,
         fork_reentries: false,
+        left_out: Vec::new(),
         module_name: "m.c".into(),
         output: std::string::String::new(),
         mode: Mode::Edge,

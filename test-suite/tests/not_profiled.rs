@@ -1,0 +1,123 @@
+//! Functions the pass cannot instrument are reported as not profiled, in every counting mode: the profile lists
+//! them with the pass's reason (`show`, `decode`, `coverage`, text and JSON), even when a module has no other
+//! function, and the rest of the program is profiled exactly. The program's output and exit status are those of
+//! the plain build.
+//!
+//! `left_out_main.c` has `jump_if_odd` (asm goto: LLVM `callbr`, which no mode handles) and `guarded` (setjmp:
+//! left out of the interprocedural modes, whose path numbers cannot re-enter a block); `left_out_asm.c`'s only
+//! function uses asm goto too.
+
+use pathprof_test_suite::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+
+const SOURCES: [&str; 2] = ["left_out_main.c", "left_out_asm.c"];
+
+/// Builds the program in `mode` at -O2, runs it (as the plain build: "sum 12", exit 0), returns the profile.
+fn profile(mode: &str) -> PathBuf {
+    let dir = scratch(&format!("left-out-{mode}"));
+    let exe = dir.join("prog");
+    let srcs: Vec<PathBuf> = SOURCES.iter().map(|s| programs().join(s)).collect();
+    run_ok(wrapper(false).args(["-O2", "-g"]).args(&srcs).arg("-o").arg(&exe).env("PATHPROF_MODE", mode));
+    let prof = dir.join("out.pathprof");
+    let _ = std::fs::remove_file(&prof);
+    let out = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 12\n", "{mode}");
+    prof
+}
+
+fn pathprof(args: &[&str], profile: &PathBuf) -> String {
+    let out = run_ok(Command::new(dist().join("bin/pathprof")).args(args).arg(profile));
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// (name, reason, module file name) of every not-profiled function of a report.
+fn not_profiled(report: &Value) -> BTreeSet<(String, String, String)> {
+    report["not_profiled"]
+        .as_array()
+        .expect("not_profiled")
+        .iter()
+        .map(|f| {
+            let module = f["module"].as_str().unwrap();
+            let module = module.rsplit('/').next().unwrap().to_string();
+            (f["name"].as_str().unwrap().to_string(), f["reason"].as_str().unwrap().to_string(), module)
+        })
+        .collect()
+}
+
+/// What the pass must leave out in `mode`, by hand: asm goto everywhere, setjmp in the interprocedural modes.
+fn expected(mode: &str) -> BTreeSet<(String, String, String)> {
+    let callbr = "`callbr` (asm goto) is not supported".to_string();
+    let mut want: BTreeSet<_> = [
+        ("jump_if_odd".to_string(), callbr.clone(), "left_out_main.c".to_string()),
+        ("asm_only".to_string(), callbr, "left_out_asm.c".to_string()),
+    ]
+    .into_iter()
+    .collect();
+    if mode == "context" || mode == "piecewise" {
+        let setjmp = "it calls setjmp (a returns_twice function)".to_string();
+        want.insert(("guarded".to_string(), setjmp, "left_out_main.c".to_string()));
+    }
+    want
+}
+
+#[test]
+fn left_out_functions_are_listed_and_the_rest_is_exact_in_every_counting_mode() {
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let prof = profile(mode);
+        let show = show_json(&prof);
+        let want = expected(mode);
+        assert_eq!(not_profiled(&show), want, "{mode}: show's not_profiled");
+        let profiled: BTreeSet<&str> =
+            show["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+        let mut want_profiled: BTreeSet<&str> = ["main", "twice", "guarded"].into_iter().collect();
+        for (name, _, _) in &want {
+            want_profiled.remove(name.as_str());
+        }
+        assert_eq!(profiled, want_profiled, "{mode}: profiled functions");
+        assert!(show["functions"].as_array().unwrap().iter().all(|f| f["exact"] == true), "{mode}: exact");
+        assert_markers(&show, &programs().join("left_out_main.c"));
+
+        let text = pathprof(&["show"], &prof);
+        let heading = format!("NOT PROFILED: {} functions left uninstrumented when compiled", want.len());
+        assert!(text.contains(&heading), "{mode}: show's text lacks `{heading}`:\n{text}");
+        assert!(text.contains("asm_only  ") && text.contains("left_out_asm.c:2"), "{mode}: {text}");
+
+        let coverage: Value = serde_json::from_str(&pathprof(&["coverage", "--json"], &prof)).unwrap();
+        assert_eq!(not_profiled(&coverage), want, "{mode}: coverage's not_profiled");
+        if !matches!(mode, "edge" | "block") {
+            let decode: Value = serde_json::from_str(&pathprof(&["decode", "--json"], &prof)).unwrap();
+            assert_eq!(not_profiled(&decode), want, "{mode}: decode's not_profiled");
+            assert!(pathprof(&["decode"], &prof).contains(&heading), "{mode}: decode's text");
+        }
+    }
+}
+
+/// `--function` naming a left-out function is an answer (exit 0, nothing counted, why), not "no such function".
+#[test]
+fn a_left_out_function_can_be_asked_for_by_name() {
+    let prof = profile("path");
+    let out = pathprof(&["show", "--json", "--function", "asm_only"], &prof);
+    let show: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(show["functions"].as_array().unwrap().len(), 0);
+    assert_eq!(not_profiled(&show).len(), 1);
+    let decode = pathprof(&["decode", "--function", "jump_if_odd"], &prof);
+    assert!(decode.contains("NOT PROFILED: 1 function left uninstrumented"), "{decode}");
+    let missing = Command::new(dist().join("bin/pathprof"))
+        .args(["show", "--function", "no_such_function"])
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2), "an unknown name is still an error");
+}
+
+/// Merging keeps the list: the merged profile still says which functions ran uncounted.
+#[test]
+fn merged_profiles_keep_the_left_out_functions() {
+    let prof = profile("context");
+    let merged = prof.with_file_name("merged.pathprof");
+    run_ok(Command::new(dist().join("bin/pathprof")).arg("merge").arg("-o").arg(&merged).arg(&prof).arg(&prof));
+    assert_eq!(not_profiled(&show_json(&merged)), expected("context"));
+}
