@@ -14,13 +14,17 @@
 //! `--functions` ranks functions instead: by path executions, with their share and number of distinct executed
 //! paths.
 //!
-//! JSON: `{"mode", "executions", "executed_paths", "left_out": {"functions", "paths", "names"}, "edge_modules",
+//! Functions the pass left uninstrumented ran uncounted: the output says how many (`not_profiled`, as in `show`).
+//!
+//! JSON: `{"mode", "executions", "executed_paths", "left_out": {"functions", "paths", "names"}, "not_profiled",
+//! "edge_modules",
 //! "paths": [{"id",
 //! "rank", "count", "percent", "function", "display_name", "module", "file", "context_steps", "steps"}]}`, steps
 //! as in `decode --json`; with `--functions`, `"functions": [{"rank", "function", "display_name", "module",
 //! "file", "start_line", "executions", "percent", "executed_paths"}]` instead of `paths`.
 
 use crate::decode::report::{PathId, Steps};
+use crate::not_profiled::NotProfiled;
 use crate::program_paths::{self, share, shown_name, Decoded, Enumerated, FunctionPathsSummary, ProgramPath};
 use crate::{files, output};
 use anyhow::Result;
@@ -58,6 +62,8 @@ struct Report<'a> {
     /// Ranked paths with a positive count.
     executed_paths: usize,
     left_out: LeftOut<'a>,
+    /// Functions the pass left uninstrumented: their executions are in no share.
+    not_profiled: Vec<NotProfiled<'a>>,
     /// Modules of the profile in edge or block mode: they record no paths and are not ranked.
     edge_modules: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,6 +156,7 @@ pub fn run(args: &Args) -> Result<()> {
         executions,
         executed_paths: all.paths.len(),
         left_out: LeftOut::of(&all),
+        not_profiled: crate::not_profiled::collect(&profile.modules, None),
         edge_modules: decoded.edge_modules,
         paths: None,
         functions: None,
@@ -222,6 +229,10 @@ fn write_text(out: &mut impl Write, r: &Report) -> io::Result<()> {
         r.mode, r.executions, r.executed_paths
     )?;
     r.left_out.write_text(out)?;
+    if !r.not_profiled.is_empty() {
+        let n = r.not_profiled.len();
+        writeln!(out, "not ranked: {n} functions left uninstrumented when compiled (see pathprof show)")?;
+    }
     if r.edge_modules > 0 {
         writeln!(out, "not ranked: {} edge- or block-mode modules, which record no paths", r.edge_modules)?;
     }

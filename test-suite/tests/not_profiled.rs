@@ -1,5 +1,5 @@
 //! Functions the pass cannot instrument are reported as not profiled, in every counting mode: the profile lists
-//! them with the pass's reason (`show`, `decode`, `coverage`, text and JSON), even when a module has no other
+//! them with the pass's reason (`show`, `decode`, `coverage`, `top`, the HTML report), even when a module has no other
 //! function, and the rest of the program is profiled exactly. The program's output and exit status are those of
 //! the plain build.
 //!
@@ -91,7 +91,13 @@ fn left_out_functions_are_listed_and_the_rest_is_exact_in_every_counting_mode() 
             let decode: Value = serde_json::from_str(&pathprof(&["decode", "--json"], &prof)).unwrap();
             assert_eq!(not_profiled(&decode), want, "{mode}: decode's not_profiled");
             assert!(pathprof(&["decode"], &prof).contains(&heading), "{mode}: decode's text");
+            let top: Value = serde_json::from_str(&pathprof(&["top", "--json"], &prof)).unwrap();
+            assert_eq!(not_profiled(&top), want, "{mode}: top's not_profiled");
         }
+        let html = prof.with_file_name("html");
+        run_ok(Command::new(dist().join("bin/pathprof")).args(["report", "--html", "-o"]).arg(&html).arg(&prof));
+        let index = std::fs::read_to_string(html.join("index.html")).unwrap();
+        assert!(index.contains(&format!("Not profiled ({})", want.len())), "{mode}: the HTML index");
     }
 }
 

@@ -9,6 +9,7 @@
 
 use super::model::{Function, HotPaths};
 use crate::decode::report::PathReport;
+use crate::not_profiled::NotProfiled;
 use pathprof_format::meta::Mode;
 use pathprof_format::profile::ModuleProfile;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -85,9 +86,15 @@ fn executions_label(mode: Mode) -> &'static str {
     }
 }
 
-/// The index: functions ranked by executions (hottest first, ties in profile order), source files, and the
-/// sources that could not be found.
-pub fn index_page(profile_name: &str, functions: &[Function], pages: &[SourcePage], page_of: &PageOf) -> String {
+/// The index: functions ranked by executions (hottest first, ties in profile order), source files, the sources
+/// that could not be found, and the functions the pass left uninstrumented.
+pub fn index_page(
+    profile_name: &str,
+    functions: &[Function],
+    pages: &[SourcePage],
+    page_of: &PageOf,
+    not_profiled: &[NotProfiled],
+) -> String {
     let mut out = String::new();
     head(&mut out, &format!("pathprof report: {profile_name}"));
     let modes: BTreeSet<&str> = functions.iter().map(|f| f.mode().name()).collect();
@@ -112,6 +119,27 @@ pub fn index_page(profile_name: &str, functions: &[Function], pages: &[SourcePag
         );
         for p in &missing {
             let _ = writeln!(out, "<li>{} (looked for {})</li>", esc(&p.recorded), esc(&p.location));
+        }
+        out.push_str("</ul>\n");
+    }
+    if !not_profiled.is_empty() {
+        let _ = write!(
+            out,
+            "<h2 class=\"missing\">Not profiled ({})</h2>\n<p>Left uninstrumented when compiled: these functions \
+             ran uncounted, and no count of this report covers them.</p>\n<ul class=\"missing\" id=\"not-profiled\">\n",
+            not_profiled.len()
+        );
+        for f in not_profiled {
+            let name = if f.display_name.is_empty() { f.name } else { f.display_name };
+            let _ = writeln!(
+                out,
+                "<li>{} ({}:{}, module {}): {}</li>",
+                esc(name),
+                esc(f.file),
+                f.start_line,
+                esc(f.module),
+                esc(f.reason)
+            );
         }
         out.push_str("</ul>\n");
     }
