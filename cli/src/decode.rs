@@ -95,7 +95,7 @@ pub fn run(args: &Args) -> Result<()> {
     // Decode everything first: the report borrows the decoded paths.
     let interproc_paths = interproc::decode_modules(&interprocedural, &args.file)?;
     let function_paths = decode_functions(&profile.modules, args.function.as_deref(), &args.file)?;
-    let decoded_modules = profile.modules.iter().filter(|m| !m.meta.mode.counts_edges());
+    let decoded_modules = profile.modules.iter().map(|m| &m.meta).filter(|m| !m.mode.counts_edges());
     let not_profiled = crate::not_profiled::collect(decoded_modules, args.function.as_deref());
     let mut report = Report { mode, functions: Vec::new(), paths: Vec::new(), not_profiled };
     for (module, mp) in interprocedural.iter().zip(&interproc_paths) {

@@ -2,8 +2,7 @@
 //! (a construct it does not handle, a path space too large for the mode), so they ran uncounted. Reports list
 //! them, with the pass's reason, instead of letting their absence read as "never executed".
 
-use pathprof_format::meta::LeftOutFunction;
-use pathprof_format::profile::ModuleProfile;
+use pathprof_format::meta::{LeftOutFunction, ModuleMeta};
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -21,18 +20,18 @@ pub(crate) struct NotProfiled<'a> {
     pub reason: &'a str,
 }
 
-/// The left-out functions of `modules` that `function` selects (all without it), in profile order.
+/// The left-out functions of the modules (their metadata) that `function` selects (all without it), in order.
 pub(crate) fn collect<'a>(
-    modules: impl IntoIterator<Item = &'a ModuleProfile>,
+    modules: impl IntoIterator<Item = &'a ModuleMeta>,
     function: Option<&str>,
 ) -> Vec<NotProfiled<'a>> {
     let mut list = Vec::new();
-    for module in modules {
-        for f in module.meta.left_out.iter().filter(|f| selects(function, f)) {
+    for meta in modules {
+        for f in meta.left_out.iter().filter(|f| selects(function, f)) {
             list.push(NotProfiled {
                 name: &f.name,
                 display_name: &f.display_name,
-                module: &module.meta.module_name,
+                module: &meta.module_name,
                 file: &f.file,
                 start_line: f.start_line,
                 reason: &f.reason,

@@ -1,5 +1,6 @@
 //! `pathprof trace FILE [--last N] [--summary] [--json]`: regenerates the exact block sequence of every thread
-//! of a trace-mode run (`pathprof_core::tracing::regenerate` over the file's bit streams).
+//! of a trace-mode run (`pathprof_core::tracing::regenerate` over the file's bit streams). With `--summary`,
+//! functions the pass left untraced are listed as not profiled (JSON `not_traced`).
 //!
 //! Text: per thread a header line, then one line per block `function block file:line[,line…]` (callees' blocks
 //! between their caller's), then the thread's status: complete, cut short (the process exited or the thread
@@ -12,6 +13,7 @@
 //! "edges":[{"from","to","count"}]}]}` (only traced edges: branches and returns, `to` = the number of blocks for
 //! EXIT). A corrupt trace is an error (exit 2).
 
+use crate::not_profiled::NotProfiled;
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
     regenerate_from, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StepSink, StreamError, Unwind,
@@ -386,7 +388,7 @@ struct JsonFunction {
 }
 
 #[derive(Serialize)]
-struct JsonReport {
+struct JsonReport<'a> {
     threads: Vec<JsonThread>,
     #[serde(skip_serializing_if = "Option::is_none")]
     functions: Option<Vec<JsonFunction>>,
@@ -399,6 +401,9 @@ struct JsonReport {
     /// whose optimiser merges or drops such calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     kept_calls: Option<Vec<String>>,
+    /// With `--summary`: functions the pass left untraced (as `show`'s `not_profiled`): they ran unrecorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_traced: Option<Vec<NotProfiled<'a>>>,
     /// With `--summary`, when a thread's trace is only a window (flight recorder, regions): [`WINDOW_NOTE`].
     #[serde(skip_serializing_if = "Option::is_none")]
     window: Option<&'static str>,
@@ -504,6 +509,7 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     let functions = totals.map(|c| summary(&names, &flat, &c, exact, !file.naive));
+    let not_traced = crate::not_profiled::collect(file.modules.values().map(|m| &m.module), None);
     if args.json {
         let traced = args.summary.then(|| {
             let mut all: Vec<(String, String)> =
@@ -519,7 +525,9 @@ pub fn run(args: &Args) -> Result<()> {
             all
         });
         let window = (args.summary && windowed).then_some(WINDOW_NOTE);
-        serde_json::to_writer(&mut out, &JsonReport { threads: json_threads, functions, traced, kept_calls, window })?;
+        let not_traced = args.summary.then_some(not_traced);
+        let report = JsonReport { threads: json_threads, functions, traced, kept_calls, not_traced, window };
+        serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else if let Some(functions) = functions {
         if windowed {
@@ -534,6 +542,7 @@ pub fn run(args: &Args) -> Result<()> {
                 writeln!(out, "  edge {} -> {}: {}", e.from, e.to, e.count)?;
             }
         }
+        crate::not_profiled::write_text(&mut out, &not_traced, true)?;
     }
     out.flush()?;
     Ok(())

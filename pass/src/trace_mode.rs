@@ -140,7 +140,7 @@ pub fn instrument(
             Err(_) => left_out.record_internal_error(&identity.name, f),
         }
     }
-    if planned.is_empty() {
+    if planned.is_empty() && left_out.is_empty() {
         return Ok(false);
     }
     if planned.len() as u64 >= u64::from(RESYNC_ID) {

@@ -47,7 +47,8 @@ fn not_profiled(report: &Value) -> BTreeSet<(String, String, String)> {
         .collect()
 }
 
-/// What the pass must leave out in `mode`, by hand: asm goto everywhere, setjmp in the interprocedural modes.
+/// What the pass must leave out in `mode`, by hand: asm goto everywhere, setjmp in the interprocedural modes
+/// (trace mode resynchronises after `longjmp`).
 fn expected(mode: &str) -> BTreeSet<(String, String, String)> {
     let callbr = "`callbr` (asm goto) is not supported".to_string();
     let mut want: BTreeSet<_> = [
@@ -99,6 +100,25 @@ fn left_out_functions_are_listed_and_the_rest_is_exact_in_every_counting_mode() 
         let index = std::fs::read_to_string(html.join("index.html")).unwrap();
         assert!(index.contains(&format!("Not profiled ({})", want.len())), "{mode}: the HTML index");
     }
+}
+
+/// Trace mode lists the functions it left untraced (`trace --summary`'s `not_traced`), a module with none traced
+/// included, and the rest of the trace is complete.
+#[test]
+fn trace_mode_lists_the_functions_it_left_untraced() {
+    let dir = scratch("left-out-trace");
+    let exe = dir.join("prog");
+    let srcs: Vec<PathBuf> = SOURCES.iter().map(|s| programs().join(s)).collect();
+    run_ok(wrapper(false).args(["-O2", "-g"]).args(&srcs).arg("-o").arg(&exe).env("PATHPROF_MODE", "trace"));
+    let trace = dir.join("out.pathtrace");
+    let _ = std::fs::remove_file(&trace);
+    let out = run_ok(Command::new(&exe).env("PATHPROF_TRACE", &trace));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 12\n");
+    let summary: Value = serde_json::from_str(&pathprof(&["trace", "--summary", "--json"], &trace)).unwrap();
+    let mut not_traced = summary.clone();
+    not_traced["not_profiled"] = summary["not_traced"].clone();
+    assert_eq!(not_profiled(&not_traced), expected("trace"));
+    assert!(summary["threads"].as_array().unwrap().iter().all(|t| t["status"] == "complete"), "{summary}");
 }
 
 /// `--function` naming a left-out function is an answer (exit 0, nothing counted, why), not "no such function".
