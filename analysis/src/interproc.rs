@@ -26,7 +26,7 @@ use pathprof_core::interproc::{
     decode, net_counts_with_reentries, signed_edge_counts_with_reentries, InterprocPath, Mode, PathEnd, ProcId,
     Procedure, Program, SiteRole, Supergraph,
 };
-use pathprof_core::BlockId;
+use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::{ModuleMeta, PathStorage};
 use pathprof_format::profile::ModuleProfile;
 use std::collections::BTreeMap;
@@ -60,9 +60,17 @@ pub struct ModulePaths {
     pub sites: Vec<(usize, u32)>,
     /// Per call site: its role in G*_fn (a summary edge is `Recursive` or `Cut`).
     pub site_roles: Vec<SiteRole>,
+    /// Per function: its cut edges (sorted; out-edges of its cut vertices that are not back edges), so that a
+    /// path ending or restarting at one is reported as cut, not as a loop's.
+    pub cut_edges: Vec<Vec<EdgeId>>,
 }
 
 impl ModulePaths {
+    /// Whether cfg edge `e` of function `proc` is a cut edge rather than a back edge.
+    pub fn is_cut_edge(&self, proc: ProcId, e: EdgeId) -> bool {
+        self.cut_edges.get(proc.index()).is_some_and(|c| c.binary_search(&e).is_ok())
+    }
+
     /// The paths hottest first: by descending count, ties by ascending number.
     pub fn hottest_first(&self) -> Vec<&InterprocCount> {
         crate::rank::hottest(self.paths.iter().collect(), None)
@@ -103,6 +111,7 @@ pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
             cfg: f.cfg.clone(),
             call_sites: p.call_sites.clone(),
             external_entry: p.external_entry,
+            cut_vertices: p.cut_vertices.iter().map(|&b| BlockId(b)).collect(),
         })
         .collect();
     Program::new(procs).map(|p| (p, mode)).map_err(|e| e.to_string())
@@ -121,6 +130,7 @@ fn empty_module(module: &ModuleProfile) -> Result<ModulePaths, String> {
         functions: Vec::new(),
         sites: Vec::new(),
         site_roles: Vec::new(),
+        cut_edges: Vec::new(),
     })
 }
 
@@ -260,5 +270,6 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         })
         .collect();
     let site_roles = sg.calls().roles().to_vec();
-    Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites, site_roles })
+    let cut_edges = program.proc_ids().map(|q| sg.dag(q).cut_edges().to_vec()).collect();
+    Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites, site_roles, cut_edges })
 }

@@ -36,8 +36,9 @@ fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
                 InterprocProc {
                     call_sites: vec![CallSite { block: BlockId(0), callee: Callee::Proc(ProcId::from_index(1)) }],
                     external_entry: true,
+                    cut_vertices: vec![],
                 },
-                InterprocProc { call_sites: vec![], external_entry: false },
+                InterprocProc { call_sites: vec![], external_entry: false, cut_vertices: vec![] },
             ],
             num_paths,
             storage,
@@ -149,8 +150,14 @@ fn interprocedural_arrival_counts_net_to_the_executions() {
             cfg: meta.functions[0].cfg.clone(),
             call_sites: ip.procs[0].call_sites.clone(),
             external_entry: true,
+            cut_vertices: vec![],
         },
-        Procedure { cfg: meta.functions[1].cfg.clone(), call_sites: vec![], external_entry: false },
+        Procedure {
+            cfg: meta.functions[1].cfg.clone(),
+            call_sites: vec![],
+            external_entry: false,
+            cut_vertices: vec![],
+        },
     ])
     .unwrap();
     let sg = Supergraph::build(program);

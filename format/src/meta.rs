@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
 /// (truncated paths count net executions), version 3 (no module output), version 4 (no fork re-entries) and
-/// version 5 (no list of the functions left out).
+/// version 5 (no list of the functions left out, no cut vertices in interprocedural programs).
 pub const META_VERSION: u32 = 6;
 
 /// What the module's counters measure.
@@ -137,6 +137,44 @@ pub struct InterprocProc {
     pub call_sites: Vec<CallSite>,
     /// Whether the function may be entered from outside the program (a root).
     pub external_entry: bool,
+    /// The function's cut vertices (`pathprof_core::interproc::Procedure::cut_vertices`): a function with too
+    /// many paths of its own is cut like path mode cuts one. Empty before metadata version 6.
+    pub cut_vertices: Vec<u32>,
+}
+
+/// [`InterprocMeta`] as metadata versions 2 to 5 wrote it: procedures without cut vertices.
+#[derive(Deserialize)]
+struct InterprocMetaV5 {
+    procs: Vec<InterprocProcV5>,
+    num_paths: u128,
+    storage: PathStorage,
+    budget_cuts: u32,
+}
+
+/// [`InterprocProc`] before metadata version 6.
+#[derive(Deserialize)]
+struct InterprocProcV5 {
+    call_sites: Vec<CallSite>,
+    external_entry: bool,
+}
+
+impl From<InterprocMetaV5> for InterprocMeta {
+    fn from(old: InterprocMetaV5) -> InterprocMeta {
+        InterprocMeta {
+            procs: old
+                .procs
+                .into_iter()
+                .map(|p| InterprocProc {
+                    call_sites: p.call_sites,
+                    external_entry: p.external_entry,
+                    cut_vertices: Vec::new(),
+                })
+                .collect(),
+            num_paths: old.num_paths,
+            storage: old.storage,
+            budget_cuts: old.budget_cuts,
+        }
+    }
 }
 
 /// One instrumented function.
@@ -290,7 +328,8 @@ impl ModuleMeta {
     /// Reads the body of metadata version 1 to 5: postcard writes a struct as its fields in order, so an older
     /// body is the current field sequence without the fields added since, each of which gets the value that
     /// describes the older profiles (see the field docs):
-    /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out`.
+    /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out` and the
+    /// procedures' `cut_vertices`.
     fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
         /// The next field, or `absent` in a version before `since`.
         fn field<T: serde::de::DeserializeOwned>(
@@ -311,7 +350,8 @@ impl ModuleMeta {
         let (weighting, rest) = postcard::take_from_bytes(rest)?;
         let (atomic, rest) = postcard::take_from_bytes(rest)?;
         let (functions, rest) = postcard::take_from_bytes(rest)?;
-        let (interproc, rest) = field(ver, 2, None, rest)?;
+        let (interproc, rest) = field::<Option<InterprocMetaV5>>(ver, 2, None, rest)?;
+        let interproc = interproc.map(InterprocMeta::from);
         let (path_arrivals, rest) = field(ver, 3, false, rest)?;
         let (fork_reentries, rest) = field(ver, 5, false, rest)?;
         let (left_out, rest) = field(ver, 6, Vec::new(), rest)?;

@@ -17,7 +17,7 @@ use proptest::prelude::*;
 
 #[path = "support/edge_module.rs"]
 mod edge_module;
-use edge_module::{module, module_meta};
+use edge_module::{metadata, module, module_meta};
 
 /// Two modules, one with sparse entries, flags and several runs.
 fn sample() -> Profile {
@@ -593,4 +593,57 @@ fn module_identity_is_name_and_output() {
     let other = ModuleProfile::new(other_build, vec![0; 3], vec![], 0, 1);
     let e = merge(&[Profile { modules: vec![a] }, Profile { modules: vec![other] }]).unwrap_err();
     assert_eq!(e.to_string(), "different builds of module u.c in /b/a/u.o: the profiles come from different binaries");
+}
+
+/// Metadata version 5 wrote interprocedural procedures without cut vertices: such a context module still reads,
+/// its procedures uncut; the same program written now (version 6) round-trips its cut vertices.
+#[test]
+fn version_5_interprocedural_programs_read_without_cut_vertices() {
+    use pathprof_core::interproc::CallSite;
+    use pathprof_format::meta::{InterprocMeta, InterprocProc, PathStorage, META_MAGIC};
+    #[derive(serde::Serialize)]
+    struct ProcV5 {
+        call_sites: Vec<CallSite>,
+        external_entry: bool,
+    }
+    #[derive(serde::Serialize)]
+    struct InterprocV5 {
+        procs: Vec<ProcV5>,
+        num_paths: u128,
+        storage: PathStorage,
+        budget_cuts: u32,
+    }
+    let cfg = test_cfg(3, &[(0, 1), (0, 2), (1, 2)], &[2]);
+    let f = metadata::function_meta("f", "ip.c", cfg, |_| vec![]);
+    let mut meta = metadata::module_meta("ip.c", Mode::Context, vec![f]);
+    meta.path_arrivals = true;
+    meta.interproc = Some(InterprocMeta {
+        procs: vec![InterprocProc { call_sites: vec![], external_entry: true, cut_vertices: vec![] }],
+        num_paths: 2,
+        storage: PathStorage::Dense,
+        budget_cuts: 0,
+    });
+    let v5_body = (
+        &meta.module_name,
+        &meta.output,
+        meta.mode,
+        &meta.weighting,
+        meta.atomic,
+        &meta.functions,
+        Some(InterprocV5 {
+            procs: vec![ProcV5 { call_sites: vec![], external_entry: true }],
+            num_paths: 2,
+            storage: PathStorage::Dense,
+            budget_cuts: 0,
+        }),
+        meta.path_arrivals,
+        meta.fork_reentries,
+    );
+    let mut v5 = META_MAGIC.to_vec();
+    v5.extend_from_slice(&5u32.to_le_bytes());
+    v5.extend_from_slice(&postcard::to_allocvec(&v5_body).unwrap());
+    assert_eq!(ModuleMeta::decode(&v5).unwrap(), meta);
+    let mut cut = meta.clone();
+    cut.interproc.as_mut().unwrap().procs[0].cut_vertices = vec![1];
+    assert_eq!(ModuleMeta::decode(&cut.encode()).unwrap(), cut);
 }

@@ -75,7 +75,11 @@ pub fn instrument(
         procs: program
             .procs()
             .iter()
-            .map(|p| InterprocProc { call_sites: p.call_sites.clone(), external_entry: p.external_entry })
+            .map(|p| InterprocProc {
+                call_sites: p.call_sites.clone(),
+                external_entry: p.external_entry,
+                cut_vertices: p.cut_vertices.iter().map(|b| b.0).collect(),
+            })
             .collect(),
         num_paths,
         storage,

@@ -16,6 +16,11 @@
 //! Left out of the program, with a warning: functions with `setjmp` (a re-entered block would resume a stale
 //! path), functions that cannot be instrumented at all (as in path mode), and — piecewise only — functions with
 //! a back edge into a block reached through edges that cannot carry code.
+//!
+//! A function with more than budget/256 acyclic paths of its own is cut at vertices, as path mode cuts one
+//! (`PathDag::build_with_budget_keeping`): a cut vertex's out-edges end and restart paths like back edges. Call
+//! blocks are never cut (their edge stands for the call), nor, in piecewise mode, a block with an edge that
+//! only a PHI can count. Only a function that no cut brings under the bound is left out.
 
 use crate::cfg_build::{self, CallFacts, FunctionGraph, Site};
 use crate::ir;
@@ -42,6 +47,8 @@ pub struct ProcPlan {
     pub site_calls: Vec<SiteCall>,
     /// Whether code outside the program may enter it.
     pub external_entry: bool,
+    /// Where its own paths are cut (empty unless it has more than the own-path bound).
+    pub cut_vertices: Vec<BlockId>,
 }
 
 /// One call site of a [`ProcPlan`], located once after the blocks were split.
@@ -127,12 +134,16 @@ pub fn plan(
             calls.push(SiteCall { block: BlockId(block), call: c, callee });
         }
         calls.sort_by_key(|s| s.block);
+        let call_blocks: HashSet<BlockId> = calls.iter().map(|s| s.block).collect();
+        let cut_vertices = own_path_cuts(&graph, mode, budget >> 8, |b| call_blocks.contains(&b))
+            .map_err(|why| format!("{}: {why}", ir::name(f)))?;
         procs.push(ProcPlan {
             f,
             name: ir::name(f),
             graph,
             site_calls: calls,
             external_entry: is_externally_entered(f, &all_site_calls),
+            cut_vertices,
         });
     }
 
@@ -221,7 +232,12 @@ fn build_program(procs: &[ProcPlan]) -> Result<Program, String> {
                 .iter()
                 .map(|s| CallSite { block: s.block, callee: Callee::Proc(ProcId::from_index(s.callee)) })
                 .collect();
-            Procedure { cfg: p.graph.cfg.clone(), call_sites, external_entry: p.external_entry }
+            Procedure {
+                cfg: p.graph.cfg.clone(),
+                call_sites,
+                external_entry: p.external_entry,
+                cut_vertices: p.cut_vertices.clone(),
+            }
         })
         .collect();
     Program::new(out).map_err(|e| format!("internal error: {e}"))
@@ -238,16 +254,15 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
     let cfg = &g.cfg;
     let adj = cfg.adjacency();
     let dfs = depth_first(cfg, &adj);
-    let dag = PathDag::build(cfg, &adj, &dfs);
-    match PathNumbering::compute(&dag) {
-        Ok(n) if n.num_paths() <= max_own_paths => {}
-        _ => {
-            return Err(format!(
-                "it has more than {max_own_paths} acyclic paths of its own, too many for interprocedural numbering \
-                 (profile it in path mode)"
-            ))
-        }
-    }
+    // Before the call blocks are split: any block with a call may become a call block, so none is cut here.
+    let has_call = |b: BlockId| {
+        g.blocks.get(b.index()).is_some_and(|&bb| {
+            ir::instructions(bb)
+                .into_iter()
+                .any(|i| matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke))
+        })
+    };
+    own_path_cuts(&g, mode, max_own_paths, has_call)?;
     for e in cfg.edge_ids() {
         let edge = cfg.edge(e);
         if !matches!(edge.kind, EdgeKind::Branch { .. }) || !dfs.is_reachable(edge.from) {
@@ -262,6 +277,35 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
         }
     }
     Ok(())
+}
+
+/// The cut vertices that bring `g`'s own paths (every call cut) to at most `max_own_paths`: none when they fit
+/// already; never a block `keep` names, nor, in piecewise mode, one with an out-edge that only a PHI can count
+/// (like a back edge, a cut edge restarts the piece). An error when no such cut is enough.
+fn own_path_cuts(
+    g: &FunctionGraph,
+    mode: Mode,
+    max_own_paths: u128,
+    keep: impl Fn(BlockId) -> bool,
+) -> Result<Vec<BlockId>, String> {
+    let cfg = &g.cfg;
+    let adj = cfg.adjacency();
+    let dfs = depth_first(cfg, &adj);
+    if matches!(PathNumbering::compute(&PathDag::build(cfg, &adj, &dfs)), Ok(n) if n.num_paths() <= max_own_paths) {
+        return Ok(Vec::new());
+    }
+    let phi_counted = |b: BlockId| {
+        mode == Mode::Piecewise
+            && adj.out_edges(b).iter().any(|&e| matches!(g.sites.get(e.index()), Some(Site::TargetPhi | Site::None)))
+    };
+    PathDag::build_with_budget_keeping(cfg, &adj, &dfs, max_own_paths, |b| keep(b) || phi_counted(b))
+        .map(|dag| dag.cut_vertices().to_vec())
+        .map_err(|_| {
+            format!(
+                "it has more than {max_own_paths} acyclic paths of its own, too many for interprocedural numbering \
+                 even with cuts (profile it in path mode)"
+            )
+        })
 }
 
 /// The instruction just before `call` if an earlier call of its block may leave the frame abnormally.

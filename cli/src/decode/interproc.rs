@@ -109,11 +109,15 @@ pub(crate) fn path_report<'a>(
     let prefix = p.path.context_prefix_len();
     let first = p.path.steps.get(prefix);
     let (start, start_edge) = match first.map(|s| (s.proc, s.via)) {
+        Some((q, Via::LoopRestart { back } | Via::MidEntry { back })) if mp.is_cut_edge(q, back) => {
+            ("after_cut", edge(q, back))
+        }
         Some((q, Via::LoopRestart { back } | Via::MidEntry { back })) => ("loop_header", edge(q, back)),
         _ => ("entry", None),
     };
     let (end, end_edge) = match p.path.end {
         PathEnd::RootReturn { .. } => ("exit", None),
+        PathEnd::BackEdge { proc, back } if mp.is_cut_edge(proc, back) => ("cut", edge(proc, back)),
         PathEnd::BackEdge { proc, back } => ("back_edge", edge(proc, back)),
         PathEnd::Termination { .. } => ("abnormal", None),
     };
@@ -164,11 +168,14 @@ pub fn write_text<'a>(out: &mut impl std::io::Write, report: &Report<'a>) -> std
         let id = p.id.to_string();
         let percent = if p.count > 0 { format!("{:6.2}%", p.percent) } else { "      -".to_string() };
         let mut marks = Vec::new();
-        if p.start == "loop_header" {
-            marks.push("starts at loop header".to_string());
+        match p.start {
+            "loop_header" => marks.push("starts at loop header".to_string()),
+            "after_cut" => marks.push("starts after a cut".to_string()),
+            _ => {}
         }
         match p.end {
             "back_edge" => marks.push("ends at back edge".into()),
+            "cut" => marks.push("ends at a cut".into()),
             "abnormal" if p.fork_reentries != 0 => {
                 let last = p.steps.last().map_or(String::new(), |s| format!("{}:bb{}", s.function, s.block));
                 marks.push(super::fork_mark(p, &last));
@@ -187,8 +194,10 @@ pub fn write_text<'a>(out: &mut impl std::io::Write, report: &Report<'a>) -> std
             None => (name, ""),
         };
         crate::text::interproc_steps(out, p.steps.iter(), p.context_steps as usize, names)?;
-        if p.end == "back_edge" {
-            writeln!(out, "        (ends at back edge)")?;
+        match p.end {
+            "back_edge" => writeln!(out, "        (ends at back edge)")?,
+            "cut" => writeln!(out, "        (ends at a cut)")?,
+            _ => {}
         }
     }
     if report.paths.is_empty() {

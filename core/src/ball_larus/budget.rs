@@ -48,6 +48,18 @@ impl PathDag {
     /// paths), and every segment boundary costs distinct path numbers. Fails with [`DagError::DfsMismatch`]
     /// if `dfs` does not belong to `cfg`.
     pub fn build_with_budget(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, budget: u128) -> Result<PathDag, DagError> {
+        PathDag::build_with_budget_keeping(cfg, adj, dfs, budget, |_| false)
+    }
+
+    /// [`PathDag::build_with_budget`], never cutting a vertex `keep` names: the interprocedural modes keep a call
+    /// site's block (its out-edge stands for the call) and an edge that cannot carry code whole.
+    pub fn build_with_budget_keeping(
+        cfg: &Cfg,
+        adj: &Adjacency,
+        dfs: &DfsInfo,
+        budget: u128,
+        keep: impl Fn(BlockId) -> bool,
+    ) -> Result<PathDag, DagError> {
         let base = PathDag::build(cfg, adj, dfs);
         let mut achieved = match fits(&base, budget) {
             Fit::Yes => return Ok(base),
@@ -59,6 +71,7 @@ impl PathDag {
         let cuttable = |dag: &PathDag, v: BlockId| {
             v != entry
                 && v != exit
+                && !keep(v)
                 && dag.out_edges(v).iter().any(|&d| {
                     let e = *dag.edge(d);
                     matches!(e.kind, DagEdgeKind::Real(_)) && e.to != exit

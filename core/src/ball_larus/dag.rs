@@ -193,6 +193,18 @@ impl PathDag {
         assemble(cfg, adj, dfs, &no_cuts)
     }
 
+    /// Builds the DAG cut at `cut_vertices` (out of range ones, ENTRY and EXIT are ignored): how a reader
+    /// rebuilds a DAG whose cuts were chosen elsewhere ([`PathDag::build_with_budget_keeping`]) and recorded.
+    pub fn build_with_cuts(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut_vertices: &[BlockId]) -> PathDag {
+        let mut cut = vec![false; cfg.num_vertices()];
+        for v in cut_vertices {
+            if let Some(c) = cut.get_mut(v.index()) {
+                *c = true;
+            }
+        }
+        assemble(cfg, adj, dfs, &cut)
+    }
+
     /// Number of vertices, EXIT included (the cfg's `num_vertices`).
     pub fn num_vertices(&self) -> usize {
         self.num_vertices

@@ -493,8 +493,11 @@ fn solve_proc(
                     EdgeKind::Termination => ArcKind::Termination { edge: e },
                     EdgeKind::ExitToEntry => return Err(NumberingError::Internal("EXIT->entry as a path edge")),
                 },
-                DagEdgeKind::ExitSurrogate { back } => ArcKind::BackEdgeExit { back },
-                DagEdgeKind::EntrySurrogate { back } => {
+                // A cut edge (a procedure's cut vertex) ends and restarts paths exactly like a back edge.
+                DagEdgeKind::ExitSurrogate { back } | DagEdgeKind::SplitExit { edge: back } => {
+                    ArcKind::BackEdgeExit { back }
+                }
+                DagEdgeKind::EntrySurrogate { back } | DagEdgeKind::SplitEntry { edge: back } => {
                     let kind = ArcKind::LoopRestart { back, to: de.to };
                     if mode == Mode::Piecewise {
                         gentry_kinds.push((d, kind));
@@ -502,9 +505,7 @@ fn solve_proc(
                     }
                     kind
                 }
-                DagEdgeKind::SplitEntry { .. } | DagEdgeKind::SplitExit { .. } | DagEdgeKind::ExitToEntry => {
-                    return Err(NumberingError::Internal("unexpected DAG edge kind"))
-                }
+                DagEdgeKind::ExitToEntry => return Err(NumberingError::Internal("unexpected DAG edge kind")),
             };
             kinds.push((d, kind));
         }

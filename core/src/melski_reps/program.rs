@@ -70,12 +70,16 @@ pub struct Procedure {
     /// Whether the procedure may be entered from outside the program (e.g. `main`, an exported or
     /// address-taken function); such a procedure is always a root. Procedures without callers are roots anyway.
     pub external_entry: bool,
+    /// Vertices whose out-edges end one path and start the next, like back edges (the Ball–Larus DAG cut at
+    /// them, [`crate::ball_larus::dag::PathDag::build_with_cuts`]): how a procedure with too many paths of its
+    /// own still fits the numbering. Never the entry or a call site's block. Sorted, usually empty.
+    pub cut_vertices: Vec<BlockId>,
 }
 
 impl Procedure {
-    /// A procedure that is not marked as externally entered.
+    /// A procedure that is not marked as externally entered and has no cut vertices.
     pub fn new(cfg: Cfg, call_sites: Vec<CallSite>) -> Procedure {
-        Procedure { cfg, call_sites, external_entry: false }
+        Procedure { cfg, call_sites, external_entry: false, cut_vertices: Vec::new() }
     }
 }
 
@@ -155,6 +159,14 @@ pub enum ProgramError {
         /// The return-site block.
         block: BlockId,
     },
+    /// A cut vertex is not a block, is the entry or a call site's block, or the list is not sorted and distinct.
+    #[error("{proc}: block {block} cannot be a cut vertex")]
+    BadCutVertex {
+        /// The procedure.
+        proc: ProcId,
+        /// The cut vertex.
+        block: BlockId,
+    },
 }
 
 /// A validated program: procedures plus program-wide call-site numbering.
@@ -225,6 +237,17 @@ impl Program {
                 let id = CallSiteId::from_index(sites.len());
                 by_block[block.index()] = Some(id);
                 sites.push(SiteInfo { proc, block, ret, call_edge, callee: cs.callee });
+            }
+            let mut previous: Option<BlockId> = None;
+            for &block in &p.cut_vertices {
+                let bad = block == cfg.entry()
+                    || block.index() >= cfg.num_blocks()
+                    || by_block[block.index()].is_some()
+                    || previous.is_some_and(|b| b >= block);
+                if bad {
+                    return Err(ProgramError::BadCutVertex { proc, block });
+                }
+                previous = Some(block);
             }
             site_of_block.push(by_block);
         }

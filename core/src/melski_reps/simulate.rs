@@ -440,7 +440,7 @@ impl<'n, 'a> Run<'n, 'a> {
                 let arc = self.num.arc_of(top.proc, d).copied().ok_or_else(|| self.bad("edge not in G*_fn"))?;
                 self.path_num = self.add(self.path_num, self.apply(arc.rho, top.nvc)?)?;
             }
-            CfgEdgeRole::Back { exit, entry } => {
+            CfgEdgeRole::Back { exit, entry } | CfgEdgeRole::Cut { exit, entry } => {
                 let exit =
                     self.num.arc_of(top.proc, exit).copied().ok_or_else(|| self.bad("no back-edge surrogate"))?;
                 let entry =

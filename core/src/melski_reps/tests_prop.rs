@@ -76,6 +76,10 @@ pub(super) fn random_program(rng: &mut Rng) -> Program {
             .collect();
         let mut proc = Procedure::new(cfg, sites);
         proc.external_entry = rng.chance(6);
+        // Cut vertices (how the pass bounds a function's own paths): any block but the entry and call blocks.
+        if rng.chance(3) {
+            proc.cut_vertices = (1..n).filter(|&b| !is_call[b as usize] && rng.chance(3)).map(BlockId).collect();
+        }
         procs.push(proc);
     }
     Program::new(procs).expect("generator builds valid programs")
@@ -333,8 +337,13 @@ fn observed_paths(sg: &Supergraph, mode: Mode, exec: &Execution) -> Vec<Interpro
         let p = top.proc;
         match ev {
             Event::Edge(e) => {
-                let to = program.cfg(p).edge(e).to;
-                if sg.dfs(p).is_back_edge(e) {
+                let edge = *program.cfg(p).edge(e);
+                let to = edge.to;
+                // A cut vertex's branches end and restart paths like back edges (from the procedure's list, not
+                // from the DAG under test).
+                let cut =
+                    program.proc(p).cut_vertices.contains(&edge.from) && matches!(edge.kind, EdgeKind::Branch { .. });
+                if sg.dfs(p).is_back_edge(e) || cut {
                     out.push(InterprocPath { steps: cur.clone(), end: PathEnd::BackEdge { proc: p, back: e } });
                     cur = match mode {
                         Mode::Context => {
@@ -911,5 +920,24 @@ proptest! {
     #[test]
     fn malformed_paths_and_traces_are_errors_not_panics(seed in any::<u64>()) {
         check_garbage(seed);
+    }
+}
+
+/// A cut vertex must be a block other than the entry and every call block, listed once in increasing order.
+#[test]
+fn cut_vertices_are_validated() {
+    // 0 → 1 (call block) → 2 (return site) → EXIT.
+    let cfg = crate::graph::test_cfg(3, &[(0, 1), (1, 2)], &[2]);
+    let with_cuts = |cuts: &[u32]| {
+        let mut p = Procedure::new(cfg.clone(), vec![direct(1, 0)]);
+        p.cut_vertices = cuts.iter().map(|&b| BlockId(b)).collect();
+        Program::new(vec![p])
+    };
+    assert!(with_cuts(&[2]).is_ok());
+    for bad in [&[0][..], &[1], &[3], &[2, 2]] {
+        assert!(
+            matches!(with_cuts(bad), Err(super::ProgramError::BadCutVertex { .. })),
+            "cut vertices {bad:?} must be refused"
+        );
     }
 }

@@ -9,7 +9,7 @@ use pathprof_format::meta::{FunctionMeta, Mode, ModuleMeta};
 use pathprof_format::profile::ModuleProfile;
 
 #[path = "metadata.rs"]
-mod metadata;
+pub mod metadata;
 
 /// Loop around a diamond: 0 → 1; 1 → 2 | 3; 2, 3 → 4; 4 → 1 (back edge) | 5; 5 returns.
 /// Edges: e0 0→1, e1 1→2, e2 1→3, e3 2→4, e4 3→4, e5 4→1, e6 4→5, e7 5→EXIT, e8 EXIT→0.
