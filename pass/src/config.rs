@@ -102,13 +102,12 @@ pub struct Config {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IpPlacement {
     /// On the chords of a spanning tree priced like edge mode's in dispatch functions (a join of 32+
-    /// predecessors), on the edge itself elsewhere (`dispatch`). Not the default: whole-program context mode
-    /// on jsoncpp's test program emitted a fork re-entry check whose path key does not dominate it (invalid
-    /// IR, found by the corpus); until that is fixed it is opt-in.
+    /// predecessors), on the edge itself elsewhere (`dispatch`, the default): keeps LLVM 19's
+    /// CorrelatedValuePropagation from running for minutes on interpreters' dispatch loops.
     Dispatch,
     /// On the chords of a spanning tree in every function (`tree`).
     Tree,
-    /// On the edge itself everywhere, as the numbering gives them (`values`, the default).
+    /// On the edge itself everywhere, as the numbering gives them (`values`).
     Values,
 }
 
@@ -258,9 +257,9 @@ impl Config {
             v => flag("PATHPROF_PROMOTE", v)?,
         };
         let ip_placement = match get("PATHPROF_IP_PLACEMENT").as_deref() {
-            Some("dispatch") => IpPlacement::Dispatch,
+            None | Some("") | Some("dispatch") => IpPlacement::Dispatch,
             Some("tree") => IpPlacement::Tree,
-            None | Some("") | Some("values") => IpPlacement::Values,
+            Some("values") => IpPlacement::Values,
             Some(v) => return Err(format!("unknown PATHPROF_IP_PLACEMENT='{v}' (expected dispatch, tree or values)")),
         };
         if optimizer_last && (lto || use_profile.is_some()) {
@@ -360,7 +359,8 @@ mod tests {
         assert!(cfg(&[("PATHPROF_FORK_CHECKS", "2")]).is_err());
         assert!(cfg(&[]).unwrap().promote);
         assert!(!cfg(&[("PATHPROF_PROMOTE", "0")]).unwrap().promote);
-        assert_eq!(cfg(&[]).unwrap().ip_placement, IpPlacement::Values);
+        assert_eq!(cfg(&[]).unwrap().ip_placement, IpPlacement::Dispatch);
+        assert_eq!(cfg(&[("PATHPROF_IP_PLACEMENT", "values")]).unwrap().ip_placement, IpPlacement::Values);
         assert_eq!(cfg(&[("PATHPROF_IP_PLACEMENT", "dispatch")]).unwrap().ip_placement, IpPlacement::Dispatch);
         assert_eq!(cfg(&[("PATHPROF_IP_PLACEMENT", "tree")]).unwrap().ip_placement, IpPlacement::Tree);
         assert!(cfg(&[("PATHPROF_IP_PLACEMENT", "chords")]).is_err());

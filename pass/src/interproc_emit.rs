@@ -39,7 +39,7 @@ use crate::shim;
 use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode};
+use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMThreadLocalMode};
 use pathprof_core::ball_larus::promoted_dag_paths;
 use pathprof_core::dag::{CfgEdgeRole, DagEdgeId};
 use pathprof_core::interproc::potentials::{shifted, Shift};
@@ -524,11 +524,13 @@ impl<'a> FnEmitter<'a> {
                 continue; // an interprocedural call block: the callee counts the path
             }
             // A counted block holds no interprocedural site call (the plan gives each its own block), so its
-            // first call that may leave is where the arrival goes.
+            // first call that may leave is where the arrival goes — also in a landing pad that calls and then
+            // resumes (`interproc_plan::build_graph` keeps one termination edge for both ways out): counted at
+            // the `resume`, an arrival whose call does not return would be lost, and the key, computed after
+            // the block's guarded calls, would not dominate their fork re-entry checks.
             let bb = g.blocks[edge.from.index()];
-            let term = ir::terminator(bb).expect("checked when building");
             let first_call = g.abnormal_calls[edge.from.index()].first().copied();
-            let before = if ir::opcode(term) == LLVMOpcode::LLVMResume { term } else { first_call.unwrap_or(term) };
+            let before = first_call.or_else(|| ir::terminator(bb)).expect("checked when building");
             self.at(before);
             let cur = self.load(self.path, self.i64t);
             let slot = self.plus(cur, rho);

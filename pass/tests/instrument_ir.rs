@@ -7,12 +7,18 @@ use pathprof::config::Config;
 use pathprof::module;
 use pathprof_format::meta::ModuleMeta;
 
+/// `mode`, optionally `+nochecks` (no fork re-entry checks) and `+values|dispatch|tree` (PATHPROF_IP_PLACEMENT).
 fn config(mode: &str) -> Config {
-    let (mode, checks) = mode.split_once('+').unwrap_or((mode, "1"));
+    let mut parts = mode.split('+');
+    let mode = parts.next().expect("a mode");
+    let options: Vec<&str> = parts.collect();
+    let checks = !options.contains(&"nochecks");
+    let placement = options.iter().copied().find(|o| ["values", "dispatch", "tree"].contains(o));
     Config::from_lookup(|k| match k {
         "PATHPROF_WEIGHTS" => Some("uniform".into()),
         "PATHPROF_MODE" => Some(mode.into()),
-        "PATHPROF_FORK_CHECKS" => Some(if checks == "nochecks" { "0".into() } else { "1".into() }),
+        "PATHPROF_FORK_CHECKS" => Some(if checks { "1".into() } else { "0".into() }),
+        "PATHPROF_IP_PLACEMENT" => placement.map(String::from),
         _ => None,
     })
     .unwrap()
@@ -226,5 +232,69 @@ entry:
         let (text, meta) = instrument_in(ir, &format!("{mode}+nochecks"));
         assert!(!meta.fork_reentries, "{mode}");
         assert!(!text.contains("load i64, ptr @__pathprof_fork_gen"), "{mode}");
+    }
+}
+
+/// A cleanup landing pad that calls a function which may fork (and may not return) and then resumes, reached
+/// from two invokes, in a function with a 34-predecessor dispatch join: as optimised C++ has it (jsoncpp under
+/// --pathprof-lto). Context and piecewise modes end the path there once per arrival, so the arrival is counted
+/// before the call — counted at the `resume`, an arrival whose call does not return was lost, and the fork
+/// re-entry check of the call recorded a path key computed after it ("Instruction does not dominate all uses";
+/// with the spanning-tree placements the key is an `add` no later pass removes). Every placement.
+#[test]
+fn cleanup_pad_that_calls_and_resumes_counts_before_the_call() {
+    let cases: String = (0..34).map(|i| format!(" i32 {i}, label %c{i}\n")).collect();
+    let case_blocks: String = (0..34).map(|i| format!("c{i}:\n  br label %join\n")).collect();
+    let ir = format!(
+        r#"
+declare void @may_throw(i32)
+declare void @cleanup()
+declare i32 @__gxx_personality_v0(...)
+define void @d(i32 %op, i32 %n) personality ptr @__gxx_personality_v0 {{
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %next ]
+  %sel = add i32 %op, %i
+  switch i32 %sel, label %join [
+{cases}  ]
+{case_blocks}join:
+  %odd = and i32 %i, 1
+  %c = icmp eq i32 %odd, 0
+  br i1 %c, label %first, label %second
+first:
+  invoke void @may_throw(i32 1) to label %next unwind label %lp
+second:
+  invoke void @may_throw(i32 2) to label %next unwind label %lp
+next:
+  %i1 = add i32 %i, 1
+  %more = icmp slt i32 %i1, %n
+  br i1 %more, label %loop, label %out
+out:
+  ret void
+lp:
+  %l = landingpad {{ ptr, i32 }} cleanup
+  call void @cleanup()
+  resume {{ ptr, i32 }} %l
+}}
+"#
+    );
+    for mode in ["context", "piecewise"] {
+        let mut texts = Vec::new();
+        for placement in ["values", "dispatch", "tree"] {
+            // instrument_in verifies the module.
+            let (text, _) = instrument_in(&ir, &format!("{mode}+{placement}"));
+            texts.push(text.clone());
+            let pad = &text[text.find("landingpad").expect("the landing pad")..];
+            let call = pad.find("call void @cleanup()").expect("the cleanup call");
+            assert!(
+                pad[..call].contains("@__pathprof_counters"),
+                "{mode} {placement}: the arrival is not counted before the cleanup call:\n{pad}"
+            );
+            assert!(!pad[call..pad.find("resume").unwrap()].contains("@__pathprof_counters"), "{mode} {placement}");
+        }
+        // The join makes @d a dispatch function: `dispatch` places its values on the tree's chords, as `tree` does.
+        assert_ne!(texts[0], texts[1], "{mode}: dispatch placed nothing differently");
+        assert_eq!(texts[1], texts[2], "{mode}");
     }
 }

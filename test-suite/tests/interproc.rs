@@ -170,7 +170,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("fnptr_arg", &["fnptr_arg.c"]),
         ("noreturn_site", &["noreturn_site.c"]),
         ("demo", &["../../examples/demo.c"]),
-        // A 40-case dispatch join: with `tree`, its edge values go on spanning-tree chords (pass/src/interproc_place.rs).
+        // A 40-case dispatch join: with `dispatch` and `tree`, its edge values go on spanning-tree chords.
         ("mr_dispatch", &["mr_dispatch.c"]),
         // 2^80 paths in `f`: more than its own-path bound, so it is cut at vertices (see the test below).
         ("eighty_ifs", &["eighty_ifs.c"]),
@@ -186,10 +186,13 @@ fn interprocedural_counts_equal_edge_mode_counts() {
             // functions run at all) depends on the code size the instrumentation adds. Both profiles are exact
             // for their own binary, but they measure different programs; only exactness is compared there.
             let same_program = opt == "-O0" || srcs.iter().all(|s| s.ends_with(".c"));
-            // Both placements of the edge values: as the numbering gives them (the default) and on
-            // spanning-tree chords in every function (block potentials, pass/src/interproc_place.rs; `dispatch`
-            // uses one or the other per function).
-            let runs = ["context", "piecewise"].into_iter().flat_map(|m| [(m, "values"), (m, "tree")]);
+            // Every placement of the edge values (pass/src/interproc_place.rs): on spanning-tree chords in
+            // dispatch functions (the default) or in every function (block potentials), and as the numbering
+            // gives them — which is what `dispatch` emits outside dispatch functions, so `values` runs only
+            // where the program has one.
+            let placements: &[&str] =
+                if name == "mr_dispatch" { &["dispatch", "tree", "values"] } else { &["dispatch", "tree"] };
+            let runs = ["context", "piecewise"].into_iter().flat_map(|m| placements.iter().map(move |&p| (m, p)));
             for (mode, placement) in runs {
                 let env = [("PATHPROF_IP_PLACEMENT", placement)];
                 let ip = show_json(&run_in(&format!("ip-{name}-{mode}-{placement}{opt}"), srcs, opt, mode, &env));
@@ -480,6 +483,45 @@ fn a_cleanup_block_that_calls_and_resumes_ends_paths_once() {
     }
 }
 
+/// Whole program at -O2: f's landing pad calls fputc, whose stream's write function exits the second time an
+/// exception unwinds, and then resumes — one block. Each arrival there ends the path, by the call or by the
+/// `resume`, and is counted before the call: before, it was counted at the `resume`, so the arrival whose call
+/// exited was lost and the reader, netting arrivals, put that path's end at the `throw` (the cleanup counted
+/// once, every function "exact"); and the path key the fputc's fork re-entry check records was computed after
+/// it (invalid IR; with the spanning-tree placements no later pass repaired it). Hand-derived: f's cleanup runs
+/// for i = 0 and i = 3, every mode and placement; edge mode agrees.
+#[test]
+fn a_cleanup_call_that_does_not_return_still_counts_the_cleanup() {
+    let src = programs().join("cleanup_exit.cpp");
+    let runs = [("edge", "values")]
+        .into_iter()
+        .chain(["context", "piecewise"].into_iter().flat_map(|m| ["values", "dispatch", "tree"].map(|p| (m, p))));
+    for (mode, placement) in runs {
+        let name = format!("ip-cleanup-exit-{mode}-{placement}");
+        let env = [("PATHPROF_IP_PLACEMENT", placement)];
+        let show = whole_program_o2_with(&name, true, mode, std::slice::from_ref(&src), &env);
+        assert_markers(&show, &src);
+        let f = show["functions"].as_array().unwrap().iter().find(|f| f["name"] == "_Z1fi").expect("f");
+        assert_eq!(f["entry_count"], 4, "{mode} {placement}");
+        // The landing pad: where the throw's block goes (its invoke's unwind edge; the normal one is dead).
+        let line = line_of("cleanup_exit.cpp", "throw x;");
+        let block_with = |l: u64| {
+            f["blocks"].as_array().unwrap().iter().find(|b| b["lines"].as_array().unwrap().contains(&l.into()))
+        };
+        let throw = block_with(line).expect("the throw's block")["id"].clone();
+        let pads: Vec<&Value> = f["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["from"] == throw && e["kind"] == "branch")
+            .map(|e| &f["blocks"][e["to"].as_u64().unwrap() as usize])
+            .filter(|b| b["count"].as_u64() != Some(0))
+            .collect();
+        assert_eq!(pads.len(), 1, "{mode} {placement}: {}", f["edges"]);
+        assert_eq!(pads[0]["count"], 2, "{mode} {placement}: the cleanup ran twice");
+    }
+}
+
 /// A static function whose address is passed as an argument to another program function's call site, and that
 /// is also called directly: it may be entered through the pointer, so it checks at entry. Before, such a use
 /// counted as "only entered through call sites": the 30 calls through the pointer read a stale handoff, and the
@@ -544,16 +586,19 @@ fn promises_and_calls_that_never_return_whole_program() {
 /// Builds `srcs` as one whole program (`--pathprof-lto -O2 -g`) in `mode`, runs it (exit status 0: behaviour
 /// unchanged) and returns `show --json` of its profile, every function asserted exact.
 fn whole_program_o2(name: &str, cxx: bool, mode: &str, srcs: &[PathBuf]) -> Value {
+    whole_program_o2_with(name, cxx, mode, srcs, &[])
+}
+
+/// [`whole_program_o2`] with `env` for the compiles and the link.
+fn whole_program_o2_with(name: &str, cxx: bool, mode: &str, srcs: &[PathBuf], env: &[(&str, &str)]) -> Value {
     let dir = scratch(name);
     let exe = dir.join("prog");
-    run_ok(
-        wrapper(cxx)
-            .arg(format!("--pathprof-mode={mode}"))
-            .args(["--pathprof-lto", "-O2", "-g"])
-            .args(srcs)
-            .arg("-o")
-            .arg(&exe),
-    );
+    let mut cc = wrapper(cxx);
+    cc.arg(format!("--pathprof-mode={mode}")).args(["--pathprof-lto", "-O2", "-g"]).args(srcs).arg("-o").arg(&exe);
+    for (k, v) in env {
+        cc.env(k, v);
+    }
+    run_ok(&mut cc);
     let prof = dir.join("out.pathprof");
     let _ = std::fs::remove_file(&prof);
     let out = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run");
