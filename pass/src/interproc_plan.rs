@@ -255,14 +255,9 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
     let adj = cfg.adjacency();
     let dfs = depth_first(cfg, &adj);
     // Before the call blocks are split: any block with a call may become a call block, so none is cut here.
-    let has_call = |b: BlockId| {
-        g.blocks.get(b.index()).is_some_and(|&bb| {
-            ir::instructions(bb)
-                .into_iter()
-                .any(|i| matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke))
-        })
-    };
-    own_path_cuts(&g, mode, max_own_paths, has_call)?;
+    let is_call = |i| matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke);
+    let has_call: Vec<bool> = g.blocks.iter().map(|&bb| ir::instructions(bb).into_iter().any(is_call)).collect();
+    own_path_cuts(&g, mode, max_own_paths, |b| has_call.get(b.index()).copied().unwrap_or(false))?;
     for e in cfg.edge_ids() {
         let edge = cfg.edge(e);
         if !matches!(edge.kind, EdgeKind::Branch { .. }) || !dfs.is_reachable(edge.from) {
