@@ -106,6 +106,7 @@ pub fn instrument(
             .field("interprocedural", count(SiteRole::Interprocedural))
             .field("recursive", count(SiteRole::Recursive))
             .field("cut_by_budget", plan.budget_cuts)
+            .field("cut_functions", plan.procs.iter().filter(|p| !p.cut_vertices.is_empty()).count())
             .field("promoted_updates", promoted)
             .field("tree_placed", tree_placed)
             .field("budget", config.path_budget)
