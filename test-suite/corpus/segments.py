@@ -192,16 +192,16 @@ def compare_blocks(a, e):
 
 def compare_copies(a, e, shape_diff, first_diff):
     """The verdict of compare_function/compare_blocks, with the unit's shape check and first difference."""
-    ta, te = total(a["copies"]), total(e["copies"])
-    if set(a["copies"]) == set(e["copies"]):
-        pairs = [(cid, a["copies"][cid], e["copies"][cid]) for cid in sorted(a["copies"])]
-    elif ta is None or te is None:
-        ra, re_ = ran_copies(a["copies"]), ran_copies(e["copies"])
-        ta, te = (total(ra), total(re_)) if ra and re_ else (None, None)
-        if ta is None or te is None:
+    ca, ce = a["copies"], e["copies"]
+    ta, te = total(ca), total(ce)
+    if set(ca) != set(ce) and (ta is None or te is None):
+        ca, ce = ran_copies(ca), ran_copies(ce)
+        ta, te = (total(ca), total(ce)) if ca and ce else (None, None)
+        if set(ca) != set(ce) and (ta is None or te is None):
             return "not comparable", (f"held by {len(a['copies'])} modules, {len(e['copies'])} in the baseline, "
                                       "with copies of different shapes")
-        pairs = [("(all copies that ran)", ta, te)]
+    if set(ca) == set(ce):
+        pairs = [(cid, ca[cid], ce[cid]) for cid in sorted(ca)]
     else:
         pairs = [("(all copies)", ta, te)]
     for cid, x, y in pairs:

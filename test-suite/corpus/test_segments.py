@@ -145,8 +145,11 @@ class Copies(unittest.TestCase):
         self.assertEqual((r["compared"], r["mismatched"], r["not_comparable"]), (1, 0, 0))
         # A miscount in the copy that ran is still caught.
         r = compare([diamond(6, 4)], [diamond(7, 3)] + never)
-        self.assertEqual((r["mismatched"], r["samples"][0]["copy"]), (1, "(all copies that ran)"))
-        # Copies that ran with other shapes still cannot be summed.
+        self.assertEqual((r["mismatched"], r["samples"][0]["copy"]), (1, "f.o"))
+        # Copies that ran in the same modules are compared one by one, whatever their shapes.
+        r = compare([diamond(7, 3), never[0]], [diamond(7, 3)] + never)
+        self.assertEqual((r["compared"], r["mismatched"], r["not_comparable"]), (1, 0, 0))
+        # Copies that ran in other modules with other shapes still cannot be summed.
         ran = record([([1], 1), ([5], 1)], [(0, 1, "branch", 0, 1), (1, 2, "return", None, 1)], output="g.o")
         r = compare([diamond(7, 3)], [diamond(6, 3), ran])
         self.assertEqual(r["not_comparable"], 1)
