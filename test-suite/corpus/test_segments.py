@@ -136,6 +136,25 @@ class Copies(unittest.TestCase):
         self.assertEqual((r["mismatched"], r["equal_as_sum"], r["samples"][0]["copy"]), (1, 0, "f.o"))
 
 
+    def test_copies_that_never_ran_do_not_block_the_sum(self):
+        # Trace mode names only f.o's copy; edge mode has g.o's and h.o's too, compiled to other code (the
+        # branch folded away), never run. The copies that ran are compared by their sum.
+        never = [record([([1], 0), ([5], 0)], [(0, 1, "branch", 0, 0), (1, 2, "return", None, 0)], output=m)
+                 for m in ("g.o", "h.o")]
+        r = compare([diamond(7, 3)], [diamond(7, 3)] + never)
+        self.assertEqual((r["compared"], r["mismatched"], r["not_comparable"]), (1, 0, 0))
+        # A miscount in the copy that ran is still caught.
+        r = compare([diamond(6, 4)], [diamond(7, 3)] + never)
+        self.assertEqual((r["mismatched"], r["samples"][0]["copy"]), (1, "f.o"))
+        # Copies that ran in the same modules are compared one by one, whatever their shapes.
+        r = compare([diamond(7, 3), never[0]], [diamond(7, 3)] + never)
+        self.assertEqual((r["compared"], r["mismatched"], r["not_comparable"]), (1, 0, 0))
+        # Copies that ran in other modules with other shapes still cannot be summed.
+        ran = record([([1], 1), ([5], 1)], [(0, 1, "branch", 0, 1), (1, 2, "return", None, 1)], output="g.o")
+        r = compare([diamond(7, 3)], [diamond(6, 3), ran])
+        self.assertEqual(r["not_comparable"], 1)
+
+
 class KeptCalls(unittest.TestCase):
     """Trace mode keeps every call of a const/pure function (sed: gl_sockets_startup 6 vs 1 entries)."""
 
