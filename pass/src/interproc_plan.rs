@@ -29,9 +29,9 @@ use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
 use pathprof_core::dag::PathDag;
-use pathprof_core::dfs::depth_first;
+use pathprof_core::dfs::{depth_first, DfsInfo};
+use pathprof_core::graph::Adjacency;
 use pathprof_core::interproc::{CallSite, Callee, Mode, ProcId, Procedure, Program, SiteRole, Supergraph};
-use pathprof_core::numbering::Numbering as PathNumbering;
 use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
 use std::collections::{HashMap, HashSet};
 
@@ -135,7 +135,9 @@ pub fn plan(
         }
         calls.sort_by_key(|s| s.block);
         let call_blocks: HashSet<BlockId> = calls.iter().map(|s| s.block).collect();
-        let cut_vertices = own_path_cuts(&graph, mode, budget >> 8, |b| call_blocks.contains(&b))
+        let adj = graph.cfg.adjacency();
+        let dfs = depth_first(&graph.cfg, &adj);
+        let cut_vertices = own_path_cuts(&graph, &adj, &dfs, mode, budget >> 8, |b| call_blocks.contains(&b))
             .map_err(|why| format!("{}: {why}", ir::name(f)))?;
         procs.push(ProcPlan {
             f,
@@ -255,9 +257,16 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
     let adj = cfg.adjacency();
     let dfs = depth_first(cfg, &adj);
     // Before the call blocks are split: any block with a call may become a call block, so none is cut here.
+    // Looked up only if the function needs cuts at all.
+    let has_call = std::cell::OnceCell::new();
     let is_call = |i| matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke);
-    let has_call: Vec<bool> = g.blocks.iter().map(|&bb| ir::instructions(bb).into_iter().any(is_call)).collect();
-    own_path_cuts(&g, mode, max_own_paths, |b| has_call.get(b.index()).copied().unwrap_or(false))?;
+    let keep = |b: BlockId| {
+        let calls = has_call.get_or_init(|| {
+            g.blocks.iter().map(|&bb| ir::instructions(bb).into_iter().any(is_call)).collect::<Vec<_>>()
+        });
+        calls.get(b.index()).copied().unwrap_or(false)
+    };
+    own_path_cuts(&g, &adj, &dfs, mode, max_own_paths, keep)?;
     for e in cfg.edge_ids() {
         let edge = cfg.edge(e);
         if !matches!(edge.kind, EdgeKind::Branch { .. }) || !dfs.is_reachable(edge.from) {
@@ -274,26 +283,23 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
     Ok(())
 }
 
-/// The cut vertices that bring `g`'s own paths (every call cut) to at most `max_own_paths`: none when they fit
-/// already; never a block `keep` names, nor, in piecewise mode, one with an out-edge that only a PHI can count
-/// (like a back edge, a cut edge restarts the piece). An error when no such cut is enough.
+/// The cut vertices that bring `g`'s own paths (every call cut) to at most `max_own_paths` (`adj` and `dfs` are
+/// its graph's): none when they fit already, in which case `keep` is never asked; never a block `keep` names,
+/// nor, in piecewise mode, one with an out-edge that only a PHI can count (like a back edge, a cut edge restarts
+/// the piece). An error when no such cut is enough.
 fn own_path_cuts(
     g: &FunctionGraph,
+    adj: &Adjacency,
+    dfs: &DfsInfo,
     mode: Mode,
     max_own_paths: u128,
     keep: impl Fn(BlockId) -> bool,
 ) -> Result<Vec<BlockId>, String> {
-    let cfg = &g.cfg;
-    let adj = cfg.adjacency();
-    let dfs = depth_first(cfg, &adj);
-    if matches!(PathNumbering::compute(&PathDag::build(cfg, &adj, &dfs)), Ok(n) if n.num_paths() <= max_own_paths) {
-        return Ok(Vec::new());
-    }
     let phi_counted = |b: BlockId| {
         mode == Mode::Piecewise
             && adj.out_edges(b).iter().any(|&e| matches!(g.sites.get(e.index()), Some(Site::TargetPhi | Site::None)))
     };
-    PathDag::build_with_budget_keeping(cfg, &adj, &dfs, max_own_paths, |b| keep(b) || phi_counted(b))
+    PathDag::build_with_budget_keeping(&g.cfg, adj, dfs, max_own_paths, |b| keep(b) || phi_counted(b))
         .map(|dag| dag.cut_vertices().to_vec())
         .map_err(|_| {
             format!(
