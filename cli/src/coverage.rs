@@ -189,7 +189,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut report = Report {
         totals: Totals::default(),
         left_out: LeftOut { functions: 0, names: Vec::new() },
-        not_profiled: crate::not_profiled::collect(profile.modules.iter().map(|m| &m.meta), None),
+        not_profiled: crate::not_profiled::of_profile(&profile, None),
         modules: Vec::new(),
         functions: Vec::new(),
     };

@@ -91,7 +91,7 @@ pub fn run(args: &Args) -> Result<()> {
     let dir = &args.output;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let profile_name = args.file.display().to_string();
-    let not_profiled = crate::not_profiled::collect(profile.modules.iter().map(|m| &m.meta), None);
+    let not_profiled = crate::not_profiled::of_profile(&profile, None);
     write(dir, "index.html", &render::index_page(&profile_name, &functions, &pages, &page_of, &not_profiled))?;
     for p in &pages {
         write(dir, &p.page, &render::source_page(p, &functions, &by_name, &page_of))?;

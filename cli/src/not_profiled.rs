@@ -3,6 +3,7 @@
 //! them, with the pass's reason, instead of letting their absence read as "never executed".
 
 use pathprof_format::meta::{LeftOutFunction, ModuleMeta};
+use pathprof_format::profile::Profile;
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -39,6 +40,11 @@ pub(crate) fn collect<'a>(
         }
     }
     list
+}
+
+/// The left-out functions of every module of `profile` that `function` selects (all without it).
+pub(crate) fn of_profile<'a>(profile: &'a Profile, function: Option<&str>) -> Vec<NotProfiled<'a>> {
+    collect(profile.modules.iter().map(|m| &m.meta), function)
 }
 
 /// Whether `--function NAME` names this left-out function (by linkage or display name, as for profiled ones).

@@ -140,7 +140,7 @@ pub fn run(args: &Args) -> Result<()> {
             }
         }
     }
-    let not_profiled = not_profiled::collect(profile.modules.iter().map(|m| &m.meta), args.function.as_deref());
+    let not_profiled = not_profiled::of_profile(&profile, args.function.as_deref());
     if let (Some(name), true) = (&args.function, functions.is_empty() && not_profiled.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
     }

@@ -156,7 +156,7 @@ pub fn run(args: &Args) -> Result<()> {
         executions,
         executed_paths: all.paths.len(),
         left_out: LeftOut::of(&all),
-        not_profiled: crate::not_profiled::collect(profile.modules.iter().map(|m| &m.meta), None),
+        not_profiled: crate::not_profiled::of_profile(&profile, None),
         edge_modules: decoded.edge_modules,
         paths: None,
         functions: None,
