@@ -39,6 +39,10 @@ pub struct FunctionGraph {
     pub block_lines: Vec<Vec<u32>>,
     /// Blocks containing a `returns_twice` call (setjmp): control may re-enter them.
     pub reentry_blocks: Vec<u32>,
+    /// The `returns_twice` calls themselves, in block order. After a `longjmp` back to one, the activation's
+    /// non-volatile memory written since the call is indeterminate, so a mode that keeps per-activation state
+    /// in memory puts it back after each of them.
+    pub returns_twice_calls: Vec<LLVMValueRef>,
     /// Per block, in order: the calls that may leave the frame abnormally (or return twice). Their block has
     /// a Termination edge; path mode counts the truncated path around them.
     pub abnormal_calls: Vec<Vec<LLVMValueRef>>,
@@ -196,6 +200,7 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     let mut edges = Vec::new();
     let mut block_lines = Vec::with_capacity(n);
     let mut reentry_blocks = Vec::new();
+    let mut returns_twice_calls = Vec::new();
     let mut abnormal_calls = Vec::with_capacity(n);
 
     for (bi, &bb) in blocks.iter().enumerate() {
@@ -219,6 +224,7 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
                         calls.push(inst);
                     }
                     if facts.returns_twice(inst) {
+                        returns_twice_calls.push(inst);
                         leaves_abnormally = true;
                         if calls.last() != Some(&inst) {
                             calls.push(inst);
@@ -272,7 +278,7 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     edges.push(Edge { from: exit, to: BlockId(0), kind: EdgeKind::ExitToEntry });
     let cfg = Cfg::new(n as u32, edges).map_err(|e| Unsupported(format!("malformed CFG: {e}")))?;
     let sites = choose_sites(&cfg, &blocks);
-    Ok(FunctionGraph { cfg, blocks, sites, block_lines, reentry_blocks, abnormal_calls })
+    Ok(FunctionGraph { cfg, blocks, sites, block_lines, reentry_blocks, returns_twice_calls, abnormal_calls })
 }
 
 /// Blocks that no defined execution reaches: a block that ends in `unreachable` with nothing before it that could

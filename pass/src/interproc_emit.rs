@@ -230,7 +230,36 @@ impl<'a> FnEmitter<'a> {
         em.body(actions);
         em.finish_guarded();
         em.finish_tests();
+        em.keep_across_returns_twice();
         em.arrival_keys
+    }
+
+    /// After a `longjmp` back to a `setjmp` call, the activation's non-volatile memory written since that call
+    /// is indeterminate (C11 7.13.2.1), and without optimisation the `path`, piecewise `nvc` and `unbalanced`
+    /// slots stay in memory, holding what the abandoned rest of the path left there. So each `returns_twice`
+    /// call copies them, right before it, into slots of its own that nothing else writes, and copies them
+    /// back right after it: nothing changes on the first return, and the second resumes the path at the call,
+    /// as path mode's SSA path register does. (SSA values — NVC in context mode, `pathNumOnEntry` — need
+    /// nothing: they are never written again.) The reader nets the re-entered block's extra completions like
+    /// path mode's (`FunctionMeta::reentry_blocks`).
+    fn keep_across_returns_twice(&mut self) {
+        let mut slots = vec![(self.path, self.i64t)];
+        slots.extend(self.nvc_slot.map(|s| (s, self.i64t)));
+        slots.extend(self.unbalanced.map(|s| (s, self.i1t)));
+        for &call in &self.plan.graph.returns_twice_calls {
+            for &(slot, ty) in &slots {
+                unsafe {
+                    LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, self.path);
+                    let saved = LLVMBuildAlloca(self.b, ty, c"pathprof.setjmp_saved".as_ptr());
+                    LLVMPositionBuilderBefore(self.b, call);
+                    let v = LLVMBuildLoad2(self.b, ty, slot, c"".as_ptr());
+                    LLVMBuildStore(self.b, v, saved);
+                    LLVMPositionBuilderBefore(self.b, LLVMGetNextInstruction(call));
+                    let v = LLVMBuildLoad2(self.b, ty, saved, c"".as_ptr());
+                    LLVMBuildStore(self.b, v, slot);
+                }
+            }
+        }
     }
 
     /// Per back edge in a promotion region, the slots of the (at most [`TESTED_PATHS_PER_EDGE`]) paths its loop

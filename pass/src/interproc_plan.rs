@@ -13,9 +13,10 @@
 //! code needs no check. The others check at entry whether their caller announced them (see
 //! [`crate::interproc_emit`]).
 //!
-//! Left out of the program, with a warning: functions with `setjmp` (a re-entered block would resume a stale
-//! path), functions that cannot be instrumented at all (as in path mode), and — piecewise only — functions with
-//! a back edge into a block reached through edges that cannot carry code.
+//! Left out of the program, with a warning: functions that `invoke` a `setjmp`-like function (a plain call of
+//! one is kept: [`crate::interproc_emit`] puts the path state back after it), functions that cannot be
+//! instrumented at all (as in path mode), and — piecewise only — functions with a back edge into a block
+//! reached through edges that cannot carry code.
 //!
 //! A function with more than budget/256 acyclic paths of its own is cut at vertices, as path mode cuts one
 //! (`PathDag::build_with_budget_keeping`): a cut vertex's out-edges end and restart paths like back edges. Call
@@ -250,8 +251,8 @@ fn build_program(procs: &[ProcPlan]) -> Result<Program, String> {
 /// the budget for the rest of the module: a function above it is profiled in path mode or not at all.
 fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u128) -> Result<(), String> {
     let g = cfg_build::build(f, facts).map_err(|u| u.0)?;
-    if !g.reentry_blocks.is_empty() {
-        return Err("it calls setjmp (a returns_twice function)".into());
+    if g.returns_twice_calls.iter().any(|&c| ir::opcode(c) != LLVMOpcode::LLVMCall) {
+        return Err("it invokes setjmp (a returns_twice function) from an exception scope".into());
     }
     let cfg = &g.cfg;
     let adj = cfg.adjacency();

@@ -214,7 +214,7 @@ fn plan(
     layout: &CounterLayout,
 ) -> Result<(Planned, bool), String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
-    let mut meta = FunctionMeta { reentry_blocks: graph.reentry_blocks.clone(), ..function_meta(f, name, &graph) };
+    let mut meta = function_meta(f, name, &graph);
     let (weights, used_source) = weights::edge_weights(&graph, f, name, meta.cfg_hash, &config.weighting, profile, fam);
     let plan = match config.mode {
         Mode::Trace => return Err("trace mode is instrumented by trace_mode".into()),

@@ -110,7 +110,7 @@ pub fn function_meta(f: LLVMValueRef, name: &str, g: &FunctionGraph) -> Function
         edge_counters: vec![None; g.cfg.num_edges()],
         counter_base: 0,
         num_counters: 0,
-        reentry_blocks: Vec::new(),
+        reentry_blocks: g.reentry_blocks.clone(),
         cfg_hash: cfg_hash(&g.cfg),
         path: None,
     }

@@ -1,5 +1,5 @@
 // Functions the pass must leave uninstrumented, and report as not profiled: `asm goto` (LLVM `callbr`, no mode
-// handles it) and, in context and piecewise modes, a function that calls setjmp. The rest is profiled as usual.
+// handles it). The rest is profiled as usual, the setjmp caller `guarded` included.
 #include <setjmp.h>
 #include <stdio.h>
 

@@ -24,7 +24,8 @@ pub fn dist() -> PathBuf {
 /// one of each control-flow shape (loops, gotos, switch, recursion, exit from deep inside, loops never left,
 /// longjmp, exceptions, C and C++ mixed, computed gotos, `__builtin_assume`, many paths). One list, so a program
 /// added here is compared everywhere.
-pub const SHAPE_PROGRAMS: &str = "loops.c gotos.c switch.c recursion.c exit_deep.c noexit_loop.c longjmp.c \
+pub const SHAPE_PROGRAMS: &str =
+    "loops.c gotos.c switch.c recursion.c exit_deep.c noexit_loop.c longjmp.c setjmp_paths.c \
     exception.cpp cxx_mix.cpp glob_match.c threaded_interp.c assume.c paths_mod.c";
 
 /// The single-source programs `sources` (space-separated, as [`SHAPE_PROGRAMS`]) as (name, sources): a program

@@ -409,14 +409,14 @@ fn own_profiles(dir: &Path) -> Vec<PathBuf> {
 /// fork_setjmp.c: a forked child that `longjmp`s back into an activation that was in flight at the fork resumes
 /// it through `setjmp`, not through a call: the checks of the calls that activation makes afterwards must not
 /// record a fork re-entry (each activation compares against the generation it last saw, which a `setjmp`
-/// return brings up to date). Edge and path mode (context and piecewise leave functions that call `setjmp`
-/// uninstrumented), -O0 and -O2: both processes' own profiles and the merged one exact, the hand-derived
-/// counts, and exactly one fork re-entry: forker's, in the child.
+/// return brings up to date). Every counting mode that numbers paths or counts edges, -O0 and -O2: both
+/// processes' own profiles and the merged one exact, the hand-derived counts, and exactly one fork re-entry:
+/// forker's, in the child.
 #[test]
 fn a_longjmp_back_into_an_activation_in_flight_at_the_fork_is_no_fork_reentry() {
     let source = programs().join("fork_setjmp.c");
     let fork_line = line_of("fork_setjmp.c", "pid_t pid = fork();");
-    for mode in ["edge", "path"] {
+    for mode in ["edge", "path", "context", "piecewise"] {
         for opt in ["-O0", "-O2"] {
             let what = format!("{mode} {opt}");
             let dir = scratch(&format!("fork-setjmp-{mode}{opt}"));

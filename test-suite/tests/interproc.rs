@@ -199,7 +199,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
                 let p = folded_counts(&ip);
                 let mut compared = 0;
                 for (k, v) in p.iter().filter(|_| same_program) {
-                    // Functions left out of the program (setjmp) are simply absent.
+                    // Functions left out of the program (none in these programs) would simply be absent.
                     if let Some(want) = e.get(k) {
                         assert_eq!(v, want, "{name} {opt} {mode} ({placement}): {k}");
                         compared += 1;
