@@ -538,7 +538,7 @@ fn run_threads(
                     incomplete += 1;
                 }
             }
-            Err(e) => bail!("thread {} of process {}: corrupt trace: {e}", t.thread, t.pid),
+            Err(e) => bail!("{}: corrupt trace: {e}", t.label()),
         }
     }
     sim.thread_boundary();
@@ -555,6 +555,15 @@ pub fn run(args: &Args) -> Result<()> {
     let file = TraceFile::parse(&bytes).with_context(what)?;
     if file.modules.values().any(|m| !m.optimizer_last) {
         bail!("{}: recorded by trace mode, not icache mode (build with --pathprof-mode=icache)", args.file.display());
+    }
+    if file.images.len() > 1 {
+        // Each copy's streams hold its own image's functions only; how they interleaved is not recorded.
+        eprintln!(
+            "pathprof: warning: {}: {} images with their own runtime copies traced; their fetches are simulated \
+             one stream after the other, not interleaved as they ran",
+            args.file.display(),
+            file.images.len()
+        );
     }
     let (program, owner) = file.program().with_context(what)?;
     let bin = Binary::read(&args.binary)?;

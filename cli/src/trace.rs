@@ -8,7 +8,10 @@
 //! handler, `longjmp`, an exception — or missing records: the blocks before it are exact, nothing after it is
 //! shown). `--last N`: only each thread's last N blocks. `--summary`: per function its entries, block and edge
 //! counts derived from the trace, summed over threads. JSON:
-//! `{"threads":[{"pid","thread","status","blocks","steps":[{"function","block","lines"}]}]}`, and with
+//! `{"threads":[{"pid","thread","copy","image","tid","status","blocks","steps":[{"function","block","lines"}]}]}`
+//! (`copy`, `image`: the runtime copy — one per instrumented executable or shared library of the process —
+//! whose stream it is, holding that image's functions only; `tid`: the operating system's thread id, the same
+//! thread in other copies' streams), and with
 //! `--summary` `{"threads":[…without steps…],"functions":[{"function","module","entries","blocks":[{"id","count"}],
 //! "edges":[{"from","to","count"}]}]}` (only traced edges: branches and returns, `to` = the number of blocks for
 //! EXIT). A corrupt trace is an error (exit 2).
@@ -341,6 +344,10 @@ struct JsonStep {
 struct JsonThread {
     pid: u32,
     thread: u32,
+    copy: u32,
+    image: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
     status: String,
     blocks: u64,
     /// Bits of the thread's stream (naive: 64 per block).
@@ -429,6 +436,16 @@ pub fn run(args: &Args) -> Result<()> {
     let what = || format!("reading {}", args.file.display());
     let bytes = std::fs::read(&args.file).with_context(what)?;
     let file = TraceFile::parse(&bytes).with_context(what)?;
+    if !file.other_processes.is_empty() {
+        let pids: Vec<String> = file.other_processes.iter().map(u32::to_string).collect();
+        eprintln!(
+            "pathprof: warning: {}: left out the records of process {}, which wrote this file while process {} \
+             started it anew (its trace was cut); give each process its own file with %p in PATHPROF_TRACE",
+            args.file.display(),
+            pids.join(", "),
+            file.pid
+        );
+    }
     let (program, owner) = file.program().with_context(what)?;
     let names = Names::new(&file, &owner);
     let flat = Flat::new(&file, &owner, &names);
@@ -495,6 +512,9 @@ pub fn run(args: &Args) -> Result<()> {
             json_threads.push(JsonThread {
                 pid: t.pid,
                 thread: t.thread,
+                copy: t.copy,
+                image: file.images.get(&t.copy).cloned().unwrap_or_default(),
+                tid: t.tid,
                 status,
                 blocks: c.blocks(),
                 bits: t.bits - t.window.as_ref().map_or(0, |w| w.start.min(t.bits)),
@@ -502,7 +522,14 @@ pub fn run(args: &Args) -> Result<()> {
                 steps,
             });
         } else {
-            writeln!(out, "thread {} (process {}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
+            if file.images.len() > 1 {
+                // Several runtime copies: say whose stream (the image's functions only) and which OS thread.
+                let image = file.images.get(&t.copy).map_or("", String::as_str);
+                let tid = t.tid.map_or(String::new(), |n| format!(", tid {n}"));
+                writeln!(out, "thread {} of {image} (process {}{tid}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
+            } else {
+                writeln!(out, "thread {} (process {}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
+            }
             for &v in &c.steps {
                 out.write_all(listing.line(v))?;
             }
@@ -659,7 +686,7 @@ fn regenerate_thread(
         trimmed = probed.get() > limit;
     }
     let (counting, emitted) = (Cell::new(fork_at == 0), Cell::new(0));
-    let thread = format!("thread {} of process {}", t.thread, t.pid);
+    let thread = t.label();
     let gated = fork_at > 0 || limit != u64::MAX;
     let (result, remaining) = if gated {
         let mut src =
@@ -763,7 +790,7 @@ fn predicate_blocks(cfg: &pathprof_core::Cfg, invokes: &[u32]) -> Vec<bool> {
 /// the high 32) into `c`; returns its status as [`regenerate_thread`] does. Naive items describe themselves,
 /// so abnormal transfers do not stop them.
 fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Result<(String, bool)> {
-    let thread = format!("thread {} of process {}", t.thread, t.pid);
+    let thread = t.label();
     let mut counting = t.fork_at.is_none_or(|f| f == 0);
     if !t.bits.is_multiple_of(64) {
         bail!("{thread}: corrupt naive trace ({} bits, not whole items)", t.bits);

@@ -159,8 +159,14 @@ pub fn function_tables(cfg: &Cfg, calls: &[u32], invokes: &[u32]) -> Result<(Wit
 pub struct ThreadTrace {
     /// Process id.
     pub pid: u32,
-    /// Thread number in its process (1 = the first thread that ran traced code).
+    /// Thread number in its runtime copy (1 = the first thread that ran the copy's traced code).
     pub thread: u32,
+    /// The runtime copy whose stream this is (`trace_layout`, "Runtime copies"): a process with instrumented
+    /// shared libraries has one per image, each stream holding only its image's functions.
+    pub copy: u32,
+    /// The thread's id in the operating system (the same thread in other copies' streams), if its end record
+    /// survived.
+    pub tid: Option<u32>,
     /// The bits, least-significant first.
     pub bytes: Vec<u8>,
     /// How many bits are valid.
@@ -184,6 +190,16 @@ pub struct ThreadTrace {
     pub truncated: bool,
     /// A window of the thread's stream (flight recorder, region): where it starts; `None` for a whole stream.
     pub window: Option<Window>,
+}
+
+impl ThreadTrace {
+    /// Names the stream in messages: thread, copy (when not the first) and process.
+    pub fn label(&self) -> String {
+        match self.copy {
+            0 => format!("thread {} of process {}", self.thread, self.pid),
+            c => format!("thread {} of runtime copy {c} of process {}", self.thread, self.pid),
+        }
+    }
 }
 
 /// A window of a thread's stream, opened by a sync record: `bytes` hold the stream from the sync's word on,
@@ -212,12 +228,12 @@ pub struct Window {
 /// A sync record while parsing.
 type RawSync = (u64, u64, u64, Vec<u64>);
 
-/// A thread's records while parsing: data blocks by first word, its end record's five words, its sync and stop
+/// A thread's records while parsing: data blocks by first word, its end record's words, its sync and stop
 /// records.
 #[derive(Default)]
 struct RawThread {
     data: BTreeMap<u64, Vec<u8>>,
-    end: Option<[u64; 5]>,
+    end: Option<[u64; 6]>,
     syncs: Vec<RawSync>,
     stops: Vec<(u64, u64)>,
 }
@@ -230,10 +246,17 @@ pub type FunctionRef = (u32, usize);
 pub struct TraceFile {
     /// Modules by first trace id.
     pub modules: BTreeMap<u32, TraceModuleMeta>,
-    /// Threads in (pid, thread) order.
+    /// Threads in (copy, thread) order.
     pub threads: Vec<ThreadTrace>,
     /// The modules wrote naive items (one per block, `PATHPROF_TRACE_NAIVE`), not bit tracing.
     pub naive: bool,
+    /// The process that wrote the file.
+    pub pid: u32,
+    /// Per runtime copy that wrote records, its image's path (empty if its image record is missing).
+    pub images: BTreeMap<u32, String>,
+    /// Processes whose records were left out: they wrote the same file at the same time (a name without `%p`),
+    /// and the file's process cut their earlier records when it started it.
+    pub other_processes: Vec<u32>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -254,18 +277,32 @@ impl TraceFile {
             Some(v) => return Err(TraceError::Version(v)),
             None => return Err(TraceError::BadHeader),
         }
+        let header = FileHeader::decode(bytes).ok_or(TraceError::BadHeader)?;
         let mut modules = BTreeMap::new();
         let mut threads: BTreeMap<(u32, u32), RawThread> = BTreeMap::new();
-        let mut at = 8;
+        let mut images = BTreeMap::new();
+        let mut others = std::collections::BTreeSet::new();
+        let mut at = FILE_HEADER;
         while at < bytes.len() {
             let corrupt = TraceError::Corrupt(at);
             let kind = u32_at(bytes, at).ok_or(TraceError::Corrupt(at))?;
             let pid = u32_at(bytes, at + 4).ok_or(TraceError::Corrupt(at))?;
             let thread = u32_at(bytes, at + 8).ok_or(TraceError::Corrupt(at))?;
+            let copy = u32_at(bytes, at + 12).ok_or(TraceError::Corrupt(at))?;
             let len = u64_at(bytes, at + 16).ok_or(TraceError::Corrupt(at))?;
             let start = at + RECORD_HEADER;
             let end = usize::try_from(len).ok().and_then(|l| start.checked_add(l)).ok_or(TraceError::Corrupt(at))?;
             let payload = bytes.get(start..end).ok_or(TraceError::Corrupt(at))?;
+            if pid != header.pid {
+                // Another process wrote this name at the same time: its trace ids are its own, and its earlier
+                // records went when this process started the file.
+                others.insert(pid);
+                at = end;
+                continue;
+            }
+            if copy >= header.copies {
+                return Err(TraceError::Meta(format!("a record of runtime copy {copy}; the file has {}", header.copies)));
+            }
             match kind {
                 REC_MODULE => {
                     let base = u32_at(payload, 0).ok_or(TraceError::Corrupt(at))?;
@@ -274,7 +311,7 @@ impl TraceFile {
                     if meta.module.functions.len() != n as usize {
                         return Err(TraceError::Meta("function count does not match the metadata".into()));
                     }
-                    // The same module may be written by several processes (fork); ids must agree.
+                    // A fork child's copy writes its modules into its own file again; ids must agree.
                     if let Some(old) = modules.insert(base, meta.clone()) {
                         if old != meta {
                             return Err(TraceError::Meta(format!("two modules with trace id {base}")));
@@ -286,7 +323,7 @@ impl TraceFile {
                     if (payload.len() - 8) % 8 != 0 || first > u64::MAX / 128 {
                         return Err(TraceError::Corrupt(at));
                     }
-                    let t = threads.entry((pid, thread)).or_default();
+                    let t = threads.entry((copy, thread)).or_default();
                     if t.data.insert(first, payload[8..].to_vec()).is_some() {
                         return Err(TraceError::Corrupt(at));
                     }
@@ -297,23 +334,26 @@ impl TraceFile {
                     if payload.len() % 8 != 0 || *depth != entries.len() as u64 || *kind > SYNC_AT_SITE {
                         return Err(corrupt);
                     }
-                    threads.entry((pid, thread)).or_default().syncs.push((*bit, *kind, *state, entries.to_vec()));
+                    threads.entry((copy, thread)).or_default().syncs.push((*bit, *kind, *state, entries.to_vec()));
                 }
                 REC_STOP => {
                     let (Some(bit), Some(acc), 16) = (u64_at(payload, 0), u64_at(payload, 8), payload.len()) else {
                         return Err(corrupt);
                     };
-                    threads.entry((pid, thread)).or_default().stops.push((bit, acc));
+                    threads.entry((copy, thread)).or_default().stops.push((bit, acc));
                 }
                 REC_END => {
                     if payload.len() != END_PAYLOAD {
                         return Err(corrupt);
                     }
-                    let w = [0, 8, 16, 24, 32].map(|o| u64_at(payload, o).unwrap_or(0));
-                    let t = threads.entry((pid, thread)).or_default();
+                    let w = [0, 8, 16, 24, 32, 40].map(|o| u64_at(payload, o).unwrap_or(0));
+                    let t = threads.entry((copy, thread)).or_default();
                     if t.end.replace(w).is_some() {
                         return Err(TraceError::Corrupt(at));
                     }
+                }
+                REC_IMAGE => {
+                    images.insert(copy, String::from_utf8_lossy(payload).into_owned());
                 }
                 _ => return Err(corrupt),
             }
@@ -328,13 +368,17 @@ impl TraceFile {
             next = u64::from(base) + m.module.functions.len() as u64;
         }
         let mut out = Vec::new();
-        for ((pid, thread), raw) in threads {
+        let pid = header.pid;
+        for ((copy, thread), raw) in threads {
+            images.entry(copy).or_default();
+            let tid = raw.end.map(|e| e[5] as u32);
             let windowed = raw.end.is_some_and(|e| e[2] & END_WINDOW != 0) || !raw.syncs.is_empty();
+            let key = ThreadTrace { pid, thread, copy, tid, ..Default::default() };
             if windowed {
-                out.extend(windows(pid, thread, &raw)?);
+                out.extend(windows(&key, &raw)?);
                 continue;
             }
-            let mut t = ThreadTrace { pid, thread, ..Default::default() };
+            let mut t = key;
             let mut next = 0u64;
             for (first, words) in &raw.data {
                 if *first != next {
@@ -352,7 +396,8 @@ impl TraceFile {
         if methods.any(|n| n != naive) {
             return Err(TraceError::Meta("modules traced with different methods (naive and bit tracing)".into()));
         }
-        Ok(TraceFile { modules, threads: out, naive })
+        let other_processes = others.into_iter().collect();
+        Ok(TraceFile { modules, threads: out, naive, pid, images, other_processes })
     }
 
     /// The program of every traced function, indexed by trace id (ids no module claims get an empty
@@ -383,14 +428,14 @@ impl TraceFile {
 }
 
 /// Fills `t`'s end from its end record: `t.bytes` hold whole words from word `first` of the stream.
-fn apply_end(t: &mut ThreadTrace, end: Option<[u64; 5]>, first: u64) -> Result<(), TraceError> {
+fn apply_end(t: &mut ThreadTrace, end: Option<[u64; 6]>, first: u64) -> Result<(), TraceError> {
     let full = t.bytes.len() as u64 * 8;
     let base = first * 64;
     match end {
-        Some([total, partial, flags, stop, fork_at]) if !t.gap && total >= base => {
+        Some([total, partial, flags, stop, fork_at, _]) if !t.gap && total >= base => {
             let total = total - base;
             if total < full || total - full >= 64 {
-                return Err(TraceError::Meta(format!("thread {} of process {}: bad bit count", t.thread, t.pid)));
+                return Err(TraceError::Meta(format!("{}: bad bit count", t.label())));
             }
             t.bytes.extend_from_slice(&partial.to_le_bytes());
             t.bits = total;
@@ -420,16 +465,16 @@ fn apply_end(t: &mut ThreadTrace, end: Option<[u64; 5]>, first: u64) -> Result<(
 
 /// The windows of a thread's stream: one per sync record, each up to the first stop at or after it, or to the
 /// thread's end. A window whose words are missing is reported with a gap.
-fn windows(pid: u32, thread: u32, raw: &RawThread) -> Result<Vec<ThreadTrace>, TraceError> {
+fn windows(key: &ThreadTrace, raw: &RawThread) -> Result<Vec<ThreadTrace>, TraceError> {
     let mut syncs = raw.syncs.clone();
     syncs.sort_by_key(|s| s.0);
     let ring = raw.end.is_some_and(|e| e[2] & END_RING != 0);
-    let bad = || TraceError::Meta(format!("thread {thread} of process {pid}: sync and stop records do not fit"));
+    let bad = || TraceError::Meta(format!("{}: sync and stop records do not fit", key.label()));
     let mut out = Vec::new();
     if syncs.is_empty() {
         // A flight recorder with no surviving sync point, or a thread that never started a region.
         let window = Window { ring, ..Default::default() };
-        out.push(ThreadTrace { pid, thread, window: Some(window), gap: raw.end.is_none(), ..Default::default() });
+        out.push(ThreadTrace { window: Some(window), gap: raw.end.is_none(), ..key.clone() });
         return Ok(out);
     }
     for (i, (bit, kind, state, entries)) in syncs.iter().enumerate() {
@@ -447,7 +492,7 @@ fn windows(pid: u32, thread: u32, raw: &RawThread) -> Result<Vec<ThreadTrace>, T
             stopped: false,
             opened: true,
         };
-        let mut t = ThreadTrace { pid, thread, window: Some(window), ..Default::default() };
+        let mut t = ThreadTrace { window: Some(window), ..key.clone() };
         // The window ends at the first stop at or after its sync point (before the next one), or at the end.
         let stop = stop.filter(|s| s.0 <= next_sync);
         let end_bit = match (stop, end_total) {

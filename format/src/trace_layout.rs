@@ -25,8 +25,21 @@
 //! the thread's buffer and writes full buffers to the file as [`REC_DATA`] records.
 //!
 //! # Trace file
-//! [`TRACE_MAGIC`], `u32` [`TRACE_VERSION`], then records: a [`RECORD_HEADER`]-byte header
-//! (`u32 kind, u32 pid, u32 thread, u32 reserved, u64 payload length`) and the payload:
+//! A [`FILE_HEADER`]-byte header ([`FileHeader`]: [`TRACE_MAGIC`], `u32` [`TRACE_VERSION`], `u32 pid`, `u32`
+//! runtime copies, `u64` process token, `u32` next trace id, `u32` zero), then records: a
+//! [`RECORD_HEADER`]-byte header (`u32 kind, u32 pid, u32 thread, u32 copy, u64 payload length`) and the
+//! payload.
+//!
+//! *Runtime copies.* A process may hold several copies of the runtime — an instrumented executable and
+//! instrumented shared libraries each link their own hidden copy — and every copy keeps its own per-thread
+//! streams of its own image's functions. They share one file: under `flock`, the first copy of a process to
+//! open it writes the header (truncating a file an earlier process left), a later copy of the same process
+//! (same pid and token, the process's `AT_RANDOM` bytes) joins it and takes the next copy number. Trace ids are
+//! allocated from the header's next id, so the modules of all copies of a process have disjoint ids. A record
+//! of another process (one that wrote the same name at the same time: its file was cut by this process's
+//! start) carries a pid other than the header's; readers leave it out and say so.
+//!
+//! Records:
 //! - [`REC_MODULE`]: `u32 base, u32 functions`, then the module's trace metadata (`trace::TraceModuleMeta`):
 //!   its functions have trace ids `base..base + functions`.
 //! - [`REC_DATA`]: `u64 first` (the index, in the thread's stream, of its first word), then whole
@@ -41,7 +54,10 @@
 //! - [`REC_STOP`]: a region's end (`__pathprof_trace_stop`): `u64 bit, u64 the partial word there`.
 //! - [`REC_END`]: `u64 total bits, u64 last partial word, u64 flags (`END_*`; a fatal signal's number in bits
 //!   32..40), u64 bit where the trace stops being regenerable (`u64::MAX`: nowhere), u64 fork bit` (in a
-//!   `fork()`ed child, [`END_FORK_CHILD`]: the bits before it are the parent's, inherited unflushed).
+//!   `fork()`ed child, [`END_FORK_CHILD`]: the bits before it are the parent's, inherited unflushed), `u64`
+//!   the thread's id in the operating system (`gettid`: the same thread in another copy's streams).
+//! - [`REC_IMAGE`]: the path of the image (executable or shared object) whose runtime copy wrote the record's
+//!   copy number, written when the copy opens the file.
 //!   With [`END_WINDOW`] the thread's bits are only the windows its syncs open (a flight recorder's last
 //!   bytes, or regions), each up to the next `REC_STOP` at or after it, or up to the end.
 //!
@@ -57,8 +73,57 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// Version of the layout above (3: unwind markers, and the module metadata's tail with `invoke` blocks and
 /// kept calls; files of version 2 are refused, not misread;
 /// 4: data records carry their first word's index, sync and stop records, the shadow stack word;
-/// 5: announced entries at direct call sites, the module metadata's direct call sites, the callee word).
-pub const TRACE_VERSION: u32 = 5;
+/// 5: announced entries at direct call sites, the module metadata's direct call sites, the callee word;
+/// 6: the file header with runtime copies, records' copy numbers, image records, the end record's thread id).
+pub const TRACE_VERSION: u32 = 6;
+/// Bytes of the file header.
+pub const FILE_HEADER: usize = 32;
+
+/// The file header: which process the file belongs to, and what its runtime copies share.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileHeader {
+    /// The process that started the file (records of other pids are another process's).
+    pub pid: u32,
+    /// Runtime copies of the process that joined the file (copy numbers `0..copies`).
+    pub copies: u32,
+    /// Tells this process from an earlier one with the same pid (`exec` keeps the pid): its `AT_RANDOM` bytes.
+    pub token: u64,
+    /// The first trace id no copy has allocated yet.
+    pub next_id: u32,
+}
+
+impl FileHeader {
+    /// The header's bytes ([`TRACE_VERSION`]).
+    pub fn encode(&self) -> [u8; FILE_HEADER] {
+        let mut b = [0u8; FILE_HEADER];
+        let fields: [&[u8]; 6] = [
+            &TRACE_MAGIC,
+            &TRACE_VERSION.to_le_bytes(),
+            &self.pid.to_le_bytes(),
+            &self.copies.to_le_bytes(),
+            &self.token.to_le_bytes(),
+            &self.next_id.to_le_bytes(),
+        ];
+        let mut at = 0;
+        for f in fields {
+            if let Some(slot) = b.get_mut(at..at + f.len()) {
+                slot.copy_from_slice(f);
+            }
+            at += f.len();
+        }
+        b
+    }
+
+    /// A header of this layout version; `None` if `b` is short, has another magic or another version.
+    pub fn decode(b: &[u8]) -> Option<FileHeader> {
+        let u32_at = |at: usize| Some(u32::from_le_bytes(*b.get(at..at + 4)?.first_chunk::<4>()?));
+        if b.get(..4)? != TRACE_MAGIC || u32_at(4)? != TRACE_VERSION || b.len() < FILE_HEADER {
+            return None;
+        }
+        let token = u64::from(u32_at(16)?) | u64::from(u32_at(20)?) << 32;
+        Some(FileHeader { pid: u32_at(8)?, copies: u32_at(12)?, token, next_id: u32_at(24)? })
+    }
+}
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 24;
 /// A module's metadata and trace ids.
@@ -95,6 +160,8 @@ pub const END_STOPPED: u64 = 512;
 pub const REC_SYNC: u32 = 4;
 /// A region's end.
 pub const REC_STOP: u32 = 5;
+/// The image of a runtime copy.
+pub const REC_IMAGE: u32 = 6;
 /// `REC_SYNC` kind: right after an `Enter` marker.
 pub const SYNC_AT_ENTRY: u64 = 0;
 /// `REC_SYNC` kind: at a call site (or at the thread's top level).
@@ -109,7 +176,7 @@ pub const fn shadow_entry(saved: u64, body: u64, id: u64) -> u64 {
     (saved & !0xffff_ffff) | (body & 0xfff0_0000) | id
 }
 /// Bytes of a `REC_END` payload.
-pub const END_PAYLOAD: usize = 40;
+pub const END_PAYLOAD: usize = 48;
 /// [`TraceModuleDesc::flags`]: the module writes naive items (one per block), not bit tracing.
 pub const DESC_NAIVE: u32 = 1;
 
@@ -167,11 +234,12 @@ pub struct TraceModuleDesc {
     pub next: *mut TraceModuleDesc,
 }
 
-/// Encodes a record header.
-pub fn record_header(kind: u32, pid: u32, thread: u32, len: u64) -> [u8; RECORD_HEADER] {
-    let (k, p, t, l) = (kind.to_le_bytes(), pid.to_le_bytes(), thread.to_le_bytes(), len.to_le_bytes());
+/// Encodes a record header: `thread` of runtime copy `copy` of process `pid`.
+pub fn record_header(kind: u32, pid: u32, copy: u32, thread: u32, len: u64) -> [u8; RECORD_HEADER] {
+    let (k, p, t, c) = (kind.to_le_bytes(), pid.to_le_bytes(), thread.to_le_bytes(), copy.to_le_bytes());
+    let l = len.to_le_bytes();
     [
-        k[0], k[1], k[2], k[3], p[0], p[1], p[2], p[3], t[0], t[1], t[2], t[3], 0, 0, 0, 0, l[0], l[1], l[2], l[3],
-        l[4], l[5], l[6], l[7],
+        k[0], k[1], k[2], k[3], p[0], p[1], p[2], p[3], t[0], t[1], t[2], t[3], c[0], c[1], c[2], c[3], l[0], l[1],
+        l[2], l[3], l[4], l[5], l[6], l[7],
     ]
 }

@@ -82,17 +82,19 @@ fn kept_calls_round_trip_with_the_recording_point() {
 #[test]
 fn a_file_of_the_previous_layout_is_refused_not_misread() {
     use pathprof_format::trace::{TraceError, TraceFile};
-    use pathprof_format::trace_layout::{TRACE_MAGIC, TRACE_VERSION};
-    // Version 5 announces direct callees (a one-bit entry); files of versions 2–4 must be refused.
-    assert_eq!(TRACE_VERSION, 5);
-    for previous in [2u32, 3, 4] {
+    use pathprof_format::trace_layout::{FileHeader, TRACE_MAGIC, TRACE_VERSION};
+    // Version 6 has the file header of runtime copies and records' copy numbers; files of versions 2–5 must be
+    // refused.
+    assert_eq!(TRACE_VERSION, 6);
+    for previous in [2u32, 3, 4, 5] {
         let mut old = TRACE_MAGIC.to_vec();
         old.extend_from_slice(&previous.to_le_bytes());
         assert!(matches!(TraceFile::parse(&old), Err(TraceError::Version(v)) if v == previous));
     }
-    let mut now = TRACE_MAGIC.to_vec();
-    now.extend_from_slice(&TRACE_VERSION.to_le_bytes());
+    let now = FileHeader { pid: 7, copies: 1, token: 0x1234_5678_9abc_def0, next_id: 0 }.encode();
     assert!(TraceFile::parse(&now).is_ok());
+    // Magic and version alone: a header cut short.
+    assert!(matches!(TraceFile::parse(&now[..8]), Err(TraceError::BadHeader)));
 }
 
 #[test]
@@ -121,4 +123,24 @@ fn direct_call_sites_round_trip_and_must_fit_their_functions() {
         bad.direct = direct;
         assert!(TraceModuleMeta::decode(&bad.encode()).is_err(), "{:?}", bad.direct);
     }
+}
+
+#[test]
+fn records_of_another_process_are_left_out_and_named() {
+    use pathprof_format::trace::TraceFile;
+    use pathprof_format::trace_layout::{record_header, FileHeader, REC_DATA, REC_IMAGE};
+    // A file started by process 7 (one runtime copy) that process 9 also wrote into: 9's data record is left
+    // out (its trace ids and threads are its own), and 9 is named.
+    let mut b = FileHeader { pid: 7, copies: 1, token: 1, next_id: 0 }.encode().to_vec();
+    b.extend_from_slice(&record_header(REC_IMAGE, 7, 0, 0, 5));
+    b.extend_from_slice(b"./app");
+    b.extend_from_slice(&record_header(REC_DATA, 9, 0, 1, 16));
+    b.extend_from_slice(&[0u8; 16]);
+    let f = TraceFile::parse(&b).unwrap();
+    assert_eq!((f.pid, f.other_processes.clone(), f.threads.len()), (7, vec![9], 0));
+    assert_eq!(f.images.get(&0).map(String::as_str), Some("./app"));
+    // A record of a copy the header does not count is refused, not misread.
+    let mut bad = FileHeader { pid: 7, copies: 1, token: 1, next_id: 0 }.encode().to_vec();
+    bad.extend_from_slice(&record_header(REC_IMAGE, 7, 1, 0, 0));
+    assert!(TraceFile::parse(&bad).is_err());
 }

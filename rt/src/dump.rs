@@ -292,17 +292,9 @@ fn precheck_type(path: &[u8]) -> Result<(), Fail> {
 }
 
 fn flock(fd: &Fd, op: libc::c_int) {
-    loop {
-        // SAFETY: valid fd.
-        if unsafe { libc::flock(fd.raw(), op) } == 0 {
-            return;
-        }
-        let e = Errno::last();
-        if e.0 != libc::EINTR {
-            if op == libc::LOCK_EX {
-                pp_info!("cannot lock the profile (", e, "); merging without a lock");
-            }
-            return;
+    if let Err(e) = fd.flock(op) {
+        if op == libc::LOCK_EX {
+            pp_info!("cannot lock the profile (", e, "); merging without a lock");
         }
     }
 }

@@ -296,6 +296,38 @@ impl Fd {
         Ok(())
     }
 
+    /// `flock(2)` with `op`, retried on `EINTR`.
+    pub(crate) fn flock(&self, op: c_int) -> Result<(), Errno> {
+        loop {
+            // SAFETY: valid fd.
+            if unsafe { libc::flock(self.0, op) } == 0 {
+                return Ok(());
+            }
+            let e = Errno::last();
+            if e.0 != libc::EINTR {
+                return Err(e);
+            }
+        }
+    }
+
+    /// Writes all of `data` at `offset` (`pwrite(2)`; the descriptor must not be in append mode), retrying
+    /// short writes and EINTR.
+    pub(crate) fn write_all_at(&self, data: &[u8], offset: u64) -> Result<(), Errno> {
+        let mut done = 0usize;
+        while let Some(rest) = data.get(done..) {
+            if rest.is_empty() {
+                break;
+            }
+            let at = offset.checked_add(done as u64).ok_or(Errno(libc::EIO))?;
+            // SAFETY: `rest` is a valid readable buffer.
+            let n = unsafe { libc::pwrite(self.0, rest.as_ptr().cast::<c_void>(), rest.len(), at as libc::off_t) };
+            if let Some(n) = moved(n)? {
+                done += n;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes all of `data`, retrying short writes and EINTR.
     pub(crate) fn write_all(&self, data: &[u8]) -> Result<(), Errno> {
         let mut done = 0usize;
@@ -366,6 +398,26 @@ pub(crate) fn env(name: &core::ffi::CStr) -> Option<&'static [u8]> {
     } else {
         Some(v)
     }
+}
+
+/// The calling thread's id in the operating system.
+pub(crate) fn tid() -> u32 {
+    // SAFETY: gettid cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// What tells this process from an earlier one with the same pid (`exec` keeps it): the first 8 of the 16
+/// random bytes the kernel gives every `execve` (`AT_RANDOM`); a `fork()`ed child shares them, its pid differs.
+pub(crate) fn process_token() -> u64 {
+    // SAFETY: getauxval has no preconditions; AT_RANDOM points at 16 bytes that live as long as the process.
+    let at = unsafe { libc::getauxval(libc::AT_RANDOM) } as *const u8;
+    if at.is_null() {
+        return 0;
+    }
+    let mut b = [0u8; 8];
+    // SAFETY: see above.
+    unsafe { ptr::copy_nonoverlapping(at, b.as_mut_ptr(), 8) };
+    u64::from_le_bytes(b)
 }
 
 /// The process id.

@@ -8,8 +8,14 @@
 //! `pthread` key destructor) and at process exit (`atexit`) the thread's last bits and an `REC_END` record
 //! go out; a thread at its top level then gets its final `Done` and is marked complete.
 //!
-//! Modules register from constructors ([`__pathprof_trace_register`]), which assigns each a range of trace ids;
-//! their metadata goes into the file when it is opened (or at registration, if it is open already).
+//! Modules register from constructors ([`__pathprof_trace_register`]), which opens the file and assigns each a
+//! range of trace ids from the file header's next id; their metadata goes into the file at once.
+//!
+//! Several runtime copies in one process (an instrumented executable and instrumented shared libraries, each
+//! with its hidden copy) share the file (`trace_layout`, "Runtime copies"): the first to open it writes the
+//! header, the others join under `flock` and take the next copy number, and every copy allocates trace ids from
+//! the header, so one reader regenerates every copy's streams with one id space. A copy's records carry its
+//! number and its image's path (`REC_IMAGE`).
 //!
 //! Abnormal transfers (an entry in a function body — a signal handler —, a call site returning to a state not
 //! its own — `longjmp`, exceptions) are recorded as the bit where the thread's trace stops being regenerable.
@@ -47,6 +53,8 @@ struct Thread {
     tls: *mut u64,
     next: *mut Thread,
     serial: u32,
+    /// The thread's id in the operating system.
+    tid: u32,
     ended: bool,
     /// Absolute index (in the thread's stream) of `buf[0]`.
     buf_first: u64,
@@ -84,6 +92,8 @@ struct State {
     next_base: u32,
     /// The file, opened by this pid.
     fd: Option<(Fd, u32)>,
+    /// This runtime copy's number in the file.
+    copy: u32,
     /// Writing failed or is refused (a fork child without `%p`): drop everything.
     disabled: bool,
     /// More functions than trace ids: every thread's trace is marked abnormal from bit 0.
@@ -114,6 +124,7 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     threads: ptr::null_mut(),
     next_base: 0,
     fd: None,
+    copy: 0,
     disabled: false,
     overflow: false,
     closed: false,
@@ -176,11 +187,8 @@ pub unsafe extern "C" fn __pathprof_trace_register(desc: *mut TraceModuleDesc) {
         pp_warn!("trace-mode modules built with and without PATHPROF_TRACE_NAIVE in one process; no trace written");
         return;
     }
-    match st.next_base.checked_add(d.num_functions).filter(|&n| n <= UNWIND_ID) {
-        Some(n) => {
-            d.base = st.next_base;
-            st.next_base = n;
-        }
+    match allocate_ids(st, d.num_functions) {
+        Some(base) => d.base = base,
         None => {
             d.base = 0;
             st.overflow = true;
@@ -287,6 +295,7 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
     unsafe {
         (*t).tls = tls;
         (*t).serial = SERIAL.fetch_add(1, Ordering::Relaxed) + 1;
+        (*t).tid = sys::tid();
         (*t).stop = if st.overflow { 0 } else { u64::MAX };
         (*t).fork_at = u64::MAX;
         if st.naive != Some(true) {
@@ -557,11 +566,11 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     }
     if open(st) {
         let end = if t.truncated {
-            [t.written_hi * 64, 0, flags, t.stop, t.fork_at]
+            [t.written_hi * 64, 0, flags, t.stop, t.fork_at, u64::from(t.tid)]
         } else {
-            [total, partial, flags, t.stop, t.fork_at]
+            [total, partial, flags, t.stop, t.fork_at, u64::from(t.tid)]
         };
-        let head = record_header(REC_END, sys::pid(), t.serial, END_PAYLOAD as u64);
+        let head = record_header(REC_END, sys::pid(), st.copy, t.serial, END_PAYLOAD as u64);
         let mut rec = [0u8; RECORD_HEADER + END_PAYLOAD];
         let (h, body) = rec.split_at_mut(RECORD_HEADER);
         h.copy_from_slice(&head);
@@ -603,7 +612,7 @@ fn write_sync(st: &mut State, serial: u32, bit: u64, kind: u64, state: u64, dept
     if !open(st) {
         return;
     }
-    let head = record_header(REC_SYNC, sys::pid(), serial, 32 + 8 * depth);
+    let head = record_header(REC_SYNC, sys::pid(), st.copy, serial, 32 + 8 * depth);
     let mut rec = MVec::new();
     let mut built = rec.extend_from_slice(&head);
     for w in [bit, kind, state, depth].into_iter().chain((1..=depth).map(entry)) {
@@ -746,7 +755,7 @@ pub extern "C" fn __pathprof_trace_stop() {
         if open(st) {
             let mut rec = [0u8; RECORD_HEADER + 16];
             let (h, body) = rec.split_at_mut(RECORD_HEADER);
-            h.copy_from_slice(&record_header(REC_STOP, sys::pid(), t.serial, 16));
+            h.copy_from_slice(&record_header(REC_STOP, sys::pid(), st.copy, t.serial, 16));
             for (chunk, w) in body.chunks_exact_mut(8).zip([t.stop_bit, t.stop_acc]) {
                 chunk.copy_from_slice(&w.to_le_bytes());
             }
@@ -794,7 +803,7 @@ fn flush_data(st: &mut State, t: &mut Thread) {
     st.data_bytes += 8 * n as u64;
     t.kept += n as u64;
     t.written_hi = t.buf_first + n as u64;
-    let head = record_header(REC_DATA, sys::pid(), t.serial, 8 + 8 * n as u64);
+    let head = record_header(REC_DATA, sys::pid(), st.copy, t.serial, 8 + 8 * n as u64);
     let first = t.buf_first.to_le_bytes();
     for (w, chunk) in t.head.iter_mut().zip(head.chunks_exact(8).chain(core::iter::once(&first[..]))) {
         let mut b = [0u8; 8];
@@ -845,8 +854,9 @@ unsafe fn free_thread(t: *mut Thread) {
     }
 }
 
-/// Opens the trace file for this process if needed (header and every registered module); false if the trace
-/// cannot or must not be written.
+/// Opens the trace file for this process if needed (joining the file another runtime copy of the process
+/// opened; then this copy's image and every registered module); false if the trace cannot or must not be
+/// written.
 fn open(st: &mut State) -> bool {
     if st.disabled {
         return false;
@@ -858,7 +868,8 @@ fn open(st: &mut State) -> bool {
         }
     }
     let pattern = sys::env(c"PATHPROF_TRACE").unwrap_or(b"default.pathtrace");
-    if st.fd.is_some() && !pattern.windows(2).any(|w| w == b"%p") {
+    let per_process = pattern.windows(2).any(|w| w == b"%p");
+    if st.fd.is_some() && !per_process {
         // A fork child without %p would write over its parent's trace.
         st.disabled = true;
         return false;
@@ -867,22 +878,21 @@ fn open(st: &mut State) -> bool {
     let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
     let vars = path::Vars { pid, host: path::hostname(&mut host), tmpdir, signature: 0 };
     let mut name = MVec::new();
-    let per_process = pattern.windows(2).any(|w| w == b"%p");
-    let opened = path::expand(pattern, &vars, &mut name).and_then(|_| open_new(&mut name, per_process));
-    let fd = match opened {
-        Ok(fd) => fd,
+    let joined = path::expand(pattern, &vars, &mut name).and_then(|_| join(&mut name, per_process, st.next_base));
+    let (fd, copy, next_id) = match joined {
+        Ok(v) => v,
         Err(e) => {
             st.disabled = true;
             pp_warn!("cannot write the trace file (errno ", crate::diag::Dec(e.0 as u64), "); no trace written");
             return false;
         }
     };
-    let v = TRACE_VERSION.to_le_bytes();
-    let head = [TRACE_MAGIC[0], TRACE_MAGIC[1], TRACE_MAGIC[2], TRACE_MAGIC[3], v[0], v[1], v[2], v[3]];
     if let Some((old, _)) = st.fd.replace((fd, pid)) {
         let _ = old.close();
     }
-    write(st, &head);
+    st.copy = copy;
+    st.next_base = st.next_base.max(next_id);
+    write_image(st);
     let mut d = st.modules;
     while !d.is_null() {
         write_module(st, d);
@@ -892,19 +902,27 @@ fn open(st: &mut State) -> bool {
     !st.disabled
 }
 
-/// Opens `name` for writing. A per-process name (`%p`) never overwrites a file (an earlier process with the
-/// same pid): `name.1`, `name.2`, … are tried instead, and `name` ends up holding the name opened.
-fn open_new(name: &mut MVec<u8>, per_process: bool) -> Result<Fd, sys::Errno> {
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND;
-    if !per_process {
-        return Fd::open(name.as_slice(), flags | libc::O_TRUNC, 0o666);
-    }
+/// Opens `name` (append mode) and, under `flock`, joins the file another runtime copy of this process started
+/// (the next copy number; the header's next trace id raised to `ids_used`, the ids this copy holds) or starts
+/// it (copy 0). A file another process is still writing (its copies hold a POSIX read lock on the header's
+/// first byte, which the process's own copies never conflict with) is passed over for `name.1`, `name.2`, …,
+/// and so is, with a per-process name (`%p`: never overwrite an earlier process's file), any file of another
+/// process; a file an ended process left is truncated. `name` ends up holding the name opened. Returns the
+/// descriptor, the copy number and the header's next trace id.
+fn join(name: &mut MVec<u8>, per_process: bool, ids_used: u32) -> Result<(Fd, u32, u32), sys::Errno> {
+    let me = FileHeader { pid: sys::pid(), copies: 1, token: sys::process_token(), next_id: ids_used };
     // The name ends in its NUL (`path::expand`): suffixes go before it.
     let base = name.len().saturating_sub(1);
     let mut n = 0u32;
     loop {
-        match Fd::open(name.as_slice(), flags | libc::O_EXCL, 0o666) {
-            Err(e) if e.0 == libc::EEXIST && n < 10_000 => {
+        let fd = Fd::open(name.as_slice(), libc::O_RDWR | libc::O_CREAT | libc::O_APPEND, 0o666)?;
+        // A file system without locks: copies that open at the same moment may both start the file.
+        let _ = fd.flock(libc::LOCK_EX);
+        let outcome = join_locked(&fd, &me, per_process);
+        let _ = fd.flock(libc::LOCK_UN);
+        match outcome? {
+            Some((copy, next_id)) => return Ok((fd, copy, next_id)),
+            None if n < 10_000 => {
                 n += 1;
                 name.truncate(base);
                 let mut digits = [0u8; 10];
@@ -923,8 +941,133 @@ fn open_new(name: &mut MVec<u8>, per_process: bool) -> Result<Fd, sys::Errno> {
                 name.extend_from_slice(digits.get(at..).unwrap_or(&[]))?;
                 name.push(0)?;
             }
-            r => return r,
+            None => return Err(sys::Errno(libc::EEXIST)),
         }
+    }
+}
+
+/// [`join`]'s step under the lock: `Some((copy, next id))`, or `None` for a per-process name another process
+/// holds.
+fn join_locked(fd: &Fd, me: &FileHeader, per_process: bool) -> Result<Option<(u32, u32)>, sys::Errno> {
+    let size = fd.stat()?.st_size as u64;
+    if let Some(h) = read_header(fd, size) {
+        if h.pid == me.pid && h.token == me.token {
+            let joined = FileHeader { copies: h.copies.saturating_add(1), next_id: h.next_id.max(me.next_id), ..h };
+            rewrite_header(fd, &joined)?;
+            hold_for_process(fd);
+            return Ok(Some((h.copies, joined.next_id)));
+        }
+    }
+    if size > 0 && (per_process || held_by_another_process(fd)) {
+        return Ok(None);
+    }
+    if size > 0 {
+        // SAFETY: valid fd.
+        if unsafe { libc::ftruncate(fd.raw(), 0) } != 0 {
+            return Err(sys::Errno::last());
+        }
+    }
+    fd.write_all(&me.encode())?;
+    hold_for_process(fd);
+    Ok(Some((0, me.next_id)))
+}
+
+/// The first byte's POSIX read lock: tells other processes this one is writing the file. POSIX locks belong to
+/// the process, so its other runtime copies never conflict with it; the kernel drops it when the process ends
+/// or execs (the descriptor is close-on-exec), or when a copy closes its descriptor at exit.
+fn hold_for_process(fd: &Fd) {
+    let mut l = first_byte(libc::F_RDLCK);
+    // SAFETY: valid fd and lock description.
+    unsafe { libc::fcntl(fd.raw(), libc::F_SETLK, &mut l) };
+}
+
+/// Whether another process holds the first byte's lock (is writing the file now).
+fn held_by_another_process(fd: &Fd) -> bool {
+    let mut l = first_byte(libc::F_WRLCK);
+    // SAFETY: valid fd and lock description.
+    let asked = unsafe { libc::fcntl(fd.raw(), libc::F_GETLK, &mut l) } == 0;
+    asked && l.l_type != libc::F_UNLCK as libc::c_short
+}
+
+fn first_byte(kind: libc::c_int) -> libc::flock {
+    // SAFETY: an all-zero flock is valid; the fields that matter are set below.
+    let mut l: libc::flock = unsafe { core::mem::zeroed() };
+    l.l_type = kind as libc::c_short;
+    l.l_whence = libc::SEEK_SET as libc::c_short;
+    l.l_start = 0;
+    l.l_len = 1;
+    l
+}
+
+/// The file's header, if it has one of this layout.
+fn read_header(fd: &Fd, size: u64) -> Option<FileHeader> {
+    let mut head = [0u8; FILE_HEADER];
+    if size < FILE_HEADER as u64 || fd.read_exact_at(&mut head, 0).is_err() {
+        return None;
+    }
+    FileHeader::decode(&head)
+}
+
+/// Writes the header in place (the descriptor leaves append mode meanwhile: only this copy writes through it,
+/// under the runtime's lock).
+fn rewrite_header(fd: &Fd, h: &FileHeader) -> Result<(), sys::Errno> {
+    // SAFETY: valid fd; plain flag calls.
+    let flags = unsafe { libc::fcntl(fd.raw(), libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd.raw(), libc::F_SETFL, flags & !libc::O_APPEND) } != 0 {
+        return Err(sys::Errno::last());
+    }
+    let written = fd.write_all_at(&h.encode(), 0);
+    // SAFETY: as above.
+    unsafe { libc::fcntl(fd.raw(), libc::F_SETFL, flags) };
+    written
+}
+
+/// Trace ids for a module of `n` functions: the next ids of the file header, shared by the process's runtime
+/// copies (or this copy's own next ids, without a file). `None`: the id space is exhausted.
+fn allocate_ids(st: &mut State, n: u32) -> Option<u32> {
+    let mut base = st.next_base;
+    let file = open(st);
+    let end = match (&st.fd, file) {
+        (Some((fd, _)), true) => {
+            let _ = fd.flock(libc::LOCK_EX);
+            let size = fd.stat().map_or(0, |s| s.st_size as u64);
+            let h = read_header(fd, size).filter(|h| h.pid == sys::pid() && h.token == sys::process_token());
+            if let Some(h) = h {
+                base = base.max(h.next_id);
+            }
+            let end = base.checked_add(n).filter(|&e| e <= UNWIND_ID);
+            if let (Some(h), Some(end)) = (h, end) {
+                // A header this process no longer owns (another process started the file since) is left alone:
+                // readers leave this process's records out then.
+                let _ = rewrite_header(fd, &FileHeader { next_id: end, ..h });
+            }
+            let _ = fd.flock(libc::LOCK_UN);
+            end
+        }
+        _ => base.checked_add(n).filter(|&e| e <= UNWIND_ID),
+    }?;
+    st.next_base = end;
+    Some(base)
+}
+
+/// Writes this copy's `REC_IMAGE` record: the path of the executable or shared object it is linked into.
+fn write_image(st: &mut State) {
+    // SAFETY: an all-zero Dl_info is valid; dladdr fills it for an address of this image.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    let found = unsafe { libc::dladdr(ptr::addr_of!(STATE).cast::<libc::c_void>(), &mut info) } != 0;
+    // SAFETY: dli_fname is null or a NUL-terminated string owned by the dynamic linker.
+    let mut image: &[u8] = if found { unsafe { sys::cstr_bytes(info.dli_fname) } } else { &[] };
+    let mut exe = [0u8; 4096];
+    if image.is_empty() {
+        // The main program (the dynamic linker names it "").
+        // SAFETY: a valid buffer of exe.len() bytes.
+        let n = unsafe { libc::readlink(c"/proc/self/exe".as_ptr(), exe.as_mut_ptr().cast(), exe.len()) };
+        image = exe.get(..usize::try_from(n).unwrap_or(0)).unwrap_or(&[]);
+    }
+    let head = record_header(REC_IMAGE, sys::pid(), st.copy, 0, image.len() as u64);
+    let mut rec = MVec::new();
+    if rec.extend_from_slice(&head).and_then(|_| rec.extend_from_slice(image)).is_ok() {
+        write(st, rec.as_slice());
     }
 }
 
@@ -934,7 +1077,7 @@ fn write_module(st: &mut State, desc: *mut TraceModuleDesc) {
     let d = unsafe { &mut *desc };
     // SAFETY: the pass's metadata blob of meta_len bytes.
     let meta = unsafe { core::slice::from_raw_parts(d.meta, d.meta_len as usize) };
-    let head = record_header(REC_MODULE, sys::pid(), 0, 8 + d.meta_len);
+    let head = record_header(REC_MODULE, sys::pid(), st.copy, 0, 8 + d.meta_len);
     let mut rec = MVec::new();
     let built = rec
         .extend_from_slice(&head)

@@ -530,3 +530,150 @@ fn a_closed_stdout_stays_closed() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Several runtime copies in one process: an executable and shared libraries built with the wrapper each keep
+// a hidden copy of the runtime, and all of them write one trace file.
+
+/// Builds `trace_images_main.c` with its library and plugin in `dir` with the wrapper in `mode` (`plain`:
+/// clang-19 without pathprof); returns the executable.
+fn build_images(dir: &Path, mode: &[&str], opt: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let cc = || match mode.first() {
+        Some(&"plain") => Command::new("clang-19"),
+        _ => {
+            let mut w = wrapper(false);
+            w.args(mode);
+            w
+        }
+    };
+    for (src, lib) in [("trace_images_lib.c", "libtraceimages.so"), ("trace_images_plugin.c", "libtraceplugin.so")] {
+        run_ok(cc().args([opt, "-g", "-fPIC", "-shared"]).arg(programs().join(src)).arg("-o").arg(dir.join(lib)));
+    }
+    let exe = dir.join("main");
+    run_ok(
+        cc().args([opt, "-g", "-pthread"])
+            .arg(programs().join("trace_images_main.c"))
+            .arg("-L")
+            .arg(dir)
+            .args(["-ltraceimages", "-Wl,-rpath,$ORIGIN", "-ldl", "-o"])
+            .arg(&exe),
+    );
+    exe
+}
+
+/// One image's stream of one thread: (image file name, status, steps).
+type ImageStream = (String, String, Vec<(String, u64)>);
+
+/// The streams of a trace file, sorted.
+fn image_streams(trace: &Path) -> Vec<ImageStream> {
+    let json = trace_json(trace, &[]);
+    let mut out: Vec<ImageStream> = json["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let image = Path::new(t["image"].as_str().unwrap()).file_name().unwrap().to_str().unwrap().to_string();
+            (image, t["status"].as_str().unwrap().to_string(), trace_steps(t))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn every_runtime_copy_of_a_process_writes_into_one_file_and_regenerates_exactly() {
+    for opt in ["-O0", "-O2"] {
+        let base = scratch(&format!("trace-images{opt}"));
+        let plain = build_images(&base.join("plain"), &["plain"], opt);
+        let optimal = build_images(&base.join("optimal"), &["--pathprof-mode=trace"], opt);
+        let naive = build_images(&base.join("naive"), &["--pathprof-mode=trace", "--pathprof-trace-naive"], opt);
+        let edge = build_images(&base.join("edge"), &["--pathprof-mode=edge"], opt);
+        let run = |exe: &Path, per_process: bool| {
+            let dir = exe.parent().unwrap();
+            let mut cmd = Command::new(exe);
+            cmd.current_dir(dir).env_remove("PATHPROF_TRACE").env_remove("PATHPROF_FILE");
+            if per_process {
+                cmd.env("PATHPROF_TRACE", dir.join("run-%p.pathtrace"));
+            }
+            let out = cmd.output().unwrap();
+            (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let want = run(&plain, false);
+        assert_eq!(want.0, Some(0), "{opt}: the plain build runs");
+        for exe in [&optimal, &naive, &edge] {
+            assert_eq!(run(exe, false), want, "{opt}: {} runs as the plain build", exe.display());
+        }
+        // The default name (no %p): both the executable's copy and the libraries' copies' streams are there —
+        // the executable's two threads, the library's two, the plugin's one, each complete.
+        let streams = image_streams(&optimal.parent().unwrap().join("default.pathtrace"));
+        let images: Vec<(&str, &str)> = streams.iter().map(|s| (s.0.as_str(), s.1.as_str())).collect();
+        assert_eq!(
+            images,
+            [
+                ("libtraceimages.so", "complete"),
+                ("libtraceimages.so", "complete"),
+                ("libtraceplugin.so", "complete"),
+                ("main", "complete"),
+                ("main", "complete")
+            ],
+            "{opt}: one stream per image and thread"
+        );
+        // The second method: the naive build's per-block items, image by image and thread by thread.
+        let naive_streams = image_streams(&naive.parent().unwrap().join("default.pathtrace"));
+        assert_eq!(streams, naive_streams, "{opt}: regenerated streams differ from the naive trace");
+        // Hand-derived: classify runs 20 + 30 + 7 times (the loop in main, the worker's apply, main's apply).
+        let classify: usize = streams.iter().flat_map(|s| &s.2).filter(|(f, b)| f == "classify" && *b == 0).count();
+        assert_eq!(classify, 57, "{opt}: classify's entries");
+        // The counts derived from all copies' streams equal edge mode's (whose copies merge into one profile).
+        let summary = trace_json(&optimal.parent().unwrap().join("default.pathtrace"), &["--summary"]);
+        let ours = trace_counts(&summary);
+        let theirs = edge_counts(&show_json(&edge.parent().unwrap().join("default.pathprof")));
+        assert_eq!(ours.keys().collect::<Vec<_>>(), ["apply", "classify", "main", "plugin_scale", "twice", "worker"]);
+        assert_eq!(ours, theirs, "{opt}: trace-derived counts differ from edge mode's");
+        // With %p: one file for the process (not one per copy), holding the same streams.
+        run(&optimal, true);
+        let files: Vec<PathBuf> = std::fs::read_dir(optimal.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("run-"))
+            .collect();
+        assert_eq!(files.len(), 1, "{opt}: one trace file per process: {files:?}");
+        assert_eq!(image_streams(&files[0]), streams, "{opt}: the %p file's streams");
+    }
+}
+
+#[test]
+fn a_process_started_while_another_writes_the_same_name_writes_its_own_file() {
+    // The traced program runs a second traced process halfway through, both told to write `default.pathtrace`
+    // (no %p). The running process holds the file, so the child writes `default.pathtrace.1`: neither trace is
+    // cut, and each reads as a run of its own — the child's equal to the program run alone.
+    let base = scratch("trace-images-other");
+    let exe = build_images(&base.join("optimal"), &["--pathprof-mode=trace"], "-O1");
+    let dir = exe.parent().unwrap();
+    let solo = Command::new(&exe).current_dir(dir).env_remove("PATHPROF_TRACE").status().unwrap();
+    assert!(solo.success());
+    let alone = image_streams(&dir.join("default.pathtrace"));
+    let status = Command::new(&exe)
+        .current_dir(dir)
+        .env_remove("PATHPROF_TRACE")
+        .args(["./libtraceplugin.so", "./main"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for name in ["default.pathtrace", "default.pathtrace.1"] {
+        let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--json"]).arg(dir.join(name)));
+        assert!(out.stderr.is_empty(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(image_streams(&dir.join("default.pathtrace.1")), alone, "the child's trace, as when run alone");
+    // The parent's: the same streams but main's, which took the branch that ran the child.
+    let parent = image_streams(&dir.join("default.pathtrace"));
+    assert_eq!(parent.len(), alone.len());
+    for (p, a) in parent.iter().zip(&alone) {
+        assert_eq!(p.1, "complete");
+        if p.0 != "main" {
+            assert_eq!(p, a, "the parent's {} stream", p.0);
+        }
+    }
+    assert_ne!(parent, alone, "main's stream shows the call of system()");
+}
