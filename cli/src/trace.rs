@@ -16,6 +16,8 @@
 //! "edges":[{"from","to","count"}]}]}` (only traced edges: branches and returns, `to` = the number of blocks for
 //! EXIT). A corrupt trace is an error (exit 2).
 
+mod bits;
+
 use crate::not_profiled::NotProfiled;
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
@@ -42,6 +44,10 @@ pub struct Args {
     /// Print block and edge counts derived from the trace instead of the sequence.
     #[arg(long)]
     summary: bool,
+    /// Print where the trace's bits go instead: branch decisions, call markers (per callee entered with a
+    /// function id), resync and unwind markers.
+    #[arg(long, conflicts_with_all = ["summary", "last"])]
+    bits: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -447,6 +453,13 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     let (program, owner) = file.program().with_context(what)?;
+    if args.bits {
+        let stdout = io::stdout();
+        let mut out = BufWriter::new(stdout.lock());
+        bits::run(&file, &owner, args.json, &mut out).with_context(what)?;
+        out.flush()?;
+        return Ok(());
+    }
     let names = Names::new(&file, &owner);
     let flat = Flat::new(&file, &owner, &names);
     let mut totals =

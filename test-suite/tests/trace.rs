@@ -677,3 +677,52 @@ fn a_process_started_while_another_writes_the_same_name_writes_its_own_file() {
     }
     assert_ne!(parent, alone, "main's stream shows the call of system()");
 }
+
+#[test]
+fn bits_breakdown_sums_to_the_streams_and_names_the_costly_entries() {
+    // `pathprof trace --bits` on the three-image program: every bit read is in one category, the witnesses are
+    // the conditional branches the summary counts, and the entries with a 20-bit id are the hand-derived calls
+    // that cross images or go through pointers.
+    let base = scratch("trace-bits");
+    let exe = build_images(&base.join("optimal"), &["--pathprof-mode=trace"], "-O2");
+    let dir = exe.parent().unwrap();
+    assert!(Command::new(&exe).current_dir(dir).env_remove("PATHPROF_TRACE").status().unwrap().success());
+    let trace = dir.join("default.pathtrace");
+    let bits = trace_json(&trace, &["--bits"]);
+    let summary = trace_json(&trace, &["--summary"]);
+    let threads = summary["threads"].as_array().unwrap();
+    let stream_bits: u64 = threads.iter().map(|t| t["bits"].as_u64().unwrap()).sum();
+    let branches: u64 = threads.iter().map(|t| t["branches"].as_u64().unwrap()).sum();
+    let kinds: BTreeMap<String, (u64, u64)> = bits["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["kind"].as_str().unwrap().to_string(), (k["count"].as_u64().unwrap(), k["bits"].as_u64().unwrap())))
+        .collect();
+    assert_eq!(bits["bits"].as_u64(), Some(stream_bits), "every bit of the streams is counted once");
+    assert_eq!(kinds.values().map(|k| k.1).sum::<u64>(), stream_bits, "the categories sum to the total");
+    assert_eq!(bits["branches"].as_u64(), Some(branches));
+    // One 1-bit witness per two-way branch executed (the program has no wider branch).
+    assert_eq!(kinds["witness (branch decision)"], (branches, branches));
+    // apply's 37 direct calls of classify (30 in the worker, 7 in main) are fresh direct call sites.
+    assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (37, 37));
+    let entries: BTreeMap<String, (u64, u64)> = bits["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["function"].as_str().unwrap().to_string(), (e["count"].as_u64().unwrap(), e["bits"].as_u64().unwrap())))
+        .collect();
+    // 1 + a 20-bit id: classify from main (another image), twice through apply's pointer, plugin_scale through
+    // dlsym's, apply from main's image, and the two threads' top-level functions.
+    let want: BTreeMap<String, (u64, u64)> =
+        [("classify", 20), ("twice", 37), ("plugin_scale", 9), ("apply", 2), ("main", 1), ("worker", 1)]
+            .into_iter()
+            .map(|(f, n)| (f.to_string(), (n, 21 * n)))
+            .collect();
+    assert_eq!(entries, want);
+    assert_eq!(kinds["enter with a function id"], (70, 70 * 21));
+    // Text: the same total on the first line.
+    let text = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--bits"]).arg(&trace));
+    let first = String::from_utf8_lossy(&text.stdout).lines().next().unwrap().to_string();
+    assert!(first.starts_with(&format!("{stream_bits} bits, {branches} conditional branches")), "{first}");
+}
