@@ -35,6 +35,10 @@ pub struct TraceModuleMeta {
     /// code announces the callee there, so its entry costs one bit (`pathprof_core::tracing::regenerate`,
     /// "Direct calls").
     pub direct: Vec<Vec<(u32, u32, u32)>>,
+    /// Per function of `module.functions`: its *implicit* call sites `(block, call index)`, each one of its
+    /// `direct` sites whose callee is a straight-line leaf: instrumented code calls an uninstrumented copy of
+    /// the callee there and writes no marker (`pathprof_core::tracing::regenerate`, "Implicit calls").
+    pub implicit: Vec<Vec<(u32, u32)>>,
 }
 
 /// [`TraceModuleMeta`]'s tail: what follows the call sites when any of it is set (flags byte
@@ -44,6 +48,7 @@ struct Extras {
     invokes: Vec<Vec<u32>>,
     kept_calls: Vec<String>,
     direct: Vec<Vec<(u32, u32, u32)>>,
+    implicit: Vec<Vec<(u32, u32)>>,
 }
 
 /// Tail flag: recorded at `OptimizerLast`.
@@ -81,7 +86,8 @@ impl TraceModuleMeta {
         // sites).
         let extras = self.invokes.iter().any(|b| !b.is_empty())
             || !self.kept_calls.is_empty()
-            || self.direct.iter().any(|d| !d.is_empty());
+            || self.direct.iter().any(|d| !d.is_empty())
+            || self.implicit.iter().any(|d| !d.is_empty());
         if self.optimizer_last || extras {
             blob.push(if self.optimizer_last { TAIL_OPTIMIZER_LAST } else { 0 } | if extras { TAIL_EXTRAS } else { 0 });
         }
@@ -90,6 +96,7 @@ impl TraceModuleMeta {
                 invokes: self.invokes.clone(),
                 kept_calls: self.kept_calls.clone(),
                 direct: self.direct.clone(),
+                implicit: self.implicit.clone(),
             };
             blob.extend_from_slice(&postcard::to_allocvec(&e).expect("postcard serialisation of extras"));
         }
@@ -117,10 +124,11 @@ impl TraceModuleMeta {
             }
             e
         } else {
-            Extras { invokes: Vec::new(), kept_calls: Vec::new(), direct: Vec::new() }
+            Extras { invokes: Vec::new(), kept_calls: Vec::new(), direct: Vec::new(), implicit: Vec::new() }
         };
         let invokes = if extras.invokes.is_empty() { vec![Vec::new(); calls.len()] } else { extras.invokes };
         let direct = if extras.direct.is_empty() { vec![Vec::new(); calls.len()] } else { extras.direct };
+        let implicit = if extras.implicit.is_empty() { vec![Vec::new(); calls.len()] } else { extras.implicit };
         let nf = module.functions.len() as u64;
         if calls.len() != module.functions.len()
             || invokes.len() != calls.len()
@@ -129,6 +137,8 @@ impl TraceModuleMeta {
                 d.iter().any(|&(b, k, g)| c.get(b as usize).is_none_or(|&n| k >= n) || u64::from(g) >= nf)
             })
             || module.functions.iter().zip(&calls).any(|(f, c)| c.len() != f.cfg.num_blocks())
+            || implicit.len() != calls.len()
+            || implicit.iter().zip(&direct).any(|(i, d)| i.iter().any(|&(b, k)| !d.iter().any(|&(db, dk, _)| (db, dk) == (b, k))))
         {
             return Err(bad("call sites do not fit the functions"));
         }
@@ -139,6 +149,7 @@ impl TraceModuleMeta {
             invokes,
             kept_calls: extras.kept_calls,
             direct,
+            implicit,
         })
     }
 }
@@ -415,6 +426,8 @@ impl TraceFile {
                 let (_, t) = function_tables(&f.cfg, calls, invokes).map_err(bad)?;
                 let direct = m.direct[i].iter().map(|&(b, k, g)| (BlockId(b), k, FuncId(base + g)));
                 let t = t.with_direct_callees(direct).map_err(|e| bad(e.to_string()))?;
+                let implicit = m.implicit[i].iter().map(|&(b, k)| (BlockId(b), k));
+                let t = t.with_implicit_sites(implicit).map_err(|e| bad(e.to_string()))?;
                 owner[base as usize + i] = Some((base, i));
                 funcs.push(t);
             }
@@ -423,6 +436,7 @@ impl TraceFile {
             .and_then(|p| p.with_resync(pathprof_core::tracing::FuncId(RESYNC_ID)))
             .and_then(|p| p.with_unwind(pathprof_core::tracing::FuncId(UNWIND_ID)))
             .ok_or_else(|| TraceError::Meta("more functions than trace ids".into()))?;
+        program.check_implicit().map_err(|e| TraceError::Meta(e.to_string()))?;
         Ok((program, owner))
     }
 }

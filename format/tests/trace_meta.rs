@@ -24,6 +24,7 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
         invokes: Vec::new(),
         kept_calls: Vec::new(),
         direct: Vec::new(),
+        implicit: Vec::new(),
     }
 }
 

@@ -257,3 +257,23 @@ const char *pathprof_shim_declared_variable(LLVMValueRef Alloca, size_t *Len) {
   return nullptr;
 }
 }
+
+#include "llvm/Transforms/Utils/Cloning.h"
+
+extern "C" {
+// A copy of F in its module (trace mode's marker-free copies of straight-line leaves, pass/src/trace_mode.rs):
+// internal linkage, named NAME, its own debug-info subprogram (CloneFunction duplicates it within the module, so
+// the verifier's one-function-per-subprogram rule holds). Made before F is instrumented.
+LLVMValueRef pathprof_shim_clone_function(LLVMValueRef F, const char *Name) {
+  Function *Fn = unwrap<Function>(F);
+  ValueToValueMapTy VMap;
+  Function *Copy = CloneFunction(Fn, VMap);
+  Copy->setName(Name);
+  Copy->setLinkage(GlobalValue::InternalLinkage);
+  Copy->setVisibility(GlobalValue::DefaultVisibility);
+  Copy->setDLLStorageClass(GlobalValue::DefaultStorageClass);
+  Copy->setComdat(nullptr);
+  Copy->setDSOLocal(true);
+  return wrap(Copy);
+}
+}

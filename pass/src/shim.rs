@@ -68,6 +68,8 @@ extern "C" {
     /// `GlobalValue::isInterposable()`.
     pub fn pathprof_shim_is_interposable(gv: LLVMValueRef) -> std::os::raw::c_int;
     pub fn pathprof_shim_runs_own_definition(gv: LLVMValueRef) -> std::os::raw::c_int;
+    /// A copy of function `f` in its module: internal, named `name`, with its own debug-info subprogram.
+    pub fn pathprof_shim_clone_function(f: LLVMValueRef, name: *const c_char) -> LLVMValueRef;
 }
 
 extern "C" {

@@ -10,6 +10,11 @@
 //!   [`TraceModuleMeta::direct`]);
 //! - before every call site the call-site state, after it [`symbols::TRACE_DONE`]: `Done` = a 0 bit (so after a
 //!   block with k call sites come k groups "activations of traced callees, then Done");
+//! - a direct call of a straight-line leaf of the module (no decision, no call site: its entry determines its
+//!   path) is *implicit*: it calls a copy of the leaf made before instrumentation and writes no marker at all;
+//!   the reader walks the leaf there (`pathprof_core::tracing::regenerate`, "Implicit calls"; the sites travel in
+//!   [`TraceModuleMeta::implicit`]). The copy is internal and marker-free, so the optimiser inlines it as in a
+//!   build without tracing, and drops the instrumented original when only calls from outside could reach it;
 //! - before the terminator of every predicate (≥ 2 traced out-edges), the taken out-edge's position among them
 //!   in ⌈log2 N⌉ bits; before every `ret`, the state the entry found (the caller's call site, restored).
 //!
@@ -148,6 +153,7 @@ pub fn instrument(
     }
     let functions = planned.iter().map(|p| function_meta(p.f, &ir::name(p.f), &p.graph)).collect::<Vec<_>>();
     let direct = direct_callees(&planned, config.trace_naive);
+    let implicit = implicit_sites(&planned, &direct, config);
     let meta = TraceModuleMeta {
         module: ModuleMeta {
             module_name: identity.name.clone(),
@@ -164,7 +170,7 @@ pub fn instrument(
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
         optimizer_last: config.optimizer_last,
         invokes: planned.iter().map(|p| p.invokes.clone()).collect(),
-        kept_calls: kept_calls(&planned),
+        kept_calls: kept_calls(&planned, &implicit),
         direct: direct
             .iter()
             .map(|sites| {
@@ -179,23 +185,44 @@ pub fn instrument(
                 list
             })
             .collect(),
+        implicit: implicit
+            .iter()
+            .map(|sites| {
+                let mut list = Vec::new();
+                for (b, calls) in sites.iter().enumerate() {
+                    for (k, &quiet) in calls.iter().enumerate() {
+                        if quiet {
+                            list.push((b as u32, k as u32));
+                        }
+                    }
+                }
+                list
+            })
+            .collect(),
     };
+    // Before any instrumentation: the implicit sites call marker-free copies of their leaves.
+    unsafe { call_leaf_copies(&planned, &direct, &implicit) };
     let emitter = unsafe { Emitter::new(m, &meta, config.trace_naive) };
     let mut site = 0u64;
     let mut branches = 0usize;
-    for p in &planned {
-        p.calls.iter().flatten().for_each(|&call| ir::withdraw_memory_promises(call));
+    for (p, quiet) in planned.iter().zip(&implicit) {
+        for (call, &q) in p.calls.iter().flatten().zip(quiet.iter().flatten()) {
+            if !q {
+                ir::withdraw_memory_promises(*call);
+            }
+        }
     }
     for (index, p) in planned.iter().enumerate() {
-        branches += unsafe { emitter.function(p, &direct[index], index as u64, &mut site) };
+        branches += unsafe { emitter.function(p, &direct[index], &implicit[index], index as u64, &mut site) };
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
     if config.stats {
         eprintln!(
-            "pathprof: stats: module={} mode=trace functions={} call_sites={site} predicates={branches}",
+            "pathprof: stats: module={} mode=trace functions={} call_sites={site} implicit_calls={} predicates={branches}",
             identity.name,
-            planned.len()
+            planned.len(),
+            implicit.iter().flatten().flatten().filter(|&&q| q).count()
         );
     }
     Ok(true)
@@ -227,12 +254,75 @@ fn direct_callees(planned: &[Planned], naive: bool) -> Vec<Vec<Vec<Option<u32>>>
         .collect()
 }
 
+/// Whether `p` is a straight-line leaf whose calls can be implicit (`pathprof_core::tracing::regenerate`,
+/// "Implicit calls"): no call site and no decision (its tables are marker-free), every block with one way on,
+/// reaching its return — and a definition every direct call of it may run a copy of, as LLVM's inliner would
+/// (not interposable: no `weak` or non-ODR `linkonce` function a link may replace).
+fn is_straight_leaf(p: &Planned) -> bool {
+    let cfg = &p.graph.cfg;
+    let adj = cfg.adjacency();
+    let one_way = |v: BlockId| adj.out_edges(v).len() == 1;
+    let mut v = cfg.entry();
+    let mut steps = 0;
+    while v != cfg.exit() && one_way(v) && steps <= cfg.num_blocks() {
+        v = cfg.edge(adj.out_edges(v)[0]).to;
+        steps += 1;
+    }
+    v == cfg.exit()
+        && p.tables.is_marker_free()
+        && cfg.vertices().filter(|&v| v != cfg.exit()).all(one_way)
+        && unsafe { crate::shim::pathprof_shim_is_interposable(p.f) } == 0
+        // A coroutine before splitting names itself in its intrinsics: a copy would not be one.
+        && !ir::fn_has_attr(p.f, ir::attr_kind("presplitcoroutine"))
+}
+
+/// Per planned function, block and call site: whether the call is implicit — a direct call of a straight-line
+/// leaf ([`is_straight_leaf`]) in bit tracing at the front end's blocks (not naive tracing, which is the second
+/// method and writes every block; not mode icache, whose blocks must be the plain build's).
+fn implicit_sites(planned: &[Planned], direct: &[Vec<Vec<Option<u32>>>], config: &Config) -> Vec<Vec<Vec<bool>>> {
+    let on = !config.trace_naive && !config.optimizer_last;
+    let leaves: Vec<bool> = planned.iter().map(|p| on && is_straight_leaf(p)).collect();
+    // A `call` only: an `invoke` is its block's last call site, whose Done goes on its normal edge.
+    let quiet = |call: LLVMValueRef, g: Option<u32>| {
+        g.is_some_and(|g| leaves[g as usize]) && ir::opcode(call) == LLVMOpcode::LLVMCall
+    };
+    planned
+        .iter()
+        .zip(direct)
+        .map(|(p, f)| {
+            p.calls.iter().zip(f).map(|(calls, b)| calls.iter().zip(b).map(|(&c, &g)| quiet(c, g)).collect()).collect()
+        })
+        .collect()
+}
+
+/// Points every implicit call at a copy of its leaf made before instrumentation (internal, so the optimiser may
+/// inline it and drop the instrumented original when nothing else calls it).
+unsafe fn call_leaf_copies(planned: &[Planned], direct: &[Vec<Vec<Option<u32>>>], implicit: &[Vec<Vec<bool>>]) {
+    let mut copies: std::collections::HashMap<u32, LLVMValueRef> = std::collections::HashMap::new();
+    for (fi, p) in planned.iter().enumerate() {
+        for (bi, calls) in p.calls.iter().enumerate() {
+            for (ci, &call) in calls.iter().enumerate() {
+                let (true, Some(g)) = (implicit[fi][bi][ci], direct[fi][bi][ci]) else { continue };
+                let copy = *copies.entry(g).or_insert_with(|| {
+                    let leaf = planned[g as usize].f;
+                    let name = std::ffi::CString::new(format!("{}.pathprof.leaf", ir::name(leaf))).unwrap_or_default();
+                    crate::shim::pathprof_shim_clone_function(leaf, name.as_ptr())
+                });
+                LLVMSetOperand(call, (LLVMGetNumOperands(call) - 1) as u32, copy);
+            }
+        }
+    }
+}
+
 /// The functions whose calls from traced code lose a `const`/`pure` promise (sorted, once each): see
-/// [`TraceModuleMeta::kept_calls`].
-fn kept_calls(planned: &[Planned]) -> Vec<String> {
+/// [`TraceModuleMeta::kept_calls`]. Implicit calls keep theirs (their copies touch no trace state).
+fn kept_calls(planned: &[Planned], implicit: &[Vec<Vec<bool>>]) -> Vec<String> {
     let mut names: Vec<String> = planned
         .iter()
-        .flat_map(|p| p.calls.iter().flatten())
+        .zip(implicit)
+        .flat_map(|(p, quiet)| p.calls.iter().flatten().zip(quiet.iter().flatten()))
+        .filter(|&(_, &q)| !q)
+        .map(|(call, _)| call)
         .filter(|&&call| ir::has_memory_promise(call))
         .filter_map(|&call| ir::called_function(call).map(ir::name))
         .collect();
@@ -573,7 +663,14 @@ impl Emitter {
     }
 
     /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
-    unsafe fn function(&self, p: &Planned, direct: &[Vec<Option<u32>>], index: u64, site: &mut u64) -> usize {
+    unsafe fn function(
+        &self,
+        p: &Planned,
+        direct: &[Vec<Option<u32>>],
+        implicit: &[Vec<bool>],
+        index: u64,
+        site: &mut u64,
+    ) -> usize {
         let _ = (self.m, self.ctx);
         let b = self.builder;
         let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
@@ -652,6 +749,9 @@ impl Emitter {
         for (bi, &bb) in p.graph.blocks.iter().enumerate() {
             for (ci, &inst) in p.calls[bi].iter().enumerate() {
                 *site += 1;
+                if implicit[bi][ci] {
+                    continue; // no marker: the reader walks the leaf (module docs)
+                }
                 // The state inside this call site: odd, with the site's number above the depth.
                 LLVMPositionBuilderBefore(b, inst);
                 if let Some(g) = direct[bi][ci] {

@@ -726,3 +726,50 @@ fn bits_breakdown_sums_to_the_streams_and_names_the_costly_entries() {
     let first = String::from_utf8_lossy(&text.stdout).lines().next().unwrap().to_string();
     assert!(first.starts_with(&format!("{stream_bits} bits, {branches} conditional branches")), "{first}");
 }
+
+#[test]
+fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly() {
+    // The second method and edge mode agree at -O0 and -O2 (the leaves' copies are inlined there).
+    optimal_equals_naive("trace_leaves.c", &[], "complete");
+    check_against_edge_mode("trace_leaves.c", "complete");
+    // -O0, by hand: main's loop calls twice, scale and chain implicitly (no bits), hook (weak) with a 1-bit
+    // announced entry; scale once more through the pointer and cmp from qsort, each with a 20-bit id.
+    let dir = scratch("trace-leaves-bits");
+    let exe = dir.join("leaves");
+    let out = run_ok(
+        wrapper(false)
+            .args(["--pathprof-mode=trace", "-O0", "-g"])
+            .arg(programs().join("trace_leaves.c"))
+            .arg("-o")
+            .arg(&exe)
+            .env("PATHPROF_STATS", "1"),
+    );
+    let stats = String::from_utf8_lossy(&out.stderr);
+    assert!(stats.contains("implicit_calls=3 "), "three implicit call sites: {stats}");
+    let trace = dir.join("leaves.pathtrace");
+    assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
+    let summary = trace_json(&trace, &["--summary"]);
+    let entries: BTreeMap<String, u64> = summary["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["function"].as_str().unwrap().to_string(), f["entries"].as_u64().unwrap()))
+        .collect();
+    for (f, n) in [("twice", 16), ("scale", 17), ("hook", 16), ("chain", 16), ("main", 1)] {
+        assert_eq!(entries.get(f), Some(&n), "{f}'s entries: {entries:?}");
+    }
+    let cmp = entries["cmp"];
+    assert!(cmp > 0);
+    let bits = trace_json(&trace, &["--bits"]);
+    let kinds: BTreeMap<String, (u64, u64)> = bits["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["kind"].as_str().unwrap().to_string(), (k["count"].as_u64().unwrap(), k["bits"].as_u64().unwrap())))
+        .collect();
+    assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (16, 16), "hook's entries only");
+    // main (top level), scale (pointer) and cmp (from qsort): a flag and a 20-bit id each.
+    assert_eq!(kinds["enter with a function id"], (2 + cmp, 21 * (2 + cmp)));
+    // Dones: hook's 16, the pointer call's, qsort's, printf's, the top level's — none for an implicit call.
+    assert_eq!(kinds["done"].0, 16 + 1 + 1 + 1 + 1);
+}

@@ -3,7 +3,7 @@
 //! This is the model the runtime implements with instrumentation: an edge that writes a witness emits its
 //! value; a function entry emits `Enter(f)` (announced at a fresh direct call site: `regenerate`, "Direct
 //! calls"); the return of a call site emits `Done` (and so does the end of
-//! the thread); a return of a function whose placement lets a predicate reach EXIT witness-free emits EOF.
+//! the thread); an implicit call site emits neither (`regenerate`, "Implicit calls"); a return of a function whose placement lets a predicate reach EXIT witness-free emits EOF.
 //! Every encoding is a [`SymbolSink`] paired with a [`super::regenerate::DecisionSource`] that reads the same
 //! symbols in the same contexts.
 
@@ -55,17 +55,27 @@ pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) 
     let announced = |top: Option<&(FuncId, BlockId, u32, bool)>| {
         top.filter(|t| !t.3).and_then(|&(g, v, done, _)| program.funcs[g.index()].direct_callee(v, done))
     };
+    // The callee of the current call site if the call is implicit there.
+    let implicit = |top: Option<&(FuncId, BlockId, u32, bool)>| {
+        top.and_then(|&(g, v, done, _)| program.funcs[g.index()].implicit_callee(v, done))
+    };
     for (index, &ev) in events.iter().enumerate() {
         let bad = EncodeError::BadEvent { index };
         match ev {
             Event::Enter(f) => {
                 let t = program.func(f).ok_or(bad.clone())?;
-                if let Some(&(g, v, done, _)) = stack.last() {
+                if let Some(&(g, v, done, began)) = stack.last() {
                     if done >= calls(g, v) {
                         return Err(bad);
                     }
+                    // An implicit site runs its callee once, and nothing else.
+                    if implicit(stack.last()).is_some_and(|c| c != f || began) {
+                        return Err(bad);
+                    }
                 }
-                sink.enter(f, announced(stack.last()), program.func_bits);
+                if implicit(stack.last()).is_none() {
+                    sink.enter(f, announced(stack.last()), program.func_bits);
+                }
                 if let Some(top) = stack.last_mut() {
                     top.3 = true;
                 }
@@ -73,13 +83,16 @@ pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) 
             }
             Event::CallReturned => {
                 let a = announced(stack.last());
+                let quiet = implicit(stack.last());
                 let (g, v, done, began) = stack.last_mut().ok_or(bad.clone())?;
-                if *done >= calls(*g, *v) {
+                if *done >= calls(*g, *v) || (quiet.is_some() && !*began) {
                     return Err(bad);
                 }
                 *done += 1;
                 *began = false;
-                sink.done(a, program.func_bits);
+                if quiet.is_none() {
+                    sink.done(a, program.func_bits);
+                }
             }
             Event::Edge(e) => {
                 let (f, v, done, _) = stack.last_mut().ok_or(bad.clone())?;

@@ -42,6 +42,15 @@
 //! level) is `1` + id or `0` = Done. The decoder knows which alphabet applies: it passes the announced callee
 //! to [`DecisionSource::activation`]. A direct call thus costs 2 bits (its `1` and its Done), not 22.
 //!
+//! # Implicit calls
+//! A function whose entry determines its whole path — no decision, no call site, no EOF
+//! ([`FuncTables::is_marker_free`]: a straight-line leaf) — writes nothing while it runs. At a direct call site
+//! marked implicit ([`FuncTables::with_implicit_sites`]) the writer calls a copy of it without markers and writes
+//! no marker for the call either: no `Enter`, no `Done`. The reader walks the callee there without reading,
+//! as if its activation and the site's Done had been read. Only a direct call of such a leaf can be implicit
+//! (nothing else can run inside it: no callback, no `longjmp`, no exception), and the program checks that
+//! ([`Program::check_implicit`]). It saves the call's two bits and lets the optimiser inline the copy.
+//!
 //! # Starting mid-stream ([`regenerate_from`])
 //! A flight recorder keeps only a stream's tail, and a traced region starts inside the program: the walk then
 //! starts at a sync point, where the writer knew every activation on the thread's stack ([`ResumePoint`]): the
@@ -176,9 +185,22 @@ struct Frame {
     calls_left: u32,
     /// No activation has begun at the current call site yet (its direct callee, if any, is announced).
     fresh: bool,
+    /// The current call site is implicit and its callee was entered: when it returns, the site is done
+    /// without a Done marker.
+    implicit: bool,
 }
 
 impl Frame {
+    /// The callee of the waiting call site if the call is implicit there and has not begun.
+    #[inline]
+    fn implicit_callee(&self, program: &Program) -> Option<FuncId> {
+        if !self.fresh || self.calls_left == 0 {
+            return None;
+        }
+        let t = &program.funcs[self.func.index()];
+        t.implicit_callee(self.vertex, t.calls[self.vertex.index()] - self.calls_left)
+    }
+
     /// The callee announced at the waiting call site: its direct callee while the site is fresh.
     #[inline]
     fn announced(&self, program: &Program) -> Option<FuncId> {
@@ -252,7 +274,14 @@ pub fn regenerate_from<D: DecisionSource, S: StepSink>(
         match calls {
             Some(n) if w.call < n => {
                 // A sync point is never taken at a fresh direct call site: the activations above it began.
-                stack.push(Frame { func: w.func, vertex: w.block, pending: NONE, calls_left: n - w.call, fresh: false })
+                stack.push(Frame {
+                    func: w.func,
+                    vertex: w.block,
+                    pending: NONE,
+                    calls_left: n - w.call,
+                    fresh: false,
+                    implicit: false,
+                })
             }
             _ => return Err(BadResume(i)),
         }
@@ -275,12 +304,22 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
     loop {
         let next = match start.take() {
             Some(f) => Some(f),
-            None => {
-                src.activation(stack.last().and_then(|f| f.announced(program)), program.func_bits).map_err(|error| {
-                    let top = stack.last();
-                    RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
-                })?
-            }
+            // An implicit callee returned: its site is done, no Done marker to read.
+            None if stack.last().is_some_and(|f| f.implicit) => None,
+            None => match stack.last_mut().and_then(|f| f.implicit_callee(program).map(|g| (f, g))) {
+                Some((top, g)) => {
+                    top.implicit = true;
+                    Some(g)
+                }
+                None => {
+                    src.activation(stack.last().and_then(|f| f.announced(program)), program.func_bits).map_err(
+                        |error| {
+                            let top = stack.last();
+                            RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
+                        },
+                    )?
+                }
+            },
         };
         let (mut frame, emit_first) = match next {
             Some(r) if Some(r) == program.resync => {
@@ -301,6 +340,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 // The calls after the setjmp call are left; the marker was its Done.
                 fr.calls_left = program.funcs[m.func.index()].calls[m.block.index()] - m.call - 1;
                 fr.fresh = true;
+                fr.implicit = false;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -325,6 +365,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 fr.vertex = program.funcs[fr.func.index()].edge_to[edge.index()];
                 fr.pending = NONE;
                 fr.calls_left = 0;
+                fr.implicit = false;
                 (fr, true)
             }
             Some(f) => {
@@ -332,13 +373,14 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 if let Some(waiting) = stack.last_mut() {
                     waiting.fresh = false; // an activation began at its call site
                 }
-                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true }, true)
+                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true, implicit: false }, true)
             }
             None => {
                 let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
                 sink.site_done(fr.func, fr.vertex);
                 fr.calls_left -= 1;
                 fr.fresh = true;
+                fr.implicit = false;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -404,6 +446,14 @@ fn walk<D: DecisionSource, S: StepSink>(
                     return Err(RegenError::BadWitness { func: f, block: v, value: pending });
                 }
                 while left > 0 {
+                    if let Some(g) = t.implicit_callee(v, n - left) {
+                        // Walked without reading (the module docs, "Implicit calls").
+                        frame.vertex = v;
+                        frame.pending = NONE;
+                        frame.calls_left = left;
+                        frame.implicit = true;
+                        return Ok(Stop::Enter(g));
+                    }
                     let announced = t.direct_callee(v, n - left);
                     match src.activation(announced, func_bits).map_err(|e| stream(e, v))? {
                         None => {

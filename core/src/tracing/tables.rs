@@ -68,6 +68,9 @@ pub struct FuncTables {
     /// Per call site: the traced function it calls directly ([`NONE`]: an indirect call, or a callee the
     /// writer does not announce), whose entry there costs one bit ([`super::regenerate`], "Direct calls").
     pub(crate) direct: Vec<u32>,
+    /// Per call site: its direct callee is *implicit* there ([`super::regenerate`], "Implicit calls"): the
+    /// writer calls a marker-free copy and writes nothing for the call.
+    pub(crate) implicit: Vec<bool>,
     /// Per vertex: the unwind edge of the `invoke` that ends it ([`NONE`]: none).
     pub(crate) unwind: Vec<u32>,
     /// Value each edge writes ([`NONE`] if none), and its source, for the encoder.
@@ -155,6 +158,7 @@ impl FuncTables {
             calls: counts,
             site_base,
             direct: vec![NONE; sites as usize],
+            implicit: vec![false; sites as usize],
             unwind: cfg
                 .vertices()
                 .map(|v| {
@@ -192,6 +196,39 @@ impl FuncTables {
             }
         }
         Ok(self)
+    }
+
+    /// The same tables with implicit calls at `sites` (block, call index), each a direct call site: the writer
+    /// writes no marker there, and the reader walks the callee — which must be marker-free
+    /// ([`Program::check_implicit`]) — without reading. Refuses a site that is no direct call site.
+    pub fn with_implicit_sites(mut self, sites: impl IntoIterator<Item = (BlockId, u32)>) -> Result<FuncTables, NoSuchSite> {
+        for (block, call) in sites {
+            if self.direct_callee(block, call).is_none() {
+                return Err(NoSuchSite { block, call });
+            }
+            self.implicit[(self.site_base[block.index()] + call) as usize] = true;
+        }
+        Ok(self)
+    }
+
+    /// The callee of call site `call` of `v` if the call is implicit there.
+    #[inline]
+    pub fn implicit_callee(&self, v: BlockId, call: u32) -> Option<FuncId> {
+        let i = *self.site_base.get(v.index())? as usize + call as usize;
+        if self.implicit.get(i).copied().unwrap_or(false) {
+            self.direct_callee(v, call)
+        } else {
+            None
+        }
+    }
+
+    /// Whether an activation writes nothing at all: no call sites, no decision, no EOF — a function whose
+    /// entry determines its whole path (a straight-line leaf), which can be called implicitly.
+    pub fn is_marker_free(&self) -> bool {
+        self.calls.iter().all(|&n| n == 0)
+            && self.verts.iter().all(|v| v.kind & PRED == 0)
+            && self.eof == NONE
+            && self.edge_witness.iter().all(|&w| w == NONE)
     }
 
     /// The traced function called directly at call site `call` of `v`, if any.
@@ -234,6 +271,21 @@ pub struct NoSuchSite {
     pub block: BlockId,
     /// The call's index among the block's call sites.
     pub call: u32,
+}
+
+/// An implicit call of a function that writes markers (or of no function): its activation could not be walked
+/// without reading.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("implicit call at site {call} of block {block} of {func} calls {callee}, which is not marker-free")]
+pub struct BadImplicit {
+    /// The caller.
+    pub func: FuncId,
+    /// The block.
+    pub block: BlockId,
+    /// The call's index among the block's call sites.
+    pub call: u32,
+    /// The callee.
+    pub callee: FuncId,
 }
 
 /// The traced functions of a program, indexed by [`FuncId`]: what a trace file's metadata describes.
@@ -281,6 +333,24 @@ impl Program {
         }
         self.unwind = Some(id);
         Some(self)
+    }
+
+    /// Checks that every implicit call site calls a function of the program that is marker-free (the reader
+    /// walks it without reading anything); the first site that does not is the error.
+    pub fn check_implicit(&self) -> Result<(), BadImplicit> {
+        for (f, t) in self.funcs.iter().enumerate() {
+            for v in 0..t.calls.len() {
+                for call in 0..t.calls[v] {
+                    let block = BlockId::from_index(v);
+                    if let Some(g) = t.implicit_callee(block, call) {
+                        if !self.func(g).is_some_and(FuncTables::is_marker_free) {
+                            return Err(BadImplicit { func: FuncId::from_index(f), block, call, callee: g });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One function's tables.

@@ -1,7 +1,7 @@
 //! Property tests for tracing on random CFGs (the fixtures' generator): random executions with calls —
 //! recursion, calls into untraced code (no activation), callbacks (several activations from one call site),
 //! direct calls (the announced callee first, usually; sometimes another function or none, as an interposed
-//! callee would) — regenerate exactly under every encoding; the placement satisfies Trace and blocking; the checkers agree
+//! callee would), implicit calls of straight-line leaves (no marker at all) — regenerate exactly under every encoding; the placement satisfies Trace and blocking; the checkers agree
 //! with brute-force versions of the papers' characterisations; bit tracing costs exactly ⌈log2 N⌉ bits per
 //! N-way decision; the entropy coder's size is within a small margin of the empirical entropy of the
 //! decisions, computed independently from the execution. Plus the measured numbers of the report (bits per
@@ -40,6 +40,8 @@ struct RandomProgram {
     outs: Vec<Vec<Vec<EdgeId>>>,
     /// Per function, block and call site: the function it calls directly, if any.
     direct: Vec<Vec<Vec<Option<usize>>>>,
+    /// Per function, block and call site: the direct call is implicit (its callee is a straight-line leaf).
+    implicit: Vec<Vec<Vec<bool>>>,
 }
 
 impl RandomProgram {
@@ -55,15 +57,51 @@ impl RandomProgram {
         }
         out
     }
+
+    /// The implicit call sites of function `f` as [`FuncTables::with_implicit_sites`] takes them.
+    fn implicit_sites(&self, f: usize) -> Vec<(BlockId, u32)> {
+        let mut out = Vec::new();
+        for (b, sites) in self.implicit[f].iter().enumerate() {
+            for (c, &i) in sites.iter().enumerate() {
+                if i {
+                    out.push((BlockId::from_index(b), c as u32));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the call at site `c` of block `b` of `f` is implicit.
+    fn is_implicit(&self, f: usize, b: BlockId, c: u32) -> bool {
+        self.implicit[f].get(b.index()).and_then(|s| s.get(c as usize)).copied().unwrap_or(false)
+    }
 }
 
-fn random_program(rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
+/// A straight-line leaf of `n` blocks (no decision, no call): what an implicit call may call.
+fn chain_leaf(n: u32) -> RandomCfg {
+    let edges: Vec<(u32, u32)> = (0..n - 1).map(|i| (i, i + 1)).collect();
+    let cfg = crate::graph::test_cfg(n, &edges, &[n - 1]);
+    let progress = cfg
+        .vertices()
+        .map(|v| cfg.edge_ids().find(|&e| cfg.edge(e).from == v && is_traced(cfg.edge(e).kind)).unwrap_or(EdgeId(0)))
+        .collect();
+    RandomCfg { cfg, progress }
+}
+
+fn random_program(mut rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
     let mut rng = Rng::new(seed);
+    // A straight-line leaf, so that some direct calls can be implicit.
+    rcs.push(chain_leaf(1 + rng.below(3) as u32));
+    let leaf = rcs.len() - 1;
     let mut calls = Vec::new();
     let mut outs = Vec::new();
     let mut direct = Vec::new();
-    for rc in &rcs {
-        let counts: Vec<u32> = (0..rc.cfg.num_blocks()).map(|_| [0, 0, 0, 0, 0, 1, 1, 2][rng.below(8)]).collect();
+    for (f, rc) in rcs.iter().enumerate() {
+        let counts: Vec<u32> = if f == leaf {
+            vec![0; rc.cfg.num_blocks()]
+        } else {
+            (0..rc.cfg.num_blocks()).map(|_| [0, 0, 0, 0, 0, 1, 1, 2][rng.below(8)]).collect()
+        };
         // Three call sites in five are direct calls of a random function.
         direct.push(
             counts
@@ -80,12 +118,21 @@ fn random_program(rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
         }
         outs.push(o);
     }
+    // Half the direct calls of a straight-line leaf (no call sites, one traced out-edge per block) are implicit.
+    let leaves: Vec<bool> = (0..rcs.len()).map(|f| rcs[f].cfg.vertices().all(|v| calls[f].count(v) == 0) && outs[f].iter().all(|o| o.len() <= 1)).collect();
+    let implicit = direct
+        .iter()
+        .map(|fd: &Vec<Vec<Option<usize>>>| {
+            fd.iter().map(|sites| sites.iter().map(|g| g.is_some_and(|g| leaves[g]) && rng.below(2) == 0).collect()).collect()
+        })
+        .collect();
     RandomProgram {
         cfgs: rcs.iter().map(|rc| rc.cfg.clone()).collect(),
         progress: rcs.iter().map(|rc| rc.progress.clone()).collect(),
         calls,
         outs,
         direct,
+        implicit,
     }
 }
 
@@ -110,6 +157,8 @@ struct Run {
     escaped: u64,
     /// Dones of fresh direct call sites (2 bits).
     fresh_dones: u64,
+    /// Implicit calls (no bits: neither their entry nor their Done is written).
+    implicit: u64,
 }
 
 impl Run {
@@ -117,12 +166,12 @@ impl Run {
     /// "Direct calls", counted from what the execution did).
     fn activation_bits(&self, func_bits: u8) -> u64 {
         let fb = u64::from(func_bits);
-        let plain = self.enters - self.announced - self.escaped;
+        let plain = self.enters - self.announced - self.escaped - self.implicit;
         self.announced
             + self.escaped * (2 + fb)
             + plain * (1 + fb)
             + self.fresh_dones * 2
-            + (self.dones - self.fresh_dones)
+            + (self.dones - self.fresh_dones - self.implicit)
     }
 }
 
@@ -156,6 +205,14 @@ impl Exec<'_> {
                     0
                 };
                 let direct = self.p.direct[f][v.index()][c];
+                if self.p.is_implicit(f, v, c as u32) {
+                    // An implicit call runs its leaf callee once, and nothing else can run inside it.
+                    self.run.implicit += 1;
+                    self.activation(direct.unwrap(), depth + 1);
+                    self.run.events.push(Event::CallReturned);
+                    self.run.dones += 1;
+                    continue;
+                }
                 for i in 0..k {
                     // A direct call runs its callee, but (rarely) an interposed function may run another one.
                     let callee = match direct {
@@ -249,9 +306,11 @@ fn spanning_program(p: &RandomProgram) -> Program {
             FuncTables::build(g, c, &plan).unwrap()
         })
         .enumerate()
-        .map(|(f, t)| t.with_direct_callees(p.direct_sites(f)).unwrap())
+        .map(|(f, t)| t.with_direct_callees(p.direct_sites(f)).unwrap().with_implicit_sites(p.implicit_sites(f)).unwrap())
         .collect();
-    Program::new(funcs)
+    let program = Program::new(funcs);
+    program.check_implicit().unwrap();
+    program
 }
 
 fn bit_program(p: &RandomProgram) -> Program {
@@ -261,7 +320,12 @@ fn bit_program(p: &RandomProgram) -> Program {
             .zip(&p.calls)
             .enumerate()
             .map(|(f, (g, c))| {
-                FuncTables::build(g, c, &bit_tracing(g)).unwrap().with_direct_callees(p.direct_sites(f)).unwrap()
+                FuncTables::build(g, c, &bit_tracing(g))
+                    .unwrap()
+                    .with_direct_callees(p.direct_sites(f))
+                    .unwrap()
+                    .with_implicit_sites(p.implicit_sites(f))
+                    .unwrap()
             })
             .collect(),
     )
@@ -390,7 +454,14 @@ proptest! {
         // A placement FuncTables accepts regenerates its executions.
         if let Ok(t) = FuncTables::build(g, &CallSites::none(g), &plan) {
             let program = Program::new(vec![t]);
-            let q = RandomProgram { calls: vec![CallSites::none(g)], ..p.clone() };
+            let q = RandomProgram {
+                cfgs: vec![g.clone()],
+                progress: vec![p.progress[0].clone()],
+                calls: vec![CallSites::none(g)],
+                outs: vec![p.outs[0].clone()],
+                direct: vec![vec![Vec::new(); g.num_blocks()]],
+                implicit: vec![vec![Vec::new(); g.num_blocks()]],
+            };
             let run = execute(&q, mask, None, 2000);
             let mut sink = TokenSink::new(&program);
             encode(&program, &run.events, &mut sink).unwrap();
@@ -464,7 +535,13 @@ proptest! {
             let fresh_direct = stack.last().is_some_and(|&(f, b, c)| {
                 !began && p.direct[f].get(b.index()).and_then(|d| d.get(c as usize)).is_some_and(Option::is_some)
             });
-            if matches!(ev, Event::CallReturned) && !stack.is_empty() && !fresh_direct {
+            // The writer has no markers at an implicit call site, nor inside its (uninstrumented) callee.
+            let at_implicit = stack.last().is_some_and(|&(f, b, c)| p.is_implicit(f, b, c));
+            let in_implicit = stack.len() >= 2 && {
+                let (f, b, c) = stack[stack.len() - 2];
+                p.is_implicit(f, b, c)
+            };
+            if matches!(ev, Event::CallReturned) && !stack.is_empty() && !fresh_direct && !at_implicit && !in_implicit {
                 encode_prefix_bits(&bt, &run.events[..i], &mut sink);
                 let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
                 syncs.push((sink.bits, ResumePoint { waiting, entered: None }, blocks));
@@ -475,8 +552,10 @@ proptest! {
                     stack.push((f.index(), p.cfgs[f.index()].entry(), 0));
                     began = false;
                     blocks += 1;
-                    encode_prefix_bits(&bt, &run.events[..=i], &mut sink);
-                    syncs.push((sink.bits, ResumePoint { waiting, entered: Some(f) }, blocks - 1));
+                    if !at_implicit {
+                        encode_prefix_bits(&bt, &run.events[..=i], &mut sink);
+                        syncs.push((sink.bits, ResumePoint { waiting, entered: Some(f) }, blocks - 1));
+                    }
                 }
                 Event::CallReturned => {
                     if let Some(top) = stack.last_mut() {
@@ -652,6 +731,7 @@ fn measure_regeneration_speed() {
     let no_calls = |p: &RandomProgram| RandomProgram {
         calls: p.cfgs.iter().map(CallSites::none).collect(),
         direct: p.cfgs.iter().map(|g| vec![Vec::new(); g.num_blocks()]).collect(),
+        implicit: p.cfgs.iter().map(|g| vec![Vec::new(); g.num_blocks()]).collect(),
         ..p.clone()
     };
     for p in progs.iter().flat_map(|p| [p.clone(), no_calls(p)]) {
@@ -777,4 +857,40 @@ fn encode_prefix_bits(program: &Program, events: &[Event], sink: &mut Positions)
     sink.bits = 0;
     // An execution cut short: the encoder reports its end, after counting what it wrote.
     let _ = encode(program, events, sink);
+}
+
+#[test]
+fn an_implicit_call_must_be_a_direct_call_of_a_marker_free_function() {
+    // f: one block with one call site; g: a two-way branch (not marker-free); h: a straight line.
+    let f = crate::graph::test_cfg(1, &[], &[0]);
+    let g = crate::graph::test_cfg(3, &[(0, 1), (0, 2)], &[1, 2]);
+    let h = crate::graph::test_cfg(2, &[(0, 1)], &[1]);
+    let one_call = CallSites::new(&f, vec![1]).unwrap();
+    let tables = |cfg: &Cfg, calls: &CallSites| FuncTables::build(cfg, calls, &bit_tracing(cfg)).unwrap();
+    let site = (BlockId(0), 0);
+    // Not a direct call site: refused.
+    assert!(tables(&f, &one_call).with_implicit_sites([site]).is_err());
+    let caller = |callee: u32| {
+        tables(&f, &one_call).with_direct_callees([(BlockId(0), 0, FuncId(callee))]).unwrap().with_implicit_sites([site]).unwrap()
+    };
+    let none = |cfg: &Cfg| tables(cfg, &CallSites::none(cfg));
+    assert!(!none(&g).is_marker_free() && none(&h).is_marker_free());
+    let bad = Program::new(vec![caller(1), none(&g), none(&h)]);
+    assert_eq!(bad.check_implicit().map_err(|e| e.callee), Err(FuncId(1)));
+    let good = Program::new(vec![caller(2), none(&g), none(&h)]);
+    assert_eq!(good.check_implicit(), Ok(()));
+    // f calls h implicitly: the trace holds only f's Enter and the thread's Done; regeneration walks h.
+    let events = [Event::Enter(FuncId(0)), Event::Enter(FuncId(2)), Event::Edge(EdgeId(0)), Event::Edge(EdgeId(1)), Event::CallReturned, Event::Edge(EdgeId(0))];
+    let bits = bit_trace(&good, &events);
+    assert_eq!(bits.bits, (1 + 2) + 1, "Enter(f) with a 2-bit id, the top level's Done");
+    let mut reader = BitReader::new(&bits);
+    let blocks = regen(&good, &mut reader);
+    let want: Vec<(FuncId, BlockId)> = vec![
+        (FuncId(0), BlockId(0)),
+        (FuncId(2), BlockId(0)),
+        (FuncId(2), BlockId(1)),
+        (FuncId(2), BlockId(2)),
+        (FuncId(0), BlockId(1)),
+    ];
+    assert_eq!(blocks, want);
 }
