@@ -678,6 +678,15 @@ fn a_process_started_while_another_writes_the_same_name_writes_its_own_file() {
     assert_ne!(parent, alone, "main's stream shows the call of system()");
 }
 
+/// `--bits` JSON rows (`categories` or `entries`) by their `key` field: (count, bits).
+fn count_and_bits(rows: &Value, key: &str) -> BTreeMap<String, (u64, u64)> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r[key].as_str().unwrap().to_string(), (r["count"].as_u64().unwrap(), r["bits"].as_u64().unwrap())))
+        .collect()
+}
+
 #[test]
 fn bits_breakdown_sums_to_the_streams_and_names_the_costly_entries() {
     // `pathprof trace --bits` on the three-image program: every bit read is in one category, the witnesses are
@@ -693,12 +702,7 @@ fn bits_breakdown_sums_to_the_streams_and_names_the_costly_entries() {
     let threads = summary["threads"].as_array().unwrap();
     let stream_bits: u64 = threads.iter().map(|t| t["bits"].as_u64().unwrap()).sum();
     let branches: u64 = threads.iter().map(|t| t["branches"].as_u64().unwrap()).sum();
-    let kinds: BTreeMap<String, (u64, u64)> = bits["categories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| (k["kind"].as_str().unwrap().to_string(), (k["count"].as_u64().unwrap(), k["bits"].as_u64().unwrap())))
-        .collect();
+    let kinds = count_and_bits(&bits["categories"], "kind");
     assert_eq!(bits["bits"].as_u64(), Some(stream_bits), "every bit of the streams is counted once");
     assert_eq!(kinds.values().map(|k| k.1).sum::<u64>(), stream_bits, "the categories sum to the total");
     assert_eq!(bits["branches"].as_u64(), Some(branches));
@@ -706,12 +710,7 @@ fn bits_breakdown_sums_to_the_streams_and_names_the_costly_entries() {
     assert_eq!(kinds["witness (branch decision)"], (branches, branches));
     // apply's 37 direct calls of classify (30 in the worker, 7 in main) are fresh direct call sites.
     assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (37, 37));
-    let entries: BTreeMap<String, (u64, u64)> = bits["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| (e["function"].as_str().unwrap().to_string(), (e["count"].as_u64().unwrap(), e["bits"].as_u64().unwrap())))
-        .collect();
+    let entries = count_and_bits(&bits["entries"], "function");
     // 1 + a 20-bit id: classify from main (another image), twice through apply's pointer, plugin_scale through
     // dlsym's, apply from main's image, and the two threads' top-level functions.
     let want: BTreeMap<String, (u64, u64)> =
@@ -761,12 +760,7 @@ fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly()
     let cmp = entries["cmp"];
     assert!(cmp > 0);
     let bits = trace_json(&trace, &["--bits"]);
-    let kinds: BTreeMap<String, (u64, u64)> = bits["categories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| (k["kind"].as_str().unwrap().to_string(), (k["count"].as_u64().unwrap(), k["bits"].as_u64().unwrap())))
-        .collect();
+    let kinds = count_and_bits(&bits["categories"], "kind");
     assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (16, 16), "hook's entries only");
     // main (top level), scale (pointer) and cmp (from qsort): a flag and a 20-bit id each.
     assert_eq!(kinds["enter with a function id"], (2 + cmp, 21 * (2 + cmp)));
