@@ -94,6 +94,10 @@ struct State {
     fd: Option<(Fd, u32)>,
     /// This runtime copy's number in the file.
     copy: u32,
+    /// The file's name (NUL-terminated) and identity (device, inode), to tell when the program closed the
+    /// descriptor or reused its number ([`keep_file`]).
+    name: MVec<u8>,
+    file: (u64, u64),
     /// Writing failed or is refused (a fork child without `%p`): drop everything.
     disabled: bool,
     /// More functions than trace ids: every thread's trace is marked abnormal from bit 0.
@@ -125,6 +129,8 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     next_base: 0,
     fd: None,
     copy: 0,
+    name: MVec::new(),
+    file: (0, 0),
     disabled: false,
     overflow: false,
     closed: false,
@@ -505,7 +511,7 @@ extern "C" fn exit_handler() {
     }
     st.closed = true;
     if let Some((fd, _)) = st.fd.take() {
-        let _ = fd.close();
+        release(fd, st.file);
     }
 }
 
@@ -864,7 +870,7 @@ fn open(st: &mut State) -> bool {
     let pid = sys::pid();
     if let Some((_, p)) = &st.fd {
         if *p == pid {
-            return true;
+            return keep_file(st);
         }
     }
     let pattern = sys::env(c"PATHPROF_TRACE").unwrap_or(b"default.pathtrace");
@@ -887,9 +893,12 @@ fn open(st: &mut State) -> bool {
             return false;
         }
     };
+    let previous = core::mem::replace(&mut st.file, identity(&fd));
     if let Some((old, _)) = st.fd.replace((fd, pid)) {
-        let _ = old.close();
+        // The parent's file, inherited by a fork child (still the parent's unless the program reused it).
+        release(old, previous);
     }
+    st.name = name;
     st.copy = copy;
     st.next_base = st.next_base.max(next_id);
     write_image(st);
@@ -1091,8 +1100,53 @@ fn write_module(st: &mut State, desc: *mut TraceModuleDesc) {
     d.written = 1;
 }
 
+/// The (device, inode) of an open file.
+fn identity(fd: &Fd) -> (u64, u64) {
+    fd.stat().map_or((0, 0), |s| (s.st_dev as u64, s.st_ino as u64))
+}
+
+/// Closes `fd` if it is still the file `file`; otherwise leaves the number alone (the program's now).
+fn release(fd: Fd, file: (u64, u64)) {
+    if identity(&fd) == file {
+        let _ = fd.close();
+    } else {
+        core::mem::forget(fd);
+    }
+}
+
+/// Whether this copy's descriptor still refers to its file. A program may close descriptors it did not open
+/// (daemons, `closefrom`) and reuse the numbers for files of its own; writing there would corrupt its output.
+/// Then the descriptor is forgotten (never written to or closed), and the file opened again by name: it must still
+/// hold this process's header, or nothing more is written (a warning).
+fn keep_file(st: &mut State) -> bool {
+    let Some((fd, pid)) = &st.fd else { return false };
+    if identity(fd) == st.file {
+        return true;
+    }
+    let pid = *pid;
+    if let Some((fd, _)) = st.fd.take() {
+        core::mem::forget(fd);
+    }
+    if let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_RDWR | libc::O_APPEND, 0) {
+        let size = fd.stat().map_or(0, |s| s.st_size as u64);
+        let header = read_header(&fd, size);
+        if header.is_some_and(|h| h.pid == sys::pid() && h.token == sys::process_token()) {
+            hold_for_process(&fd);
+            st.file = identity(&fd);
+            st.fd = Some((fd, pid));
+            return true;
+        }
+    }
+    st.disabled = true;
+    pp_warn!("the trace file was closed, removed or replaced while the program ran; the trace is incomplete");
+    false
+}
+
 /// One `write` of a whole record (`O_APPEND`: records of processes sharing the file never interleave).
 fn write(st: &mut State, bytes: &[u8]) {
+    if !keep_file(st) {
+        return;
+    }
     let Some((fd, _)) = &st.fd else { return };
     if let Err(e) = fd.write_all(bytes) {
         st.disabled = true;

@@ -767,3 +767,26 @@ fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly()
     // Dones: hook's 16, the pointer call's, qsort's, printf's, the top level's — none for an implicit call.
     assert_eq!(kinds["done"].0, 16 + 1 + 1 + 1 + 1);
 }
+
+#[test]
+fn a_program_that_closes_and_reuses_the_trace_descriptor_keeps_its_output_and_the_trace() {
+    // The runtime opens the trace at start-up; the program then closes every descriptor from 3 up and opens
+    // its own file 8 times (taking the runtime's number). Its file must hold exactly its 8 lines, and the
+    // trace — reopened by name — must be complete, with work's loop counted 3,000,000 times.
+    let dir = scratch("trace-closefrom");
+    let exe = dir.join("closefrom");
+    run_ok(wrapper(false).args(["--pathprof-mode=trace", "-O1", "-g"]).arg(programs().join("trace_closefrom.c")).arg("-o").arg(&exe));
+    let out_file = dir.join("program.out");
+    let trace = dir.join("closefrom.pathtrace");
+    let run = Command::new(&exe).arg(&out_file).env("PATHPROF_TRACE", &trace).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(run.stderr.is_empty(), "no warning: {}", String::from_utf8_lossy(&run.stderr));
+    let want: String = (0..8).map(|i| format!("{i}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), want, "the program's file holds only its own lines");
+    let summary = trace_json(&trace, &["--summary"]);
+    assert_eq!(summary["threads"][0]["status"], "complete");
+    let work = summary["functions"].as_array().unwrap().iter().find(|f| f["function"] == "work").unwrap();
+    assert_eq!(work["entries"], 1);
+    let max_block = work["blocks"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(max_block, 3_000_001, "the loop test runs n + 1 times");
+}
