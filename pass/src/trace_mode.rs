@@ -170,7 +170,7 @@ pub fn instrument(
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
         optimizer_last: config.optimizer_last,
         invokes: planned.iter().map(|p| p.invokes.clone()).collect(),
-        kept_calls: kept_calls(&planned, &implicit),
+        kept_calls: kept_calls(&planned),
         direct: direct
             .iter()
             .map(|sites| {
@@ -315,14 +315,13 @@ unsafe fn call_leaf_copies(planned: &[Planned], direct: &[Vec<Vec<Option<u32>>>]
 }
 
 /// The functions whose calls from traced code lose a `const`/`pure` promise (sorted, once each): see
-/// [`TraceModuleMeta::kept_calls`]. Implicit calls keep theirs (their copies touch no trace state).
-fn kept_calls(planned: &[Planned], implicit: &[Vec<Vec<bool>>]) -> Vec<String> {
+/// [`TraceModuleMeta::kept_calls`]. An implicit call keeps its promise (its copy touches no trace state), so the
+/// optimiser may merge or drop it, yet the reader walks the leaf at every execution of its call site: the trace
+/// shows such a callee at every call the source makes, as it shows the kept calls, and it is listed too.
+fn kept_calls(planned: &[Planned]) -> Vec<String> {
     let mut names: Vec<String> = planned
         .iter()
-        .zip(implicit)
-        .flat_map(|(p, quiet)| p.calls.iter().flatten().zip(quiet.iter().flatten()))
-        .filter(|&(_, &q)| !q)
-        .map(|(call, _)| call)
+        .flat_map(|p| p.calls.iter().flatten())
         .filter(|&&call| ir::has_memory_promise(call))
         .filter_map(|&call| ir::called_function(call).map(ir::name))
         .collect();
