@@ -539,7 +539,13 @@ pub fn run(args: &Args) -> Result<()> {
                 // Several runtime copies: say whose stream (the image's functions only) and which OS thread.
                 let image = file.images.get(&t.copy).map_or("", String::as_str);
                 let tid = t.tid.map_or(String::new(), |n| format!(", tid {n}"));
-                writeln!(out, "thread {} of {image} (process {}{tid}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
+                writeln!(
+                    out,
+                    "thread {} of {image} (process {}{tid}): {} blocks, {status}",
+                    t.thread,
+                    t.pid,
+                    c.blocks()
+                )?;
             } else {
                 writeln!(out, "thread {} (process {}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
             }

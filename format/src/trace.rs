@@ -138,7 +138,10 @@ impl TraceModuleMeta {
             })
             || module.functions.iter().zip(&calls).any(|(f, c)| c.len() != f.cfg.num_blocks())
             || implicit.len() != calls.len()
-            || implicit.iter().zip(&direct).any(|(i, d)| i.iter().any(|&(b, k)| !d.iter().any(|&(db, dk, _)| (db, dk) == (b, k))))
+            || implicit
+                .iter()
+                .zip(&direct)
+                .any(|(i, d)| i.iter().any(|&(b, k)| !d.iter().any(|&(db, dk, _)| (db, dk) == (b, k))))
         {
             return Err(bad("call sites do not fit the functions"));
         }
@@ -312,7 +315,10 @@ impl TraceFile {
                 continue;
             }
             if copy >= header.copies {
-                return Err(TraceError::Meta(format!("a record of runtime copy {copy}; the file has {}", header.copies)));
+                return Err(TraceError::Meta(format!(
+                    "a record of runtime copy {copy}; the file has {}",
+                    header.copies
+                )));
             }
             match kind {
                 REC_MODULE => {

@@ -775,7 +775,13 @@ fn a_program_that_closes_and_reuses_the_trace_descriptor_keeps_its_output_and_th
     // trace — reopened by name — must be complete, with work's loop counted 3,000,000 times.
     let dir = scratch("trace-closefrom");
     let exe = dir.join("closefrom");
-    run_ok(wrapper(false).args(["--pathprof-mode=trace", "-O1", "-g"]).arg(programs().join("trace_closefrom.c")).arg("-o").arg(&exe));
+    run_ok(
+        wrapper(false)
+            .args(["--pathprof-mode=trace", "-O1", "-g"])
+            .arg(programs().join("trace_closefrom.c"))
+            .arg("-o")
+            .arg(&exe),
+    );
     let out_file = dir.join("program.out");
     let trace = dir.join("closefrom.pathtrace");
     let run = Command::new(&exe).arg(&out_file).env("PATHPROF_TRACE", &trace).output().unwrap();

@@ -176,11 +176,8 @@ pub(super) fn run(file: &TraceFile, owner: &[Option<FunctionRef>], json: bool, o
         branches += tally.branches();
     }
     let total: u64 = meter.kinds.iter().map(|k| k.1).sum();
-    let mut entries: Vec<JsonEntry> = meter
-        .entries
-        .iter()
-        .map(|(&f, &(count, bits))| JsonEntry { function: names.name(f), count, bits })
-        .collect();
+    let mut entries: Vec<JsonEntry> =
+        meter.entries.iter().map(|(&f, &(count, bits))| JsonEntry { function: names.name(f), count, bits }).collect();
     entries.sort_by(|a, b| b.bits.cmp(&a.bits).then_with(|| a.function.cmp(&b.function)));
     let mut predicates: Vec<JsonPredicate> = meter
         .predicates

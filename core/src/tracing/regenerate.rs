@@ -311,14 +311,12 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                     top.implicit = true;
                     Some(g)
                 }
-                None => {
-                    src.activation(stack.last().and_then(|f| f.announced(program)), program.func_bits).map_err(
-                        |error| {
-                            let top = stack.last();
-                            RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
-                        },
-                    )?
-                }
+                None => src.activation(stack.last().and_then(|f| f.announced(program)), program.func_bits).map_err(
+                    |error| {
+                        let top = stack.last();
+                        RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
+                    },
+                )?,
             },
         };
         let (mut frame, emit_first) = match next {

@@ -201,7 +201,10 @@ impl FuncTables {
     /// The same tables with implicit calls at `sites` (block, call index), each a direct call site: the writer
     /// writes no marker there, and the reader walks the callee — which must be marker-free
     /// ([`Program::check_implicit`]) — without reading. Refuses a site that is no direct call site.
-    pub fn with_implicit_sites(mut self, sites: impl IntoIterator<Item = (BlockId, u32)>) -> Result<FuncTables, NoSuchSite> {
+    pub fn with_implicit_sites(
+        mut self,
+        sites: impl IntoIterator<Item = (BlockId, u32)>,
+    ) -> Result<FuncTables, NoSuchSite> {
         for (block, call) in sites {
             if self.direct_callee(block, call).is_none() {
                 return Err(NoSuchSite { block, call });

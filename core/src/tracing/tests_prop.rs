@@ -119,11 +119,15 @@ fn random_program(mut rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
         outs.push(o);
     }
     // Half the direct calls of a straight-line leaf (no call sites, one traced out-edge per block) are implicit.
-    let leaves: Vec<bool> = (0..rcs.len()).map(|f| rcs[f].cfg.vertices().all(|v| calls[f].count(v) == 0) && outs[f].iter().all(|o| o.len() <= 1)).collect();
+    let leaves: Vec<bool> = (0..rcs.len())
+        .map(|f| rcs[f].cfg.vertices().all(|v| calls[f].count(v) == 0) && outs[f].iter().all(|o| o.len() <= 1))
+        .collect();
     let implicit = direct
         .iter()
         .map(|fd: &Vec<Vec<Option<usize>>>| {
-            fd.iter().map(|sites| sites.iter().map(|g| g.is_some_and(|g| leaves[g]) && rng.below(2) == 0).collect()).collect()
+            fd.iter()
+                .map(|sites| sites.iter().map(|g| g.is_some_and(|g| leaves[g]) && rng.below(2) == 0).collect())
+                .collect()
         })
         .collect();
     RandomProgram {
@@ -306,7 +310,9 @@ fn spanning_program(p: &RandomProgram) -> Program {
             FuncTables::build(g, c, &plan).unwrap()
         })
         .enumerate()
-        .map(|(f, t)| t.with_direct_callees(p.direct_sites(f)).unwrap().with_implicit_sites(p.implicit_sites(f)).unwrap())
+        .map(|(f, t)| {
+            t.with_direct_callees(p.direct_sites(f)).unwrap().with_implicit_sites(p.implicit_sites(f)).unwrap()
+        })
         .collect();
     let program = Program::new(funcs);
     program.check_implicit().unwrap();
@@ -871,7 +877,11 @@ fn an_implicit_call_must_be_a_direct_call_of_a_marker_free_function() {
     // Not a direct call site: refused.
     assert!(tables(&f, &one_call).with_implicit_sites([site]).is_err());
     let caller = |callee: u32| {
-        tables(&f, &one_call).with_direct_callees([(BlockId(0), 0, FuncId(callee))]).unwrap().with_implicit_sites([site]).unwrap()
+        tables(&f, &one_call)
+            .with_direct_callees([(BlockId(0), 0, FuncId(callee))])
+            .unwrap()
+            .with_implicit_sites([site])
+            .unwrap()
     };
     let none = |cfg: &Cfg| tables(cfg, &CallSites::none(cfg));
     assert!(!none(&g).is_marker_free() && none(&h).is_marker_free());
@@ -880,7 +890,14 @@ fn an_implicit_call_must_be_a_direct_call_of_a_marker_free_function() {
     let good = Program::new(vec![caller(2), none(&g), none(&h)]);
     assert_eq!(good.check_implicit(), Ok(()));
     // f calls h implicitly: the trace holds only f's Enter and the thread's Done; regeneration walks h.
-    let events = [Event::Enter(FuncId(0)), Event::Enter(FuncId(2)), Event::Edge(EdgeId(0)), Event::Edge(EdgeId(1)), Event::CallReturned, Event::Edge(EdgeId(0))];
+    let events = [
+        Event::Enter(FuncId(0)),
+        Event::Enter(FuncId(2)),
+        Event::Edge(EdgeId(0)),
+        Event::Edge(EdgeId(1)),
+        Event::CallReturned,
+        Event::Edge(EdgeId(0)),
+    ];
     let bits = bit_trace(&good, &events);
     assert_eq!(bits.bits, (1 + 2) + 1, "Enter(f) with a 2-bit id, the top level's Done");
     let mut reader = BitReader::new(&bits);
