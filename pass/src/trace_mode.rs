@@ -171,33 +171,10 @@ pub fn instrument(
         optimizer_last: config.optimizer_last,
         invokes: planned.iter().map(|p| p.invokes.clone()).collect(),
         kept_calls: kept_calls(&planned),
-        direct: direct
-            .iter()
-            .map(|sites| {
-                let mut list = Vec::new();
-                for (b, calls) in sites.iter().enumerate() {
-                    for (k, callee) in calls.iter().enumerate() {
-                        if let Some(g) = callee {
-                            list.push((b as u32, k as u32, *g));
-                        }
-                    }
-                }
-                list
-            })
-            .collect(),
+        direct: direct.iter().map(|f| site_list(f, |&g| g)).collect(),
         implicit: implicit
             .iter()
-            .map(|sites| {
-                let mut list = Vec::new();
-                for (b, calls) in sites.iter().enumerate() {
-                    for (k, &quiet) in calls.iter().enumerate() {
-                        if quiet {
-                            list.push((b as u32, k as u32));
-                        }
-                    }
-                }
-                list
-            })
+            .map(|f| site_list(f, |&quiet| quiet.then_some(())).into_iter().map(|(b, k, ())| (b, k)).collect())
             .collect(),
     };
     // Before any instrumentation: the implicit sites call marker-free copies of their leaves.
@@ -250,6 +227,19 @@ fn direct_callees(planned: &[Planned], naive: bool) -> Vec<Vec<Vec<Option<u32>>>
                         .collect()
                 })
                 .collect()
+        })
+        .collect()
+}
+
+/// One function's call sites (per block, per call) as `(block, call index, what)`, for the sites `pick` keeps:
+/// the metadata's lists of direct and implicit sites.
+fn site_list<T, U>(sites: &[Vec<T>], pick: impl Fn(&T) -> Option<U>) -> Vec<(u32, u32, U)> {
+    let pick = &pick;
+    sites
+        .iter()
+        .enumerate()
+        .flat_map(|(b, calls)| {
+            calls.iter().enumerate().filter_map(move |(k, site)| pick(site).map(|u| (b as u32, k as u32, u)))
         })
         .collect()
 }

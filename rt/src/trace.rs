@@ -870,7 +870,7 @@ fn open(st: &mut State) -> bool {
     let pid = sys::pid();
     if let Some((_, p)) = &st.fd {
         if *p == pid {
-            return keep_file(st);
+            return true; // whether the descriptor is still the file: `keep_file`, before it is used
         }
     }
     let pattern = sys::env(c"PATHPROF_TRACE").unwrap_or(b"default.pathtrace");
@@ -919,7 +919,7 @@ fn open(st: &mut State) -> bool {
 /// process; a file an ended process left is truncated. `name` ends up holding the name opened. Returns the
 /// descriptor, the copy number and the header's next trace id.
 fn join(name: &mut MVec<u8>, per_process: bool, ids_used: u32) -> Result<(Fd, u32, u32), sys::Errno> {
-    let me = FileHeader { pid: sys::pid(), copies: 1, token: sys::process_token(), next_id: ids_used };
+    let me = FileHeader { copies: 1, next_id: ids_used, ..this_process() };
     // The name ends in its NUL (`path::expand`): suffixes go before it.
     let base = name.len().saturating_sub(1);
     let mut n = 0u32;
@@ -958,15 +958,13 @@ fn join(name: &mut MVec<u8>, per_process: bool, ids_used: u32) -> Result<(Fd, u3
 /// [`join`]'s step under the lock: `Some((copy, next id))`, or `None` for a per-process name another process
 /// holds.
 fn join_locked(fd: &Fd, me: &FileHeader, per_process: bool) -> Result<Option<(u32, u32)>, sys::Errno> {
-    let size = fd.stat()?.st_size as u64;
-    if let Some(h) = read_header(fd, size) {
-        if h.pid == me.pid && h.token == me.token {
-            let joined = FileHeader { copies: h.copies.saturating_add(1), next_id: h.next_id.max(me.next_id), ..h };
-            rewrite_header(fd, &joined)?;
-            hold_for_process(fd);
-            return Ok(Some((h.copies, joined.next_id)));
-        }
+    if let Some(h) = own_header(fd) {
+        let joined = FileHeader { copies: h.copies.saturating_add(1), next_id: h.next_id.max(me.next_id), ..h };
+        rewrite_header(fd, &joined)?;
+        hold_for_process(fd);
+        return Ok(Some((h.copies, joined.next_id)));
     }
+    let size = fd.stat()?.st_size as u64;
     if size > 0 && (per_process || held_by_another_process(fd)) {
         return Ok(None);
     }
@@ -1008,13 +1006,17 @@ fn first_byte(kind: libc::c_int) -> libc::flock {
     l
 }
 
-/// The file's header, if it has one of this layout.
-fn read_header(fd: &Fd, size: u64) -> Option<FileHeader> {
+/// This process's identity in a file header (pid and token; the other fields zero).
+fn this_process() -> FileHeader {
+    FileHeader { pid: sys::pid(), token: sys::process_token(), ..FileHeader::default() }
+}
+
+/// The file's header if this process started the file (its pid and token; a shorter file reads as none).
+fn own_header(fd: &Fd) -> Option<FileHeader> {
     let mut head = [0u8; FILE_HEADER];
-    if size < FILE_HEADER as u64 || fd.read_exact_at(&mut head, 0).is_err() {
-        return None;
-    }
-    FileHeader::decode(&head)
+    fd.read_exact_at(&mut head, 0).ok()?;
+    let this = this_process();
+    FileHeader::decode(&head).filter(|h| (h.pid, h.token) == (this.pid, this.token))
 }
 
 /// Writes the header in place (the descriptor leaves append mode meanwhile: only this copy writes through it,
@@ -1035,12 +1037,11 @@ fn rewrite_header(fd: &Fd, h: &FileHeader) -> Result<(), sys::Errno> {
 /// copies (or this copy's own next ids, without a file). `None`: the id space is exhausted.
 fn allocate_ids(st: &mut State, n: u32) -> Option<u32> {
     let mut base = st.next_base;
-    let file = open(st);
+    let file = open(st) && keep_file(st);
     let end = match (&st.fd, file) {
         (Some((fd, _)), true) => {
             let _ = fd.flock(libc::LOCK_EX);
-            let size = fd.stat().map_or(0, |s| s.st_size as u64);
-            let h = read_header(fd, size).filter(|h| h.pid == sys::pid() && h.token == sys::process_token());
+            let h = own_header(fd);
             if let Some(h) = h {
                 base = base.max(h.next_id);
             }
@@ -1128,9 +1129,7 @@ fn keep_file(st: &mut State) -> bool {
         core::mem::forget(fd);
     }
     if let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_RDWR | libc::O_APPEND, 0) {
-        let size = fd.stat().map_or(0, |s| s.st_size as u64);
-        let header = read_header(&fd, size);
-        if header.is_some_and(|h| h.pid == sys::pid() && h.token == sys::process_token()) {
+        if own_header(&fd).is_some() {
             hold_for_process(&fd);
             st.file = identity(&fd);
             st.fd = Some((fd, pid));

@@ -64,16 +64,14 @@ pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) 
         match ev {
             Event::Enter(f) => {
                 let t = program.func(f).ok_or(bad.clone())?;
+                let quiet = implicit(stack.last());
                 if let Some(&(g, v, done, began)) = stack.last() {
-                    if done >= calls(g, v) {
-                        return Err(bad);
-                    }
                     // An implicit site runs its callee once, and nothing else.
-                    if implicit(stack.last()).is_some_and(|c| c != f || began) {
+                    if done >= calls(g, v) || quiet.is_some_and(|c| c != f || began) {
                         return Err(bad);
                     }
                 }
-                if implicit(stack.last()).is_none() {
+                if quiet.is_none() {
                     sink.enter(f, announced(stack.last()), program.func_bits);
                 }
                 if let Some(top) = stack.last_mut() {

@@ -183,18 +183,16 @@ struct Frame {
     vertex: BlockId,
     pending: u32,
     calls_left: u32,
-    /// No activation has begun at the current call site yet (its direct callee, if any, is announced).
+    /// No activation has begun at the current call site yet (its direct callee, if any, is announced; an
+    /// implicit call is walked). At an implicit site that is no longer fresh, its callee has returned.
     fresh: bool,
-    /// The current call site is implicit and its callee was entered: when it returns, the site is done
-    /// without a Done marker.
-    implicit: bool,
 }
 
 impl Frame {
-    /// The callee of the waiting call site if the call is implicit there and has not begun.
+    /// The callee of the waiting call site if the call is implicit there.
     #[inline]
     fn implicit_callee(&self, program: &Program) -> Option<FuncId> {
-        if !self.fresh || self.calls_left == 0 {
+        if self.calls_left == 0 {
             return None;
         }
         let t = &program.funcs[self.func.index()];
@@ -270,18 +268,14 @@ pub fn regenerate_from<D: DecisionSource, S: StepSink>(
 ) -> Result<Result<u64, RegenError>, BadResume> {
     let mut stack: Vec<Frame> = Vec::with_capacity(at.waiting.len());
     for (i, w) in at.waiting.iter().enumerate() {
-        let calls = program.func(w.func).and_then(|t| t.calls.get(w.block.index()).copied());
+        let t = program.func(w.func);
+        let calls = t.and_then(|t| t.calls.get(w.block.index()).copied());
+        // The writer never waits at an implicit call site (it writes nothing there).
+        let implicit = t.and_then(|t| t.implicit_callee(w.block, w.call)).is_some();
         match calls {
-            Some(n) if w.call < n => {
+            Some(n) if w.call < n && !implicit => {
                 // A sync point is never taken at a fresh direct call site: the activations above it began.
-                stack.push(Frame {
-                    func: w.func,
-                    vertex: w.block,
-                    pending: NONE,
-                    calls_left: n - w.call,
-                    fresh: false,
-                    implicit: false,
-                })
+                stack.push(Frame { func: w.func, vertex: w.block, pending: NONE, calls_left: n - w.call, fresh: false })
             }
             _ => return Err(BadResume(i)),
         }
@@ -304,14 +298,11 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
     loop {
         let next = match start.take() {
             Some(f) => Some(f),
-            // An implicit callee returned: its site is done, no Done marker to read.
-            None if stack.last().is_some_and(|f| f.implicit) => None,
-            None => match stack.last_mut().and_then(|f| f.implicit_callee(program).map(|g| (f, g))) {
-                Some((top, g)) => {
-                    top.implicit = true;
-                    Some(g)
-                }
-                None => src.activation(stack.last().and_then(|f| f.announced(program)), program.func_bits).map_err(
+            None => match stack.last().map(|top| (top.fresh, top.implicit_callee(program))) {
+                // An implicit call begins (walked without reading), or its callee returned (no Done to read).
+                Some((true, Some(g))) => Some(g),
+                Some((false, Some(_))) => None,
+                _ => src.activation(stack.last().and_then(|f| f.announced(program)), program.func_bits).map_err(
                     |error| {
                         let top = stack.last();
                         RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
@@ -338,7 +329,6 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 // The calls after the setjmp call are left; the marker was its Done.
                 fr.calls_left = program.funcs[m.func.index()].calls[m.block.index()] - m.call - 1;
                 fr.fresh = true;
-                fr.implicit = false;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -363,7 +353,6 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 fr.vertex = program.funcs[fr.func.index()].edge_to[edge.index()];
                 fr.pending = NONE;
                 fr.calls_left = 0;
-                fr.implicit = false;
                 (fr, true)
             }
             Some(f) => {
@@ -371,14 +360,13 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 if let Some(waiting) = stack.last_mut() {
                     waiting.fresh = false; // an activation began at its call site
                 }
-                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true, implicit: false }, true)
+                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true }, true)
             }
             None => {
                 let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
                 sink.site_done(fr.func, fr.vertex);
                 fr.calls_left -= 1;
                 fr.fresh = true;
-                fr.implicit = false;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -449,7 +437,6 @@ fn walk<D: DecisionSource, S: StepSink>(
                         frame.vertex = v;
                         frame.pending = NONE;
                         frame.calls_left = left;
-                        frame.implicit = true;
                         return Ok(Stop::Enter(g));
                     }
                     let announced = t.direct_callee(v, n - left);
