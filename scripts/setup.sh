@@ -19,6 +19,8 @@ command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 command -v dot >/dev/null 2>&1 || need_pkgs+=(graphviz)
 # The icache check (test-suite/tests/icache.rs) compares with cachegrind.
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
+# The certain-call test (test-suite/tests/trace.rs) enters traced code from gdb where a signal handler could.
+command -v gdb >/dev/null 2>&1 || need_pkgs+=(gdb)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2

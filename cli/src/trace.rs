@@ -695,8 +695,9 @@ fn regenerate_thread(
     let fork_at = t.fork_at.unwrap_or(0);
     let mut trimmed = false;
     let mut limit = u64::MAX;
-    if (t.truncated || (t.signal.is_some() && t.in_body)) && t.abnormal_at.is_none() {
-        // A fault in a body: a first walk finds the last block that certainly ran; the second stops there.
+    if t.truncated || (t.signal.is_some() && t.in_body) || t.abnormal_at.is_some() {
+        // A fault in a body, or an abnormal transfer (a signal handler's entry, say, in a body or at a call
+        // site): a first walk finds the last block that certainly ran before it; the second stops there.
         let (probed, counting) = (Cell::new(0), Cell::new(true));
         let mut src =
             Gated { reader: reader(), bits, fork_at, counting: &counting, emitted: &probed, certain: &certain };

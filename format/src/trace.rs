@@ -603,8 +603,8 @@ impl TraceFile {
         for k in 0..waiting_depth {
             let (id, (base, fi)) = func(w.entries[k])?;
             let site = match w.entries.get(k + 1) {
-                Some(e) => e >> 32,
-                None => w.state >> 32,
+                Some(e) => site_number(*e),
+                None => site_number(w.state),
             };
             let m = &self.modules[&base];
             match site_of(m, site) {

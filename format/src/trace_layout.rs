@@ -7,7 +7,9 @@
 //!   activation at depth k; `2k + 1` = inside a call site of depth k's activation (depth 0: the thread's top
 //!   level). An entry when the state is even, or a call site returning to a state other than its own, is an
 //!   abnormal transfer (a signal handler, `longjmp`, an exception): the runtime records where the trace stops
-//!   being regenerable.
+//!   being regenerable. The site's number is in bits 32..63, and bit 63 ([`STATE_CERTAIN`]) marks a *certain*
+//!   call site, whose callee's entry writes no marker: there an entry without the site's announcement (a
+//!   signal handler before or after the callee) is abnormal too.
 //! - [`TLS_THREAD`]: the runtime's record of the thread (0 until the thread's first entry).
 //! - [`TLS_SHADOW`]: 0, or (flight recorder, region tracing) the thread's shadow stack, [`SHADOW_ENTRIES`]
 //!   `u64`s: every entry at depth k stores [`shadow_entry`] at index `2k % SHADOW_ENTRIES` (its body state), so
@@ -19,7 +21,10 @@
 //!   the call site's state, so a signal handler in between finds a body state: an abnormal transfer); every
 //!   entry, call-site return, resync and unwind marker clears it. Nonzero, it says the stream is at a fresh
 //!   direct call site: the entry of that callee writes `1`, any other activation `01` and its id (resync and
-//!   unwind markers too), the site's Done `00`; zero, an entry writes `1` and its id, a Done `0`.
+//!   unwind markers too), the site's Done `00`; zero, an entry writes `1` and its id, a Done `0`. A *certain*
+//!   call site (an implicit call: `pathprof_core::tracing::regenerate`, "Implicit calls"), whose callee is a
+//!   definition of the module the call is sure to run, stores [`CALLEE_CERTAIN`] | (1 + the callee's id): that
+//!   callee's entry then writes nothing, and the site writes no Done.
 //!
 //! When 64 bits are full, instrumented code calls the runtime's spill with the word; the runtime appends it to
 //! the thread's buffer and writes full buffers to the file as [`REC_DATA`] records.
@@ -210,6 +215,16 @@ pub const TLS_THREAD: usize = 3;
 pub const TLS_SHADOW: usize = 4;
 /// Index of the announced callee: 0, or 1 + the trace id of the function a fresh direct call site calls.
 pub const TLS_CALLEE: usize = 5;
+
+/// [`TLS_CALLEE`]: the announcement of a certain call site (its callee's entry writes no marker).
+pub const CALLEE_CERTAIN: u64 = 1 << 62;
+/// [`TLS_STATE`]: a certain call site's state (an entry must find the site's announcement).
+pub const STATE_CERTAIN: u64 = 1 << 63;
+
+/// The module-wide call-site number in a call-site state or a shadow-stack entry (1-based; 0: the top level).
+pub const fn site_number(state: u64) -> u64 {
+    (state & !STATE_CERTAIN) >> 32
+}
 
 /// The trace-mode module descriptor the pass emits and the runtime registers (`#[repr(C)]`).
 #[repr(C)]

@@ -15,6 +15,11 @@
 //!   the reader walks the leaf there (`pathprof_core::tracing::regenerate`, "Implicit calls"; the sites travel in
 //!   [`TraceModuleMeta::implicit`]). The copy is internal and marker-free, so the optimiser inlines it as in a
 //!   build without tracing, and drops the instrumented original when only calls from outside could reach it;
+//! - a direct call of any other traced function of the module that the call is sure to run (local, or a strong
+//!   definition bound within its image: [`certain_sites`]) is implicit too, a *certain* call: the site announces
+//!   its callee with [`CALLEE_CERTAIN`] and its state carries [`STATE_CERTAIN`]; the callee's entry then
+//!   writes no marker (any other entry at such a site is abnormal), and the site's return
+//!   ([`symbols::TRACE_DONE_CERTAIN`]) writes no Done;
 //! - before the terminator of every predicate (≥ 2 traced out-edges), the taken out-edge's position among them
 //!   in ⌈log2 N⌉ bits; before every `ret`, the state the entry found (the caller's call site, restored).
 //!
@@ -53,8 +58,8 @@ use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
-    DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES, TLS_ACC, TLS_CALLEE, TLS_NACC, TLS_SHADOW, TLS_STATE,
-    TLS_WORDS, TRACE_VERSION, UNWIND_ID,
+    CALLEE_CERTAIN, DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES, STATE_CERTAIN, TLS_ACC, TLS_CALLEE, TLS_NACC,
+    TLS_SHADOW, TLS_STATE, TLS_WORDS, TRACE_VERSION, UNWIND_ID,
 };
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -154,6 +159,7 @@ pub fn instrument(
     let functions = planned.iter().map(|p| function_meta(p.f, &ir::name(p.f), &p.graph)).collect::<Vec<_>>();
     let direct = direct_callees(&planned, config.trace_naive);
     let implicit = implicit_sites(&planned, &direct, config);
+    let certain = certain_sites(&planned, &direct, &implicit);
     let meta = TraceModuleMeta {
         module: ModuleMeta {
             module_name: identity.name.clone(),
@@ -172,9 +178,19 @@ pub fn instrument(
         invokes: planned.iter().map(|p| p.invokes.clone()).collect(),
         kept_calls: kept_calls(&planned),
         direct: direct.iter().map(|f| site_list(f, |&g| g)).collect(),
+        // For the reader both kinds of implicit call are one: no Enter, no Done, the callee runs there once.
         implicit: implicit
             .iter()
-            .map(|f| site_list(f, |&quiet| quiet.then_some(())).into_iter().map(|(b, k, ())| (b, k)).collect())
+            .zip(&certain)
+            .map(|(copies, certain)| {
+                let mut sites: Vec<(u32, u32)> = [copies, certain]
+                    .into_iter()
+                    .flat_map(|f| site_list(f, |&on| on.then_some(())))
+                    .map(|(b, k, ())| (b, k))
+                    .collect();
+                sites.sort_unstable();
+                sites
+            })
             .collect(),
     };
     // Before any instrumentation: the implicit sites call marker-free copies of their leaves.
@@ -190,16 +206,18 @@ pub fn instrument(
         }
     }
     for (index, p) in planned.iter().enumerate() {
-        branches += unsafe { emitter.function(p, &direct[index], &implicit[index], index as u64, &mut site) };
+        let sites = Sites { direct: &direct[index], copy: &implicit[index], certain: &certain[index] };
+        branches += unsafe { emitter.function(p, &sites, index as u64, &mut site) };
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
     if config.stats {
         eprintln!(
-            "pathprof: stats: module={} mode=trace functions={} call_sites={site} implicit_calls={} predicates={branches}",
+            "pathprof: stats: module={} mode=trace functions={} call_sites={site} implicit_calls={} certain_calls={} predicates={branches}",
             identity.name,
             planned.len(),
-            implicit.iter().flatten().flatten().filter(|&&q| q).count()
+            implicit.iter().flatten().flatten().filter(|&&q| q).count(),
+            certain.iter().flatten().flatten().filter(|&&q| q).count()
         );
     }
     Ok(true)
@@ -285,6 +303,51 @@ fn implicit_sites(planned: &[Planned], direct: &[Vec<Vec<Option<u32>>>], config:
         .collect()
 }
 
+/// Per planned function, block and call site: whether the call is *certain* — the other kind of implicit call
+/// (`pathprof_core::tracing::regenerate`, "Implicit calls"): a direct call (or `invoke`) of a traced function of
+/// the module that the call is sure to run once linked and loaded ([`ir::runs_own_definition`]: local, or a
+/// strong definition bound within its image — not an inline or template function another module's copy may
+/// replace, not one a shared library's caller may see interposed). The callee's entry writes no marker when the
+/// site announces it as certain, and the site writes no Done. Not for the leaf copies' sites (implicit
+/// already), `setjmp` calls (never direct) or naive tracing (no markers; `direct` is empty there), and not for
+/// a callee with a `resume`: the reader takes its end as a return, after which a certain site is done, while
+/// the exception goes on to a landing pad whose unwind marker the caller's site must read.
+fn certain_sites(
+    planned: &[Planned],
+    direct: &[Vec<Vec<Option<u32>>>],
+    copies: &[Vec<Vec<bool>>],
+) -> Vec<Vec<Vec<bool>>> {
+    let sure: Vec<bool> = planned.iter().map(|p| ir::runs_own_definition(p.f) && !resumes(p)).collect();
+    planned
+        .iter()
+        .zip(direct.iter().zip(copies))
+        .map(|(p, (fd, fc))| {
+            (0..p.calls.len())
+                .map(|b| {
+                    (0..p.calls[b].len())
+                        .map(|k| !fc[b][k] && !p.twice[b][k] && fd[b][k].is_some_and(|g| sure[g as usize]))
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether `p` ends activations with `resume` (a cleanup that lets an exception go on).
+fn resumes(p: &Planned) -> bool {
+    p.graph.blocks.iter().any(|&bb| ir::terminator(bb).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMResume))
+}
+
+/// One function's call sites as the emitter needs them.
+struct Sites<'a> {
+    /// Per block and call: the planned function called directly (announced there).
+    direct: &'a [Vec<Option<u32>>],
+    /// Per block and call: an implicit call of a leaf's copy (no markers at all).
+    copy: &'a [Vec<bool>],
+    /// Per block and call: a certain call (announced as such; no Enter, no Done).
+    certain: &'a [Vec<bool>],
+}
+
 /// Points every implicit call at a copy of its leaf made before instrumentation (internal, so the optimiser may
 /// inline it and drop the instrumented original when nothing else calls it).
 unsafe fn call_leaf_copies(planned: &[Planned], direct: &[Vec<Vec<Option<u32>>>], implicit: &[Vec<Vec<bool>>]) {
@@ -332,6 +395,8 @@ struct Emitter {
     put: LLVMValueRef,
     enter: LLVMValueRef,
     done: LLVMValueRef,
+    /// done_certain(expect, d): a certain call site's return (no marker).
+    done_certain: LLVMValueRef,
     /// resync(expect, d, id, block, call): a `setjmp` call's return.
     resync: LLVMValueRef,
     /// unwind(d, id): a landing pad's start.
@@ -499,6 +564,7 @@ impl Emitter {
         let enter = helper(m, symbols::TRACE_ENTER, LLVMFunctionType(i64t, params.as_mut_ptr(), 1, 0));
         let mut fp = [ptrt];
         let first = runtime(m, symbols::TRACE_FIRST, LLVMFunctionType(i64t, fp.as_mut_ptr(), 1, 0));
+        let abnormal = runtime(m, symbols::TRACE_ABNORMAL, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
         {
             let local = LLVMGetParam(enter, 0);
             let entry = LLVMAppendBasicBlockInContext(ctx, enter, c"entry".as_ptr());
@@ -531,6 +597,34 @@ impl Emitter {
                 let announced = LLVMBuildLoad2(b, i64t, pcallee, c"".as_ptr());
                 LLVMBuildStore(b, c(0), pcallee);
                 let mine = LLVMBuildAdd(b, id, c(1), c"".as_ptr());
+                // A certain call site announced this function: no marker. Its state (STATE_CERTAIN) admits no
+                // other entry: one without the announcement is a signal handler's, an abnormal transfer.
+                let certain = LLVMBuildICmp(
+                    b,
+                    LLVMIntPredicate::LLVMIntEQ,
+                    announced,
+                    LLVMBuildOr(b, mine, c(CALLEE_CERTAIN), c"".as_ptr()),
+                    c"".as_ptr(),
+                );
+                let at_certain = LLVMBuildICmp(
+                    b,
+                    LLVMIntPredicate::LLVMIntNE,
+                    LLVMBuildAnd(b, phi, c(STATE_CERTAIN), c"".as_ptr()),
+                    c(0),
+                    c"".as_ptr(),
+                );
+                let mismatch = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, certain, at_certain, c"".as_ptr());
+                let bad = LLVMAppendBasicBlockInContext(ctx, enter, c"uncertain".as_ptr());
+                let check = LLVMAppendBasicBlockInContext(ctx, enter, c"marker?".as_ptr());
+                let write = LLVMAppendBasicBlockInContext(ctx, enter, c"marker".as_ptr());
+                let written = LLVMAppendBasicBlockInContext(ctx, enter, c"marked".as_ptr());
+                LLVMBuildCondBr(b, mismatch, bad, check);
+                LLVMPositionBuilderAtEnd(b, bad);
+                LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, [tls].as_mut_ptr(), 1, c"".as_ptr());
+                LLVMBuildBr(b, check);
+                LLVMPositionBuilderAtEnd(b, check);
+                LLVMBuildCondBr(b, certain, written, write);
+                LLVMPositionBuilderAtEnd(b, write);
                 let is_mine = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, mine, c"".as_ptr());
                 let other = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr());
                 let (v, w) = marker(b, other, LLVMBuildShl(b, id, c(1), c"".as_ptr()), FUNC_ID_BITS);
@@ -538,6 +632,8 @@ impl Emitter {
                 let w = LLVMBuildSelect(b, is_mine, c(1), w, c"".as_ptr());
                 let mut args = [v, w];
                 LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+                LLVMBuildBr(b, written);
+                LLVMPositionBuilderAtEnd(b, written);
             }
             // The shadow stack (flight recorder, regions): this activation's entry; a sync if one is wanted.
             let shadow = LLVMAppendBasicBlockInContext(ctx, enter, c"shadow".as_ptr());
@@ -575,7 +671,6 @@ impl Emitter {
         // done(expect, d): the call site's state must still be there; Done = one 0 bit.
         let mut params = [i64t, i64t];
         let done = helper(m, symbols::TRACE_DONE, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
-        let abnormal = runtime(m, symbols::TRACE_ABNORMAL, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
         {
             let (expect, d) = (LLVMGetParam(done, 0), LLVMGetParam(done, 1));
             let entry = LLVMAppendBasicBlockInContext(ctx, done, c"entry".as_ptr());
@@ -597,6 +692,32 @@ impl Emitter {
                 let mut args = [c(0), done_width(b)];
                 LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
             }
+            LLVMBuildRetVoid(b);
+        }
+        // done_certain(expect, d): a certain call site's return: its state still there and its callee entered
+        // (which took the announcement), else an abnormal transfer; no Done.
+        let mut params = [i64t, i64t];
+        let done_certain = helper(m, symbols::TRACE_DONE_CERTAIN, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+        {
+            let (expect, d) = (LLVMGetParam(done_certain, 0), LLVMGetParam(done_certain, 1));
+            let entry = LLVMAppendBasicBlockInContext(ctx, done_certain, c"entry".as_ptr());
+            let slow = LLVMAppendBasicBlockInContext(ctx, done_certain, c"moved".as_ptr());
+            let go = LLVMAppendBasicBlockInContext(ctx, done_certain, c"go".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let pstate = gep(b, TLS_STATE);
+            let pcallee = gep(b, TLS_CALLEE);
+            let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+            let announced = LLVMBuildLoad2(b, i64t, pcallee, c"".as_ptr());
+            let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, expect, c"".as_ptr());
+            let taken = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, c(0), c"".as_ptr());
+            LLVMBuildCondBr(b, LLVMBuildAnd(b, same, taken, c"".as_ptr()), go, slow);
+            LLVMPositionBuilderAtEnd(b, slow);
+            let mut args = [tls];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, args.as_mut_ptr(), 1, c"".as_ptr());
+            LLVMBuildStore(b, c(0), pcallee);
+            LLVMBuildBr(b, go);
+            LLVMPositionBuilderAtEnd(b, go);
+            LLVMBuildStore(b, d, pstate);
             LLVMBuildRetVoid(b);
         }
         // resync(expect, d, id, block, call): the setjmp call's state still there is its first return (Done);
@@ -648,18 +769,27 @@ impl Emitter {
             }
             LLVMBuildRetVoid(b);
         }
-        Emitter { m, ctx, i64t, put, enter, done, resync, unwind, tls, builder: b, desc, desc_ty, put_ty, naive }
+        Emitter {
+            m,
+            ctx,
+            i64t,
+            put,
+            enter,
+            done,
+            done_certain,
+            resync,
+            unwind,
+            tls,
+            builder: b,
+            desc,
+            desc_ty,
+            put_ty,
+            naive,
+        }
     }
 
     /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
-    unsafe fn function(
-        &self,
-        p: &Planned,
-        direct: &[Vec<Option<u32>>],
-        implicit: &[Vec<bool>],
-        index: u64,
-        site: &mut u64,
-    ) -> usize {
+    unsafe fn function(&self, p: &Planned, sites: &Sites<'_>, index: u64, site: &mut u64) -> usize {
         let _ = (self.m, self.ctx);
         let b = self.builder;
         let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
@@ -705,7 +835,7 @@ impl Emitter {
         // Exceptions first, so that the code they put at the start of a block runs before that block's own
         // (call-site states, decisions): each `invoke`'s return on its normal edge, each landing pad's marker.
         // The state inside call site k of the function is d + 1 + (site number << 32), numbered as below.
-        let site_state = |k: u64| c(1 + (((*site + k) & 0xffff_ffff) << 32));
+        let site_state = |k: u64| c(1 + (((*site + k) & 0x7fff_ffff) << 32));
         let mut numbered = 0u64;
         for (bi, calls) in p.calls.iter().enumerate() {
             numbered += calls.len() as u64;
@@ -721,6 +851,10 @@ impl Emitter {
             match id {
                 Some(id) if p.twice[bi][calls.len() - 1] => {
                     call(self.resync, &mut [expect_here, d, id, c(bi as u64), c(calls.len() as u64 - 1)]);
+                }
+                _ if sites.certain[bi][calls.len() - 1] => {
+                    let expect_here = LLVMBuildOr(b, expect_here, c(STATE_CERTAIN), c"".as_ptr());
+                    call(self.done_certain, &mut [expect_here, d]);
                 }
                 _ => {
                     call(self.done, &mut [expect_here, d]);
@@ -738,26 +872,31 @@ impl Emitter {
         for (bi, &bb) in p.graph.blocks.iter().enumerate() {
             for (ci, &inst) in p.calls[bi].iter().enumerate() {
                 *site += 1;
-                if implicit[bi][ci] {
+                if sites.copy[bi][ci] {
                     continue; // no marker: the reader walks the leaf (module docs)
                 }
-                // The state inside this call site: odd, with the site's number above the depth.
+                let certain = sites.certain[bi][ci];
+                // The state inside this call site: odd, with the site's number above the depth (and
+                // STATE_CERTAIN at a certain call site).
                 LLVMPositionBuilderBefore(b, inst);
-                if let Some(g) = direct[bi][ci] {
-                    // A direct call of a traced function of this module: announce it (1 + its trace id), before
-                    // the call site's state, so that a signal handler entering in between finds a body state
-                    // (an abnormal transfer), never a site state without its announcement.
+                if let Some(g) = sites.direct[bi][ci] {
+                    // A direct call of a traced function of this module: announce it (1 + its trace id, with
+                    // CALLEE_CERTAIN at a certain call site), before the call site's state, so that a signal
+                    // handler entering in between finds a body state (an abnormal transfer), never a site state
+                    // without its announcement.
                     let i32t = LLVMInt32TypeInContext(self.ctx);
                     let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
                     let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), self.i64t, c"".as_ptr());
-                    let announced = LLVMBuildAdd(b, base, c(1 + u64::from(g)), c"".as_ptr());
+                    let flag = if certain { CALLEE_CERTAIN } else { 0 };
+                    let announced = LLVMBuildAdd(b, base, c((1 + u64::from(g)) | flag), c"".as_ptr());
                     let mut ix = [c(TLS_CALLEE as u64)];
                     let pcallee = LLVMBuildInBoundsGEP2(b, self.i64t, self.tls, ix.as_mut_ptr(), 1, c"".as_ptr());
                     LLVMBuildStore(b, announced, pcallee);
                     // A signal fence: the optimiser keeps the two stores in this order.
                     LLVMBuildFence(b, LLVMAtomicOrdering::LLVMAtomicOrderingSequentiallyConsistent, 1, c"".as_ptr());
                 }
-                let expect_here = LLVMBuildAdd(b, d, c(1 + ((*site & 0xffff_ffff) << 32)), c"".as_ptr());
+                let flag = if certain { STATE_CERTAIN } else { 0 };
+                let expect_here = LLVMBuildAdd(b, d, c((1 + ((*site & 0x7fff_ffff) << 32)) | flag), c"".as_ptr());
                 LLVMBuildStore(b, expect_here, pstate);
                 if ir::opcode(inst) == LLVMOpcode::LLVMInvoke {
                     continue; // its return is on its normal edge, above
@@ -767,6 +906,9 @@ impl Emitter {
                 match id {
                     Some(id) if p.twice[bi][ci] => {
                         call(self.resync, &mut [expect_here, d, id, c(bi as u64), c(ci as u64)]);
+                    }
+                    _ if certain => {
+                        call(self.done_certain, &mut [expect_here, d]);
                     }
                     _ => {
                         call(self.done, &mut [expect_here, d]);

@@ -769,6 +769,72 @@ fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly()
 }
 
 #[test]
+fn certain_calls_write_nothing_and_a_foreign_entry_at_their_sites_is_abnormal() {
+    // Direct calls of a static function and of a strong external one (recursive) of the executable are
+    // certain: no Enter, no Done. The second method and edge mode agree at -O0 and -O2.
+    optimal_equals_naive("trace_certain.c", &[], "complete");
+    check_against_edge_mode("trace_certain.c", "complete");
+    let dir = scratch("trace-certain");
+    let exe = dir.join("certain");
+    let out = run_ok(
+        wrapper(false)
+            .args(["--pathprof-mode=trace", "-O0", "-g"])
+            .arg(programs().join("trace_certain.c"))
+            .arg("-o")
+            .arg(&exe)
+            .env("PATHPROF_STATS", "1"),
+    );
+    let stats = String::from_utf8_lossy(&out.stderr);
+    assert!(stats.contains("implicit_calls=0 certain_calls=3 "), "g, depth from main, depth from depth: {stats}");
+    let trace = dir.join("certain.pathtrace");
+    assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
+    // -O0, by hand (n = 5): decisions — main's argc test 1, its loop test 6, g's 5, depth's 6 — one bit each;
+    // main's entry from the top level (a flag and a 20-bit id); Dones of printf's call and of the top level.
+    let bits = trace_json(&trace, &["--bits"]);
+    let kinds = count_and_bits(&bits["categories"], "kind");
+    assert_eq!(kinds["witness (branch decision)"], (18, 18));
+    assert_eq!(kinds["enter with a function id"], (1, 21));
+    assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (0, 0));
+    assert_eq!(kinds["done"], (2, 2));
+    assert_eq!(kinds["done at a fresh direct call site"], (0, 0));
+    assert_eq!(bits["bits"], 41);
+    let whole = trace_json(&trace, &[]);
+    assert_eq!(whole["threads"][0]["status"], "complete");
+    let steps = trace_steps(&whole["threads"][0]);
+    let g0: Vec<usize> = (0..steps.len()).filter(|&i| steps[i] == ("g".to_string(), 0)).collect();
+    assert_eq!(g0.len(), 5);
+
+    // gdb enters g (as a signal handler could) at a certain site: at g's first instruction, before its entry
+    // took the announcement (the extra g(7) takes it; g(0)'s entry then finds none), and right after g(0)
+    // returned (the site's state is back, the announcement gone). Both are abnormal transfers: the trace stops
+    // there, showing only blocks that ran — never g(7) taken for the site's return or for main's next blocks.
+    let gdb = |commands: &[&str], name: &str| {
+        let t = dir.join(name);
+        let mut cmd = Command::new("gdb");
+        cmd.args(["-q", "-batch", "-nx"]);
+        for c in commands {
+            cmd.args(["-ex", c]);
+        }
+        let out = cmd.arg(&exe).env("PATHPROF_TRACE", &t).output().expect("gdb runs (scripts/setup.sh installs it)");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("exited normally"), "{out:?}");
+        let json = trace_json(&t, &[]);
+        let status = json["threads"][0]["status"].as_str().unwrap().to_string();
+        (status, trace_steps(&json["threads"][0]))
+    };
+    let (status, before) = gdb(&["break *g", "run", "delete", "print (int)g(7)", "continue"], "before.pathtrace");
+    assert!(status.starts_with("incomplete: an abnormal transfer"), "{status}");
+    // main up to g's first entry, which g(7) was, then g(7)'s odd branch (the one g(1) takes).
+    let mut want = steps[..=g0[0]].to_vec();
+    want.push(steps[g0[1] + 1].clone());
+    assert_eq!(before, want);
+    let (status, after) =
+        gdb(&["break g", "run", "delete", "finish", "print (int)g(7)", "continue"], "after.pathtrace");
+    assert!(status.starts_with("incomplete: an abnormal transfer"), "{status}");
+    // main up to g(0)'s decision's target: g(0)'s return and main's next blocks came after g(7).
+    assert_eq!(after, steps[..=g0[0] + 1].to_vec());
+}
+
+#[test]
 fn a_program_that_closes_and_reuses_the_trace_descriptor_keeps_its_output_and_the_trace() {
     // The runtime opens the trace at start-up; the program then closes every descriptor from 3 up and opens
     // its own file 8 times (taking the runtime's number). Its file must hold exactly its 8 lines, and the

@@ -43,13 +43,20 @@
 //! to [`DecisionSource::activation`]. A direct call thus costs 2 bits (its `1` and its Done), not 22.
 //!
 //! # Implicit calls
-//! A function whose entry determines its whole path — no decision, no call site, no EOF
-//! ([`FuncTables::is_marker_free`]: a straight-line leaf) — writes nothing while it runs. At a direct call site
-//! marked implicit ([`FuncTables::with_implicit_sites`]) the writer calls a copy of it without markers and writes
-//! no marker for the call either: no `Enter`, no `Done`. The reader walks the callee there without reading,
-//! as if its activation and the site's Done had been read. Only a direct call of such a leaf can be implicit
-//! (nothing else can run inside it: no callback, no `longjmp`, no exception), and the program checks that
-//! ([`Program::check_implicit`]). It saves the call's two bits and lets the optimiser inline the copy.
+//! At a direct call site marked implicit ([`FuncTables::with_implicit_sites`]) the callee surely runs exactly
+//! once and nothing else runs at the site itself, so the writer writes neither its `Enter` nor the site's
+//! `Done`. The reader begins the callee's activation there without reading, walks it (reading whatever the
+//! callee writes: decisions, its own call sites' markers), and when it returns, the site is done. A writer
+//! has two ways to make a call implicit:
+//! - a *copy*: a function whose entry determines its whole path — no decision, no call site, no EOF
+//!   ([`FuncTables::is_marker_free`]: a straight-line leaf) — is called through a copy without markers; the
+//!   reader's walk of it reads nothing. It saves the call's two bits and lets the optimiser inline the copy;
+//! - a *certain* call: the callee is a definition the call is sure to run (not replaceable at link or load
+//!   time), whose entry writes nothing when the call site announces it as certain. Callbacks, `longjmp` and
+//!   exceptions inside the callee are read inside its activation as anywhere else. It saves the call's two
+//!   bits.
+//!
+//! [`Program::check_implicit`] checks that every implicit callee is a function of the program.
 //!
 //! # Starting mid-stream ([`regenerate_from`])
 //! A flight recorder keeps only a stream's tail, and a traced region starts inside the program: the walk then
@@ -270,11 +277,10 @@ pub fn regenerate_from<D: DecisionSource, S: StepSink>(
     for (i, w) in at.waiting.iter().enumerate() {
         let t = program.func(w.func);
         let calls = t.and_then(|t| t.calls.get(w.block.index()).copied());
-        // The writer never waits at an implicit call site (it writes nothing there).
-        let implicit = t.and_then(|t| t.implicit_callee(w.block, w.call)).is_some();
         match calls {
-            Some(n) if w.call < n && !implicit => {
-                // A sync point is never taken at a fresh direct call site: the activations above it began.
+            // A sync point is never taken at a fresh direct call site: the activations above it began (at an
+            // implicit site, a certain call's callee, which takes sync points like any activation).
+            Some(n) if w.call < n => {
                 stack.push(Frame { func: w.func, vertex: w.block, pending: NONE, calls_left: n - w.call, fresh: false })
             }
             _ => return Err(BadResume(i)),

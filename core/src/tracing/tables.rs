@@ -198,9 +198,10 @@ impl FuncTables {
         Ok(self)
     }
 
-    /// The same tables with implicit calls at `sites` (block, call index), each a direct call site: the writer
-    /// writes no marker there, and the reader walks the callee — which must be marker-free
-    /// ([`Program::check_implicit`]) — without reading. Refuses a site that is no direct call site.
+    /// The same tables with implicit calls at `sites` (block, call index), each a direct call site whose callee
+    /// surely runs there exactly once: the writer writes no `Enter` and no `Done` there, and the reader begins
+    /// the callee's activation without reading ([`super::regenerate`], "Implicit calls"). Refuses a site that
+    /// is no direct call site.
     pub fn with_implicit_sites(
         mut self,
         sites: impl IntoIterator<Item = (BlockId, u32)>,
@@ -276,10 +277,9 @@ pub struct NoSuchSite {
     pub call: u32,
 }
 
-/// An implicit call of a function that writes markers (or of no function): its activation could not be walked
-/// without reading.
+/// An implicit call of no function of the program: the reader could not begin its activation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("implicit call at site {call} of block {block} of {func} calls {callee}, which is not marker-free")]
+#[error("implicit call at site {call} of block {block} of {func} calls {callee}, which is no function of the program")]
 pub struct BadImplicit {
     /// The caller.
     pub func: FuncId,
@@ -338,15 +338,15 @@ impl Program {
         Some(self)
     }
 
-    /// Checks that every implicit call site calls a function of the program that is marker-free (the reader
-    /// walks it without reading anything); the first site that does not is the error.
+    /// Checks that every implicit call site calls a function of the program (the reader begins its activation
+    /// without reading an id); the first site that does not is the error.
     pub fn check_implicit(&self) -> Result<(), BadImplicit> {
         for (f, t) in self.funcs.iter().enumerate() {
             for v in 0..t.calls.len() {
                 for call in 0..t.calls[v] {
                     let block = BlockId::from_index(v);
                     if let Some(g) = t.implicit_callee(block, call) {
-                        if !self.func(g).is_some_and(FuncTables::is_marker_free) {
+                        if self.func(g).is_none() {
                             return Err(BadImplicit { func: FuncId::from_index(f), block, call, callee: g });
                         }
                     }

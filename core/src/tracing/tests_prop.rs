@@ -40,8 +40,11 @@ struct RandomProgram {
     outs: Vec<Vec<Vec<EdgeId>>>,
     /// Per function, block and call site: the function it calls directly, if any.
     direct: Vec<Vec<Vec<Option<usize>>>>,
-    /// Per function, block and call site: the direct call is implicit (its callee is a straight-line leaf).
+    /// Per function, block and call site: the direct call is implicit (a copy of a straight-line leaf, or a
+    /// certain call of a later function).
     implicit: Vec<Vec<Vec<bool>>>,
+    /// Per function: a straight-line leaf (its implicit calls run a marker-free copy).
+    leaves: Vec<bool>,
 }
 
 impl RandomProgram {
@@ -118,15 +121,28 @@ fn random_program(mut rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
         }
         outs.push(o);
     }
-    // Half the direct calls of a straight-line leaf (no call sites, one traced out-edge per block) are implicit.
+    // Half the direct calls of a straight-line leaf (no call sites, one traced out-edge per block) are implicit
+    // (the writer calls a marker-free copy), and a third of the direct calls of any later function (certain
+    // calls: the callee runs and writes its markers, its entry none; later only, so implicit calls, which
+    // always run, cannot recurse forever).
     let leaves: Vec<bool> = (0..rcs.len())
         .map(|f| rcs[f].cfg.vertices().all(|v| calls[f].count(v) == 0) && outs[f].iter().all(|o| o.len() <= 1))
         .collect();
     let implicit = direct
         .iter()
-        .map(|fd: &Vec<Vec<Option<usize>>>| {
+        .enumerate()
+        .map(|(f, fd): (usize, &Vec<Vec<Option<usize>>>)| {
             fd.iter()
-                .map(|sites| sites.iter().map(|g| g.is_some_and(|g| leaves[g]) && rng.below(2) == 0).collect())
+                .map(|sites| {
+                    sites
+                        .iter()
+                        .map(|g| {
+                            g.is_some_and(|g| {
+                                (leaves[g] && rng.below(2) == 0) || (!leaves[g] && g > f && rng.below(3) == 0)
+                            })
+                        })
+                        .collect()
+                })
                 .collect()
         })
         .collect();
@@ -137,6 +153,7 @@ fn random_program(mut rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
         outs,
         direct,
         implicit,
+        leaves,
     }
 }
 
@@ -210,7 +227,8 @@ impl Exec<'_> {
                 };
                 let direct = self.p.direct[f][v.index()][c];
                 if self.p.is_implicit(f, v, c as u32) {
-                    // An implicit call runs its leaf callee once, and nothing else can run inside it.
+                    // An implicit call runs its callee once (a leaf's copy, or a certain call's callee, inside
+                    // which anything may run), and nothing else runs at the site.
                     self.run.implicit += 1;
                     self.activation(direct.unwrap(), depth + 1);
                     self.run.events.push(Event::CallReturned);
@@ -467,6 +485,7 @@ proptest! {
                 outs: vec![p.outs[0].clone()],
                 direct: vec![vec![Vec::new(); g.num_blocks()]],
                 implicit: vec![vec![Vec::new(); g.num_blocks()]],
+                leaves: vec![false],
             };
             let run = execute(&q, mask, None, 2000);
             let mut sink = TokenSink::new(&program);
@@ -541,13 +560,12 @@ proptest! {
             let fresh_direct = stack.last().is_some_and(|&(f, b, c)| {
                 !began && p.direct[f].get(b.index()).and_then(|d| d.get(c as usize)).is_some_and(Option::is_some)
             });
-            // The writer has no markers at an implicit call site, nor inside its (uninstrumented) callee.
+            // The writer has no markers at an implicit call site; a leaf's copy has no entry either (a certain
+            // call's callee has one, where a sync point may be taken).
             let at_implicit = stack.last().is_some_and(|&(f, b, c)| p.is_implicit(f, b, c));
-            let in_implicit = stack.len() >= 2 && {
-                let (f, b, c) = stack[stack.len() - 2];
-                p.is_implicit(f, b, c)
-            };
-            if matches!(ev, Event::CallReturned) && !stack.is_empty() && !fresh_direct && !at_implicit && !in_implicit {
+            let at_copy = at_implicit
+                && stack.last().is_some_and(|&(f, b, c)| p.direct[f][b.index()][c as usize].is_some_and(|g| p.leaves[g]));
+            if matches!(ev, Event::CallReturned) && !stack.is_empty() && !fresh_direct && !at_implicit {
                 encode_prefix_bits(&bt, &run.events[..i], &mut sink);
                 let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
                 syncs.push((sink.bits, ResumePoint { waiting, entered: None }, blocks));
@@ -558,7 +576,7 @@ proptest! {
                     stack.push((f.index(), p.cfgs[f.index()].entry(), 0));
                     began = false;
                     blocks += 1;
-                    if !at_implicit {
+                    if !at_copy {
                         encode_prefix_bits(&bt, &run.events[..=i], &mut sink);
                         syncs.push((sink.bits, ResumePoint { waiting, entered: Some(f) }, blocks - 1));
                     }
@@ -866,7 +884,7 @@ fn encode_prefix_bits(program: &Program, events: &[Event], sink: &mut Positions)
 }
 
 #[test]
-fn an_implicit_call_must_be_a_direct_call_of_a_marker_free_function() {
+fn an_implicit_call_is_a_direct_call_of_a_function_of_the_program() {
     // f: one block with one call site; g: a two-way branch (not marker-free); h: a straight line.
     let f = crate::graph::test_cfg(1, &[], &[0]);
     let g = crate::graph::test_cfg(3, &[(0, 1), (0, 2)], &[1, 2]);
@@ -885,11 +903,14 @@ fn an_implicit_call_must_be_a_direct_call_of_a_marker_free_function() {
     };
     let none = |cfg: &Cfg| tables(cfg, &CallSites::none(cfg));
     assert!(!none(&g).is_marker_free() && none(&h).is_marker_free());
-    let bad = Program::new(vec![caller(1), none(&g), none(&h)]);
-    assert_eq!(bad.check_implicit().map_err(|e| e.callee), Err(FuncId(1)));
-    let good = Program::new(vec![caller(2), none(&g), none(&h)]);
-    assert_eq!(good.check_implicit(), Ok(()));
-    // f calls h implicitly: the trace holds only f's Enter and the thread's Done; regeneration walks h.
+    // A callee the program does not have: refused.
+    let bad = Program::new(vec![caller(3), none(&g), none(&h)]);
+    assert_eq!(bad.check_implicit().map_err(|e| e.callee), Err(FuncId(3)));
+    let with_g = Program::new(vec![caller(1), none(&g), none(&h)]);
+    assert_eq!(with_g.check_implicit(), Ok(()));
+    let with_h = Program::new(vec![caller(2), none(&g), none(&h)]);
+    assert_eq!(with_h.check_implicit(), Ok(()));
+    // f calls h implicitly (a copy): the trace holds only f's Enter and the thread's Done; regeneration walks h.
     let events = [
         Event::Enter(FuncId(0)),
         Event::Enter(FuncId(2)),
@@ -898,10 +919,10 @@ fn an_implicit_call_must_be_a_direct_call_of_a_marker_free_function() {
         Event::CallReturned,
         Event::Edge(EdgeId(0)),
     ];
-    let bits = bit_trace(&good, &events);
+    let bits = bit_trace(&with_h, &events);
     assert_eq!(bits.bits, (1 + 2) + 1, "Enter(f) with a 2-bit id, the top level's Done");
     let mut reader = BitReader::new(&bits);
-    let blocks = regen(&good, &mut reader);
+    let blocks = regen(&with_h, &mut reader);
     let want: Vec<(FuncId, BlockId)> = vec![
         (FuncId(0), BlockId(0)),
         (FuncId(2), BlockId(0)),
@@ -910,4 +931,26 @@ fn an_implicit_call_must_be_a_direct_call_of_a_marker_free_function() {
         (FuncId(0), BlockId(1)),
     ];
     assert_eq!(blocks, want);
+    // f calls g implicitly (a certain call): g's decision is the only bit between f's Enter and the Done.
+    let events = [
+        Event::Enter(FuncId(0)),
+        Event::Enter(FuncId(1)),
+        Event::Edge(EdgeId(1)),
+        Event::Edge(EdgeId(3)),
+        Event::CallReturned,
+        Event::Edge(EdgeId(0)),
+    ];
+    let bits = bit_trace(&with_g, &events);
+    assert_eq!(bits.bits, (1 + 2) + 1 + 1, "Enter(f), g's one-bit decision, the top level's Done");
+    let mut reader = BitReader::new(&bits);
+    let blocks = regen(&with_g, &mut reader);
+    let want: Vec<(FuncId, BlockId)> = vec![
+        (FuncId(0), BlockId(0)),
+        (FuncId(1), BlockId(0)),
+        (FuncId(1), BlockId(2)),
+        (FuncId(1), BlockId(3)),
+        (FuncId(0), BlockId(1)),
+    ];
+    assert_eq!(blocks, want);
+    assert_eq!(reader.remaining(), 0);
 }
