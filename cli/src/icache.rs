@@ -23,7 +23,7 @@ use pathprof_core::cache::lru::LruCache;
 use pathprof_core::cache::machine_map::{align_blocks, map_blocks, BlockMapping, IrTarget};
 use pathprof_core::cache::program::Geometry;
 use pathprof_core::cache::replay::{Activation, StaticRun};
-use pathprof_core::tracing::{regenerate, BitReader, BitTrace, FuncId, StepSink};
+use pathprof_core::tracing::{regenerate, FuncId, StepSink};
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::trace::TraceFile;
 use serde::Serialize;
@@ -524,8 +524,7 @@ fn run_threads(
     let mut incomplete = 0;
     for t in &file.threads {
         let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
-        let trace = BitTrace { bytes: t.bytes.clone(), bits };
-        let mut reader = BitReader::new(&trace);
+        let mut reader = t.reader(bits);
         sim.thread_boundary();
         sim.stepping = false;
         match regenerate(program, &mut reader, sim, u64::MAX) {

@@ -688,7 +688,7 @@ fn regenerate_thread(
     let certain = Cell::new(0);
     let start = t.window.as_ref().map_or(0, |w| w.start);
     let reader = || {
-        let mut r = BitReader::over(&t.bytes, bits);
+        let mut r = t.reader(bits);
         r.skip(start);
         r
     };

@@ -112,6 +112,8 @@ pub const TRACE_PUT: &str = "__pathprof_trace_put";
 pub const TRACE_ENTER: &str = "__pathprof_trace_enter";
 /// Module-local, `alwaysinline`: a call site's return (state check, `Done` marker).
 pub const TRACE_DONE: &str = "__pathprof_trace_done";
+/// Module-local, `alwaysinline`: an activation's id through the thread's entry cache (trace mode).
+pub const TRACE_CACHED: &str = "__pathprof_trace_cached";
 /// Module-local, `alwaysinline`: a certain call site's return (state and announcement checks, no marker).
 pub const TRACE_DONE_CERTAIN: &str = "__pathprof_trace_done_certain";
 /// Module-local, `alwaysinline`: a `setjmp` call's return (`Done`, or a resync marker after a `longjmp`).
@@ -126,7 +128,7 @@ pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 pub const TRACE_TLS: &str = "__pathprof_trace_tls";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 21] = [
+pub const MODULE_LOCAL: [&str; 22] = [
     COUNTERS,
     META,
     DESC,
@@ -145,6 +147,7 @@ pub const MODULE_LOCAL: [&str; 21] = [
     TRACE_ENTER,
     TRACE_DONE,
     TRACE_DONE_CERTAIN,
+    TRACE_CACHED,
     TRACE_RESYNC,
     TRACE_UNWIND,
     TRACE_DESC,
@@ -156,11 +159,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 39] = {
-            let mut a = [""; 39];
+        let all: [&str; 40] = {
+            let mut a = [""; 40];
             a[..17].copy_from_slice(&RUNTIME);
-            a[17..38].copy_from_slice(&MODULE_LOCAL);
-            a[38] = TRACE_TLS;
+            a[17..39].copy_from_slice(&MODULE_LOCAL);
+            a[39] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

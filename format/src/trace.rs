@@ -5,7 +5,7 @@
 use crate::meta::ModuleMeta;
 use crate::trace_layout::*;
 use pathprof_core::tracing::{
-    bit_tracing_with, CallSites, FuncId, FuncTables, Program, ResumePoint, Waiting, WitnessPlan,
+    bit_tracing_with, BitReader, CallSites, FuncId, FuncTables, Program, ResumePoint, Waiting, WitnessPlan,
 };
 use pathprof_core::BlockId;
 use pathprof_core::Cfg;
@@ -207,6 +207,12 @@ pub struct ThreadTrace {
 }
 
 impl ThreadTrace {
+    /// Reads the stream's first `bits` bits as the runtime wrote them (bit tracing with the entry cache,
+    /// `trace_layout`'s `TLS_CACHE`).
+    pub fn reader(&self, bits: u64) -> BitReader<'_> {
+        BitReader::over(&self.bytes, bits).with_entry_cache(ENTRY_CACHE_BITS)
+    }
+
     /// Names the stream in messages: thread, copy (when not the first) and process.
     pub fn label(&self) -> String {
         match self.copy {

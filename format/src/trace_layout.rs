@@ -26,6 +26,13 @@
 //!   definition of the module the call is sure to run, stores [`CALLEE_CERTAIN`] | (1 + the callee's id): that
 //!   callee's entry then writes nothing, and the site writes no Done.
 //!
+//! - [`TLS_CACHE`]: the entry cache (`pathprof_core::tracing::bits`, "Entry cache"): an activation written with
+//!   a full id (`1` + id, or `01` + id at a fresh direct call site) writes after its prefix a hit flag: `1` and
+//!   the [`ENTRY_CACHE_BITS`]-bit slot when slot `id % ENTRY_CACHE_SLOTS` holds the id, else `0` and the
+//!   [`FUNC_ID_BITS`]-bit id; either way the slot then holds the id (resync and unwind markers' reserved ids
+//!   too). The cache starts empty (every slot `u32::MAX`, no id) with the thread and is emptied where a region
+//!   starts (its sync record); a flight-recorder thread has none (its sync points are not all in the file).
+//!
 //! When 64 bits are full, instrumented code calls the runtime's spill with the word; the runtime appends it to
 //! the thread's buffer and writes full buffers to the file as [`REC_DATA`] records.
 //!
@@ -80,7 +87,7 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// 4: data records carry their first word's index, sync and stop records, the shadow stack word;
 /// 5: announced entries at direct call sites, the module metadata's direct call sites, the callee word;
 /// 6: the file header with runtime copies, records' copy numbers, image records, the end record's thread id).
-pub const TRACE_VERSION: u32 = 6;
+pub const TRACE_VERSION: u32 = 7;
 /// Bytes of the file header.
 pub const FILE_HEADER: usize = 32;
 
@@ -202,7 +209,7 @@ pub const RESYNC_ID: u32 = MAX_FUNCS - 1;
 pub const UNWIND_ID: u32 = MAX_FUNCS - 2;
 
 /// Words of the per-thread state.
-pub const TLS_WORDS: usize = 6;
+pub const TLS_WORDS: usize = 7;
 /// Index of the bit accumulator.
 pub const TLS_ACC: usize = 0;
 /// Index of the number of bits in the accumulator.
@@ -215,6 +222,14 @@ pub const TLS_THREAD: usize = 3;
 pub const TLS_SHADOW: usize = 4;
 /// Index of the announced callee: 0, or 1 + the trace id of the function a fresh direct call site calls.
 pub const TLS_CALLEE: usize = 5;
+/// Index of the entry cache's address: [`ENTRY_CACHE_SLOTS`] `u32` trace ids in the runtime's record of the
+/// thread, or 0 (no cache: every full-id entry misses).
+pub const TLS_CACHE: usize = 6;
+/// Bits of an entry-cache slot index: an entry with a full id whose id the cache holds costs a flag and this
+/// many bits instead of a flag and [`FUNC_ID_BITS`].
+pub const ENTRY_CACHE_BITS: u8 = 6;
+/// Slots of the entry cache (direct-mapped: id `i` goes to slot `i % ENTRY_CACHE_SLOTS`).
+pub const ENTRY_CACHE_SLOTS: usize = 1 << ENTRY_CACHE_BITS;
 
 /// [`TLS_CALLEE`]: the announcement of a certain call site (its callee's entry writes no marker).
 pub const CALLEE_CERTAIN: u64 = 1 << 62;

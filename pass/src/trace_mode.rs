@@ -58,8 +58,9 @@ use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
-    CALLEE_CERTAIN, DESC_NAIVE, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES, STATE_CERTAIN, TLS_ACC, TLS_CALLEE, TLS_NACC,
-    TLS_SHADOW, TLS_STATE, TLS_WORDS, TRACE_VERSION, UNWIND_ID,
+    CALLEE_CERTAIN, DESC_NAIVE, ENTRY_CACHE_BITS, ENTRY_CACHE_SLOTS, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES,
+    STATE_CERTAIN, TLS_ACC, TLS_CACHE, TLS_CALLEE, TLS_NACC, TLS_SHADOW, TLS_STATE, TLS_WORDS, TRACE_VERSION,
+    UNWIND_ID,
 };
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -505,13 +506,51 @@ impl Emitter {
             LLVMBuildInBoundsGEP2(b, i64t, tls, ix.as_mut_ptr(), 1, c"".as_ptr())
         };
         let c = |v: u64| LLVMConstInt(i64t, v, 0);
-        // An activation marker with `shifted` = its id << 1: `01` + id at a fresh direct call site (`other`),
-        // `1` + id elsewhere; (value, width).
-        let marker = |b: LLVMBuilderRef, other: LLVMValueRef, shifted: LLVMValueRef, bits: u8| {
-            let plain = LLVMBuildOr(b, shifted, c(1), c"".as_ptr());
-            let escaped = LLVMBuildOr(b, LLVMBuildShl(b, shifted, c(1), c"".as_ptr()), c(0b10), c"".as_ptr());
+        // cached(id) -> the id's payload after an activation's prefix, through the thread's entry cache
+        // (format::trace_layout, TLS_CACHE): `1` + the slot when the slot holds the id, else `0` + the id (bit 0
+        // tells which); the slot then holds the id. No cache (0): always the id.
+        let mut params = [i64t];
+        let cached = helper(m, symbols::TRACE_CACHED, LLVMFunctionType(i64t, params.as_mut_ptr(), 1, 0));
+        {
+            let id = LLVMGetParam(cached, 0);
+            let entry = LLVMAppendBasicBlockInContext(ctx, cached, c"entry".as_ptr());
+            let look = LLVMAppendBasicBlockInContext(ctx, cached, c"look".as_ptr());
+            let hit = LLVMAppendBasicBlockInContext(ctx, cached, c"hit".as_ptr());
+            let miss = LLVMAppendBasicBlockInContext(ctx, cached, c"miss".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let p = LLVMBuildLoad2(b, i64t, gep(b, TLS_CACHE), c"".as_ptr());
+            let none = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, p, c(0), c"".as_ptr());
+            LLVMBuildCondBr(b, none, miss, look);
+            LLVMPositionBuilderAtEnd(b, look);
+            let slot = LLVMBuildAnd(b, id, c(ENTRY_CACHE_SLOTS as u64 - 1), c"".as_ptr());
+            let base = LLVMBuildIntToPtr(b, p, ptrt, c"".as_ptr());
+            let mut ix = [slot];
+            let sp = LLVMBuildInBoundsGEP2(b, i32t, base, ix.as_mut_ptr(), 1, c"".as_ptr());
+            let old = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, sp, c"".as_ptr()), i64t, c"".as_ptr());
+            LLVMBuildStore(b, LLVMBuildTrunc(b, id, i32t, c"".as_ptr()), sp);
+            let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, old, id, c"".as_ptr());
+            LLVMBuildCondBr(b, same, hit, miss);
+            LLVMPositionBuilderAtEnd(b, hit);
+            LLVMBuildRet(b, LLVMBuildOr(b, LLVMBuildShl(b, slot, c(1), c"".as_ptr()), c(1), c"".as_ptr()));
+            LLVMPositionBuilderAtEnd(b, miss);
+            LLVMBuildRet(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()));
+        }
+        // An activation marker for `id`: `01` + its payload at a fresh direct call site (`other`), `1` + its
+        // payload elsewhere; (value, width).
+        let marker = |b: LLVMBuilderRef, other: LLVMValueRef, id: LLVMValueRef| {
+            let payload = LLVMBuildCall2(b, LLVMGlobalGetValueType(cached), cached, [id].as_mut_ptr(), 1, c"".as_ptr());
+            let hit = LLVMBuildTrunc(b, payload, LLVMInt1TypeInContext(ctx), c"".as_ptr());
+            let pw = LLVMBuildSelect(
+                b,
+                hit,
+                c(1 + u64::from(ENTRY_CACHE_BITS)),
+                c(1 + u64::from(FUNC_ID_BITS)),
+                c"".as_ptr(),
+            );
+            let plain = LLVMBuildOr(b, LLVMBuildShl(b, payload, c(1), c"".as_ptr()), c(1), c"".as_ptr());
+            let escaped = LLVMBuildOr(b, LLVMBuildShl(b, payload, c(2), c"".as_ptr()), c(0b10), c"".as_ptr());
             let v = LLVMBuildSelect(b, other, escaped, plain, c"".as_ptr());
-            let w = LLVMBuildSelect(b, other, c(2 + u64::from(bits)), c(1 + u64::from(bits)), c"".as_ptr());
+            let w = LLVMBuildAdd(b, pw, LLVMBuildSelect(b, other, c(2), c(1), c"".as_ptr()), c"".as_ptr());
             (v, w)
         };
         // Reads and clears the announced callee: whether the stream is at a fresh direct call site.
@@ -524,7 +563,7 @@ impl Emitter {
         // The width of a Done here (`00` at a fresh direct call site, else `0`); clears the announced callee.
         let done_width = |b: LLVMBuilderRef| LLVMBuildSelect(b, fresh_site(b), c(2), c(1), c"".as_ptr());
         // A resync or unwind marker's reserved id, prefixed as the position calls for; clears the callee.
-        let marker_here = |b: LLVMBuilderRef, reserved: u64| marker(b, fresh_site(b), c(reserved << 1), FUNC_ID_BITS);
+        let marker_here = |b: LLVMBuilderRef, reserved: u64| marker(b, fresh_site(b), c(reserved));
 
         // put(v, w): acc |= v << n; n += w; a full word goes to the runtime.
         let mut params = [i64t, i64t];
@@ -627,7 +666,7 @@ impl Emitter {
                 LLVMPositionBuilderAtEnd(b, write);
                 let is_mine = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, mine, c"".as_ptr());
                 let other = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr());
-                let (v, w) = marker(b, other, LLVMBuildShl(b, id, c(1), c"".as_ptr()), FUNC_ID_BITS);
+                let (v, w) = marker(b, other, id);
                 let v = LLVMBuildSelect(b, is_mine, c(1), v, c"".as_ptr());
                 let w = LLVMBuildSelect(b, is_mine, c(1), w, c"".as_ptr());
                 let mut args = [v, w];

@@ -80,6 +80,9 @@ struct Thread {
     window: bool,
     syncs: u64,
     ring: Ring,
+    /// The entry cache instrumented code reaches through `TLS_CACHE` (none with a flight recorder, whose
+    /// file keeps only the oldest surviving sync point: a reader could not empty its copy where this one was).
+    cache: [u32; ENTRY_CACHE_SLOTS],
     fill: usize,
     head: [u64; HEAD_WORDS],
     buf: [u64; BUF_WORDS],
@@ -310,6 +313,10 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
         }
         if st.ring_bytes > 0 && !(*t).ring.allocate(st.ring_bytes) {
             pp_warn!("cannot map the flight recorder's ring; this thread is traced whole");
+        }
+        if st.naive != Some(true) && !(*t).ring.on() {
+            (*t).cache.fill(u32::MAX);
+            *tls.add(TLS_CACHE) = (*t).cache.as_mut_ptr() as u64;
         }
         let early = !libc::pthread_getspecific(st.early_key).is_null();
         if st.region && !early {
@@ -723,6 +730,8 @@ pub extern "C" fn __pathprof_trace_start() {
         t.ring.record(SyncPoint { bit, kind: SYNC_AT_SITE, state, depth, ..Default::default() }, entry);
     } else {
         write_sync(st, t.serial, bit, SYNC_AT_SITE, state, depth, entry);
+        // The window is read from here with an empty entry cache (`trace_layout`, TLS_CACHE).
+        t.cache.fill(u32::MAX);
     }
 }
 

@@ -711,15 +711,26 @@ fn bits_breakdown_sums_to_the_streams_and_names_the_costly_entries() {
     // apply's 37 direct calls of classify (30 in the worker, 7 in main) are fresh direct call sites.
     assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (37, 37));
     let entries = count_and_bits(&bits["entries"], "function");
-    // 1 + a 20-bit id: classify from main (another image), twice through apply's pointer, plugin_scale through
-    // dlsym's, apply from main's image, and the two threads' top-level functions.
-    let want: BTreeMap<String, (u64, u64)> =
-        [("classify", 20), ("twice", 37), ("plugin_scale", 9), ("apply", 2), ("main", 1), ("worker", 1)]
-            .into_iter()
-            .map(|(f, n)| (f.to_string(), (n, 21 * n)))
-            .collect();
+    // Entries with a full id: classify from main (another image), twice through apply's pointer, plugin_scale
+    // through dlsym's, apply from main's image, and the two threads' top-level functions. Each stream (an
+    // image's copy in one thread) has its own entry cache, and the program has too few functions for two to
+    // share a slot: a function's first entry in each stream it is entered in costs `1`, a miss flag and a
+    // 20-bit id (22 bits), every later one `1`, a hit flag and a 6-bit slot (8 bits).
+    let want: BTreeMap<String, (u64, u64)> = [
+        // (function, entries, streams): twice and apply are entered in both threads (the worker calls apply).
+        ("classify", 20, 1),
+        ("twice", 37, 2),
+        ("plugin_scale", 9, 1),
+        ("apply", 2, 2),
+        ("main", 1, 1),
+        ("worker", 1, 1),
+    ]
+    .into_iter()
+    .map(|(f, n, streams)| (f.to_string(), (n, 22 * streams + 8 * (n - streams))))
+    .collect();
     assert_eq!(entries, want);
-    assert_eq!(kinds["enter with a function id"], (70, 70 * 21));
+    assert_eq!(kinds["enter with a function id"], (8, 8 * 22));
+    assert_eq!(kinds["enter with a cached id"], (62, 62 * 8));
     // Text: the same total on the first line.
     let text = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--bits"]).arg(&trace));
     let first = String::from_utf8_lossy(&text.stdout).lines().next().unwrap().to_string();
@@ -762,8 +773,10 @@ fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly()
     let bits = trace_json(&trace, &["--bits"]);
     let kinds = count_and_bits(&bits["categories"], "kind");
     assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (16, 16), "hook's entries only");
-    // main (top level), scale (pointer) and cmp (from qsort): a flag and a 20-bit id each.
-    assert_eq!(kinds["enter with a function id"], (2 + cmp, 21 * (2 + cmp)));
+    // main (top level), scale (pointer) and cmp (from qsort): `1`, a miss flag and a 20-bit id the first time
+    // each is entered, then (cmp) `1`, a hit flag and a 6-bit slot of the entry cache.
+    assert_eq!(kinds["enter with a function id"], (3, 3 * 22));
+    assert_eq!(kinds["enter with a cached id"], (cmp - 1, (cmp - 1) * 8));
     // Dones: hook's 16, the pointer call's, qsort's, printf's, the top level's — none for an implicit call.
     assert_eq!(kinds["done"].0, 16 + 1 + 1 + 1 + 1);
 }
@@ -789,15 +802,16 @@ fn certain_calls_write_nothing_and_a_foreign_entry_at_their_sites_is_abnormal() 
     let trace = dir.join("certain.pathtrace");
     assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
     // -O0, by hand (n = 5): decisions — main's argc test 1, its loop test 6, g's 5, depth's 6 — one bit each;
-    // main's entry from the top level (a flag and a 20-bit id); Dones of printf's call and of the top level.
+    // main's entry from the top level (`1`, the entry cache's miss flag, a 20-bit id); Dones of printf's call
+    // and of the top level.
     let bits = trace_json(&trace, &["--bits"]);
     let kinds = count_and_bits(&bits["categories"], "kind");
     assert_eq!(kinds["witness (branch decision)"], (18, 18));
-    assert_eq!(kinds["enter with a function id"], (1, 21));
+    assert_eq!(kinds["enter with a function id"], (1, 22));
     assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (0, 0));
     assert_eq!(kinds["done"], (2, 2));
     assert_eq!(kinds["done at a fresh direct call site"], (0, 0));
-    assert_eq!(bits["bits"], 41);
+    assert_eq!(bits["bits"], 42);
     let whole = trace_json(&trace, &[]);
     assert_eq!(whole["threads"][0]["status"], "complete");
     let steps = trace_steps(&whole["threads"][0]);

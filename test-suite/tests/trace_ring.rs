@@ -169,8 +169,8 @@ fn region_regenerates_exactly_the_blocks_between_start_and_stop() {
             );
             assert!(w.1.len() > steps.len() + 10, "{opt}: the region is only part of the thread");
         }
-        // Main's region, derived by hand from the source: fib(6) (25 activations) in enter_region, two frames
-        // deep, then section's loop: fib(i + 3) (2 fib(i + 4) - 1 activations) when s is odd, else churn.
+        // Main's region, derived by hand from the source: fib(6) (25 activations) and fib(3) through a pointer (5)
+        // in enter_region, two frames deep, then section's loop: fib(i + 3) (2 fib(i + 4) - 1 activations) when s is odd, else churn.
         let main_region = ours.iter().find(|(_, s)| s.iter().any(|(f, _)| f == "section")).expect("main's region");
         let entries = |name: &str| main_region.1.iter().filter(|(f, b)| f == name && *b == 0).count();
         let (fibs, churns) = expected_main_region();
@@ -199,10 +199,11 @@ fn expected_main_region() -> (usize, usize) {
     let mut w = churn(5, 100).wrapping_add(fib(10));
     w = w.wrapping_add(fib(5).wrapping_add(churn(w, 3)));
     w = w.wrapping_add(fib(12));
-    let mut s = fib(15).wrapping_add(churn(7, 50)).wrapping_add(w);
+    let mut s = fib(15).wrapping_add(churn(7, 50)).wrapping_add(fib(4)).wrapping_add(fib(4)).wrapping_add(w);
     s = s.wrapping_add(churn(s, 5));
     s = s.wrapping_add(fib(6));
-    let (mut fibs, mut churns) = (calls(6), 0);
+    s = s.wrapping_add(fib(3)); // through the pointer
+    let (mut fibs, mut churns) = (calls(6) + calls(3), 0);
     for i in 0..4 {
         if s & 1 != 0 {
             s = s.wrapping_add(fib(i + 3));

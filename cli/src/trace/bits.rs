@@ -1,6 +1,7 @@
 //! `pathprof trace --bits FILE`: where a trace's bits go. Bit tracing spends its bits on branch decisions
 //! (witnesses), on call markers (an `Enter` — one bit at a fresh direct call site, otherwise a flag and a
-//! 20-bit function id — and a `Done` per call site) and on resync and unwind markers. Which of these dominates
+//! function id: 20 bits, or a 6-bit slot of the entry cache — and a `Done` per call site) and on resync and
+//! unwind markers. Which of these dominates
 //! decides what would make a program's trace smaller, so the breakdown names the callees whose entries carry
 //! full ids and the predicates whose witnesses cost the most.
 //!
@@ -15,16 +16,17 @@ use pathprof_core::tracing::{
 };
 use pathprof_core::BlockId;
 use pathprof_format::trace::{FunctionRef, TraceFile};
-use pathprof_format::trace_layout::{RESYNC_ID, UNWIND_ID};
+use pathprof_format::trace_layout::{ENTRY_CACHE_BITS, RESYNC_ID, UNWIND_ID};
 use serde::Serialize;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::Write;
 
 /// The kinds of bits, in report order.
-const KINDS: [&str; 7] = [
+const KINDS: [&str; 8] = [
     "witness (branch decision)",
     "enter at a fresh direct call site (1 bit)",
+    "enter with a cached id",
     "enter with a function id",
     "done",
     "done at a fresh direct call site",
@@ -33,11 +35,12 @@ const KINDS: [&str; 7] = [
 ];
 const WITNESS: usize = 0;
 const ENTER_ANNOUNCED: usize = 1;
-const ENTER_ID: usize = 2;
-const DONE: usize = 3;
-const DONE_ANNOUNCED: usize = 4;
-const RESYNC: usize = 5;
-const UNWIND: usize = 6;
+const ENTER_CACHED: usize = 2;
+const ENTER_ID: usize = 3;
+const DONE: usize = 4;
+const DONE_ANNOUNCED: usize = 5;
+const RESYNC: usize = 6;
+const UNWIND: usize = 7;
 
 /// Bits and counts per kind, per callee entered with a full id, per predicate.
 #[derive(Default)]
@@ -86,12 +89,14 @@ impl DecisionSource for Metered<'_, '_> {
             (Ok(Some(f)), _) if f.0 == RESYNC_ID => RESYNC,
             (Ok(Some(f)), _) if f.0 == UNWIND_ID => UNWIND,
             (Ok(Some(f)), Some(g)) if *f == g => ENTER_ANNOUNCED,
+            // A prefix (`1`, or `01` at a fresh direct call site), the cache's hit flag and a slot.
+            (Ok(Some(_)), _) if bits <= 3 + u64::from(ENTRY_CACHE_BITS) => ENTER_CACHED,
             (Ok(Some(_)), _) => ENTER_ID,
             (_, Some(_)) => DONE_ANNOUNCED,
             _ => DONE,
         };
         self.meter.add(kind, bits);
-        if let (Ok(Some(f)), ENTER_ID) = (&a, kind) {
+        if let (Ok(Some(f)), ENTER_ID | ENTER_CACHED) = (&a, kind) {
             let e = self.meter.entries.entry(*f).or_default();
             e.0 += 1;
             e.1 += bits;
@@ -163,7 +168,7 @@ pub(super) fn run(file: &TraceFile, owner: &[Option<FunctionRef>], json: bool, o
             continue;
         };
         let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
-        let mut reader = BitReader::over(&t.bytes, bits);
+        let mut reader = t.reader(bits);
         reader.skip(t.window.as_ref().map_or(0, |w| w.start));
         let mut tally = Tally::new(&flat, None, false);
         let (counting, emitted) = (Cell::new(true), Cell::new(0));

@@ -38,7 +38,7 @@ crate::graph::typed_index!(
     "f"
 );
 
-pub use bits::{BitReader, BitTrace, BitWriter};
+pub use bits::{BitReader, BitTrace, BitWriter, EntryCache};
 pub use check::{check_blocking, check_trace, witness_set, TraceViolation, WitnessOf};
 pub use encode::{encode, EncodeError, Event, SymbolSink};
 pub use entropy::{EntropyModels, EntropySink, EntropySource, ModelError};

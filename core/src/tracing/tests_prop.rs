@@ -180,6 +180,8 @@ struct Run {
     fresh_dones: u64,
     /// Implicit calls (no bits: neither their entry nor their Done is written).
     implicit: u64,
+    /// The functions of the entries written with a full id (the top level's, escaped and plain ones), in order.
+    full_ids: Vec<usize>,
 }
 
 impl Run {
@@ -193,6 +195,25 @@ impl Run {
             + plain * (1 + fb)
             + self.fresh_dones * 2
             + (self.dones - self.fresh_dones - self.implicit)
+    }
+}
+
+impl Run {
+    /// What an entry cache of 2^`slot_bits` slots changes in [`Run::activation_bits`]: a flag per full-id
+    /// entry, and `slot_bits` instead of `func_bits` for each whose id its slot held (a direct-mapped table
+    /// simulated here on the ids in order).
+    fn entry_cache_delta(&self, func_bits: u8, slot_bits: u8) -> i64 {
+        let mut slots = vec![usize::MAX; 1 << slot_bits];
+        let mut delta = 0i64;
+        for &id in &self.full_ids {
+            let s = id % slots.len();
+            delta += 1;
+            if slots[s] == id {
+                delta += i64::from(slot_bits) - i64::from(func_bits);
+            }
+            slots[s] = id;
+        }
+        delta
     }
 }
 
@@ -246,7 +267,10 @@ impl Exec<'_> {
                             self.run.announced += 1;
                         } else {
                             self.run.escaped += 1;
+                            self.run.full_ids.push(callee);
                         }
+                    } else {
+                        self.run.full_ids.push(callee);
                     }
                     self.activation(callee, depth + 1);
                 }
@@ -291,6 +315,7 @@ fn execute(p: &RandomProgram, seed: u64, skew: Option<&Skew>, max_blocks: usize)
     ex.run.edge_counts = p.cfgs.iter().map(|g| vec![0; g.num_edges()]).collect();
     for _ in 0..1 + ex.rng.below(2) {
         let f = ex.rng.below(p.cfgs.len());
+        ex.run.full_ids.push(f);
         ex.activation(f, 0);
     }
     ex.run.dones += 1; // the thread's end
@@ -363,6 +388,20 @@ fn regen<D: DecisionSource>(program: &Program, src: &mut D) -> Vec<(FuncId, Bloc
 
 fn bit_trace(program: &Program, events: &[Event]) -> BitTrace {
     let mut w = BitWriter::new();
+    encode(program, events, &mut w).unwrap();
+    w.finish()
+}
+
+/// Slot bits of the entry cache the property tests use: 2 slots, so that programs of a few functions see both
+/// hits and misses.
+const TEST_CACHE_BITS: u8 = 1;
+
+/// [`bit_trace`] with an entry cache, emptied at bit `clear_at` if given.
+fn cached_bit_trace(program: &Program, events: &[Event], clear_at: Option<u64>) -> BitTrace {
+    let mut w = BitWriter::with_entry_cache(TEST_CACHE_BITS);
+    if let Some(x) = clear_at {
+        w.clear_cache_at(x);
+    }
     encode(program, events, &mut w).unwrap();
     w.finish()
 }
@@ -534,6 +573,17 @@ proptest! {
         prop_assert_eq!(&regen(&bt, &mut reader), &run.blocks);
         prop_assert_eq!(reader.remaining(), 0);
 
+        // With an entry cache: a flag per full-id entry, the slot instead of the id when it held the id.
+        let cached = cached_bit_trace(&bt, &run.events, None);
+        let fb = bits_for(nf);
+        prop_assert_eq!(
+            cached.bits as i64,
+            (decisions + run.activation_bits(fb)) as i64 + run.entry_cache_delta(fb, TEST_CACHE_BITS)
+        );
+        let mut reader = BitReader::new(&cached).with_entry_cache(TEST_CACHE_BITS);
+        prop_assert_eq!(&regen(&bt, &mut reader), &run.blocks);
+        prop_assert_eq!(reader.remaining(), 0);
+
         // Entropy coding with a profile of an earlier run (a different execution): exact all the same.
         let earlier = execute(&p, seed ^ 0x5555, None, 3000);
         let models = EntropyModels::from_edge_counts(&bt, &earlier.edge_counts).unwrap();
@@ -568,7 +618,7 @@ proptest! {
             if matches!(ev, Event::CallReturned) && !stack.is_empty() && !fresh_direct && !at_implicit {
                 encode_prefix_bits(&bt, &run.events[..i], &mut sink);
                 let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
-                syncs.push((sink.bits, ResumePoint { waiting, entered: None }, blocks));
+                syncs.push((sink.bits, cached_prefix_bits(&bt, &run.events[..i]), ResumePoint { waiting, entered: None }, blocks));
             }
             match *ev {
                 Event::Enter(f) => {
@@ -578,7 +628,8 @@ proptest! {
                     blocks += 1;
                     if !at_copy {
                         encode_prefix_bits(&bt, &run.events[..=i], &mut sink);
-                        syncs.push((sink.bits, ResumePoint { waiting, entered: Some(f) }, blocks - 1));
+                        let cached = cached_prefix_bits(&bt, &run.events[..=i]);
+                        syncs.push((sink.bits, cached, ResumePoint { waiting, entered: Some(f) }, blocks - 1));
                     }
                 }
                 Event::CallReturned => {
@@ -604,9 +655,17 @@ proptest! {
         prop_assume!(!syncs.is_empty());
         let whole = bit_trace(&bt, &run.events);
         for k in [pick as usize % syncs.len(), syncs.len() - 1, 0] {
-            let (bit, at, before) = &syncs[k];
+            let (bit, cached_bit, at, before) = &syncs[k];
             let mut reader = BitReader::new(&whole);
             prop_assert!(reader.skip(*bit));
+            let mut out = Vec::new();
+            regenerate_from(&bt, at, &mut reader, &mut out, 10_000_000).unwrap().unwrap();
+            prop_assert_eq!(&out[..], &run.blocks[*before..]);
+            prop_assert_eq!(reader.remaining(), 0);
+            // With an entry cache the writer empties it at the sync point; a reader starting there starts empty.
+            let cached = cached_bit_trace(&bt, &run.events, Some(*cached_bit));
+            let mut reader = BitReader::new(&cached).with_entry_cache(TEST_CACHE_BITS);
+            prop_assert!(reader.skip(*cached_bit));
             let mut out = Vec::new();
             regenerate_from(&bt, at, &mut reader, &mut out, 10_000_000).unwrap().unwrap();
             prop_assert_eq!(&out[..], &run.blocks[*before..]);
@@ -688,6 +747,7 @@ fn long_run(p: &RandomProgram, seed: u64, skew: Option<&Skew>, min_blocks: usize
     while ex.run.blocks.len() < min_blocks {
         let f = ex.rng.below(p.cfgs.len());
         ex.max_blocks = ex.run.blocks.len() + 5_000;
+        ex.run.full_ids.push(f);
         ex.activation(f, 0);
     }
     ex.run.dones += 1;
@@ -874,6 +934,14 @@ impl SymbolSink for Positions {
     fn done(&mut self, announced: Option<FuncId>, _func_bits: u8) {
         self.bits += if announced.is_some() { 2 } else { 1 };
     }
+}
+
+/// The bits an entry-cached bit-tracing writer writes for a prefix of the events (quadratic, test-sized).
+fn cached_prefix_bits(program: &Program, events: &[Event]) -> u64 {
+    let mut w = BitWriter::with_entry_cache(TEST_CACHE_BITS);
+    // An execution cut short: the encoder reports its end, after writing what it wrote.
+    let _ = encode(program, events, &mut w);
+    w.len()
 }
 
 /// The bits an encoder writes for a prefix of the events (a fresh count each time: quadratic, test-sized).
