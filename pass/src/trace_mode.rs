@@ -664,11 +664,18 @@ impl Emitter {
                 LLVMPositionBuilderAtEnd(b, check);
                 LLVMBuildCondBr(b, certain, written, write);
                 LLVMPositionBuilderAtEnd(b, write);
+                // The announced callee: `1`. Anything else: its marker, through the entry cache — only here,
+                // since the reader's copy of the cache sees only the entries written with an id.
                 let is_mine = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, mine, c"".as_ptr());
+                let announced_entry = LLVMAppendBasicBlockInContext(ctx, enter, c"announced".as_ptr());
+                let full = LLVMAppendBasicBlockInContext(ctx, enter, c"full".as_ptr());
+                LLVMBuildCondBr(b, is_mine, announced_entry, full);
+                LLVMPositionBuilderAtEnd(b, announced_entry);
+                LLVMBuildCall2(b, put_ty, put, [c(1), c(1)].as_mut_ptr(), 2, c"".as_ptr());
+                LLVMBuildBr(b, written);
+                LLVMPositionBuilderAtEnd(b, full);
                 let other = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr());
                 let (v, w) = marker(b, other, id);
-                let v = LLVMBuildSelect(b, is_mine, c(1), v, c"".as_ptr());
-                let w = LLVMBuildSelect(b, is_mine, c(1), w, c"".as_ptr());
                 let mut args = [v, w];
                 LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
                 LLVMBuildBr(b, written);

@@ -802,16 +802,19 @@ fn certain_calls_write_nothing_and_a_foreign_entry_at_their_sites_is_abnormal() 
     let trace = dir.join("certain.pathtrace");
     assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
     // -O0, by hand (n = 5): decisions — main's argc test 1, its loop test 6, g's 5, depth's 6 — one bit each;
-    // main's entry from the top level (`1`, the entry cache's miss flag, a 20-bit id); Dones of printf's call
-    // and of the top level.
+    // entries with an id (`1`, the entry cache's miss flag, a 20-bit id): main's from the top level and hook's
+    // first through the pointer (the two direct calls before it announced hook: they leave the cache alone);
+    // hook's second through the pointer hits (`1`, the hit flag, a 6-bit slot); hook's two direct calls are
+    // announced (`1`); Dones (`0`) of hook's four calls, printf's and the top level.
     let bits = trace_json(&trace, &["--bits"]);
     let kinds = count_and_bits(&bits["categories"], "kind");
     assert_eq!(kinds["witness (branch decision)"], (18, 18));
-    assert_eq!(kinds["enter with a function id"], (1, 22));
-    assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (0, 0));
-    assert_eq!(kinds["done"], (2, 2));
+    assert_eq!(kinds["enter with a function id"], (2, 2 * 22));
+    assert_eq!(kinds["enter with a cached id"], (1, 8));
+    assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (2, 2));
+    assert_eq!(kinds["done"], (6, 6));
     assert_eq!(kinds["done at a fresh direct call site"], (0, 0));
-    assert_eq!(bits["bits"], 42);
+    assert_eq!(bits["bits"], 18 + 44 + 8 + 2 + 6);
     let whole = trace_json(&trace, &[]);
     assert_eq!(whole["threads"][0]["status"], "complete");
     let steps = trace_steps(&whole["threads"][0]);

@@ -12,7 +12,7 @@
 use super::{Collector, Flat, Names, Tally};
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate_from, BitReader, DecisionSource, FuncId, ResumePoint, Resync, StreamError, Unwind,
+    regenerate_from, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StreamError, Unwind,
 };
 use pathprof_core::BlockId;
 use pathprof_format::trace::{FunctionRef, TraceFile};
@@ -174,10 +174,14 @@ pub(super) fn run(file: &TraceFile, owner: &[Option<FunctionRef>], json: bool, o
         let (counting, emitted) = (Cell::new(true), Cell::new(0));
         let mut sink = Collector::<false, false>::new(&mut tally, &counting, &emitted, u64::MAX);
         let mut src = Metered { reader, meter: &mut meter };
-        // A stream that ends inside a function (exit, a cut) has still been read up to where it ends.
-        regenerate_from(&program, &resume, &mut src, &mut sink, u64::MAX)
+        // A stream that ends inside a function (exit, a cut) has still been read up to where it ends; anything
+        // else the walk finds is a corrupt trace, as for the listing.
+        match regenerate_from(&program, &resume, &mut src, &mut sink, u64::MAX)
             .map_err(|e| anyhow::anyhow!("{}: corrupt trace: {e}", t.label()))?
-            .ok();
+        {
+            Ok(_) | Err(RegenError::Stream { error: StreamError::Ended, .. }) => {}
+            Err(e) => bail!("{}: corrupt trace: {e}", t.label()),
+        }
         branches += tally.branches();
     }
     let total: u64 = meter.kinds.iter().map(|k| k.1).sum();
