@@ -112,6 +112,8 @@ pub const TRACE_PUT: &str = "__pathprof_trace_put";
 pub const TRACE_ENTER: &str = "__pathprof_trace_enter";
 /// Module-local, `alwaysinline`: a call site's return (state check, `Done` marker).
 pub const TRACE_DONE: &str = "__pathprof_trace_done";
+/// Module-local, `alwaysinline`: a direct call site's return (no `Done` after its announced callee's return).
+pub const TRACE_DONE_DIRECT: &str = "__pathprof_trace_done_direct";
 /// Module-local, `alwaysinline`: an activation's id through the thread's entry cache (trace mode).
 pub const TRACE_CACHED: &str = "__pathprof_trace_cached";
 /// Module-local, `alwaysinline`: a certain call site's return (state and announcement checks, no marker).
@@ -128,7 +130,7 @@ pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 pub const TRACE_TLS: &str = "__pathprof_trace_tls";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 22] = [
+pub const MODULE_LOCAL: [&str; 23] = [
     COUNTERS,
     META,
     DESC,
@@ -147,6 +149,7 @@ pub const MODULE_LOCAL: [&str; 22] = [
     TRACE_ENTER,
     TRACE_DONE,
     TRACE_DONE_CERTAIN,
+    TRACE_DONE_DIRECT,
     TRACE_CACHED,
     TRACE_RESYNC,
     TRACE_UNWIND,
@@ -159,11 +162,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 40] = {
-            let mut a = [""; 40];
+        let all: [&str; 41] = {
+            let mut a = [""; 41];
             a[..17].copy_from_slice(&RUNTIME);
-            a[17..39].copy_from_slice(&MODULE_LOCAL);
-            a[39] = TRACE_TLS;
+            a[17..40].copy_from_slice(&MODULE_LOCAL);
+            a[40] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

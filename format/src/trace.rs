@@ -608,14 +608,14 @@ impl TraceFile {
         let mut point = ResumePoint::default();
         for k in 0..waiting_depth {
             let (id, (base, fi)) = func(w.entries[k])?;
-            let site = match w.entries.get(k + 1) {
-                Some(e) => site_number(*e),
-                None => site_number(w.state),
-            };
+            // The activation above's saved state (or, for the deepest, the thread's): the site, and whether
+            // it is bound (its announced callee began there: `trace_layout`, STATE_CERTAIN).
+            let state = w.entries.get(k + 1).copied().unwrap_or(w.state);
+            let (site, bound) = (site_number(state), state & STATE_CERTAIN != 0);
             let m = &self.modules[&base];
             match site_of(m, site) {
                 Some((f, block, call)) if f == fi => {
-                    point.waiting.push(Waiting { func: FuncId(id), block: BlockId(block), call })
+                    point.waiting.push(Waiting { func: FuncId(id), block: BlockId(block), call, bound })
                 }
                 _ => return Err(bad("a call site that is not its function's")),
             }

@@ -7,9 +7,11 @@
 //!   activation at depth k; `2k + 1` = inside a call site of depth k's activation (depth 0: the thread's top
 //!   level). An entry when the state is even, or a call site returning to a state other than its own, is an
 //!   abnormal transfer (a signal handler, `longjmp`, an exception): the runtime records where the trace stops
-//!   being regenerable. The site's number is in bits 32..63, and bit 63 ([`STATE_CERTAIN`]) marks a *certain*
-//!   call site, whose callee's entry writes no marker: there an entry without the site's announcement (a
-//!   signal handler before or after the callee) is abnormal too.
+//!   being regenerable. The site's number is in bits 32..63, and bit 63 ([`STATE_CERTAIN`]) marks a site
+//!   where no other activation may begin: a *certain* call site, whose callee's entry writes no marker, or a
+//!   direct call site whose announced callee (one without landing pads) began there — its entry sets the flag
+//!   in the state it restores on return, and the site then writes no Done. An entry that finds the flag
+//!   without a certain announcement (a signal handler, a function wrapping the callee) is abnormal too.
 //! - [`TLS_THREAD`]: the runtime's record of the thread (0 until the thread's first entry).
 //! - [`TLS_SHADOW`]: 0, or (flight recorder, region tracing) the thread's shadow stack, [`SHADOW_ENTRIES`]
 //!   `u64`s: every entry at depth k stores [`shadow_entry`] at index `2k % SHADOW_ENTRIES` (its body state), so
@@ -233,7 +235,8 @@ pub const ENTRY_CACHE_SLOTS: usize = 1 << ENTRY_CACHE_BITS;
 
 /// [`TLS_CALLEE`]: the announcement of a certain call site (its callee's entry writes no marker).
 pub const CALLEE_CERTAIN: u64 = 1 << 62;
-/// [`TLS_STATE`]: a certain call site's state (an entry must find the site's announcement).
+/// [`TLS_STATE`]: a certain call site's state, or a direct call site's whose announced callee began (an entry
+/// must find a certain announcement).
 pub const STATE_CERTAIN: u64 = 1 << 63;
 
 /// The module-wide call-site number in a call-site state or a shadow-stack entry (1-based; 0: the top level).

@@ -396,6 +396,8 @@ struct Emitter {
     put: LLVMValueRef,
     enter: LLVMValueRef,
     done: LLVMValueRef,
+    /// done_direct(expect, d): a direct call site's return (no Done after its announced callee's return).
+    done_direct: LLVMValueRef,
     /// done_certain(expect, d): a certain call site's return (no marker).
     done_certain: LLVMValueRef,
     /// resync(expect, d, id, block, call): a `setjmp` call's return.
@@ -598,14 +600,16 @@ impl Emitter {
             LLVMBuildRetVoid(b);
         }
 
-        // enter(id) -> saved state: an even state means a new thread or an abnormal entry (runtime decides).
-        let mut params = [i64t];
-        let enter = helper(m, symbols::TRACE_ENTER, LLVMFunctionType(i64t, params.as_mut_ptr(), 1, 0));
+        // enter(id, binds) -> saved state: an even state means a new thread or an abnormal entry (runtime
+        // decides). `binds` (STATE_CERTAIN for a function without landing pads, else 0) goes into the saved
+        // state of an announced entry: the state the function restores on return says the site is done.
+        let mut params = [i64t, i64t];
+        let enter = helper(m, symbols::TRACE_ENTER, LLVMFunctionType(i64t, params.as_mut_ptr(), 2, 0));
         let mut fp = [ptrt];
         let first = runtime(m, symbols::TRACE_FIRST, LLVMFunctionType(i64t, fp.as_mut_ptr(), 1, 0));
         let abnormal = runtime(m, symbols::TRACE_ABNORMAL, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
         {
-            let local = LLVMGetParam(enter, 0);
+            let (local, binds) = (LLVMGetParam(enter, 0), LLVMGetParam(enter, 1));
             let entry = LLVMAppendBasicBlockInContext(ctx, enter, c"entry".as_ptr());
             let slow = LLVMAppendBasicBlockInContext(ctx, enter, c"even".as_ptr());
             let go = LLVMAppendBasicBlockInContext(ctx, enter, c"go".as_ptr());
@@ -629,6 +633,8 @@ impl Emitter {
             let pbase = LLVMBuildStructGEP2(b, desc_ty, desc, 4, c"".as_ptr());
             let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), i64t, c"".as_ptr());
             let id = LLVMBuildAdd(b, base, local, c"".as_ptr());
+            // The state the activation restores on return (the site's, flagged after an announced entry).
+            let mut saved = phi;
             if !naive {
                 // The marker: `1` if a fresh direct call site announced this function, `01` + id if it
                 // announced another, `1` + id elsewhere (format::trace_layout, TLS_CALLEE).
@@ -672,6 +678,7 @@ impl Emitter {
                 LLVMBuildCondBr(b, is_mine, announced_entry, full);
                 LLVMPositionBuilderAtEnd(b, announced_entry);
                 LLVMBuildCall2(b, put_ty, put, [c(1), c(1)].as_mut_ptr(), 2, c"".as_ptr());
+                let bound = LLVMBuildOr(b, phi, binds, c"".as_ptr());
                 LLVMBuildBr(b, written);
                 LLVMPositionBuilderAtEnd(b, full);
                 let other = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr());
@@ -680,6 +687,11 @@ impl Emitter {
                 LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
                 LLVMBuildBr(b, written);
                 LLVMPositionBuilderAtEnd(b, written);
+                let merged = LLVMBuildPhi(b, i64t, c"".as_ptr());
+                let mut vals = [phi, bound, phi];
+                let mut blocks = [check, announced_entry, full];
+                LLVMAddIncoming(merged, vals.as_mut_ptr(), blocks.as_mut_ptr(), 3);
+                saved = merged;
             }
             // The shadow stack (flight recorder, regions): this activation's entry; a sync if one is wanted.
             let shadow = LLVMAppendBasicBlockInContext(ctx, enter, c"shadow".as_ptr());
@@ -693,7 +705,7 @@ impl Emitter {
             let mut ix = [LLVMBuildAnd(b, d, c(SHADOW_ENTRIES - 1), c"".as_ptr())];
             let slot = LLVMBuildInBoundsGEP2(b, i64t, base, ix.as_mut_ptr(), 1, c"".as_ptr());
             // shadow_entry(saved, body state, id)
-            let site = LLVMBuildAnd(b, phi, c(!0xffff_ffff), c"".as_ptr());
+            let site = LLVMBuildAnd(b, saved, c(!0xffff_ffff), c"".as_ptr());
             let high = LLVMBuildAnd(b, d, c(0xfff0_0000), c"".as_ptr());
             let entry = LLVMBuildOr(b, LLVMBuildOr(b, site, high, c"".as_ptr()), id, c"".as_ptr());
             LLVMBuildStore(b, entry, slot);
@@ -711,7 +723,7 @@ impl Emitter {
             LLVMBuildCall2(b, LLVMGlobalGetValueType(sync), sync, args.as_mut_ptr(), 1, c"".as_ptr());
             LLVMBuildBr(b, out);
             LLVMPositionBuilderAtEnd(b, out);
-            LLVMBuildRet(b, phi);
+            LLVMBuildRet(b, saved);
         }
 
         // done(expect, d): the call site's state must still be there; Done = one 0 bit.
@@ -738,6 +750,27 @@ impl Emitter {
                 let mut args = [c(0), done_width(b)];
                 LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
             }
+            LLVMBuildRetVoid(b);
+        }
+        // done_direct(expect, d): a direct call site's return. Its announced callee began there and returned (it
+        // flagged the state it restored): the site is done, no Done. Otherwise as `done`.
+        let mut params = [i64t, i64t];
+        let done_direct = helper(m, symbols::TRACE_DONE_DIRECT, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+        {
+            let (expect, d) = (LLVMGetParam(done_direct, 0), LLVMGetParam(done_direct, 1));
+            let entry = LLVMAppendBasicBlockInContext(ctx, done_direct, c"entry".as_ptr());
+            let quiet = LLVMAppendBasicBlockInContext(ctx, done_direct, c"bound".as_ptr());
+            let other = LLVMAppendBasicBlockInContext(ctx, done_direct, c"done".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let s = LLVMBuildLoad2(b, i64t, gep(b, TLS_STATE), c"".as_ptr());
+            let flagged = LLVMBuildOr(b, expect, c(STATE_CERTAIN), c"".as_ptr());
+            let bound = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, flagged, c"".as_ptr());
+            LLVMBuildCondBr(b, bound, quiet, other);
+            LLVMPositionBuilderAtEnd(b, quiet);
+            LLVMBuildStore(b, d, gep(b, TLS_STATE));
+            LLVMBuildRetVoid(b);
+            LLVMPositionBuilderAtEnd(b, other);
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(done), done, [expect, d].as_mut_ptr(), 2, c"".as_ptr());
             LLVMBuildRetVoid(b);
         }
         // done_certain(expect, d): a certain call site's return: its state still there and its callee entered
@@ -822,6 +855,7 @@ impl Emitter {
             put,
             enter,
             done,
+            done_direct,
             done_certain,
             resync,
             unwind,
@@ -844,7 +878,9 @@ impl Emitter {
         };
         let entry = p.graph.blocks[0];
         LLVMPositionBuilderBefore(b, ir::first_insertion_point(entry).expect("a block has a terminator"));
-        let saved = call(self.enter, &mut [c(index)]);
+        // A function without landing pads cannot resume: its return after an announced entry ends the site.
+        let binds = if p.invokes.is_empty() { STATE_CERTAIN } else { 0 };
+        let saved = call(self.enter, &mut [c(index), c(binds)]);
         let d = LLVMBuildAdd(b, LLVMBuildAnd(b, saved, c(0xffff_ffff), c"".as_ptr()), c(1), c"pathprof.depth".as_ptr());
         let pstate = {
             let mut ix = [c(TLS_STATE as u64)];
@@ -902,6 +938,9 @@ impl Emitter {
                     let expect_here = LLVMBuildOr(b, expect_here, c(STATE_CERTAIN), c"".as_ptr());
                     call(self.done_certain, &mut [expect_here, d]);
                 }
+                _ if sites.direct[bi][calls.len() - 1].is_some() => {
+                    call(self.done_direct, &mut [expect_here, d]);
+                }
                 _ => {
                     call(self.done, &mut [expect_here, d]);
                 }
@@ -955,6 +994,9 @@ impl Emitter {
                     }
                     _ if certain => {
                         call(self.done_certain, &mut [expect_here, d]);
+                    }
+                    _ if sites.direct[bi][ci].is_some() => {
+                        call(self.done_direct, &mut [expect_here, d]);
                     }
                     _ => {
                         call(self.done, &mut [expect_here, d]);

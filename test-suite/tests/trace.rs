@@ -777,8 +777,9 @@ fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly()
     // each is entered, then (cmp) `1`, a hit flag and a 6-bit slot of the entry cache.
     assert_eq!(kinds["enter with a function id"], (3, 3 * 22));
     assert_eq!(kinds["enter with a cached id"], (cmp - 1, (cmp - 1) * 8));
-    // Dones: hook's 16, the pointer call's, qsort's, printf's, the top level's — none for an implicit call.
-    assert_eq!(kinds["done"].0, 16 + 1 + 1 + 1 + 1);
+    // Dones: the pointer call's, qsort's, printf's, the top level's — none for an implicit call, nor for
+    // hook's direct calls (its announced entry's return ends the site).
+    assert_eq!(kinds["done"].0, 1 + 1 + 1 + 1);
 }
 
 #[test]
@@ -805,16 +806,17 @@ fn certain_calls_write_nothing_and_a_foreign_entry_at_their_sites_is_abnormal() 
     // entries with an id (`1`, the entry cache's miss flag, a 20-bit id): main's from the top level and hook's
     // first through the pointer (the two direct calls before it announced hook: they leave the cache alone);
     // hook's second through the pointer hits (`1`, the hit flag, a 6-bit slot); hook's two direct calls are
-    // announced (`1`); Dones (`0`) of hook's four calls, printf's and the top level.
+    // announced (`1`), and hook (no landing pad) returning there ends their sites: no Done; Dones (`0`) of the
+    // two pointer calls, printf's and the top level.
     let bits = trace_json(&trace, &["--bits"]);
     let kinds = count_and_bits(&bits["categories"], "kind");
     assert_eq!(kinds["witness (branch decision)"], (18, 18));
     assert_eq!(kinds["enter with a function id"], (2, 2 * 22));
     assert_eq!(kinds["enter with a cached id"], (1, 8));
     assert_eq!(kinds["enter at a fresh direct call site (1 bit)"], (2, 2));
-    assert_eq!(kinds["done"], (6, 6));
+    assert_eq!(kinds["done"], (4, 4));
     assert_eq!(kinds["done at a fresh direct call site"], (0, 0));
-    assert_eq!(bits["bits"], 18 + 44 + 8 + 2 + 6);
+    assert_eq!(bits["bits"], 18 + 44 + 8 + 2 + 4);
     let whole = trace_json(&trace, &[]);
     assert_eq!(whole["threads"][0]["status"], "complete");
     let steps = trace_steps(&whole["threads"][0]);
@@ -849,6 +851,13 @@ fn certain_calls_write_nothing_and_a_foreign_entry_at_their_sites_is_abnormal() 
     assert!(status.starts_with("incomplete: an abnormal transfer"), "{status}");
     // main up to g(0)'s decision's target: g(0)'s return and main's next blocks came after g(7).
     assert_eq!(after, steps[..=g0[0] + 1].to_vec());
+    // The same right after hook (weak: a direct call, not certain) returned from its first direct call: its
+    // announced entry ended the site, so an entry there is abnormal too. Shown: up to hook's entry.
+    let (status, after_hook) =
+        gdb(&["break hook", "run", "delete", "finish", "print (int)hook(9)", "continue"], "hook.pathtrace");
+    assert!(status.starts_with("incomplete: an abnormal transfer"), "{status}");
+    let hook0 = steps.iter().position(|s| *s == ("hook".to_string(), 0)).unwrap();
+    assert_eq!(after_hook, steps[..=hook0].to_vec());
 }
 
 #[test]

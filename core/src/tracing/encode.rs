@@ -2,8 +2,8 @@
 //!
 //! This is the model the runtime implements with instrumentation: an edge that writes a witness emits its
 //! value; a function entry emits `Enter(f)` (announced at a fresh direct call site: `regenerate`, "Direct
-//! calls"); the return of a call site emits `Done` (and so does the end of
-//! the thread); an implicit call site emits neither (`regenerate`, "Implicit calls"); a return of a function whose placement lets a predicate reach EXIT witness-free emits EOF.
+//! calls"); the return of a call site emits `Done` (and so does the end of the thread), except where the
+//! announced callee's return ended it; an implicit call site emits neither (`regenerate`, "Implicit calls"); a return of a function whose placement lets a predicate reach EXIT witness-free emits EOF.
 //! Every encoding is a [`SymbolSink`] paired with a [`super::regenerate::DecisionSource`] that reads the same
 //! symbols in the same contexts.
 
@@ -47,66 +47,63 @@ pub enum EncodeError {
 
 /// Encodes one thread's events into `sink` and ends the thread (top-level Done).
 pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) -> Result<(), EncodeError> {
-    // Current activations, innermost last: (function, current vertex, call sites of it already returned,
-    // whether an activation began at the current call site).
-    let mut stack: Vec<(FuncId, BlockId, u32, bool)> = Vec::new();
+    // Current activations, innermost last.
+    let mut stack: Vec<Activation> = Vec::new();
     let calls = |f: FuncId, v: BlockId| program.funcs[f.index()].calls[v.index()];
-    // The callee announced where the next activation is read: a fresh direct call site's.
-    let announced = |top: Option<&(FuncId, BlockId, u32, bool)>| {
-        top.filter(|t| !t.3).and_then(|&(g, v, done, _)| program.funcs[g.index()].direct_callee(v, done))
-    };
-    // The callee of the current call site if the call is implicit there.
-    let implicit = |top: Option<&(FuncId, BlockId, u32, bool)>| {
-        top.and_then(|&(g, v, done, _)| program.funcs[g.index()].implicit_callee(v, done))
-    };
     for (index, &ev) in events.iter().enumerate() {
         let bad = EncodeError::BadEvent { index };
         match ev {
             Event::Enter(f) => {
                 let t = program.func(f).ok_or(bad.clone())?;
-                let quiet = implicit(stack.last());
-                if let Some(&(g, v, done, began)) = stack.last() {
-                    // An implicit site runs its callee once, and nothing else.
-                    if done >= calls(g, v) || quiet.is_some_and(|c| c != f || began) {
+                let top = stack.last();
+                let quiet = top.and_then(|a| a.implicit(program));
+                let announced = top.and_then(|a| a.announced(program));
+                if let Some(a) = top {
+                    // An implicit site runs its callee once, and nothing else; a bound site nothing after it.
+                    if a.done >= calls(a.func, a.vertex) || a.bound || quiet.is_some_and(|c| c != f || a.began) {
                         return Err(bad);
                     }
                 }
                 if quiet.is_none() {
-                    sink.enter(f, announced(stack.last()), program.func_bits);
+                    sink.enter(f, announced, program.func_bits);
                 }
                 if let Some(top) = stack.last_mut() {
-                    top.3 = true;
+                    top.began = true;
+                    top.bound = announced == Some(f) && !t.may_resume();
                 }
-                stack.push((f, t.entry, 0, false));
+                stack.push(Activation { func: f, vertex: t.entry, done: 0, began: false, bound: false });
             }
             Event::CallReturned => {
-                let a = announced(stack.last());
-                let quiet = implicit(stack.last());
-                let (g, v, done, began) = stack.last_mut().ok_or(bad.clone())?;
-                if *done >= calls(*g, *v) || (quiet.is_some() && !*began) {
+                let top = stack.last().ok_or(bad.clone())?;
+                let announced = top.announced(program);
+                let quiet = top.implicit(program).is_some() || top.bound;
+                if top.done >= calls(top.func, top.vertex) || (top.implicit(program).is_some() && !top.began) {
                     return Err(bad);
                 }
-                *done += 1;
-                *began = false;
-                if quiet.is_none() {
-                    sink.done(a, program.func_bits);
+                if !quiet {
+                    sink.done(announced, program.func_bits);
                 }
+                let top = stack.last_mut().expect("checked above");
+                top.done += 1;
+                top.began = false;
+                top.bound = false;
             }
             Event::Edge(e) => {
-                let (f, v, done, _) = stack.last_mut().ok_or(bad.clone())?;
+                let a = stack.last_mut().ok_or(bad.clone())?;
+                let (f, v) = (a.func, a.vertex);
                 let t: &FuncTables = &program.funcs[f.index()];
-                if t.edge_from.get(e.index()) != Some(v) || *done != t.calls[v.index()] || !t.traces(e) {
+                if t.edge_from.get(e.index()) != Some(&v) || a.done != t.calls[v.index()] || !t.traces(e) {
                     return Err(bad);
                 }
-                *done = 0;
+                a.done = 0;
                 let w = t.edge_witness[e.index()];
                 if w != NONE {
-                    sink.witness(*f, *v, t.verts[v.index()].width, w);
+                    sink.witness(f, v, t.verts[v.index()].width, w);
                 }
-                *v = t.edge_to[e.index()];
-                if *v == t.exit {
+                a.vertex = t.edge_to[e.index()];
+                if a.vertex == t.exit {
                     if t.eof != NONE {
-                        sink.witness(*f, t.exit, t.verts[t.exit.index()].width, t.eof);
+                        sink.witness(f, t.exit, t.verts[t.exit.index()].width, t.eof);
                     }
                     stack.pop();
                 }
@@ -118,4 +115,33 @@ pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) 
     }
     sink.done(None, program.func_bits);
     Ok(())
+}
+
+/// One activation of the encoder's stack.
+struct Activation {
+    func: FuncId,
+    /// Its current vertex.
+    vertex: BlockId,
+    /// Call sites of the vertex already returned.
+    done: u32,
+    /// An activation began at the current call site.
+    began: bool,
+    /// That activation is the site's announced callee, which cannot resume: the site's Done is not written
+    /// (`regenerate`, "Direct calls").
+    bound: bool,
+}
+
+impl Activation {
+    /// The callee announced where the next activation is read: a fresh direct call site's.
+    fn announced(&self, program: &Program) -> Option<FuncId> {
+        if self.began {
+            return None;
+        }
+        program.funcs[self.func.index()].direct_callee(self.vertex, self.done)
+    }
+
+    /// The callee of the current call site if the call is implicit there.
+    fn implicit(&self, program: &Program) -> Option<FuncId> {
+        program.funcs[self.func.index()].implicit_callee(self.vertex, self.done)
+    }
 }

@@ -40,7 +40,14 @@
 //! activation (a callback through an interposed function, a signal handler, a resync or unwind marker). An
 //! activation read anywhere else (a site whose callee is not known, a site after its first activation, the top
 //! level) is `1` + id or `0` = Done. The decoder knows which alphabet applies: it passes the announced callee
-//! to [`DecisionSource::activation`]. A direct call thus costs 2 bits (its `1` and its Done), not 22.
+//! to [`DecisionSource::activation`].
+//!
+//! When the announced callee's activation begins at its site (its `1`), that very function was called there,
+//! so its return ends the site: nothing else can run there (a function wrapping the callee, or a signal
+//! handler, entering traced code after it is an abnormal transfer the writer detects). The site's Done then
+//! follows without being written — unless the callee may end with `resume` ([`FuncTables::may_resume`]),
+//! which the reader takes for a return while the exception goes on to a landing pad whose marker the site
+//! must read. A direct call thus costs 1 bit, not 22.
 //!
 //! # Implicit calls
 //! At a direct call site marked implicit ([`FuncTables::with_implicit_sites`]) the callee surely runs exactly
@@ -193,6 +200,9 @@ struct Frame {
     /// No activation has begun at the current call site yet (its direct callee, if any, is announced; an
     /// implicit call is walked). At an implicit site that is no longer fresh, its callee has returned.
     fresh: bool,
+    /// The activation that began at the current call site is its announced callee, which cannot resume: its
+    /// return ends the site (module docs, "Direct calls").
+    bound: bool,
 }
 
 impl Frame {
@@ -217,6 +227,13 @@ impl Frame {
     }
 }
 
+/// Whether an activation of `g` beginning at a call site that announced `announced` binds the site: it is the
+/// announced callee, which cannot resume, so its return ends the site (module docs, "Direct calls").
+#[inline]
+fn binds(program: &Program, announced: Option<FuncId>, g: FuncId) -> bool {
+    announced == Some(g) && program.func(g).is_some_and(|t| !t.may_resume())
+}
+
 /// Where a walk stopped.
 enum Stop {
     Returned,
@@ -233,6 +250,9 @@ pub struct Waiting {
     pub block: BlockId,
     /// The call's index among the block's call sites.
     pub call: u32,
+    /// The activation that began at the site is the site's announced callee, whose return ends the site
+    /// (module docs, "Direct calls"; the writer's call-site state says so).
+    pub bound: bool,
 }
 
 /// Where a stream read from a sync point starts: the waiting activations, outermost first, and the function
@@ -280,9 +300,14 @@ pub fn regenerate_from<D: DecisionSource, S: StepSink>(
         match calls {
             // A sync point is never taken at a fresh direct call site: the activations above it began (at an
             // implicit site, a certain call's callee, which takes sync points like any activation).
-            Some(n) if w.call < n => {
-                stack.push(Frame { func: w.func, vertex: w.block, pending: NONE, calls_left: n - w.call, fresh: false })
-            }
+            Some(n) if w.call < n => stack.push(Frame {
+                func: w.func,
+                vertex: w.block,
+                pending: NONE,
+                calls_left: n - w.call,
+                fresh: false,
+                bound: w.bound,
+            }),
             _ => return Err(BadResume(i)),
         }
     }
@@ -304,16 +329,22 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
     loop {
         let next = match start.take() {
             Some(f) => Some(f),
-            None => match stack.last().map(|top| (top.fresh, top.implicit_callee(program))) {
-                // An implicit call begins (walked without reading), or its callee returned (no Done to read).
-                Some((true, Some(g))) => Some(g),
-                Some((false, Some(_))) => None,
-                _ => src.activation(stack.last().and_then(|f| f.announced(program)), program.func_bits).map_err(
-                    |error| {
+            None => match stack.last().map(|top| (top.fresh, top.bound, top.implicit_callee(program))) {
+                // An implicit call begins (walked without reading), or its callee returned (no Done to read);
+                // the announced callee of a bound site returned (its Done follows).
+                Some((true, _, Some(g))) => Some(g),
+                Some((false, _, Some(_))) | Some((false, true, None)) => None,
+                _ => {
+                    let announced = stack.last().and_then(|f| f.announced(program));
+                    let a = src.activation(announced, program.func_bits).map_err(|error| {
                         let top = stack.last();
                         RegenError::Stream { error, func: top.map(|f| f.func), block: top.map(|f| f.vertex) }
-                    },
-                )?,
+                    })?;
+                    if let (Some(g), Some(top)) = (a, stack.last_mut()) {
+                        top.bound = binds(program, announced, g);
+                    }
+                    a
+                }
             },
         };
         let (mut frame, emit_first) = match next {
@@ -335,6 +366,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 // The calls after the setjmp call are left; the marker was its Done.
                 fr.calls_left = program.funcs[m.func.index()].calls[m.block.index()] - m.call - 1;
                 fr.fresh = true;
+                fr.bound = false;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -359,6 +391,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 fr.vertex = program.funcs[fr.func.index()].edge_to[edge.index()];
                 fr.pending = NONE;
                 fr.calls_left = 0;
+                fr.bound = false;
                 (fr, true)
             }
             Some(f) => {
@@ -366,13 +399,14 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 if let Some(waiting) = stack.last_mut() {
                     waiting.fresh = false; // an activation began at its call site
                 }
-                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true }, true)
+                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true, bound: false }, true)
             }
             None => {
                 let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
                 sink.site_done(fr.func, fr.vertex);
                 fr.calls_left -= 1;
                 fr.fresh = true;
+                fr.bound = false;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -381,7 +415,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
             }
         };
         let t = &program.funcs[frame.func.index()];
-        let stop = walk(t, program.func_bits, &mut frame, emit_first, src, sink, &mut budget).map_err(|e| match e {
+        let stop = walk(program, t, &mut frame, emit_first, src, sink, &mut budget).map_err(|e| match e {
             RegenError::BlockLimit(_) => RegenError::BlockLimit(max_blocks),
             e => e,
         })?;
@@ -398,8 +432,8 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
 /// untraced code — are passed without leaving the loop). The hot loop: one row lookup per block.
 #[inline]
 fn walk<D: DecisionSource, S: StepSink>(
+    program: &Program,
     t: &FuncTables,
-    func_bits: u8,
     frame: &mut Frame,
     mut emit_first: bool,
     src: &mut D,
@@ -446,7 +480,7 @@ fn walk<D: DecisionSource, S: StepSink>(
                         return Ok(Stop::Enter(g));
                     }
                     let announced = t.direct_callee(v, n - left);
-                    match src.activation(announced, func_bits).map_err(|e| stream(e, v))? {
+                    match src.activation(announced, program.func_bits).map_err(|e| stream(e, v))? {
                         None => {
                             sink.site_done(f, v);
                             left -= 1
@@ -455,6 +489,7 @@ fn walk<D: DecisionSource, S: StepSink>(
                             frame.vertex = v;
                             frame.pending = NONE;
                             frame.calls_left = left;
+                            frame.bound = binds(program, announced, g);
                             return Ok(Stop::Enter(g));
                         }
                     }

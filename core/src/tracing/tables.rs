@@ -73,6 +73,8 @@ pub struct FuncTables {
     pub(crate) implicit: Vec<bool>,
     /// Per vertex: the unwind edge of the `invoke` that ends it ([`NONE`]: none).
     pub(crate) unwind: Vec<u32>,
+    /// Some vertex has an unwind edge ([`FuncTables::may_resume`]).
+    may_resume: bool,
     /// Value each edge writes ([`NONE`] if none), and its source, for the encoder.
     pub(crate) edge_witness: Vec<u32>,
     pub(crate) edge_from: Vec<BlockId>,
@@ -152,20 +154,22 @@ impl FuncTables {
             site_base.push(sites);
             sites = sites.checked_add(n).ok_or(TablesError::TooLarge)?;
         }
+        let unwind: Vec<u32> = cfg
+            .vertices()
+            .map(|v| {
+                let mut outs = cfg.edge_ids().filter(|&e| cfg.edge(e).from == v && calls.is_unwind(cfg, e));
+                outs.next().map_or(NONE, |e| e.0)
+            })
+            .collect();
         Ok(FuncTables {
+            may_resume: unwind.iter().any(|&e| e != NONE),
             verts,
             trans,
             calls: counts,
             site_base,
             direct: vec![NONE; sites as usize],
             implicit: vec![false; sites as usize],
-            unwind: cfg
-                .vertices()
-                .map(|v| {
-                    let mut outs = cfg.edge_ids().filter(|&e| cfg.edge(e).from == v && calls.is_unwind(cfg, e));
-                    outs.next().map_or(NONE, |e| e.0)
-                })
-                .collect(),
+            unwind,
             edge_witness: cfg.edge_ids().map(|e| plan.value(e).unwrap_or(NONE)).collect(),
             edge_from: cfg.edges().iter().map(|e| e.from).collect(),
             edge_to: cfg.edges().iter().map(|e| e.to).collect(),
@@ -233,6 +237,14 @@ impl FuncTables {
             && self.verts.iter().all(|v| v.kind & PRED == 0)
             && self.eof == NONE
             && self.edge_witness.iter().all(|&w| w == NONE)
+    }
+
+    /// Whether an activation may end with `resume` (it has a landing pad: an `invoke`), which the reader takes
+    /// for a return although the exception goes on. A direct call's Done follows from the announced callee's
+    /// return only for a callee that cannot ([`super::regenerate`], "Direct calls").
+    #[inline]
+    pub fn may_resume(&self) -> bool {
+        self.may_resume
     }
 
     /// The traced function called directly at call site `call` of `v`, if any.

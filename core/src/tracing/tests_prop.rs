@@ -178,6 +178,8 @@ struct Run {
     escaped: u64,
     /// Dones of fresh direct call sites (2 bits).
     fresh_dones: u64,
+    /// Dones implied by the announced callee's return (no bits: `regenerate`, "Direct calls").
+    bound: u64,
     /// Implicit calls (no bits: neither their entry nor their Done is written).
     implicit: u64,
     /// The functions of the entries written with a full id (the top level's, escaped and plain ones), in order.
@@ -194,7 +196,7 @@ impl Run {
             + self.escaped * (2 + fb)
             + plain * (1 + fb)
             + self.fresh_dones * 2
-            + (self.dones - self.fresh_dones - self.implicit)
+            + (self.dones - self.fresh_dones - self.implicit - self.bound)
     }
 }
 
@@ -256,6 +258,7 @@ impl Exec<'_> {
                     self.run.dones += 1;
                     continue;
                 }
+                let mut bound = false;
                 for i in 0..k {
                     // A direct call runs its callee, but (rarely) an interposed function may run another one.
                     let callee = match direct {
@@ -265,6 +268,9 @@ impl Exec<'_> {
                     if i == 0 && direct.is_some() {
                         if direct == Some(callee) {
                             self.run.announced += 1;
+                            // The announced callee (random programs have no landing pads: it cannot resume)
+                            // ends the site: nothing else runs there, and its Done is not written.
+                            bound = true;
                         } else {
                             self.run.escaped += 1;
                             self.run.full_ids.push(callee);
@@ -273,6 +279,10 @@ impl Exec<'_> {
                         self.run.full_ids.push(callee);
                     }
                     self.activation(callee, depth + 1);
+                    if bound {
+                        self.run.bound += 1;
+                        break;
+                    }
                 }
                 if k == 0 && direct.is_some() {
                     self.run.fresh_dones += 1;
@@ -601,29 +611,42 @@ proptest! {
         // by simulating the events (independently of the regenerator).
         let mut sink = Positions { bits: 0 };
         let mut syncs = Vec::new();
-        let mut stack: Vec<(usize, BlockId, u32)> = Vec::new();
+        // Per activation: function, vertex, call sites of the vertex returned, and whether the activation that
+        // began at the current site is its announced callee (the site is bound: `regenerate`, "Direct calls").
+        let mut stack: Vec<(usize, BlockId, u32, bool)> = Vec::new();
         let mut blocks = 0usize;
-        // Whether an activation began at the innermost call site: the writer takes a sync point at a call
-        // site only inside a call of the runtime (regions), never at a fresh direct call site.
+        // Whether an activation began at the innermost call site.
         let mut began = false;
+        let waiting_of = |stack: &[(usize, BlockId, u32, bool)]| -> Vec<Waiting> {
+            stack
+                .iter()
+                .map(|&(f, b, c, bound)| Waiting { func: FuncId::from_index(f), block: b, call: c, bound })
+                .collect()
+        };
         for (i, ev) in run.events.iter().enumerate() {
-            let fresh_direct = stack.last().is_some_and(|&(f, b, c)| {
-                !began && p.direct[f].get(b.index()).and_then(|d| d.get(c as usize)).is_some_and(Option::is_some)
-            });
+            let direct_at = |&(f, b, c, _): &(usize, BlockId, u32, bool)| {
+                p.direct[f].get(b.index()).and_then(|d| d.get(c as usize)).copied().flatten()
+            };
+            // The writer takes a sync point at a call site only inside a call of the runtime (regions), never at
+            // a direct call site of a traced function.
+            let at_direct = stack.last().is_some_and(|top| direct_at(top).is_some());
             // The writer has no markers at an implicit call site; a leaf's copy has no entry either (a certain
             // call's callee has one, where a sync point may be taken).
-            let at_implicit = stack.last().is_some_and(|&(f, b, c)| p.is_implicit(f, b, c));
-            let at_copy = at_implicit
-                && stack.last().is_some_and(|&(f, b, c)| p.direct[f][b.index()][c as usize].is_some_and(|g| p.leaves[g]));
-            if matches!(ev, Event::CallReturned) && !stack.is_empty() && !fresh_direct && !at_implicit {
+            let at_implicit = stack.last().is_some_and(|&(f, b, c, _)| p.is_implicit(f, b, c));
+            let at_copy = at_implicit && stack.last().and_then(direct_at).is_some_and(|g| p.leaves[g]);
+            if matches!(ev, Event::CallReturned) && !stack.is_empty() && !at_direct && !at_implicit {
                 encode_prefix_bits(&bt, &run.events[..i], &mut sink);
-                let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
-                syncs.push((sink.bits, cached_prefix_bits(&bt, &run.events[..i]), ResumePoint { waiting, entered: None }, blocks));
+                let cached = cached_prefix_bits(&bt, &run.events[..i]);
+                syncs.push((sink.bits, cached, ResumePoint { waiting: waiting_of(&stack), entered: None }, blocks));
             }
             match *ev {
                 Event::Enter(f) => {
-                    let waiting = stack.iter().map(|&(f, b, c)| Waiting { func: FuncId::from_index(f), block: b, call: c }).collect();
-                    stack.push((f.index(), p.cfgs[f.index()].entry(), 0));
+                    if let Some(top) = stack.last_mut() {
+                        // Random programs have no landing pads: an announced callee binds its site.
+                        top.3 = !began && direct_at(top) == Some(f.index());
+                    }
+                    let waiting = waiting_of(&stack);
+                    stack.push((f.index(), p.cfgs[f.index()].entry(), 0, false));
                     began = false;
                     blocks += 1;
                     if !at_copy {
@@ -635,6 +658,7 @@ proptest! {
                 Event::CallReturned => {
                     if let Some(top) = stack.last_mut() {
                         top.2 += 1;
+                        top.3 = false;
                     }
                     began = false;
                 }
