@@ -737,6 +737,24 @@ fn bits_breakdown_sums_to_the_streams_and_names_the_costly_entries() {
     assert!(first.starts_with(&format!("{stream_bits} bits, {branches} conditional branches")), "{first}");
 }
 
+/// Builds `source` in trace mode at -O0 (bits there can be derived by hand) with `PATHPROF_STATS=1` and runs it
+/// once; returns the executable, its trace and the pass's statistics.
+fn traced_at_o0(source: &str, name: &str) -> (PathBuf, PathBuf, String) {
+    let dir = scratch(&format!("trace-{name}-bits"));
+    let exe = dir.join(name);
+    let out = run_ok(
+        wrapper(false)
+            .args(["--pathprof-mode=trace", "-O0", "-g"])
+            .arg(programs().join(source))
+            .arg("-o")
+            .arg(&exe)
+            .env("PATHPROF_STATS", "1"),
+    );
+    let trace = dir.join(format!("{name}.pathtrace"));
+    assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
+    (exe, trace, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 #[test]
 fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly() {
     // The second method and edge mode agree at -O0 and -O2 (the leaves' copies are inlined there).
@@ -744,20 +762,8 @@ fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly()
     check_against_edge_mode("trace_leaves.c", "complete");
     // -O0, by hand: main's loop calls twice, scale and chain implicitly (no bits), hook (weak) with a 1-bit
     // announced entry; scale once more through the pointer and cmp from qsort, each with a 20-bit id.
-    let dir = scratch("trace-leaves-bits");
-    let exe = dir.join("leaves");
-    let out = run_ok(
-        wrapper(false)
-            .args(["--pathprof-mode=trace", "-O0", "-g"])
-            .arg(programs().join("trace_leaves.c"))
-            .arg("-o")
-            .arg(&exe)
-            .env("PATHPROF_STATS", "1"),
-    );
-    let stats = String::from_utf8_lossy(&out.stderr);
+    let (_, trace, stats) = traced_at_o0("trace_leaves.c", "leaves");
     assert!(stats.contains("implicit_calls=3 "), "three implicit call sites: {stats}");
-    let trace = dir.join("leaves.pathtrace");
-    assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
     let summary = trace_json(&trace, &["--summary"]);
     let entries: BTreeMap<String, u64> = summary["functions"]
         .as_array()
@@ -788,20 +794,9 @@ fn certain_calls_write_nothing_and_a_foreign_entry_at_their_sites_is_abnormal() 
     // certain: no Enter, no Done. The second method and edge mode agree at -O0 and -O2.
     optimal_equals_naive("trace_certain.c", &[], "complete");
     check_against_edge_mode("trace_certain.c", "complete");
-    let dir = scratch("trace-certain");
-    let exe = dir.join("certain");
-    let out = run_ok(
-        wrapper(false)
-            .args(["--pathprof-mode=trace", "-O0", "-g"])
-            .arg(programs().join("trace_certain.c"))
-            .arg("-o")
-            .arg(&exe)
-            .env("PATHPROF_STATS", "1"),
-    );
-    let stats = String::from_utf8_lossy(&out.stderr);
+    let (exe, trace, stats) = traced_at_o0("trace_certain.c", "certain");
+    let dir = exe.parent().unwrap().to_path_buf();
     assert!(stats.contains("implicit_calls=0 certain_calls=3 "), "g, depth from main, depth from depth: {stats}");
-    let trace = dir.join("certain.pathtrace");
-    assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
     // -O0, by hand (n = 5): decisions — main's argc test 1, its loop test 6, g's 5, depth's 6 — one bit each;
     // entries with an id (`1`, the entry cache's miss flag, a 20-bit id): main's from the top level and hook's
     // first through the pointer (the two direct calls before it announced hook: they leave the cache alone);
