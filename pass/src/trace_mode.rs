@@ -9,7 +9,9 @@
 //!   there is a single 1 bit (`pathprof_core::tracing::regenerate`, "Direct calls"; the sites travel in
 //!   [`TraceModuleMeta::direct`]);
 //! - before every call site the call-site state, after it [`symbols::TRACE_DONE`]: `Done` = a 0 bit (so after a
-//!   block with k call sites come k groups "activations of traced callees, then Done");
+//!   block with k call sites come k groups "activations of traced callees, then Done"); at a direct call site
+//!   [`symbols::TRACE_DONE_DIRECT`] writes nothing when the announced callee began there and returned (a callee
+//!   without landing pads flags the state it restores: `pathprof_core::tracing::regenerate`, "Direct calls");
 //! - a direct call of a straight-line leaf of the module (no decision, no call site: its entry determines its
 //!   path) is *implicit*: it calls a copy of the leaf made before instrumentation and writes no marker at all;
 //!   the reader walks the leaf there (`pathprof_core::tracing::regenerate`, "Implicit calls"; the sites travel in
