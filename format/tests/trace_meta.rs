@@ -84,10 +84,11 @@ fn kept_calls_round_trip_with_the_recording_point() {
 fn a_file_of_the_previous_layout_is_refused_not_misread() {
     use pathprof_format::trace::{TraceError, TraceFile};
     use pathprof_format::trace_layout::{FileHeader, TRACE_MAGIC, TRACE_VERSION};
-    // Version 6 has the file header of runtime copies and records' copy numbers; files of versions 2–5 must be
-    // refused.
-    assert_eq!(TRACE_VERSION, 6);
-    for previous in [2u32, 3, 4, 5] {
+    // Version 7 writes entries with a full id through the entry cache (a hit flag before the id or slot);
+    // version 6 had the file header of runtime copies; files of versions 2–6 must be refused (a version 6
+    // stream read with the cache would be misread).
+    assert_eq!(TRACE_VERSION, 7);
+    for previous in [2u32, 3, 4, 5, 6] {
         let mut old = TRACE_MAGIC.to_vec();
         old.extend_from_slice(&previous.to_le_bytes());
         assert!(matches!(TraceFile::parse(&old), Err(TraceError::Version(v)) if v == previous));
