@@ -12,6 +12,7 @@ See test-suite/corpus/README.md. Only the Python 3 standard library is used.
 """
 
 import argparse
+import fcntl
 import fnmatch
 import glob
 import gzip
@@ -974,6 +975,12 @@ def main():
         for tool in ["pathprof", "pathprof-clang", "pathprof-clang++"]:
             if not (dist / "bin" / tool).exists():
                 sys.exit(f"corpus: {dist / 'bin' / tool} missing: run scripts/build.sh")
+        # Two runs in one work directory would unpack, build and delete each other's trees.
+        lock = open(work / ".lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            sys.exit(f"corpus: error: another run is using {work} (wait for it, or give --work another directory)")
         ctx = {"work": work, "dist": dist, "jobs": args.jobs, "keep": args.keep, "ran": set(),
                "partial": bool(args.mode),
                "apt_updated": ensure_apt(manifest, names)}
