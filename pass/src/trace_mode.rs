@@ -880,8 +880,9 @@ impl Emitter {
         };
         let entry = p.graph.blocks[0];
         LLVMPositionBuilderBefore(b, ir::first_insertion_point(entry).expect("a block has a terminator"));
-        // A function without landing pads cannot resume: its return after an announced entry ends the site.
-        let binds = if p.invokes.is_empty() { STATE_CERTAIN } else { 0 };
+        // A function that cannot resume (core's test, the reader's too): its return after an announced entry
+        // ends the site.
+        let binds = if p.tables.may_resume() { 0 } else { STATE_CERTAIN };
         let saved = call(self.enter, &mut [c(index), c(binds)]);
         let d = LLVMBuildAdd(b, LLVMBuildAnd(b, saved, c(0xffff_ffff), c"".as_ptr()), c(1), c"pathprof.depth".as_ptr());
         let pstate = {
