@@ -2,6 +2,8 @@
 //!
 //! Invariant: block `i` of the Cfg is the `i`-th block of the function in IR order, and the `Branch { succ }`
 //! edges of a block appear in terminator successor order, so the recorded successor order is LLVM's.
+//! An `indirectbr` that lists a block twice gets one edge to it (the first entry's `succ`): the entries are
+//! the same transfer.
 
 use crate::ir;
 use inkwell::llvm_sys::prelude::*;
@@ -261,10 +263,15 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
                 edges.push(Edge { from: src, to: exit, kind: EdgeKind::Termination });
                 leaves_abnormally = false;
             }
-            _ => {
+            op => {
+                // An `indirectbr` may list one block twice (two labels of one statement, such as
+                // oniguruma's threaded-code `L_FINISH`/`L_END`): both entries are the same transfer, which no
+                // run can tell apart, so the block gets one edge, at the first entry's successor index.
+                let one_edge_per_target = op == LLVMOpcode::LLVMIndirectBr;
+                let mut targets = HashSet::new();
                 for (s, succ) in ir::successors(term).into_iter().enumerate() {
                     let to = *index.get(&succ).ok_or_else(|| Unsupported("successor outside function".into()))?;
-                    if dead[to as usize] {
+                    if dead[to as usize] || (one_edge_per_target && !targets.insert(to)) {
                         continue;
                     }
                     edges.push(Edge { from: src, to: BlockId(to), kind: EdgeKind::Branch { succ: s as u32 } });
@@ -374,6 +381,11 @@ fn choose_sites(cfg: &Cfg, blocks: &[LLVMBasicBlockRef]) -> Vec<Site> {
                             .iter()
                             .filter(|&&o| matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }))
                             .count()
+                    } else if op == LLVMOpcode::LLVMIndirectBr {
+                        let mut distinct = ir::successors(term);
+                        distinct.sort_unstable();
+                        distinct.dedup();
+                        distinct.len()
                     } else {
                         ir::successors(term).len()
                     };

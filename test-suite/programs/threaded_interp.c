@@ -1,7 +1,8 @@
 // A threaded-code interpreter: every instruction ends in `goto *dispatch[op]`. Clang sends all of them to one
 // `indirectbr`, whose edges into the handlers cannot be split, so their instrumentation goes into the handlers
 // through PHIs; the loop's back edges are the plain branches to that `indirectbr`. Calls a helper from inside
-// the loop.
+// the loop. `halt`'s address is taken twice, so clang lists its block twice in the `indirectbr` (as in
+// oniguruma's matcher): both entries are one transfer, one edge.
 #include <stdio.h>
 
 enum { PUSH, ADD, MUL, DUP, JNZ, DEC, SWAP, CALL, HALT };
@@ -14,9 +15,10 @@ static long helper(long x) {
 
 static long run(const int *code) {
     static void *const dispatch[] = {&&push, &&add, &&mul, &&dup, &&jnz, &&dec, &&swap, &&call, &&halt};
-    long stack[16];
+    static void *const stop = &&halt;
+    long stack[16] = {0};
     int sp = 0, pc = 0;
-    goto *dispatch[code[pc]];
+    goto *(code[pc] == HALT ? stop : dispatch[code[pc]]);
 push:
     stack[sp++] = code[pc + 1];
     pc += 2;
@@ -55,16 +57,17 @@ call:
     pc++;
     goto *dispatch[code[pc]];
 halt:
-    return stack[sp - 1];
+    return sp ? stack[sp - 1] : 0;
 }
 
 int main(void) {
     // acc = 1; n = 6; do { acc = helper(acc * 2) + 1; n--; } while (n); return acc  (stack: acc n)
     static const int program[] = {PUSH, 1, PUSH, 6, /* 4: */ SWAP, PUSH, 2, MUL, CALL, PUSH, 1, ADD, SWAP, DEC,
                                   DUP, JNZ, 4, SWAP, HALT};
+    static const int empty[] = {HALT};
     long total = 0;
     for (int i = 0; i < 5; i++)
-        total += run(program);
+        total += run(i == 2 ? empty : program);
     printf("%ld\n", total);
     return 0;
 }

@@ -266,7 +266,12 @@ fn promoted_counts_equal_unpromoted_counts() {
                     prof
                 };
                 let (on, off) = (profile("1"), profile("0"));
-                let (a, b) = (counts_of(&show_json(&on)), counts_of(&show_json(&off)));
+                let (on_json, off_json) = (show_json(&on), show_json(&off));
+                for report in [&on_json, &off_json] {
+                    let left_out = &report["not_profiled"];
+                    assert_eq!(left_out.as_array().map(Vec::len), Some(0), "{name} {mode}: {left_out}");
+                }
+                let (a, b) = (counts_of(&on_json), counts_of(&off_json));
                 assert_eq!(a.len(), b.len(), "{name} {mode}: different graphs");
                 for (k, v) in &b {
                     assert!(v.is_some(), "{name} {mode}: {k} not exact without promotion");
