@@ -137,6 +137,8 @@ void pathprof_shim_register_callbacks(PassBuilder &PB) {
 
 } // extern "C"
 
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
@@ -170,6 +172,35 @@ void pathprof_shim_if_then_else(LLVMValueRef Cond, LLVMValueRef Before, LLVMValu
   SplitBlockAndInsertIfThenElse(unwrap(Cond), unwrap<Instruction>(Before)->getIterator(), &ThenTerm, &ElseTerm);
   *Then = wrap(ThenTerm);
   *Else = wrap(ElseTerm);
+}
+
+// Drops the repeated destinations of an `indirectbr` (clang lists a label once per `&&label` taken), keeping the
+// first occurrences in order, as SimplifyCFG would later: the same transfers, one CFG edge per target, so every
+// PHI the pass builds has one entry per predecessor edge. Returns how many were dropped.
+unsigned pathprof_shim_drop_repeated_destinations(LLVMValueRef Term) {
+  auto *IBI = dyn_cast<IndirectBrInst>(unwrap<Instruction>(Term));
+  if (!IBI)
+    return 0;
+  SmallVector<BasicBlock *, 16> Distinct;
+  SmallPtrSet<BasicBlock *, 16> Seen;
+  unsigned Dropped = 0;
+  for (BasicBlock *Dest : IBI->successors()) {
+    if (Seen.insert(Dest).second)
+      Distinct.push_back(Dest);
+    else {
+      Dest->removePredecessor(IBI->getParent(), /*KeepOneInputPHIs=*/true);
+      ++Dropped;
+    }
+  }
+  if (Dropped == 0)
+    return 0;
+  auto *New = IndirectBrInst::Create(IBI->getAddress(), Distinct.size(), IBI);
+  for (BasicBlock *Dest : Distinct)
+    New->addDestination(Dest);
+  New->copyMetadata(*IBI);
+  New->setDebugLoc(IBI->getDebugLoc());
+  IBI->eraseFromParent();
+  return Dropped;
 }
 
 // Marks a global dso_local (the C API has no setter): an executable's code then addresses it directly.

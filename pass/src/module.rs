@@ -18,13 +18,18 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     }
     let identity = crate::identity::of_module(&ir::module_source_name(m), config);
     let candidates: Vec<LLVMValueRef> = ir::functions(m).into_iter().filter(|&f| should_instrument(f)).collect();
-    if config.mode == pathprof_format::meta::Mode::Trace {
+    let mut dropped = 0;
+    for &f in &candidates {
+        dropped += drop_repeated_indirectbr_destinations(f);
+    }
+    let changed = if config.mode == pathprof_format::meta::Mode::Trace {
         crate::trace_mode::instrument(m, &candidates, config, identity)
     } else if config.mode.is_interprocedural() {
         crate::interproc_mode::instrument(m, &candidates, fam, config, identity)
     } else {
         crate::intraproc_mode::instrument(m, &candidates, fam, config, identity)
-    }
+    }?;
+    Ok(changed || dropped > 0)
 }
 
 /// Definitions we own or that will be discarded are left alone.
@@ -37,4 +42,17 @@ fn should_instrument(f: LLVMValueRef) -> bool {
         return false;
     }
     !ir::name(f).starts_with(OWN_SYMBOL_PREFIX)
+}
+
+/// An `indirectbr` listing one block several times (two `&&label`s of one label: oniguruma's matcher) has
+/// parallel edges that no run can tell apart and no code can be put on; every mode builds PHIs with one entry
+/// per CFG edge. Dropping the repeats — a no-op for the program, which SimplifyCFG does anyway — leaves one
+/// edge per target (`cfg_build` numbers a repeat-free terminator's edges the same either way).
+fn drop_repeated_indirectbr_destinations(f: LLVMValueRef) -> u32 {
+    ir::blocks(f)
+        .into_iter()
+        .filter_map(ir::terminator)
+        .filter(|&term| ir::opcode(term) == inkwell::llvm_sys::LLVMOpcode::LLVMIndirectBr)
+        .map(|term| unsafe { crate::shim::pathprof_shim_drop_repeated_destinations(term) })
+        .sum()
 }

@@ -12,6 +12,8 @@ extern "C" {
     pub fn pathprof_shim_subprogram_name(f: LLVMValueRef, len: *mut usize) -> *const c_char;
     /// Reports an error through the compiler's diagnostics.
     pub fn pathprof_shim_emit_error(m: LLVMModuleRef, msg: *const c_char);
+    /// Drops an `indirectbr`'s repeated destinations (first occurrences kept, in order); returns how many.
+    pub fn pathprof_shim_drop_repeated_destinations(term: LLVMValueRef) -> u32;
     /// Splits a critical edge with LLVM's `SplitCriticalEdge`.
     pub fn pathprof_shim_split_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
     /// Splits the block of `inst` right after it; returns the new block.

@@ -40,6 +40,8 @@ dup:
     goto *dispatch[code[pc]];
 jnz:
     pc = stack[--sp] ? code[pc + 1] : pc + 2;
+    if (pc < 0)
+        goto halt; // never taken: `halt` has a predecessor besides the indirectbr
     goto *dispatch[code[pc]];
 dec:
     stack[sp - 1]--;
