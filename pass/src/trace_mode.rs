@@ -23,7 +23,9 @@
 //!   writes no marker (any other entry at such a site is abnormal), and the site's return
 //!   ([`symbols::TRACE_DONE_CERTAIN`]) writes no Done;
 //! - before the terminator of every predicate (≥ 2 traced out-edges), the taken out-edge's position among them
-//!   in ⌈log2 N⌉ bits; before every `ret`, the state the entry found (the caller's call site, restored).
+//!   in ⌈log2 N⌉ bits — for an `indirectbr` (computed goto) first thing in the target instead
+//!   ([`Emitter::indirect_decisions`]); before every `ret`, the state the entry found (the caller's call site,
+//!   restored).
 //!
 //! The thread state (`trace_layout`) makes abnormal transfers visible: an entry that finds the thread in a
 //! function body (a signal handler) or a call site that returns to a state that is not its own (`longjmp`, an
@@ -34,8 +36,9 @@
 //! pad starts with the unwind marker ([`symbols::TRACE_UNWIND`]: the reserved id [`UNWIND_ID`], the function's
 //! id and its activation depth) and puts the thread state back to the activation's body — frames the
 //! exception passed through leave no trace of their own, and `resume` restores the caller's call-site state as
-//! `ret` does. Functions with `musttail` calls or `indirectbr`/`callbr` are left uninstrumented (a warning):
-//! their markers could not be placed yet. Their activations are then calls into untraced code.
+//! `ret` does. Functions with `musttail` calls or `callbr` (and `indirectbr` in mode icache) are left
+//! uninstrumented (a warning): their markers could not be placed yet. Their activations are then calls into
+//! untraced code.
 //!
 //! With `PATHPROF_TRACE_NAIVE=1` (`Config::trace_naive`) the module writes the second method instead: at the
 //! start of every block one 64-bit item (the block, and the function's trace id above it), no decisions and no
@@ -64,6 +67,7 @@ use pathprof_format::trace_layout::{
     STATE_CERTAIN, TLS_ACC, TLS_CACHE, TLS_CALLEE, TLS_NACC, TLS_SHADOW, TLS_STATE, TLS_WORDS, TRACE_VERSION,
     UNWIND_ID,
 };
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -90,7 +94,7 @@ fn is_call_site(inst: LLVMValueRef) -> bool {
 }
 
 /// Plans one function (no IR changes).
-fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
+fn plan(f: LLVMValueRef, facts: &CallFacts, icache: bool) -> Result<Planned, String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
     let mut calls = Vec::with_capacity(graph.blocks.len());
     let mut twice = Vec::with_capacity(graph.blocks.len());
@@ -111,7 +115,11 @@ fn plan(f: LLVMValueRef, facts: &CallFacts) -> Result<Planned, String> {
                     here.push(inst);
                     here_twice.push(facts.returns_twice(inst));
                 }
-                LLVMOpcode::LLVMIndirectBr => return Err("`indirectbr` is not traced yet".into()),
+                // Mode icache maps traced blocks onto machine blocks, which it cannot do across an indirect
+                // jump yet.
+                LLVMOpcode::LLVMIndirectBr if icache => {
+                    return Err("`indirectbr` is not simulated yet (mode icache)".into())
+                }
                 LLVMOpcode::LLVMCall if ir::is_musttail(inst) => {
                     return Err("`musttail` calls are not traced yet".into())
                 }
@@ -147,7 +155,7 @@ pub fn instrument(
     let mut planned = Vec::new();
     let mut left_out = LeftOut::default();
     for &f in candidates {
-        match catch_unwind(AssertUnwindSafe(|| plan(f, &facts))) {
+        match catch_unwind(AssertUnwindSafe(|| plan(f, &facts, config.optimizer_last))) {
             Ok(Ok(p)) => planned.push(p),
             Ok(Err(why)) => left_out.record(&identity.name, f, &why),
             Err(_) => left_out.record_internal_error(&identity.name, f),
@@ -871,6 +879,73 @@ impl Emitter {
     }
 
     /// Instruments one function; `site` numbers the module's call sites. Returns its predicates.
+    /// The decisions of `indirectbr` predicates (computed gotos). The jump's address is no value a `select`
+    /// could turn into the taken edge's token cheaply, so each target writes it first thing, before its own
+    /// code: nothing runs between the jump and there, so the token lands where the reader expects it. A target
+    /// that other edges enter too selects (token, width) by predecessor, with (0, 0) — no bits — on those edges.
+    unsafe fn indirect_decisions(&self, p: &Planned) {
+        let b = self.builder;
+        let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
+        let cfg = &p.graph.cfg;
+        let adj = cfg.adjacency();
+        // Per target block: (predecessor, token, width) of each traced indirectbr edge into it.
+        let mut tokens: BTreeMap<LLVMBasicBlockRef, Vec<(LLVMBasicBlockRef, u64, u64)>> = BTreeMap::new();
+        for (bi, &bb) in p.graph.blocks.iter().enumerate() {
+            let v = BlockId(bi as u32);
+            if ir::terminator(bb).is_none_or(|t| ir::opcode(t) != LLVMOpcode::LLVMIndirectBr) {
+                continue;
+            }
+            let out: Vec<_> = adj
+                .out_edges(v)
+                .iter()
+                .copied()
+                .filter(|&e| matches!(cfg.edge(e).kind, EdgeKind::Branch { .. }))
+                .collect();
+            if out.len() < 2 {
+                continue;
+            }
+            let width = u64::from(p.tables.token_width(v));
+            for e in out {
+                let value = u64::from(p.plan.value(e).expect("bit tracing witnesses every out-edge"));
+                tokens.entry(p.graph.blocks[cfg.edge(e).to.index()]).or_default().push((bb, value, width));
+            }
+        }
+        for (target, entries) in tokens {
+            // Every IR edge into the target, as its PHIs list them (an edge split earlier enters from its block).
+            let preds: Vec<LLVMBasicBlockRef> = ir::blocks(p.f)
+                .into_iter()
+                .flat_map(|q| {
+                    ir::terminator(q).map(ir::successors).unwrap_or_default().into_iter().map(move |s| (q, s))
+                })
+                .filter(|&(_, s)| s == target)
+                .map(|(q, _)| q)
+                .collect();
+            let token_from = |q: LLVMBasicBlockRef| entries.iter().find(|x| x.0 == q).map_or((0, 0), |x| (x.1, x.2));
+            // PHIs go before the first instruction's debug records too (the verifier refuses records on PHIs).
+            LLVMPositionBuilderBeforeInstrAndDbgRecords(b, LLVMGetFirstInstruction(target));
+            // A PHI carries no source location; the put gets the one the builder had.
+            let location = LLVMGetCurrentDebugLocation2(b);
+            LLVMSetCurrentDebugLocation2(b, std::ptr::null_mut());
+            let (value, width) = if preds.iter().all(|&q| token_from(q) == token_from(preds[0])) {
+                let (v, w) = token_from(preds[0]);
+                (c(v), c(w))
+            } else {
+                let value = LLVMBuildPhi(b, self.i64t, c"pathprof.token".as_ptr());
+                let width = LLVMBuildPhi(b, self.i64t, c"pathprof.token.width".as_ptr());
+                for &q in &preds {
+                    let (v, w) = token_from(q);
+                    let mut from = [q];
+                    LLVMAddIncoming(value, [c(v)].as_mut_ptr(), from.as_mut_ptr(), 1);
+                    LLVMAddIncoming(width, [c(w)].as_mut_ptr(), from.as_mut_ptr(), 1);
+                }
+                (value, width)
+            };
+            LLVMSetCurrentDebugLocation2(b, location);
+            LLVMPositionBuilderBefore(b, ir::first_insertion_point(target).expect("a block has a terminator"));
+            LLVMBuildCall2(b, self.put_ty, self.put, [value, width].as_mut_ptr(), 2, c"".as_ptr());
+        }
+    }
+
     unsafe fn function(&self, p: &Planned, sites: &Sites<'_>, index: u64, site: &mut u64) -> usize {
         let _ = (self.m, self.ctx);
         let b = self.builder;
@@ -957,6 +1032,9 @@ impl Emitter {
             LLVMPositionBuilderBefore(b, ir::first_insertion_point(pad).expect("a block has a terminator"));
             call(self.unwind, &mut [d, id.expect("computed for functions with invokes")]);
         }
+        if !self.naive {
+            self.indirect_decisions(p);
+        }
         for (bi, &bb) in p.graph.blocks.iter().enumerate() {
             for (ci, &inst) in p.calls[bi].iter().enumerate() {
                 *site += 1;
@@ -1026,6 +1104,9 @@ impl Emitter {
                 continue;
             }
             predicates += 1;
+            if ir::opcode(term) == LLVMOpcode::LLVMIndirectBr {
+                continue; // written at the targets ([`Self::indirect_decisions`])
+            }
             // The value of each successor slot (dead successors have no edge: 0, never taken when defined).
             let nsucc = ir::successors(term).len();
             let mut value = vec![0u64; nsucc];

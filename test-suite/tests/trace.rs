@@ -302,6 +302,33 @@ fn recursion_switch_and_qsort_callback_regenerate_exactly() {
     assert!(procs[0][0].3.iter().filter(|(f, _)| f == "cmp").count() > 40, "qsort called back into cmp");
 }
 
+/// Computed gotos: threaded_interp.c's `run` dispatches through one `indirectbr` (clang sends every `goto *` to
+/// it), whose decision each target writes first thing; `halt` is entered from the jump (listed three times) and
+/// from a plain branch, so it selects the token by predecessor. Regenerates exactly at -O0 and -O2, and its
+/// counts equal edge mode's. By hand: four runs of the 19-word program execute 2 + 6 × 10 + 2 = 64
+/// instructions each, the empty program one, so the jump is taken 257 times, to 9 distinct handlers.
+#[test]
+fn computed_gotos_regenerate_exactly() {
+    let procs = optimal_equals_naive("threaded_interp.c", &[], "complete");
+    assert!(procs[0][0].3.iter().any(|(f, _)| f == "run"), "run is traced");
+    check_against_edge_mode("threaded_interp.c", "complete");
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("trace-indirect{opt}"));
+        let (_, trace) = build_and_run(&dir, "threaded_interp.c", "trace", opt);
+        let summary = trace_json(&trace, &["--summary"]);
+        assert_eq!(summary["not_traced"].as_array().map(Vec::len), Some(0), "{opt}: {}", summary["not_traced"]);
+        let (blocks, edges) = &trace_counts(&summary)["run"];
+        // The dispatch block: the one block with nine successors.
+        let mut succs: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for &(from, to) in edges.keys() {
+            succs.entry(from).or_default().push(to);
+        }
+        let dispatch: Vec<u64> = succs.iter().filter(|(_, to)| to.len() == 9).map(|(&b, _)| b).collect();
+        assert_eq!(dispatch.len(), 1, "{opt}: one dispatch block: {succs:?}");
+        assert_eq!(blocks[dispatch[0] as usize], 257, "{opt}: dispatches");
+    }
+}
+
 #[test]
 fn threads_regenerate_exactly() {
     let procs = optimal_equals_naive("trace_threads.c", &[], "complete");
