@@ -264,9 +264,11 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
                 leaves_abnormally = false;
             }
             op => {
-                // An `indirectbr` may list one block twice (two labels of one statement, such as
-                // oniguruma's threaded-code `L_FINISH`/`L_END`): both entries are the same transfer, which no
-                // run can tell apart, so the block gets one edge, at the first entry's successor index.
+                // An `indirectbr` may list one block twice (clang lists a label once per `&&label` taken, as
+                // oniguruma's matcher takes `&&L_FINISH`): both entries are the same transfer, which no run
+                // can tell apart, so the block gets one edge, at the first entry's successor index. The
+                // instrumenting modes drop the repeats from the IR first (`module.rs`), so their PHIs match;
+                // use mode reads the IR as it is and gets the same graph.
                 let one_edge_per_target = op == LLVMOpcode::LLVMIndirectBr;
                 let mut targets = HashSet::new();
                 for (s, succ) in ir::successors(term).into_iter().enumerate() {
