@@ -3,7 +3,7 @@
  * callee), a direct callee replaced by a traced function of another module, a direct callee replaced by
  * untraced code that calls nothing or that longjmps, direct recursion, and an atexit handler (an entry at the
  * thread's top level). trace_direct_lib.c holds the strong definitions that replace this file's weak ones;
- * its untraced functions use computed gotos (`indirectbr`, left uninstrumented). Deterministic. */
+ * its untraced functions use `asm goto` (`callbr`, left uninstrumented). Deterministic. */
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Strong definitions replacing trace_direct.c's weak ones: a traced `leaf`, and untraced `hop` and `bail`
- * (computed gotos: `indirectbr` is left uninstrumented) that call back into traced code or longjmp. */
+ * (an `asm goto`, LLVM's `callbr`, which no mode instruments) that call back into traced code or longjmp. */
 #include <setjmp.h>
 
 int cb(int x);
@@ -8,19 +8,17 @@ extern jmp_buf env;
 int leaf(int x) { return x > 5 ? x - 1 : x + 3; }
 
 int hop(int x) {
-  static void *const to[] = {&&even, &&odd};
-  goto *to[x & 1];
-even:
+  asm goto("" :::: odd); /* never jumps: it only keeps the function untraced */
+  if (x & 1)
+    goto odd;
   return cb(x) + cb(x + 1);
 odd:
   return x;
 }
 
 void bail(int v) {
-  static void *const to[] = {&&a, &&b};
-  goto *to[v & 1];
-a:
+  asm goto("" :::: out);
   longjmp(env, v + 1);
-b:
-  longjmp(env, v + 1);
+out:
+  longjmp(env, v + 2);
 }
