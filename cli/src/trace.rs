@@ -337,6 +337,12 @@ impl DecisionSource for Gated<'_> {
         self.certain.set(self.emitted.get() + 1);
         Ok(u)
     }
+    fn abandon(&mut self) -> Result<u32, StreamError> {
+        let d = self.reader.abandon()?;
+        // The returning call site wrote the marker: nothing after it ran yet.
+        self.certain.set(self.emitted.get());
+        Ok(d)
+    }
 }
 
 #[derive(Serialize)]

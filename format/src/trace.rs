@@ -447,6 +447,7 @@ impl TraceFile {
         let program = Program::with_func_bits(funcs, FUNC_ID_BITS)
             .and_then(|p| p.with_resync(pathprof_core::tracing::FuncId(RESYNC_ID)))
             .and_then(|p| p.with_unwind(pathprof_core::tracing::FuncId(UNWIND_ID)))
+            .and_then(|p| p.with_abandon(pathprof_core::tracing::FuncId(ABANDON_ID)))
             .ok_or_else(|| TraceError::Meta("more functions than trace ids".into()))?;
         program.check_implicit().map_err(|e| TraceError::Meta(e.to_string()))?;
         Ok((program, owner))

@@ -21,9 +21,9 @@
 //! - [`TLS_CALLEE`]: the announced callee (`pathprof_core::tracing::regenerate`, "Direct calls"): a direct call
 //!   site of a traced function of the same module stores 1 + the callee's trace id before the call (before
 //!   the call site's state, so a signal handler in between finds a body state: an abnormal transfer); every
-//!   entry, call-site return, resync and unwind marker clears it. Nonzero, it says the stream is at a fresh
-//!   direct call site: the entry of that callee writes `1`, any other activation `01` and its id (resync and
-//!   unwind markers too), the site's Done `00`; zero, an entry writes `1` and its id, a Done `0`. A *certain*
+//!   entry, call-site return, resync, unwind and abandon marker clears it. Nonzero, it says the stream is at a
+//!   fresh direct call site: the entry of that callee writes `1`, any other activation `01` and its id (the
+//!   markers too), the site's Done `00`; zero, an entry writes `1` and its id, a Done `0`. A *certain*
 //!   call site (an implicit call: `pathprof_core::tracing::regenerate`, "Implicit calls"), whose callee is a
 //!   definition of the module the call is sure to run, stores [`CALLEE_CERTAIN`] | (1 + the callee's id): that
 //!   callee's entry then writes nothing, and the site writes no Done.
@@ -31,8 +31,7 @@
 //! - [`TLS_CACHE`]: the entry cache (`pathprof_core::tracing::bits`, "Entry cache"): an activation written with
 //!   a full id (`1` + id, or `01` + id at a fresh direct call site) writes after its prefix a hit flag: `1` and
 //!   the [`ENTRY_CACHE_BITS`]-bit slot when slot `id % ENTRY_CACHE_SLOTS` holds the id, else `0` and the
-//!   [`FUNC_ID_BITS`]-bit id; either way the slot then holds the id (resync and unwind markers' reserved ids
-//!   too). The cache starts empty (every slot `u32::MAX`, no id) with the thread and is emptied where a region
+//!   [`FUNC_ID_BITS`]-bit id; either way the slot then holds the id (the markers' reserved ids too). The cache starts empty (every slot `u32::MAX`, no id) with the thread and is emptied where a region
 //!   starts (its sync record); a flight-recorder thread has none (its sync points are not all in the file).
 //!
 //! When 64 bits are full, instrumented code calls the runtime's spill with the word; the runtime appends it to
@@ -88,8 +87,9 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// kept calls; files of version 2 are refused, not misread;
 /// 4: data records carry their first word's index, sync and stop records, the shadow stack word;
 /// 5: announced entries at direct call sites, the module metadata's direct call sites, the callee word;
-/// 6: the file header with runtime copies, records' copy numbers, image records, the end record's thread id).
-pub const TRACE_VERSION: u32 = 7;
+/// 6: the file header with runtime copies, records' copy numbers, image records, the end record's thread id;
+/// 7: the entry cache; 8: abandon markers, [`ABANDON_ID`] reserved).
+pub const TRACE_VERSION: u32 = 8;
 /// Bytes of the file header.
 pub const FILE_HEADER: usize = 32;
 
@@ -196,7 +196,7 @@ pub const DESC_NAIVE: u32 = 1;
 
 /// Bits of a function id after an `Enter` marker's 1 bit (ids are assigned at run time as modules register).
 pub const FUNC_ID_BITS: u8 = 20;
-/// Function ids available in one process (the last two are [`RESYNC_ID`] and [`UNWIND_ID`]).
+/// Function ids available in one process (the last three are [`RESYNC_ID`], [`UNWIND_ID`] and [`ABANDON_ID`]).
 pub const MAX_FUNCS: u32 = 1 << FUNC_ID_BITS;
 /// The activation id of a resync marker: `1`, this id, then the function's id ([`FUNC_ID_BITS`]), the
 /// activation's depth, the block and the call's index among the block's call sites (32 bits each). Written
@@ -209,6 +209,12 @@ pub const RESYNC_ID: u32 = MAX_FUNCS - 1;
 /// the unwind edge of the `invoke` the activation waits at (`pathprof_core::tracing::regenerate`,
 /// "Unwinding"); no function gets this id.
 pub const UNWIND_ID: u32 = MAX_FUNCS - 2;
+/// The activation id of an abandon marker: `1`, this id, then the activation's depth (32 bits). Written by a
+/// call site whose return finds the state of a deeper activation — an exception or `longjmp` that untraced
+/// code caught left the traced activations it passed: the reader drops the activations deeper than the depth
+/// and the one at the depth returns from its call site (`pathprof_core::tracing::regenerate`, "Abandoned
+/// activations"); no function gets this id, the lowest reserved one.
+pub const ABANDON_ID: u32 = MAX_FUNCS - 3;
 
 /// Words of the per-thread state.
 pub const TLS_WORDS: usize = 7;

@@ -84,11 +84,12 @@ fn kept_calls_round_trip_with_the_recording_point() {
 fn a_file_of_the_previous_layout_is_refused_not_misread() {
     use pathprof_format::trace::{TraceError, TraceFile};
     use pathprof_format::trace_layout::{FileHeader, TRACE_MAGIC, TRACE_VERSION};
-    // Version 7 writes entries with a full id through the entry cache (a hit flag before the id or slot);
-    // version 6 had the file header of runtime copies; files of versions 2–6 must be refused (a version 6
-    // stream read with the cache would be misread).
-    assert_eq!(TRACE_VERSION, 7);
-    for previous in [2u32, 3, 4, 5, 6] {
+    // Version 8 reserves one more function id (abandon markers); version 7 wrote entries with a full id
+    // through the entry cache (a hit flag before the id or slot); version 6 had the file header of runtime
+    // copies; files of versions 2–7 must be refused (a version 6 stream read with the cache would be misread,
+    // a version 7 one could name a function with the id version 8 reserves).
+    assert_eq!(TRACE_VERSION, 8);
+    for previous in [2u32, 3, 4, 5, 6, 7] {
         let mut old = TRACE_MAGIC.to_vec();
         old.extend_from_slice(&previous.to_le_bytes());
         assert!(matches!(TraceFile::parse(&old), Err(TraceError::Version(v)) if v == previous));

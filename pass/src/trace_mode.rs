@@ -29,7 +29,9 @@
 //!
 //! The thread state (`trace_layout`) makes abnormal transfers visible: an entry that finds the thread in a
 //! function body (a signal handler) or a call site that returns to a state that is not its own (`longjmp`, an
-//! exception) tells the runtime, which records where the trace stops being regenerable.
+//! exception) tells the runtime, which records where the trace stops being regenerable — unless the state is a
+//! deeper activation's: untraced code the site called caught an exception or `longjmp` that left traced
+//! activations, and the site writes an abandon marker with its depth instead (`ABANDON_ID`).
 //!
 //! Exceptions: an `invoke` is its block's last call site. Its Done goes on its normal edge (split when
 //! critical, else at the start of the normal successor), so the `invoke` block is no predicate; every landing
@@ -63,9 +65,9 @@ use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
-    CALLEE_CERTAIN, DESC_NAIVE, ENTRY_CACHE_BITS, ENTRY_CACHE_SLOTS, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES,
-    STATE_CERTAIN, TLS_ACC, TLS_CACHE, TLS_CALLEE, TLS_NACC, TLS_SHADOW, TLS_STATE, TLS_WORDS, TRACE_VERSION,
-    UNWIND_ID,
+    ABANDON_ID, CALLEE_CERTAIN, DESC_NAIVE, ENTRY_CACHE_BITS, ENTRY_CACHE_SLOTS, FUNC_ID_BITS, RESYNC_ID,
+    SHADOW_ENTRIES, STATE_CERTAIN, TLS_ACC, TLS_CACHE, TLS_CALLEE, TLS_NACC, TLS_SHADOW, TLS_STATE, TLS_WORDS,
+    TRACE_VERSION, UNWIND_ID,
 };
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -164,8 +166,8 @@ pub fn instrument(
     if planned.is_empty() && left_out.is_empty() {
         return Ok(false);
     }
-    if planned.len() as u64 >= u64::from(RESYNC_ID) {
-        return Err(format!("{} functions: more than trace ids ({RESYNC_ID})", planned.len()));
+    if planned.len() as u64 >= u64::from(ABANDON_ID) {
+        return Err(format!("{} functions: more than trace ids ({ABANDON_ID})", planned.len()));
     }
     let functions = planned.iter().map(|p| function_meta(p.f, &ir::name(p.f), &p.graph)).collect::<Vec<_>>();
     let direct = direct_callees(&planned, config.trace_naive);
@@ -736,23 +738,52 @@ impl Emitter {
             LLVMBuildRet(b, saved);
         }
 
-        // done(expect, d): the call site's state must still be there; Done = one 0 bit.
+        // done(expect, d): the call site's state must still be there; Done = one 0 bit. A deeper activation's
+        // state instead means untraced code the site called caught an exception or `longjmp` that left traced
+        // activations: an abandon marker (ABANDON_ID, the activation's depth) is this site's return
+        // (`pathprof_core::tracing::regenerate`, "Abandoned activations"). Any other state is abnormal.
         let mut params = [i64t, i64t];
         let done = helper(m, symbols::TRACE_DONE, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
         {
             let (expect, d) = (LLVMGetParam(done, 0), LLVMGetParam(done, 1));
             let entry = LLVMAppendBasicBlockInContext(ctx, done, c"entry".as_ptr());
             let slow = LLVMAppendBasicBlockInContext(ctx, done, c"moved".as_ptr());
+            let left = LLVMAppendBasicBlockInContext(ctx, done, c"abandoned".as_ptr());
+            let odd = LLVMAppendBasicBlockInContext(ctx, done, c"abnormal".as_ptr());
             let go = LLVMAppendBasicBlockInContext(ctx, done, c"go".as_ptr());
+            let end = LLVMAppendBasicBlockInContext(ctx, done, c"end".as_ptr());
             LLVMPositionBuilderAtEnd(b, entry);
             let pstate = gep(b, TLS_STATE);
             let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
             let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, expect, c"".as_ptr());
             LLVMBuildCondBr(b, same, go, slow);
             LLVMPositionBuilderAtEnd(b, slow);
+            // Deeper: the state's depth part (its low word) beyond this site's own state, d + 1.
+            let low = LLVMBuildAnd(b, s, c(0xffff_ffff), c"".as_ptr());
+            let deeper = LLVMBuildICmp(
+                b,
+                LLVMIntPredicate::LLVMIntUGT,
+                low,
+                LLVMBuildAdd(b, d, c(1), c"".as_ptr()),
+                c"".as_ptr(),
+            );
+            LLVMBuildCondBr(b, deeper, left, odd);
+            LLVMPositionBuilderAtEnd(b, left);
+            LLVMBuildStore(b, d, pstate);
+            if !naive {
+                let depth = LLVMBuildLShr(b, d, c(1), c"".as_ptr());
+                let (mv, mw) = marker_here(b, u64::from(ABANDON_ID));
+                for (v, w) in [(mv, mw), (depth, c(32))] {
+                    LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+                }
+            }
+            LLVMBuildBr(b, end);
+            LLVMPositionBuilderAtEnd(b, odd);
             let mut args = [tls];
             LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, args.as_mut_ptr(), 1, c"".as_ptr());
             LLVMBuildBr(b, go);
+            LLVMPositionBuilderAtEnd(b, end);
+            LLVMBuildRetVoid(b);
             LLVMPositionBuilderAtEnd(b, go);
             LLVMBuildStore(b, d, pstate);
             if !naive {

@@ -1054,7 +1054,7 @@ fn allocate_ids(st: &mut State, n: u32) -> Option<u32> {
             if let Some(h) = h {
                 base = base.max(h.next_id);
             }
-            let end = base.checked_add(n).filter(|&e| e <= UNWIND_ID);
+            let end = base.checked_add(n).filter(|&e| e <= ABANDON_ID);
             if let (Some(h), Some(end)) = (h, end) {
                 // A header this process no longer owns (another process started the file since) is left alone:
                 // readers leave this process's records out then.
@@ -1063,7 +1063,7 @@ fn allocate_ids(st: &mut State, n: u32) -> Option<u32> {
             let _ = fd.flock(libc::LOCK_UN);
             end
         }
-        _ => base.checked_add(n).filter(|&e| e <= UNWIND_ID),
+        _ => base.checked_add(n).filter(|&e| e <= ABANDON_ID),
     }?;
     st.next_base = end;
     Some(base)

@@ -329,6 +329,26 @@ fn computed_gotos_regenerate_exactly() {
     }
 }
 
+/// Exceptions caught in untraced code: trace_abandon.cpp's streambuf throws from `refill` through `underflow`,
+/// which libstdc++'s `istream::get` (untraced) called, and `get` catches it. The traced call site that called
+/// `get` finds a deeper activation's state and writes an abandon marker: the trace stays complete and equals
+/// the naive one at -O0 and -O2 (before, it ended there as an abnormal transfer). By hand: each of the four
+/// streams fails at its third refill, so four markers; the first costs `1`, a cache miss flag and the 20-bit
+/// reserved id, the others `1`, a hit flag and the 6-bit slot, each then the 32-bit depth: 54 + 3 × 40 bits.
+#[test]
+fn exceptions_caught_in_untraced_code_regenerate_exactly() {
+    let procs = optimal_equals_naive("trace_abandon.cpp", &[], "complete");
+    assert_eq!(procs[0][0].3.iter().filter(|(f, b)| f == "underflow" && *b == 0).count(), 12, "underflow calls");
+    check_against_edge_mode("trace_abandon.cpp", "complete");
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("trace-abandon{opt}"));
+        let (_, trace) = build_and_run(&dir, "trace_abandon.cpp", "trace", opt);
+        let kinds = count_and_bits(&trace_json(&trace, &["--bits"])["categories"], "kind");
+        let marker = kinds["abandon marker (exception or longjmp caught in untraced code)"];
+        assert_eq!(marker, (4, 54 + 3 * 40), "{opt}");
+    }
+}
+
 #[test]
 fn threads_regenerate_exactly() {
     let procs = optimal_equals_naive("trace_threads.c", &[], "complete");

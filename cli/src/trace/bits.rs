@@ -16,14 +16,14 @@ use pathprof_core::tracing::{
 };
 use pathprof_core::BlockId;
 use pathprof_format::trace::{FunctionRef, TraceFile};
-use pathprof_format::trace_layout::{ENTRY_CACHE_BITS, RESYNC_ID, UNWIND_ID};
+use pathprof_format::trace_layout::{ABANDON_ID, ENTRY_CACHE_BITS, RESYNC_ID, UNWIND_ID};
 use serde::Serialize;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::Write;
 
 /// The kinds of bits, in report order.
-const KINDS: [&str; 8] = [
+const KINDS: [&str; 9] = [
     "witness (branch decision)",
     "enter at a fresh direct call site (1 bit)",
     "enter with a cached id",
@@ -32,6 +32,7 @@ const KINDS: [&str; 8] = [
     "done at a fresh direct call site",
     "resync marker (longjmp)",
     "unwind marker (exception)",
+    "abandon marker (exception or longjmp caught in untraced code)",
 ];
 const WITNESS: usize = 0;
 const ENTER_ANNOUNCED: usize = 1;
@@ -41,6 +42,7 @@ const DONE: usize = 4;
 const DONE_ANNOUNCED: usize = 5;
 const RESYNC: usize = 6;
 const UNWIND: usize = 7;
+const ABANDON: usize = 8;
 
 /// Bits and counts per kind, per callee entered with a full id, per predicate.
 #[derive(Default)]
@@ -88,6 +90,7 @@ impl DecisionSource for Metered<'_, '_> {
         let kind = match (&a, announced) {
             (Ok(Some(f)), _) if f.0 == RESYNC_ID => RESYNC,
             (Ok(Some(f)), _) if f.0 == UNWIND_ID => UNWIND,
+            (Ok(Some(f)), _) if f.0 == ABANDON_ID => ABANDON,
             (Ok(Some(f)), Some(g)) if *f == g => ENTER_ANNOUNCED,
             // A prefix (`1`, or `01` at a fresh direct call site), the cache's hit flag and a slot.
             (Ok(Some(_)), _) if bits <= 3 + u64::from(ENTRY_CACHE_BITS) => ENTER_CACHED,
@@ -112,6 +115,11 @@ impl DecisionSource for Metered<'_, '_> {
         let (u, bits) = self.measure(|r| r.unwind(func_bits));
         self.meter.kinds[UNWIND].1 += bits;
         u
+    }
+    fn abandon(&mut self) -> Result<u32, StreamError> {
+        let (d, bits) = self.measure(|r| r.abandon());
+        self.meter.kinds[ABANDON].1 += bits;
+        d
     }
 }
 

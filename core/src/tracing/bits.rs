@@ -313,4 +313,8 @@ impl DecisionSource for BitReader<'_> {
     fn unwind(&mut self, func_bits: u8) -> Result<Unwind, StreamError> {
         Ok(Unwind { func: FuncId(self.read(func_bits)?), depth: self.read(32)? })
     }
+    /// An abandon marker's field after its id: the returning activation's depth (32 bits).
+    fn abandon(&mut self) -> Result<u32, StreamError> {
+        self.read(32)
+    }
 }

@@ -26,6 +26,8 @@ pub mod tokens;
 pub mod view;
 
 #[cfg(test)]
+mod tests_abandon;
+#[cfg(test)]
 mod tests_paper;
 #[cfg(test)]
 mod tests_prop;

@@ -32,6 +32,16 @@
 //! edge into the landing pad. A cleanup's `resume` leaves its function by a return edge, and the next landing
 //! pad up the stack writes its own marker.
 //!
+//! # Abandoned activations (exceptions and `longjmp`s caught in untraced code)
+//! An exception thrown in a traced activation that untraced code catches — libstdc++'s `istream` catches what
+//! a program's `streambuf::underflow` throws — or a `longjmp` to a `setjmp` in untraced code leaves the traced
+//! activations it passed without their returns, and without a landing pad or resync marker of their own. The
+//! untraced code then returns to the traced call site that called it, which finds the thread state of a
+//! deeper activation instead of its own: it writes an abandon marker ([`Program::with_abandon`]) with its own
+//! activation's depth where an activation is read (the innermost activation left waits at a call site: the
+//! throw or the `longjmp` is a call). The reader drops the activations deeper than that depth; the one at the
+//! depth returns from the call site it waits at (the marker is that site's Done), and the walk goes on.
+//!
 //! # Direct calls
 //! At a call site that calls a traced function directly ([`FuncTables::direct_callee`]) the reader knows the
 //! callee, so the writer *announces* it there and its entry costs one bit instead of a flag and an id. Only
@@ -149,6 +159,10 @@ pub enum RegenError {
     /// An unwind marker that fits no activation waiting at an `invoke` (a corrupt trace).
     #[error("unwind marker {0:?} fits no activation waiting at an invoke")]
     BadUnwind(Unwind),
+    /// An abandon marker whose depth names no activation waiting at an ordinary call site below the
+    /// innermost one (a corrupt trace).
+    #[error("abandon marker at depth {0} fits no activation")]
+    BadAbandon(u32),
 }
 
 /// Where regeneration reads its decisions: one implementation per encoding. The decoder passes the context
@@ -165,6 +179,11 @@ pub trait DecisionSource {
     }
     /// After an activation of the program's unwind id: the marker. Encodings without markers have none.
     fn unwind(&mut self, _func_bits: u8) -> Result<Unwind, StreamError> {
+        Err(StreamError::Unexpected)
+    }
+    /// After an activation of the program's abandon id: the depth of the activation that returns. Encodings
+    /// without markers have none.
+    fn abandon(&mut self) -> Result<u32, StreamError> {
         Err(StreamError::Unexpected)
     }
 }
@@ -393,6 +412,32 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 fr.calls_left = 0;
                 fr.bound = false;
                 (fr, true)
+            }
+            Some(a) if Some(a) == program.abandon => {
+                let top = stack.last();
+                let (func, block) = (top.map(|f| f.func), top.map(|f| f.vertex));
+                let depth = src.abandon().map_err(|error| RegenError::Stream { error, func, block })?;
+                // The returning activation is below the innermost one (which waits where the marker was
+                // read) and waits at an ordinary call site: an implicit site writes no Done, so no marker.
+                let fits = depth > 0
+                    && (depth as usize) < stack.len()
+                    && stack[depth as usize - 1].calls_left > 0
+                    && stack[depth as usize - 1].implicit_callee(program).is_none();
+                if !fits {
+                    return Err(RegenError::BadAbandon(depth));
+                }
+                stack.truncate(depth as usize);
+                let mut fr = stack.pop().expect("depth ≥ 1");
+                // The marker is the site's Done.
+                sink.site_done(fr.func, fr.vertex);
+                fr.calls_left -= 1;
+                fr.fresh = true;
+                fr.bound = false;
+                if fr.calls_left > 0 {
+                    stack.push(fr);
+                    continue;
+                }
+                (fr, false)
             }
             Some(f) => {
                 let t = program.func(f).ok_or(RegenError::UnknownFunction(f.0))?;

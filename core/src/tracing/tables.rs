@@ -312,20 +312,23 @@ pub struct Program {
     pub(crate) resync: Option<FuncId>,
     /// The activation id that announces an unwind marker ([`super::regenerate`], "Unwinding"), if any.
     pub(crate) unwind: Option<FuncId>,
+    /// The activation id that announces an abandon marker ([`super::regenerate`], "Abandoned activations"),
+    /// if any.
+    pub(crate) abandon: Option<FuncId>,
 }
 
 impl Program {
     /// A program of `funcs`; a function id in a trace takes ⌈log2 funcs.len()⌉ bits.
     pub fn new(funcs: Vec<FuncTables>) -> Program {
         let func_bits = super::view::bits_for(funcs.len() as u64);
-        Program { funcs, func_bits, resync: None, unwind: None }
+        Program { funcs, func_bits, resync: None, unwind: None, abandon: None }
     }
 
     /// A program whose function ids take a fixed `func_bits` bits, for traces written before the number of
     /// functions is known (a run-time writer assigning ids as modules register); `None` if `funcs` do not fit.
     pub fn with_func_bits(funcs: Vec<FuncTables>, func_bits: u8) -> Option<Program> {
         let fits = func_bits <= 32 && (func_bits == 32 || (funcs.len() as u64) <= 1u64 << func_bits);
-        fits.then_some(Program { funcs, func_bits, resync: None, unwind: None })
+        fits.then_some(Program { funcs, func_bits, resync: None, unwind: None, abandon: None })
     }
 
     /// The same program with `id` (no function's) announcing resync markers; `None` if a function has it.
@@ -347,6 +350,20 @@ impl Program {
             return None;
         }
         self.unwind = Some(id);
+        Some(self)
+    }
+
+    /// The same program with `id` (no function's, neither the resync nor the unwind id) announcing abandon
+    /// markers; `None` if a function has it.
+    pub fn with_abandon(mut self, id: FuncId) -> Option<Program> {
+        if id.index() < self.funcs.len()
+            || Some(id) == self.resync
+            || Some(id) == self.unwind
+            || (self.func_bits < 32 && u64::from(id.0) >= 1u64 << self.func_bits)
+        {
+            return None;
+        }
+        self.abandon = Some(id);
         Some(self)
     }
 
