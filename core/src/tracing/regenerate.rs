@@ -253,6 +253,17 @@ fn binds(program: &Program, announced: Option<FuncId>, g: FuncId) -> bool {
     announced == Some(g) && program.func(g).is_some_and(|t| !t.may_resume())
 }
 
+/// The call site `fr` waits at returned (its Done, or an abandon marker standing for it); whether its block
+/// has call sites left.
+#[inline]
+fn site_returned<S: StepSink>(fr: &mut Frame, sink: &mut S) -> bool {
+    sink.site_done(fr.func, fr.vertex);
+    fr.calls_left -= 1;
+    fr.fresh = true;
+    fr.bound = false;
+    fr.calls_left > 0
+}
+
 /// Where a walk stopped.
 enum Stop {
     Returned,
@@ -429,11 +440,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 stack.truncate(depth as usize);
                 let mut fr = stack.pop().expect("depth ≥ 1");
                 // The marker is the site's Done.
-                sink.site_done(fr.func, fr.vertex);
-                fr.calls_left -= 1;
-                fr.fresh = true;
-                fr.bound = false;
-                if fr.calls_left > 0 {
+                if site_returned(&mut fr, sink) {
                     stack.push(fr);
                     continue;
                 }
@@ -448,11 +455,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
             }
             None => {
                 let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
-                sink.site_done(fr.func, fr.vertex);
-                fr.calls_left -= 1;
-                fr.fresh = true;
-                fr.bound = false;
-                if fr.calls_left > 0 {
+                if site_returned(&mut fr, sink) {
                     stack.push(fr);
                     continue;
                 }
