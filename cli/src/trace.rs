@@ -21,7 +21,8 @@ mod bits;
 use crate::not_profiled::NotProfiled;
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate_from, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StepSink, StreamError, Unwind,
+    regenerate_from, Abandon, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StepSink,
+    StreamError, Unwind,
 };
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
@@ -337,7 +338,7 @@ impl DecisionSource for Gated<'_> {
         self.certain.set(self.emitted.get() + 1);
         Ok(u)
     }
-    fn abandon(&mut self) -> Result<u32, StreamError> {
+    fn abandon(&mut self) -> Result<Abandon, StreamError> {
         let d = self.reader.abandon()?;
         // The returning call site wrote the marker: nothing after it ran yet.
         self.certain.set(self.emitted.get());

@@ -433,13 +433,16 @@ impl TraceFile {
             while funcs.len() < base as usize {
                 funcs.push(placeholder());
             }
+            // The pass numbers a module's call sites from 1 over its functions, blocks and calls (`site_of`).
+            let mut first_site = 1u32;
             for (i, ((f, calls), invokes)) in m.module.functions.iter().zip(&m.calls).zip(&m.invokes).enumerate() {
                 let bad = |e: String| TraceError::Meta(format!("function `{}`: {e}", f.name));
                 let (_, t) = function_tables(&f.cfg, calls, invokes).map_err(bad)?;
                 let direct = m.direct[i].iter().map(|&(b, k, g)| (BlockId(b), k, FuncId(base + g)));
                 let t = t.with_direct_callees(direct).map_err(|e| bad(e.to_string()))?;
                 let implicit = m.implicit[i].iter().map(|&(b, k)| (BlockId(b), k));
-                let t = t.with_implicit_sites(implicit).map_err(|e| bad(e.to_string()))?;
+                let t = t.with_implicit_sites(implicit).map_err(|e| bad(e.to_string()))?.with_first_site(first_site);
+                first_site = first_site.wrapping_add(calls.iter().fold(0u32, |a, &n| a.wrapping_add(n)));
                 owner[base as usize + i] = Some((base, i));
                 funcs.push(t);
             }

@@ -209,7 +209,8 @@ pub const RESYNC_ID: u32 = MAX_FUNCS - 1;
 /// the unwind edge of the `invoke` the activation waits at (`pathprof_core::tracing::regenerate`,
 /// "Unwinding"); no function gets this id.
 pub const UNWIND_ID: u32 = MAX_FUNCS - 2;
-/// The activation id of an abandon marker: `1`, this id, then the activation's depth (32 bits). Written by a
+/// The activation id of an abandon marker: `1`, this id, then the activation's depth and the number of the call
+/// site it returns from (the site part of its state, [`site_number`]; 32 bits each). Written by a
 /// call site whose return finds the state of a deeper activation — an exception or `longjmp` that untraced
 /// code caught left the traced activations it passed: the reader drops the activations deeper than the depth
 /// and the one at the depth returns from its call site (`pathprof_core::tracing::regenerate`, "Abandoned

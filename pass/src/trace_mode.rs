@@ -740,7 +740,7 @@ impl Emitter {
 
         // done(expect, d): the call site's state must still be there; Done = one 0 bit. A deeper activation's
         // state instead means untraced code the site called caught an exception or `longjmp` that left traced
-        // activations: an abandon marker (ABANDON_ID, the activation's depth) is this site's return
+        // activations: an abandon marker (ABANDON_ID, the activation's depth, this site's number) is this site's return
         // (`pathprof_core::tracing::regenerate`, "Abandoned activations"). Any other state is abnormal.
         let mut params = [i64t, i64t];
         let done = helper(m, symbols::TRACE_DONE, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
@@ -772,8 +772,9 @@ impl Emitter {
             LLVMBuildStore(b, d, pstate);
             if !naive {
                 let depth = LLVMBuildLShr(b, d, c(1), c"".as_ptr());
+                let site = LLVMBuildAnd(b, LLVMBuildLShr(b, expect, c(32), c"".as_ptr()), c(0x7fff_ffff), c"".as_ptr());
                 let (mv, mw) = marker_here(b, u64::from(ABANDON_ID));
-                for (v, w) in [(mv, mw), (depth, c(32))] {
+                for (v, w) in [(mv, mw), (depth, c(32)), (site, c(32))] {
                     LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
                 }
             }

@@ -334,7 +334,8 @@ fn computed_gotos_regenerate_exactly() {
 /// `get` finds a deeper activation's state and writes an abandon marker: the trace stays complete and equals
 /// the naive one at -O0 and -O2 (before, it ended there as an abnormal transfer). By hand: each of the four
 /// streams fails at its third refill, so four markers; the first costs `1`, a cache miss flag and the 20-bit
-/// reserved id, the others `1`, a hit flag and the 6-bit slot, each then the 32-bit depth: 54 + 3 × 40 bits.
+/// reserved id, the others `1`, a hit flag and the 6-bit slot, each then the 32-bit depth and the 32-bit call
+/// site number: 86 + 3 × 72 bits.
 #[test]
 fn exceptions_caught_in_untraced_code_regenerate_exactly() {
     let procs = optimal_equals_naive("trace_abandon.cpp", &[], "complete");
@@ -345,7 +346,7 @@ fn exceptions_caught_in_untraced_code_regenerate_exactly() {
         let (_, trace) = build_and_run(&dir, "trace_abandon.cpp", "trace", opt);
         let kinds = count_and_bits(&trace_json(&trace, &["--bits"])["categories"], "kind");
         let marker = kinds["abandon marker (exception or longjmp caught in untraced code)"];
-        assert_eq!(marker, (4, 54 + 3 * 40), "{opt}");
+        assert_eq!(marker, (4, 86 + 3 * 72), "{opt}");
     }
 }
 

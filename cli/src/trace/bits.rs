@@ -12,7 +12,7 @@
 use super::{Collector, Flat, Names, Tally};
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate_from, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StreamError, Unwind,
+    regenerate_from, Abandon, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StreamError, Unwind,
 };
 use pathprof_core::BlockId;
 use pathprof_format::trace::{FunctionRef, TraceFile};
@@ -116,7 +116,7 @@ impl DecisionSource for Metered<'_, '_> {
         self.meter.kinds[UNWIND].1 += bits;
         u
     }
-    fn abandon(&mut self) -> Result<u32, StreamError> {
+    fn abandon(&mut self) -> Result<Abandon, StreamError> {
         let (d, bits) = self.measure(|r| r.abandon());
         self.meter.kinds[ABANDON].1 += bits;
         d

@@ -16,7 +16,7 @@
 //! positions (a sync point the reader may start from: [`BitWriter::clear_cache_at`]).
 
 use super::encode::SymbolSink;
-use super::regenerate::{DecisionSource, Resync, StreamError, Unwind};
+use super::regenerate::{Abandon, DecisionSource, Resync, StreamError, Unwind};
 use super::FuncId;
 use crate::graph::BlockId;
 
@@ -313,8 +313,9 @@ impl DecisionSource for BitReader<'_> {
     fn unwind(&mut self, func_bits: u8) -> Result<Unwind, StreamError> {
         Ok(Unwind { func: FuncId(self.read(func_bits)?), depth: self.read(32)? })
     }
-    /// An abandon marker's field after its id: the returning activation's depth (32 bits).
-    fn abandon(&mut self) -> Result<u32, StreamError> {
-        self.read(32)
+    /// An abandon marker's fields after its id: the returning activation's depth and its call site's number
+    /// (32 bits each).
+    fn abandon(&mut self) -> Result<Abandon, StreamError> {
+        Ok(Abandon { depth: self.read(32)?, site: self.read(32)? })
     }
 }

@@ -48,8 +48,8 @@ pub use placement::{
     bit_tracing, bit_tracing_with, blockers, place_witnesses, Blocking, PlacementError, Scheme, WitnessPlan,
 };
 pub use regenerate::{
-    regenerate, regenerate_from, BadResume, DecisionSource, RegenError, ResumePoint, Resync, StepSink, StreamError,
-    Unwind, Waiting,
+    regenerate, regenerate_from, Abandon, BadResume, DecisionSource, RegenError, ResumePoint, Resync, StepSink,
+    StreamError, Unwind, Waiting,
 };
 pub use tables::{FuncTables, Program, TablesError};
 pub use tokens::{Token, TokenSink, TokenSource};

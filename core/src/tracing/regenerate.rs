@@ -39,8 +39,10 @@
 //! untraced code then returns to the traced call site that called it, which finds the thread state of a
 //! deeper activation instead of its own: it writes an abandon marker ([`Program::with_abandon`]) with its own
 //! activation's depth where an activation is read (the innermost activation left waits at a call site: the
-//! throw or the `longjmp` is a call). The reader drops the activations deeper than that depth; the one at the
-//! depth returns from the call site it waits at (the marker is that site's Done), and the walk goes on.
+//! throw or the `longjmp` is a call), and the number of the call site it returns from. The reader drops the
+//! activations deeper than that depth; the one at the depth must wait at that site (a program that switches
+//! stacks — coroutines — could otherwise make a state from another stack look deeper), it returns from there
+//! (the marker is the site's Done), and the walk goes on.
 //!
 //! # Direct calls
 //! At a call site that calls a traced function directly ([`FuncTables::direct_callee`]) the reader knows the
@@ -107,6 +109,16 @@ pub struct Unwind {
     pub depth: u32,
 }
 
+/// An abandon marker: a call site returned after untraced code caught an exception or `longjmp` that left
+/// deeper activations.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Abandon {
+    /// The returning activation's depth in the thread (1: the outermost traced activation).
+    pub depth: u32,
+    /// The writer's number of the call site it returns from (see [`FuncTables::with_first_site`]).
+    pub site: u32,
+}
+
 /// What went wrong reading the next decision.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StreamError {
@@ -159,10 +171,10 @@ pub enum RegenError {
     /// An unwind marker that fits no activation waiting at an `invoke` (a corrupt trace).
     #[error("unwind marker {0:?} fits no activation waiting at an invoke")]
     BadUnwind(Unwind),
-    /// An abandon marker whose depth names no activation waiting at an ordinary call site below the
-    /// innermost one (a corrupt trace).
-    #[error("abandon marker at depth {0} fits no activation")]
-    BadAbandon(u32),
+    /// An abandon marker that names no activation waiting at that ordinary call site below the innermost one
+    /// (a corrupt trace, or a program that switches stacks: coroutines).
+    #[error("abandon marker {0:?} fits no activation")]
+    BadAbandon(Abandon),
 }
 
 /// Where regeneration reads its decisions: one implementation per encoding. The decoder passes the context
@@ -183,7 +195,7 @@ pub trait DecisionSource {
     }
     /// After an activation of the program's abandon id: the depth of the activation that returns. Encodings
     /// without markers have none.
-    fn abandon(&mut self) -> Result<u32, StreamError> {
+    fn abandon(&mut self) -> Result<Abandon, StreamError> {
         Err(StreamError::Unexpected)
     }
 }
@@ -427,15 +439,22 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
             Some(a) if Some(a) == program.abandon => {
                 let top = stack.last();
                 let (func, block) = (top.map(|f| f.func), top.map(|f| f.vertex));
-                let depth = src.abandon().map_err(|error| RegenError::Stream { error, func, block })?;
+                let m = src.abandon().map_err(|error| RegenError::Stream { error, func, block })?;
+                let depth = m.depth;
                 // The returning activation is below the innermost one (which waits where the marker was
-                // read) and waits at an ordinary call site: an implicit site writes no Done, so no marker.
+                // read) and waits at an ordinary call site (an implicit site writes no Done, so no marker):
+                // the one the marker names, when the program knows its sites' numbers.
                 let fits = depth > 0
                     && (depth as usize) < stack.len()
-                    && stack[depth as usize - 1].calls_left > 0
-                    && stack[depth as usize - 1].implicit_callee(program).is_none();
+                    && stack.get(depth as usize - 1).is_some_and(|fr| {
+                        let t = &program.funcs[fr.func.index()];
+                        let call = t.calls[fr.vertex.index()].wrapping_sub(fr.calls_left);
+                        fr.calls_left > 0
+                            && fr.implicit_callee(program).is_none()
+                            && t.site_number(fr.vertex, call).is_none_or(|s| s == m.site)
+                    });
                 if !fits {
-                    return Err(RegenError::BadAbandon(depth));
+                    return Err(RegenError::BadAbandon(m));
                 }
                 stack.truncate(depth as usize);
                 let mut fr = stack.pop().expect("depth ≥ 1");

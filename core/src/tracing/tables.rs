@@ -75,6 +75,9 @@ pub struct FuncTables {
     pub(crate) unwind: Vec<u32>,
     /// Some vertex has an unwind edge ([`FuncTables::may_resume`]).
     may_resume: bool,
+    /// The writer's number of the function's first call site ([`FuncTables::with_first_site`]; [`NONE`]:
+    /// unknown).
+    first_site: u32,
     /// Value each edge writes ([`NONE`] if none), and its source, for the encoder.
     pub(crate) edge_witness: Vec<u32>,
     pub(crate) edge_from: Vec<BlockId>,
@@ -163,6 +166,7 @@ impl FuncTables {
             .collect();
         Ok(FuncTables {
             may_resume: unwind.iter().any(|&e| e != NONE),
+            first_site: NONE,
             verts,
             trans,
             calls: counts,
@@ -237,6 +241,20 @@ impl FuncTables {
             && self.verts.iter().all(|v| v.kind & PRED == 0)
             && self.eof == NONE
             && self.edge_witness.iter().all(|&w| w == NONE)
+    }
+
+    /// The same tables with the writer's number of the function's first call site: sites are numbered from 1
+    /// over a module's functions, blocks and calls in order (`pathprof_format::trace_layout::site_number`), so
+    /// the reader can check that an abandon marker names the call site its activation waits at.
+    pub fn with_first_site(mut self, first: u32) -> FuncTables {
+        self.first_site = first;
+        self
+    }
+
+    /// The writer's number of call site `call` of `v` (31 bits, as call-site states carry it), if known.
+    pub(crate) fn site_number(&self, v: BlockId, call: u32) -> Option<u32> {
+        (self.first_site != NONE)
+            .then(|| self.first_site.wrapping_add(self.site_base[v.index()]).wrapping_add(call) & 0x7fff_ffff)
     }
 
     /// Whether an activation may end with `resume` (it has a landing pad: an `invoke`), which the reader takes
