@@ -383,11 +383,6 @@ fn choose_sites(cfg: &Cfg, blocks: &[LLVMBasicBlockRef]) -> Vec<Site> {
                             .iter()
                             .filter(|&&o| matches!(cfg.edge(o).kind, EdgeKind::Branch { .. }))
                             .count()
-                    } else if op == LLVMOpcode::LLVMIndirectBr {
-                        let mut distinct = ir::successors(term);
-                        distinct.sort_unstable();
-                        distinct.dedup();
-                        distinct.len()
                     } else {
                         ir::successors(term).len()
                     };

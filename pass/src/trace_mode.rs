@@ -942,16 +942,18 @@ impl Emitter {
                 tokens.entry(p.graph.blocks[cfg.edge(e).to.index()]).or_default().push((bb, value, width));
             }
         }
+        // Every IR edge into each target, as its PHIs list them (an edge split earlier enters from its block):
+        // one walk over the function's terminators.
+        let mut preds_of: BTreeMap<LLVMBasicBlockRef, Vec<LLVMBasicBlockRef>> = BTreeMap::new();
+        for q in ir::blocks(p.f) {
+            for s in ir::terminator(q).map(ir::successors).unwrap_or_default() {
+                if tokens.contains_key(&s) {
+                    preds_of.entry(s).or_default().push(q);
+                }
+            }
+        }
         for (target, entries) in tokens {
-            // Every IR edge into the target, as its PHIs list them (an edge split earlier enters from its block).
-            let preds: Vec<LLVMBasicBlockRef> = ir::blocks(p.f)
-                .into_iter()
-                .flat_map(|q| {
-                    ir::terminator(q).map(ir::successors).unwrap_or_default().into_iter().map(move |s| (q, s))
-                })
-                .filter(|&(_, s)| s == target)
-                .map(|(q, _)| q)
-                .collect();
+            let preds = preds_of.remove(&target).unwrap_or_default();
             let token_from = |q: LLVMBasicBlockRef| entries.iter().find(|x| x.0 == q).map_or((0, 0), |x| (x.1, x.2));
             // PHIs go before the first instruction's debug records too (the verifier refuses records on PHIs).
             LLVMPositionBuilderBeforeInstrAndDbgRecords(b, LLVMGetFirstInstruction(target));
