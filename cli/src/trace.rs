@@ -21,8 +21,8 @@ mod bits;
 use crate::not_profiled::NotProfiled;
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate_from, Abandon, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StepSink,
-    StreamError, Unwind,
+    regenerate_from, Abandon, BadResume, BitReader, DecisionSource, FuncId, Program, RegenError, ResumePoint,
+    Resync, RunStep, StepSink, StreamError, Unwind,
 };
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;
@@ -97,6 +97,11 @@ struct Flat {
     ebase: Vec<u32>,
     /// Per flat vertex: [`EXIT`], [`REAL`] or [`PREDICATE`].
     kind: Vec<u8>,
+    /// Per flat edge: the flat index of its target (the lean sink counts edges only, [`Tally::add_arrivals`]).
+    etarget: Vec<u32>,
+    /// Per function id: the flat index of its first straight-run position (one more entry at the end: the
+    /// total), where the lean sink counts runs ([`Tally::add_runs`]).
+    rbase: Vec<u32>,
 }
 
 /// [`Flat::kind`]: the function's virtual EXIT (counted for the summary, never listed).
@@ -107,11 +112,18 @@ const REAL: u8 = 1;
 const PREDICATE: u8 = 2;
 
 impl Flat {
-    fn new(file: &TraceFile, owner: &[Option<FunctionRef>], names: &Names<'_>) -> Flat {
-        let (mut vbase, mut ebase, mut kind) = (vec![0u32], vec![0u32], Vec::new());
+    fn new(file: &TraceFile, owner: &[Option<FunctionRef>], names: &Names<'_>, program: &Program) -> Flat {
+        let mut rbase = vec![0u32];
+        for i in 0..owner.len() {
+            let runs = program.func(FuncId(i as u32)).map_or(0, |t| t.num_run_positions());
+            rbase.push(rbase[i] + runs as u32);
+        }
+        let (mut vbase, mut ebase, mut kind, mut etarget) = (vec![0u32], vec![0u32], Vec::new(), Vec::new());
         for (i, o) in owner.iter().enumerate() {
+            let v0 = kind.len() as u32;
             match (names.meta(FuncId(i as u32)), o) {
                 (Some(m), Some((base, fi))) => {
+                    etarget.extend(m.cfg.edge_ids().map(|e| v0 + m.cfg.edge(e).to.0));
                     let preds = predicate_blocks(&m.cfg, &file.modules[base].invokes[*fi]);
                     let real = m.cfg.num_blocks();
                     kind.extend((0..m.cfg.num_vertices()).map(|v| match v {
@@ -125,11 +137,12 @@ impl Flat {
                 _ => {
                     kind.extend([REAL, EXIT]);
                     ebase.push(ebase[i] + 1);
+                    etarget.push(v0 + 1);
                 }
             }
             vbase.push(kind.len() as u32);
         }
-        Flat { vbase, ebase, kind }
+        Flat { vbase, ebase, kind, etarget, rbase }
     }
 
     fn num_vertices(&self) -> usize {
@@ -160,6 +173,8 @@ struct Tally<'a> {
     inherited_hits: Vec<u64>,
     /// Per flat edge: the thread's own crossings.
     edges: Vec<u64>,
+    /// Per flat straight-run position: the runs the lean sink counted there (not yet in `edges`).
+    runs: Vec<u64>,
 }
 
 impl<'a> Tally<'a> {
@@ -172,6 +187,7 @@ impl<'a> Tally<'a> {
             hits: vec![0; flat.num_vertices()],
             inherited_hits: vec![0; flat.num_vertices()],
             edges: vec![0; flat.num_edges()],
+            runs: vec![0; *flat.rbase.last().expect("one entry at least") as usize],
         }
     }
 
@@ -206,6 +222,42 @@ impl<'a> Tally<'a> {
         }
     }
 
+    /// Regenerates a stream whose blocks are all the thread's own and certain into the counts (no steps kept),
+    /// with the lean sink: it counts straight runs and edges only, and the blocks' counts follow from them.
+    fn regenerate_counts<D: DecisionSource>(
+        &mut self,
+        program: &Program,
+        resume: &ResumePoint,
+        src: &mut D,
+    ) -> Result<Result<u64, RegenError>, BadResume> {
+        let (counting, emitted) = (Cell::new(true), Cell::new(0));
+        let mut sink = Collector::<false, false>::new(self, &counting, &emitted, u64::MAX);
+        let r = regenerate_from(program, resume, src, &mut sink, u64::MAX);
+        self.add_runs(program);
+        self.add_arrivals();
+        r
+    }
+
+    /// Adds to each edge's crossings those of the straight runs the lean sink counted ([`StepSink::run`]).
+    fn add_runs(&mut self, program: &Program) {
+        let flat = self.flat;
+        for (i, w) in flat.rbase.windows(2).enumerate() {
+            let (Some(t), Some(e)) = (program.func(FuncId(i as u32)), flat.ebase.get(i..i + 2)) else { continue };
+            let runs = &self.runs[w[0] as usize..w[1] as usize];
+            if runs.iter().any(|&n| n > 0) {
+                t.add_run_counts(runs, &mut self.edges[e[0] as usize..e[1] as usize]);
+            }
+        }
+    }
+
+    /// Adds to each block's own runs the crossings of the edges into it, which the lean sink counted instead
+    /// (its `block` saw only the blocks entered without an edge: activations' entries).
+    fn add_arrivals(&mut self) {
+        for (&to, &n) in self.flat.etarget.iter().zip(&self.edges) {
+            self.hits[to as usize] += n;
+        }
+    }
+
     fn real_sum(&self, hits: &[u64]) -> u64 {
         self.flat.kind.iter().zip(hits).filter(|(&k, _)| k != EXIT).map(|(_, &n)| n).sum()
     }
@@ -222,6 +274,8 @@ struct Collector<'t, const GATED: bool, const STEPS: bool> {
     hits: &'t mut [u64],
     inherited_hits: &'t mut [u64],
     edges: &'t mut [u64],
+    rbase: &'t [u32],
+    runs: &'t mut [u64],
     steps: &'t mut VecDeque<u32>,
     last: Option<usize>,
     /// Whether blocks are the thread's own (false in a fork child until its part of the stream begins).
@@ -242,6 +296,8 @@ impl<'t, const GATED: bool, const STEPS: bool> Collector<'t, GATED, STEPS> {
             hits: &mut tally.hits,
             inherited_hits: &mut tally.inherited_hits,
             edges: &mut tally.edges,
+            rbase: &flat.rbase,
+            runs: &mut tally.runs,
             steps: &mut tally.steps,
             last: tally.last,
             counting,
@@ -287,6 +343,27 @@ impl<const GATED: bool, const STEPS: bool> StepSink for Collector<'_, GATED, STE
         }
         if !GATED || self.counting.get() {
             self.edges[(self.ebase[f.index()] + e.0) as usize] += 1;
+        }
+    }
+    #[inline]
+    fn step(&mut self, f: FuncId, e: EdgeId, to: BlockId) {
+        if GATED || STEPS {
+            self.edge(f, e);
+            self.block(f, to);
+        } else {
+            // The block's run is the edge's crossing: Tally::add_arrivals counts it after the walk.
+            self.edges[(self.ebase[f.index()] + e.0) as usize] += 1;
+        }
+    }
+    #[inline]
+    fn run(&mut self, f: FuncId, at: u32, steps: &[RunStep]) {
+        if GATED || STEPS {
+            for s in steps {
+                self.step(f, s.edge, s.target);
+            }
+        } else {
+            // Its edges and blocks are counted after the walk (Tally::add_runs, then add_arrivals).
+            self.runs[(self.rbase[f.index()] + at) as usize] += 1;
         }
     }
 }
@@ -468,7 +545,7 @@ pub fn run(args: &Args) -> Result<()> {
         return Ok(());
     }
     let names = Names::new(&file, &owner);
-    let flat = Flat::new(&file, &owner, &names);
+    let flat = Flat::new(&file, &owner, &names, &program);
     let mut totals =
         args.summary.then(|| Counts { blocks: vec![0; flat.num_vertices()], edges: vec![0; flat.num_edges()] });
     let mut listing = Listing::new(&flat, &names);
@@ -733,8 +810,7 @@ fn regenerate_thread(
             let mut sink = Collector::<false, true>::new(c, &counting, &emitted, limit);
             regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
         } else {
-            let mut sink = Collector::<false, false>::new(c, &counting, &emitted, limit);
-            regenerate_from(program, resume, &mut src, &mut sink, u64::MAX)
+            c.regenerate_counts(program, resume, &mut src)
         };
         (r, src.remaining())
     };

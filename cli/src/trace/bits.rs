@@ -9,16 +9,15 @@
 //! read). Text, or with `--json`: `{"bits":N,"branches":N,"categories":[{"kind","count","bits"}],
 //! "entries":[{"function","count","bits"}],"predicates":[{"function","block","count","bits"}]}`.
 
-use super::{Collector, Flat, Names, Tally};
+use super::{Flat, Names, Tally};
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate_from, Abandon, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StreamError, Unwind,
+    Abandon, BitReader, DecisionSource, FuncId, RegenError, ResumePoint, Resync, StreamError, Unwind,
 };
 use pathprof_core::BlockId;
 use pathprof_format::trace::{FunctionRef, TraceFile};
 use pathprof_format::trace_layout::{ABANDON_ID, ENTRY_CACHE_BITS, RESYNC_ID, UNWIND_ID};
 use serde::Serialize;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -164,7 +163,7 @@ pub(super) fn run(file: &TraceFile, owner: &[Option<FunctionRef>], json: bool, o
     }
     let (program, _) = file.program()?;
     let names = Names::new(file, owner);
-    let flat = Flat::new(file, owner, &names);
+    let flat = Flat::new(file, owner, &names, &program);
     let mut meter = Meter::default();
     let mut branches = 0;
     for t in &file.threads {
@@ -179,12 +178,11 @@ pub(super) fn run(file: &TraceFile, owner: &[Option<FunctionRef>], json: bool, o
         let mut reader = t.reader(bits);
         reader.skip(t.window.as_ref().map_or(0, |w| w.start));
         let mut tally = Tally::new(&flat, None, false);
-        let (counting, emitted) = (Cell::new(true), Cell::new(0));
-        let mut sink = Collector::<false, false>::new(&mut tally, &counting, &emitted, u64::MAX);
         let mut src = Metered { reader, meter: &mut meter };
         // A stream that ends inside a function (exit, a cut) has still been read up to where it ends; anything
         // else the walk finds is a corrupt trace, as for the listing.
-        match regenerate_from(&program, &resume, &mut src, &mut sink, u64::MAX)
+        match tally
+            .regenerate_counts(&program, &resume, &mut src)
             .map_err(|e| anyhow::anyhow!("{}: corrupt trace: {e}", t.label()))?
         {
             Ok(_) | Err(RegenError::Stream { error: StreamError::Ended, .. }) => {}

@@ -21,6 +21,7 @@ pub mod entropy;
 pub mod placement;
 pub mod range_coder;
 pub mod regenerate;
+pub mod runs;
 pub mod tables;
 pub mod tokens;
 pub mod view;
@@ -51,6 +52,7 @@ pub use regenerate::{
     regenerate, regenerate_from, Abandon, BadResume, DecisionSource, RegenError, ResumePoint, Resync, StepSink,
     StreamError, Unwind, Waiting,
 };
+pub use runs::RunStep;
 pub use tables::{FuncTables, Program, TablesError};
 pub use tokens::{Token, TokenSink, TokenSource};
 pub use view::{CallSites, CallSitesMismatch, InvokeMismatch};

@@ -83,7 +83,8 @@
 //! activations waiting at call sites (no witness pending there, by blocking), and, for a sync right after an
 //! `Enter` marker, the activation that just began.
 
-use super::tables::{FuncTables, Program, NONE, PRED, SPECIAL};
+use super::runs::RunStep;
+use super::tables::{FuncTables, Program, NONE, PRED, RUN, SPECIAL};
 use super::FuncId;
 use crate::graph::{BlockId, EdgeId};
 
@@ -207,6 +208,23 @@ pub trait StepSink {
     /// `f` crossed `e` (called before the `block` of its target).
     #[inline]
     fn edge(&mut self, _f: FuncId, _e: EdgeId) {}
+    /// `f` crossed `e` into `to`: every block but an activation's first is entered this way. A sink that
+    /// counts blocks can count only the edges here and derive the blocks' counts from them afterwards (one
+    /// update per step instead of two: the regenerator's hot loop).
+    #[inline]
+    fn step(&mut self, f: FuncId, e: EdgeId, to: BlockId) {
+        self.edge(f, e);
+        self.block(f, to);
+    }
+    /// `f` crossed the straight run that starts at position `at` of its tables: `steps`, in order (see
+    /// [`super::runs`]). A sink that counts can count the run once (per function, `at` <
+    /// [`FuncTables::num_run_positions`]) and derive its edges with [`FuncTables::add_run_counts`].
+    #[inline]
+    fn run(&mut self, f: FuncId, _at: u32, steps: &[RunStep]) {
+        for s in steps {
+            self.step(f, s.edge, s.target);
+        }
+    }
     /// One call site of `f`'s current block `b` returned (call sites finish in block order; the activations
     /// of traced callees a site ran come before). Lets a consumer tell several activations from one call
     /// (callbacks) from activations of the block's next call site.
@@ -274,6 +292,17 @@ fn site_returned<S: StepSink>(fr: &mut Frame, sink: &mut S) -> bool {
     fr.fresh = true;
     fr.bound = false;
     fr.calls_left > 0
+}
+
+/// How a walk arrives at its frame's vertex.
+#[derive(Copy, Clone)]
+enum Arrival {
+    /// An activation begins at its entry.
+    Entered,
+    /// Across this edge (an unwind edge into a landing pad).
+    Crossed(EdgeId),
+    /// A waiting activation goes on after its vertex's call sites: the vertex is written already.
+    Resumed,
 }
 
 /// Where a walk stopped.
@@ -389,7 +418,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 }
             },
         };
-        let (mut frame, emit_first) = match next {
+        let (mut frame, arrival) = match next {
             Some(r) if Some(r) == program.resync => {
                 let top = stack.last();
                 let (func, block) = (top.map(|f| f.func), top.map(|f| f.vertex));
@@ -413,7 +442,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                     stack.push(fr);
                     continue;
                 }
-                (fr, false)
+                (fr, Arrival::Resumed)
             }
             Some(u) if Some(u) == program.unwind => {
                 let top = stack.last();
@@ -429,12 +458,11 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 stack.truncate(m.depth as usize);
                 let mut fr = stack.pop().expect("depth ≥ 1");
                 sink.site_done(fr.func, fr.vertex);
-                sink.edge(fr.func, edge);
                 fr.vertex = program.funcs[fr.func.index()].edge_to[edge.index()];
                 fr.pending = NONE;
                 fr.calls_left = 0;
                 fr.bound = false;
-                (fr, true)
+                (fr, Arrival::Crossed(edge))
             }
             Some(a) if Some(a) == program.abandon => {
                 let top = stack.last();
@@ -463,14 +491,14 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                     stack.push(fr);
                     continue;
                 }
-                (fr, false)
+                (fr, Arrival::Resumed)
             }
             Some(f) => {
                 let t = program.func(f).ok_or(RegenError::UnknownFunction(f.0))?;
                 if let Some(waiting) = stack.last_mut() {
                     waiting.fresh = false; // an activation began at its call site
                 }
-                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true, bound: false }, true)
+                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true, bound: false }, Arrival::Entered)
             }
             None => {
                 let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
@@ -478,11 +506,11 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                     stack.push(fr);
                     continue;
                 }
-                (fr, false)
+                (fr, Arrival::Resumed)
             }
         };
         let t = &program.funcs[frame.func.index()];
-        let stop = walk(program, t, &mut frame, emit_first, src, sink, &mut budget).map_err(|e| match e {
+        let stop = walk(program, t, &mut frame, arrival, src, sink, &mut budget).map_err(|e| match e {
             RegenError::BlockLimit(_) => RegenError::BlockLimit(max_blocks),
             e => e,
         })?;
@@ -494,15 +522,16 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
     }
 }
 
-/// Walks `frame`'s function from its vertex (writing that vertex first if `emit_first`) until it returns or
+/// Walks `frame`'s function from its vertex (written first unless `arrival` resumes it) until it returns or
 /// enters a callee at a call site (call sites whose callees are all done — the common case of a call into
-/// untraced code — are passed without leaving the loop). The hot loop: one row lookup per block.
+/// untraced code — are passed without leaving the loop). The hot loop: one row lookup and one sink step per
+/// block.
 #[inline]
 fn walk<D: DecisionSource, S: StepSink>(
     program: &Program,
     t: &FuncTables,
     frame: &mut Frame,
-    mut emit_first: bool,
+    arrival: Arrival,
     src: &mut D,
     sink: &mut S,
     budget: &mut u64,
@@ -511,59 +540,89 @@ fn walk<D: DecisionSource, S: StepSink>(
     let mut v = frame.vertex;
     let mut pending = frame.pending;
     let stream = |error, v| RegenError::Stream { error, func: Some(f), block: Some(v) };
-    loop {
-        let ve = t.verts[v.index()];
-        if emit_first {
-            if *budget == 0 {
-                return Err(RegenError::BlockLimit(0));
-            }
-            *budget -= 1;
+    let spend = |budget: &mut u64| {
+        if *budget == 0 {
+            return Err(RegenError::BlockLimit(0));
+        }
+        *budget -= 1;
+        Ok(())
+    };
+    // Whether v's own events (its call sites, or the return at EXIT) are still to be read.
+    let mut arrived = match arrival {
+        Arrival::Entered => {
+            spend(budget)?;
             sink.block(f, v);
-            if ve.kind & SPECIAL != 0 {
-                if v == t.exit {
-                    if t.eof != NONE {
-                        if pending == NONE {
-                            pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
-                        }
-                        if pending != t.eof {
-                            return Err(RegenError::BadWitness { func: f, block: v, value: pending });
-                        }
-                    } else if pending != NONE {
+            true
+        }
+        Arrival::Crossed(e) => {
+            spend(budget)?;
+            sink.step(f, e, v);
+            true
+        }
+        Arrival::Resumed => false,
+    };
+    loop {
+        let ve = &t.verts[v.index()];
+        if arrived && ve.kind & SPECIAL != 0 {
+            if v == t.exit {
+                if t.eof != NONE {
+                    if pending == NONE {
+                        pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
+                    }
+                    if pending != t.eof {
                         return Err(RegenError::BadWitness { func: f, block: v, value: pending });
                     }
-                    return Ok(Stop::Returned);
-                }
-                let n = t.calls[v.index()];
-                let mut left = n;
-                if left > 0 && pending != NONE {
+                } else if pending != NONE {
                     return Err(RegenError::BadWitness { func: f, block: v, value: pending });
                 }
-                while left > 0 {
-                    if let Some(g) = t.implicit_callee(v, n - left) {
-                        // Walked without reading (the module docs, "Implicit calls").
+                return Ok(Stop::Returned);
+            }
+            let n = t.calls[v.index()];
+            let mut left = n;
+            if left > 0 && pending != NONE {
+                return Err(RegenError::BadWitness { func: f, block: v, value: pending });
+            }
+            while left > 0 {
+                if let Some(g) = t.implicit_callee(v, n - left) {
+                    // Walked without reading (the module docs, "Implicit calls").
+                    frame.vertex = v;
+                    frame.pending = NONE;
+                    frame.calls_left = left;
+                    return Ok(Stop::Enter(g));
+                }
+                let announced = t.direct_callee(v, n - left);
+                match src.activation(announced, program.func_bits).map_err(|e| stream(e, v))? {
+                    None => {
+                        sink.site_done(f, v);
+                        left -= 1
+                    }
+                    Some(g) => {
                         frame.vertex = v;
                         frame.pending = NONE;
                         frame.calls_left = left;
+                        frame.bound = binds(program, announced, g);
                         return Ok(Stop::Enter(g));
-                    }
-                    let announced = t.direct_callee(v, n - left);
-                    match src.activation(announced, program.func_bits).map_err(|e| stream(e, v))? {
-                        None => {
-                            sink.site_done(f, v);
-                            left -= 1
-                        }
-                        Some(g) => {
-                            frame.vertex = v;
-                            frame.pending = NONE;
-                            frame.calls_left = left;
-                            frame.bound = binds(program, announced, g);
-                            return Ok(Stop::Enter(g));
-                        }
                     }
                 }
             }
         }
-        emit_first = true;
+        arrived = true;
+        if ve.kind & RUN != 0 {
+            // The whole run, or (fewer blocks left than it has) its first step.
+            let (at, n) = (ve.lo as usize, ve.len as usize);
+            let whole = (n as u64 <= *budget).then(|| t.runs.get(at..at + n)).flatten();
+            if let Some(run) = whole {
+                *budget -= n as u64;
+                sink.run(f, at as u32, run);
+                v = BlockId(ve.row);
+            } else {
+                let s = t.runs.get(at).ok_or(RegenError::DeadEnd { func: f, block: v })?;
+                v = s.target;
+                spend(budget)?;
+                sink.step(f, s.edge, v);
+            }
+            continue;
+        }
         if ve.len == 0 {
             return Err(RegenError::DeadEnd { func: f, block: v });
         }
@@ -592,7 +651,16 @@ fn walk<D: DecisionSource, S: StepSink>(
             }
             pending = NONE;
         }
-        sink.edge(f, tr.edge);
         v = tr.target;
+        spend(budget)?;
+        sink.step(f, tr.edge, v);
+        // The target is plain: its run too (with fewer blocks left than it has, the loop steps through it).
+        if tr.run != NONE && u64::from(tr.run_len) <= *budget {
+            if let Some(run) = t.runs.get(tr.run as usize..(tr.run + tr.run_len) as usize) {
+                *budget -= u64::from(tr.run_len);
+                sink.run(f, tr.run, run);
+                v = tr.after;
+            }
+        }
     }
 }

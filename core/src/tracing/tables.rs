@@ -10,6 +10,7 @@
 
 use super::check::{check_blocking_of, TraceViolation, WitnessOf, WitnessSets};
 use super::placement::{token_width, WitnessPlan};
+use super::runs::{RunStep, Runs};
 use super::view::{CallSites, TracingView};
 use crate::graph::{BlockId, Cfg, EdgeId};
 
@@ -20,13 +21,16 @@ pub(crate) const NONE: u32 = u32::MAX;
 pub(crate) const PRED: u8 = 1;
 /// The walk leaves the fast path here: EXIT, a call site, or no way out.
 pub(crate) const SPECIAL: u8 = 2;
+/// The vertex is plain: [`VertexEntry`] describes its straight run ([`super::runs`]).
+pub(crate) const RUN: u8 = 4;
 
-/// One vertex's row.
+/// One vertex's row; for a plain vertex ([`RUN`]), its straight run: `lo` its start in [`FuncTables::runs`],
+/// `len` its steps, `row` the block it ends at.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct VertexEntry {
     /// First transition of the row in [`FuncTables::trans`].
     pub(crate) row: u32,
-    /// Witness value of the row's first entry (predicates).
+    /// Witness value of the row's first entry (predicates); the start of the vertex's straight run ([`RUN`]).
     pub(crate) lo: u32,
     /// Entries in the row (0: no traced out-edge).
     pub(crate) len: u32,
@@ -37,12 +41,23 @@ pub(crate) struct VertexEntry {
 }
 
 /// One step: cross `edge` to `target`; `witness` is the value the edge writes ([`NONE`] if none). An entry
-/// with `target == NONE` is a hole in a predicate's window (a corrupt trace).
+/// with `target == NONE` is a hole in a predicate's window (a corrupt trace). When the target is plain, its
+/// straight run follows right away: `run` (its start in [`FuncTables::runs`]; [`NONE`] otherwise), `run_len`
+/// and the block it ends at, `after` — the walk goes on from there without looking the target up.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Transition {
     pub(crate) target: BlockId,
     pub(crate) edge: EdgeId,
     pub(crate) witness: u32,
+    pub(crate) run: u32,
+    pub(crate) run_len: u32,
+    pub(crate) after: BlockId,
+}
+
+impl Transition {
+    fn new(target: BlockId, edge: EdgeId, witness: u32) -> Transition {
+        Transition { target, edge, witness, run: NONE, run_len: 0, after: target }
+    }
 }
 
 /// Why a function's tables could not be built.
@@ -61,6 +76,8 @@ pub enum TablesError {
 pub struct FuncTables {
     pub(crate) verts: Vec<VertexEntry>,
     pub(crate) trans: Vec<Transition>,
+    /// The straight runs' sequences ([`super::runs`]).
+    pub(crate) runs: Vec<RunStep>,
     pub(crate) calls: Vec<u32>,
     /// Per vertex: the index of its first call site in [`FuncTables::direct`] (call sites numbered in block
     /// order).
@@ -111,11 +128,10 @@ impl FuncTables {
         };
         let mut verts = Vec::with_capacity(cfg.num_vertices());
         let mut trans: Vec<Transition> = Vec::new();
-        let hole = Transition { target: BlockId(NONE), edge: EdgeId(NONE), witness: NONE };
+        let hole = Transition::new(BlockId(NONE), EdgeId(NONE), NONE);
         for v in cfg.vertices() {
             let outs = view.out_edges(v);
-            let step =
-                |e: EdgeId| Transition { target: cfg.edge(e).to, edge: e, witness: plan.value(e).unwrap_or(NONE) };
+            let step = |e: EdgeId| Transition::new(cfg.edge(e).to, e, plan.value(e).unwrap_or(NONE));
             let row = u32::try_from(trans.len()).map_err(|_| TablesError::TooLarge)?;
             let width = token_width(plan, &view, v, eof != NONE);
             let special = v == cfg.exit() || calls.count(v) > 0 || outs.is_empty();
@@ -150,6 +166,35 @@ impl FuncTables {
         if u32::try_from(trans.len()).is_err() {
             return Err(TablesError::TooLarge);
         }
+        let mut in_degree = vec![0u32; cfg.num_vertices()];
+        for v in cfg.vertices() {
+            for &e in view.out_edges(v) {
+                in_degree[cfg.edge(e).to.index()] += 1;
+            }
+        }
+        let plain = |v: BlockId| {
+            let ve = &verts[v.index()];
+            let tr = trans.get(ve.row as usize).filter(|_| ve.kind == 0 && ve.len == 1)?;
+            (tr.witness == NONE).then_some((tr.edge, tr.target))
+        };
+        let runs = Runs::compute(&in_degree, &plain);
+        // A run's length and end, right in the vertex and in the transitions into it: a run costs the walk one
+        // dependent load, not one per block.
+        let run_of = |v: BlockId| {
+            let p = (*runs.start.get(v.index())?)?;
+            let len = runs.steps[p as usize].left;
+            Some((p, len, runs.steps[(p + len - 1) as usize].target))
+        };
+        for tr in &mut trans {
+            if let Some((p, len, end)) = run_of(tr.target) {
+                (tr.run, tr.run_len, tr.after) = (p, len, end);
+            }
+        }
+        for (v, ve) in verts.iter_mut().enumerate() {
+            if let Some((p, len, end)) = run_of(BlockId(v as u32)) {
+                *ve = VertexEntry { row: end.0, lo: p, len, width: ve.width, kind: ve.kind | RUN };
+            }
+        }
         let counts: Vec<u32> = cfg.vertices().map(|v| calls.count(v)).collect();
         let mut site_base = Vec::with_capacity(counts.len());
         let mut sites = 0u32;
@@ -169,6 +214,7 @@ impl FuncTables {
             first_site: NONE,
             verts,
             trans,
+            runs: runs.steps,
             calls: counts,
             site_base,
             direct: vec![NONE; sites as usize],
@@ -294,6 +340,26 @@ impl FuncTables {
 
     pub(crate) fn num_vertices(&self) -> usize {
         self.verts.len()
+    }
+
+    /// Positions a sink that counts straight runs ([`super::StepSink::run`]) needs: one per plain vertex.
+    pub fn num_run_positions(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Adds to `edge_counts` (indexed by [`EdgeId`]) the crossings of the runs counted in `run_counts`
+    /// (indexed by a run's position, as [`super::StepSink::run`] gives it): a run covers its sequence from
+    /// its position to the end, so each step's crossings are the runs started at or before it in its sequence.
+    /// A count for an edge outside `edge_counts` is left out (the slices are the caller's).
+    pub fn add_run_counts(&self, run_counts: &[u64], edge_counts: &mut [u64]) {
+        let mut crossings = 0u64;
+        for (i, (step, &n)) in self.runs.iter().zip(run_counts).enumerate() {
+            let first_of_sequence = i == 0 || self.runs[i - 1].left == 1;
+            crossings = if first_of_sequence { n } else { crossings + n };
+            if let Some(c) = edge_counts.get_mut(step.edge.index()) {
+                *c += crossings;
+            }
+        }
     }
 }
 

@@ -822,6 +822,68 @@ fn measure_bits_per_branch() {
     }
 }
 
+/// Counts every edge crossed, per function: as straight runs (`by_runs`, then [`FuncTables::add_run_counts`])
+/// or one step at a time (the default `run`).
+struct EdgeCounts {
+    by_runs: bool,
+    edges: Vec<Vec<u64>>,
+    runs: Vec<Vec<u64>>,
+}
+impl StepSink for EdgeCounts {
+    fn block(&mut self, _f: FuncId, _b: BlockId) {}
+    fn edge(&mut self, f: FuncId, e: EdgeId) {
+        self.edges[f.index()][e.index()] += 1;
+    }
+    fn run(&mut self, f: FuncId, at: u32, steps: &[crate::tracing::RunStep]) {
+        if self.by_runs {
+            self.runs[f.index()][at as usize] += 1;
+        } else {
+            for s in steps {
+                self.step(f, s.edge, s.target);
+            }
+        }
+    }
+}
+
+/// Edge counts of regenerating `bits` with `program`, counted as `EdgeCounts` says.
+fn counted_edges(program: &Program, p: &RandomProgram, bits: &BitTrace, by_runs: bool) -> Vec<Vec<u64>> {
+    let funcs: Vec<&FuncTables> = (0..p.cfgs.len()).map(|f| program.func(FuncId(f as u32)).unwrap()).collect();
+    let mut sink = EdgeCounts {
+        by_runs,
+        edges: p.cfgs.iter().map(|g| vec![0; g.num_edges()]).collect(),
+        runs: funcs.iter().map(|t| vec![0; t.num_run_positions()]).collect(),
+    };
+    regenerate(program, &mut BitReader::new(bits), &mut sink, u64::MAX).unwrap();
+    for (f, t) in funcs.iter().enumerate() {
+        t.add_run_counts(&sink.runs[f], &mut sink.edges[f]);
+    }
+    sink.edges
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Counting a straight run once and deriving its edges afterwards gives every edge's count, as counting
+    /// each step does — and both give the execution's own counts of the edges tracing follows.
+    #[test]
+    fn counting_straight_runs_gives_the_edge_counts(p in programs(4, 10), seed in any::<u64>()) {
+        let run = execute(&p, seed, None, 3000);
+        for program in [spanning_program(&p), bit_program(&p)] {
+            let bits = bit_trace(&program, &run.events);
+            let stepwise = counted_edges(&program, &p, &bits, false);
+            prop_assert_eq!(&counted_edges(&program, &p, &bits, true), &stepwise);
+            for (f, counts) in stepwise.iter().enumerate() {
+                for (e, &n) in counts.iter().enumerate() {
+                    let traced = program.func(FuncId(f as u32)).unwrap().traces(EdgeId(e as u32));
+                    if traced {
+                        prop_assert_eq!(n, run.edge_counts[f][e], "function {} edge {}", f, e);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Counts blocks and folds their ids, so the work cannot be optimised away and nothing is stored.
 struct Fold(u64);
 impl StepSink for Fold {
