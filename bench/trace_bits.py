@@ -11,7 +11,7 @@ Reported: bits ÷ naive branches, run time ÷ plain (CPU time, user + system, th
 regeneration speed (blocks per CPU second — user + system — of `pathprof trace --summary --json`, the best of three
 runs, process start, parsing and output included; it counts every block and edge).
 
-    python3 bench/trace_bits.py [--dist DIR] [--out FILE.md]
+    python3 bench/trace_bits.py [--dist DIR] [--out FILE.md] [--baseline-dist DIR]
 Sizes are chosen so the naive traces stay below a few hundred MB (8 bytes per block).
 """
 
@@ -26,8 +26,9 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 KDIR = BENCH / "programs" / "kernels"
 # (kernel, size): smaller than run.py's callgrind sizes where a kernel runs many blocks.
-KERNELS = [("daxpy", "3000"), ("sieve", "20"), ("matmul", "100"), ("heapsort", "60000"), ("nestloop", "9"),
-           ("bubble", "2500"), ("fib", "25"), ("interp", "200000")]
+# Large enough that regeneration takes a tenth of a second or more (process start is a few milliseconds).
+KERNELS = [("daxpy", "3000"), ("sieve", "20"), ("matmul", "150"), ("heapsort", "60000"), ("nestloop", "12"),
+           ("bubble", "2500"), ("fib", "29"), ("interp", "200000")]
 
 
 def build(dist, kernel, variant, exe):
@@ -75,12 +76,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dist", default=str(BENCH.parent / "dist"))
     ap.add_argument("--out", default=str(BENCH / "work" / "trace-bits.md"))
+    ap.add_argument("--baseline-dist", help="also regenerate every bit trace with this build's reader, "
+                    "interleaved with the measured one, and report the speed ratio (a change to the reader)")
     args = ap.parse_args()
     dist = Path(args.dist).resolve()
+    base = Path(args.baseline_dist).resolve() if args.baseline_dist else None
     work = BENCH / "work" / "trace-bits"
     work.mkdir(parents=True, exist_ok=True)
     rows = ["| kernel | size | blocks | branches (naive) | trace bits | bits/branch | trace bytes | naive bytes | "
-            "time ÷ plain | regeneration |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "time ÷ plain | regeneration |" + (" baseline's regeneration | speed-up |" if base else ""),
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if base else "")]
     total_bits = total_branches = 0
     for kernel, size in KERNELS:
         exes = {v: work / f"{kernel}-{v}" for v in ("plain", "trace", "naive")}
@@ -91,7 +96,18 @@ def main():
         out_naive, _ = run(exes["naive"], size, work / f"{kernel}-naive.pathtrace")
         if not out_plain == out_trace == out_naive:
             sys.exit(f"{kernel}: outputs differ: {out_plain!r} {out_trace!r} {out_naive!r}")
-        opt, regen_s = summary(dist, work / f"{kernel}.pathtrace", runs=3)
+        if base:
+            # Interleaved, best of five each: the two readers see the same machine load.
+            regen_s = base_s = float("inf")
+            for _ in range(5):
+                opt, secs = summary(dist, work / f"{kernel}.pathtrace")
+                regen_s = min(regen_s, secs)
+                base_opt, secs = summary(base, work / f"{kernel}.pathtrace")
+                base_s = min(base_s, secs)
+            if base_opt != opt:
+                sys.exit(f"{kernel}: the baseline's reader regenerates {base_opt}, this one {opt}")
+        else:
+            opt, regen_s = summary(dist, work / f"{kernel}.pathtrace", runs=3)
         naive, _ = summary(dist, work / f"{kernel}-naive.pathtrace")
         if (opt["branches"], opt["blocks"]) != (naive["branches"], naive["blocks"]):
             sys.exit(f"{kernel}: bit trace regenerates {opt} but the naive trace has {naive}")
@@ -101,7 +117,8 @@ def main():
         total_branches += naive["branches"]
         rows.append(f"| {kernel} | {size} | {naive['blocks']:,} | {naive['branches']:,} | {opt['bits']:,} | "
                     f"{opt['bits'] / max(1, naive['branches']):.3f} | {tb:,} | {nb:,} | "
-                    f"{t_trace / max(t_plain, 1e-3):.1f} | {naive['blocks'] / regen_s / 1e6:.0f} M blocks/s |")
+                    f"{t_trace / max(t_plain, 1e-3):.1f} | {naive['blocks'] / regen_s / 1e6:.0f} M blocks/s |"
+                    + (f" {naive['blocks'] / base_s / 1e6:.0f} M blocks/s | {base_s / regen_s:.2f} |" if base else ""))
         for f in (work / f"{kernel}.pathtrace", work / f"{kernel}-naive.pathtrace"):
             f.unlink()
         print(rows[-1], flush=True)
