@@ -21,8 +21,8 @@ mod bits;
 use crate::not_profiled::NotProfiled;
 use anyhow::{bail, Context, Result};
 use pathprof_core::tracing::{
-    regenerate_from, Abandon, BadResume, BitReader, DecisionSource, FuncId, Program, RegenError, ResumePoint,
-    Resync, RunStep, StepSink, StreamError, Unwind,
+    regenerate_from, Abandon, BadResume, BitReader, DecisionSource, FuncId, Program, RegenError, ResumePoint, Resync,
+    RunStep, StepSink, StreamError, Unwind,
 };
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::FunctionMeta;

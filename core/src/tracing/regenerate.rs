@@ -498,7 +498,10 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 if let Some(waiting) = stack.last_mut() {
                     waiting.fresh = false; // an activation began at its call site
                 }
-                (Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true, bound: false }, Arrival::Entered)
+                (
+                    Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true, bound: false },
+                    Arrival::Entered,
+                )
             }
             None => {
                 let Some(mut fr) = stack.pop() else { return Ok(max_blocks - budget) };
