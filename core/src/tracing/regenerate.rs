@@ -612,14 +612,11 @@ fn walk<D: DecisionSource, S: StepSink>(
         arrived = true;
         if ve.kind & RUN != 0 {
             // The whole run, or (fewer blocks left than it has) its first step.
-            let (at, n) = (ve.lo as usize, ve.len as usize);
-            let whole = (n as u64 <= *budget).then(|| t.runs.get(at..at + n)).flatten();
-            if let Some(run) = whole {
-                *budget -= n as u64;
-                sink.run(f, at as u32, run);
+            if let Some(run) = take_run(t, ve.lo, ve.len, budget) {
+                sink.run(f, ve.lo, run);
                 v = BlockId(ve.row);
             } else {
-                let s = t.runs.get(at).ok_or(RegenError::DeadEnd { func: f, block: v })?;
+                let s = t.runs.get(ve.lo as usize).ok_or(RegenError::DeadEnd { func: f, block: v })?;
                 v = s.target;
                 spend(budget)?;
                 sink.step(f, s.edge, v);
@@ -658,12 +655,22 @@ fn walk<D: DecisionSource, S: StepSink>(
         spend(budget)?;
         sink.step(f, tr.edge, v);
         // The target is plain: its run too (with fewer blocks left than it has, the loop steps through it).
-        if tr.run != NONE && u64::from(tr.run_len) <= *budget {
-            if let Some(run) = t.runs.get(tr.run as usize..(tr.run + tr.run_len) as usize) {
-                *budget -= u64::from(tr.run_len);
+        if tr.run != NONE {
+            if let Some(run) = take_run(t, tr.run, tr.run_len, budget) {
                 sink.run(f, tr.run, run);
                 v = tr.after;
             }
         }
     }
+}
+
+/// The straight run of `len` steps at `at` in `t`'s runs, charged to `budget` — if the budget holds all of it.
+#[inline]
+fn take_run<'t>(t: &'t FuncTables, at: u32, len: u32, budget: &mut u64) -> Option<&'t [RunStep]> {
+    if u64::from(len) > *budget {
+        return None;
+    }
+    let run = t.runs.get(at as usize..at as usize + len as usize)?;
+    *budget -= u64::from(len);
+    Some(run)
 }
