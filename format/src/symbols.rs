@@ -108,6 +108,9 @@ pub const IP_TOKEN: &str = "__pathprof_ip_token";
 
 /// Module-local, `alwaysinline`: appends bits to the thread's trace state (trace mode).
 pub const TRACE_PUT: &str = "__pathprof_trace_put";
+/// Module-local, `noinline cold`: [`TRACE_PUT`] when the bits fill the thread's word (the runtime takes it);
+/// returns the new bits and their count for the caller to store.
+pub const TRACE_PUT_FULL: &str = "__pathprof_trace_put_full";
 /// Module-local, `alwaysinline`: a traced function's entry (state check, `Enter` marker).
 pub const TRACE_ENTER: &str = "__pathprof_trace_enter";
 /// Module-local, `alwaysinline`: a call site's return (state check, `Done` marker).
@@ -120,8 +123,14 @@ pub const TRACE_CACHED: &str = "__pathprof_trace_cached";
 pub const TRACE_DONE_CERTAIN: &str = "__pathprof_trace_done_certain";
 /// Module-local, `alwaysinline`: a `setjmp` call's return (`Done`, or a resync marker after a `longjmp`).
 pub const TRACE_RESYNC: &str = "__pathprof_trace_resync";
-/// Module-local, `alwaysinline`: a landing pad's start (the unwind marker, the activation's body state back).
+/// Module-local, `noinline cold`: a landing pad's start (the unwind marker, the activation's body state back).
 pub const TRACE_UNWIND: &str = "__pathprof_trace_unwind";
+/// Module-local, `noinline cold`: a call site's return to a state not its own (abandon marker or abnormal).
+pub const TRACE_DONE_MOVED: &str = "__pathprof_trace_done_moved";
+/// Module-local, `noinline cold`: the resync marker of a `setjmp` call's return after a `longjmp`.
+pub const TRACE_RESYNC_AGAIN: &str = "__pathprof_trace_resync_again";
+/// Module-local, `noinline`: an entry other than its announced one (marker with the function's id, checks).
+pub const TRACE_ENTER_SLOW: &str = "__pathprof_trace_enter_slow";
 /// Module-local: a trace-mode module's [`TraceModuleDesc`](crate::trace_layout::TraceModuleDesc).
 pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 /// Image-wide (hidden, `linkonce_odr`, thread-local): the thread's trace state
@@ -130,7 +139,7 @@ pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 pub const TRACE_TLS: &str = "__pathprof_trace_tls";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 23] = [
+pub const MODULE_LOCAL: [&str; 27] = [
     COUNTERS,
     META,
     DESC,
@@ -153,6 +162,10 @@ pub const MODULE_LOCAL: [&str; 23] = [
     TRACE_CACHED,
     TRACE_RESYNC,
     TRACE_UNWIND,
+    TRACE_DONE_MOVED,
+    TRACE_RESYNC_AGAIN,
+    TRACE_ENTER_SLOW,
+    TRACE_PUT_FULL,
     TRACE_DESC,
 ];
 
@@ -162,11 +175,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 41] = {
-            let mut a = [""; 41];
+        let all: [&str; 45] = {
+            let mut a = [""; 45];
             a[..17].copy_from_slice(&RUNTIME);
-            a[17..40].copy_from_slice(&MODULE_LOCAL);
-            a[40] = TRACE_TLS;
+            a[17..44].copy_from_slice(&MODULE_LOCAL);
+            a[44] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

@@ -110,6 +110,14 @@ pub fn add_string_attr(f: LLVMValueRef, key: &str) {
     }
 }
 
+/// Adds function attribute `name` to a call site (only there: other calls of the callee keep theirs).
+pub fn add_call_attr(call: LLVMValueRef, name: &str) {
+    unsafe {
+        let ctx = LLVMGetModuleContext(LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInstructionParent(call))));
+        LLVMAddCallSiteAttribute(call, FUNCTION_INDEX, LLVMCreateEnumAttribute(ctx, attr_kind(name), 0));
+    }
+}
+
 /// Whether the call site carries function attribute `kind`.
 pub fn call_has_attr(call: LLVMValueRef, kind: u32) -> bool {
     unsafe { !LLVMGetCallSiteEnumAttribute(call, FUNCTION_INDEX, kind).is_null() }
@@ -210,6 +218,34 @@ pub fn is_block_header_inst(inst: LLVMValueRef) -> bool {
 /// The first instruction of `bb` before which new code may go (after PHIs and a landing pad).
 pub fn first_insertion_point(bb: LLVMBasicBlockRef) -> Option<LLVMValueRef> {
     instructions(bb).into_iter().find(|&i| !is_block_header_inst(i))
+}
+
+/// Where code that must run first in a function goes: after the entry block's static allocas, which are
+/// moved to its top first. Code with branches put before an alloca splits the entry block, and an alloca left
+/// outside the entry block is a dynamic one: the frame grows at run time and SROA leaves the variable in memory.
+pub fn entry_insertion_point(f: LLVMValueRef) -> LLVMValueRef {
+    unsafe {
+        let entry = LLVMGetEntryBasicBlock(f);
+        let is_static_alloca = |i: LLVMValueRef| {
+            opcode(i) == LLVMOpcode::LLVMAlloca && !LLVMIsAConstantInt(LLVMGetOperand(i, 0)).is_null()
+        };
+        let insts = instructions(entry);
+        let Some(&first) = insts.iter().find(|&&i| !is_static_alloca(i)) else {
+            unreachable!("a block ends with its terminator, no alloca")
+        };
+        let late: Vec<LLVMValueRef> =
+            insts.iter().copied().skip_while(|&i| i != first).filter(|&i| is_static_alloca(i)).collect();
+        if !late.is_empty() {
+            let b = LLVMCreateBuilderInContext(LLVMGetModuleContext(LLVMGetGlobalParent(f)));
+            LLVMPositionBuilderBefore(b, first);
+            for alloca in late {
+                LLVMInstructionRemoveFromParent(alloca);
+                LLVMInsertIntoBuilder(b, alloca);
+            }
+            LLVMDisposeBuilder(b);
+        }
+        first
+    }
 }
 
 /// Name of an LLVM C string (for diagnostics).

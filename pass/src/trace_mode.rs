@@ -208,6 +208,7 @@ pub fn instrument(
     };
     // Before any instrumentation: the implicit sites call marker-free copies of their leaves.
     unsafe { call_leaf_copies(&planned, &direct, &implicit) };
+    keep_calls_from_external_copies(m, &planned);
     let emitter = unsafe { Emitter::new(m, &meta, config.trace_naive) };
     let mut site = 0u64;
     let mut branches = 0usize;
@@ -346,6 +347,28 @@ fn certain_sites(
         .collect()
 }
 
+/// Keeps traced functions out of the module's `available_externally` bodies (copies of functions another image
+/// defines, such as libstdc++'s extern templates: `basic_ios::bad`, `basic_string`'s members). Inlined into
+/// such a body, a traced callee runs traced only where the optimiser inlines that body into the module's code
+/// as well; elsewhere the program calls the other image's definition, so whether its activations show up would
+/// turn on inlining decisions that the tracing code itself sways (trace and edge mode of one run disagreed on
+/// `std::operator&` in `basic_ios::bad` when tracing code became small enough to inline). A call there stays
+/// a call.
+fn keep_calls_from_external_copies(m: LLVMModuleRef, planned: &[Planned]) {
+    let traced: std::collections::HashSet<LLVMValueRef> = planned.iter().map(|p| p.f).collect();
+    let external_copies = ir::functions(m)
+        .into_iter()
+        .filter(|&f| unsafe { LLVMGetLinkage(f) } == LLVMLinkage::LLVMAvailableExternallyLinkage);
+    for f in external_copies {
+        for call in ir::blocks(f).into_iter().flat_map(ir::instructions) {
+            let is_call = matches!(ir::opcode(call), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke);
+            if is_call && ir::called_function(call).is_some_and(|g| traced.contains(&g)) {
+                ir::add_call_attr(call, "noinline");
+            }
+        }
+    }
+}
+
 /// Whether `p` ends activations with `resume` (a cleanup that lets an exception go on).
 fn resumes(p: &Planned) -> bool {
     p.graph.blocks.iter().any(|&bb| ir::terminator(bb).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMResume))
@@ -440,6 +463,28 @@ unsafe fn helper(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef
     for attr in ["alwaysinline", "nounwind"] {
         LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
     }
+    f
+}
+
+/// Adds an internal `noinline nounwind` function of type `fty`: a path all sites share out of line, so that what
+/// each site or entry inlines stays small. Inlined everywhere, the rare transfers' markers (abandon, unwind,
+/// resync) cost about 0.7 KB of code per call site and 3.5 KB per `invoke`, and an entry's marker made an
+/// instrumented one-line function too big for the inliner: LLVM's optimiser then took most of a trace build's
+/// compile time.
+unsafe fn outlined(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    let ctx = LLVMGetModuleContext(m);
+    let f = LLVMAddFunction(m, cstr(name).as_ptr(), fty);
+    LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+    for attr in ["noinline", "nounwind"] {
+        LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
+    }
+    f
+}
+
+/// [`outlined`], and `cold`: the slow path of a rare event (its callers' branches to it are laid out as unlikely).
+unsafe fn cold_helper(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    let f = outlined(m, name, fty);
+    LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(LLVMGetModuleContext(m), ir::attr_kind("cold"), 0));
     f
 }
 
@@ -579,12 +624,36 @@ impl Emitter {
         // A resync or unwind marker's reserved id, prefixed as the position calls for; clears the callee.
         let marker_here = |b: LLVMBuilderRef, reserved: u64| marker(b, fresh_site(b), c(reserved));
 
-        // put(v, w): acc |= v << n; n += w; a full word goes to the runtime.
+        // put(v, w): acc |= v << n; n += w; a full word goes to the runtime through `put_full(acc, n, v, w)`: out of
+        // line (once every 64 bits, and its code at every decision and call site doubled theirs), it takes the
+        // bits `put` loaded and returns the new (acc, n) for `put` to store, so that a loop keeps both in
+        // registers from one iteration to the next.
         let mut params = [i64t, i64t];
         let put_ty = LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0);
         let put = helper(m, symbols::TRACE_PUT, put_ty);
+        let mut pair = [i64t, i64t];
+        let pair_ty = LLVMStructTypeInContext(ctx, pair.as_mut_ptr(), 2, 0);
+        let mut full_params = [i64t, i64t, i64t, i64t];
+        let put_full =
+            cold_helper(m, symbols::TRACE_PUT_FULL, LLVMFunctionType(pair_ty, full_params.as_mut_ptr(), 4, 0));
         let mut sp = [ptrt, i64t];
         let spill = runtime(m, symbols::TRACE_SPILL, LLVMFunctionType(voidt, sp.as_mut_ptr(), 2, 0));
+        // acc | v << n: the bits with `v` added.
+        let added = |b: LLVMBuilderRef, acc: LLVMValueRef, n: LLVMValueRef, v: LLVMValueRef| {
+            LLVMBuildOr(b, acc, LLVMBuildShl(b, v, n, c"".as_ptr()), c"".as_ptr())
+        };
+        {
+            let arg = |i| LLVMGetParam(put_full, i);
+            let (acc, n, v, w) = (arg(0), arg(1), arg(2), arg(3));
+            LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, put_full, c"entry".as_ptr()));
+            // Called with n + w ≥ 64, which with w ≤ 32 means n ≥ 32: 64 − n is in 1..=32, a defined shift.
+            let mut args = [tls, added(b, acc, n, v)];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(spill), spill, args.as_mut_ptr(), 2, c"".as_ptr());
+            let rest = LLVMBuildLShr(b, v, LLVMBuildSub(b, c(64), n, c"".as_ptr()), c"".as_ptr());
+            let t = LLVMBuildAdd(b, n, w, c"".as_ptr());
+            let mut both = [rest, LLVMBuildSub(b, t, c(64), c"".as_ptr())];
+            LLVMBuildAggregateRet(b, both.as_mut_ptr(), 2);
+        }
         {
             let (v, w) = (LLVMGetParam(put, 0), LLVMGetParam(put, 1));
             let entry = LLVMAppendBasicBlockInContext(ctx, put, c"entry".as_ptr());
@@ -594,22 +663,81 @@ impl Emitter {
             let (pacc, pn) = (gep(b, TLS_ACC), gep(b, TLS_NACC));
             let acc = LLVMBuildLoad2(b, i64t, pacc, c"".as_ptr());
             let n = LLVMBuildLoad2(b, i64t, pn, c"".as_ptr());
-            let acc2 = LLVMBuildOr(b, acc, LLVMBuildShl(b, v, n, c"".as_ptr()), c"".as_ptr());
             let t = LLVMBuildAdd(b, n, w, c"".as_ptr());
             let fits = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntULT, t, c(64), c"".as_ptr());
             LLVMBuildCondBr(b, fits, fast, slow);
             LLVMPositionBuilderAtEnd(b, fast);
-            LLVMBuildStore(b, acc2, pacc);
+            LLVMBuildStore(b, added(b, acc, n, v), pacc);
             LLVMBuildStore(b, t, pn);
             LLVMBuildRetVoid(b);
-            // t ≥ 64 with w ≤ 32 means n ≥ 32: 64 − n is in 1..=32, a defined shift.
             LLVMPositionBuilderAtEnd(b, slow);
-            let mut args = [tls, acc2];
-            LLVMBuildCall2(b, LLVMGlobalGetValueType(spill), spill, args.as_mut_ptr(), 2, c"".as_ptr());
-            let rest = LLVMBuildLShr(b, v, LLVMBuildSub(b, c(64), n, c"".as_ptr()), c"".as_ptr());
-            LLVMBuildStore(b, rest, pacc);
-            LLVMBuildStore(b, LLVMBuildSub(b, t, c(64), c"".as_ptr()), pn);
+            let mut args = [acc, n, v, w];
+            let r = LLVMBuildCall2(b, LLVMGlobalGetValueType(put_full), put_full, args.as_mut_ptr(), 4, c"".as_ptr());
+            LLVMBuildStore(b, LLVMBuildExtractValue(b, r, 0, c"".as_ptr()), pacc);
+            LLVMBuildStore(b, LLVMBuildExtractValue(b, r, 1, c"".as_ptr()), pn);
             LLVMBuildRetVoid(b);
+        }
+
+        let mut fp = [ptrt];
+        let abnormal = runtime(m, symbols::TRACE_ABNORMAL, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
+        // enter_slow(s, announced, id, binds) -> saved state: an entry's marker where it is not a fresh direct
+        // call site's announced `1` or a certain site's nothing (`enter` inlines those two): `01` + id if the site
+        // announced another function, `1` + id elsewhere (format::trace_layout, TLS_CALLEE), through the entry
+        // cache — only here, since the reader's copy of the cache sees only the entries written with an id. A
+        // certain call site's state (STATE_CERTAIN) admits no other entry than its announced one: anything else
+        // there is a signal handler's, an abnormal transfer. Out of line but not cold: entries from other modules
+        // and indirect calls take it; inlined, it made an instrumented one-line function too big for the
+        // inliner.
+        let mut params = [i64t, i64t, i64t, i64t];
+        let enter_slow = outlined(m, symbols::TRACE_ENTER_SLOW, LLVMFunctionType(i64t, params.as_mut_ptr(), 4, 0));
+        {
+            let arg = |i| LLVMGetParam(enter_slow, i);
+            let (phi, announced, id, binds) = (arg(0), arg(1), arg(2), arg(3));
+            let entry = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"entry".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let mine = LLVMBuildAdd(b, id, c(1), c"".as_ptr());
+            let certain = LLVMBuildICmp(
+                b,
+                LLVMIntPredicate::LLVMIntEQ,
+                announced,
+                LLVMBuildOr(b, mine, c(CALLEE_CERTAIN), c"".as_ptr()),
+                c"".as_ptr(),
+            );
+            let at_certain = LLVMBuildICmp(
+                b,
+                LLVMIntPredicate::LLVMIntNE,
+                LLVMBuildAnd(b, phi, c(STATE_CERTAIN), c"".as_ptr()),
+                c(0),
+                c"".as_ptr(),
+            );
+            let mismatch = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, certain, at_certain, c"".as_ptr());
+            let bad = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"uncertain".as_ptr());
+            let check = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"marker?".as_ptr());
+            let write = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"marker".as_ptr());
+            let quiet = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"certain".as_ptr());
+            let full = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"full".as_ptr());
+            LLVMBuildCondBr(b, mismatch, bad, check);
+            LLVMPositionBuilderAtEnd(b, bad);
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, [tls].as_mut_ptr(), 1, c"".as_ptr());
+            LLVMBuildBr(b, check);
+            LLVMPositionBuilderAtEnd(b, check);
+            LLVMBuildCondBr(b, certain, quiet, write);
+            // A certain announcement: no marker.
+            LLVMPositionBuilderAtEnd(b, quiet);
+            LLVMBuildRet(b, phi);
+            // The announced callee: `1`. Anything else: its marker.
+            LLVMPositionBuilderAtEnd(b, write);
+            let is_mine = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, mine, c"".as_ptr());
+            let bit = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"bit".as_ptr());
+            LLVMBuildCondBr(b, is_mine, bit, full);
+            LLVMPositionBuilderAtEnd(b, bit);
+            LLVMBuildCall2(b, put_ty, put, [c(1), c(1)].as_mut_ptr(), 2, c"".as_ptr());
+            LLVMBuildRet(b, LLVMBuildOr(b, phi, binds, c"".as_ptr()));
+            LLVMPositionBuilderAtEnd(b, full);
+            let other = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr());
+            let (v, w) = marker(b, other, id);
+            LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+            LLVMBuildRet(b, phi);
         }
 
         // enter(id, binds) -> saved state: an even state means a new thread or an abnormal entry (runtime
@@ -617,9 +745,7 @@ impl Emitter {
         // state of an announced entry: the state the function restores on return says the site is done.
         let mut params = [i64t, i64t];
         let enter = helper(m, symbols::TRACE_ENTER, LLVMFunctionType(i64t, params.as_mut_ptr(), 2, 0));
-        let mut fp = [ptrt];
         let first = runtime(m, symbols::TRACE_FIRST, LLVMFunctionType(i64t, fp.as_mut_ptr(), 1, 0));
-        let abnormal = runtime(m, symbols::TRACE_ABNORMAL, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
         {
             let (local, binds) = (LLVMGetParam(enter, 0), LLVMGetParam(enter, 1));
             let entry = LLVMAppendBasicBlockInContext(ctx, enter, c"entry".as_ptr());
@@ -648,21 +774,13 @@ impl Emitter {
             // The state the activation restores on return (the site's, flagged after an announced entry).
             let mut saved = phi;
             if !naive {
-                // The marker: `1` if a fresh direct call site announced this function, `01` + id if it
-                // announced another, `1` + id elsewhere (format::trace_layout, TLS_CALLEE).
+                // The two common entries inline: a fresh direct call site's announced callee writes `1` (its
+                // saved state flagged with `binds`), a certain site's announced callee nothing; any other in
+                // `enter_slow`.
                 let pcallee = gep(b, TLS_CALLEE);
                 let announced = LLVMBuildLoad2(b, i64t, pcallee, c"".as_ptr());
                 LLVMBuildStore(b, c(0), pcallee);
                 let mine = LLVMBuildAdd(b, id, c(1), c"".as_ptr());
-                // A certain call site announced this function: no marker. Its state (STATE_CERTAIN) admits no
-                // other entry: one without the announcement is a signal handler's, an abnormal transfer.
-                let certain = LLVMBuildICmp(
-                    b,
-                    LLVMIntPredicate::LLVMIntEQ,
-                    announced,
-                    LLVMBuildOr(b, mine, c(CALLEE_CERTAIN), c"".as_ptr()),
-                    c"".as_ptr(),
-                );
                 let at_certain = LLVMBuildICmp(
                     b,
                     LLVMIntPredicate::LLVMIntNE,
@@ -670,42 +788,51 @@ impl Emitter {
                     c(0),
                     c"".as_ptr(),
                 );
-                let mismatch = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, certain, at_certain, c"".as_ptr());
-                let bad = LLVMAppendBasicBlockInContext(ctx, enter, c"uncertain".as_ptr());
-                let check = LLVMAppendBasicBlockInContext(ctx, enter, c"marker?".as_ptr());
-                let write = LLVMAppendBasicBlockInContext(ctx, enter, c"marker".as_ptr());
+                let certain_call = LLVMBuildICmp(
+                    b,
+                    LLVMIntPredicate::LLVMIntEQ,
+                    announced,
+                    LLVMBuildOr(b, mine, c(CALLEE_CERTAIN), c"".as_ptr()),
+                    c"".as_ptr(),
+                );
+                let quick = LLVMAppendBasicBlockInContext(ctx, enter, c"certain".as_ptr());
+                let direct = LLVMAppendBasicBlockInContext(ctx, enter, c"direct?".as_ptr());
+                let fresh = LLVMAppendBasicBlockInContext(ctx, enter, c"direct".as_ptr());
+                let bit = LLVMAppendBasicBlockInContext(ctx, enter, c"bit".as_ptr());
+                let other = LLVMAppendBasicBlockInContext(ctx, enter, c"other".as_ptr());
                 let written = LLVMAppendBasicBlockInContext(ctx, enter, c"marked".as_ptr());
-                LLVMBuildCondBr(b, mismatch, bad, check);
-                LLVMPositionBuilderAtEnd(b, bad);
-                LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, [tls].as_mut_ptr(), 1, c"".as_ptr());
-                LLVMBuildBr(b, check);
-                LLVMPositionBuilderAtEnd(b, check);
-                LLVMBuildCondBr(b, certain, written, write);
-                LLVMPositionBuilderAtEnd(b, write);
-                // The announced callee: `1`. Anything else: its marker, through the entry cache — only here,
-                // since the reader's copy of the cache sees only the entries written with an id.
+                LLVMBuildCondBr(b, certain_call, quick, direct);
+                LLVMPositionBuilderAtEnd(b, quick);
+                LLVMBuildCondBr(b, at_certain, written, other);
+                LLVMPositionBuilderAtEnd(b, direct);
                 let is_mine = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, mine, c"".as_ptr());
-                let announced_entry = LLVMAppendBasicBlockInContext(ctx, enter, c"announced".as_ptr());
-                let full = LLVMAppendBasicBlockInContext(ctx, enter, c"full".as_ptr());
-                LLVMBuildCondBr(b, is_mine, announced_entry, full);
-                LLVMPositionBuilderAtEnd(b, announced_entry);
+                LLVMBuildCondBr(b, is_mine, fresh, other);
+                LLVMPositionBuilderAtEnd(b, fresh);
+                LLVMBuildCondBr(b, at_certain, other, bit);
+                LLVMPositionBuilderAtEnd(b, bit);
                 LLVMBuildCall2(b, put_ty, put, [c(1), c(1)].as_mut_ptr(), 2, c"".as_ptr());
                 let bound = LLVMBuildOr(b, phi, binds, c"".as_ptr());
                 LLVMBuildBr(b, written);
-                LLVMPositionBuilderAtEnd(b, full);
-                let other = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr());
-                let (v, w) = marker(b, other, id);
-                let mut args = [v, w];
-                LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+                LLVMPositionBuilderAtEnd(b, other);
+                let mut args = [phi, announced, id, binds];
+                let slow_saved = LLVMBuildCall2(
+                    b,
+                    LLVMGlobalGetValueType(enter_slow),
+                    enter_slow,
+                    args.as_mut_ptr(),
+                    4,
+                    c"".as_ptr(),
+                );
                 LLVMBuildBr(b, written);
                 LLVMPositionBuilderAtEnd(b, written);
                 let merged = LLVMBuildPhi(b, i64t, c"".as_ptr());
-                let mut vals = [phi, bound, phi];
-                let mut blocks = [check, announced_entry, full];
+                let mut vals = [phi, bound, slow_saved];
+                let mut blocks = [quick, bit, other];
                 LLVMAddIncoming(merged, vals.as_mut_ptr(), blocks.as_mut_ptr(), 3);
                 saved = merged;
             }
-            // The shadow stack (flight recorder, regions): this activation's entry; a sync if one is wanted.
+            // The shadow stack (every traced thread has one: flight recorder, regions, crash flush): this
+            // activation's entry; a sync if one is wanted.
             let shadow = LLVMAppendBasicBlockInContext(ctx, enter, c"shadow".as_ptr());
             let want = LLVMAppendBasicBlockInContext(ctx, enter, c"sync".as_ptr());
             let out = LLVMAppendBasicBlockInContext(ctx, enter, c"out".as_ptr());
@@ -738,26 +865,29 @@ impl Emitter {
             LLVMBuildRet(b, saved);
         }
 
-        // done(expect, d): the call site's state must still be there; Done = one 0 bit. A deeper activation's
-        // state instead means untraced code the site called caught an exception or `longjmp` that left traced
-        // activations: an abandon marker (ABANDON_ID, the activation's depth, this site's number) is this site's return
+        // The site's return in its own state: the body state back, then Done — `00` at a fresh direct call
+        // site (its callee never entered), else `0`.
+        let done_here = |b: LLVMBuilderRef, pstate: LLVMValueRef, d: LLVMValueRef| {
+            LLVMBuildStore(b, d, pstate);
+            if !naive {
+                let mut args = [c(0), done_width(b)];
+                LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+            }
+        };
+        // done_moved(expect, d, s): a call site's return to a state `s` not its own. A deeper activation's state
+        // means untraced code the site called caught an exception or `longjmp` that left traced activations: an
+        // abandon marker (ABANDON_ID, the activation's depth, this site's number) is this site's return
         // (`pathprof_core::tracing::regenerate`, "Abandoned activations"). Any other state is abnormal.
-        let mut params = [i64t, i64t];
-        let done = helper(m, symbols::TRACE_DONE, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+        let mut params = [i64t, i64t, i64t];
+        let done_moved = cold_helper(m, symbols::TRACE_DONE_MOVED, LLVMFunctionType(voidt, params.as_mut_ptr(), 3, 0));
         {
-            let (expect, d) = (LLVMGetParam(done, 0), LLVMGetParam(done, 1));
-            let entry = LLVMAppendBasicBlockInContext(ctx, done, c"entry".as_ptr());
-            let slow = LLVMAppendBasicBlockInContext(ctx, done, c"moved".as_ptr());
-            let left = LLVMAppendBasicBlockInContext(ctx, done, c"abandoned".as_ptr());
-            let odd = LLVMAppendBasicBlockInContext(ctx, done, c"abnormal".as_ptr());
-            let go = LLVMAppendBasicBlockInContext(ctx, done, c"go".as_ptr());
-            let end = LLVMAppendBasicBlockInContext(ctx, done, c"end".as_ptr());
+            let (expect, d, s) =
+                (LLVMGetParam(done_moved, 0), LLVMGetParam(done_moved, 1), LLVMGetParam(done_moved, 2));
+            let entry = LLVMAppendBasicBlockInContext(ctx, done_moved, c"entry".as_ptr());
+            let left = LLVMAppendBasicBlockInContext(ctx, done_moved, c"abandoned".as_ptr());
+            let odd = LLVMAppendBasicBlockInContext(ctx, done_moved, c"abnormal".as_ptr());
             LLVMPositionBuilderAtEnd(b, entry);
             let pstate = gep(b, TLS_STATE);
-            let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
-            let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, expect, c"".as_ptr());
-            LLVMBuildCondBr(b, same, go, slow);
-            LLVMPositionBuilderAtEnd(b, slow);
             // Deeper: the state's depth part (its low word) beyond this site's own state, d + 1.
             let low = LLVMBuildAnd(b, s, c(0xffff_ffff), c"".as_ptr());
             let deeper = LLVMBuildICmp(
@@ -778,20 +908,32 @@ impl Emitter {
                     LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
                 }
             }
-            LLVMBuildBr(b, end);
+            LLVMBuildRetVoid(b);
             LLVMPositionBuilderAtEnd(b, odd);
             let mut args = [tls];
             LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, args.as_mut_ptr(), 1, c"".as_ptr());
-            LLVMBuildBr(b, go);
-            LLVMPositionBuilderAtEnd(b, end);
+            done_here(b, pstate, d);
+            LLVMBuildRetVoid(b);
+        }
+        // done(expect, d): the call site's state must still be there (else `done_moved`); Done = one 0 bit.
+        let mut params = [i64t, i64t];
+        let done = helper(m, symbols::TRACE_DONE, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+        {
+            let (expect, d) = (LLVMGetParam(done, 0), LLVMGetParam(done, 1));
+            let entry = LLVMAppendBasicBlockInContext(ctx, done, c"entry".as_ptr());
+            let slow = LLVMAppendBasicBlockInContext(ctx, done, c"moved".as_ptr());
+            let go = LLVMAppendBasicBlockInContext(ctx, done, c"go".as_ptr());
+            LLVMPositionBuilderAtEnd(b, entry);
+            let pstate = gep(b, TLS_STATE);
+            let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+            let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, expect, c"".as_ptr());
+            LLVMBuildCondBr(b, same, go, slow);
+            LLVMPositionBuilderAtEnd(b, slow);
+            let mut args = [expect, d, s];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(done_moved), done_moved, args.as_mut_ptr(), 3, c"".as_ptr());
             LLVMBuildRetVoid(b);
             LLVMPositionBuilderAtEnd(b, go);
-            LLVMBuildStore(b, d, pstate);
-            if !naive {
-                // Done: `00` at a fresh direct call site (its callee never entered), else `0`.
-                let mut args = [c(0), done_width(b)];
-                LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
-            }
+            done_here(b, pstate, d);
             LLVMBuildRetVoid(b);
         }
         // done_direct(expect, d): a direct call site's return. Its announced callee began there and returned (it
@@ -843,6 +985,21 @@ impl Emitter {
         }
         // resync(expect, d, id, block, call): the setjmp call's state still there is its first return (Done);
         // otherwise a longjmp came back: a resync marker (RESYNC_ID, id, depth, block, call) replaces the Done.
+        // resync_again(d, id, block, call): the resync marker after a longjmp came back.
+        let mut params = [i64t, i64t, i64t, i64t];
+        let resync_again =
+            cold_helper(m, symbols::TRACE_RESYNC_AGAIN, LLVMFunctionType(voidt, params.as_mut_ptr(), 4, 0));
+        {
+            let p = |i| LLVMGetParam(resync_again, i);
+            LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, resync_again, c"entry".as_ptr()));
+            let depth = LLVMBuildLShr(b, p(0), c(1), c"".as_ptr());
+            let fb = u64::from(FUNC_ID_BITS);
+            let (mv, mw) = marker_here(b, u64::from(RESYNC_ID));
+            for (v, w) in [(mv, mw), (p(1), c(fb)), (depth, c(32)), (p(2), c(32)), (p(3), c(32))] {
+                LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+            }
+            LLVMBuildRetVoid(b);
+        }
         let mut params = [i64t, i64t, i64t, i64t, i64t];
         let resync = helper(m, symbols::TRACE_RESYNC, LLVMFunctionType(voidt, params.as_mut_ptr(), 5, 0));
         {
@@ -863,19 +1020,23 @@ impl Emitter {
             LLVMBuildRetVoid(b);
             LLVMPositionBuilderAtEnd(b, again);
             if !naive {
-                let depth = LLVMBuildLShr(b, p(1), c(1), c"".as_ptr());
-                let fb = u64::from(FUNC_ID_BITS);
-                let (mv, mw) = marker_here(b, u64::from(RESYNC_ID));
-                for (v, w) in [(mv, mw), (p(2), c(fb)), (depth, c(32)), (p(3), c(32)), (p(4), c(32))] {
-                    LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
-                }
+                let mut args = [p(1), p(2), p(3), p(4)];
+                LLVMBuildCall2(
+                    b,
+                    LLVMGlobalGetValueType(resync_again),
+                    resync_again,
+                    args.as_mut_ptr(),
+                    4,
+                    c"".as_ptr(),
+                );
             }
             LLVMBuildRetVoid(b);
         }
         // unwind(d, id): a landing pad's start: the activation's body state back (the exception left deeper
-        // activations inside their calls), then the unwind marker (UNWIND_ID, id, depth).
+        // activations inside their calls), then the unwind marker (UNWIND_ID, id, depth). Out of line: an
+        // exception's unwinding costs microseconds, the call nothing.
         let mut params = [i64t, i64t];
-        let unwind = helper(m, symbols::TRACE_UNWIND, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+        let unwind = cold_helper(m, symbols::TRACE_UNWIND, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
         {
             let (d, id) = (LLVMGetParam(unwind, 0), LLVMGetParam(unwind, 1));
             LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, unwind, c"entry".as_ptr()));
@@ -987,8 +1148,8 @@ impl Emitter {
         let call = |f: LLVMValueRef, args: &mut [LLVMValueRef]| {
             LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args.as_mut_ptr(), args.len() as u32, c"".as_ptr())
         };
-        let entry = p.graph.blocks[0];
-        LLVMPositionBuilderBefore(b, ir::first_insertion_point(entry).expect("a block has a terminator"));
+        let first = ir::entry_insertion_point(p.f);
+        LLVMPositionBuilderBefore(b, first);
         // A function that cannot resume (core's test, the reader's too): its return after an announced entry
         // ends the site.
         let binds = if p.tables.may_resume() { 0 } else { STATE_CERTAIN };
@@ -1019,7 +1180,7 @@ impl Emitter {
         let has_setjmp = p.twice.iter().flatten().any(|&t| t);
         let id = if has_setjmp || !p.invokes.is_empty() {
             let i32t = LLVMInt32TypeInContext(self.ctx);
-            LLVMPositionBuilderBefore(b, ir::first_insertion_point(entry).expect("a block has a terminator"));
+            LLVMPositionBuilderBefore(b, first);
             let pbase = LLVMBuildStructGEP2(b, self.desc_ty, self.desc, 4, c"".as_ptr());
             let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), self.i64t, c"".as_ptr());
             Some(LLVMBuildAdd(b, base, c(index), c"pathprof.id".as_ptr()))
