@@ -455,37 +455,33 @@ impl Drop for Emitter {
     }
 }
 
-/// Adds an internal `alwaysinline nounwind` function of type `fty`.
-unsafe fn helper(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+/// Adds an internal `nounwind` function of type `fty` with function attributes `attrs`.
+unsafe fn internal_function(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef, attrs: &[&str]) -> LLVMValueRef {
     let ctx = LLVMGetModuleContext(m);
     let f = LLVMAddFunction(m, cstr(name).as_ptr(), fty);
     LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-    for attr in ["alwaysinline", "nounwind"] {
+    for attr in attrs.iter().chain(&["nounwind"]) {
         LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
     }
     f
 }
 
-/// Adds an internal `noinline nounwind` function of type `fty`: a path all sites share out of line, so that what
-/// each site or entry inlines stays small. Inlined everywhere, the rare transfers' markers (abandon, unwind,
-/// resync) cost about 0.7 KB of code per call site and 3.5 KB per `invoke`, and an entry's marker made an
-/// instrumented one-line function too big for the inliner: LLVM's optimiser then took most of a trace build's
-/// compile time.
+/// An `alwaysinline` helper: the common path every site or entry runs.
+unsafe fn helper(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    internal_function(m, name, fty, &["alwaysinline"])
+}
+
+/// A `noinline` helper: a path all sites share out of line, so that what each site or entry inlines stays small.
+/// Inlined everywhere, the rare transfers' markers (abandon, unwind, resync) cost about 0.7 KB of code per call
+/// site and 3.5 KB per `invoke`, and an entry's marker made an instrumented one-line function too big for the
+/// inliner: LLVM's optimiser then took most of a trace build's compile time.
 unsafe fn outlined(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
-    let ctx = LLVMGetModuleContext(m);
-    let f = LLVMAddFunction(m, cstr(name).as_ptr(), fty);
-    LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-    for attr in ["noinline", "nounwind"] {
-        LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
-    }
-    f
+    internal_function(m, name, fty, &["noinline"])
 }
 
 /// [`outlined`], and `cold`: the slow path of a rare event (its callers' branches to it are laid out as unlikely).
 unsafe fn cold_helper(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
-    let f = outlined(m, name, fty);
-    LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(LLVMGetModuleContext(m), ir::attr_kind("cold"), 0));
-    f
+    internal_function(m, name, fty, &["noinline", "cold"])
 }
 
 /// Declares a runtime function of type `fty` (cold: the slow paths).
