@@ -219,8 +219,10 @@ pub fn instrument(
             }
         }
     }
+    let resumes: Vec<bool> = planned.iter().map(|p| p.tables.may_resume()).collect();
     for (index, p) in planned.iter().enumerate() {
-        let sites = Sites { direct: &direct[index], copy: &implicit[index], certain: &certain[index] };
+        let sites =
+            Sites { direct: &direct[index], copy: &implicit[index], certain: &certain[index], resumes: &resumes };
         branches += unsafe { emitter.function(p, &sites, index as u64, &mut site) };
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
@@ -382,6 +384,18 @@ struct Sites<'a> {
     copy: &'a [Vec<bool>],
     /// Per block and call: a certain call (announced as such; no Enter, no Done).
     certain: &'a [Vec<bool>],
+    /// Per planned function: whether it may resume, so that its return never ends a direct call site (its
+    /// saved state is not flagged, `enter`'s `binds`): the site's return is a plain `done`, without the test for
+    /// a flagged state.
+    resumes: &'a [bool],
+}
+
+impl Sites<'_> {
+    /// Whether call `k` of block `b` calls a traced function directly whose announced entry there binds the site
+    /// (it cannot resume): only then may the site find its state flagged on return (`done_direct`).
+    fn binding_callee(&self, b: usize, k: usize) -> bool {
+        self.direct[b][k].is_some_and(|g| !self.resumes[g as usize])
+    }
 }
 
 /// Points every implicit call at a copy of its leaf made before instrumentation (internal, so the optimiser may
@@ -1207,7 +1221,7 @@ impl Emitter {
                     let expect_here = LLVMBuildOr(b, expect_here, c(STATE_CERTAIN), c"".as_ptr());
                     call(self.done_certain, &mut [expect_here, d]);
                 }
-                _ if sites.direct[bi][calls.len() - 1].is_some() => {
+                _ if sites.binding_callee(bi, calls.len() - 1) => {
                     call(self.done_direct, &mut [expect_here, d]);
                 }
                 _ => {
@@ -1267,7 +1281,7 @@ impl Emitter {
                     _ if certain => {
                         call(self.done_certain, &mut [expect_here, d]);
                     }
-                    _ if sites.direct[bi][ci].is_some() => {
+                    _ if sites.binding_callee(bi, ci) => {
                         call(self.done_direct, &mut [expect_here, d]);
                     }
                     _ => {
