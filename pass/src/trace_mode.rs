@@ -42,6 +42,16 @@
 //! uninstrumented (a warning): their markers could not be placed yet. Their activations are then calls into
 //! untraced code.
 //!
+//! Code layout: the helpers above are `alwaysinline` and hold each site's common path only (a call site's state
+//! check and Done; an entry's state check, announced `1` or nothing, and shadow-stack slot; a decision's bits).
+//! Every rarer path is one internal `noinline` function per module — the abandon, unwind and resync markers
+//! ([`symbols::TRACE_DONE_MOVED`], [`symbols::TRACE_UNWIND`], [`symbols::TRACE_RESYNC_AGAIN`]), an entry with a
+//! function id ([`symbols::TRACE_ENTER_SLOW`]) and a full word's spill ([`symbols::TRACE_PUT_FULL`], which hands
+//! the new bits back for the caller to store, so loops keep them in registers). Inlined at every site they
+//! multiplied a C++ file's code and compile time (README, "Tracing"). The entry's code goes after the entry
+//! block's static allocas ([`ir::entry_insertion_point`]), and calls from `available_externally` bodies to
+//! traced functions stay calls ([`keep_calls_from_external_copies`]).
+//!
 //! With `PATHPROF_TRACE_NAIVE=1` (`Config::trace_naive`) the module writes the second method instead: at the
 //! start of every block one 64-bit item (the block, and the function's trace id above it), no decisions and no
 //! markers (`trace_layout`, "Naive tracing"); the thread state is kept as in bit tracing.
