@@ -48,6 +48,7 @@ pub mod slice_profile;
 pub mod slice_rewrite;
 pub mod statement_graphs;
 pub mod storage;
+pub mod trace_helpers;
 pub mod trace_mode;
 pub mod use_mode;
 pub mod weights;

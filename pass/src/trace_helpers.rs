@@ -1,0 +1,564 @@
+//! The module-level helpers of trace mode's instrumentation (`crate::trace_mode`): the functions every traced
+//! function's entry, call sites, decisions and landing pads call, which carry the writer's side of the trace
+//! protocol (`pathprof_format::trace_layout`, `pathprof_core::tracing::regenerate`'s model).
+//!
+//! The `alwaysinline` ones hold each site's common path only — a call site's state check and Done, an entry's
+//! state check, announced `1` or nothing, and shadow-stack slot, a decision's bits. Every rarer path is one
+//! internal `noinline` function per module: the abandon, unwind and resync markers, an entry with a function id
+//! (`enter_slow`) and a full word's spill (`put_full`, which hands the new bits back for the caller to store, so
+//! loops keep them in registers). Inlined at every site, those paths multiplied a C++ file's code and compile
+//! time (README, "Tracing").
+
+use crate::globals::function_once;
+use crate::ir;
+use inkwell::llvm_sys::core::*;
+use inkwell::llvm_sys::prelude::*;
+use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage};
+use pathprof_format::symbols;
+use pathprof_format::trace_layout::{
+    ABANDON_ID, CALLEE_CERTAIN, ENTRY_CACHE_BITS, ENTRY_CACHE_SLOTS, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES,
+    STATE_CERTAIN, TLS_ACC, TLS_CACHE, TLS_CALLEE, TLS_NACC, TLS_SHADOW, TLS_STATE, UNWIND_ID,
+};
+use std::ffi::CString;
+
+/// The helpers the emitter calls.
+pub(crate) struct Helpers {
+    /// put(v, w): appends the `w` low bits of `v` to the thread's bits.
+    pub put: LLVMValueRef,
+    pub put_ty: LLVMTypeRef,
+    /// enter(index, binds) -> saved state: a traced function's entry.
+    pub enter: LLVMValueRef,
+    /// done(expect, d): a call site's return (Done).
+    pub done: LLVMValueRef,
+    /// done_direct(expect, d): a direct call site's return (no Done after its announced callee's return).
+    pub done_direct: LLVMValueRef,
+    /// done_certain(expect, d): a certain call site's return (no marker).
+    pub done_certain: LLVMValueRef,
+    /// resync(expect, d, id, block, call): a `setjmp` call's return.
+    pub resync: LLVMValueRef,
+    /// unwind(d, id): a landing pad's start.
+    pub unwind: LLVMValueRef,
+}
+
+/// Defines the helpers in `m`, building with `b`, for the thread state `tls` and the module descriptor `desc`
+/// (of type `desc_ty`); `naive`: the second method's helpers (no decisions, no markers).
+pub(crate) unsafe fn build(
+    m: LLVMModuleRef,
+    b: LLVMBuilderRef,
+    tls: LLVMValueRef,
+    desc: LLVMValueRef,
+    desc_ty: LLVMTypeRef,
+    naive: bool,
+) -> Helpers {
+    let ctx = LLVMGetModuleContext(m);
+    let i32t = LLVMInt32TypeInContext(ctx);
+    let i64t = LLVMInt64TypeInContext(ctx);
+    let ptrt = LLVMPointerTypeInContext(ctx, 0);
+    let voidt = LLVMVoidTypeInContext(ctx);
+    let gep = |b: LLVMBuilderRef, word: usize| {
+        let mut ix = [LLVMConstInt(i64t, word as u64, 0)];
+        LLVMBuildInBoundsGEP2(b, i64t, tls, ix.as_mut_ptr(), 1, c"".as_ptr())
+    };
+    let c = |v: u64| LLVMConstInt(i64t, v, 0);
+    // cached(id) -> the id's payload after an activation's prefix, through the thread's entry cache
+    // (format::trace_layout, TLS_CACHE): `1` + the slot when the slot holds the id, else `0` + the id (bit 0
+    // tells which); the slot then holds the id. No cache (0): always the id.
+    let mut params = [i64t];
+    let cached = helper(m, symbols::TRACE_CACHED, LLVMFunctionType(i64t, params.as_mut_ptr(), 1, 0));
+    {
+        let id = LLVMGetParam(cached, 0);
+        let entry = LLVMAppendBasicBlockInContext(ctx, cached, c"entry".as_ptr());
+        let look = LLVMAppendBasicBlockInContext(ctx, cached, c"look".as_ptr());
+        let hit = LLVMAppendBasicBlockInContext(ctx, cached, c"hit".as_ptr());
+        let miss = LLVMAppendBasicBlockInContext(ctx, cached, c"miss".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let p = LLVMBuildLoad2(b, i64t, gep(b, TLS_CACHE), c"".as_ptr());
+        let none = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, p, c(0), c"".as_ptr());
+        LLVMBuildCondBr(b, none, miss, look);
+        LLVMPositionBuilderAtEnd(b, look);
+        let slot = LLVMBuildAnd(b, id, c(ENTRY_CACHE_SLOTS as u64 - 1), c"".as_ptr());
+        let base = LLVMBuildIntToPtr(b, p, ptrt, c"".as_ptr());
+        let mut ix = [slot];
+        let sp = LLVMBuildInBoundsGEP2(b, i32t, base, ix.as_mut_ptr(), 1, c"".as_ptr());
+        let old = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, sp, c"".as_ptr()), i64t, c"".as_ptr());
+        LLVMBuildStore(b, LLVMBuildTrunc(b, id, i32t, c"".as_ptr()), sp);
+        let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, old, id, c"".as_ptr());
+        LLVMBuildCondBr(b, same, hit, miss);
+        LLVMPositionBuilderAtEnd(b, hit);
+        LLVMBuildRet(b, LLVMBuildOr(b, LLVMBuildShl(b, slot, c(1), c"".as_ptr()), c(1), c"".as_ptr()));
+        LLVMPositionBuilderAtEnd(b, miss);
+        LLVMBuildRet(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()));
+    }
+    // An activation marker for `id`: `01` + its payload at a fresh direct call site (`other`), `1` + its
+    // payload elsewhere; (value, width).
+    let marker = |b: LLVMBuilderRef, other: LLVMValueRef, id: LLVMValueRef| {
+        let payload = LLVMBuildCall2(b, LLVMGlobalGetValueType(cached), cached, [id].as_mut_ptr(), 1, c"".as_ptr());
+        let hit = LLVMBuildTrunc(b, payload, LLVMInt1TypeInContext(ctx), c"".as_ptr());
+        let pw =
+            LLVMBuildSelect(b, hit, c(1 + u64::from(ENTRY_CACHE_BITS)), c(1 + u64::from(FUNC_ID_BITS)), c"".as_ptr());
+        let plain = LLVMBuildOr(b, LLVMBuildShl(b, payload, c(1), c"".as_ptr()), c(1), c"".as_ptr());
+        let escaped = LLVMBuildOr(b, LLVMBuildShl(b, payload, c(2), c"".as_ptr()), c(0b10), c"".as_ptr());
+        let v = LLVMBuildSelect(b, other, escaped, plain, c"".as_ptr());
+        let w = LLVMBuildAdd(b, pw, LLVMBuildSelect(b, other, c(2), c(1), c"".as_ptr()), c"".as_ptr());
+        (v, w)
+    };
+    // Reads and clears the announced callee: whether the stream is at a fresh direct call site.
+    let fresh_site = |b: LLVMBuilderRef| {
+        let pcallee = gep(b, TLS_CALLEE);
+        let announced = LLVMBuildLoad2(b, i64t, pcallee, c"".as_ptr());
+        LLVMBuildStore(b, c(0), pcallee);
+        LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr())
+    };
+    // The width of a Done here (`00` at a fresh direct call site, else `0`); clears the announced callee.
+    let done_width = |b: LLVMBuilderRef| LLVMBuildSelect(b, fresh_site(b), c(2), c(1), c"".as_ptr());
+    // A resync or unwind marker's reserved id, prefixed as the position calls for; clears the callee.
+    let marker_here = |b: LLVMBuilderRef, reserved: u64| marker(b, fresh_site(b), c(reserved));
+
+    // put(v, w): acc |= v << n; n += w; a full word goes to the runtime through `put_full(acc, n, v, w)`: out of
+    // line (once every 64 bits, and its code at every decision and call site doubled theirs), it takes the
+    // bits `put` loaded and returns the new (acc, n) for `put` to store, so that a loop keeps both in
+    // registers from one iteration to the next.
+    let mut params = [i64t, i64t];
+    let put_ty = LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0);
+    let put = helper(m, symbols::TRACE_PUT, put_ty);
+    let mut pair = [i64t, i64t];
+    let pair_ty = LLVMStructTypeInContext(ctx, pair.as_mut_ptr(), 2, 0);
+    let mut full_params = [i64t, i64t, i64t, i64t];
+    let put_full = cold_helper(m, symbols::TRACE_PUT_FULL, LLVMFunctionType(pair_ty, full_params.as_mut_ptr(), 4, 0));
+    let mut sp = [ptrt, i64t];
+    let spill = runtime(m, symbols::TRACE_SPILL, LLVMFunctionType(voidt, sp.as_mut_ptr(), 2, 0));
+    // acc | v << n: the bits with `v` added.
+    let added = |b: LLVMBuilderRef, acc: LLVMValueRef, n: LLVMValueRef, v: LLVMValueRef| {
+        LLVMBuildOr(b, acc, LLVMBuildShl(b, v, n, c"".as_ptr()), c"".as_ptr())
+    };
+    {
+        let arg = |i| LLVMGetParam(put_full, i);
+        let (acc, n, v, w) = (arg(0), arg(1), arg(2), arg(3));
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, put_full, c"entry".as_ptr()));
+        // Called with n + w ≥ 64, which with w ≤ 32 means n ≥ 32: 64 − n is in 1..=32, a defined shift.
+        let mut args = [tls, added(b, acc, n, v)];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(spill), spill, args.as_mut_ptr(), 2, c"".as_ptr());
+        let rest = LLVMBuildLShr(b, v, LLVMBuildSub(b, c(64), n, c"".as_ptr()), c"".as_ptr());
+        let t = LLVMBuildAdd(b, n, w, c"".as_ptr());
+        let mut both = [rest, LLVMBuildSub(b, t, c(64), c"".as_ptr())];
+        LLVMBuildAggregateRet(b, both.as_mut_ptr(), 2);
+    }
+    {
+        let (v, w) = (LLVMGetParam(put, 0), LLVMGetParam(put, 1));
+        let entry = LLVMAppendBasicBlockInContext(ctx, put, c"entry".as_ptr());
+        let fast = LLVMAppendBasicBlockInContext(ctx, put, c"fast".as_ptr());
+        let slow = LLVMAppendBasicBlockInContext(ctx, put, c"full".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let (pacc, pn) = (gep(b, TLS_ACC), gep(b, TLS_NACC));
+        let acc = LLVMBuildLoad2(b, i64t, pacc, c"".as_ptr());
+        let n = LLVMBuildLoad2(b, i64t, pn, c"".as_ptr());
+        let t = LLVMBuildAdd(b, n, w, c"".as_ptr());
+        let fits = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntULT, t, c(64), c"".as_ptr());
+        LLVMBuildCondBr(b, fits, fast, slow);
+        LLVMPositionBuilderAtEnd(b, fast);
+        LLVMBuildStore(b, added(b, acc, n, v), pacc);
+        LLVMBuildStore(b, t, pn);
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, slow);
+        let mut args = [acc, n, v, w];
+        let r = LLVMBuildCall2(b, LLVMGlobalGetValueType(put_full), put_full, args.as_mut_ptr(), 4, c"".as_ptr());
+        LLVMBuildStore(b, LLVMBuildExtractValue(b, r, 0, c"".as_ptr()), pacc);
+        LLVMBuildStore(b, LLVMBuildExtractValue(b, r, 1, c"".as_ptr()), pn);
+        LLVMBuildRetVoid(b);
+    }
+
+    let mut fp = [ptrt];
+    let abnormal = runtime(m, symbols::TRACE_ABNORMAL, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
+    // enter_slow(s, announced, id, binds) -> saved state: an entry's marker where it is not a fresh direct
+    // call site's announced `1` or a certain site's nothing (`enter` inlines those two): `01` + id if the site
+    // announced another function, `1` + id elsewhere (format::trace_layout, TLS_CALLEE), through the entry
+    // cache — only here, since the reader's copy of the cache sees only the entries written with an id. A
+    // certain call site's state (STATE_CERTAIN) admits no other entry than its announced one: anything else
+    // there is a signal handler's, an abnormal transfer. Out of line but not cold: entries from other modules
+    // and indirect calls take it; inlined, it made an instrumented one-line function too big for the
+    // inliner.
+    let mut params = [i64t, i64t, i64t, i64t];
+    let enter_slow = outlined(m, symbols::TRACE_ENTER_SLOW, LLVMFunctionType(i64t, params.as_mut_ptr(), 4, 0));
+    {
+        let arg = |i| LLVMGetParam(enter_slow, i);
+        let (phi, announced, id, binds) = (arg(0), arg(1), arg(2), arg(3));
+        let entry = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"entry".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let mine = LLVMBuildAdd(b, id, c(1), c"".as_ptr());
+        let certain = LLVMBuildICmp(
+            b,
+            LLVMIntPredicate::LLVMIntEQ,
+            announced,
+            LLVMBuildOr(b, mine, c(CALLEE_CERTAIN), c"".as_ptr()),
+            c"".as_ptr(),
+        );
+        let at_certain = LLVMBuildICmp(
+            b,
+            LLVMIntPredicate::LLVMIntNE,
+            LLVMBuildAnd(b, phi, c(STATE_CERTAIN), c"".as_ptr()),
+            c(0),
+            c"".as_ptr(),
+        );
+        let mismatch = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, certain, at_certain, c"".as_ptr());
+        let bad = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"uncertain".as_ptr());
+        let check = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"marker?".as_ptr());
+        let write = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"marker".as_ptr());
+        let quiet = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"certain".as_ptr());
+        let full = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"full".as_ptr());
+        LLVMBuildCondBr(b, mismatch, bad, check);
+        LLVMPositionBuilderAtEnd(b, bad);
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, [tls].as_mut_ptr(), 1, c"".as_ptr());
+        LLVMBuildBr(b, check);
+        LLVMPositionBuilderAtEnd(b, check);
+        LLVMBuildCondBr(b, certain, quiet, write);
+        // A certain announcement: no marker.
+        LLVMPositionBuilderAtEnd(b, quiet);
+        LLVMBuildRet(b, phi);
+        // The announced callee: `1`. Anything else: its marker.
+        LLVMPositionBuilderAtEnd(b, write);
+        let is_mine = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, mine, c"".as_ptr());
+        let bit = LLVMAppendBasicBlockInContext(ctx, enter_slow, c"bit".as_ptr());
+        LLVMBuildCondBr(b, is_mine, bit, full);
+        LLVMPositionBuilderAtEnd(b, bit);
+        LLVMBuildCall2(b, put_ty, put, [c(1), c(1)].as_mut_ptr(), 2, c"".as_ptr());
+        LLVMBuildRet(b, LLVMBuildOr(b, phi, binds, c"".as_ptr()));
+        LLVMPositionBuilderAtEnd(b, full);
+        let other = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, announced, c(0), c"".as_ptr());
+        let (v, w) = marker(b, other, id);
+        LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+        LLVMBuildRet(b, phi);
+    }
+
+    // enter(id, binds) -> saved state: an even state means a new thread or an abnormal entry (runtime
+    // decides). `binds` (STATE_CERTAIN for a function without landing pads, else 0) goes into the saved
+    // state of an announced entry: the state the function restores on return says the site is done.
+    let mut params = [i64t, i64t];
+    let enter = helper(m, symbols::TRACE_ENTER, LLVMFunctionType(i64t, params.as_mut_ptr(), 2, 0));
+    let first = runtime(m, symbols::TRACE_FIRST, LLVMFunctionType(i64t, fp.as_mut_ptr(), 1, 0));
+    {
+        let (local, binds) = (LLVMGetParam(enter, 0), LLVMGetParam(enter, 1));
+        let entry = LLVMAppendBasicBlockInContext(ctx, enter, c"entry".as_ptr());
+        let slow = LLVMAppendBasicBlockInContext(ctx, enter, c"even".as_ptr());
+        let go = LLVMAppendBasicBlockInContext(ctx, enter, c"go".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let pstate = gep(b, TLS_STATE);
+        let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+        let odd = LLVMBuildAnd(b, s, c(1), c"".as_ptr());
+        let is_odd = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, odd, c(0), c"".as_ptr());
+        LLVMBuildCondBr(b, is_odd, go, slow);
+        LLVMPositionBuilderAtEnd(b, slow);
+        let mut args = [tls];
+        let s2 = LLVMBuildCall2(b, LLVMGlobalGetValueType(first), first, args.as_mut_ptr(), 1, c"".as_ptr());
+        LLVMBuildBr(b, go);
+        LLVMPositionBuilderAtEnd(b, go);
+        let phi = LLVMBuildPhi(b, i64t, c"".as_ptr());
+        let mut vals = [s, s2];
+        let mut blocks = [entry, slow];
+        LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 2);
+        let d = LLVMBuildAdd(b, LLVMBuildAnd(b, phi, c(0xffff_ffff), c"".as_ptr()), c(1), c"".as_ptr());
+        LLVMBuildStore(b, d, pstate);
+        let pbase = LLVMBuildStructGEP2(b, desc_ty, desc, 4, c"".as_ptr());
+        let base = LLVMBuildZExt(b, LLVMBuildLoad2(b, i32t, pbase, c"".as_ptr()), i64t, c"".as_ptr());
+        let id = LLVMBuildAdd(b, base, local, c"".as_ptr());
+        // The state the activation restores on return (the site's, flagged after an announced entry).
+        let mut saved = phi;
+        if !naive {
+            // The two common entries inline: a fresh direct call site's announced callee writes `1` (its
+            // saved state flagged with `binds`), a certain site's announced callee nothing; any other in
+            // `enter_slow`.
+            let pcallee = gep(b, TLS_CALLEE);
+            let announced = LLVMBuildLoad2(b, i64t, pcallee, c"".as_ptr());
+            LLVMBuildStore(b, c(0), pcallee);
+            let mine = LLVMBuildAdd(b, id, c(1), c"".as_ptr());
+            let at_certain = LLVMBuildICmp(
+                b,
+                LLVMIntPredicate::LLVMIntNE,
+                LLVMBuildAnd(b, phi, c(STATE_CERTAIN), c"".as_ptr()),
+                c(0),
+                c"".as_ptr(),
+            );
+            let certain_call = LLVMBuildICmp(
+                b,
+                LLVMIntPredicate::LLVMIntEQ,
+                announced,
+                LLVMBuildOr(b, mine, c(CALLEE_CERTAIN), c"".as_ptr()),
+                c"".as_ptr(),
+            );
+            let quick = LLVMAppendBasicBlockInContext(ctx, enter, c"certain".as_ptr());
+            let direct = LLVMAppendBasicBlockInContext(ctx, enter, c"direct?".as_ptr());
+            let fresh = LLVMAppendBasicBlockInContext(ctx, enter, c"direct".as_ptr());
+            let bit = LLVMAppendBasicBlockInContext(ctx, enter, c"bit".as_ptr());
+            let other = LLVMAppendBasicBlockInContext(ctx, enter, c"other".as_ptr());
+            let written = LLVMAppendBasicBlockInContext(ctx, enter, c"marked".as_ptr());
+            LLVMBuildCondBr(b, certain_call, quick, direct);
+            LLVMPositionBuilderAtEnd(b, quick);
+            LLVMBuildCondBr(b, at_certain, written, other);
+            LLVMPositionBuilderAtEnd(b, direct);
+            let is_mine = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, mine, c"".as_ptr());
+            LLVMBuildCondBr(b, is_mine, fresh, other);
+            LLVMPositionBuilderAtEnd(b, fresh);
+            LLVMBuildCondBr(b, at_certain, other, bit);
+            LLVMPositionBuilderAtEnd(b, bit);
+            LLVMBuildCall2(b, put_ty, put, [c(1), c(1)].as_mut_ptr(), 2, c"".as_ptr());
+            let bound = LLVMBuildOr(b, phi, binds, c"".as_ptr());
+            LLVMBuildBr(b, written);
+            LLVMPositionBuilderAtEnd(b, other);
+            let mut args = [phi, announced, id, binds];
+            let slow_saved =
+                LLVMBuildCall2(b, LLVMGlobalGetValueType(enter_slow), enter_slow, args.as_mut_ptr(), 4, c"".as_ptr());
+            LLVMBuildBr(b, written);
+            LLVMPositionBuilderAtEnd(b, written);
+            let merged = LLVMBuildPhi(b, i64t, c"".as_ptr());
+            let mut vals = [phi, bound, slow_saved];
+            let mut blocks = [quick, bit, other];
+            LLVMAddIncoming(merged, vals.as_mut_ptr(), blocks.as_mut_ptr(), 3);
+            saved = merged;
+        }
+        // The shadow stack (every traced thread has one: flight recorder, regions, crash flush): this
+        // activation's entry; a sync if one is wanted.
+        let shadow = LLVMAppendBasicBlockInContext(ctx, enter, c"shadow".as_ptr());
+        let want = LLVMAppendBasicBlockInContext(ctx, enter, c"sync".as_ptr());
+        let out = LLVMAppendBasicBlockInContext(ctx, enter, c"out".as_ptr());
+        let p = LLVMBuildLoad2(b, i64t, gep(b, TLS_SHADOW), c"".as_ptr());
+        let has = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, p, c(0), c"".as_ptr());
+        LLVMBuildCondBr(b, has, shadow, out);
+        LLVMPositionBuilderAtEnd(b, shadow);
+        let base = LLVMBuildIntToPtr(b, LLVMBuildAnd(b, p, c(!1), c"".as_ptr()), ptrt, c"".as_ptr());
+        let mut ix = [LLVMBuildAnd(b, d, c(SHADOW_ENTRIES - 1), c"".as_ptr())];
+        let slot = LLVMBuildInBoundsGEP2(b, i64t, base, ix.as_mut_ptr(), 1, c"".as_ptr());
+        // shadow_entry(saved, body state, id)
+        let site = LLVMBuildAnd(b, saved, c(!0xffff_ffff), c"".as_ptr());
+        let high = LLVMBuildAnd(b, d, c(0xfff0_0000), c"".as_ptr());
+        let entry = LLVMBuildOr(b, LLVMBuildOr(b, site, high, c"".as_ptr()), id, c"".as_ptr());
+        LLVMBuildStore(b, entry, slot);
+        let wanted =
+            LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, LLVMBuildAnd(b, p, c(1), c"".as_ptr()), c(0), c"".as_ptr());
+        LLVMBuildCondBr(b, wanted, want, out);
+        LLVMPositionBuilderAtEnd(b, want);
+        let sync = runtime(m, symbols::TRACE_SYNC, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
+        let mut args = [tls];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(sync), sync, args.as_mut_ptr(), 1, c"".as_ptr());
+        LLVMBuildBr(b, out);
+        LLVMPositionBuilderAtEnd(b, out);
+        LLVMBuildRet(b, saved);
+    }
+
+    // The site's return in its own state: the body state back, then Done — `00` at a fresh direct call
+    // site (its callee never entered), else `0`.
+    let done_here = |b: LLVMBuilderRef, pstate: LLVMValueRef, d: LLVMValueRef| {
+        LLVMBuildStore(b, d, pstate);
+        if !naive {
+            let mut args = [c(0), done_width(b)];
+            LLVMBuildCall2(b, put_ty, put, args.as_mut_ptr(), 2, c"".as_ptr());
+        }
+    };
+    // done_moved(expect, d, s): a call site's return to a state `s` not its own. A deeper activation's state
+    // means untraced code the site called caught an exception or `longjmp` that left traced activations: an
+    // abandon marker (ABANDON_ID, the activation's depth, this site's number) is this site's return
+    // (`pathprof_core::tracing::regenerate`, "Abandoned activations"). Any other state is abnormal.
+    let mut params = [i64t, i64t, i64t];
+    let done_moved = cold_helper(m, symbols::TRACE_DONE_MOVED, LLVMFunctionType(voidt, params.as_mut_ptr(), 3, 0));
+    {
+        let (expect, d, s) = (LLVMGetParam(done_moved, 0), LLVMGetParam(done_moved, 1), LLVMGetParam(done_moved, 2));
+        let entry = LLVMAppendBasicBlockInContext(ctx, done_moved, c"entry".as_ptr());
+        let left = LLVMAppendBasicBlockInContext(ctx, done_moved, c"abandoned".as_ptr());
+        let odd = LLVMAppendBasicBlockInContext(ctx, done_moved, c"abnormal".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let pstate = gep(b, TLS_STATE);
+        // Deeper: the state's depth part (its low word) beyond this site's own state, d + 1.
+        let low = LLVMBuildAnd(b, s, c(0xffff_ffff), c"".as_ptr());
+        let deeper =
+            LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntUGT, low, LLVMBuildAdd(b, d, c(1), c"".as_ptr()), c"".as_ptr());
+        LLVMBuildCondBr(b, deeper, left, odd);
+        LLVMPositionBuilderAtEnd(b, left);
+        LLVMBuildStore(b, d, pstate);
+        if !naive {
+            let depth = LLVMBuildLShr(b, d, c(1), c"".as_ptr());
+            let site = LLVMBuildAnd(b, LLVMBuildLShr(b, expect, c(32), c"".as_ptr()), c(0x7fff_ffff), c"".as_ptr());
+            let (mv, mw) = marker_here(b, u64::from(ABANDON_ID));
+            for (v, w) in [(mv, mw), (depth, c(32)), (site, c(32))] {
+                LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+            }
+        }
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, odd);
+        let mut args = [tls];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, args.as_mut_ptr(), 1, c"".as_ptr());
+        done_here(b, pstate, d);
+        LLVMBuildRetVoid(b);
+    }
+    // done(expect, d): the call site's state must still be there (else `done_moved`); Done = one 0 bit.
+    let mut params = [i64t, i64t];
+    let done = helper(m, symbols::TRACE_DONE, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+    {
+        let (expect, d) = (LLVMGetParam(done, 0), LLVMGetParam(done, 1));
+        let entry = LLVMAppendBasicBlockInContext(ctx, done, c"entry".as_ptr());
+        let slow = LLVMAppendBasicBlockInContext(ctx, done, c"moved".as_ptr());
+        let go = LLVMAppendBasicBlockInContext(ctx, done, c"go".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let pstate = gep(b, TLS_STATE);
+        let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+        let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, expect, c"".as_ptr());
+        LLVMBuildCondBr(b, same, go, slow);
+        LLVMPositionBuilderAtEnd(b, slow);
+        let mut args = [expect, d, s];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(done_moved), done_moved, args.as_mut_ptr(), 3, c"".as_ptr());
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, go);
+        done_here(b, pstate, d);
+        LLVMBuildRetVoid(b);
+    }
+    // done_direct(expect, d): a direct call site's return. Its announced callee began there and returned (it
+    // flagged the state it restored): the site is done, no Done. Otherwise as `done`.
+    let mut params = [i64t, i64t];
+    let done_direct = helper(m, symbols::TRACE_DONE_DIRECT, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+    {
+        let (expect, d) = (LLVMGetParam(done_direct, 0), LLVMGetParam(done_direct, 1));
+        let entry = LLVMAppendBasicBlockInContext(ctx, done_direct, c"entry".as_ptr());
+        let quiet = LLVMAppendBasicBlockInContext(ctx, done_direct, c"bound".as_ptr());
+        let other = LLVMAppendBasicBlockInContext(ctx, done_direct, c"done".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let s = LLVMBuildLoad2(b, i64t, gep(b, TLS_STATE), c"".as_ptr());
+        let flagged = LLVMBuildOr(b, expect, c(STATE_CERTAIN), c"".as_ptr());
+        let bound = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, flagged, c"".as_ptr());
+        LLVMBuildCondBr(b, bound, quiet, other);
+        LLVMPositionBuilderAtEnd(b, quiet);
+        LLVMBuildStore(b, d, gep(b, TLS_STATE));
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, other);
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(done), done, [expect, d].as_mut_ptr(), 2, c"".as_ptr());
+        LLVMBuildRetVoid(b);
+    }
+    // done_certain(expect, d): a certain call site's return: its state still there and its callee entered
+    // (which took the announcement), else an abnormal transfer; no Done.
+    let mut params = [i64t, i64t];
+    let done_certain = helper(m, symbols::TRACE_DONE_CERTAIN, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+    {
+        let (expect, d) = (LLVMGetParam(done_certain, 0), LLVMGetParam(done_certain, 1));
+        let entry = LLVMAppendBasicBlockInContext(ctx, done_certain, c"entry".as_ptr());
+        let slow = LLVMAppendBasicBlockInContext(ctx, done_certain, c"moved".as_ptr());
+        let go = LLVMAppendBasicBlockInContext(ctx, done_certain, c"go".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let pstate = gep(b, TLS_STATE);
+        let pcallee = gep(b, TLS_CALLEE);
+        let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+        let announced = LLVMBuildLoad2(b, i64t, pcallee, c"".as_ptr());
+        let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, expect, c"".as_ptr());
+        let taken = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, announced, c(0), c"".as_ptr());
+        LLVMBuildCondBr(b, LLVMBuildAnd(b, same, taken, c"".as_ptr()), go, slow);
+        LLVMPositionBuilderAtEnd(b, slow);
+        let mut args = [tls];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(abnormal), abnormal, args.as_mut_ptr(), 1, c"".as_ptr());
+        LLVMBuildStore(b, c(0), pcallee);
+        LLVMBuildBr(b, go);
+        LLVMPositionBuilderAtEnd(b, go);
+        LLVMBuildStore(b, d, pstate);
+        LLVMBuildRetVoid(b);
+    }
+    // resync(expect, d, id, block, call): the setjmp call's state still there is its first return (Done);
+    // otherwise a longjmp came back: a resync marker (RESYNC_ID, id, depth, block, call) replaces the Done.
+    // resync_again(d, id, block, call): the resync marker after a longjmp came back.
+    let mut params = [i64t, i64t, i64t, i64t];
+    let resync_again = cold_helper(m, symbols::TRACE_RESYNC_AGAIN, LLVMFunctionType(voidt, params.as_mut_ptr(), 4, 0));
+    {
+        let p = |i| LLVMGetParam(resync_again, i);
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, resync_again, c"entry".as_ptr()));
+        let depth = LLVMBuildLShr(b, p(0), c(1), c"".as_ptr());
+        let fb = u64::from(FUNC_ID_BITS);
+        let (mv, mw) = marker_here(b, u64::from(RESYNC_ID));
+        for (v, w) in [(mv, mw), (p(1), c(fb)), (depth, c(32)), (p(2), c(32)), (p(3), c(32))] {
+            LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+        }
+        LLVMBuildRetVoid(b);
+    }
+    let mut params = [i64t, i64t, i64t, i64t, i64t];
+    let resync = helper(m, symbols::TRACE_RESYNC, LLVMFunctionType(voidt, params.as_mut_ptr(), 5, 0));
+    {
+        let p = |i| LLVMGetParam(resync, i);
+        let entry = LLVMAppendBasicBlockInContext(ctx, resync, c"entry".as_ptr());
+        let again = LLVMAppendBasicBlockInContext(ctx, resync, c"again".as_ptr());
+        let first = LLVMAppendBasicBlockInContext(ctx, resync, c"first".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let pstate = gep(b, TLS_STATE);
+        let s = LLVMBuildLoad2(b, i64t, pstate, c"".as_ptr());
+        LLVMBuildStore(b, p(1), pstate);
+        let same = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, s, p(0), c"".as_ptr());
+        LLVMBuildCondBr(b, same, first, again);
+        LLVMPositionBuilderAtEnd(b, first);
+        if !naive {
+            LLVMBuildCall2(b, put_ty, put, [c(0), done_width(b)].as_mut_ptr(), 2, c"".as_ptr());
+        }
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, again);
+        if !naive {
+            let mut args = [p(1), p(2), p(3), p(4)];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(resync_again), resync_again, args.as_mut_ptr(), 4, c"".as_ptr());
+        }
+        LLVMBuildRetVoid(b);
+    }
+    // unwind(d, id): a landing pad's start: the activation's body state back (the exception left deeper
+    // activations inside their calls), then the unwind marker (UNWIND_ID, id, depth). Out of line: an
+    // exception's unwinding costs microseconds, the call nothing.
+    let mut params = [i64t, i64t];
+    let unwind = cold_helper(m, symbols::TRACE_UNWIND, LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0));
+    {
+        let (d, id) = (LLVMGetParam(unwind, 0), LLVMGetParam(unwind, 1));
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, unwind, c"entry".as_ptr()));
+        LLVMBuildStore(b, d, gep(b, TLS_STATE));
+        if !naive {
+            let depth = LLVMBuildLShr(b, d, c(1), c"".as_ptr());
+            let fb = u64::from(FUNC_ID_BITS);
+            let (mv, mw) = marker_here(b, u64::from(UNWIND_ID));
+            for (v, w) in [(mv, mw), (id, c(fb)), (depth, c(32))] {
+                LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+            }
+        }
+        LLVMBuildRetVoid(b);
+    }
+    Helpers { put, put_ty, enter, done, done_direct, done_certain, resync, unwind }
+}
+
+/// Adds an internal `nounwind` function of type `fty` with function attributes `attrs`.
+unsafe fn internal_function(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef, attrs: &[&str]) -> LLVMValueRef {
+    let ctx = LLVMGetModuleContext(m);
+    let f = LLVMAddFunction(m, cstr(name).as_ptr(), fty);
+    LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+    for attr in attrs.iter().chain(&["nounwind"]) {
+        LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
+    }
+    f
+}
+
+/// An `alwaysinline` helper: the common path every site or entry runs.
+unsafe fn helper(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    internal_function(m, name, fty, &["alwaysinline"])
+}
+
+/// A `noinline` helper: a path all sites share out of line, so that what each site or entry inlines stays small.
+/// Inlined everywhere, the rare transfers' markers (abandon, unwind, resync) cost about 0.7 KB of code per call
+/// site and 3.5 KB per `invoke`, and an entry's marker made an instrumented one-line function too big for the
+/// inliner: LLVM's optimiser then took most of a trace build's compile time.
+unsafe fn outlined(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    internal_function(m, name, fty, &["noinline"])
+}
+
+/// [`outlined`], and `cold`: the slow path of a rare event (its callers' branches to it are laid out as unlikely).
+unsafe fn cold_helper(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    internal_function(m, name, fty, &["noinline", "cold"])
+}
+
+/// Declares a runtime function of type `fty` (cold: the slow paths).
+unsafe fn runtime(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    function_once(m, name, |c| {
+        let ctx = LLVMGetModuleContext(m);
+        let f = LLVMAddFunction(m, c.as_ptr(), fty);
+        for attr in ["nounwind", "cold"] {
+            LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
+        }
+        f
+    })
+}
+
+fn cstr(s: &str) -> CString {
+    CString::new(s).expect("internal names contain no NUL")
+}
