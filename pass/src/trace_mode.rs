@@ -4,7 +4,7 @@
 //!
 //! What each function gets (the plan is `pathprof_format::trace::function_tables`, shared with the reader):
 //! - at its entry, [`symbols::TRACE_ENTER`]: `Enter(f)` = a 1 bit and the function's
-//!   [`FUNC_ID_BITS`]-bit trace id (the module's base, assigned by the runtime at registration, + its index);
+//!   [`FUNC_ID_BITS`](pathprof_format::trace_layout::FUNC_ID_BITS)-bit trace id (the module's base, assigned by the runtime at registration, + its index);
 //!   a direct call site of a traced function of the module announces its callee (`TLS_CALLEE`), whose entry
 //!   there is a single 1 bit (`pathprof_core::tracing::regenerate`, "Direct calls"; the sites travel in
 //!   [`TraceModuleMeta::direct`]);
@@ -35,7 +35,7 @@
 //!
 //! Exceptions: an `invoke` is its block's last call site. Its Done goes on its normal edge (split when
 //! critical, else at the start of the normal successor), so the `invoke` block is no predicate; every landing
-//! pad starts with the unwind marker ([`symbols::TRACE_UNWIND`]: the reserved id [`UNWIND_ID`], the function's
+//! pad starts with the unwind marker ([`symbols::TRACE_UNWIND`]: the reserved id [`UNWIND_ID`](pathprof_format::trace_layout::UNWIND_ID), the function's
 //! id and its activation depth) and puts the thread state back to the activation's body — frames the
 //! exception passed through leave no trace of their own, and `resume` restores the caller's call-site state as
 //! `ret` does. Functions with `musttail` calls or `callbr` (and `indirectbr` in mode icache) are left
@@ -223,10 +223,10 @@ pub fn instrument(
             }
         }
     }
-    let resumes: Vec<bool> = planned.iter().map(|p| p.tables.may_resume()).collect();
+    let may_resume: Vec<bool> = planned.iter().map(|p| p.tables.may_resume()).collect();
     for (index, p) in planned.iter().enumerate() {
         let sites =
-            Sites { direct: &direct[index], copy: &implicit[index], certain: &certain[index], resumes: &resumes };
+            Sites { direct: &direct[index], copy: &implicit[index], certain: &certain[index], may_resume: &may_resume };
         branches += unsafe { emitter.function(p, &sites, index as u64, &mut site) };
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
@@ -388,17 +388,17 @@ struct Sites<'a> {
     copy: &'a [Vec<bool>],
     /// Per block and call: a certain call (announced as such; no Enter, no Done).
     certain: &'a [Vec<bool>],
-    /// Per planned function: whether it may resume, so that its return never ends a direct call site (its
-    /// saved state is not flagged, `enter`'s `binds`): the site's return is a plain `done`, without the test for
-    /// a flagged state.
-    resumes: &'a [bool],
+    /// Per planned function: whether it has an unwind edge ([`FuncTables::may_resume`], the test `enter`'s
+    /// `binds` makes), so that its return never ends a direct call site: the site's return is a plain `done`,
+    /// without the test for a flagged state. (Not [`resumes`], which asks for a `resume` terminator.)
+    may_resume: &'a [bool],
 }
 
 impl Sites<'_> {
     /// Whether call `k` of block `b` calls a traced function directly whose announced entry there binds the site
     /// (it cannot resume): only then may the site find its state flagged on return (`done_direct`).
     fn binding_callee(&self, b: usize, k: usize) -> bool {
-        self.direct[b][k].is_some_and(|g| !self.resumes[g as usize])
+        self.direct[b][k].is_some_and(|g| !self.may_resume[g as usize])
     }
 }
 
