@@ -6,7 +6,8 @@
 //! 1. [`view`]: the edges tracing follows, predicates, and the call sites a callee's trace interleaves with.
 //! 2. [`placement`]: blocking witnesses, then the chords of a maximum spanning tree; or bit tracing.
 //! 3. [`check`]: Trace(Ewit) and the blocking property, by the papers' definitions (negative answers included).
-//! 4. [`tables`]: dense per-function rows, so that regenerating a block is one table lookup.
+//! 4. [`tables`]: dense per-function rows, so that regenerating a block is one table lookup; [`deferred`]:
+//!    the loops whose bits the writer may hold until the loop exits (the stream is the same).
 //! 5. [`encode`]: what a traced thread did (entries, edges, returns of call sites) → symbols.
 //! 6. [`regenerate`]: symbols → the exact block sequence, activations of callees in between their caller's
 //!    blocks.
@@ -16,6 +17,7 @@
 
 pub mod bits;
 pub mod check;
+pub mod deferred;
 pub mod encode;
 pub mod entropy;
 pub mod placement;

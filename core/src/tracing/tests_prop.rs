@@ -9,6 +9,7 @@
 
 use super::bits::{BitReader, BitTrace, BitWriter};
 use super::check::{check_blocking, check_trace, TraceViolation};
+use super::deferred::{deferred_loops, DeferredLoop};
 use super::encode::SymbolSink;
 use super::encode::{encode, Event};
 use super::entropy::{EntropyModels, EntropySink, EntropySource};
@@ -160,6 +161,48 @@ fn random_program(mut rcs: Vec<RandomCfg>, seed: u64) -> RandomProgram {
 fn programs(max_funcs: usize, max_blocks: u32) -> impl Strategy<Value = RandomProgram> {
     (prop::collection::vec(random_cfg(max_blocks, 14, false), 1..=max_funcs), any::<u64>())
         .prop_map(|(rcs, seed)| random_program(rcs, seed))
+}
+
+/// A counting loop without calls: entry 0 → the cycle 1 → 2 → … → k → 1, whose test at block `t` leaves
+/// for k + 1, which returns; the test's exit edge comes first or second (its bit is 0 or 1).
+fn counting_loop(k: u32, t: u32, exit_first: bool) -> RandomCfg {
+    let next = |i: u32| if i == k { 1 } else { i + 1 };
+    let mut edges = vec![(0, 1)];
+    for i in 1..=k {
+        match (i == t, exit_first) {
+            (false, _) => edges.push((i, next(i))),
+            (true, true) => edges.extend([(i, k + 1), (i, next(i))]),
+            (true, false) => edges.extend([(i, next(i)), (i, k + 1)]),
+        }
+    }
+    let cfg = crate::graph::test_cfg(k + 2, &edges, &[k + 1]);
+    // The walk's way forward after its first 40 steps: the test's exit edge.
+    let progress = cfg
+        .vertices()
+        .map(|v| {
+            let out = |e: &EdgeId| cfg.edge(*e).from == v && is_traced(cfg.edge(*e).kind);
+            let to_exit = |e: &EdgeId| v.0 != t || cfg.edge(*e).to.0 == k + 1;
+            cfg.edge_ids().filter(out).find(to_exit).unwrap_or(EdgeId(0))
+        })
+        .collect();
+    RandomCfg { cfg, progress }
+}
+
+/// [`programs`] with a [`counting_loop`] among the functions, a callee like any other but with no call sites
+/// of its own (so its loop is deferred).
+fn programs_with_loops(max_funcs: usize, max_blocks: u32) -> impl Strategy<Value = RandomProgram> {
+    (prop::collection::vec(random_cfg(max_blocks, 14, false), 1..=max_funcs), 1..4u32, any::<u64>()).prop_map(
+        |(mut rcs, k, seed)| {
+            let t = 1 + (seed % u64::from(k)) as u32;
+            rcs.push(counting_loop(k, t, seed & 0x100 != 0));
+            let f = rcs.len() - 1;
+            let mut p = random_program(rcs, seed);
+            p.calls[f] = CallSites::none(&p.cfgs[f]);
+            p.direct[f] = vec![Vec::new(); p.cfgs[f].num_blocks()];
+            p.implicit[f] = vec![Vec::new(); p.cfgs[f].num_blocks()];
+            p
+        },
+    )
 }
 
 /// What a random execution did, recorded independently of the encoders.
@@ -1107,4 +1150,127 @@ fn an_implicit_call_is_a_direct_call_of_a_function_of_the_program() {
     ];
     assert_eq!(blocks, want);
     assert_eq!(reader.remaining(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Deferred loops: the writer holds a loop's stay bits until its exit (`deferred`)
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Per function of `p`, its deferred loops under bit tracing.
+fn deferred_of(p: &RandomProgram) -> Vec<Vec<DeferredLoop>> {
+    p.cfgs
+        .iter()
+        .zip(&p.calls)
+        .map(|(g, c)| deferred_loops(g, c, &bit_tracing(g), &vec![false; g.num_vertices()]))
+        .collect()
+}
+
+/// The instrumented writer of a deferred loop, as a sink in front of another: a deferred test's stay bit is
+/// counted, not written; its exit bit writes the count's stay bits first. Any other symbol while a count is
+/// held is a loop that was wrongly deferred: recorded in `violations`.
+struct Deferring<'a, S> {
+    inner: S,
+    /// Per function: (test, stay value, exit value) of its deferred loops.
+    tests: Vec<Vec<(BlockId, u32, u32)>>,
+    /// The held count: (function, test, its stay value, stays).
+    held: Option<(FuncId, BlockId, u32, u64)>,
+    violations: u64,
+    stays: u64,
+    _p: std::marker::PhantomData<&'a ()>,
+}
+
+impl<S: SymbolSink> Deferring<'_, S> {
+    fn new(inner: S, p: &RandomProgram) -> Self {
+        let plans: Vec<WitnessPlan> = p.cfgs.iter().map(bit_tracing).collect();
+        let tests = deferred_of(p)
+            .iter()
+            .zip(&plans)
+            .map(|(ls, plan)| {
+                ls.iter().map(|l| (l.test, plan.value(l.stay).unwrap(), plan.value(l.exit).unwrap())).collect()
+            })
+            .collect();
+        Deferring { inner, tests, held: None, violations: 0, stays: 0, _p: std::marker::PhantomData }
+    }
+
+    fn other_symbol(&mut self) {
+        if self.held.is_some_and(|(_, _, _, n)| n > 0) {
+            self.violations += 1;
+        }
+    }
+}
+
+impl<S: SymbolSink> SymbolSink for Deferring<'_, S> {
+    fn witness(&mut self, f: FuncId, v: BlockId, width: u8, value: u32) {
+        if let Some(&(_, stay, _)) = self.tests[f.index()].iter().find(|t| t.0 == v) {
+            match self.held {
+                Some((hf, hv, _, _)) if (hf, hv) != (f, v) => self.violations += 1,
+                _ => {}
+            }
+            if value == stay {
+                let n = self.held.filter(|h| (h.0, h.1) == (f, v)).map_or(0, |h| h.3);
+                self.held = Some((f, v, stay, n + 1));
+                self.stays += 1;
+                return;
+            }
+            // The exit edge: the held stays, then the exit bit.
+            if let Some((_, _, stay, n)) = self.held.take().filter(|h| (h.0, h.1) == (f, v)) {
+                for _ in 0..n {
+                    self.inner.witness(f, v, width, stay);
+                }
+            }
+            self.inner.witness(f, v, width, value);
+            return;
+        }
+        self.other_symbol();
+        self.inner.witness(f, v, width, value);
+    }
+    fn enter(&mut self, f: FuncId, announced: Option<FuncId>, func_bits: u8) {
+        self.other_symbol();
+        self.inner.enter(f, announced, func_bits);
+    }
+    fn done(&mut self, announced: Option<FuncId>, func_bits: u8) {
+        self.other_symbol();
+        self.inner.done(announced, func_bits);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Deferring a loop's bits to its exit writes the very stream bit tracing writes, bit for bit, and nothing
+    /// else is ever written while a deferred loop holds bits.
+    #[test]
+    fn deferred_loops_write_the_same_stream(p in programs_with_loops(4, 10), seed in any::<u64>()) {
+        // Skewed branching, so that loops often run many iterations.
+        let run = execute(&p, seed, Some(&skew_of(&p, seed)), 3000);
+        let bt = bit_program(&p);
+        let plain = bit_trace(&bt, &run.events);
+        let mut w = Deferring::new(BitWriter::new(), &p);
+        encode(&bt, &run.events, &mut w).unwrap();
+        prop_assert_eq!(w.violations, 0);
+        prop_assert!(w.held.is_none_or(|h| h.3 == 0), "a held count at the thread's end");
+        let deferred = w.inner.finish();
+        prop_assert_eq!(deferred.bits, plain.bits);
+        prop_assert_eq!(&deferred.bytes, &plain.bytes);
+    }
+}
+
+/// The random programs have deferred loops, and their executions stay in them: the property above is not
+/// vacuous.
+#[test]
+fn random_executions_cross_deferred_loops() {
+    let (mut loops, mut stays) = (0, 0);
+    let mut runner = TestRunner::deterministic();
+    let strategy = programs_with_loops(4, 10);
+    for i in 0..200 {
+        let p = &strategy.new_tree(&mut runner).unwrap().current();
+        loops += deferred_of(p).iter().map(Vec::len).sum::<usize>();
+        let run = execute(p, i as u64, Some(&skew_of(p, i as u64)), 3000);
+        let mut w = Deferring::new(BitWriter::new(), p);
+        encode(&bit_program(p), &run.events, &mut w).unwrap();
+        stays += w.stays;
+    }
+    assert!(loops >= 20, "{loops} deferred loops in 200 programs");
+    assert!(stays >= 1000, "{stays} deferred stays");
+    eprintln!("{loops} deferred loops, {stays} stays");
 }
