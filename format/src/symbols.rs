@@ -111,6 +111,10 @@ pub const TRACE_PUT: &str = "__pathprof_trace_put";
 /// Module-local, `noinline cold`: [`TRACE_PUT`] when the bits fill the thread's word (the runtime takes it);
 /// returns the new bits and their count for the caller to store.
 pub const TRACE_PUT_FULL: &str = "__pathprof_trace_put_full";
+/// Module-local, `alwaysinline`: a deferred loop's bits at its exit (`count` stay bits, then the exit bit).
+pub const TRACE_PUT_LOOP: &str = "__pathprof_trace_put_loop";
+/// Module-local, `noinline`: [`TRACE_PUT_LOOP`] for 32 stays or more, 32 bits at a time.
+pub const TRACE_PUT_LOOP_LONG: &str = "__pathprof_trace_put_loop_long";
 /// Module-local, `alwaysinline`: a traced function's entry (state check, `Enter` marker).
 pub const TRACE_ENTER: &str = "__pathprof_trace_enter";
 /// Module-local, `alwaysinline`: a call site's return (state check, `Done` marker).
@@ -139,7 +143,7 @@ pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 pub const TRACE_TLS: &str = "__pathprof_trace_tls";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 27] = [
+pub const MODULE_LOCAL: [&str; 29] = [
     COUNTERS,
     META,
     DESC,
@@ -166,6 +170,8 @@ pub const MODULE_LOCAL: [&str; 27] = [
     TRACE_RESYNC_AGAIN,
     TRACE_ENTER_SLOW,
     TRACE_PUT_FULL,
+    TRACE_PUT_LOOP,
+    TRACE_PUT_LOOP_LONG,
     TRACE_DESC,
 ];
 
@@ -175,11 +181,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 45] = {
-            let mut a = [""; 45];
+        let all: [&str; 47] = {
+            let mut a = [""; 47];
             a[..17].copy_from_slice(&RUNTIME);
-            a[17..44].copy_from_slice(&MODULE_LOCAL);
-            a[44] = TRACE_TLS;
+            a[17..46].copy_from_slice(&MODULE_LOCAL);
+            a[46] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

@@ -38,6 +38,9 @@ pub(crate) struct Helpers {
     pub resync: LLVMValueRef,
     /// unwind(d, id): a landing pad's start.
     pub unwind: LLVMValueRef,
+    /// put_loop(stay, exit, count): a deferred loop's bits at its exit: `count` × the bit `stay`, then the
+    /// bit `exit` (`pathprof_core::tracing::deferred`).
+    pub put_loop: LLVMValueRef,
 }
 
 /// Defines the helpers in `m`, building with `b`, for the thread state `tls` and the module descriptor `desc`
@@ -515,7 +518,61 @@ pub(crate) unsafe fn build(
         }
         LLVMBuildRetVoid(b);
     }
-    Helpers { put, put_ty, enter, done, done_direct, done_certain, resync, unwind }
+    // put_loop(stay, exit, count): what the loop's test would have written bit by bit, in one put while it fits
+    // (count < 32: `count` stay bits and the exit bit are count + 1 ≤ 32 bits), else out of line 32 stay bits
+    // at a time. `stay` and `exit` are constants at every call, so the inlined part folds to a mask and a shift.
+    let mut params = [i64t, i64t, i64t];
+    let put_loop_ty = LLVMFunctionType(voidt, params.as_mut_ptr(), 3, 0);
+    let put_loop = helper(m, symbols::TRACE_PUT_LOOP, put_loop_ty);
+    let put_loop_long = outlined(m, symbols::TRACE_PUT_LOOP_LONG, put_loop_ty);
+    // `n` copies of the bit `stay` (n < 64), then the bit `exit`: (value, width) for put.
+    let stays_then_exit = |b: LLVMBuilderRef, stay: LLVMValueRef, exit: LLVMValueRef, n: LLVMValueRef| {
+        let ones = LLVMBuildSub(b, LLVMBuildShl(b, c(1), n, c"".as_ptr()), c(1), c"".as_ptr());
+        let stays = LLVMBuildAnd(b, ones, LLVMBuildSub(b, c(0), stay, c"".as_ptr()), c"".as_ptr());
+        let v = LLVMBuildOr(b, stays, LLVMBuildShl(b, exit, n, c"".as_ptr()), c"".as_ptr());
+        (v, LLVMBuildAdd(b, n, c(1), c"".as_ptr()))
+    };
+    {
+        let (stay, exit, count) = (LLVMGetParam(put_loop, 0), LLVMGetParam(put_loop, 1), LLVMGetParam(put_loop, 2));
+        let entry = LLVMAppendBasicBlockInContext(ctx, put_loop, c"entry".as_ptr());
+        let short = LLVMAppendBasicBlockInContext(ctx, put_loop, c"short".as_ptr());
+        let long = LLVMAppendBasicBlockInContext(ctx, put_loop, c"long".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let fits = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntULT, count, c(32), c"".as_ptr());
+        LLVMBuildCondBr(b, fits, short, long);
+        LLVMPositionBuilderAtEnd(b, short);
+        let (v, w) = stays_then_exit(b, stay, exit, count);
+        LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, long);
+        LLVMBuildCall2(b, put_loop_ty, put_loop_long, [stay, exit, count].as_mut_ptr(), 3, c"".as_ptr());
+        LLVMBuildRetVoid(b);
+    }
+    {
+        let (stay, exit, count) =
+            (LLVMGetParam(put_loop_long, 0), LLVMGetParam(put_loop_long, 1), LLVMGetParam(put_loop_long, 2));
+        let entry = LLVMAppendBasicBlockInContext(ctx, put_loop_long, c"entry".as_ptr());
+        let words = LLVMAppendBasicBlockInContext(ctx, put_loop_long, c"words".as_ptr());
+        let tail = LLVMAppendBasicBlockInContext(ctx, put_loop_long, c"tail".as_ptr());
+        LLVMPositionBuilderAtEnd(b, entry);
+        let word = LLVMBuildAnd(b, c(0xffff_ffff), LLVMBuildSub(b, c(0), stay, c"".as_ptr()), c"".as_ptr());
+        LLVMBuildBr(b, words);
+        // Called with count ≥ 32: 32 stay bits at a time while 32 or more are left.
+        LLVMPositionBuilderAtEnd(b, words);
+        let left = LLVMBuildPhi(b, i64t, c"".as_ptr());
+        LLVMBuildCall2(b, put_ty, put, [word, c(32)].as_mut_ptr(), 2, c"".as_ptr());
+        let rest = LLVMBuildSub(b, left, c(32), c"".as_ptr());
+        let more = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntUGE, rest, c(32), c"".as_ptr());
+        LLVMBuildCondBr(b, more, words, tail);
+        let mut vals = [count, rest];
+        let mut from = [entry, words];
+        LLVMAddIncoming(left, vals.as_mut_ptr(), from.as_mut_ptr(), 2);
+        LLVMPositionBuilderAtEnd(b, tail);
+        let (v, w) = stays_then_exit(b, stay, exit, rest);
+        LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
+        LLVMBuildRetVoid(b);
+    }
+    Helpers { put, put_ty, enter, done, done_direct, done_certain, resync, unwind, put_loop }
 }
 
 /// Adds an internal `nounwind` function of type `fty` with function attributes `attrs`.

@@ -65,6 +65,8 @@ use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{
     LLVMAtomicOrdering, LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode, LLVMVisibility,
 };
+use pathprof_core::tracing::deferred::{deferred_loops, DeferredLoop};
+use pathprof_core::tracing::view::CallSites;
 use pathprof_core::tracing::{FuncTables, WitnessPlan};
 use pathprof_core::{BlockId, EdgeKind};
 use pathprof_format::meta::{Mode, ModuleMeta};
@@ -89,6 +91,8 @@ struct Planned {
     twice: Vec<Vec<bool>>,
     /// Blocks that end in an `invoke` (their last call site).
     invokes: Vec<u32>,
+    /// Loops whose test's bits are written at the loop's exit (none in naive tracing and mode icache).
+    deferred: Vec<DeferredLoop>,
 }
 
 /// Whether `inst` is a call site: a call or `invoke` that may run traced code (not an intrinsic, not inline
@@ -99,8 +103,8 @@ fn is_call_site(inst: LLVMValueRef) -> bool {
         && ir::called_function(inst).is_none_or(|f| ir::intrinsic_id(f) == 0)
 }
 
-/// Plans one function (no IR changes).
-fn plan(f: LLVMValueRef, facts: &CallFacts, icache: bool) -> Result<Planned, String> {
+/// Plans one function (no IR changes); `defer`: look for deferred loops.
+fn plan(f: LLVMValueRef, facts: &CallFacts, icache: bool, defer: bool) -> Result<Planned, String> {
     let graph = cfg_build::build(f, facts).map_err(|u| u.0)?;
     let mut calls = Vec::with_capacity(graph.blocks.len());
     let mut twice = Vec::with_capacity(graph.blocks.len());
@@ -141,7 +145,43 @@ fn plan(f: LLVMValueRef, facts: &CallFacts, icache: bool) -> Result<Planned, Str
     }
     let counts: Vec<u32> = calls.iter().map(|c| c.len() as u32).collect();
     let (plan, tables) = function_tables(&graph.cfg, &counts, &invokes)?;
-    Ok(Planned { f, graph, plan, tables, calls, twice, invokes })
+    let deferred = if defer { deferred_loops_of(&graph, &counts, &invokes, &plan)? } else { Vec::new() };
+    Ok(Planned { f, graph, plan, tables, calls, twice, invokes, deferred })
+}
+
+/// The loops of `graph` whose test's bits the writer holds until the loop exits
+/// (`pathprof_core::tracing::deferred`). Besides core's conditions, each block on the loop must end in a `br`
+/// (where the test's decision is a `select` on its condition) and hold no inline asm, and be no target of an
+/// `indirectbr` (whose decision is written in the target).
+fn deferred_loops_of(
+    graph: &FunctionGraph,
+    counts: &[u32],
+    invokes: &[u32],
+    plan: &WitnessPlan,
+) -> Result<Vec<DeferredLoop>, String> {
+    let mut excluded: Vec<bool> = graph
+        .blocks
+        .iter()
+        .map(|&bb| {
+            ir::terminator(bb).is_none_or(|t| ir::opcode(t) != LLVMOpcode::LLVMBr)
+                || ir::instructions(bb)
+                    .into_iter()
+                    .any(|i| ir::opcode(i) == LLVMOpcode::LLVMCall && ir::calls_inline_asm(i))
+        })
+        .collect();
+    excluded.resize(graph.cfg.num_vertices(), true);
+    for &bb in &graph.blocks {
+        if let Some(t) = ir::terminator(bb).filter(|&t| ir::opcode(t) == LLVMOpcode::LLVMIndirectBr) {
+            for s in ir::successors(t) {
+                if let Some(i) = graph.blocks.iter().position(|&x| x == s) {
+                    excluded[i] = true;
+                }
+            }
+        }
+    }
+    let sites = CallSites::new(&graph.cfg, counts.to_vec()).map_err(|e| e.to_string())?;
+    let sites = sites.with_invokes(invokes).map_err(|e| e.to_string())?;
+    Ok(deferred_loops(&graph.cfg, &sites, plan, &excluded))
 }
 
 /// Instruments `candidates` of `m` for tracing; returns whether the module changed.
@@ -161,7 +201,10 @@ pub fn instrument(
     let mut planned = Vec::new();
     let mut left_out = LeftOut::default();
     for &f in candidates {
-        match catch_unwind(AssertUnwindSafe(|| plan(f, &facts, config.optimizer_last))) {
+        // Deferred loops only where the bits are decisions (not the naive method's items) at the front end's
+        // blocks (not mode icache, whose traced code stays as close to the plain build's as it can).
+        let defer = !config.trace_naive && !config.optimizer_last;
+        match catch_unwind(AssertUnwindSafe(|| plan(f, &facts, config.optimizer_last, defer))) {
             Ok(Ok(p)) => planned.push(p),
             Ok(Err(why)) => left_out.record(&identity.name, f, &why),
             Err(_) => left_out.record_internal_error(&identity.name, f),
@@ -233,11 +276,12 @@ pub fn instrument(
     ir::add_named_metadata(m, INSTRUMENTED_MARK);
     if config.stats {
         eprintln!(
-            "pathprof: stats: module={} mode=trace functions={} call_sites={site} implicit_calls={} certain_calls={} predicates={branches}",
+            "pathprof: stats: module={} mode=trace functions={} call_sites={site} implicit_calls={} certain_calls={} predicates={branches} deferred_loops={}",
             identity.name,
             planned.len(),
             implicit.iter().flatten().flatten().filter(|&&q| q).count(),
-            certain.iter().flatten().flatten().filter(|&&q| q).count()
+            certain.iter().flatten().flatten().filter(|&&q| q).count(),
+            planned.iter().map(|p| p.deferred.len()).sum::<usize>()
         );
     }
     Ok(true)
@@ -457,6 +501,8 @@ struct Emitter {
     resync: LLVMValueRef,
     /// unwind(d, id): a landing pad's start.
     unwind: LLVMValueRef,
+    /// put_loop(stay, exit, count): a deferred loop's bits at its exit.
+    put_loop: LLVMValueRef,
     tls: LLVMValueRef,
     builder: LLVMBuilderRef,
     /// The module descriptor (its `base` field is the module's first trace id) and its type.
@@ -544,6 +590,7 @@ impl Emitter {
             done_certain: h.done_certain,
             resync: h.resync,
             unwind: h.unwind,
+            put_loop: h.put_loop,
             tls,
             builder: b,
             desc,
@@ -781,6 +828,9 @@ impl Emitter {
                 continue;
             }
             predicates += 1;
+            if p.deferred.iter().any(|l| l.test == v) {
+                continue; // written at the loop's exit ([`Self::deferred_loops`])
+            }
             if ir::opcode(term) == LLVMOpcode::LLVMIndirectBr {
                 continue; // written at the targets ([`Self::indirect_decisions`])
             }
@@ -813,6 +863,58 @@ impl Emitter {
             };
             call(self.put, &mut [idx, c(width)]);
         }
+        self.deferred_loops(p);
         predicates
+    }
+
+    /// Each deferred loop counts its test's stay edges in a register — a PHI in the header, 0 on entry, one
+    /// more per iteration — and writes them on its exit edge with the exit bit, through `put_loop`: the bits
+    /// the test would have written one by one (`pathprof_core::tracing::deferred`).
+    unsafe fn deferred_loops(&self, p: &Planned) {
+        let b = self.builder;
+        let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
+        let cfg = &p.graph.cfg;
+        let bb = |v: BlockId| p.graph.blocks[v.index()];
+        for l in &p.deferred {
+            let (header, test) = (bb(l.header), bb(l.test));
+            let term = ir::terminator(test).expect("a deferred loop's test ends in a br");
+            let value = |e| c(u64::from(p.plan.value(e).expect("a deferred loop's test writes one bit")));
+            let EdgeKind::Branch { succ } = cfg.edge(l.exit).kind else { unreachable!("core takes branches only") };
+            // The header's predecessors now (earlier code may have split edges into it): its latch brings the next
+            // count; every other enters with 0.
+            let latch = bb(cfg.edge(l.back).from);
+            let preds: Vec<LLVMBasicBlockRef> = ir::blocks(p.f)
+                .into_iter()
+                .flat_map(|q| {
+                    let n = ir::terminator(q).map_or(0, |t| ir::successors(t).iter().filter(|&&s| s == header).count());
+                    std::iter::repeat_n(q, n)
+                })
+                .collect();
+            // The writes get the test's source location.
+            LLVMPositionBuilderBefore(b, term);
+            let location = LLVMGetCurrentDebugLocation2(b);
+            // PHIs go before the first instruction's debug records, without a location.
+            LLVMPositionBuilderBeforeInstrAndDbgRecords(b, LLVMGetFirstInstruction(header));
+            LLVMSetCurrentDebugLocation2(b, std::ptr::null_mut());
+            let stays = LLVMBuildPhi(b, self.i64t, c"pathprof.stays".as_ptr());
+            LLVMPositionBuilderBefore(b, term);
+            let next = LLVMBuildAdd(b, stays, c(1), c"pathprof.stays.next".as_ptr());
+            for &q in &preds {
+                let mut v = [if q == latch { next } else { c(0) }];
+                let mut from = [q];
+                LLVMAddIncoming(stays, v.as_mut_ptr(), from.as_mut_ptr(), 1);
+            }
+            let split = crate::shim::pathprof_shim_split_edge(term, succ);
+            let at = if split.is_null() {
+                // Not critical: the exit target has the test as its only predecessor.
+                ir::first_insertion_point(LLVMGetSuccessor(term, succ)).expect("a block has a terminator")
+            } else {
+                ir::terminator(split).expect("a split block branches on")
+            };
+            LLVMPositionBuilderBefore(b, at);
+            LLVMSetCurrentDebugLocation2(b, location);
+            let mut args = [value(l.stay), value(l.exit), stays];
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(self.put_loop), self.put_loop, args.as_mut_ptr(), 3, c"".as_ptr());
+        }
     }
 }

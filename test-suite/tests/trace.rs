@@ -804,6 +804,33 @@ fn traced_at_o0(source: &str, name: &str) -> (PathBuf, PathBuf, String) {
 }
 
 #[test]
+fn loops_through_one_test_write_their_bits_at_the_exit_and_regenerate_exactly() {
+    // The writer counts a deferred loop's iterations in a register and writes their bits at its exit: the
+    // second method and edge mode agree at -O0 and -O2, with trip counts around the one-put limit (32 stays)
+    // and a stream word filled mid-loop.
+    optimal_equals_naive("trace_deferred.c", &[], "complete");
+    check_against_edge_mode("trace_deferred.c", "complete");
+    // -O0: count_up's and count_down's loops are deferred; with_call's (a call), with_branch's (an `if`) and
+    // main's (calls) are not.
+    let (_, trace, stats) = traced_at_o0("trace_deferred.c", "deferred");
+    assert!(stats.contains(" deferred_loops=2"), "{stats}");
+    // One bit per decision all the same, by hand: for each trip count t, count_up's t + 1 tests, count_down's
+    // t + 1, with_branch's t + 1 and t, with_call's (m = t mod 7) m + 1 and count_up's inside it; main's 10.
+    let trips = [0u64, 1, 31, 32, 33, 63, 64, 65, 200];
+    let decisions: u64 = 10
+        + trips
+            .iter()
+            .map(|&t| {
+                let m = t % 7;
+                3 * (t + 1) + t + (m + 1) + (0..m).map(|i| (i & 3) + 1).sum::<u64>()
+            })
+            .sum::<u64>();
+    let bits = trace_json(&trace, &["--bits"]);
+    let kinds = count_and_bits(&bits["categories"], "kind");
+    assert_eq!(kinds["witness (branch decision)"], (decisions, decisions));
+}
+
+#[test]
 fn implicit_calls_of_straight_line_leaves_write_nothing_and_regenerate_exactly() {
     // The second method and edge mode agree at -O0 and -O2 (the leaves' copies are inlined there).
     optimal_equals_naive("trace_leaves.c", &[], "complete");

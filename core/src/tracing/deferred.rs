@@ -23,6 +23,8 @@ use crate::loops::natural_loops;
 pub struct DeferredLoop {
     /// The loop's header (the target of its one back edge), where the writer's iteration count starts at 0.
     pub header: BlockId,
+    /// The loop's one back edge, which carries the count to the next iteration.
+    pub back: EdgeId,
     /// The loop's one decision: its exit test.
     pub test: BlockId,
     /// The test's out-edge that stays in the loop; each crossing is one bit `plan.value(stay)`.
@@ -72,8 +74,7 @@ pub fn deferred_loops(cfg: &Cfg, calls: &CallSites, plan: &WitnessPlan, excluded
             }
         }
         if let Some((test, stay, exit)) = test {
-            debug_assert_eq!(cfg.edge(back).to, l.header);
-            found.push(DeferredLoop { header: l.header, test, stay, exit });
+            found.push(DeferredLoop { header: l.header, back, test, stay, exit });
         }
     }
     found
@@ -98,8 +99,20 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                DeferredLoop { header: BlockId(1), test: BlockId(3), stay: EdgeId(3), exit: EdgeId(4) },
-                DeferredLoop { header: BlockId(5), test: BlockId(5), stay: EdgeId(6), exit: EdgeId(7) },
+                DeferredLoop {
+                    header: BlockId(1),
+                    back: EdgeId(3),
+                    test: BlockId(3),
+                    stay: EdgeId(3),
+                    exit: EdgeId(4)
+                },
+                DeferredLoop {
+                    header: BlockId(5),
+                    back: EdgeId(6),
+                    test: BlockId(5),
+                    stay: EdgeId(6),
+                    exit: EdgeId(7)
+                },
             ]
         );
     }
@@ -119,7 +132,13 @@ mod tests {
         let nest = test_cfg(5, &[(0, 1), (1, 2), (2, 2), (2, 3), (3, 1), (3, 4)], &[4]);
         assert_eq!(
             deferred(&nest, &CallSites::none(&nest)),
-            vec![DeferredLoop { header: BlockId(2), test: BlockId(2), stay: EdgeId(2), exit: EdgeId(3) }]
+            vec![DeferredLoop {
+                header: BlockId(2),
+                back: EdgeId(2),
+                test: BlockId(2),
+                stay: EdgeId(2),
+                exit: EdgeId(3)
+            }]
         );
         // A call site in the body.
         let g = test_cfg(5, &[(0, 1), (1, 2), (2, 1), (2, 3), (3, 4)], &[4]);
