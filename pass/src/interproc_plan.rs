@@ -32,7 +32,7 @@ use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
 use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::{depth_first, DfsInfo};
 use pathprof_core::graph::Adjacency;
-use pathprof_core::interproc::{CallSite, Callee, Mode, ProcId, Procedure, Program, SiteRole, Supergraph};
+use pathprof_core::interproc::{CallSite, CallSiteId, Callee, Mode, ProcId, Procedure, Program, SiteRole, Supergraph};
 use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
 use std::collections::{HashMap, HashSet};
 
@@ -182,16 +182,19 @@ pub fn plan(
                 })
             }
             Err(pathprof_core::interproc::NumberingError::TooManyPaths { proc, .. }) => {
-                // The overflowing procedure's callees.
-                let mut v: Vec<usize> = sg
-                    .program()
-                    .sites_of(proc)
-                    .filter(|&s| sg.calls().role(s) == SiteRole::Interprocedural)
-                    .filter_map(|s| match sg.program().site(s).map(|i| i.callee) {
-                        Some(Callee::Proc(q)) => Some(q.index()),
-                        _ => None,
-                    })
-                    .collect();
+                // The overflowing procedure's callees: its ψ multiplies theirs. If it calls none, the overflow
+                // is in what its callers continue with after it returns (piecewise numUnbalRLPaths, which sums
+                // over every return site of its calls): the procedure's own call sites.
+                let interprocedural_callee = |s: CallSiteId| match sg.program().site(s).map(|i| i.callee) {
+                    Some(Callee::Proc(q)) if sg.calls().role(s) == SiteRole::Interprocedural => Some(q),
+                    _ => None,
+                };
+                let mut v: Vec<usize> =
+                    sg.program().sites_of(proc).filter_map(interprocedural_callee).map(|q| q.index()).collect();
+                let mut sites = (0..sg.program().sites().len()).map(CallSiteId::from_index);
+                if v.is_empty() && sites.any(|s| interprocedural_callee(s) == Some(proc)) {
+                    v.push(proc.index());
+                }
                 v.sort_unstable();
                 v.dedup();
                 Some(v)

@@ -174,6 +174,8 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("mr_dispatch", &["mr_dispatch.c"]),
         // 2^80 paths in `f`: more than its own-path bound, so it is cut at vertices (see the test below).
         ("eighty_ifs", &["eighty_ifs.c"]),
+        // Piecewise numUnbalRLPaths of a leaf above u128: the leaf's call sites are cut (see the test below).
+        ("unbalanced_overflow", &["unbalanced_overflow.c"]),
     ];
     let programs = interprocedural.iter().map(|&(name, srcs)| (name, srcs.to_vec()));
     for (name, srcs) in programs.chain(single_source_programs(SHAPE_PROGRAMS)) {
@@ -260,6 +262,28 @@ fn a_function_with_too_many_paths_of_its_own_is_cut_not_left_out() {
             "{mode}: no path starts after a cut"
         );
         assert!(!marks.iter().any(|&(start, _, f)| start == "loop_header" && f == "f"), "{mode}: f has no loop");
+    }
+}
+
+/// A leaf whose piecewise numUnbalRLPaths (what its 127 call sites' return sites continue with, in a function
+/// four roots call) overflows u128 while every ψ fits: the budget policy cuts the leaf's call sites and keeps
+/// `work`'s four, instead of refusing the module. Exact, nothing left out, entries by hand; context mode alike.
+/// (Counts equal edge mode's: `interprocedural_counts_equal_edge_mode_counts`.)
+#[test]
+fn an_overflow_in_what_a_leafs_callers_continue_with_cuts_the_leafs_sites() {
+    for mode in ["piecewise", "context"] {
+        let prof = run_in(&format!("ip-unbalanced-{mode}"), &["unbalanced_overflow.c"], "-O2", mode, &[]);
+        let show = show_json(&prof);
+        assert_eq!(show["not_profiled"].as_array().map(Vec::len), Some(0), "{mode}: {}", show["not_profiled"]);
+        let entries = |name: &str| {
+            let f = show["functions"].as_array().unwrap().iter().find(|f| f["name"] == name);
+            let f = f.unwrap_or_else(|| panic!("{mode}: {name} is profiled"));
+            assert_eq!(f["exact"], true, "{mode} {name}: {}", f["inexact_reasons"]);
+            f["entry_count"].as_u64().unwrap()
+        };
+        assert_eq!(entries("work"), 4, "{mode}");
+        assert_eq!(entries("leaf"), 4 * 127, "{mode}");
+        assert_eq!(entries("first") + entries("second") + entries("third") + entries("fourth"), 4, "{mode}");
     }
 }
 
