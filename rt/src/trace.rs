@@ -933,7 +933,7 @@ fn join(name: &mut MVec<u8>, per_process: bool, ids_used: u32) -> Result<(Fd, u3
     let base = name.len().saturating_sub(1);
     let mut n = 0u32;
     loop {
-        let fd = Fd::open(name.as_slice(), libc::O_RDWR | libc::O_CREAT | libc::O_APPEND, 0o666)?;
+        let fd = Fd::open(name.as_slice(), libc::O_RDWR | libc::O_CREAT | libc::O_APPEND, 0o666)?.out_of_the_way();
         // A file system without locks: copies that open at the same moment may both start the file.
         let _ = fd.flock(libc::LOCK_EX);
         let outcome = join_locked(&fd, &me, per_process);
@@ -1137,7 +1137,7 @@ fn keep_file(st: &mut State) -> bool {
     if let Some((fd, _)) = st.fd.take() {
         core::mem::forget(fd);
     }
-    if let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_RDWR | libc::O_APPEND, 0) {
+    if let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_RDWR | libc::O_APPEND, 0).map(Fd::out_of_the_way) {
         if own_header(&fd).is_some() {
             hold_for_process(&fd);
             st.file = identity(&fd);

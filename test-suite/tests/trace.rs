@@ -579,6 +579,25 @@ fn a_closed_stdout_stays_closed() {
     }
 }
 
+/// The trace file, which the runtime holds open for the whole run, is on a descriptor out of the program's way:
+/// `fd_leak_check.c` asserts, as gnulib's spawn tests do in their child, that 3–9 are closed (m4's
+/// test-spawn-pipe.sh failed in trace mode: the file held descriptor 3). Profiles are opened only to be written.
+#[test]
+fn the_trace_file_leaves_the_low_descriptors_free() {
+    let dir = scratch("trace-fd-leak");
+    for (name, flags) in [("trace", "--pathprof-mode=trace"), ("edge", "--pathprof-mode=edge")] {
+        let exe = dir.join(name);
+        run_ok(wrapper(false).args([flags, "-O2", "-g"]).arg(programs().join("fd_leak_check.c")).arg("-o").arg(&exe));
+        let out = dir.join(format!("{name}.out"));
+        let run = Command::new(&exe).env("PATHPROF_TRACE", &out).env("PATHPROF_FILE", &out).output().unwrap();
+        assert!(run.status.success(), "{name}: {}", String::from_utf8_lossy(&run.stderr));
+        if name == "trace" {
+            let summary = trace_json(&out, &["--summary"]);
+            assert_eq!(summary["threads"][0]["status"], "complete", "{summary}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Several runtime copies in one process: an executable and shared libraries built with the wrapper each keep
 // a hidden copy of the runtime, and all of them write one trace file.
