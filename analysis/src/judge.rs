@@ -9,7 +9,7 @@ use pathprof_core::numbering::NumberingError;
 use pathprof_core::propagate::PropagateError;
 use pathprof_core::regenerate::DecodeError;
 use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
-use pathprof_format::layout::{RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
+use pathprof_format::layout::{RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
 use pathprof_format::meta::FunctionMeta;
 use pathprof_format::profile::ModuleProfile;
 use std::fmt;
@@ -96,6 +96,8 @@ pub enum InexactReason {
     Incomplete,
     /// Counters were updated non-atomically by several threads (`RECORD_FLAG_THREADED_NONATOMIC`).
     ThreadedNonatomic,
+    /// A signal handler did not return (`RECORD_FLAG_HANDLER_ESCAPED`).
+    HandlerEscaped,
     /// The record carries flags this pathprof does not know.
     UnknownFlags(u64),
     /// A fork re-entry count is negative (only in a corrupt or inconsistently merged profile).
@@ -136,6 +138,10 @@ impl fmt::Display for InexactReason {
             InexactReason::ThreadedNonatomic => {
                 write!(f, "counters were updated non-atomically by several threads, increments may be lost")
             }
+            InexactReason::HandlerEscaped => write!(
+                f,
+                "a signal handler did not return (longjmp or exit from a handler): the activations it interrupted are not counted exactly"
+            ),
             InexactReason::UnknownFlags(x) => write!(f, "the record has unknown flags {x:#x}"),
             InexactReason::NegativeReentry { block } => write!(f, "fork re-entries of {block} counted as negative"),
             InexactReason::BlockNotDerivable { block } => {
@@ -309,7 +315,11 @@ pub(crate) fn judge(
     if module.flags & RECORD_FLAG_THREADED_NONATOMIC != 0 {
         reasons.push(InexactReason::ThreadedNonatomic);
     }
-    let unknown = module.flags & !(RECORD_FLAG_INCOMPLETE | RECORD_FLAG_THREADED_NONATOMIC);
+    if module.flags & RECORD_FLAG_HANDLER_ESCAPED != 0 {
+        reasons.push(InexactReason::HandlerEscaped);
+    }
+    let unknown =
+        module.flags & !(RECORD_FLAG_INCOMPLETE | RECORD_FLAG_THREADED_NONATOMIC | RECORD_FLAG_HANDLER_ESCAPED);
     if unknown != 0 {
         reasons.push(InexactReason::UnknownFlags(unknown));
     }

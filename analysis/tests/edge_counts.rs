@@ -104,12 +104,20 @@ fn setjmp_reentry_blocks_may_have_negative_termination_edges() {
 #[test]
 fn record_flags_make_counts_inexact() {
     let mut m = module("a.c", vec![3, 8, 2, 5, 4]);
-    m.flags = layout::RECORD_FLAG_INCOMPLETE | layout::RECORD_FLAG_THREADED_NONATOMIC | (1 << 7);
+    m.flags = layout::RECORD_FLAG_INCOMPLETE
+        | layout::RECORD_FLAG_THREADED_NONATOMIC
+        | layout::RECORD_FLAG_HANDLER_ESCAPED
+        | (1 << 7);
     let c = function_edge_counts(&m, 0).unwrap();
     assert!(!c.exact);
     assert_eq!(
         c.inexact_reasons,
-        [InexactReason::Incomplete, InexactReason::ThreadedNonatomic, InexactReason::UnknownFlags(0x80)]
+        [
+            InexactReason::Incomplete,
+            InexactReason::ThreadedNonatomic,
+            InexactReason::HandlerEscaped,
+            InexactReason::UnknownFlags(0x80)
+        ]
     );
     // The counts are still given: they are a lower bound.
     assert_eq!(c.entry, Some(2));

@@ -49,6 +49,10 @@ pub const SPARSE_ENTRY_LEN: usize = 32;
 pub const RECORD_FLAG_INCOMPLETE: u64 = 1 << 0;
 /// Record flag: the counters were updated non-atomically by more than one thread, so increments may be lost.
 pub const RECORD_FLAG_THREADED_NONATOMIC: u64 = 1 << 1;
+/// Record flag: a signal handler did not return (it called `longjmp` or `exit`), leaving the activations it
+/// interrupted in the middle of a block, where no counter accounts for them. Readers without this flag see an
+/// unknown flag, which flags the counts too.
+pub const RECORD_FLAG_HANDLER_ESCAPED: u64 = 1 << 2;
 
 /// Sparse entry `function` flag: the entry counts *fork re-entries* — activations that a `fork()`ed child
 /// resumed after a call that was in flight at the fork (its counters started at zero, so they were never

@@ -34,6 +34,11 @@ pub const FORK_REENTRY: &str = "__pathprof_fork_reentry";
 /// Runtime: `void __pathprof_trace_register(TraceModuleDesc *)`, called by each trace-mode module's
 /// constructor; assigns the module's trace ids (`trace_layout`).
 pub const TRACE_REGISTER: &str = "__pathprof_trace_register";
+/// `sigaction` for instrumented code (the pass redirects the module's calls): the program's handler runs behind
+/// a trampoline that notices a handler that never returns, which makes the counts inexact.
+pub const SIGACTION: &str = "__pathprof_sigaction";
+/// `signal` for instrumented code, like [`SIGACTION`].
+pub const SIGNAL: &str = "__pathprof_signal";
 /// Runtime: `void __pathprof_trace_unregister(TraceModuleDesc *)`, a trace-mode module's destructor: makes sure
 /// its metadata is in the trace before the image goes away.
 pub const TRACE_UNREGISTER: &str = "__pathprof_trace_unregister";
@@ -56,7 +61,7 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 17] = [
+pub const RUNTIME: [&str; 19] = [
     DUMP,
     FORK_GEN,
     FORK_REENTRY,
@@ -65,6 +70,8 @@ pub const RUNTIME: [&str; 17] = [
     PATH_CACHE_MISS,
     REGISTER_MODULE,
     RESET,
+    SIGACTION,
+    SIGNAL,
     TRACE_ABNORMAL,
     TRACE_FIRST,
     TRACE_REGISTER,
@@ -181,11 +188,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 47] = {
-            let mut a = [""; 47];
-            a[..17].copy_from_slice(&RUNTIME);
-            a[17..46].copy_from_slice(&MODULE_LOCAL);
-            a[46] = TRACE_TLS;
+        let all: [&str; 49] = {
+            let mut a = [""; 49];
+            a[..19].copy_from_slice(&RUNTIME);
+            a[19..48].copy_from_slice(&MODULE_LOCAL);
+            a[48] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

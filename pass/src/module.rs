@@ -6,9 +6,14 @@
 use crate::config::Config;
 use crate::ir;
 use crate::names::{INSTRUMENTED_MARK, OWN_SYMBOL_PREFIX};
-use inkwell::llvm_sys::core::LLVMGetLinkage;
+use inkwell::llvm_sys::core::{
+    LLVMAddFunction, LLVMGetFirstUse, LLVMGetLinkage, LLVMGetNamedFunction, LLVMGlobalGetValueType,
+    LLVMReplaceAllUsesWith,
+};
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
+use pathprof_format::symbols;
+use std::ffi::CString;
 use std::os::raw::c_void;
 
 /// Instruments `m` per `config`; returns whether the module changed.
@@ -29,7 +34,35 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     } else {
         crate::intraproc_mode::instrument(m, &candidates, fam, config, identity)
     }?;
-    Ok(changed || dropped > 0)
+    // Counting modes only: trace mode notices a handler's abnormal entry itself (a per-thread call-site state).
+    let watched = changed && config.mode != pathprof_format::meta::Mode::Trace && watch_signal_handlers(m);
+    Ok(changed || dropped > 0 || watched)
+}
+
+/// Sends the module's calls of `sigaction` and `signal` to the runtime's (`symbols::SIGACTION`,
+/// `symbols::SIGNAL`), which install the program's handler behind a trampoline that notices a handler that
+/// never returns — it `longjmp`s or exits out of the activations it interrupted mid-block, which no counter
+/// accounts for — and then flags the counts (`rt/src/handlers.rs`). Declarations only: a module that defines
+/// its own `sigaction` is left alone. Whether anything changed.
+fn watch_signal_handlers(m: LLVMModuleRef) -> bool {
+    let mut changed = false;
+    for (libc_name, ours) in [("sigaction", symbols::SIGACTION), ("signal", symbols::SIGNAL)] {
+        let (libc_name, ours) = (CString::new(libc_name).unwrap_or_default(), CString::new(ours).unwrap_or_default());
+        // SAFETY: a valid module and NUL-terminated names.
+        unsafe {
+            let f = LLVMGetNamedFunction(m, libc_name.as_ptr());
+            if f.is_null() || !ir::is_declaration(f) || LLVMGetFirstUse(f).is_null() {
+                continue;
+            }
+            let mut g = LLVMGetNamedFunction(m, ours.as_ptr());
+            if g.is_null() {
+                g = LLVMAddFunction(m, ours.as_ptr(), LLVMGlobalGetValueType(f));
+            }
+            LLVMReplaceAllUsesWith(f, g);
+        }
+        changed = true;
+    }
+    changed
 }
 
 /// Definitions we own or that will be discarded are left alone.

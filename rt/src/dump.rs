@@ -36,7 +36,9 @@ use crate::path::{self, Vars};
 use crate::sys::{self, Errno, Fd, MVec};
 use crate::{counters, is_atomic, modules, reentry, table, State};
 use core::sync::atomic::Ordering;
-use pathprof_format::layout::{ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
+use pathprof_format::layout::{
+    ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC,
+};
 
 /// Why a dump runs.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -338,6 +340,9 @@ fn locked(
             if matches!(kind, Kind::Fatal(_)) || lost {
                 flags |= RECORD_FLAG_INCOMPLETE;
             }
+            if crate::handlers::escaped() {
+                flags |= RECORD_FLAG_HANDLER_ESCAPED;
+            }
             write_merged(st, taken, &snap, &paths, existing, path, tmp, mode, flags)
         }
         Err(e) => Err(e.into()),
@@ -409,7 +414,7 @@ fn write_merged(
         let d = desc(t.desc);
         let n = d.num_counters as usize;
         let values = snap.as_slice().get(t.snap_at..t.snap_at.saturating_add(n)).unwrap_or(&[]);
-        let mut flags = dump_flags & RECORD_FLAG_INCOMPLETE;
+        let mut flags = dump_flags & (RECORD_FLAG_INCOMPLETE | RECORD_FLAG_HANDLER_ESCAPED);
         if t.dropped {
             flags |= RECORD_FLAG_INCOMPLETE;
         }

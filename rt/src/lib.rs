@@ -99,6 +99,7 @@ extern crate std;
 
 mod diag;
 mod dump;
+mod handlers;
 mod merge;
 mod path;
 mod reentry;

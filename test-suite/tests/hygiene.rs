@@ -70,10 +70,14 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         names.extend(runtime_references(&obj));
         check_module_locals(&obj);
     }
-    let obj = dir.join("forking.o");
-    run_ok(wrapper(false).args(["-O1", "-c"]).arg(programs().join("fork_main.c")).arg("-o").arg(&obj));
-    names.extend(runtime_references(&obj));
-    check_module_locals(&obj);
+    // A program that forks (fork checks), and one that installs signal handlers (its `sigaction` and `signal`
+    // calls go to the runtime's).
+    for (name, source) in [("forking.o", "fork_main.c"), ("handlers.o", "reliability/handler_escape.c")] {
+        let obj = dir.join(name);
+        run_ok(wrapper(false).args(["-O1", "-c"]).arg(programs().join(source)).arg("-o").arg(&obj));
+        names.extend(runtime_references(&obj));
+        check_module_locals(&obj);
+    }
     names
 }
 

@@ -911,3 +911,40 @@ fn interprocedural_profiles_with_any_bit_flipped_are_refused_or_analysed() {
     assert!(checked > 10_000 && analysed * 20 > checked, "{checked} mutations, {analysed} analysed");
     eprintln!("{checked} mutations, {analysed} read and analysed");
 }
+
+/// Signal handlers the program installs with `sigaction` or `signal` run behind the runtime's trampoline
+/// (`rt/src/handlers.rs`), which notices one that never returns. `handler_escape.c` with an argument
+/// siglongjmps out of a stack overflow twice, as gnulib's c-stack tests do: every record is then flagged —
+/// the interrupted activations were counted as if nothing had happened, `recurse` as never entered (found on
+/// m4's tests, where context mode reported `recurse_1` with 0 entries as exact). Without the argument its
+/// handlers return: exact, with the handlers' entries by hand. In both runs the program sees what it installed
+/// (its exit status checks the old actions and SA_RESETHAND's reset) and runs as without pathprof.
+#[test]
+fn a_signal_handler_that_does_not_return_flags_the_counts() {
+    let dir = scratch("rel-handler-escape");
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let exe = build(&dir, &format!("escape-{mode}"), &["handler_escape.c"], "-O2", mode, false);
+        for (args, expect, escapes) in
+            [(&[][..], "usr 103 escapes 0\n", false), (&["x"][..], "usr 103 escapes 2\n", true)]
+        {
+            let prof = dir.join(format!("{mode}-{}.pathprof", args.len()));
+            let _ = std::fs::remove_file(&prof);
+            let out = program(&exe, args, &dir, &prof).output().unwrap();
+            assert!(out.status.success(), "{mode} {args:?}: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout), expect, "{mode} {args:?}");
+            let show = show_json(&prof);
+            let functions = show["functions"].as_array().unwrap();
+            for f in functions {
+                let reasons = f["inexact_reasons"].to_string();
+                assert_eq!(f["exact"], !escapes, "{mode} {args:?} {}: {reasons}", f["name"]);
+                assert_eq!(reasons.contains("signal handler did not return"), escapes, "{mode} {args:?}: {reasons}");
+            }
+            if !escapes {
+                let entries = entry_counts(&show);
+                assert_eq!(entries["on_usr1"], Some(3), "{mode}");
+                assert_eq!(entries["on_usr2"], Some(1), "{mode}");
+                assert_eq!(entries["main"], Some(1), "{mode}");
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The program's signal handlers, watched: does every handler return?
+//!
+//! Counts are exact when every activation either returns or leaves through a call the pass gave a termination
+//! edge (`exit`, `longjmp`, an exception). A signal handler can run between any two instructions, and one that
+//! does not return — it calls `siglongjmp` back to a `sigsetjmp`, or `exit` (gnulib's c-stack on a stack
+//! overflow, a SIGINT handler that exits) — leaves every activation it interrupted in the middle of a block,
+//! where no counter accounts for it: the counts of those functions would be silently wrong. Which activations
+//! those were is not known, so the process's records are then flagged
+//! [`RECORD_FLAG_INCOMPLETE`](pathprof_format::layout::RECORD_FLAG_INCOMPLETE).
+//!
+//! The pass sends the instrumented code's `sigaction` and `signal` calls here ([`__pathprof_sigaction`],
+//! [`__pathprof_signal`]; `pathprof_format::symbols`). A handler is installed behind a trampoline that counts
+//! its entries and returns; everything else is the program's: the mask and flags it asked for, the handler it
+//! gets back as the old action, `SA_RESETHAND`'s reset. Handlers installed by uninstrumented code (a library
+//! built without pathprof, `sigset`, a raw system call) are not watched.
+
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Signals 1..NSIG (Linux: 64 and the real-time ones).
+const NSIG: usize = 65;
+
+/// Per signal: the program's handler behind the trampoline (0: none), and its `sa_flags`.
+static HANDLER: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
+static FLAGS: [AtomicU64; NSIG] = [const { AtomicU64::new(0) }; NSIG];
+/// Handler runs begun and ended (all threads).
+static ENTERED: AtomicU64 = AtomicU64::new(0);
+static RETURNED: AtomicU64 = AtomicU64::new(0);
+
+/// Whether a watched handler has not returned: it left through `longjmp` or `exit` (or one is running in another
+/// thread right now, which a dump then flags too: errs towards flagging).
+pub(crate) fn escaped() -> bool {
+    ENTERED.load(Ordering::Acquire) != RETURNED.load(Ordering::Acquire)
+}
+
+fn trampoline_address() -> usize {
+    trampoline as unsafe extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize
+}
+
+/// What the kernel calls for a watched signal: the program's handler, counted.
+unsafe extern "C" fn trampoline(sig: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let i = sig as usize;
+    let (Some(h), Some(f)) = (HANDLER.get(i), FLAGS.get(i)) else { return };
+    let (handler, flags) = (h.load(Ordering::Acquire), f.load(Ordering::Acquire));
+    if flags & libc::SA_RESETHAND as u64 != 0 {
+        // The kernel reset the disposition on delivery: so does the program's view of it.
+        h.store(0, Ordering::Release);
+    }
+    if handler == 0 {
+        return; // replaced by SIG_DFL or SIG_IGN while this delivery was on its way
+    }
+    ENTERED.fetch_add(1, Ordering::AcqRel);
+    if flags & libc::SA_SIGINFO as u64 != 0 {
+        // SAFETY: the program installed this address as an SA_SIGINFO handler.
+        let f: unsafe extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+            unsafe { core::mem::transmute(handler) };
+        unsafe { f(sig, info, context) };
+    } else {
+        // SAFETY: the program installed this address as a plain handler.
+        let f: unsafe extern "C" fn(c_int) = unsafe { core::mem::transmute(handler) };
+        unsafe { f(sig) };
+    }
+    RETURNED.fetch_add(1, Ordering::AcqRel);
+}
+
+/// `sigaction(2)` for instrumented code: the same result, with the program's handler watched.
+///
+/// # Safety
+/// As `sigaction`: `act` and `old` are null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    let watched = |i: usize| HANDLER.get(i).zip(FLAGS.get(i));
+    let Some((h, f)) = watched(sig as usize).filter(|_| sig > 0) else {
+        // SAFETY: the caller's arguments, unchanged.
+        return unsafe { libc::sigaction(sig, act, old) };
+    };
+    let before = (h.load(Ordering::Acquire), f.load(Ordering::Acquire));
+    // SAFETY: `act` is null or valid (the caller's contract).
+    let result = match unsafe { act.as_ref() } {
+        None => unsafe { libc::sigaction(sig, act, old) },
+        Some(a) if a.sa_sigaction == libc::SIG_DFL || a.sa_sigaction == libc::SIG_IGN => {
+            h.store(0, Ordering::Release);
+            // SAFETY: as above.
+            unsafe { libc::sigaction(sig, act, old) }
+        }
+        Some(a) => {
+            let mut ours = *a;
+            ours.sa_sigaction = trampoline_address();
+            ours.sa_flags |= libc::SA_SIGINFO;
+            f.store(a.sa_flags as u64, Ordering::Release);
+            h.store(a.sa_sigaction, Ordering::Release);
+            // SAFETY: a valid action; `old` as the caller passed it.
+            let r = unsafe { libc::sigaction(sig, &ours, old) };
+            if r != 0 {
+                h.store(before.0, Ordering::Release);
+                f.store(before.1, Ordering::Release);
+            }
+            r
+        }
+    };
+    // The old action the program sees is its own handler, not the trampoline.
+    // SAFETY: `old` is null or valid (the caller's contract).
+    if let Some(o) = unsafe { old.as_mut() }.filter(|o| result == 0 && o.sa_sigaction == trampoline_address()) {
+        o.sa_sigaction = before.0;
+        o.sa_flags = before.1 as c_int;
+    }
+    result
+}
+
+/// `signal(2)` for instrumented code, with glibc's semantics (BSD: the handler stays installed, interrupted
+/// system calls restart) and the handler watched.
+///
+/// # Safety
+/// As `signal`.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: all-zero sigaction values are valid; the fields are set below.
+    let mut act: libc::sigaction = unsafe { core::mem::zeroed() };
+    let mut old: libc::sigaction = unsafe { core::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = libc::SA_RESTART;
+    // SAFETY: a valid set.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaddset(&mut act.sa_mask, sig);
+    }
+    // SAFETY: valid pointers.
+    if unsafe { __pathprof_sigaction(sig, &act, &mut old) } != 0 {
+        return libc::SIG_ERR;
+    }
+    old.sa_sigaction
+}
