@@ -15,14 +15,17 @@
 //! built without pathprof, `sigset`, a raw system call) are not watched.
 
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Signals 1..NSIG (Linux: 64 and the real-time ones).
 const NSIG: usize = 65;
 
-/// Per signal: the program's handler behind the trampoline (0: none), and its `sa_flags`.
+/// Per signal: the program's handler behind the trampoline (0: none, or reset by `SA_RESETHAND`), the
+/// `sa_flags` it asked for (the kernel's copy also has `SA_SIGINFO`, which the trampoline needs), and whether
+/// the kernel's action is (or, reset to `SIG_DFL`, was) the trampoline.
 static HANDLER: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
 static FLAGS: [AtomicU64; NSIG] = [const { AtomicU64::new(0) }; NSIG];
+static INSTALLED: [AtomicBool; NSIG] = [const { AtomicBool::new(false) }; NSIG];
 /// Handler runs begun and ended (all threads).
 static ENTERED: AtomicU64 = AtomicU64::new(0);
 static RETURNED: AtomicU64 = AtomicU64::new(0);
@@ -73,19 +76,23 @@ pub unsafe extern "C" fn __pathprof_sigaction(
     act: *const libc::sigaction,
     old: *mut libc::sigaction,
 ) -> c_int {
-    let watched = |i: usize| HANDLER.get(i).zip(FLAGS.get(i));
-    let Some((h, f)) = watched(sig as usize).filter(|_| sig > 0) else {
+    let i = sig as usize;
+    let (Some(h), Some(f), Some(on)) = (HANDLER.get(i), FLAGS.get(i), INSTALLED.get(i)) else {
         // SAFETY: the caller's arguments, unchanged.
         return unsafe { libc::sigaction(sig, act, old) };
     };
-    let before = (h.load(Ordering::Acquire), f.load(Ordering::Acquire));
+    let before = (h.load(Ordering::Acquire), f.load(Ordering::Acquire), on.load(Ordering::Acquire));
     // SAFETY: `act` is null or valid (the caller's contract).
     let result = match unsafe { act.as_ref() } {
         None => unsafe { libc::sigaction(sig, act, old) },
         Some(a) if a.sa_sigaction == libc::SIG_DFL || a.sa_sigaction == libc::SIG_IGN => {
-            h.store(0, Ordering::Release);
             // SAFETY: as above.
-            unsafe { libc::sigaction(sig, act, old) }
+            let r = unsafe { libc::sigaction(sig, act, old) };
+            if r == 0 {
+                h.store(0, Ordering::Release);
+                on.store(false, Ordering::Release);
+            }
+            r
         }
         Some(a) => {
             let mut ours = *a;
@@ -93,20 +100,28 @@ pub unsafe extern "C" fn __pathprof_sigaction(
             ours.sa_flags |= libc::SA_SIGINFO;
             f.store(a.sa_flags as u64, Ordering::Release);
             h.store(a.sa_sigaction, Ordering::Release);
+            on.store(true, Ordering::Release);
             // SAFETY: a valid action; `old` as the caller passed it.
             let r = unsafe { libc::sigaction(sig, &ours, old) };
             if r != 0 {
                 h.store(before.0, Ordering::Release);
                 f.store(before.1, Ordering::Release);
+                on.store(before.2, Ordering::Release);
             }
             r
         }
     };
-    // The old action the program sees is its own handler, not the trampoline.
+    // The old action the program sees is what it installed: its own handler, not the trampoline, and its own
+    // flags, not the trampoline's SA_SIGINFO — also once SA_RESETHAND reset the action to SIG_DFL, which keeps
+    // the flags.
     // SAFETY: `old` is null or valid (the caller's contract).
-    if let Some(o) = unsafe { old.as_mut() }.filter(|o| result == 0 && o.sa_sigaction == trampoline_address()) {
-        o.sa_sigaction = before.0;
-        o.sa_flags = before.1 as c_int;
+    if let Some(o) = unsafe { old.as_mut() }.filter(|_| result == 0 && before.2) {
+        if o.sa_sigaction == trampoline_address() {
+            o.sa_sigaction = before.0;
+            o.sa_flags = before.1 as c_int;
+        } else if o.sa_sigaction == libc::SIG_DFL {
+            o.sa_flags = before.1 as c_int;
+        }
     }
     result
 }

@@ -925,7 +925,7 @@ fn a_signal_handler_that_does_not_return_flags_the_counts() {
     for mode in ["edge", "block", "path", "context", "piecewise"] {
         let exe = build(&dir, &format!("escape-{mode}"), &["handler_escape.c"], "-O2", mode, false);
         for (args, expect, escapes) in
-            [(&[][..], "usr 103 escapes 0\n", false), (&["x"][..], "usr 103 escapes 2\n", true)]
+            [(&[][..], "usr 104 escapes 0\n", false), (&["x"][..], "usr 104 escapes 2\n", true)]
         {
             let prof = dir.join(format!("{mode}-{}.pathprof", args.len()));
             let _ = std::fs::remove_file(&prof);
@@ -941,7 +941,7 @@ fn a_signal_handler_that_does_not_return_flags_the_counts() {
             }
             if !escapes {
                 let entries = entry_counts(&show);
-                assert_eq!(entries["on_usr1"], Some(3), "{mode}");
+                assert_eq!(entries["on_usr1"], Some(4), "{mode}");
                 assert_eq!(entries["on_usr2"], Some(1), "{mode}");
                 assert_eq!(entries["main"], Some(1), "{mode}");
             }

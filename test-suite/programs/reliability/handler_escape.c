@@ -2,8 +2,10 @@
  * stack, installed with sigaction) siglongjmps out of a recursion that overflows the stack, twice, as gnulib's
  * c-stack tests do: the activations it interrupts are left mid-block, where no counter accounts for them, so
  * the counts must be flagged. Without an argument only SIGUSR1's handler runs (installed with signal(), raised
- * three times), and it returns: the counts are exact. Checks on the way that the program sees its own handlers
- * as the old actions (not the runtime's trampoline), and SA_RESETHAND's reset. Prints what it did. */
+ * three times, then once more with SA_RESETHAND), and it returns: the counts are exact. Checks on the way that
+ * the program sees its own handlers and flags as the old actions (not the runtime's trampoline and its
+ * SA_SIGINFO), also inside a handler and after SA_RESETHAND's reset, as gnulib's test-sigaction does. Prints
+ * what it did. */
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -19,8 +21,13 @@ static void on_segv(int sig) {
   siglongjmp(back, 1);
 }
 
+static volatile int seen_wrong;
+
 static void on_usr1(int sig) {
-  (void)sig;
+  /* Inside the handler, the action is still the program's: its handler, no SA_SIGINFO (gnulib's test-sigaction). */
+  struct sigaction now;
+  if (sigaction(sig, 0, &now) != 0 || (now.sa_flags & SA_SIGINFO) || (now.sa_handler != on_usr1 && now.sa_handler != SIG_DFL))
+    seen_wrong = 1;
   usr1++;
 }
 
@@ -50,6 +57,18 @@ int main(int argc, char **argv) {
   raise(SIGUSR2); /* runs on_usr2 once, and the kernel resets SIGUSR2 to SIG_DFL */
   if (sigaction(SIGUSR2, 0, &old) != 0 || old.sa_handler != SIG_DFL)
     return 12;
+  /* A plain handler with SA_RESETHAND: once reset, the old action is SIG_DFL with the program's flags. */
+  struct sigaction once = {0};
+  once.sa_handler = on_usr1;
+  once.sa_flags = SA_RESETHAND | SA_NODEFER;
+  if (sigaction(SIGUSR1, &once, &old) != 0 || old.sa_handler != on_usr1 || (old.sa_flags & SA_SIGINFO))
+    return 13;
+  raise(SIGUSR1);
+  struct sigaction dfl = {0};
+  dfl.sa_handler = SIG_DFL;
+  if (sigaction(SIGUSR1, &dfl, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO) ||
+      !(old.sa_flags & SA_NODEFER) || seen_wrong)
+    return 14;
   int escapes = 0;
   if (argc > 1) {
     stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack};
