@@ -840,7 +840,13 @@ fn regenerate_thread(
             } else if t.window.as_ref().is_some_and(|w| w.stopped) {
                 (format!("region stopped{at}"), true)
             } else if t.at_exit {
-                (format!("cut short: the process exited{at}"), true)
+                (
+                    format!(
+                        "cut short: the process {}{at}",
+                        if t.at_exec { "exec'd (or became a daemon)" } else { "exited" }
+                    ),
+                    true,
+                )
             } else {
                 (format!("cut short: the thread ended{at}"), true)
             })
@@ -928,7 +934,10 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Re
     } else if let Some(sig) = t.signal {
         (format!("cut short: fatal signal {sig}{at}"), true)
     } else if t.at_exit {
-        (format!("cut short: the process exited{at}"), true)
+        (
+            format!("cut short: the process {}{at}", if t.at_exec { "exec'd (or became a daemon)" } else { "exited" }),
+            true,
+        )
     } else {
         (format!("cut short: the thread ended{at}"), true)
     })

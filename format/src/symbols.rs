@@ -37,6 +37,32 @@ pub const TRACE_REGISTER: &str = "__pathprof_trace_register";
 /// `sigaction` for instrumented code (the pass redirects the module's calls): the program's handler runs behind
 /// a trampoline that notices a handler that never returns, which makes the counts inexact.
 pub const SIGACTION: &str = "__pathprof_sigaction";
+/// Runtime: `void __pathprof_image_end(uint32_t how)`, called right before every call of a function that ends
+/// the process image without `atexit` handlers (`exec*`, `daemon`: [`IMAGE_END_EXEC`]; `_exit`, `_Exit`,
+/// `quick_exit`: [`IMAGE_END_EXIT`]): writes what `exit` would.
+pub const IMAGE_END: &str = "__pathprof_image_end";
+/// [`IMAGE_END`]'s argument for a call that may return: `exec*` (it may fail), `daemon` (its parent `_exit`s
+/// inside the C library; the child returns).
+pub const IMAGE_END_EXEC: u32 = 0;
+/// [`IMAGE_END`]'s argument for `_exit`, `_Exit` and `quick_exit`.
+pub const IMAGE_END_EXIT: u32 = 1;
+/// The C library's functions that end the process image without running `atexit` handlers, with the
+/// [`IMAGE_END`] argument for each.
+pub const IMAGE_ENDERS: [(&str, u32); 13] = [
+    ("daemon", IMAGE_END_EXEC),
+    ("execl", IMAGE_END_EXEC),
+    ("execle", IMAGE_END_EXEC),
+    ("execlp", IMAGE_END_EXEC),
+    ("execv", IMAGE_END_EXEC),
+    ("execve", IMAGE_END_EXEC),
+    ("execveat", IMAGE_END_EXEC),
+    ("execvp", IMAGE_END_EXEC),
+    ("execvpe", IMAGE_END_EXEC),
+    ("fexecve", IMAGE_END_EXEC),
+    ("_exit", IMAGE_END_EXIT),
+    ("_Exit", IMAGE_END_EXIT),
+    ("quick_exit", IMAGE_END_EXIT),
+];
 /// `signal` for instrumented code, like [`SIGACTION`].
 pub const SIGNAL: &str = "__pathprof_signal";
 /// Runtime: `void __pathprof_trace_unregister(TraceModuleDesc *)`, a trace-mode module's destructor: makes sure
@@ -61,10 +87,11 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 19] = [
+pub const RUNTIME: [&str; 20] = [
     DUMP,
     FORK_GEN,
     FORK_REENTRY,
+    IMAGE_END,
     PATH_ADD,
     PATH_ADD_PLAIN,
     PATH_CACHE_MISS,
@@ -188,11 +215,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 49] = {
-            let mut a = [""; 49];
-            a[..19].copy_from_slice(&RUNTIME);
-            a[19..48].copy_from_slice(&MODULE_LOCAL);
-            a[48] = TRACE_TLS;
+        let all: [&str; 50] = {
+            let mut a = [""; 50];
+            a[..20].copy_from_slice(&RUNTIME);
+            a[20..49].copy_from_slice(&MODULE_LOCAL);
+            a[49] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

@@ -189,6 +189,8 @@ pub struct ThreadTrace {
     pub complete: bool,
     /// Flushed at process exit with the thread inside a function (exit() from a callee, a running thread).
     pub at_exit: bool,
+    /// With `at_exit`: the process image was replaced (`exec`).
+    pub at_exec: bool,
     /// Where the trace stops being regenerable (an abnormal transfer: signal handler, longjmp, exception).
     pub abnormal_at: Option<u64>,
     /// Data records are missing (a gap in sequence numbers, or no end record: the process was killed).
@@ -371,7 +373,8 @@ impl TraceFile {
                     }
                     let w = [0, 8, 16, 24, 32, 40].map(|o| u64_at(payload, o).unwrap_or(0));
                     let t = threads.entry((copy, thread)).or_default();
-                    if t.end.replace(w).is_some() {
+                    // Only an end written before an `exec` that failed is followed by another.
+                    if t.end.replace(w).is_some_and(|before| before[2] & END_AT_EXEC == 0) {
                         return Err(TraceError::Corrupt(at));
                     }
                 }
@@ -471,6 +474,7 @@ fn apply_end(t: &mut ThreadTrace, end: Option<[u64; 6]>, first: u64) -> Result<(
             t.bits = total;
             t.complete = flags & END_COMPLETE != 0;
             t.at_exit = flags & END_AT_EXIT != 0;
+            t.at_exec = flags & END_AT_EXEC != 0;
             let start = t.window.as_ref().map_or(0, |w| w.start);
             if flags & END_ABNORMAL != 0 {
                 // An abnormal transfer before the window's sync point: nothing in it is vouched for.

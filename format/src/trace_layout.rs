@@ -170,6 +170,9 @@ pub const END_WINDOW: u64 = 128;
 pub const END_RING: u64 = 256;
 /// `REC_END` flag (with [`END_WINDOW`]): the thread's last region was stopped; the end is that stop.
 pub const END_STOPPED: u64 = 512;
+/// `REC_END` flag (with [`END_AT_EXIT`]): written before an `exec` (or `daemon`), provisionally: if the `exec`
+/// fails (in `daemon`'s child) the thread's stream goes on and a later `REC_END` of the thread replaces this one.
+pub const END_AT_EXEC: u64 = 1024;
 /// A sync point's resume point.
 pub const REC_SYNC: u32 = 4;
 /// A region's end.

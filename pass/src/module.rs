@@ -7,11 +7,15 @@ use crate::config::Config;
 use crate::ir;
 use crate::names::{INSTRUMENTED_MARK, OWN_SYMBOL_PREFIX};
 use inkwell::llvm_sys::core::{
-    LLVMAddFunction, LLVMGetFirstUse, LLVMGetLinkage, LLVMGetNamedFunction, LLVMGlobalGetValueType,
-    LLVMReplaceAllUsesWith,
+    LLVMAddAttributeAtIndex, LLVMAddFunction, LLVMBuildCall2, LLVMConstInt, LLVMCreateBuilderInContext,
+    LLVMCreateEnumAttribute, LLVMDisposeBuilder, LLVMFunctionType, LLVMGetFirstUse, LLVMGetLinkage,
+    LLVMGetModuleContext, LLVMGetNamedFunction, LLVMGetNextUse, LLVMGetUser, LLVMGlobalGetValueType,
+    LLVMInt32TypeInContext, LLVMIsAInstruction, LLVMPositionBuilderBefore, LLVMReplaceAllUsesWith,
+    LLVMVoidTypeInContext,
 };
+use inkwell::llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::LLVMLinkage;
+use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
 use pathprof_format::symbols;
 use std::ffi::CString;
 use std::os::raw::c_void;
@@ -36,7 +40,67 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     }?;
     // Counting modes only: trace mode notices a handler's abnormal entry itself (a per-thread call-site state).
     let watched = changed && config.mode != pathprof_format::meta::Mode::Trace && watch_signal_handlers(m);
-    Ok(changed || dropped > 0 || watched)
+    let written = changed && write_before_image_ends(m);
+    Ok(changed || dropped > 0 || watched || written)
+}
+
+/// Puts a call of the runtime's `symbols::IMAGE_END` right before every direct call of a function that ends the
+/// process image without `atexit` handlers (`symbols::IMAGE_ENDERS`: `exec*`, `_exit`, `_Exit`,
+/// `quick_exit`), after everything the mode put there (the arrivals of the activation, promoted counters'
+/// stores): the runtime then writes what `exit` would have. Without it a `fork()`ed child that `exec`s or
+/// `_exit`s loses what it counted, silently. Declarations only, as for the signal functions. Whether anything
+/// changed.
+fn write_before_image_ends(m: LLVMModuleRef) -> bool {
+    let mut calls: Vec<(LLVMValueRef, u32)> = Vec::new();
+    for (libc_name, how) in symbols::IMAGE_ENDERS {
+        let libc_name = CString::new(libc_name).unwrap_or_default();
+        // SAFETY: a valid module and a NUL-terminated name.
+        let f = unsafe { LLVMGetNamedFunction(m, libc_name.as_ptr()) };
+        if f.is_null() || !ir::is_declaration(f) {
+            continue;
+        }
+        // SAFETY: walking the use list of a live function.
+        let mut u = unsafe { LLVMGetFirstUse(f) };
+        while !u.is_null() {
+            let user = unsafe { LLVMGetUser(u) };
+            let is_call = !unsafe { LLVMIsAInstruction(user) }.is_null()
+                && matches!(ir::opcode(user), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke);
+            if is_call && ir::called_function(user) == Some(f) {
+                calls.push((user, how));
+            }
+            u = unsafe { LLVMGetNextUse(u) };
+        }
+    }
+    if calls.is_empty() {
+        return false;
+    }
+    // SAFETY: a valid module; the builder is disposed below; each call instruction is live.
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let i32t = LLVMInt32TypeInContext(ctx);
+        let name = CString::new(symbols::IMAGE_END).unwrap_or_default();
+        let mut runtime = LLVMGetNamedFunction(m, name.as_ptr());
+        if runtime.is_null() {
+            let mut params = [i32t];
+            let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 1, 0);
+            runtime = LLVMAddFunction(m, name.as_ptr(), fty);
+            let nounwind = LLVMCreateEnumAttribute(ctx, ir::attr_kind("nounwind"), 0);
+            LLVMAddAttributeAtIndex(runtime, u32::MAX, nounwind);
+        }
+        let b = LLVMCreateBuilderInContext(ctx);
+        for (call, how) in calls {
+            LLVMPositionBuilderBefore(b, call);
+            let mut args = [LLVMConstInt(i32t, u64::from(how), 0)];
+            let c = LLVMBuildCall2(b, LLVMGlobalGetValueType(runtime), runtime, args.as_mut_ptr(), 1, c"".as_ptr());
+            // Inlined code needs a location in a function with debug info.
+            let loc = LLVMInstructionGetDebugLoc(call);
+            if !loc.is_null() {
+                LLVMInstructionSetDebugLoc(c, loc);
+            }
+        }
+        LLVMDisposeBuilder(b);
+    }
+    true
 }
 
 /// Sends the module's calls of `sigaction` and `signal` to the runtime's (`symbols::SIGACTION`,

@@ -52,9 +52,10 @@
 //! A `fork()`ed child zeroes its inherited counters (the parent reports everything before the fork) and writes
 //! its own counts at its exit; merging under the file lock makes parent and child sum exactly. The child also
 //! moves the fork generation on, so that each activation in flight at the fork records one re-entry when it
-//! resumes in the child (see `reentry`). (Counts are lost
-//! only if the parent never dumps, e.g. ends with `_exit`; a child that `exec`s loses what it counted between
-//! `fork` and `exec`.) `vfork`/`posix_spawn` run no fork handlers: a `vfork` child shares the parent's memory,
+//! resumes in the child (see `reentry`). A process image that ends without
+//! `atexit` handlers — `exec*`, `_exit`, `_Exit`, `quick_exit` — writes right before the call, which the pass
+//! puts in front of every such call ([`__pathprof_image_end`]), so a child that `exec`s or `_exit`s loses
+//! nothing. `vfork`/`posix_spawn` run no fork handlers: a `vfork` child shares the parent's memory,
 //! so what it runs before `exec`/`_exit` is counted in the parent's profile (the pass treats `vfork` as
 //! returning twice, like `setjmp`), and it never flushes on a fatal signal (only the installing process or a
 //! `fork()`ed child does); `posix_spawn` children run no instrumented code. Threads still running at exit keep
@@ -206,6 +207,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
         }
     }
     if !INSTALLED.swap(true, Ordering::AcqRel) {
+        sys::note_owner();
         // SAFETY: plain C registrations of `extern "C"` functions defined in this crate. Both come from
         // libc_nonshared.a and record this image's `__dso_handle`, so a `dlclose` of a shared object that
         // carries its own runtime copy runs (and then forgets) that copy's handlers.
@@ -289,6 +291,47 @@ pub extern "C" fn __pathprof_reset() {
     }
 }
 
+/// Called by instrumented code right before every call of a function that ends the process image without
+/// running `atexit` handlers: `exec*` and `daemon` (`how` = [`symbols::IMAGE_END_EXEC`]: `exec` may fail and
+/// return, `daemon`'s parent `_exit`s in the C library and its child returns) and `_exit`, `_Exit`,
+/// `quick_exit` ([`symbols::IMAGE_END_EXIT`]). Without it a `fork()`ed child that `exec`s or
+/// `_exit`s, or a program that `exec`s, would silently lose everything counted since the last dump — the
+/// child's side of every `if (fork() == 0)`. The pass puts the call after all its own code before the call
+/// (arrivals of the activations in flight, promoted counters), so this is the dump `exit` would make. If
+/// `exec` fails the process goes on: the dump drained what it wrote, so nothing counts twice.
+///
+/// Never writes from a `vfork` child (it shares its parent's counters, which the parent writes), nor from a
+/// signal handler that interrupted this thread's own dump. Allocates with `mmap` (the call may be in a
+/// signal handler: `_exit` and `execve` are async-signal-safe). Keeps `errno`. Only this image's runtime copy
+/// writes: an instrumented shared object with its own copy loses what it counted since its last dump.
+///
+/// [`symbols::IMAGE_END_EXEC`]: pathprof_format::symbols::IMAGE_END_EXEC
+/// [`symbols::IMAGE_END_EXIT`]: pathprof_format::symbols::IMAGE_END_EXIT
+#[no_mangle]
+pub extern "C" fn __pathprof_image_end(how: u32) {
+    if sys::shares_parent_memory() {
+        return;
+    }
+    // SAFETY: the calling thread's errno slot.
+    let errno = unsafe { *libc::__errno_location() };
+    if how == pathprof_format::symbols::IMAGE_END_EXEC {
+        trace::exec_flush();
+    } else {
+        trace::image_end();
+    }
+    if !HEAD.load(Ordering::Acquire).is_null() && LOCK.load(Ordering::Relaxed) != owner_id() {
+        let mut guard = lock();
+        let st = guard.state();
+        if !st.exiting {
+            st.exiting = how != pathprof_format::symbols::IMAGE_END_EXEC;
+            let _ctx = sys::SignalContext::enter();
+            let _ = dump::dump(st, dump::Scope::All, Kind::Normal);
+        }
+    }
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
 extern "C" fn exit_handler() {
     let mut guard = lock();
     guard.state().exiting = true;
@@ -352,6 +395,7 @@ unsafe extern "C" fn fork_child_handler() {
     st.exit_failed = false;
     st.timer_warned = false;
     st.reentries_lost = false;
+    sys::note_owner();
     // Before `fork` returns here: every activation on this stack compares the generation after its call.
     reentry::fork_child(&mut st.reentries);
     LOCK.store(0, Ordering::Release);

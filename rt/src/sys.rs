@@ -452,6 +452,22 @@ pub(crate) fn pid() -> u32 {
     unsafe { libc::getpid() as u32 }
 }
 
+/// The process whose memory this is: set at the first registration and by the `fork()` child handlers. A
+/// `vfork` child runs no fork handlers and shares its parent's memory, so its pid differs from this one.
+static OWNER_PID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// Records the calling process as the owner of this memory (first registration, `fork()` child).
+pub(crate) fn note_owner() {
+    OWNER_PID.store(pid(), Ordering::Relaxed);
+}
+
+/// Whether this is a `vfork` child (or another child sharing the parent's memory without fork handlers): its
+/// counts are its parent's, which writes them.
+pub(crate) fn shares_parent_memory() -> bool {
+    let owner = OWNER_PID.load(Ordering::Relaxed);
+    owner != 0 && owner != pid()
+}
+
 /// Sorts `v` by `key` (heapsort: in place, O(n log n), not stable). The runtime's own sort, because core's
 /// `sort_unstable` carries a panic path (for inconsistent orderings) that the archive must not contain.
 pub(crate) fn sort_by_key<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {

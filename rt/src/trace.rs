@@ -364,6 +364,7 @@ fn install(st: &mut State) {
         return;
     }
     st.installed = true;
+    sys::note_owner();
     // SAFETY: plain libc registration calls with valid function pointers.
     unsafe {
         libc::pthread_key_create(&mut st.key, Some(thread_exit));
@@ -428,6 +429,7 @@ unsafe extern "C" fn fork_child() {
     let st = unsafe { &mut *STATE.0.get() };
     let me = if st.installed { (unsafe { libc::pthread_getspecific(st.key) }) as *mut u64 } else { ptr::null_mut() };
     st.data_bytes = 0; // the child writes its own file
+    sys::note_owner();
     let mut t = st.threads;
     while !t.is_null() {
         // SAFETY: records on the list are live mappings (copied into the child).
@@ -474,6 +476,51 @@ pub(crate) fn signal_flush(sig: libc::c_int) {
     st.closed = true;
 }
 
+/// The lock, waiting at most 2 s for it (the flushes that may run in a signal handler, which may have
+/// interrupted this thread in the middle of a write).
+fn lock_within_2s() -> Option<Guard> {
+    let deadline = crate::signals::now_ns().saturating_add(2_000_000_000);
+    while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        if crate::signals::now_ns() > deadline {
+            return None;
+        }
+        // SAFETY: no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+    Some(Guard)
+}
+
+/// The process image ends without `atexit` handlers (`_exit`, `_Exit`, `quick_exit`): every thread's end, as
+/// at exit.
+pub(crate) fn image_end() {
+    if let Some(g) = lock_within_2s() {
+        end_every_thread(g);
+    }
+}
+
+/// Before an `exec`, which may fail and return: every thread's end so far, flagged [`END_AT_EXEC`] (with
+/// [`END_AT_EXIT`]: for a reader the process ended there), and nothing closes. If the `exec` fails the streams
+/// go on, and each one's next end replaces this provisional one (the reader takes the last). Flight
+/// recorders keep their window for their real end: an `exec` loses it.
+pub(crate) fn exec_flush() {
+    let Some(mut g) = lock_within_2s() else { return };
+    let st = g.state();
+    if st.closed || st.threads.is_null() {
+        return;
+    }
+    open(st);
+    let mut t = st.threads;
+    while !t.is_null() {
+        // SAFETY: records on the list are live (their threads have not exited).
+        unsafe {
+            if !(*t).ring.on() {
+                finish(st, &mut *t, END_AT_EXIT | END_AT_EXEC);
+            }
+            t = (*t).next;
+        }
+    }
+}
+
 /// The thread-exit destructor: the thread's last bits and its end.
 unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
     let tls = tls as *mut u64;
@@ -498,7 +545,11 @@ unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
 }
 
 extern "C" fn exit_handler() {
-    let mut g = lock();
+    end_every_thread(lock());
+}
+
+/// Writes every thread's end ([`END_AT_EXIT`] unless at its top level) and closes the file.
+fn end_every_thread(mut g: Guard) {
     let st = g.state();
     if st.closed {
         return;
@@ -524,18 +575,19 @@ extern "C" fn exit_handler() {
 
 /// Ends a thread's stream: its final `Done` if at its top level (bit tracing), the remaining words (a flight
 /// recorder's window), and `REC_END`; `why` are the flags of an end that is not the thread's own (process
-/// exit, a fatal signal).
+/// exit, a fatal signal). With [`END_AT_EXEC`] the end is provisional: no final `Done`, and the stream goes on.
 unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     if t.ended {
         return;
     }
+    let provisional = why & END_AT_EXEC != 0;
     let tls = t.tls;
     // SAFETY: the thread's state (its own, or a live thread's at exit).
     let (state, mut acc, mut n) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_ACC), *tls.add(TLS_NACC)) };
     let mut flags = 0;
     if t.off {
         flags |= END_STOPPED | why;
-    } else if state & 0xffff_ffff == 1 {
+    } else if state & 0xffff_ffff == 1 && !provisional {
         if st.naive != Some(true) {
             // Done of the top level: one 0 bit.
             n += 1;
@@ -592,7 +644,7 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
         }
         write(st, &rec);
     }
-    t.ended = true;
+    t.ended = !provisional;
 }
 
 /// Writes a flight recorder's window: its oldest surviving sync point (a naive trace's items need none: the

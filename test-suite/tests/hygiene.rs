@@ -70,9 +70,13 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         names.extend(runtime_references(&obj));
         check_module_locals(&obj);
     }
-    // A program that forks (fork checks), and one that installs signal handlers (its `sigaction` and `signal`
-    // calls go to the runtime's).
-    for (name, source) in [("forking.o", "fork_main.c"), ("handlers.o", "reliability/handler_escape.c")] {
+    // A program that forks (fork checks), one that installs signal handlers (its `sigaction` and `signal`
+    // calls go to the runtime's), and one that ends its image without exit handlers (`exec`, `_exit`).
+    for (name, source) in [
+        ("forking.o", "fork_main.c"),
+        ("handlers.o", "reliability/handler_escape.c"),
+        ("image_end.o", "reliability/image_end.c"),
+    ] {
         let obj = dir.join(name);
         run_ok(wrapper(false).args(["-O1", "-c"]).arg(programs().join(source)).arg("-o").arg(&obj));
         names.extend(runtime_references(&obj));

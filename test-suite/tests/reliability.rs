@@ -225,12 +225,16 @@ fn fatal_signals_flush_an_incomplete_profile_only_with_the_opt_in() {
         let show = show_json(&prof);
         assert!(functions(&show).iter().all(|f| f["exact"] == true), "{show}");
         assert_markers(&show, &src("crash.c"));
-        // _exit() runs no exit handlers: no profile, with or without the opt-in; status kept.
+        // _exit() runs no exit handlers, but the runtime writes right before the call what exit() would:
+        // exact, unflagged, with or without the opt-in; status kept.
         for opt_in in [true, false] {
             let prof = dir.join(format!("_exit-{opt_in}.pathprof"));
             let out = run_crash(&exe, "_exit", &dir, &prof, opt_in);
             assert_eq!(ending(out.status), Ok(7), "{}", describe(&out));
-            assert!(!prof.exists(), "_exit wrote a profile (opt-in {opt_in})");
+            assert_eq!(records(&prof), vec![(0, 1)], "_exit (opt-in {opt_in})");
+            let show = show_json(&prof);
+            assert!(functions(&show).iter().all(|f| f["exact"] == true), "{show}");
+            assert_markers(&show, &src("crash.c"));
         }
     }
 }
@@ -471,11 +475,13 @@ fn threads_running_at_exit_do_not_break_the_dump() {
 
 /// fork + exec, vfork + exec, vfork + _exit and posix_spawn of another instrumented program (spawned.c, run
 /// with argument 7: squares() 4 even / 3 odd), in every mode, with and without --pathprof-atomic: one profile
-/// with both modules, both exact, one run each; the spawner's count() 7 odd / 8 even calls. A fork child's
-/// counts before exec are not reported (it never exits); a vfork child shares the parent's memory, so its
-/// branch to exec/_exit is counted in the parent's profile, once, as an abnormal exit of that block; and no
-/// profile has a fork re-entry (the fork child's are lost with its counts at exec; vfork and posix_spawn run no
-/// fork handlers, so nothing is resumed without having been entered).
+/// with both modules, both exact; the spawner's count() 7 odd / 8 even calls. A fork child writes what it
+/// counted right before its exec (a run of its own, so the spawner's record has 2 runs): main's resumption in
+/// the child is a fork re-entry, and its branch to exec an abnormal exit of that block — without the write
+/// before exec, that branch would read 0, exact. A vfork child shares the parent's memory and writes nothing,
+/// so its branch to exec/_exit is counted in the parent's profile, once, as an abnormal exit of that block,
+/// with no re-entry (vfork and posix_spawn run no fork handlers, so nothing is resumed without having been
+/// entered).
 #[test]
 fn child_processes_merge_exactly_and_vfork_is_harmless() {
     for (mode, atomic) in
@@ -491,10 +497,20 @@ fn child_processes_merge_exactly_and_vfork_is_harmless() {
             assert_eq!(ending(out.status), Ok(7), "{what}: {}", describe(&out));
             assert!(out.stderr.is_empty(), "{what}: {}", describe(&out));
             let execs = how != "vfork-exit";
-            assert_eq!(records(&prof), vec![(0, 1); 1 + usize::from(execs)], "{what}");
+            let forks = how == "fork-exec";
+            let mut runs = records(&prof);
+            runs.sort();
+            let mut expected = vec![(0, 1); usize::from(execs)];
+            expected.push((0, 1 + u64::from(forks)));
+            assert_eq!(runs, expected, "{what}");
             let show = show_json(&prof);
             assert!(functions(&show).iter().all(|f| f["exact"] == true), "{what}: {show}");
-            assert!(functions(&show).iter().all(|f| f["fork_reentries"] == serde_json::json!([])), "{what}: {show}");
+            for f in functions(&show) {
+                let reentries: u64 =
+                    f["fork_reentries"].as_array().unwrap().iter().map(|r| r["count"].as_u64().unwrap()).sum();
+                let resumed = forks && f["name"] == "main" && f["file"].as_str().unwrap().ends_with("spawner.c");
+                assert_eq!(reentries, u64::from(resumed), "{what} {}: {}", f["name"], f["fork_reentries"]);
+            }
             assert_markers(&show, &src("spawner.c"));
             assert_eq!(function(&show, "count")["entry_count"], 15, "{what}");
             if execs {
@@ -507,7 +523,7 @@ fn child_processes_merge_exactly_and_vfork_is_harmless() {
                 .unwrap_or_else(|| panic!("{what}: main missing"));
             let abnormal: u64 =
                 main["abnormal_exits"].as_array().unwrap().iter().map(|a| a["count"].as_u64().unwrap()).sum();
-            assert_eq!(abnormal, u64::from(how.starts_with("vfork")), "{what}: {}", main["abnormal_exits"]);
+            assert_eq!(abnormal, u64::from(how != "posix_spawn"), "{what}: {}", main["abnormal_exits"]);
         }
     }
 }
@@ -946,5 +962,86 @@ fn a_signal_handler_that_does_not_return_flags_the_counts() {
                 assert_eq!(entries["main"], Some(1), "{mode}");
             }
         }
+    }
+}
+
+/// The ways a process image ends without `atexit` handlers (image_end.c; its comment derives every count):
+/// a `fork()`ed child that `_exit`s, an `exec` of the program itself, an `exec` that fails, `_Exit` and
+/// `quick_exit` from a callee, `daemon` (its parent `_exit`s inside the C library: what it counted is written
+/// before the call), and a signal handler that `_exit`s. The runtime writes right before each such
+/// call what `exit` would have written, so every counting mode reports the exact counts (before, a fork
+/// child's `_exit` lost its side of the fork, silently: tick 3 and leave 0, exact), with a run per process
+/// image; a handler's `_exit` is written too, flagged (the activations it interrupted never end). Trace mode
+/// ends each stream there (an `exec` provisionally: a failed one goes on, and the reader takes the last end).
+#[test]
+fn images_that_end_without_exit_handlers_write_exact_counts() {
+    let dir = scratch("image-end");
+    // (case, tick entries, other function's entries, process images that wrote, handler escaped)
+    let cases: [(&str, u64, (&str, u64), u64, bool); 7] = [
+        ("fork-_exit", 6, ("leave", 1), 2, false),
+        ("daemon", 5, ("main", 1), 2, false),
+        ("exec-self", 6, ("main", 2), 2, false),
+        ("exec-fails", 5, ("main", 1), 1, false),
+        ("_Exit", 4, ("leave_quietly", 1), 1, false),
+        ("quick_exit", 4, ("leave_quietly", 1), 1, false),
+        ("handler", 3, ("on_usr1", 1), 1, true),
+    ];
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let exe = build(&dir, &format!("image-end-{mode}"), &["image_end.c"], "-O2", mode, false);
+        for (how, ticks, (other, entries), runs, escaped) in cases {
+            let what = format!("{mode} {how}");
+            let prof = dir.join(format!("{mode}-{how}.pathprof"));
+            let _ = std::fs::remove_file(&prof);
+            let out = output_within(program(&exe, &[how], &dir, &prof), 60, &what);
+            assert_eq!(ending(out.status), Ok(0), "{what}: {}", describe(&out));
+            assert!(out.stderr.is_empty(), "{what}: {}", describe(&out));
+            assert_eq!(records(&prof).iter().map(|r| r.1).collect::<Vec<_>>(), vec![runs], "{what}");
+            let show = show_json(&prof);
+            for f in functions(&show) {
+                let reasons = f["inexact_reasons"].to_string();
+                assert_eq!(f["exact"], !escaped, "{what} {}: {reasons}", f["name"]);
+                assert_eq!(reasons.contains("signal handler did not return"), escaped, "{what}: {reasons}");
+            }
+            let counts = entry_counts(&show);
+            assert_eq!(counts["tick"], Some(ticks), "{what}");
+            assert_eq!(counts[other], Some(entries), "{what}");
+        }
+    }
+    // Trace mode, one file per process image (`%p`; an exec'd image keeps the pid and gets NAME.1).
+    let exe = build(&dir, "image-end-trace", &["image_end.c"], "-O2", "trace", false);
+    for (how, ends) in [
+        ("fork-_exit", &[("complete", 3), ("cut short: the process exited inside leave", 3)][..]),
+        ("exec-self", &[("cut short: the process exec'd (or became a daemon) inside main", 5), ("complete", 1)][..]),
+        ("exec-fails", &[("complete", 5)][..]),
+        ("_Exit", &[("cut short: the process exited inside leave_quietly", 4)][..]),
+    ] {
+        let sub = dir.join(format!("trace-{how}"));
+        let _ = std::fs::remove_dir_all(&sub);
+        std::fs::create_dir_all(&sub).unwrap();
+        let mut cmd = program(&exe, &[how], &sub, &sub.join("unused.pathprof"));
+        cmd.env("PATHPROF_TRACE", sub.join("t.%p.pathtrace"));
+        let out = output_within(cmd, 60, how);
+        assert_eq!(ending(out.status), Ok(0), "trace {how}: {}", describe(&out));
+        let files: Vec<PathBuf> = std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut seen: Vec<(String, u64)> = files
+            .iter()
+            .map(|f| {
+                let text = String::from_utf8(
+                    run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(f)).stdout,
+                )
+                .unwrap();
+                let end = text.lines().next().unwrap_or_default().split(", ").nth(1).unwrap_or_default();
+                let tick = text
+                    .lines()
+                    .find(|l| l.starts_with("function tick "))
+                    .and_then(|l| l.rsplit(": ").next()?.strip_suffix(" entries")?.parse().ok())
+                    .unwrap_or(0);
+                (end.split(" at block").next().unwrap_or_default().to_string(), tick)
+            })
+            .collect();
+        seen.sort();
+        let mut want: Vec<(String, u64)> = ends.iter().map(|&(e, n)| (e.to_string(), n)).collect();
+        want.sort();
+        assert_eq!(seen, want, "trace {how}");
     }
 }

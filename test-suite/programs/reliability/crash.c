@@ -6,7 +6,7 @@
  *   term-dumping - prints "ready", then calls __pathprof_dump() in a loop until SIGTERM arrives
  *   segv-dumping - a second thread calls __pathprof_dump() in a loop while main faults
  *   overflow - unbounded recursion on a thread with an alternate signal stack (SIGSEGV on stack overflow)
- *   _exit - _exit(7): no exit handlers, no profile
+ *   _exit - _exit(7): no exit handlers, but the runtime writes the profile right before the call
  * work()'s counts are exact whenever a profile is written (every call completed); main's frame is in flight
  * when the program dies, so its counts are a lower bound. */
 #include <fcntl.h>
