@@ -237,11 +237,30 @@ def parse_results(kind, text, tree, entry, rc):
             key, n = f"{name}#{n}", n + 1
         res[key] = status
 
-    if kind == "automake":
+    if isinstance(kind, list):
+        for k in kind:
+            res.update(parse_results(k, text, tree, entry, rc))
+    elif kind == "automake":
         for line in text.splitlines():
             m = AUTOMAKE.match(line)
             if m:
                 add(m.group(2), m.group(1))
+    elif kind == "check-them":
+        # m4's checks/check-them: "Checking ./NAME" per example, then "Skipped checks were:" and "Failed checks
+        # were:" each followed by an indented line of names (a failure may carry a suffix: ./198.sysval:err).
+        listed, section = {}, None
+        for line in text.splitlines():
+            if line.startswith("Checking ./"):
+                listed[line.split()[1]] = "PASS"
+            elif line in ("Skipped checks were:", "Failed checks were:"):
+                section = "SKIP" if line.startswith("Skipped") else "FAIL"
+            elif section and line.startswith("  "):
+                for name in line.split():
+                    listed[name.split(":")[0]] = section
+            else:
+                section = None
+        for name, status in listed.items():
+            add(f"checks/{name[2:]}", status)
     elif kind == "ctest":
         for line in text.splitlines():
             m = CTEST.search(line)

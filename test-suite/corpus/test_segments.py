@@ -84,6 +84,13 @@ class Branches(unittest.TestCase):
         self.assertEqual(r["mismatched"], 1)
         self.assertEqual(r["samples"][0]["segment"], 0)  # the branch out of the first segment: [10, 6, 4]
 
+    def test_skipped_functions_match_without_the_lto_rename_number(self):
+        lto_static = lambda c: {**diamond(c, 10 - c, split_left=True), "name": "search.430"}
+        a, b = segments.aggregate([lto_static(6)]), segments.aggregate([lto_static(7)])
+        self.assertEqual(segments.compare(a, b)["mismatched"], 1)
+        self.assertEqual(segments.compare(a, b, skip={"f.c::search"})["mismatched"], 0)
+        self.assertEqual(segments.compare(a, b, skip={"f.c::searc"})["mismatched"], 1)
+
     def test_other_code_is_not_comparable_and_fails(self):
         other = record([([1], 10), ([5], 10)], [(0, 1, "branch", 0, 10), (1, 2, "return", None, 10)])
         r = compare([other], [diamond(7, 3)])
