@@ -150,10 +150,11 @@ impl CallFacts {
         if let Some(f) = callee {
             if ir::intrinsic_id(f) != 0 {
                 let n = ir::name(f);
-                // Traps end the program; every other intrinsic returns.
+                // Traps end the program; a coroutine's resumption runs its code; every other intrinsic returns.
                 return n.starts_with("llvm.trap")
                     || n.starts_with("llvm.debugtrap")
-                    || n.starts_with("llvm.ubsantrap");
+                    || n.starts_with("llvm.ubsantrap")
+                    || ir::intrinsic_runs_program_code(f);
             }
             if safe.contains(&f) {
                 return false;
@@ -189,12 +190,21 @@ impl CallFacts {
     }
 }
 
+/// Why a C++20 coroutine (a function LLVM splits after the pass ran) is left uninstrumented.
+pub const COROUTINE: &str = "a C++20 coroutine: LLVM splits it into ramp, resume and destroy functions after \
+                             instrumentation, and each resumption would enter its graph in the middle";
+
 /// Builds the graph of `f`, or says why `f` cannot be instrumented.
 pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupported> {
     let blocks = ir::blocks(f);
     let n = blocks.len();
     if n == 0 {
         return Err(Unsupported("function has no blocks".into()));
+    }
+    if ir::fn_has_attr(f, ir::attr_kind("presplitcoroutine")) {
+        // CoroSplit later cuts the body into a ramp, a resume and a destroy function: each resumption would
+        // enter this graph in the middle of a block, which no counter placement accounts for.
+        return Err(Unsupported(COROUTINE.into()));
     }
     let index: HashMap<LLVMBasicBlockRef, u32> = blocks.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
     let exit = BlockId(n as u32);

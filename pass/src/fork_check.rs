@@ -342,7 +342,7 @@ impl ForkChecks {
         }
         match callee {
             None => CallKind::Maybe,
-            Some(f) if ir::intrinsic_id(f) != 0 => CallKind::Never,
+            Some(f) if ir::intrinsic_id(f) != 0 && !ir::intrinsic_runs_program_code(f) => CallKind::Never,
             Some(f) if ir::is_declaration(f) => {
                 if FORK_FREE_LIBRARY.contains(&ir::name(f).as_str()) {
                     CallKind::Never

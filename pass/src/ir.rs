@@ -148,6 +148,14 @@ pub fn intrinsic_id(f: LLVMValueRef) -> u32 {
     unsafe { LLVMGetIntrinsicID(f) }
 }
 
+/// Whether intrinsic `f` is lowered to a call of program code: `llvm.coro.resume` and `llvm.coro.destroy`
+/// become indirect calls of a coroutine's resume and destroy functions, which may call anything, exit, throw
+/// or fork. Every other intrinsic runs no program code.
+pub fn intrinsic_runs_program_code(f: LLVMValueRef) -> bool {
+    let n = name(f);
+    n == "llvm.coro.resume" || n == "llvm.coro.destroy"
+}
+
 /// Whether a `call` is `musttail` (must stay immediately before its `ret`).
 pub fn is_musttail(call: LLVMValueRef) -> bool {
     unsafe { LLVMGetTailCallKind(call) == inkwell::llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail }

@@ -95,12 +95,12 @@ struct Planned {
     deferred: Vec<DeferredLoop>,
 }
 
-/// Whether `inst` is a call site: a call or `invoke` that may run traced code (not an intrinsic, not inline
-/// asm).
+/// Whether `inst` is a call site: a call or `invoke` that may run traced code (not inline asm, not an
+/// intrinsic but a coroutine's resumption).
 fn is_call_site(inst: LLVMValueRef) -> bool {
     matches!(ir::opcode(inst), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke)
         && !ir::calls_inline_asm(inst)
-        && ir::called_function(inst).is_none_or(|f| ir::intrinsic_id(f) == 0)
+        && ir::called_function(inst).is_none_or(|f| ir::intrinsic_id(f) == 0 || ir::intrinsic_runs_program_code(f))
 }
 
 /// Plans one function (no IR changes); `defer`: look for deferred loops.
@@ -344,8 +344,6 @@ fn is_straight_leaf(p: &Planned) -> bool {
         && p.tables.is_marker_free()
         && cfg.vertices().filter(|&v| v != cfg.exit()).all(one_way)
         && unsafe { crate::shim::pathprof_shim_is_interposable(p.f) } == 0
-        // A coroutine before splitting names itself in its intrinsics: a copy would not be one.
-        && !ir::fn_has_attr(p.f, ir::attr_kind("presplitcoroutine"))
 }
 
 /// Per planned function, block and call site: whether the call is implicit — a direct call of a straight-line

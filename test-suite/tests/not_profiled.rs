@@ -142,3 +142,53 @@ fn merged_profiles_keep_the_left_out_functions() {
     run_ok(Command::new(dist().join("bin/pathprof")).arg("merge").arg("-o").arg(&merged).arg(&prof).arg(&prof));
     assert_eq!(not_profiled(&show_json(&merged)), expected());
 }
+
+/// A C++20 coroutine (coroutine.cpp): LLVM splits it into ramp, resume and destroy functions after the pass
+/// ran, so every resumption would enter the instrumented graph in the middle — edge mode reported the
+/// generator's entry block 39 times for 4 calls, exact, and the path modes negative path counts. The pass
+/// leaves it out with its reason; everything else is exact (hand counts in the markers) in every counting
+/// mode at -O0 and -O2, and trace mode's threads are complete. Output as the plain build's.
+#[test]
+fn coroutines_are_left_out_and_the_rest_is_exact() {
+    let dir = scratch("coroutine");
+    let source = programs().join("coroutine.cpp");
+    for opt in ["-O0", "-O2"] {
+        for mode in ["edge", "block", "path", "context", "piecewise", "trace"] {
+            let what = format!("{mode} {opt}");
+            let exe = dir.join(format!("coro-{mode}{opt}"));
+            run_ok(
+                wrapper(true)
+                    .args(["-std=c++20", opt, "-g"])
+                    .arg(&source)
+                    .arg("-o")
+                    .arg(&exe)
+                    .env("PATHPROF_MODE", mode),
+            );
+            let prof = dir.join(format!("{mode}{opt}.pathprof"));
+            let trace = dir.join(format!("{mode}{opt}.pathtrace"));
+            let _ = std::fs::remove_file(&prof);
+            let _ = std::fs::remove_file(&trace);
+            let out = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof).env("PATHPROF_TRACE", &trace));
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "456\n", "{what}");
+            let (report, key) = if mode == "trace" {
+                let summary = pathprof(&["trace", "--summary", "--json"], &trace);
+                let summary: Value = serde_json::from_str(&summary).unwrap();
+                assert!(summary["threads"].as_array().unwrap().iter().all(|t| t["status"] == "complete"), "{what}");
+                (summary, "not_traced")
+            } else {
+                let show = show_json(&prof);
+                assert!(show["functions"].as_array().unwrap().iter().all(|f| f["exact"] == true), "{what}: {show}");
+                assert_markers(&show, &source);
+                (show, "not_profiled")
+            };
+            let left: Vec<(&str, &str)> = report[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| (f["display_name"].as_str().unwrap_or(""), f["reason"].as_str().unwrap()))
+                .collect();
+            assert_eq!(left.len(), 1, "{what}: {left:?}");
+            assert!(left[0].0.starts_with("numbers") && left[0].1.contains("C++20 coroutine"), "{what}: {left:?}");
+        }
+    }
+}
