@@ -218,7 +218,8 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
     // 2. File names.
     let mut host = [0u8; 256];
     let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
-    let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature: st.signature.unwrap_or(0) };
+    let signature = st.signature.unwrap_or(0);
+    let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature, start_dir: path::start_dir() };
     path::expand(sys::env(c"PATHPROF_FILE").unwrap_or(path::DEFAULT_FILE), &vars, path)?;
     let mut lock_path = MVec::new();
     path::sibling(path.as_slice(), b".lock", None, &mut lock_path)?;

@@ -208,6 +208,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
     }
     if !INSTALLED.swap(true, Ordering::AcqRel) {
         sys::note_owner();
+        path::note_start_dir();
         // SAFETY: plain C registrations of `extern "C"` functions defined in this crate. Both come from
         // libc_nonshared.a and record this image's `__dso_handle`, so a `dlclose` of a shared object that
         // carries its own runtime copy runs (and then forgets) that copy's handlers.

@@ -10,8 +10,53 @@
 //! | `%%`      | a literal `%` |
 //!
 //! Any other `%x` is kept literally. The name is expanded at every dump, so `%p` follows `fork()`.
+//!
+//! A relative name is resolved against the directory the program was started in (the working directory at
+//! the first registration, [`note_start_dir`]), not the one it is in at the dump: a program that `chdir`s —
+//! a shell script's `cd`, `make -C`, a test that works in a temporary directory it then removes — writes its
+//! profile where it was run, like the programs that never move.
 
 use crate::sys::{Errno, MVec};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+/// The working directory at the first registration (`state`: 0 not taken, 1 being taken, 2 taken; `len` 0 if
+/// `getcwd` failed, then names stay relative).
+struct StartDir {
+    state: AtomicU8,
+    len: AtomicUsize,
+    buf: UnsafeCell<[u8; 4096]>,
+}
+// SAFETY: `buf` is written once, by the thread that moved `state` from 0 to 1, and read only after `state` is 2.
+unsafe impl Sync for StartDir {}
+
+static START_DIR: StartDir =
+    StartDir { state: AtomicU8::new(0), len: AtomicUsize::new(0), buf: UnsafeCell::new([0; 4096]) };
+
+/// Takes the working directory as the start directory, once per process image (a fork child keeps its
+/// parent's).
+pub(crate) fn note_start_dir() {
+    if START_DIR.state.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        return;
+    }
+    let buf = START_DIR.buf.get() as *mut u8;
+    // SAFETY: only this thread writes the buffer (state 1), which has 4096 bytes.
+    let ok = !unsafe { libc::getcwd(buf.cast(), 4096) }.is_null();
+    // SAFETY: getcwd NUL-terminated it when it succeeded.
+    let len = if ok { unsafe { libc::strlen(buf.cast()) } } else { 0 };
+    START_DIR.len.store(len, Ordering::Relaxed);
+    START_DIR.state.store(2, Ordering::Release);
+}
+
+/// The start directory (empty before [`note_start_dir`] or if it failed).
+pub(crate) fn start_dir() -> &'static [u8] {
+    if START_DIR.state.load(Ordering::Acquire) != 2 {
+        return &[];
+    }
+    let len = START_DIR.len.load(Ordering::Relaxed);
+    // SAFETY: written before state became 2 and never again; len ≤ 4096.
+    unsafe { core::slice::from_raw_parts(START_DIR.buf.get() as *const u8, len) }
+}
 
 /// The file written when `PATHPROF_FILE` is unset or empty.
 pub(crate) const DEFAULT_FILE: &[u8] = b"default.pathprof";
@@ -26,6 +71,8 @@ pub(crate) struct Vars<'a> {
     pub(crate) tmpdir: &'a [u8],
     /// `%m`.
     pub(crate) signature: u64,
+    /// The directory a relative name is resolved against (empty: left relative).
+    pub(crate) start_dir: &'a [u8],
 }
 
 /// Expands `pattern` into `out` and NUL-terminates it.
@@ -67,6 +114,15 @@ pub(crate) fn expand(pattern: &[u8], vars: &Vars<'_>, out: &mut MVec<u8>) -> Res
             // Unknown specifier or a trailing `%`: kept as written.
             _ => out.push(b'%')?,
         }
+    }
+    if out.as_slice().first() != Some(&b'/') && !vars.start_dir.is_empty() {
+        let mut absolute = MVec::new();
+        absolute.extend_from_slice(vars.start_dir)?;
+        if vars.start_dir.last() != Some(&b'/') {
+            absolute.push(b'/')?;
+        }
+        absolute.extend_from_slice(out.as_slice())?;
+        *out = absolute;
     }
     out.push(0)
 }
@@ -121,12 +177,25 @@ mod tests {
     use super::*;
 
     fn exp(p: &str) -> std::string::String {
-        let vars = Vars { pid: 42, host: b"box", tmpdir: b"/tmp", signature: 0xab };
+        exp_in(p, b"")
+    }
+
+    fn exp_in(p: &str, start_dir: &[u8]) -> std::string::String {
+        let vars = Vars { pid: 42, host: b"box", tmpdir: b"/tmp", signature: 0xab, start_dir };
         let mut out = MVec::new();
         expand(p.as_bytes(), &vars, &mut out).unwrap();
         let s = out.as_slice();
         assert_eq!(s.last(), Some(&0));
         std::string::String::from_utf8(s[..s.len() - 1].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn relative_names_are_resolved_against_the_start_directory() {
+        assert_eq!(exp_in("default.pathprof", b"/home/u/run"), "/home/u/run/default.pathprof");
+        assert_eq!(exp_in("out/p-%p", b"/"), "/out/p-42");
+        assert_eq!(exp_in("/abs/p", b"/home/u"), "/abs/p");
+        assert_eq!(exp_in("%t/p", b"/home/u"), "/tmp/p");
+        assert_eq!(exp_in("rel", b""), "rel");
     }
 
     #[test]

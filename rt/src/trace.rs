@@ -365,6 +365,7 @@ fn install(st: &mut State) {
     }
     st.installed = true;
     sys::note_owner();
+    path::note_start_dir();
     // SAFETY: plain libc registration calls with valid function pointers.
     unsafe {
         libc::pthread_key_create(&mut st.key, Some(thread_exit));
@@ -943,7 +944,7 @@ fn open(st: &mut State) -> bool {
     }
     let mut host = [0u8; 256];
     let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
-    let vars = path::Vars { pid, host: path::hostname(&mut host), tmpdir, signature: 0 };
+    let vars = path::Vars { pid, host: path::hostname(&mut host), tmpdir, signature: 0, start_dir: path::start_dir() };
     let mut name = MVec::new();
     let joined = path::expand(pattern, &vars, &mut name).and_then(|_| join(&mut name, per_process, st.next_base));
     let (fd, copy, next_id) = match joined {

@@ -1045,3 +1045,56 @@ fn images_that_end_without_exit_handlers_write_exact_counts() {
         assert_eq!(seen, want, "trace {how}");
     }
 }
+
+/// A program that `chdir`s away (chdir_away.c) writes its profile, and its fork child's with `%p`, where it was
+/// started: relative names are resolved against the start directory, not the one the program is in at exit
+/// (before, `default.pathprof` landed in the new directory — a test that works in a temporary directory it
+/// then removes lost its counts with it). The same for trace files.
+#[test]
+fn relative_profile_names_are_resolved_against_the_start_directory() {
+    let dir = scratch("chdir-away");
+    let elsewhere = dir.join("elsewhere");
+    for mode in ["edge", "path", "context", "trace"] {
+        let exe = build(&dir, &format!("chdir-{mode}"), &["chdir_away.c"], "-O1", mode, false);
+        for (name, fork) in [(None, false), (Some("out/p-%p.pathprof"), true)] {
+            let what = format!("{mode} {name:?}");
+            let start = dir.join(format!("start-{mode}-{fork}"));
+            let _ = std::fs::remove_dir_all(&start);
+            let _ = std::fs::remove_dir_all(&elsewhere);
+            std::fs::create_dir_all(start.join("out")).unwrap();
+            std::fs::create_dir_all(&elsewhere).unwrap();
+            let mut cmd = Command::new(&exe);
+            cmd.arg(&elsewhere).args(fork.then_some("fork")).current_dir(&start);
+            for v in ["PATHPROF_FILE", "PATHPROF_TRACE", "PATHPROF_SIGNALS", "PATHPROF_DUMP_INTERVAL"] {
+                cmd.env_remove(v);
+            }
+            let trace_name = name.map(|n| n.replace("pathprof", "pathtrace"));
+            if let Some(n) = name {
+                cmd.env("PATHPROF_FILE", n).env("PATHPROF_TRACE", trace_name.as_deref().unwrap());
+            }
+            let out = output_within(cmd, 60, &what);
+            assert_eq!(ending(out.status), Ok(0), "{what}: {}", describe(&out));
+            assert!(out.stderr.is_empty(), "{what}: {}", describe(&out));
+            assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "{what}: wrote into the new directory");
+            let wrote: Vec<PathBuf> = match name {
+                None => vec![start.join(if mode == "trace" { "default.pathtrace" } else { "default.pathprof" })],
+                Some(_) => std::fs::read_dir(start.join("out")).unwrap().map(|e| e.unwrap().path()).collect(),
+            };
+            let processes = 1 + usize::from(fork);
+            if mode == "trace" {
+                assert_eq!(wrote.len(), processes, "{what}: {wrote:?}");
+                assert!(wrote.iter().all(|f| f.exists()), "{what}: {wrote:?}");
+            } else {
+                let lone: Vec<&PathBuf> = wrote.iter().filter(|f| !f.to_string_lossy().ends_with(".lock")).collect();
+                assert_eq!(lone.len(), processes, "{what}: {wrote:?}");
+                let mut work = 0;
+                for f in lone {
+                    let show = show_json(f);
+                    assert!(functions(&show).iter().all(|f| f["exact"] == true), "{what}: {show}");
+                    work += function(&show, "work")["entry_count"].as_u64().unwrap();
+                }
+                assert_eq!(work, 6 + 2 * u64::from(fork), "{what}");
+            }
+        }
+    }
+}
