@@ -221,6 +221,15 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
     let signature = st.signature.unwrap_or(0);
     let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature, start_dir: path::start_dir() };
     path::expand(sys::env(c"PATHPROF_FILE").unwrap_or(path::DEFAULT_FILE), &vars, path)?;
+    if crate::handlers::escaped() || st.apart {
+        // A signal handler of this process did not return: its records are flagged, and merged into FILE the
+        // flag would make every run's counts there inexact (a test suite's one stack overflow, every function
+        // of the program). This process's counts go to FILE.<pid>.incomplete instead, from now on.
+        st.apart = true;
+        let mut apart = MVec::new();
+        path::sibling(path.as_slice(), b".", Some(pid as u64), &mut apart)?;
+        path::sibling(apart.as_slice(), b".incomplete", None, path)?;
+    }
     let mut lock_path = MVec::new();
     path::sibling(path.as_slice(), b".lock", None, &mut lock_path)?;
     let mut tmp_path = MVec::new();

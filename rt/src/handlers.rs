@@ -6,7 +6,8 @@
 //! overflow, a SIGINT handler that exits) — leaves every activation it interrupted in the middle of a block,
 //! where no counter accounts for it: the counts of those functions would be silently wrong. Which activations
 //! those were is not known, so the process's records are then flagged
-//! [`RECORD_FLAG_INCOMPLETE`](pathprof_format::layout::RECORD_FLAG_INCOMPLETE).
+//! [`RECORD_FLAG_HANDLER_ESCAPED`](pathprof_format::layout::RECORD_FLAG_HANDLER_ESCAPED) and written apart, to
+//! `FILE.<pid>.incomplete` (`dump`), so that the flag does not spread to the other runs merged into FILE.
 //!
 //! The pass sends the instrumented code's `sigaction` and `signal` calls here ([`__pathprof_sigaction`],
 //! [`__pathprof_signal`]; `pathprof_format::symbols`). A handler is installed behind a trampoline that counts
@@ -34,6 +35,12 @@ static RETURNED: AtomicU64 = AtomicU64::new(0);
 /// thread right now, which a dump then flags too: errs towards flagging).
 pub(crate) fn escaped() -> bool {
     ENTERED.load(Ordering::Acquire) != RETURNED.load(Ordering::Acquire)
+}
+
+/// In a `fork()`ed child: the handlers that did not return left their parent's activations, not the child's
+/// (which counts from zero).
+pub(crate) fn fork_child() {
+    RETURNED.store(ENTERED.load(Ordering::Acquire), Ordering::Release);
 }
 
 fn trampoline_address() -> usize {

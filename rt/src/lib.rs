@@ -396,7 +396,9 @@ unsafe extern "C" fn fork_child_handler() {
     st.exit_failed = false;
     st.timer_warned = false;
     st.reentries_lost = false;
+    st.apart = false;
     sys::note_owner();
+    handlers::fork_child();
     // Before `fork` returns here: every activation on this stack compares the generation after its call.
     reentry::fork_child(&mut st.reentries);
     LOCK.store(0, Ordering::Release);
@@ -490,6 +492,8 @@ pub(crate) struct State {
     pub(crate) reentries: sys::MVec<reentry::Reentry>,
     /// A re-entry could not be recorded (out of memory): the next successful dump flags its records incomplete.
     pub(crate) reentries_lost: bool,
+    /// A signal handler of this process did not return: its dumps go to `FILE.<pid>.incomplete` (see `dump`).
+    pub(crate) apart: bool,
 }
 
 struct Global<T>(core::cell::UnsafeCell<T>);
@@ -505,6 +509,7 @@ static STATE: Global<State> = Global(core::cell::UnsafeCell::new(State {
     timer_warned: false,
     reentries: sys::MVec::new(),
     reentries_lost: false,
+    apart: false,
 }));
 
 /// The runtime lock: a spin lock (yielding) rather than a pthread mutex, so a child forked while another thread
