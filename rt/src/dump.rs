@@ -220,7 +220,7 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
     let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
     let signature = st.signature.unwrap_or(0);
     let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature, start_dir: path::start_dir() };
-    path::expand(sys::env(c"PATHPROF_FILE").unwrap_or(path::DEFAULT_FILE), &vars, path)?;
+    path::expand(path::profile_pattern(), &vars, path)?;
     if crate::handlers::escaped() || st.apart {
         // A signal handler of this process did not return: its records are flagged, and merged into FILE the
         // flag would make every run's counts there inexact (a test suite's one stack overflow, every function

@@ -14,48 +14,99 @@
 //! A relative name is resolved against the directory the program was started in (the working directory at
 //! the first registration, [`note_start_dir`]), not the one it is in at the dump: a program that `chdir`s —
 //! a shell script's `cd`, `make -C`, a test that works in a temporary directory it then removes — writes its
-//! profile where it was run, like the programs that never move.
+//! profile where it was run, like the programs that never move. The variables are read then too.
 
 use crate::sys::{Errno, MVec};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-/// The working directory at the first registration (`state`: 0 not taken, 1 being taken, 2 taken; `len` 0 if
-/// `getcwd` failed, then names stay relative).
-struct StartDir {
+/// A value taken once per process image, at the first registration (`state`: 0 not taken, 1 being taken, 2
+/// taken; `len` is `usize::MAX` for "none": unset, or `getcwd` failed, or too long for the buffer).
+struct Snapshot {
     state: AtomicU8,
     len: AtomicUsize,
     buf: UnsafeCell<[u8; 4096]>,
 }
 // SAFETY: `buf` is written once, by the thread that moved `state` from 0 to 1, and read only after `state` is 2.
-unsafe impl Sync for StartDir {}
+unsafe impl Sync for Snapshot {}
 
-static START_DIR: StartDir =
-    StartDir { state: AtomicU8::new(0), len: AtomicUsize::new(0), buf: UnsafeCell::new([0; 4096]) };
-
-/// Takes the working directory as the start directory, once per process image (a fork child keeps its
-/// parent's).
-pub(crate) fn note_start_dir() {
-    if START_DIR.state.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
-        return;
+impl Snapshot {
+    const fn new() -> Snapshot {
+        Snapshot { state: AtomicU8::new(0), len: AtomicUsize::new(usize::MAX), buf: UnsafeCell::new([0; 4096]) }
     }
-    let buf = START_DIR.buf.get() as *mut u8;
-    // SAFETY: only this thread writes the buffer (state 1), which has 4096 bytes.
-    let ok = !unsafe { libc::getcwd(buf.cast(), 4096) }.is_null();
-    // SAFETY: getcwd NUL-terminated it when it succeeded.
-    let len = if ok { unsafe { libc::strlen(buf.cast()) } } else { 0 };
-    START_DIR.len.store(len, Ordering::Relaxed);
-    START_DIR.state.store(2, Ordering::Release);
+
+    /// Takes the value `fill` writes into the buffer (its length, or None), unless taken already.
+    fn take(&self, fill: impl FnOnce(&mut [u8; 4096]) -> Option<usize>) {
+        if self.state.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return;
+        }
+        // SAFETY: only this thread writes the buffer (state 1).
+        let len = fill(unsafe { &mut *self.buf.get() }).unwrap_or(usize::MAX);
+        self.len.store(len, Ordering::Relaxed);
+        self.state.store(2, Ordering::Release);
+    }
+
+    /// Whether the value was taken; then the value (None: none).
+    fn get(&'static self) -> Option<Option<&'static [u8]>> {
+        if self.state.load(Ordering::Acquire) != 2 {
+            return None;
+        }
+        let len = self.len.load(Ordering::Relaxed);
+        // SAFETY: written before state became 2 and never again; len ≤ 4096 when not MAX.
+        Some((len != usize::MAX).then(|| unsafe { core::slice::from_raw_parts(self.buf.get() as *const u8, len) }))
+    }
 }
 
-/// The start directory (empty before [`note_start_dir`] or if it failed).
-pub(crate) fn start_dir() -> &'static [u8] {
-    if START_DIR.state.load(Ordering::Acquire) != 2 {
-        return &[];
+/// The working directory at the first registration, and the file name variables then: a program that clears
+/// or changes its environment (`clearenv`, `env -i`, before an `exec`) still writes where the user said.
+static START_DIR: Snapshot = Snapshot::new();
+static FILE_VAR: Snapshot = Snapshot::new();
+static TRACE_VAR: Snapshot = Snapshot::new();
+/// Set when `PATHPROF_FILE` or `PATHPROF_TRACE` was too long to keep: it is then read at every use.
+static LONG_VAR: AtomicU8 = AtomicU8::new(0);
+
+/// Takes the start directory and the values of `PATHPROF_FILE` and `PATHPROF_TRACE`, once per process image
+/// (a fork child keeps its parent's).
+pub(crate) fn note_start_dir() {
+    START_DIR.take(|buf| {
+        // SAFETY: buf has 4096 writable bytes; getcwd NUL-terminates what it writes.
+        let ok = !unsafe { libc::getcwd(buf.as_mut_ptr().cast(), buf.len()) }.is_null();
+        ok.then(|| buf.iter().position(|&c| c == 0).unwrap_or(0))
+    });
+    for (snapshot, name, bit) in [(&FILE_VAR, c"PATHPROF_FILE", 1u8), (&TRACE_VAR, c"PATHPROF_TRACE", 2)] {
+        snapshot.take(|buf| {
+            let v = crate::sys::env(name)?;
+            if v.len() > buf.len() {
+                LONG_VAR.fetch_or(bit, Ordering::Relaxed);
+                return None;
+            }
+            buf.get_mut(..v.len())?.copy_from_slice(v);
+            Some(v.len())
+        });
     }
-    let len = START_DIR.len.load(Ordering::Relaxed);
-    // SAFETY: written before state became 2 and never again; len ≤ 4096.
-    unsafe { core::slice::from_raw_parts(START_DIR.buf.get() as *const u8, len) }
+}
+
+/// The start directory (empty before [`note_start_dir`] or if `getcwd` failed).
+pub(crate) fn start_dir() -> &'static [u8] {
+    START_DIR.get().flatten().unwrap_or(&[])
+}
+
+/// The profile file pattern: `PATHPROF_FILE` as it was at the first registration, or [`DEFAULT_FILE`].
+pub(crate) fn profile_pattern() -> &'static [u8] {
+    variable(&FILE_VAR, c"PATHPROF_FILE", 1).unwrap_or(DEFAULT_FILE)
+}
+
+/// The trace file pattern: `PATHPROF_TRACE` as it was at the first registration, or `default.pathtrace`.
+pub(crate) fn trace_pattern() -> &'static [u8] {
+    variable(&TRACE_VAR, c"PATHPROF_TRACE", 2).unwrap_or(b"default.pathtrace")
+}
+
+fn variable(snapshot: &'static Snapshot, name: &core::ffi::CStr, bit: u8) -> Option<&'static [u8]> {
+    match snapshot.get() {
+        Some(_) if LONG_VAR.load(Ordering::Relaxed) & bit != 0 => crate::sys::env(name),
+        Some(v) => v,
+        None => crate::sys::env(name),
+    }
 }
 
 /// The file written when `PATHPROF_FILE` is unset or empty.

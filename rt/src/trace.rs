@@ -935,7 +935,7 @@ fn open(st: &mut State) -> bool {
             return true; // whether the descriptor is still the file: `keep_file`, before it is used
         }
     }
-    let pattern = sys::env(c"PATHPROF_TRACE").unwrap_or(b"default.pathtrace");
+    let pattern = path::trace_pattern();
     let per_process = pattern.windows(2).any(|w| w == b"%p");
     if st.fd.is_some() && !per_process {
         // A fork child without %p would write over its parent's trace.

@@ -1073,22 +1073,24 @@ fn images_that_end_without_exit_handlers_write_exact_counts() {
 /// A program that `chdir`s away (chdir_away.c) writes its profile, and its fork child's with `%p`, where it was
 /// started: relative names are resolved against the start directory, not the one the program is in at exit
 /// (before, `default.pathprof` landed in the new directory — a test that works in a temporary directory it
-/// then removes lost its counts with it). The same for trace files.
+/// then removes lost its counts with it). The same for trace files. A program that empties its environment
+/// still writes to the `PATHPROF_FILE` it was started with (before: `default.pathprof`).
 #[test]
 fn relative_profile_names_are_resolved_against_the_start_directory() {
     let dir = scratch("chdir-away");
     let elsewhere = dir.join("elsewhere");
     for mode in ["edge", "path", "context", "trace"] {
         let exe = build(&dir, &format!("chdir-{mode}"), &["chdir_away.c"], "-O1", mode, false);
-        for (name, fork) in [(None, false), (Some("out/p-%p.pathprof"), true)] {
-            let what = format!("{mode} {name:?}");
-            let start = dir.join(format!("start-{mode}-{fork}"));
+        for (name, how) in [(None, ""), (Some("out/p-%p.pathprof"), "fork"), (Some("out/p.pathprof"), "clearenv")] {
+            let fork = how == "fork";
+            let what = format!("{mode} {name:?} {how}");
+            let start = dir.join(format!("start-{mode}-{how}"));
             let _ = std::fs::remove_dir_all(&start);
             let _ = std::fs::remove_dir_all(&elsewhere);
             std::fs::create_dir_all(start.join("out")).unwrap();
             std::fs::create_dir_all(&elsewhere).unwrap();
             let mut cmd = Command::new(&exe);
-            cmd.arg(&elsewhere).args(fork.then_some("fork")).current_dir(&start);
+            cmd.arg(&elsewhere).args((!how.is_empty()).then_some(how)).current_dir(&start);
             for v in ["PATHPROF_FILE", "PATHPROF_TRACE", "PATHPROF_SIGNALS", "PATHPROF_DUMP_INTERVAL"] {
                 cmd.env_remove(v);
             }
