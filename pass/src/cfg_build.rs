@@ -150,11 +150,13 @@ impl CallFacts {
         if let Some(f) = callee {
             if ir::intrinsic_id(f) != 0 {
                 let n = ir::name(f);
-                // Traps end the program; a coroutine's resumption runs its code; every other intrinsic returns.
+                // Traps end the program, `__builtin_longjmp` leaves the frame, a coroutine's resumption runs its
+                // code; every other intrinsic returns.
                 return n.starts_with("llvm.trap")
                     || n.starts_with("llvm.debugtrap")
                     || n.starts_with("llvm.ubsantrap")
-                    || ir::intrinsic_runs_program_code(f);
+                    || ir::intrinsic_runs_program_code(f)
+                    || ir::is_builtin_longjmp(f);
             }
             if safe.contains(&f) {
                 return false;
@@ -186,7 +188,8 @@ impl CallFacts {
 
     /// setjmp-like calls return a second time, re-entering their block.
     pub fn returns_twice(&self, call: LLVMValueRef) -> bool {
-        self.has(call, ir::called_function(call), self.returns_twice)
+        let callee = ir::called_function(call);
+        self.has(call, callee, self.returns_twice) || callee.is_some_and(ir::is_builtin_setjmp)
     }
 }
 

@@ -337,7 +337,8 @@ impl ForkChecks {
         }
         let callee = ir::called_function(call);
         let has = |kind| ir::call_has_attr(call, kind) || callee.is_some_and(|f| ir::fn_has_attr(f, kind));
-        if has(self.returns_twice) || has(self.noreturn) {
+        let jumps = callee.is_some_and(|f| ir::is_builtin_setjmp(f) || ir::is_builtin_longjmp(f));
+        if has(self.returns_twice) || has(self.noreturn) || jumps {
             return CallKind::Never;
         }
         match callee {

@@ -156,6 +156,24 @@ pub fn intrinsic_runs_program_code(f: LLVMValueRef) -> bool {
     n == "llvm.coro.resume" || n == "llvm.coro.destroy"
 }
 
+/// Whether intrinsic `f` is `__builtin_setjmp` (`llvm.eh.sjlj.setjmp`): it returns a second time when
+/// `__builtin_longjmp` jumps back, like a `returns_twice` function, though LLVM does not mark it so.
+pub fn is_builtin_setjmp(f: LLVMValueRef) -> bool {
+    name(f) == "llvm.eh.sjlj.setjmp"
+}
+
+/// Whether intrinsic `f` is `__builtin_longjmp` (`llvm.eh.sjlj.longjmp`): it leaves the frame, to a
+/// `__builtin_setjmp`.
+pub fn is_builtin_longjmp(f: LLVMValueRef) -> bool {
+    name(f) == "llvm.eh.sjlj.longjmp"
+}
+
+/// Whether a call of intrinsic `f` is a call site for the modes that follow calls: it runs program code
+/// ([`intrinsic_runs_program_code`]) or jumps like `setjmp`/`longjmp`.
+pub fn intrinsic_is_call_site(f: LLVMValueRef) -> bool {
+    intrinsic_runs_program_code(f) || is_builtin_setjmp(f) || is_builtin_longjmp(f)
+}
+
 /// Whether a `call` is `musttail` (must stay immediately before its `ret`).
 pub fn is_musttail(call: LLVMValueRef) -> bool {
     unsafe { LLVMGetTailCallKind(call) == inkwell::llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail }

@@ -410,7 +410,8 @@ impl FunctionGraph {
 /// `setjmp` and its kin: control comes back after the call from any later `longjmp`, which no CFG arc shows.
 fn returns_twice(call: LLVMValueRef) -> bool {
     let kind = ir::attr_kind("returns_twice");
-    ir::call_has_attr(call, kind) || ir::called_function(call).is_some_and(|f| ir::fn_has_attr(f, kind))
+    let callee = ir::called_function(call);
+    ir::call_has_attr(call, kind) || callee.is_some_and(|f| ir::fn_has_attr(f, kind) || ir::is_builtin_setjmp(f))
 }
 
 fn operand(i: LLVMValueRef, k: u32) -> LLVMValueRef {

@@ -95,12 +95,12 @@ struct Planned {
     deferred: Vec<DeferredLoop>,
 }
 
-/// Whether `inst` is a call site: a call or `invoke` that may run traced code (not inline asm, not an
-/// intrinsic but a coroutine's resumption).
+/// Whether `inst` is a call site: a call or `invoke` that may run traced code or jump (not inline asm, not an
+/// intrinsic but a coroutine's resumption and `__builtin_setjmp`/`__builtin_longjmp`).
 fn is_call_site(inst: LLVMValueRef) -> bool {
     matches!(ir::opcode(inst), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke)
         && !ir::calls_inline_asm(inst)
-        && ir::called_function(inst).is_none_or(|f| ir::intrinsic_id(f) == 0 || ir::intrinsic_runs_program_code(f))
+        && ir::called_function(inst).is_none_or(|f| ir::intrinsic_id(f) == 0 || ir::intrinsic_is_call_site(f))
 }
 
 /// Plans one function (no IR changes); `defer`: look for deferred loops.

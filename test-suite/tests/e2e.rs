@@ -358,6 +358,11 @@ fn longjmp_across_frames() {
 }
 
 #[test]
+fn builtin_setjmp_and_longjmp() {
+    check_program("builtin_setjmp", &["builtin_setjmp.c"], &[]);
+}
+
+#[test]
 fn cxx_exception_thrown_and_caught() {
     check_program("exception", &["exception.cpp"], &[]);
 }
@@ -527,6 +532,7 @@ fn path_derived_counts_equal_edge_mode_counts() {
         ("exit_deep", &["exit_deep.c"], &[]),
         ("noexit_loop", &["noexit_loop.c"], &[]),
         ("longjmp", &["longjmp.c"], &[]),
+        ("builtin_setjmp", &["builtin_setjmp.c"], &[]),
         ("exception", &["exception.cpp"], &[]),
         ("cxx_mix", &["cxx_mix.cpp"], &[]),
         ("two_tu", &["two_tu_main.c", "two_tu_util.c"], &[]),

@@ -169,6 +169,7 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("two_tu", &["two_tu_main.c", "two_tu_util.c"]),
         ("fnptr_arg", &["fnptr_arg.c"]),
         ("noreturn_site", &["noreturn_site.c"]),
+        ("builtin_setjmp", &["builtin_setjmp.c"]),
         ("demo", &["../../examples/demo.c"]),
         // A 40-case dispatch join: with `dispatch` and `tree`, its edge values go on spanning-tree chords.
         ("mr_dispatch", &["mr_dispatch.c"]),

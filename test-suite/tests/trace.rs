@@ -419,6 +419,15 @@ fn longjmp_resyncs_and_regenerates_exactly() {
 }
 
 #[test]
+fn builtin_longjmp_resyncs_and_regenerates_exactly() {
+    // __builtin_setjmp/__builtin_longjmp are intrinsics: call sites all the same (a resync at the setjmp's
+    // second return), or the trace read as corrupt after the first jump.
+    let procs = optimal_equals_naive("builtin_setjmp.c", &[], "complete");
+    let entries = procs[0][0].3.iter().filter(|(f, b)| f == "jump_if" && *b == 0).count();
+    assert_eq!(entries, 10, "{:?}", procs[0][0].3);
+}
+
+#[test]
 fn longjmp_across_recursion_to_a_nested_setjmp_regenerates_exactly() {
     let procs = optimal_equals_naive("trace_longjmp2.c", &[], "complete");
     assert!(procs[0][0].3.iter().filter(|(f, _)| f == "rec").count() > 10);
