@@ -197,12 +197,19 @@ impl CallFacts {
 pub const COROUTINE: &str = "a C++20 coroutine: LLVM splits it into ramp, resume and destroy functions after \
                              instrumentation, and each resumption would enter its graph in the middle";
 
+/// Why a naked function is left uninstrumented: it has no prologue, and any instruction added to it would use
+/// registers and stack slots its assembly owns (piecewise mode at -O0 changed a program's output).
+pub const NAKED: &str = "a naked function: its body is assembly only, and nothing may be added to it";
+
 /// Builds the graph of `f`, or says why `f` cannot be instrumented.
 pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupported> {
     let blocks = ir::blocks(f);
     let n = blocks.len();
     if n == 0 {
         return Err(Unsupported("function has no blocks".into()));
+    }
+    if ir::fn_has_attr(f, ir::attr_kind("naked")) {
+        return Err(Unsupported(NAKED.into()));
     }
     if ir::fn_has_attr(f, ir::attr_kind("presplitcoroutine")) {
         // CoroSplit later cuts the body into a ramp, a resume and a destroy function: each resumption would

@@ -192,3 +192,41 @@ fn coroutines_are_left_out_and_the_rest_is_exact() {
         }
     }
 }
+
+/// A naked function (naked.c) is left out in every mode, listed with its reason: anything added to it would use
+/// registers and stack its assembly owns (piecewise mode at -O0 printed garbage). The rest is exact.
+#[test]
+fn naked_functions_are_left_out() {
+    let dir = scratch("naked");
+    let source = programs().join("naked.c");
+    for opt in ["-O0", "-O2"] {
+        for mode in ["edge", "block", "path", "context", "piecewise", "trace"] {
+            let what = format!("{mode} {opt}");
+            let exe = dir.join(format!("naked-{mode}{opt}"));
+            run_ok(wrapper(false).args([opt, "-g"]).arg(&source).arg("-o").arg(&exe).env("PATHPROF_MODE", mode));
+            let prof = dir.join(format!("{mode}{opt}.pathprof"));
+            let trace = dir.join(format!("{mode}{opt}.pathtrace"));
+            let _ = std::fs::remove_file(&prof);
+            let _ = std::fs::remove_file(&trace);
+            let out = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof).env("PATHPROF_TRACE", &trace));
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "27 2\n", "{what}");
+            let (report, key) = if mode == "trace" {
+                let summary = pathprof(&["trace", "--summary", "--json"], &trace);
+                (serde_json::from_str::<Value>(&summary).unwrap(), "not_traced")
+            } else {
+                let show = show_json(&prof);
+                assert!(show["functions"].as_array().unwrap().iter().all(|f| f["exact"] == true), "{what}: {show}");
+                assert_markers(&show, &source);
+                (show, "not_profiled")
+            };
+            let left: Vec<(&str, &str)> = report[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| (f["name"].as_str().unwrap(), f["reason"].as_str().unwrap()))
+                .collect();
+            assert_eq!(left.len(), 1, "{what}: {left:?}");
+            assert!(left[0].0 == "add1" && left[0].1.contains("naked"), "{what}: {left:?}");
+        }
+    }
+}
