@@ -197,6 +197,11 @@ impl CallFacts {
 pub const COROUTINE: &str = "a C++20 coroutine: LLVM splits it into ramp, resume and destroy functions after \
                              instrumentation, and each resumption would enter its graph in the middle";
 
+/// Why a function marked `__attribute__((no_profile_instrument_function))` (LLVM's `noprofile`, or
+/// `skipprofile`) is left uninstrumented, as LLVM's own instrumentation leaves it: the user asked (code that
+/// runs where instrumentation must not, an allocator the runtime calls). Listed, without a warning.
+pub const NO_PROFILE: &str = "marked no_profile_instrument_function";
+
 /// Why a naked function is left uninstrumented: it has no prologue, and any instruction added to it would use
 /// registers and stack slots its assembly owns (piecewise mode at -O0 changed a program's output).
 pub const NAKED: &str = "a naked function: its body is assembly only, and nothing may be added to it";
@@ -207,6 +212,9 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     let n = blocks.len();
     if n == 0 {
         return Err(Unsupported("function has no blocks".into()));
+    }
+    if ir::fn_has_attr(f, ir::attr_kind("noprofile")) || ir::fn_has_attr(f, ir::attr_kind("skipprofile")) {
+        return Err(Unsupported(NO_PROFILE.into()));
     }
     if ir::fn_has_attr(f, ir::attr_kind("naked")) {
         return Err(Unsupported(NAKED.into()));

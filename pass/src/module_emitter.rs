@@ -126,7 +126,9 @@ impl LeftOut {
     /// Leaves function `f` of `module` out (it keeps its code) because of `why`.
     pub fn record(&mut self, module: &str, f: LLVMValueRef, why: &str) {
         let name = ir::name(f);
-        eprintln!("pathprof: warning: {module}: leaving `{name}` uninstrumented: {why}");
+        if why != crate::cfg_build::NO_PROFILE {
+            eprintln!("pathprof: warning: {module}: leaving `{name}` uninstrumented: {why}");
+        }
         let (file, start_line) = ir::subprogram_file_line(f);
         self.0.push(LeftOutFunction {
             name,

@@ -194,16 +194,21 @@ fn coroutines_are_left_out_and_the_rest_is_exact() {
 }
 
 /// A naked function (naked.c) is left out in every mode, listed with its reason: anything added to it would use
-/// registers and stack its assembly owns (piecewise mode at -O0 printed garbage). The rest is exact.
+/// registers and stack its assembly owns (piecewise mode at -O0 printed garbage). A function marked
+/// `no_profile_instrument_function` is left out as the user asked (listed, without the compile-time warning).
+/// The rest is exact.
 #[test]
-fn naked_functions_are_left_out() {
+fn naked_and_no_profile_functions_are_left_out() {
     let dir = scratch("naked");
     let source = programs().join("naked.c");
     for opt in ["-O0", "-O2"] {
         for mode in ["edge", "block", "path", "context", "piecewise", "trace"] {
             let what = format!("{mode} {opt}");
             let exe = dir.join(format!("naked-{mode}{opt}"));
-            run_ok(wrapper(false).args([opt, "-g"]).arg(&source).arg("-o").arg(&exe).env("PATHPROF_MODE", mode));
+            let built =
+                run_ok(wrapper(false).args([opt, "-g"]).arg(&source).arg("-o").arg(&exe).env("PATHPROF_MODE", mode));
+            let warnings = String::from_utf8_lossy(&built.stderr).matches("uninstrumented").count();
+            assert_eq!(warnings, 1, "{what}: {}", String::from_utf8_lossy(&built.stderr));
             let prof = dir.join(format!("{mode}{opt}.pathprof"));
             let trace = dir.join(format!("{mode}{opt}.pathtrace"));
             let _ = std::fs::remove_file(&prof);
@@ -219,14 +224,16 @@ fn naked_functions_are_left_out() {
                 assert_markers(&show, &source);
                 (show, "not_profiled")
             };
-            let left: Vec<(&str, &str)> = report[key]
+            let mut left: Vec<(&str, &str)> = report[key]
                 .as_array()
                 .unwrap()
                 .iter()
                 .map(|f| (f["name"].as_str().unwrap(), f["reason"].as_str().unwrap()))
                 .collect();
-            assert_eq!(left.len(), 1, "{what}: {left:?}");
+            left.sort();
+            assert_eq!(left.len(), 2, "{what}: {left:?}");
             assert!(left[0].0 == "add1" && left[0].1.contains("naked"), "{what}: {left:?}");
+            assert!(left[1].0 == "quiet" && left[1].1.contains("no_profile_instrument_function"), "{what}: {left:?}");
         }
     }
 }
