@@ -38,17 +38,18 @@ pub const TRACE_REGISTER: &str = "__pathprof_trace_register";
 /// a trampoline that notices a handler that never returns, which makes the counts inexact.
 pub const SIGACTION: &str = "__pathprof_sigaction";
 /// Runtime: `void __pathprof_image_end(uint32_t how)`, called right before every call of a function that ends
-/// the process image without `atexit` handlers (`exec*`, `daemon`: [`IMAGE_END_EXEC`]; `_exit`, `_Exit`,
-/// `quick_exit`: [`IMAGE_END_EXIT`]): writes what `exit` would.
+/// the process image without `atexit` handlers (`exec*`, `daemon`: [`IMAGE_END_EXEC`]; `_exit`, `_Exit`:
+/// [`IMAGE_END_EXIT`]): writes what `exit` would. (`quick_exit` runs the runtime's `at_quick_exit` handler,
+/// after the program's own.)
 pub const IMAGE_END: &str = "__pathprof_image_end";
 /// [`IMAGE_END`]'s argument for a call that may return: `exec*` (it may fail), `daemon` (its parent `_exit`s
 /// inside the C library; the child returns).
 pub const IMAGE_END_EXEC: u32 = 0;
-/// [`IMAGE_END`]'s argument for `_exit`, `_Exit` and `quick_exit`.
+/// [`IMAGE_END`]'s argument for `_exit` and `_Exit`.
 pub const IMAGE_END_EXIT: u32 = 1;
 /// The C library's functions that end the process image without running `atexit` handlers, with the
 /// [`IMAGE_END`] argument for each.
-pub const IMAGE_ENDERS: [(&str, u32); 13] = [
+pub const IMAGE_ENDERS: [(&str, u32); 12] = [
     ("daemon", IMAGE_END_EXEC),
     ("execl", IMAGE_END_EXEC),
     ("execle", IMAGE_END_EXEC),
@@ -61,7 +62,6 @@ pub const IMAGE_ENDERS: [(&str, u32); 13] = [
     ("fexecve", IMAGE_END_EXEC),
     ("_exit", IMAGE_END_EXIT),
     ("_Exit", IMAGE_END_EXIT),
-    ("quick_exit", IMAGE_END_EXIT),
 ];
 /// `signal` for instrumented code, like [`SIGACTION`].
 pub const SIGNAL: &str = "__pathprof_signal";

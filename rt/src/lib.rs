@@ -53,7 +53,7 @@
 //! its own counts at its exit; merging under the file lock makes parent and child sum exactly. The child also
 //! moves the fork generation on, so that each activation in flight at the fork records one re-entry when it
 //! resumes in the child (see `reentry`). A process image that ends without
-//! `atexit` handlers — `exec*`, `_exit`, `_Exit`, `quick_exit` — writes right before the call, which the pass
+//! `atexit` handlers — `exec*`, `_exit`, `_Exit` — writes right before the call, which the pass
 //! puts in front of every such call ([`__pathprof_image_end`]), so a child that `exec`s or `_exit`s loses
 //! nothing. `vfork`/`posix_spawn` run no fork handlers: a `vfork` child shares the parent's memory,
 //! so what it runs before `exec`/`_exit` is counted in the parent's profile (the pass treats `vfork` as
@@ -216,6 +216,8 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
             if libc::atexit(exit_handler) != 0 {
                 pp_warn!("cannot install the exit handler; call __pathprof_dump() to write the profile");
             }
+            // `quick_exit` runs these instead, in reverse order too: after the program's own.
+            sys::at_quick_exit(exit_handler);
             libc::pthread_atfork(None, None, Some(fork_child_handler));
         }
         threads::init();
@@ -294,8 +296,9 @@ pub extern "C" fn __pathprof_reset() {
 
 /// Called by instrumented code right before every call of a function that ends the process image without
 /// running `atexit` handlers: `exec*` and `daemon` (`how` = [`symbols::IMAGE_END_EXEC`]: `exec` may fail and
-/// return, `daemon`'s parent `_exit`s in the C library and its child returns) and `_exit`, `_Exit`,
-/// `quick_exit` ([`symbols::IMAGE_END_EXIT`]). Without it a `fork()`ed child that `exec`s or
+/// return, `daemon`'s parent `_exit`s in the C library and its child returns) and `_exit`, `_Exit`
+/// ([`symbols::IMAGE_END_EXIT`]). (`quick_exit` runs the `at_quick_exit` handler installed at the first
+/// registration, after the program's own handlers, which may run instrumented code.) Without it a `fork()`ed child that `exec`s or
 /// `_exit`s, or a program that `exec`s, would silently lose everything counted since the last dump — the
 /// child's side of every `if (fork() == 0)`. The pass puts the call after all its own code before the call
 /// (arrivals of the activations in flight, promoted counters), so this is the dump `exit` would make. If

@@ -446,6 +446,18 @@ pub(crate) fn process_token() -> u64 {
     u64::from_le_bytes(b)
 }
 
+extern "C" {
+    #[link_name = "at_quick_exit"]
+    fn c_at_quick_exit(f: extern "C" fn()) -> c_int;
+}
+
+/// Registers `f` to run at `quick_exit` (C11; glibc has it, the `libc` crate does not declare it). Failure is
+/// silent: `quick_exit` then writes nothing, as before.
+pub(crate) fn at_quick_exit(f: extern "C" fn()) {
+    // SAFETY: a plain registration of a function that lives as long as this image.
+    unsafe { c_at_quick_exit(f) };
+}
+
 /// The process id.
 pub(crate) fn pid() -> u32 {
     // SAFETY: getpid cannot fail.

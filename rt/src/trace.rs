@@ -371,6 +371,7 @@ fn install(st: &mut State) {
         libc::pthread_key_create(&mut st.key, Some(thread_exit));
         libc::atexit(exit_handler);
         libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
+        sys::at_quick_exit(exit_handler);
     }
     if let Some(max) = sys::env(c"PATHPROF_TRACE_MAX").and_then(parse_size) {
         st.max_bytes = max;
@@ -491,8 +492,7 @@ fn lock_within_2s() -> Option<Guard> {
     Some(Guard)
 }
 
-/// The process image ends without `atexit` handlers (`_exit`, `_Exit`, `quick_exit`): every thread's end, as
-/// at exit.
+/// The process image ends without `atexit` handlers (`_exit`, `_Exit`): every thread's end, as at exit.
 pub(crate) fn image_end() {
     if let Some(g) = lock_within_2s() {
         end_every_thread(g);

@@ -6,7 +6,8 @@
  *                two runs, main 2, tick 6 (2 odd).
  *   exec-fails   tick() 2 times, execv() of a file that does not exist (returns), 3 more: tick 5 (2 odd).
  *   _Exit        leave_quietly() ticks 4 times and calls _Exit(0): tick 4 (2 odd), leave_quietly 1.
- *   quick_exit   as _Exit, with quick_exit(0).
+ *   quick_exit   as _Exit, with quick_exit(0), after registering an at_quick_exit handler that ticks once
+ *                more (odd): tick 5 (3 odd).
  *   daemon       tick() 2 times, daemon() (its parent _exits inside the C library), then the daemon ticks
  *                3 times and returns: two runs, tick 5 (2 odd), main 1 (resumed once by the forked child).
  *   handler      a SIGUSR1 handler calls _exit(0) from inside the loop's 3rd tick: the activations it
@@ -36,10 +37,14 @@ __attribute__((noinline)) void leave(void) {
     _exit(0);
 }
 
+static void on_quick_exit(void) {
+    tick(9);
+}
+
 __attribute__((noinline)) void leave_quietly(int quick) {
     for (int i = 0; i < 4; i++)
         tick(i);
-    if (quick)
+    if (quick && at_quick_exit(on_quick_exit) == 0)
         quick_exit(0);
     _Exit(0);
 }
