@@ -12,6 +12,30 @@ pub fn read_profile(path: &Path) -> Result<Profile> {
     profile::read(&bytes).with_context(|| format!("reading {}", path.display()))
 }
 
+/// The files the runtime wrote apart from `path` (`PATH.<pid>.incomplete`: a run whose signal handler did not
+/// return, or a fatal-signal flush that found the file locked), sorted: runs `path` does not hold, which a reader
+/// names so that their absence is never silent.
+pub fn written_apart(path: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let prefix = format!("{name}.");
+    let mut apart: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let file = e.file_name();
+            let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else { return false };
+            rest.strip_suffix(".incomplete")
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(|e| dir.join(e.file_name()))
+        .collect();
+    apart.sort();
+    apart
+}
+
 /// Replaces `path` with `bytes` so that readers see the old file or the new one, never a partial one: the bytes
 /// go to a new temporary file in the same directory, are synced, and the file is renamed over `path`.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {

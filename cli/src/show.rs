@@ -13,6 +13,9 @@
 //!
 //! `--dot --function F [--path ID] [-o OUT]` draws one function's graph instead (see [`dot`]).
 //!
+//! Runs the runtime wrote apart (`FILE.<pid>.incomplete`, see `files::written_apart`) are named first (JSON:
+//! `written_apart`), so that a profile missing them never reads as the whole story.
+//!
 //! One report model ([`Report`]) is built from the profile and rendered either as JSON (serde) or as text, so the
 //! two outputs cannot disagree. Counts that are not exact and negative are `null` in JSON and `?` in text: a
 //! negative "count" is evidence of a broken profile, not a number to act on.
@@ -54,12 +57,14 @@ pub struct Args {
     output: Option<PathBuf>,
 }
 
-/// The whole output: `{"functions": [...], "not_profiled": [...]}`.
+/// The whole output: `{"functions": [...], "not_profiled": [...], "written_apart": [...]}`.
 #[derive(Serialize)]
 struct Report<'a> {
     functions: Vec<FunctionReport>,
     /// Functions the pass left uninstrumented: no count of the profile covers them.
     not_profiled: Vec<NotProfiled<'a>>,
+    /// Files next to the profile holding runs it does not (`files::written_apart`).
+    written_apart: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -144,7 +149,8 @@ pub fn run(args: &Args) -> Result<()> {
     if let (Some(name), true) = (&args.function, functions.is_empty() && not_profiled.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
     }
-    output::print(&Report { functions, not_profiled }, args.json, write_text)
+    let written_apart = files::written_apart(&args.file).iter().map(|p| p.display().to_string()).collect();
+    output::print(&Report { functions, not_profiled, written_apart }, args.json, write_text)
 }
 
 /// One function's counts as `show` reports them; also the HTML report's and `show --dot`'s model.
@@ -244,6 +250,20 @@ fn n(count: Option<u64>) -> String {
 }
 
 fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
+    if !report.written_apart.is_empty() {
+        let n = report.written_apart.len();
+        writeln!(
+            out,
+            "NOTE: {n} file{} next to this profile hold{} runs it does not (a signal handler did not return, or a \
+             fatal signal found the file locked); `pathprof merge` adds them, flagged inexact:",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "s" } else { "" }
+        )?;
+        for f in &report.written_apart {
+            writeln!(out, "  {f}")?;
+        }
+        writeln!(out)?;
+    }
     for (i, f) in report.functions.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;

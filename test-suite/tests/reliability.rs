@@ -985,6 +985,18 @@ fn a_signal_handler_that_does_not_return_flags_the_counts() {
                 assert_eq!(entries["main"], Some(1), "{mode}");
             }
         }
+        // A run that escapes next to an exact profile: written apart, and `show` names its file (the profile
+        // keeps its one exact run).
+        let prof = dir.join(format!("{mode}-0.pathprof"));
+        assert!(program(&exe, &["x"], &dir, &prof).output().unwrap().status.success(), "{mode}");
+        let show = show_json(&prof);
+        assert!(functions(&show).iter().all(|f| f["exact"] == true), "{mode}: {show}");
+        assert_eq!(records(&prof).iter().map(|r| r.1).collect::<Vec<_>>(), vec![1], "{mode}");
+        let apart = show["written_apart"].as_array().unwrap();
+        assert_eq!(apart.len(), 1, "{mode}: {apart:?}");
+        assert!(apart[0].as_str().unwrap().ends_with(".incomplete"), "{mode}: {apart:?}");
+        let text = run_ok(Command::new(dist().join("bin/pathprof")).arg("show").arg(&prof)).stdout;
+        assert!(String::from_utf8_lossy(&text).starts_with("NOTE: 1 file next to this profile holds runs"), "{mode}");
     }
 }
 
