@@ -95,6 +95,39 @@ struct Planned {
     deferred: Vec<DeferredLoop>,
 }
 
+/// Why an `ifunc` resolver, and what it calls in the module, is left untraced.
+const WHILE_LOADING: &str = "an ifunc resolver or a function it calls: it runs while the program is being loaded, \
+                             before its thread state exists (a static program crashed)";
+
+/// The module's `ifunc` resolvers and the module functions they call, directly or not: they run during
+/// relocation, before thread-local storage is set up in a static program and before the runtime is.
+fn run_while_loading(m: LLVMModuleRef) -> std::collections::HashSet<LLVMValueRef> {
+    let mut todo = Vec::new();
+    // SAFETY: walking a live module's ifunc list.
+    unsafe {
+        let mut i = LLVMGetFirstGlobalIFunc(m);
+        while !i.is_null() {
+            let resolver = LLVMIsAFunction(LLVMGetGlobalIFuncResolver(i));
+            if !resolver.is_null() {
+                todo.push(resolver);
+            }
+            i = LLVMGetNextGlobalIFunc(i);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    while let Some(f) = todo.pop() {
+        if ir::is_declaration(f) || !seen.insert(f) {
+            continue;
+        }
+        for inst in ir::blocks(f).into_iter().flat_map(ir::instructions) {
+            if matches!(ir::opcode(inst), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke) {
+                todo.extend(ir::called_function(inst));
+            }
+        }
+    }
+    seen
+}
+
 /// Whether `inst` is a call site: a call or `invoke` that may run traced code or jump (not inline asm, not an
 /// intrinsic but a coroutine's resumption and `__builtin_setjmp`/`__builtin_longjmp`).
 fn is_call_site(inst: LLVMValueRef) -> bool {
@@ -200,7 +233,12 @@ pub fn instrument(
     let facts = CallFacts::new(m);
     let mut planned = Vec::new();
     let mut left_out = LeftOut::default();
+    let loading = run_while_loading(m);
     for &f in candidates {
+        if loading.contains(&f) {
+            left_out.record(&identity.name, f, WHILE_LOADING);
+            continue;
+        }
         // Deferred loops only where the bits are decisions (not the naive method's items) at the front end's
         // blocks (not mode icache, whose traced code stays as close to the plain build's as it can).
         let defer = !config.trace_naive && !config.optimizer_last;
