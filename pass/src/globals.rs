@@ -9,9 +9,12 @@ use pathprof_format::meta::ModuleMeta;
 use pathprof_format::symbols;
 use std::ffi::{CStr, CString};
 
-/// Constructor priority: early, so the exit-time dump is registered before C++ static objects' destructors
-/// (atexit handlers run in reverse order, so the dump then sees their counts too).
-const CTOR_PRIORITY: u64 = 101;
+/// Constructor (and destructor) priority: 1, the sanitizers' — before every constructor a program may write
+/// (101 and up), so a module is registered before any of its code runs (trace mode's ids: a user constructor
+/// at 101 calling another module's function wrote it under an unassigned id, read back as the caller's) and
+/// the exit-time dump is registered before C++ static objects' destructors (atexit handlers run in reverse
+/// order, so the dump then sees their counts too); the destructor runs after every other.
+pub(crate) const CTOR_PRIORITY: u64 = 1;
 
 fn cstr(s: &str) -> CString {
     CString::new(s).expect("internal names contain no NUL")

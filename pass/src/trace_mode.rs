@@ -611,7 +611,7 @@ impl Emitter {
             let mut args = [desc];
             LLVMBuildCall2(b, LLVMGlobalGetValueType(callee), callee, args.as_mut_ptr(), 1, c"".as_ptr());
             LLVMBuildRetVoid(b);
-            append_to_global_list(m, list, f, 101);
+            append_to_global_list(m, list, f, crate::globals::CTOR_PRIORITY);
         }
 
         let h = trace_helpers::build(m, b, tls, desc, desc_ty, naive);

@@ -419,6 +419,15 @@ fn longjmp_resyncs_and_regenerates_exactly() {
 }
 
 #[test]
+fn a_constructor_calling_another_module_before_main_regenerates_exactly() {
+    for sources in ["ctor_early_main.c ctor_early_helper.c", "ctor_early_helper.c ctor_early_main.c"] {
+        let procs = optimal_equals_naive(sources, &[], "complete");
+        let entries = |name: &str| procs[0][0].3.iter().filter(|(f, b)| f == name && *b == 0).count();
+        assert_eq!((entries("helper"), entries("init_early"), entries("main")), (2, 1, 1), "{sources}");
+    }
+}
+
+#[test]
 fn builtin_longjmp_resyncs_and_regenerates_exactly() {
     // __builtin_setjmp/__builtin_longjmp are intrinsics: call sites all the same (a resync at the setjmp's
     // second return), or the trace read as corrupt after the first jump.
