@@ -16,8 +16,8 @@ static int impl_b(int x) {
 
 static int (*resolve(void))(int) {
     if (sink == 0)
-        return impl_a;
-    return impl_b;
+        return impl_a; // expect: 1
+    return impl_b; // expect: 0
 }
 
 int pick(int x) __attribute__((ifunc("resolve")));

@@ -143,6 +143,48 @@ fn merged_profiles_keep_the_left_out_functions() {
     assert_eq!(not_profiled(&show_json(&merged)), expected());
 }
 
+/// One build and run of `source` for the tests below: built in `mode` at `opt` with `flags`, run, its output
+/// checked against `stdout`; returns the compiler's stderr and the functions reported left out as
+/// (linkage name, display name, reason) — trace mode's `not_traced` (every thread complete), or `show`'s
+/// `not_profiled` (every function exact, the source's markers hold).
+fn left_out_in(source: &str, mode: &str, opt: &str, flags: &[&str], stdout: &str) -> (String, Vec<[String; 3]>) {
+    let what = format!("{source} {mode} {opt} {flags:?}");
+    let dir = scratch(&format!("left-out-{source}"));
+    let path = programs().join(source);
+    let exe = dir.join("prog");
+    let built = run_ok(
+        wrapper(source.ends_with(".cpp"))
+            .args([opt, "-g"])
+            .args(flags)
+            .arg(&path)
+            .arg("-o")
+            .arg(&exe)
+            .env("PATHPROF_MODE", mode),
+    );
+    let (prof, trace) = (dir.join("out.pathprof"), dir.join("out.pathtrace"));
+    let out = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof).env("PATHPROF_TRACE", &trace));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), stdout, "{what}");
+    let (report, key) = if mode == "trace" {
+        let summary: Value = serde_json::from_str(&pathprof(&["trace", "--summary", "--json"], &trace)).unwrap();
+        assert!(summary["threads"].as_array().unwrap().iter().all(|t| t["status"] == "complete"), "{what}: {summary}");
+        (summary, "not_traced")
+    } else {
+        let show = show_json(&prof);
+        assert!(show["functions"].as_array().unwrap().iter().all(|f| f["exact"] == true), "{what}: {show}");
+        assert_markers(&show, &path);
+        (show, "not_profiled")
+    };
+    let field = |f: &Value, k: &str| f[k].as_str().unwrap_or("").to_string();
+    let mut left: Vec<[String; 3]> = report[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| [field(f, "name"), field(f, "display_name"), field(f, "reason")])
+        .collect();
+    left.sort();
+    (String::from_utf8_lossy(&built.stderr).into_owned(), left)
+}
+
 /// A C++20 coroutine (coroutine.cpp): LLVM splits it into ramp, resume and destroy functions after the pass
 /// ran, so every resumption would enter the instrumented graph in the middle — edge mode reported the
 /// generator's entry block 39 times for 4 calls, exact, and the path modes negative path counts. The pass
@@ -150,45 +192,11 @@ fn merged_profiles_keep_the_left_out_functions() {
 /// mode at -O0 and -O2, and trace mode's threads are complete. Output as the plain build's.
 #[test]
 fn coroutines_are_left_out_and_the_rest_is_exact() {
-    let dir = scratch("coroutine");
-    let source = programs().join("coroutine.cpp");
     for opt in ["-O0", "-O2"] {
         for mode in ["edge", "block", "path", "context", "piecewise", "trace"] {
-            let what = format!("{mode} {opt}");
-            let exe = dir.join(format!("coro-{mode}{opt}"));
-            run_ok(
-                wrapper(true)
-                    .args(["-std=c++20", opt, "-g"])
-                    .arg(&source)
-                    .arg("-o")
-                    .arg(&exe)
-                    .env("PATHPROF_MODE", mode),
-            );
-            let prof = dir.join(format!("{mode}{opt}.pathprof"));
-            let trace = dir.join(format!("{mode}{opt}.pathtrace"));
-            let _ = std::fs::remove_file(&prof);
-            let _ = std::fs::remove_file(&trace);
-            let out = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof).env("PATHPROF_TRACE", &trace));
-            assert_eq!(String::from_utf8_lossy(&out.stdout), "456\n", "{what}");
-            let (report, key) = if mode == "trace" {
-                let summary = pathprof(&["trace", "--summary", "--json"], &trace);
-                let summary: Value = serde_json::from_str(&summary).unwrap();
-                assert!(summary["threads"].as_array().unwrap().iter().all(|t| t["status"] == "complete"), "{what}");
-                (summary, "not_traced")
-            } else {
-                let show = show_json(&prof);
-                assert!(show["functions"].as_array().unwrap().iter().all(|f| f["exact"] == true), "{what}: {show}");
-                assert_markers(&show, &source);
-                (show, "not_profiled")
-            };
-            let left: Vec<(&str, &str)> = report[key]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|f| (f["display_name"].as_str().unwrap_or(""), f["reason"].as_str().unwrap()))
-                .collect();
-            assert_eq!(left.len(), 1, "{what}: {left:?}");
-            assert!(left[0].0.starts_with("numbers") && left[0].1.contains("C++20 coroutine"), "{what}: {left:?}");
+            let (_, left) = left_out_in("coroutine.cpp", mode, opt, &["-std=c++20"], "456\n");
+            assert_eq!(left.len(), 1, "{mode} {opt}: {left:?}");
+            assert!(left[0][1].starts_with("numbers") && left[0][2].contains("C++20 coroutine"), "{left:?}");
         }
     }
 }
@@ -199,41 +207,13 @@ fn coroutines_are_left_out_and_the_rest_is_exact() {
 /// The rest is exact.
 #[test]
 fn naked_and_no_profile_functions_are_left_out() {
-    let dir = scratch("naked");
-    let source = programs().join("naked.c");
     for opt in ["-O0", "-O2"] {
         for mode in ["edge", "block", "path", "context", "piecewise", "trace"] {
-            let what = format!("{mode} {opt}");
-            let exe = dir.join(format!("naked-{mode}{opt}"));
-            let built =
-                run_ok(wrapper(false).args([opt, "-g"]).arg(&source).arg("-o").arg(&exe).env("PATHPROF_MODE", mode));
-            let warnings = String::from_utf8_lossy(&built.stderr).matches("uninstrumented").count();
-            assert_eq!(warnings, 1, "{what}: {}", String::from_utf8_lossy(&built.stderr));
-            let prof = dir.join(format!("{mode}{opt}.pathprof"));
-            let trace = dir.join(format!("{mode}{opt}.pathtrace"));
-            let _ = std::fs::remove_file(&prof);
-            let _ = std::fs::remove_file(&trace);
-            let out = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof).env("PATHPROF_TRACE", &trace));
-            assert_eq!(String::from_utf8_lossy(&out.stdout), "27 2\n", "{what}");
-            let (report, key) = if mode == "trace" {
-                let summary = pathprof(&["trace", "--summary", "--json"], &trace);
-                (serde_json::from_str::<Value>(&summary).unwrap(), "not_traced")
-            } else {
-                let show = show_json(&prof);
-                assert!(show["functions"].as_array().unwrap().iter().all(|f| f["exact"] == true), "{what}: {show}");
-                assert_markers(&show, &source);
-                (show, "not_profiled")
-            };
-            let mut left: Vec<(&str, &str)> = report[key]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|f| (f["name"].as_str().unwrap(), f["reason"].as_str().unwrap()))
-                .collect();
-            left.sort();
-            assert_eq!(left.len(), 2, "{what}: {left:?}");
-            assert!(left[0].0 == "add1" && left[0].1.contains("naked"), "{what}: {left:?}");
-            assert!(left[1].0 == "quiet" && left[1].1.contains("no_profile_instrument_function"), "{what}: {left:?}");
+            let (stderr, left) = left_out_in("naked.c", mode, opt, &[], "27 2\n");
+            assert_eq!(stderr.matches("uninstrumented").count(), 1, "{mode} {opt}: {stderr}");
+            assert_eq!(left.len(), 2, "{mode} {opt}: {left:?}");
+            assert!(left[0][0] == "add1" && left[0][2].contains("naked"), "{left:?}");
+            assert!(left[1][0] == "quiet" && left[1][2].contains("no_profile_instrument_function"), "{left:?}");
         }
     }
 }
@@ -244,38 +224,13 @@ fn naked_and_no_profile_functions_are_left_out() {
 /// Dynamic and static, -O0 and -O2: output as plain, the rest exact or complete.
 #[test]
 fn ifunc_resolvers_run_before_trace_state_exists() {
-    let dir = scratch("ifunc");
-    let source = programs().join("ifunc.c");
     for link in ["-no-pie", "-static"] {
         for opt in ["-O0", "-O2"] {
             for mode in ["edge", "path", "context", "trace"] {
-                let what = format!("{mode} {opt} {link}");
-                let exe = dir.join(format!("ifunc-{mode}{opt}{link}"));
-                run_ok(
-                    wrapper(false).args([opt, link, "-g"]).arg(&source).arg("-o").arg(&exe).env("PATHPROF_MODE", mode),
-                );
-                let prof = dir.join(format!("{mode}{opt}{link}.pathprof"));
-                let trace = dir.join(format!("{mode}{opt}{link}.pathtrace"));
-                let _ = std::fs::remove_file(&prof);
-                let _ = std::fs::remove_file(&trace);
-                let out = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof).env("PATHPROF_TRACE", &trace));
-                assert_eq!(String::from_utf8_lossy(&out.stdout), "15\n", "{what}");
-                if mode == "trace" {
-                    let summary: Value =
-                        serde_json::from_str(&pathprof(&["trace", "--summary", "--json"], &trace)).unwrap();
-                    assert!(
-                        summary["threads"].as_array().unwrap().iter().all(|t| t["status"] == "complete"),
-                        "{what}: {summary}"
-                    );
-                    let left: Vec<&str> =
-                        summary["not_traced"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
-                    assert_eq!(left, ["resolve"], "{what}");
-                } else {
-                    let show = show_json(&prof);
-                    assert!(show["functions"].as_array().unwrap().iter().all(|f| f["exact"] == true), "{what}");
-                    assert_markers(&show, &source);
-                    assert_eq!(entry_counts(&show)["resolve"], Some(1), "{what}");
-                }
+                let (_, left) = left_out_in("ifunc.c", mode, opt, &[link], "15\n");
+                let names: Vec<&str> = left.iter().map(|l| l[0].as_str()).collect();
+                let want: &[&str] = if mode == "trace" { &["resolve"] } else { &[] };
+                assert_eq!(names, want, "{mode} {opt} {link}");
             }
         }
     }
