@@ -98,6 +98,7 @@
 #[cfg(not(panic = "abort"))]
 extern crate std;
 
+mod copies;
 mod diag;
 mod dump;
 mod handlers;
@@ -306,13 +307,27 @@ pub extern "C" fn __pathprof_reset() {
 ///
 /// Never writes from a `vfork` child (it shares its parent's counters, which the parent writes), nor from a
 /// signal handler that interrupted this thread's own dump. Allocates with `mmap` (the call may be in a
-/// signal handler: `_exit` and `execve` are async-signal-safe). Keeps `errno`. Only this image's runtime copy
-/// writes: an instrumented shared object with its own copy loses what it counted since its last dump.
+/// signal handler: `_exit` and `execve` are async-signal-safe). Keeps `errno`. Every other runtime copy of the
+/// process (instrumented shared objects with their own) writes its modules too (`copies`).
 ///
 /// [`symbols::IMAGE_END_EXEC`]: pathprof_format::symbols::IMAGE_END_EXEC
 /// [`symbols::IMAGE_END_EXIT`]: pathprof_format::symbols::IMAGE_END_EXIT
 #[no_mangle]
 pub extern "C" fn __pathprof_image_end(how: u32) {
+    if sys::shares_parent_memory() {
+        return;
+    }
+    // SAFETY: the calling thread's errno slot.
+    let errno = unsafe { *libc::__errno_location() };
+    image_end_of_this_copy(how);
+    copies::for_each_other(how);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// [`__pathprof_image_end`]'s work for this runtime copy's modules and trace; what other copies call through
+/// the ELF note `copies` defines.
+pub(crate) extern "C" fn image_end_of_this_copy(how: u32) {
     if sys::shares_parent_memory() {
         return;
     }

@@ -1137,3 +1137,35 @@ fn relative_profile_names_are_resolved_against_the_start_directory() {
         }
     }
 }
+
+/// `_exit` with an instrumented shared object that has its own runtime copy (plugin_exit_host.c dlopens
+/// libplugin.so): the pass calls only the executable's copy before `_exit`, which finds the other copies
+/// through their ELF notes (`rt/src/copies.rs`) and has each write its modules — before, the plugin's counts
+/// were lost while the executable's were written. Also in a fork child. Edge, path and context mode.
+#[test]
+fn every_runtime_copy_writes_before_exit() {
+    for mode in ["edge", "path", "context"] {
+        let dir = scratch(&format!("copies-{mode}"));
+        let lib = dir.join("libplugin.so");
+        run_ok(
+            wrapper(false)
+                .args(["-O1", "-fPIC", "-shared"])
+                .arg(format!("--pathprof-mode={mode}"))
+                .arg(src("plugin.c"))
+                .arg("-o")
+                .arg(&lib),
+        );
+        let exe = build(&dir, "host", &["plugin_exit_host.c"], "-O1", mode, false);
+        for (how, plugin_calls) in [("", 10), ("fork", 11)] {
+            let what = format!("{mode} {how}");
+            let prof = dir.join(format!("copies-{how}.pathprof"));
+            let out = output_within(program(&exe, &[how], &dir, &prof), 60, &what);
+            assert_eq!(ending(out.status), Ok(0), "{what}: {}", describe(&out));
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "85\n", "{what}");
+            let show = show_json(&prof);
+            assert!(functions(&show).iter().all(|f| f["exact"] == true), "{what}: {show}");
+            let entries = entry_counts(&show);
+            assert_eq!((entries["plugin_f"], entries["own"]), (Some(plugin_calls), Some(10)), "{what}");
+        }
+    }
+}
