@@ -191,6 +191,28 @@ class KeptCalls(unittest.TestCase):
         self.assertEqual((r["mismatched"], r["explained"]), (1, 0))
 
 
+class RunsWrittenApart(unittest.TestCase):
+    """Edge mode writes a run whose signal handler did not return apart; trace mode reads it (m4's
+    stack-overflow test): with such runs in the baseline, more trace entries are explained, nothing else."""
+
+    def main(self, n):
+        return record([([405], n)], [(0, 1, "return", None, n)], name="main")
+
+    def compare(self, trace, edge, apart):
+        return corpus.compare_counts(segments.aggregate([trace]), segments.aggregate([edge]), (), (), apart)
+
+    def test_more_entries_are_explained_only_with_runs_apart(self):
+        r = self.compare(self.main(247), self.main(246), 5)
+        self.assertEqual((r["mismatched"], r["explained"]), (0, 1))
+        self.assertIn("written apart", r["explained_samples"][0]["why"])
+        self.assertEqual((self.compare(self.main(247), self.main(246), 0)["mismatched"]), 1)
+
+    def test_fewer_entries_or_other_branches_still_fail(self):
+        self.assertEqual(self.compare(self.main(245), self.main(246), 5)["mismatched"], 1)
+        r = self.compare(dict(diamond(6, 4), name="f"), dict(diamond(7, 3), name="f"), 5)
+        self.assertEqual((r["mismatched"], r["explained"]), (1, 0))
+
+
 def block_mode(rec):
     """The block-mode record of the same execution: block counts only (edges measured by nobody)."""
     return dict(rec, mode="block", edges=[dict(e, count=None) for e in rec["edges"]])
