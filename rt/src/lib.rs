@@ -52,10 +52,10 @@
 //! A `fork()`ed child zeroes its inherited counters (the parent reports everything before the fork) and writes
 //! its own counts at its exit; merging under the file lock makes parent and child sum exactly. The child also
 //! moves the fork generation on, so that each activation in flight at the fork records one re-entry when it
-//! resumes in the child (see `reentry`). A process image that ends without
-//! `atexit` handlers — `exec*`, `_exit`, `_Exit` — writes right before the call, which the pass
-//! puts in front of every such call ([`__pathprof_image_end`]), so a child that `exec`s or `_exit`s loses
-//! nothing. `vfork`/`posix_spawn` run no fork handlers: a `vfork` child shares the parent's memory,
+//! resumes in the child (see `reentry`). A process image that ends without `atexit` handlers — `exec*`,
+//! `_exit`, `_Exit` — writes right before the call, which the pass puts in front of every such call
+//! ([`__pathprof_image_end`]), so a child that `exec`s or `_exit`s loses nothing. `vfork`/`posix_spawn` run no
+//! fork handlers: a `vfork` child shares the parent's memory,
 //! so what it runs before `exec`/`_exit` is counted in the parent's profile (the pass treats `vfork` as
 //! returning twice, like `setjmp`), and it never flushes on a fatal signal (only the installing process or a
 //! `fork()`ed child does); `posix_spawn` children run no instrumented code. Threads still running at exit keep
@@ -299,11 +299,11 @@ pub extern "C" fn __pathprof_reset() {
 /// running `atexit` handlers: `exec*` and `daemon` (`how` = [`symbols::IMAGE_END_EXEC`]: `exec` may fail and
 /// return, `daemon`'s parent `_exit`s in the C library and its child returns) and `_exit`, `_Exit`
 /// ([`symbols::IMAGE_END_EXIT`]). (`quick_exit` runs the `at_quick_exit` handler installed at the first
-/// registration, after the program's own handlers, which may run instrumented code.) Without it a `fork()`ed child that `exec`s or
-/// `_exit`s, or a program that `exec`s, would silently lose everything counted since the last dump — the
-/// child's side of every `if (fork() == 0)`. The pass puts the call after all its own code before the call
-/// (arrivals of the activations in flight, promoted counters), so this is the dump `exit` would make. If
-/// `exec` fails the process goes on: the dump drained what it wrote, so nothing counts twice.
+/// registration, after the program's own handlers, which may run instrumented code.) Without it a `fork()`ed
+/// child that `exec`s or `_exit`s, or a program that `exec`s, would silently lose everything counted since the
+/// last dump — the child's side of every `if (fork() == 0)`. The pass puts the call after all its own code
+/// before the call (arrivals of the activations in flight, promoted counters), so this is the dump `exit` would
+/// make. If `exec` fails the process goes on: the dump drained what it wrote, so nothing counts twice.
 ///
 /// Never writes from a `vfork` child (it shares its parent's counters, which the parent writes), nor from a
 /// signal handler that interrupted this thread's own dump. Allocates with `mmap` (the call may be in a
