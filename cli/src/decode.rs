@@ -97,7 +97,8 @@ pub fn run(args: &Args) -> Result<()> {
     let function_paths = decode_functions(&profile.modules, args.function.as_deref(), &args.file)?;
     let decoded_modules = profile.modules.iter().map(|m| &m.meta).filter(|m| !m.mode.counts_edges());
     let not_profiled = crate::not_profiled::collect(decoded_modules, args.function.as_deref());
-    let mut report = Report { mode, functions: Vec::new(), paths: Vec::new(), not_profiled };
+    let written_apart = crate::files::written_apart_names(&args.file);
+    let mut report = Report { mode, functions: Vec::new(), paths: Vec::new(), not_profiled, written_apart };
     for (module, mp) in interprocedural.iter().zip(&interproc_paths) {
         interproc::add_module(&mut report, module, mp, args.function.as_deref(), top);
     }
@@ -108,6 +109,7 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("no function named {name} in {}", args.file.display());
     }
     output::print(&report, args.json, |out, report| {
+        crate::files::write_apart_note(out, &report.written_apart)?;
         if interprocedural.is_empty() {
             write_text(out, report, args.function.is_some())?;
         } else {

@@ -36,6 +36,30 @@ pub fn written_apart(path: &Path) -> Vec<PathBuf> {
     apart
 }
 
+/// The text readers print first about [`written_apart`]'s files (nothing when there are none).
+pub fn write_apart_note(out: &mut impl Write, apart: &[String]) -> std::io::Result<()> {
+    if apart.is_empty() {
+        return Ok(());
+    }
+    let n = apart.len();
+    writeln!(
+        out,
+        "NOTE: {n} file{} next to this profile hold{} runs it does not (a signal handler did not return, or a \
+         fatal signal found the file locked); `pathprof merge` adds them, flagged inexact:",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "s" } else { "" }
+    )?;
+    for f in apart {
+        writeln!(out, "  {f}")?;
+    }
+    writeln!(out)
+}
+
+/// [`written_apart`]'s files as readers report them.
+pub fn written_apart_names(path: &Path) -> Vec<String> {
+    written_apart(path).iter().map(|p| p.display().to_string()).collect()
+}
+
 /// Replaces `path` with `bytes` so that readers see the old file or the new one, never a partial one: the bytes
 /// go to a new temporary file in the same directory, are synced, and the file is renamed over `path`.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -149,7 +149,7 @@ pub fn run(args: &Args) -> Result<()> {
     if let (Some(name), true) = (&args.function, functions.is_empty() && not_profiled.is_empty()) {
         bail!("no function named {name} in {}", args.file.display());
     }
-    let written_apart = files::written_apart(&args.file).iter().map(|p| p.display().to_string()).collect();
+    let written_apart = files::written_apart_names(&args.file);
     output::print(&Report { functions, not_profiled, written_apart }, args.json, write_text)
 }
 
@@ -250,20 +250,7 @@ fn n(count: Option<u64>) -> String {
 }
 
 fn write_text(out: &mut impl Write, report: &Report) -> io::Result<()> {
-    if !report.written_apart.is_empty() {
-        let n = report.written_apart.len();
-        writeln!(
-            out,
-            "NOTE: {n} file{} next to this profile hold{} runs it does not (a signal handler did not return, or a \
-             fatal signal found the file locked); `pathprof merge` adds them, flagged inexact:",
-            if n == 1 { "" } else { "s" },
-            if n == 1 { "s" } else { "" }
-        )?;
-        for f in &report.written_apart {
-            writeln!(out, "  {f}")?;
-        }
-        writeln!(out)?;
-    }
+    files::write_apart_note(out, &report.written_apart)?;
     for (i, f) in report.functions.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;

@@ -997,6 +997,14 @@ fn a_signal_handler_that_does_not_return_flags_the_counts() {
         assert!(apart[0].as_str().unwrap().ends_with(".incomplete"), "{mode}: {apart:?}");
         let text = run_ok(Command::new(dist().join("bin/pathprof")).arg("show").arg(&prof)).stdout;
         assert!(String::from_utf8_lossy(&text).starts_with("NOTE: 1 file next to this profile holds runs"), "{mode}");
+        if !matches!(mode, "edge" | "block") {
+            // `decode`, the command users read paths with, names it too.
+            let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["decode", "--json"]).arg(&prof)).stdout;
+            let decoded: Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(decoded["written_apart"].as_array().map(Vec::len), Some(1), "{mode}");
+            let text = run_ok(Command::new(dist().join("bin/pathprof")).arg("decode").arg(&prof)).stdout;
+            assert!(String::from_utf8_lossy(&text).starts_with("NOTE: 1 file next to this profile"), "{mode}");
+        }
     }
 }
 

@@ -11,7 +11,8 @@ use pathprof_core::BlockId;
 use pathprof_format::meta::{FunctionMeta, ModuleMeta};
 use serde::{Serialize, Serializer};
 
-/// The whole output: `{"mode": "path", "functions": [...], "paths": [...], "not_profiled": [...]}`.
+/// The whole output: `{"mode": "path", "functions": [...], "paths": [...], "not_profiled": [...],
+/// "written_apart": [...]}`.
 #[derive(Serialize)]
 pub(crate) struct Report<'a> {
     pub mode: &'static str,
@@ -21,6 +22,8 @@ pub(crate) struct Report<'a> {
     pub paths: Vec<PathReport<'a>>,
     /// Functions of the decoded modules that the pass left uninstrumented: none of their paths is counted.
     pub not_profiled: Vec<NotProfiled<'a>>,
+    /// Files next to the profile holding runs it does not (`files::written_apart`).
+    pub written_apart: Vec<String>,
 }
 
 #[derive(Serialize)]
