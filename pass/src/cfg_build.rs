@@ -79,7 +79,6 @@ pub struct Unsupported(pub String);
 pub struct CallFacts {
     nounwind: u32,
     willreturn: u32,
-    returns_twice: u32,
     /// Functions defined in this module, whose definition is the one that runs, that can neither unwind nor
     /// end the program nor longjmp (transitively): calls to them need no termination edge.
     safe: HashSet<LLVMValueRef>,
@@ -91,7 +90,6 @@ impl CallFacts {
         let mut facts = CallFacts {
             nounwind: ir::attr_kind("nounwind"),
             willreturn: ir::attr_kind("willreturn"),
-            returns_twice: ir::attr_kind("returns_twice"),
             safe: HashSet::new(),
         };
         facts.safe = facts.infer_safe_functions(m);
@@ -188,8 +186,7 @@ impl CallFacts {
 
     /// setjmp-like calls return a second time, re-entering their block.
     pub fn returns_twice(&self, call: LLVMValueRef) -> bool {
-        let callee = ir::called_function(call);
-        self.has(call, callee, self.returns_twice) || callee.is_some_and(ir::is_builtin_setjmp)
+        ir::returns_twice(call)
     }
 }
 

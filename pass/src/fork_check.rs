@@ -97,7 +97,6 @@ pub struct ForkChecks {
     /// TBAA access tag of the generation: a type of its own under clang's "omnipotent char", so stores of
     /// other types do not clobber it.
     tbaa: LLVMValueRef,
-    returns_twice: u32,
     noreturn: u32,
     /// The module's functions whose calls can neither fork nor return from a fork (see the module docs).
     fork_free: HashSet<LLVMValueRef>,
@@ -286,7 +285,6 @@ impl ForkChecks {
                 i64t,
                 gen,
                 record,
-                returns_twice: ir::attr_kind("returns_twice"),
                 noreturn: ir::attr_kind("noreturn"),
                 fork_free: HashSet::new(),
             }
@@ -337,8 +335,7 @@ impl ForkChecks {
         }
         let callee = ir::called_function(call);
         let has = |kind| ir::call_has_attr(call, kind) || callee.is_some_and(|f| ir::fn_has_attr(f, kind));
-        let jumps = callee.is_some_and(|f| ir::is_builtin_setjmp(f) || ir::is_builtin_longjmp(f));
-        if has(self.returns_twice) || has(self.noreturn) || jumps {
+        if ir::returns_twice(call) || has(self.noreturn) || callee.is_some_and(ir::is_builtin_longjmp) {
             return CallKind::Never;
         }
         match callee {

@@ -148,6 +148,32 @@ pub fn intrinsic_id(f: LLVMValueRef) -> u32 {
     unsafe { LLVMGetIntrinsicID(f) }
 }
 
+/// Whether `call` may return a second time (`setjmp` and its kin, `vfork`): marked `returns_twice` at the call
+/// or on its callee, or `__builtin_setjmp`'s intrinsic, which LLVM does not mark ([`is_builtin_setjmp`]).
+pub fn returns_twice(call: LLVMValueRef) -> bool {
+    let kind = attr_kind("returns_twice");
+    let callee = called_function(call);
+    call_has_attr(call, kind) || callee.is_some_and(|f| fn_has_attr(f, kind) || is_builtin_setjmp(f))
+}
+
+/// The direct calls and invokes of `f` in its module (not other uses of it, such as its address taken).
+pub fn calls_of(f: LLVMValueRef) -> Vec<LLVMValueRef> {
+    let mut calls = Vec::new();
+    unsafe {
+        let mut u = LLVMGetFirstUse(f);
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            if matches!(opcode_of_value(user), Some(LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke))
+                && LLVMGetCalledValue(user) == f
+            {
+                calls.push(user);
+            }
+            u = LLVMGetNextUse(u);
+        }
+    }
+    calls
+}
+
 /// Whether intrinsic `f` is lowered to a call of program code: `llvm.coro.resume` and `llvm.coro.destroy`
 /// become indirect calls of a coroutine's resume and destroy functions, which may call anything, exit, throw
 /// or fork. Every other intrinsic runs no program code.
@@ -332,17 +358,10 @@ pub fn mark_instrumented(f: LLVMValueRef, mark: &str) {
         for &k in &kinds {
             LLVMRemoveEnumAttributeAtIndex(f, FUNCTION_INDEX, k);
         }
-        let mut u = LLVMGetFirstUse(f);
-        while !u.is_null() {
-            let user = LLVMGetUser(u);
-            if matches!(opcode_of_value(user), Some(LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke))
-                && LLVMGetCalledValue(user) == f
-            {
-                for &k in &kinds {
-                    LLVMRemoveCallSiteEnumAttribute(user, FUNCTION_INDEX, k);
-                }
+        for call in calls_of(f) {
+            for &k in &kinds {
+                LLVMRemoveCallSiteEnumAttribute(call, FUNCTION_INDEX, k);
             }
-            u = LLVMGetNextUse(u);
         }
     }
 }

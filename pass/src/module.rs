@@ -8,14 +8,13 @@ use crate::ir;
 use crate::names::{INSTRUMENTED_MARK, OWN_SYMBOL_PREFIX};
 use inkwell::llvm_sys::core::{
     LLVMAddAttributeAtIndex, LLVMAddFunction, LLVMBuildCall2, LLVMConstInt, LLVMCreateBuilderInContext,
-    LLVMCreateEnumAttribute, LLVMDisposeBuilder, LLVMFunctionType, LLVMGetFirstUse, LLVMGetLinkage,
-    LLVMGetModuleContext, LLVMGetNamedFunction, LLVMGetNextUse, LLVMGetUser, LLVMGlobalGetValueType,
-    LLVMInt32TypeInContext, LLVMIsAInstruction, LLVMPositionBuilderBefore, LLVMReplaceAllUsesWith,
-    LLVMVoidTypeInContext,
+    LLVMCreateEnumAttribute, LLVMDisposeBuilder, LLVMGetFirstUse, LLVMGetLinkage, LLVMGetModuleContext,
+    LLVMGetNamedFunction, LLVMGlobalGetValueType, LLVMInt32TypeInContext, LLVMPositionBuilderBefore,
+    LLVMReplaceAllUsesWith,
 };
 use inkwell::llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
+use inkwell::llvm_sys::LLVMLinkage;
 use pathprof_format::symbols;
 use std::ffi::CString;
 use std::os::raw::c_void;
@@ -45,32 +44,21 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
 }
 
 /// Puts a call of the runtime's `symbols::IMAGE_END` right before every direct call of a function that ends the
-/// process image without `atexit` handlers (`symbols::IMAGE_ENDERS`: `exec*`, `_exit`, `_Exit`,
-/// `quick_exit`), after everything the mode put there (the arrivals of the activation, promoted counters'
-/// stores): the runtime then writes what `exit` would have. Without it a `fork()`ed child that `exec`s or
-/// `_exit`s loses what it counted, silently. Declarations only, as for the signal functions. Whether anything
-/// changed.
+/// process image without `atexit` handlers (`symbols::IMAGE_ENDERS`: `exec*`, `daemon`, `_exit`, `_Exit`),
+/// after everything the mode put there (the arrivals of the activation, promoted counters' stores): the runtime
+/// then writes what `exit` would have. Without it a `fork()`ed child that `exec`s or `_exit`s loses what it
+/// counted, silently. Declarations only, as for the signal functions. Whether anything changed.
 fn write_before_image_ends(m: LLVMModuleRef) -> bool {
-    let mut calls: Vec<(LLVMValueRef, u32)> = Vec::new();
-    for (libc_name, how) in symbols::IMAGE_ENDERS {
-        let libc_name = CString::new(libc_name).unwrap_or_default();
-        // SAFETY: a valid module and a NUL-terminated name.
-        let f = unsafe { LLVMGetNamedFunction(m, libc_name.as_ptr()) };
-        if f.is_null() || !ir::is_declaration(f) {
-            continue;
-        }
-        // SAFETY: walking the use list of a live function.
-        let mut u = unsafe { LLVMGetFirstUse(f) };
-        while !u.is_null() {
-            let user = unsafe { LLVMGetUser(u) };
-            let is_call = !unsafe { LLVMIsAInstruction(user) }.is_null()
-                && matches!(ir::opcode(user), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke);
-            if is_call && ir::called_function(user) == Some(f) {
-                calls.push((user, how));
-            }
-            u = unsafe { LLVMGetNextUse(u) };
-        }
-    }
+    let calls: Vec<(LLVMValueRef, u32)> = symbols::IMAGE_ENDERS
+        .iter()
+        .filter_map(|&(libc_name, how)| {
+            let libc_name = CString::new(libc_name).unwrap_or_default();
+            // SAFETY: a valid module and a NUL-terminated name.
+            let f = unsafe { LLVMGetNamedFunction(m, libc_name.as_ptr()) };
+            (!f.is_null() && ir::is_declaration(f)).then(|| ir::calls_of(f).into_iter().map(move |c| (c, how)))
+        })
+        .flatten()
+        .collect();
     if calls.is_empty() {
         return false;
     }
@@ -78,15 +66,8 @@ fn write_before_image_ends(m: LLVMModuleRef) -> bool {
     unsafe {
         let ctx = LLVMGetModuleContext(m);
         let i32t = LLVMInt32TypeInContext(ctx);
-        let name = CString::new(symbols::IMAGE_END).unwrap_or_default();
-        let mut runtime = LLVMGetNamedFunction(m, name.as_ptr());
-        if runtime.is_null() {
-            let mut params = [i32t];
-            let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 1, 0);
-            runtime = LLVMAddFunction(m, name.as_ptr(), fty);
-            let nounwind = LLVMCreateEnumAttribute(ctx, ir::attr_kind("nounwind"), 0);
-            LLVMAddAttributeAtIndex(runtime, u32::MAX, nounwind);
-        }
+        let runtime = crate::globals::runtime_function(m, symbols::IMAGE_END, i32t);
+        LLVMAddAttributeAtIndex(runtime, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind("nounwind"), 0));
         let b = LLVMCreateBuilderInContext(ctx);
         for (call, how) in calls {
             LLVMPositionBuilderBefore(b, call);

@@ -301,7 +301,7 @@ impl FunctionGraph {
                         }
                     }
                     LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke => {
-                        if returns_twice(i) {
+                        if ir::returns_twice(i) {
                             return Err("cannot slice a function that calls setjmp (a call that returns twice)".into());
                         }
                         let s = summaries.summarise(i);
@@ -405,13 +405,6 @@ impl FunctionGraph {
         }
         Ok(FunctionGraph { g, inst, vertex, reachable, calls, accessed_alloca })
     }
-}
-
-/// `setjmp` and its kin: control comes back after the call from any later `longjmp`, which no CFG arc shows.
-fn returns_twice(call: LLVMValueRef) -> bool {
-    let kind = ir::attr_kind("returns_twice");
-    let callee = ir::called_function(call);
-    ir::call_has_attr(call, kind) || callee.is_some_and(|f| ir::fn_has_attr(f, kind) || ir::is_builtin_setjmp(f))
 }
 
 fn operand(i: LLVMValueRef, k: u32) -> LLVMValueRef {

@@ -453,15 +453,7 @@ unsafe extern "C" fn fork_child() {
 /// every thread's bits so far, flagged [`END_SIGNAL`] with `sig`. Waits at most 2 s for the lock (a thread in
 /// the middle of a write); never writes twice.
 pub(crate) fn signal_flush(sig: libc::c_int) {
-    let deadline = crate::signals::now_ns().saturating_add(2_000_000_000);
-    while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-        if crate::signals::now_ns() > deadline {
-            return;
-        }
-        // SAFETY: no preconditions.
-        unsafe { libc::sched_yield() };
-    }
-    let mut g = Guard;
+    let Some(mut g) = lock_within_2s() else { return };
     let st = g.state();
     if st.closed || (st.threads.is_null() && st.modules.is_null()) {
         return;
