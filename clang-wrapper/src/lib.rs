@@ -28,7 +28,7 @@
 //! | `--pathprof-path-cache=N` | `PATHPROF_PATH_CACHE=N` |
 //! | `--pathprof-atomic` | `PATHPROF_ATOMIC=1` |
 //! | `--pathprof-fork-checks=0` | `PATHPROF_FORK_CHECKS=0` (no fork re-entry checks: cheaper calls, forked children make in-flight functions inexact) |
-//! | `--pathprof-promote=0` | `PATHPROF_PROMOTE=0` (edge mode: every in-loop counter update goes to memory; see README, counter promotion) |
+//! | `--pathprof-promote=0` | `PATHPROF_PROMOTE=0` (every in-loop counter update goes to memory; `early`: promoted at instrumentation only, not again after inlining; see README, counter promotion) |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
 //! | `--pathprof-slice=FILE:LINE[:VAR]` | `PATHPROF_SLICE=…` (build the executable slice instead of instrumenting) |
 //! | `--pathprof-slice-json=OUT` | `PATHPROF_SLICE_JSON=OUT` (the slice's source lines) |

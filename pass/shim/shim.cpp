@@ -2,6 +2,9 @@
 // (pass/src), every algorithm lives in pathprof-core; this file only adapts LLVM's C++ API.
 #include "llvm/Analysis/BlockFrequencyInfo.h"
 #include "llvm/Analysis/BranchProbabilityInfo.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/LLVMContext.h"
@@ -24,6 +27,8 @@ extern "C" {
 int pathprof_instrument_module(LLVMModuleRef M, void *FAM, int Point);
 // Implemented in Rust: whether the pass works on modules at `Point` in this compile's configuration.
 int pathprof_acts_at(int Point);
+// Implemented in Rust (pass/src/entry.rs): promotion after inlining of one function; nonzero if it changed.
+int pathprof_promote_after_inlining(LLVMValueRef F);
 }
 
 namespace {
@@ -50,6 +55,47 @@ struct PathprofPass : PassInfoMixin<PathprofPass> {
   }
   // Run at -O0 and on optnone functions too: a profiler that silently skips them would be wrong.
   static bool isRequired() { return true; }
+};
+// Counter promotion once more after the inliner moved callees' counter updates into their callers' loops
+// (pass/src/promote.rs `promote_after_inlining`).
+// Whether `P` addresses a module's counter array (`__pathprof_counters`, ThinLTO-renamed copies too), through
+// GEPs and the selects SimplifyCFG makes of a callee's updates.
+bool addressesCounters(const Value *P, int Depth = 0) {
+  P = P->stripPointerCasts();
+  if (const auto *GEP = dyn_cast<GEPOperator>(P))
+    return addressesCounters(GEP->getPointerOperand(), Depth);
+  if (const auto *S = dyn_cast<SelectInst>(P))
+    return Depth < 3 && (addressesCounters(S->getTrueValue(), Depth + 1) ||
+                         addressesCounters(S->getFalseValue(), Depth + 1));
+  if (const auto *G = dyn_cast<GlobalVariable>(P))
+    return G->getName().starts_with("__pathprof_counters");
+  return false;
+}
+
+// Whether a loop of `F` updates a counter: the only functions worth handing to Rust (most have no loop, and
+// the pass runs at every peephole point).
+bool updatesCountersInLoops(Function &F, FunctionAnalysisManager &FAM) {
+  auto &LI = FAM.getResult<LoopAnalysis>(F);
+  for (const Loop *L : LI)
+    for (const BasicBlock *BB : L->blocks())
+      for (const Instruction &I : *BB) {
+        const Value *P = nullptr;
+        if (const auto *S = dyn_cast<StoreInst>(&I))
+          P = S->getPointerOperand();
+        else if (const auto *A = dyn_cast<AtomicRMWInst>(&I))
+          P = A->getPointerOperand();
+        if (P && addressesCounters(P))
+          return true;
+      }
+  return false;
+}
+
+struct PathprofPromotionPass : PassInfoMixin<PathprofPromotionPass> {
+  PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
+    if (F.isDeclaration() || !updatesCountersInLoops(F, FAM))
+      return PreservedAnalyses::all();
+    return pathprof_promote_after_inlining(wrap(&F)) ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  }
 };
 } // namespace
 
@@ -125,6 +171,12 @@ void pathprof_shim_register_callbacks(PassBuilder &PB) {
   // full-LTO pipeline instruments the merged module once (the pass decides from the flag and this argument).
   PB.registerFullLinkTimeOptimizationEarlyEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass(1)); });
+  // Promotion after inlining: the peephole callback runs in the function simplification pipeline right after
+  // the inliner's first clean-up (and again later, when there is nothing left to do), before the loop passes.
+  PB.registerPeepholeEPCallback([](FunctionPassManager &FPM, OptimizationLevel Level) {
+    if (Level != OptimizationLevel::O0)
+      FPM.addPass(PathprofPromotionPass());
+  });
   PB.registerPipelineParsingCallback(
       [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
         if (Name == "pathprof") {
@@ -140,9 +192,24 @@ void pathprof_shim_register_callbacks(PassBuilder &PB) {
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
+#include <vector>
 
 extern "C" {
+// mem2reg on `N` allocas of one function (promotion after inlining, pass/src/promote.rs): the simplification
+// pipeline's SROA has run by then, so the slots would otherwise stay in memory.
+void pathprof_shim_promote_to_registers(LLVMValueRef *Allocas, size_t N) {
+  std::vector<AllocaInst *> Slots;
+  for (size_t I = 0; I < N; ++I)
+    Slots.push_back(unwrap<AllocaInst>(Allocas[I]));
+  if (Slots.empty())
+    return;
+  DominatorTree DT(*Slots.front()->getFunction());
+  PromoteMemToReg(Slots, DT);
+}
+
 // Splits the critical edge `Term`→successor `Succ` with LLVM's own utility, which keeps PHIs right for parallel
 // edges (only this edge's PHI entry moves to the new block). Returns the new block, or null if LLVM refuses.
 LLVMBasicBlockRef pathprof_shim_split_edge(LLVMValueRef Term, unsigned Succ) {

@@ -96,6 +96,25 @@ impl CallFacts {
         facts
     }
 
+    /// What the attributes say, for code that runs in the middle of the optimiser (promotion after inlining),
+    /// where no module scan per function is affordable: LLVM's (`nounwind`, `willreturn`, inferred by then for
+    /// the callees it could) and [`RETURNS`], which [`Self::mark_safe_functions`] left on the module's safe
+    /// functions. LLVM itself never infers `willreturn` for them: their `volatile` counter updates may trap,
+    /// as far as LangRef is concerned.
+    pub fn from_attributes() -> CallFacts {
+        CallFacts { nounwind: ir::attr_kind("nounwind"), willreturn: ir::attr_kind("willreturn"), safe: HashSet::new() }
+    }
+
+    /// Marks every safe function with [`RETURNS`], for [`Self::from_attributes`] later in the pipeline. The
+    /// property survives optimisation: a safe function can only inline safe callees, and its clones are safe.
+    pub fn mark_safe_functions(&self) {
+        for &f in &self.safe {
+            if !ir::fn_has_string_attr(f, RETURNS) {
+                ir::add_string_attr(f, RETURNS);
+            }
+        }
+    }
+
     /// Optimistic fixpoint: every defined function whose definition cannot be replaced at link time (internal,
     /// ODR, or non-interposable) starts safe; a function stops being safe when it contains `resume`, a
     /// `returns_twice` call, an indirect call, or a call that may leave abnormally (to an unsafe function).
@@ -156,7 +175,7 @@ impl CallFacts {
                     || ir::intrinsic_runs_program_code(f)
                     || ir::is_builtin_longjmp(f);
             }
-            if safe.contains(&f) {
+            if safe.contains(&f) || ir::fn_has_string_attr(f, RETURNS) {
                 return false;
             }
         }
@@ -189,6 +208,10 @@ impl CallFacts {
         ir::returns_twice(call)
     }
 }
+
+/// The function attribute that says a function can neither unwind nor end the program nor longjmp
+/// ([`CallFacts::mark_safe_functions`]).
+pub const RETURNS: &str = "pathprof.returns";
 
 /// Why a C++20 coroutine (a function LLVM splits after the pass ran) is left uninstrumented.
 pub const COROUTINE: &str = "a C++20 coroutine: LLVM splits it into ramp, resume and destroy functions after \

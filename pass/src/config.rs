@@ -72,6 +72,9 @@ pub struct Config {
     /// mode; see [`crate::promote`], [`crate::path_mode::PathPlan::promoted`]). Off: every in-loop update goes
     /// to memory, as LLVM's instrumentation without promotion.
     pub promote: bool,
+    /// Promotion again after the inliner put callees' counter updates into the caller's loops (`PATHPROF_PROMOTE`
+    /// `1`, the default; `early` promotes at instrumentation only; see [`crate::promote::promote_after_inlining`]).
+    pub promote_after_inlining: bool,
     /// Context and piecewise modes: which functions add their edge values along a spanning tree's chords
     /// (`PATHPROF_IP_PLACEMENT`, see [`crate::interproc_place`]).
     pub ip_placement: IpPlacement,
@@ -252,9 +255,13 @@ impl Config {
             None => true,
             v => flag("PATHPROF_FORK_CHECKS", v)?,
         };
-        let promote = match get("PATHPROF_PROMOTE").filter(|v| !v.is_empty()) {
-            None => true,
-            v => flag("PATHPROF_PROMOTE", v)?,
+        let (promote, promote_after_inlining) = match get("PATHPROF_PROMOTE").filter(|v| !v.is_empty()) {
+            None => (true, true),
+            Some(v) if v == "early" => (true, false),
+            v => {
+                let on = flag("PATHPROF_PROMOTE", v).map_err(|e| e.replace("0 or 1", "0, 1 or early"))?;
+                (on, on)
+            }
         };
         let ip_placement = match get("PATHPROF_IP_PLACEMENT").as_deref() {
             None | Some("") | Some("dispatch") => IpPlacement::Dispatch,
@@ -305,6 +312,7 @@ impl Config {
             output,
             fork_checks,
             promote,
+            promote_after_inlining,
             ip_placement,
             optimizer_last,
             trace_naive,
@@ -359,6 +367,10 @@ mod tests {
         assert!(cfg(&[("PATHPROF_FORK_CHECKS", "2")]).is_err());
         assert!(cfg(&[]).unwrap().promote);
         assert!(!cfg(&[("PATHPROF_PROMOTE", "0")]).unwrap().promote);
+        assert!(!cfg(&[("PATHPROF_PROMOTE", "0")]).unwrap().promote_after_inlining);
+        assert!(cfg(&[]).unwrap().promote_after_inlining);
+        let early = cfg(&[("PATHPROF_PROMOTE", "early")]).unwrap();
+        assert!(early.promote && !early.promote_after_inlining);
         assert_eq!(cfg(&[]).unwrap().ip_placement, IpPlacement::Dispatch);
         assert_eq!(cfg(&[("PATHPROF_IP_PLACEMENT", "values")]).unwrap().ip_placement, IpPlacement::Values);
         assert_eq!(cfg(&[("PATHPROF_IP_PLACEMENT", "dispatch")]).unwrap().ip_placement, IpPlacement::Dispatch);

@@ -4,10 +4,11 @@ use crate::config::Config;
 use crate::module;
 use crate::shim;
 use crate::use_mode;
-use inkwell::llvm_sys::prelude::LLVMModuleRef;
+use inkwell::llvm_sys::prelude::{LLVMModuleRef, LLVMValueRef};
 use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
 
 /// Where the pipeline runs the pass (the shim's `Point` argument).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +54,20 @@ pub extern "C" fn pathprof_acts_at(point: c_int) -> c_int {
     let point = Point::from_c(point);
     catch_unwind(|| Config::from_env().map_or(point != Point::OptimizerLast, |config| point.acts(&config)))
         .map_or(0, c_int::from)
+}
+
+/// Promotion after inlining of one function ([`crate::promote::promote_after_inlining`]); 1 if it changed.
+/// The configuration is read once per process: the shim calls this for every function, several times.
+#[no_mangle]
+pub extern "C" fn pathprof_promote_after_inlining(f: LLVMValueRef) -> c_int {
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    let enabled = *ENABLED.get_or_init(|| {
+        Config::from_env().is_ok_and(|c| c.promote_after_inlining && c.use_profile.is_none() && c.slice.is_none())
+    });
+    if !enabled {
+        return 0;
+    }
+    catch_unwind(AssertUnwindSafe(|| crate::promote::promote_after_inlining(f) > 0)).map_or(0, c_int::from)
 }
 
 /// Instruments one module; returns 1 if it changed. Configuration errors are reported through clang's

@@ -29,6 +29,7 @@ pub fn instrument(
 ) -> Result<bool, String> {
     let module_name = identity.name.clone();
     let facts = CallFacts::new(m);
+    facts.mark_safe_functions();
     let mode = if config.mode == Mode::Piecewise { IpMode::Piecewise } else { IpMode::Context };
     let mut not_admitted = Vec::new();
     let plan = interproc_plan::plan(candidates, &facts, mode, config.path_budget, &mut not_admitted)?;

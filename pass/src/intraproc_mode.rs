@@ -93,6 +93,7 @@ pub fn instrument(
         _ => None,
     };
     let facts = CallFacts::new(m);
+    facts.mark_safe_functions();
     let module_name = identity.name.clone();
     let mut stats = Stats::default();
     let mut planned = Vec::new();

@@ -14,23 +14,57 @@
 //! changes is *when* the counter in memory catches up: a dump by another thread (the interval timer) sees a loop
 //! that is running in this one up to its last exit, as it sees none of that loop's in-flight paths in path mode.
 //! Functions compiled without optimisation (`optnone`) and functions that call `setjmp` are left alone.
+//!
+//! [`promote_after_inlining`] does it once more in the optimiser, after the inliner moved callees' updates into
+//! their callers' loops, with what the IR says by then (and the same guarantee).
 
 use crate::cfg_build::{self, CallFacts, FunctionGraph};
 use crate::emit::Counters;
 use crate::{ir, shim};
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMAtomicRMWBinOp, LLVMOpcode};
+use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMOpcode};
 use pathprof_core::promotion::promotion_regions;
 use pathprof_core::EdgeKind;
-use std::collections::HashMap;
+use pathprof_format::symbols;
+use std::collections::{HashMap, HashSet};
 
 /// One counter update the emitter wrote inside a region.
-enum Update {
-    /// `%v = load P; %n = add %v, d; store %n, P` — retargeted to the slot in place.
-    Plain { load: LLVMValueRef, store: LLVMValueRef },
+struct Update {
+    /// Which counter it adds to.
+    address: Address,
+    /// How the update is written.
+    shape: Shape,
+}
+
+/// The shape of an update.
+enum Shape {
+    /// `%v = load P; %n = add %v, d; store %n, P`.
+    Plain { load: LLVMValueRef, add: LLVMValueRef, store: LLVMValueRef },
     /// `atomicrmw add P, d` — replaced by a plain update of the (thread-private) slot.
     Atomic { rmw: LLVMValueRef },
+}
+
+/// Where an update adds: one counter, or one of several that `select`s choose between. SimplifyCFG merges the
+/// updates of a callee's two counters into one update through a selected address (`if (c) return a; return
+/// b;`) long before the callee is inlined into a loop; such an update becomes a register add per counter, each
+/// of the delta or 0.
+enum Address {
+    Counter(LLVMValueRef),
+    Select { condition: LLVMValueRef, then: Box<Address>, otherwise: Box<Address> },
+}
+
+impl Address {
+    /// The counters it may add to, in order.
+    fn counters(&self, out: &mut Vec<LLVMValueRef>) {
+        match self {
+            Address::Counter(a) => out.push(*a),
+            Address::Select { then, otherwise, .. } => {
+                then.counters(out);
+                otherwise.counters(out);
+            }
+        }
+    }
 }
 
 /// Promotes the in-loop updates of `f` (already instrumented) to the counters of `counters`; returns how many
@@ -43,36 +77,115 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
     if !eligible(f, &graph) {
         return 0;
     }
+    let global = counters.global();
+    let target = Target {
+        is_counter: &|g| g == global,
+        after_inlining: false,
+        flush: &|at, address, count, _atomic| counters.add_value_at(at, address, count),
+    };
+    promote_regions(f, &graph, &target).0
+}
+
+/// Promotion after inlining: the inliner puts a callee's counter updates — `volatile` ones too, outside any
+/// loop of the callee — into the caller's loops, where the promotion at instrumentation time never saw them
+/// (the callee was instrumented on its own). LLVM's instrumentation inlines small functions before it
+/// instruments, for the same reason; pathprof keeps instrumenting the front end's CFG and promotes once more
+/// here, in the function simplification pipeline after the inliner (the shim's peephole callback, before the
+/// loop passes, so that loops that only count still fold and vectorise).
+///
+/// The same regions as at instrumentation, with what the IR says now: a call may leave abnormally unless
+/// LLVM's attributes (inferred by now for the module's functions) say it returns and does not unwind
+/// ([`CallFacts::from_attributes`]); pathprof's own runtime calls never say so. Any function's updates of any
+/// module's counter array (`__pathprof_counters`, ThinLTO-renamed copies included) are taken, at constant
+/// addresses only; slots become registers through LLVM's mem2reg. Returns the updates promoted.
+pub fn promote_after_inlining(f: LLVMValueRef) -> usize {
+    // The shim calls this only for functions with a counter update in a loop.
+    if ir::fn_has_attr(f, ir::attr_kind("optnone")) {
+        return 0;
+    }
+    let facts = CallFacts::from_attributes();
+    let Ok(graph) = cfg_build::build(f, &facts) else { return 0 };
+    if !eligible(f, &graph) {
+        return 0;
+    }
+    let ctx = unsafe { LLVMGetModuleContext(LLVMGetGlobalParent(f)) };
+    let builder = unsafe { LLVMCreateBuilderInContext(ctx) };
+    let flush = |at: LLVMValueRef, address: LLVMValueRef, count: LLVMValueRef, atomic: bool| unsafe {
+        LLVMPositionBuilderBefore(builder, at);
+        if atomic {
+            LLVMBuildAtomicRMW(
+                builder,
+                LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                address,
+                count,
+                LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            );
+        } else {
+            let old = LLVMBuildLoad2(builder, LLVMTypeOf(count), address, c"pathprof.count".as_ptr());
+            LLVMSetAlignment(old, 8);
+            let new = LLVMBuildAdd(builder, old, count, c"pathprof.count.next".as_ptr());
+            LLVMSetAlignment(LLVMBuildStore(builder, new, address), 8);
+        }
+    };
+    let target = Target { is_counter: &is_counter_array, after_inlining: true, flush: &flush };
+    let (promoted, mut slots) = promote_regions(f, &graph, &target);
+    unsafe {
+        LLVMDisposeBuilder(builder);
+        if !slots.is_empty() {
+            shim::pathprof_shim_promote_to_registers(slots.as_mut_ptr(), slots.len());
+        }
+    }
+    promoted
+}
+
+/// What [`promote_regions`] promotes and how the counts go back.
+struct Target<'a> {
+    /// Whether a global is a counter array whose updates are promoted.
+    is_counter: &'a dyn Fn(LLVMValueRef) -> bool,
+    /// Whether `volatile` updates are taken too (after inlining: the volatile ones are a callee's updates outside
+    /// its loops, volatile only to spare the optimiser work).
+    after_inlining: bool,
+    /// `*address += count` before `at`; `atomic`: the updates were `atomicrmw`.
+    flush: &'a dyn Fn(LLVMValueRef, LLVMValueRef, LLVMValueRef, bool),
+}
+
+/// Moves the counter updates `target` names inside `graph`'s promotion regions into slots (`alloca`s in the entry
+/// block) and flushes the slots on every region exit. Returns the number of updates moved and the slots.
+fn promote_regions(f: LLVMValueRef, graph: &FunctionGraph, target: &Target) -> (usize, Vec<LLVMValueRef>) {
     let cfg = &graph.cfg;
     let adj = cfg.adjacency();
-    let blocked = blocked_blocks(&graph);
+    let blocked = blocked_blocks(graph);
     let ctx = unsafe { LLVMGetModuleContext(LLVMGetGlobalParent(f)) };
     let i64t = unsafe { LLVMInt64TypeInContext(ctx) };
     let builder = unsafe { LLVMCreateBuilderInContext(ctx) };
     let entry = ir::blocks(f)[0];
     let mut promoted = 0;
+    let mut all_slots = Vec::new();
     for region in promotion_regions(cfg, &blocked) {
         // Counters in order of their first update in the region (not by address: pointer values differ from
         // one compile to the next, and the slots' order is the order of their flushes in the IR).
-        let mut by_counter: Vec<(LLVMValueRef, Vec<Update>)> = Vec::new();
-        let mut index_of: HashMap<LLVMValueRef, usize> = HashMap::new();
-        for &b in &region.blocks {
-            for inst in ir::instructions(graph.blocks[b.index()]) {
-                if let Some((address, update)) = counter_update(inst, counters.global()) {
-                    let i = *index_of.entry(address).or_insert_with(|| {
-                        by_counter.push((address, Vec::new()));
-                        by_counter.len() - 1
-                    });
-                    by_counter[i].1.push(update);
-                }
-            }
-        }
-        if by_counter.is_empty() {
+        let instructions: Vec<LLVMValueRef> =
+            region.blocks.iter().flat_map(|&b| ir::instructions(graph.blocks[b.index()])).collect();
+        let updates = sole_accessors(
+            instructions.iter().filter_map(|&i| counter_update(i, target)).collect(),
+            &instructions,
+            target,
+        );
+        if updates.is_empty() {
             continue;
         }
+        let mut counters = Vec::new();
+        for u in &updates {
+            u.address.counters(&mut counters);
+        }
         let zero = unsafe { LLVMConstInt(i64t, 0, 0) };
-        let mut slots = Vec::new();
-        for (address, updates) in by_counter {
+        let mut slots: Vec<(LLVMValueRef, LLVMValueRef, bool)> = Vec::new();
+        let mut slot_of: HashMap<LLVMValueRef, usize> = HashMap::new();
+        for address in counters {
+            if slot_of.contains_key(&address) {
+                continue;
+            }
             let slot = unsafe {
                 LLVMPositionBuilderBefore(builder, LLVMGetFirstInstruction(entry));
                 let slot = LLVMBuildAlloca(builder, i64t, c"pathprof.promoted".as_ptr());
@@ -81,24 +194,50 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
                 LLVMSetAlignment(init, 8);
                 slot
             };
-            for u in updates {
-                promoted += 1;
-                match u {
-                    Update::Plain { load, store } => unsafe {
-                        LLVMSetOperand(load, 0, slot);
-                        LLVMSetOperand(store, 1, slot);
-                    },
-                    Update::Atomic { rmw } => unsafe {
-                        LLVMPositionBuilderBefore(builder, rmw);
+            slot_of.insert(address, slots.len());
+            slots.push((address, slot, false));
+        }
+        for u in updates {
+            promoted += 1;
+            match (&u.address, &u.shape) {
+                // The emitter's own shape: retargeted in place.
+                (&Address::Counter(address), &Shape::Plain { load, store, .. }) => unsafe {
+                    let slot = slots[slot_of[&address]].1;
+                    LLVMSetOperand(load, 0, slot);
+                    LLVMSetOperand(store, 1, slot);
+                    LLVMSetVolatile(load, 0);
+                    LLVMSetVolatile(store, 0);
+                },
+                (address, shape) => unsafe {
+                    let (at, delta, dead) = match *shape {
+                        Shape::Plain { load, add, store } => {
+                            let delta = LLVMGetOperand(add, if LLVMGetOperand(add, 0) == load { 1 } else { 0 });
+                            (store, delta, vec![store, add, load])
+                        }
+                        Shape::Atomic { rmw } => (rmw, LLVMGetOperand(rmw, 1), vec![rmw]),
+                    };
+                    if matches!(shape, Shape::Atomic { .. }) {
+                        let mut leaves = Vec::new();
+                        address.counters(&mut leaves);
+                        for a in leaves {
+                            slots[slot_of[&a]].2 = true;
+                        }
+                    }
+                    LLVMPositionBuilderBefore(builder, at);
+                    let mut adds = Vec::new();
+                    spread(builder, address, delta, &mut adds);
+                    for (a, d) in adds {
+                        let slot = slots[slot_of[&a]].1;
                         let old = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.count".as_ptr());
                         LLVMSetAlignment(old, 8);
-                        let new = LLVMBuildAdd(builder, old, LLVMGetOperand(rmw, 1), c"pathprof.count.next".as_ptr());
+                        let new = LLVMBuildAdd(builder, old, d, c"pathprof.count.next".as_ptr());
                         LLVMSetAlignment(LLVMBuildStore(builder, new, slot), 8);
-                        LLVMInstructionEraseFromParent(rmw);
-                    },
-                }
+                    }
+                    for i in dead {
+                        LLVMInstructionEraseFromParent(i);
+                    }
+                },
             }
-            slots.push((address, slot));
         }
         for &e in &region.exits {
             let edge = cfg.edge(e);
@@ -129,21 +268,28 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
                 _ => ir::source_end_insertion_point(from),
             };
             let at = at.expect("an exit has an insertion point");
-            for &(address, slot) in &slots {
+            for &(address, slot, atomic) in &slots {
                 // `counters[P] += slot; slot = 0`.
                 unsafe {
                     LLVMPositionBuilderBefore(builder, at);
                     let count = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.promoted.count".as_ptr());
                     LLVMSetAlignment(count, 8);
-                    counters.add_value_at(at, address, count);
+                    (target.flush)(at, address, count, atomic);
                     LLVMPositionBuilderBefore(builder, at);
                     LLVMSetAlignment(LLVMBuildStore(builder, zero, slot), 8);
                 }
             }
         }
+        all_slots.extend(slots.iter().map(|&(_, slot, _)| slot));
     }
     unsafe { LLVMDisposeBuilder(builder) };
-    promoted
+    (promoted, all_slots)
+}
+
+/// Whether `g` is a module's counter array, under any name ThinLTO gives it (`__pathprof_counters.llvm.N`).
+fn is_counter_array(g: LLVMValueRef) -> bool {
+    let is_global = unsafe { !LLVMIsAGlobalVariable(g).is_null() };
+    is_global && ir::name(g).starts_with(symbols::COUNTERS)
 }
 
 /// Whether promotion may touch `f` at all: not in functions compiled without optimisation (nothing would turn
@@ -169,59 +315,202 @@ pub fn blocked_blocks(graph: &FunctionGraph) -> Vec<bool> {
         .collect()
 }
 
-/// The counter address and shape of `inst` if it is an update the emitter wrote: the store of a plain update
-/// (whose load of the same constant address feeds the add), or an `atomicrmw add`. Volatile updates are not
-/// the emitter's in-loop ones and are left alone.
-fn counter_update(inst: LLVMValueRef, counters: LLVMValueRef) -> Option<(LLVMValueRef, Update)> {
+/// The updates of counters that nothing else in the region touches. After the optimiser has run, a counter's
+/// value may also be read elsewhere: GVN forwards an update's stored value to a later load of the counter (the
+/// flush of an earlier promotion, say), and that reader then takes the counter as it was at that update. Moving
+/// the counter's other updates into a slot would make that value stale and the reader's store would drop their
+/// counts. So a counter is promoted only when every access to it in the region (through any address that may
+/// be it) belongs to an update whose values feed nothing else.
+fn sole_accessors(updates: Vec<Update>, region: &[LLVMValueRef], target: &Target) -> Vec<Update> {
+    let mut own: HashSet<LLVMValueRef> = HashSet::new();
+    for u in &updates {
+        match u.shape {
+            Shape::Plain { load, store, .. } => own.extend([load, store]),
+            Shape::Atomic { rmw } => {
+                own.insert(rmw);
+            }
+        }
+    }
+    let mut touched_otherwise: Vec<LLVMValueRef> = Vec::new();
+    for &inst in region {
+        let pointer = unsafe {
+            match ir::opcode(inst) {
+                LLVMOpcode::LLVMLoad => LLVMGetOperand(inst, 0),
+                LLVMOpcode::LLVMStore => LLVMGetOperand(inst, 1),
+                LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => LLVMGetOperand(inst, 0),
+                _ => continue,
+            }
+        };
+        if own.contains(&inst) || self_contained(inst) {
+            continue;
+        }
+        match address_of(pointer, target, 0) {
+            Some(address) => address.counters(&mut touched_otherwise),
+            // An access at a run-time address that is not a self-contained update may read any counter.
+            None if based_on_counters(pointer, target) => return Vec::new(),
+            None => {}
+        }
+    }
+    updates
+        .into_iter()
+        .filter(|u| {
+            let mut counters = Vec::new();
+            u.address.counters(&mut counters);
+            counters.iter().all(|c| !touched_otherwise.contains(c))
+        })
+        .collect()
+}
+
+/// Whether `inst` is part of an update whose values feed nothing else: the load or store of `load; add; store`
+/// at one address in one block, or an `atomicrmw` whose result is unused. Path mode's `count[r]++` at a
+/// run-time address is such an update wherever the emitter wrote it.
+fn self_contained(inst: LLVMValueRef) -> bool {
+    unsafe {
+        match ir::opcode(inst) {
+            LLVMOpcode::LLVMAtomicRMW => LLVMGetFirstUse(inst).is_null(),
+            LLVMOpcode::LLVMStore => plain_update_load(inst).is_some(),
+            LLVMOpcode::LLVMLoad => {
+                let u = LLVMGetFirstUse(inst);
+                if u.is_null() || !LLVMGetNextUse(u).is_null() {
+                    return false;
+                }
+                let add = LLVMGetUser(u);
+                let v = LLVMGetFirstUse(add);
+                if ir::opcode(add) != LLVMOpcode::LLVMAdd || v.is_null() || !LLVMGetNextUse(v).is_null() {
+                    return false;
+                }
+                let store = LLVMGetUser(v);
+                !LLVMIsAStoreInst(store).is_null() && plain_update_load(store) == Some(inst)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The load of the plain update `store` completes (`%v = load P; %n = add %v, d; store %n, P`, one block, the
+/// load feeding only the add and the add only the store), whatever `P` is.
+fn plain_update_load(store: LLVMValueRef) -> Option<LLVMValueRef> {
+    unsafe {
+        let pointer = LLVMGetOperand(store, 1);
+        let value = LLVMGetOperand(store, 0);
+        if LLVMIsAInstruction(value).is_null() || ir::opcode(value) != LLVMOpcode::LLVMAdd {
+            return None;
+        }
+        let is_own_load = |load: LLVMValueRef| {
+            !LLVMIsAInstruction(load).is_null()
+                && ir::opcode(load) == LLVMOpcode::LLVMLoad
+                && LLVMGetOperand(load, 0) == pointer
+                && LLVMGetInstructionParent(load) == LLVMGetInstructionParent(store)
+        };
+        let sole_use = |v: LLVMValueRef| {
+            let u = LLVMGetFirstUse(v);
+            !u.is_null() && LLVMGetNextUse(u).is_null()
+        };
+        let load = [0, 1].map(|i| LLVMGetOperand(value, i)).into_iter().find(|&l| is_own_load(l))?;
+        (sole_use(load) && sole_use(value)).then_some(load)
+    }
+}
+
+/// Whether `pointer` is computed from a counter array (a GEP chain at any index).
+fn based_on_counters(pointer: LLVMValueRef, target: &Target) -> bool {
+    let mut p = pointer;
+    for _ in 0..8 {
+        unsafe {
+            if !LLVMIsAGlobalVariable(p).is_null() {
+                return (target.is_counter)(p);
+            }
+            let is_gep = !LLVMIsAGetElementPtrInst(p).is_null()
+                || (!LLVMIsAConstantExpr(p).is_null() && LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr);
+            if !is_gep {
+                return false;
+            }
+            p = LLVMGetOperand(p, 0);
+        }
+    }
+    false
+}
+
+/// The per-counter deltas of an update of `delta` at `address`, built at the builder's position: a `select`
+/// hands the delta to the counter it chose and 0 to the other.
+unsafe fn spread(
+    builder: LLVMBuilderRef,
+    address: &Address,
+    delta: LLVMValueRef,
+    out: &mut Vec<(LLVMValueRef, LLVMValueRef)>,
+) {
+    match address {
+        Address::Counter(a) => out.push((*a, delta)),
+        Address::Select { condition, then, otherwise } => {
+            let zero = LLVMConstNull(LLVMTypeOf(delta));
+            let (t, o) = (
+                LLVMBuildSelect(builder, *condition, delta, zero, c"pathprof.delta".as_ptr()),
+                LLVMBuildSelect(builder, *condition, zero, delta, c"pathprof.delta".as_ptr()),
+            );
+            spread(builder, then, t, out);
+            spread(builder, otherwise, o, out);
+        }
+    }
+}
+
+/// The update `inst` is if the emitter wrote it: the store of a plain update (whose load of the same address
+/// feeds the add), or an `atomicrmw add`. Volatile updates are the emitter's updates outside loops, taken only
+/// when `target` says so.
+fn counter_update(inst: LLVMValueRef, target: &Target) -> Option<Update> {
     unsafe {
         match ir::opcode(inst) {
             LLVMOpcode::LLVMStore => {
-                let address = LLVMGetOperand(inst, 1);
-                let value = LLVMGetOperand(inst, 0);
-                if ir::is_volatile(inst) || !addresses(address, counters) || LLVMIsAInstruction(value).is_null() {
+                let volatile_ok = |i: LLVMValueRef| target.after_inlining || !ir::is_volatile(i);
+                let load = plain_update_load(inst)?;
+                if !volatile_ok(inst) || !volatile_ok(load) {
                     return None;
                 }
-                if ir::opcode(value) != LLVMOpcode::LLVMAdd {
-                    return None;
-                }
-                let load = LLVMGetOperand(value, 0);
-                let is_own_load = !LLVMIsAInstruction(load).is_null()
-                    && ir::opcode(load) == LLVMOpcode::LLVMLoad
-                    && LLVMGetOperand(load, 0) == address
-                    && !ir::is_volatile(load)
-                    && LLVMGetInstructionParent(load) == LLVMGetInstructionParent(inst);
-                // The load's value must feed nothing but this add, and the add nothing but the store.
-                let sole_use = |v: LLVMValueRef| {
-                    let u = LLVMGetFirstUse(v);
-                    !u.is_null() && LLVMGetNextUse(u).is_null()
-                };
-                (is_own_load && sole_use(load) && sole_use(value))
-                    .then_some((address, Update::Plain { load, store: inst }))
+                let address = address_of(LLVMGetOperand(inst, 1), target, 0)?;
+                Some(Update { address, shape: Shape::Plain { load, add: LLVMGetOperand(inst, 0), store: inst } })
             }
             LLVMOpcode::LLVMAtomicRMW => {
-                let address = LLVMGetOperand(inst, 0);
                 let is_add = LLVMGetAtomicRMWBinOp(inst) == LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd;
-                (is_add && addresses(address, counters) && LLVMGetFirstUse(inst).is_null())
-                    .then_some((address, Update::Atomic { rmw: inst }))
+                if !is_add || !LLVMGetFirstUse(inst).is_null() {
+                    return None;
+                }
+                let address = address_of(LLVMGetOperand(inst, 0), target, 0)?;
+                Some(Update { address, shape: Shape::Atomic { rmw: inst } })
             }
             _ => None,
         }
     }
 }
 
-/// `address` is `counters`, a constant GEP into it, or a GEP into it computed in the function's entry block
-/// (which no loop contains, so the address is the same throughout every region: the interprocedural modes'
-/// slots `pathNumOnEntry + c`, see [`crate::interproc_emit`]).
-fn addresses(address: LLVMValueRef, counters: LLVMValueRef) -> bool {
+/// `pointer` as an [`Address`]: a counter, or `select`s between counters (at most three deep) — only where
+/// `target` takes a callee's updates (after inlining); the emitter itself never selects addresses.
+fn address_of(pointer: LLVMValueRef, target: &Target, depth: u32) -> Option<Address> {
+    if addresses(pointer, target) {
+        return Some(Address::Counter(pointer));
+    }
+    let is_select = unsafe { !LLVMIsASelectInst(pointer).is_null() };
+    if !target.after_inlining || !is_select || depth >= 3 {
+        return None;
+    }
+    let operand = |i| unsafe { LLVMGetOperand(pointer, i) };
+    Some(Address::Select {
+        condition: operand(0),
+        then: Box::new(address_of(operand(1), target, depth + 1)?),
+        otherwise: Box::new(address_of(operand(2), target, depth + 1)?),
+    })
+}
+
+/// `address` is a counter array of `target`, a constant GEP into one, or a GEP into one computed in the
+/// function's entry block (which no loop contains, so the address is the same throughout every region: the
+/// interprocedural modes' slots `pathNumOnEntry + c`, see [`crate::interproc_emit`]).
+fn addresses(address: LLVMValueRef, target: &Target) -> bool {
     unsafe {
-        if address == counters {
-            return true;
+        if !LLVMIsAGlobalVariable(address).is_null() {
+            return (target.is_counter)(address);
         }
         if !LLVMIsAConstantExpr(address).is_null() {
             return LLVMGetConstOpcode(address) == LLVMOpcode::LLVMGetElementPtr
-                && LLVMGetOperand(address, 0) == counters;
+                && (target.is_counter)(LLVMGetOperand(address, 0));
         }
-        if LLVMIsAGetElementPtrInst(address).is_null() || LLVMGetOperand(address, 0) != counters {
+        if LLVMIsAGetElementPtrInst(address).is_null() || !(target.is_counter)(LLVMGetOperand(address, 0)) {
             return false;
         }
         let block = LLVMGetInstructionParent(address);

@@ -14,6 +14,8 @@ extern "C" {
     pub fn pathprof_shim_emit_error(m: LLVMModuleRef, msg: *const c_char);
     /// Drops an `indirectbr`'s repeated destinations (first occurrences kept, in order); returns how many.
     pub fn pathprof_shim_drop_repeated_destinations(term: LLVMValueRef) -> u32;
+    /// Turns `allocas` (of one function, used only by plain loads and stores) into SSA values: LLVM's mem2reg.
+    pub fn pathprof_shim_promote_to_registers(allocas: *mut LLVMValueRef, n: usize);
     /// Splits a critical edge with LLVM's `SplitCriticalEdge`.
     pub fn pathprof_shim_split_edge(term: LLVMValueRef, succ: u32) -> LLVMBasicBlockRef;
     /// Splits the block of `inst` right after it; returns the new block.

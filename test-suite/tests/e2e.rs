@@ -121,6 +121,12 @@ fn loops_that_only_count() {
     check_program("count_nest", &["count_nest.c"], &[]);
 }
 
+/// Loops whose counts come from inlined callees, ended by longjmp and exit() from inside, hand-derived.
+#[test]
+fn loops_through_inlined_callees() {
+    check_program("inlined_loops", &["inlined_loops.c"], &[]);
+}
+
 #[test]
 fn loops_with_one_or_two_paths_per_iteration() {
     check_program("loop_paths", &["loop_paths.c"], &[]);
@@ -201,6 +207,35 @@ fn promoted_counters_let_a_counting_nest_fold() {
     }
 }
 
+/// Promotion after inlining: a nest that counts only through an inlined callee (`one_more` in
+/// `inlined_loops.c`) folds to closed form in edge mode, as the plain build's does (second method: plain clang-19
+/// -O2 has no loop left in `nest`). Promoted at instrumentation only (`PATHPROF_PROMOTE=early`), the callee's
+/// update lands in the innermost loop after inlining and keeps all three loops.
+#[test]
+fn promotion_after_inlining_lets_a_nest_through_a_callee_fold() {
+    let src = programs().join("inlined_loops.c");
+    let dir = scratch("promote-inlined-ir");
+    let plain = dir.join("plain.ll");
+    run_ok(Command::new("clang-19").args(["-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&plain));
+    assert_eq!(back_edges(&plain, "nest"), 0, "plain clang-19 folds the nest");
+    for (promote, atomic) in [("1", false), ("1", true), ("early", false)] {
+        let ll = dir.join(format!("edge-{promote}-{atomic}.ll"));
+        let mut cc = wrapper(false);
+        cc.args(["--pathprof-mode=edge", "-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&ll);
+        cc.env("PATHPROF_PROMOTE", promote);
+        if atomic {
+            cc.arg("--pathprof-atomic");
+        }
+        run_ok(&mut cc);
+        let loops = back_edges(&ll, "nest");
+        if promote == "1" {
+            assert_eq!(loops, 0, "atomic={atomic}: promoted after inlining, the nest folds");
+        } else {
+            assert!(loops >= 3, "promoted early only, the inlined update keeps the three loops ({loops})");
+        }
+    }
+}
+
 /// Edge mode keeps counters off the edges from a self-recursive call to the `ret` (`pass/src/weights.rs`), so
 /// LLVM's tail-recursion elimination turns `fib(n - 1) + fib(n - 2)` into a call and a loop as in the plain
 /// build (second method: plain clang-19 -O2 keeps exactly one recursive call).
@@ -237,7 +272,7 @@ fn paths_of(profile: &std::path::Path) -> Vec<(String, String, String)> {
 fn promoted_counts_equal_unpromoted_counts() {
     let shapes: Vec<_> = single_source_programs(SHAPE_PROGRAMS)
         .into_iter()
-        .chain(single_source_programs("count_nest.c loop_paths.c"))
+        .chain(single_source_programs("count_nest.c loop_paths.c inlined_loops.c"))
         .collect();
     for mode in ["edge", "path", "context", "piecewise"] {
         for (name, srcs) in &shapes {
