@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Promotion after inlining, measured on its own (issue 18: "show each lever's effect separately").
+
+    python3 bench/promotion.py [--workloads LIST] [--modes edge,path,...] [--out BASE]
+
+Builds run.py's programs and kernels with LLVM IR PGO and with pathprof in each mode twice — promotion at
+instrumentation only (`--pathprof-promote=early`, the behaviour before promotion after inlining) and the
+default (also after inlining) — checks that both builds of a mode write the same profile counts (`pathprof show
+--json`: every function's edge and path counts, for the deterministic workloads), and counts each run's
+executed instructions with callgrind on analyze.py's small inputs. Results: bench/results/promotion.{md,json}
+(or --out BASE). Exact instruction counts, not times: the shared machine spreads wall times by more than the
+effect.
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as B  # noqa: E402
+import analyze as A  # noqa: E402
+
+OUT = B.WORK / "promotion"
+MODES = ["edge", "path", "context", "piecewise", "edge-atomic", "path-atomic"]
+
+
+def variant_name(mode, promote):
+    return f"pp-{mode}-{promote}"
+
+
+def add_variants(modes):
+    """Registers the A/B variants with run.py's builder (its build cache then keeps them apart)."""
+    names = []
+    for mode in modes:
+        base, _, atomic = mode.partition("-")
+        for promote in ["early", "1"]:
+            flags = [f"--pathprof-mode={base}", f"--pathprof-promote={promote}"]
+            if atomic:
+                flags.append("--pathprof-atomic")
+            v = (variant_name(mode, promote), str(B.PPCLANG), flags, "pathprof")
+            B.VARIANTS.append(v)
+            B.VARIANT[v[0]] = v
+            names.append(v[0])
+    return names
+
+
+def counts(binary, args, profile):
+    """Every function's counts in one run's profile, as `pathprof show --json` gives them."""
+    Path(profile).unlink(missing_ok=True)
+    env = dict(os.environ, PATHPROF_FILE=str(profile))
+    subprocess.run([str(binary), *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    shown = json.loads(subprocess.run([str(B.PATHPROF), "show", "--json", str(profile)], capture_output=True,
+                                      text=True, check=True).stdout)
+    def without_outputs(v):  # the object file's path names the variant's build directory
+        if isinstance(v, dict):
+            return {k: without_outputs(x) for k, x in v.items() if k != "module_output"}
+        return [without_outputs(x) for x in v] if isinstance(v, list) else v
+    return json.dumps(without_outputs(shown), sort_keys=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default="kernels,programs")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--out", default=str(B.BENCH / "results" / "promotion"))
+    args = ap.parse_args()
+    modes = args.modes.split(",")
+    selected = [w[0] for w in B.select_workloads(args.workloads)]
+    OUT.mkdir(parents=True, exist_ok=True)
+    A.OUT = OUT
+    OUT.joinpath("analysis").mkdir(exist_ok=True)
+    variants = ["llvm-ir-pgo", "llvm-ir-pgo-atomic"] + add_variants(modes)
+    progs_all = B.programs(B.sources())
+    if set(selected) & set(B.PROGRAM_WORKLOADS):
+        # analyze.py's tiny inputs come from the 4 MiB one, compressed by the baseline bzip2.
+        B.ensure_input(B.WORK / "inputs" / "mixed-4MiB.dat", 4 << 20)
+        B.build_all({"bzip2": progs_all["bzip2"]}, ["baseline"])
+    work = A.callgrind_workloads(selected)
+    progs = {p: progs_all[p] for p in sorted({w[1] for w in work})}
+    B.log(f"== building {len(progs)} programs x {len(variants)} variants")
+    builds = B.build_all(progs, variants)
+
+    # The same counts with and without promotion after inlining (deterministic single-threaded runs).
+    B.log("== checking that promotion after inlining leaves every count unchanged")
+    same = {}
+    for name, prog, wargs in work:
+        if name.startswith("kernels-mt"):
+            continue
+        for mode in modes:
+            a, b = (builds[(prog, variant_name(mode, p))]["binary"] for p in ["early", "1"])
+            ca = counts(a, wargs, OUT / f"{name}.{mode}.early.pathprof")
+            cb = counts(b, wargs, OUT / f"{name}.{mode}.1.pathprof")
+            same[f"{name} {mode}"] = ca == cb
+            if ca != cb:
+                B.log(f"  COUNTS DIFFER: {name} {mode}")
+    res = A.run_callgrind(selected, variants)
+    R = dict(machine=B.machine(), modes=modes, callgrind=res, same_counts=same)
+    Path(args.out).with_suffix(".json").write_text(json.dumps(R, indent=1))
+    Path(args.out).with_suffix(".md").write_text(markdown(R))
+    print(markdown(R))
+    if not all(same.values()):
+        raise SystemExit("promotion after inlining changed counts")
+
+
+def markdown(R):
+    modes = R["modes"]
+    L = ["# Promotion after inlining: instructions (callgrind), pathprof ÷ LLVM IR PGO", "",
+         f"Commit {R['machine'].get('commit', '?')}. Each cell: promotion at instrumentation only → also after "
+         "inlining (the default). Atomic modes against IR PGO's atomic build.", "",
+         "| workload | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
+    geo = {m: ([], []) for m in modes}
+    for name, r in R["callgrind"].items():
+        cells = []
+        for m in modes:
+            ref = r["llvm-ir-pgo-atomic" if m.endswith("atomic") else "llvm-ir-pgo"]["total"]
+            e, d = (r[variant_name(m, p)]["total"] / ref for p in ["early", "1"])
+            geo[m][0].append(e)
+            geo[m][1].append(d)
+            cells.append(f"{e:.3f} → {d:.3f}")
+        L.append(f"| {name} | " + " | ".join(cells) + " |")
+    L.append("| **geomean** | " + " | ".join(f"**{B.geomean(geo[m][0]):.3f} → {B.geomean(geo[m][1]):.3f}**"
+                                             for m in modes) + " |")
+    differ = [k for k, v in R["same_counts"].items() if not v]
+    L += ["", f"Counts compared (every function of every deterministic run, both builds of each mode): "
+          f"{len(R['same_counts'])} runs, {'all equal' if not differ else 'DIFFERENT: ' + ', '.join(differ)}."]
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    main()
