@@ -4,6 +4,7 @@
 #include "llvm/Analysis/BranchProbabilityInfo.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Operator.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/Function.h"
@@ -58,41 +59,84 @@ struct PathprofPass : PassInfoMixin<PathprofPass> {
 };
 // Counter promotion once more after the inliner moved callees' counter updates into their callers' loops
 // (pass/src/promote.rs `promote_after_inlining`).
-// Whether `P` addresses a module's counter array (`__pathprof_counters`, ThinLTO-renamed copies too), through
-// GEPs and the selects SimplifyCFG makes of a callee's updates.
-bool addressesCounters(const Value *P, int Depth = 0) {
+// Whether `P` is a fixed counter of a module's counter array (`__pathprof_counters`, ThinLTO-renamed copies too):
+// the global, a constant GEP into it, or `select`s between such (SimplifyCFG's merge of a callee's updates).
+bool isFixedCounter(const Value *P, int Depth = 0) {
   P = P->stripPointerCasts();
-  if (const auto *GEP = dyn_cast<GEPOperator>(P))
-    return addressesCounters(GEP->getPointerOperand(), Depth);
   if (const auto *S = dyn_cast<SelectInst>(P))
-    return Depth < 3 && (addressesCounters(S->getTrueValue(), Depth + 1) ||
-                         addressesCounters(S->getFalseValue(), Depth + 1));
-  if (const auto *G = dyn_cast<GlobalVariable>(P))
-    return G->getName().starts_with("__pathprof_counters");
-  return false;
+    return Depth < 3 && isFixedCounter(S->getTrueValue(), Depth + 1) &&
+           isFixedCounter(S->getFalseValue(), Depth + 1);
+  if (const auto *GEP = dyn_cast<GEPOperator>(P)) {
+    if (!GEP->hasAllConstantIndices())
+      return false;
+    P = GEP->getPointerOperand()->stripPointerCasts();
+  }
+  const auto *G = dyn_cast<GlobalVariable>(P);
+  return G && G->getName().starts_with("__pathprof_counters");
 }
 
-// Whether a loop of `F` updates a counter: the only functions worth handing to Rust (most have no loop, and
-// the pass runs at every peephole point).
-bool updatesCountersInLoops(Function &F, FunctionAnalysisManager &FAM) {
+// Whether a call may leave its frame other than by returning, by its attributes: the same answer as the Rust
+// side's CallFacts::from_attributes (pass/src/cfg_build.rs) for the calls a loop can hold.
+bool mayLeave(const CallBase &CB) {
+  if (CB.isInlineAsm())
+    return false;
+  if (CB.hasFnAttr(Attribute::ReturnsTwice))
+    return true;
+  if (const Function *F = CB.getCalledFunction()) {
+    switch (F->getIntrinsicID()) {
+    case Intrinsic::not_intrinsic:
+      break;
+    case Intrinsic::trap:
+    case Intrinsic::debugtrap:
+    case Intrinsic::ubsantrap:
+    case Intrinsic::coro_resume:
+    case Intrinsic::coro_destroy:
+    case Intrinsic::eh_sjlj_longjmp:
+      return true;
+    default:
+      return false;
+    }
+    if (F->hasFnAttribute("pathprof.returns"))
+      return false;
+  }
+  return !(CB.doesNotThrow() && CB.willReturn());
+}
+
+// A cheap necessary condition for promotion after inlining to find anything in `F`: a store or atomic add at a
+// fixed counter in a loop whose own blocks hold no call that may leave (an enclosing loop holds those blocks
+// too). Rust decides (pass/src/promote.rs); this only spares it the functions where it would find nothing, at
+// each of the pipeline's peephole points.
+bool mayPromote(Function &F, FunctionAnalysisManager &FAM) {
   auto &LI = FAM.getResult<LoopAnalysis>(F);
-  for (const Loop *L : LI)
-    for (const BasicBlock *BB : L->blocks())
-      for (const Instruction &I : *BB) {
-        const Value *P = nullptr;
-        if (const auto *S = dyn_cast<StoreInst>(&I))
-          P = S->getPointerOperand();
-        else if (const auto *A = dyn_cast<AtomicRMWInst>(&I))
-          P = A->getPointerOperand();
-        if (P && addressesCounters(P))
-          return true;
-      }
+  if (LI.empty())
+    return false;
+  SmallPtrSet<const Loop *, 8> Blocked, Candidates;
+  for (BasicBlock &BB : F) {
+    const Loop *L = LI.getLoopFor(&BB);
+    if (!L)
+      continue;
+    for (const Instruction &I : BB) {
+      const Value *P = nullptr;
+      if (const auto *S = dyn_cast<StoreInst>(&I))
+        P = S->getPointerOperand();
+      else if (const auto *A = dyn_cast<AtomicRMWInst>(&I))
+        P = A->getPointerOperand();
+      else if (const auto *CB = dyn_cast<CallBase>(&I); CB && mayLeave(*CB))
+        for (const Loop *Outer = L; Outer; Outer = Outer->getParentLoop())
+          Blocked.insert(Outer);
+      if (P && isFixedCounter(P))
+        Candidates.insert(L);
+    }
+  }
+  for (const Loop *L : Candidates)
+    if (!Blocked.contains(L))
+      return true;
   return false;
 }
 
 struct PathprofPromotionPass : PassInfoMixin<PathprofPromotionPass> {
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
-    if (F.isDeclaration() || !updatesCountersInLoops(F, FAM))
+    if (F.isDeclaration() || !mayPromote(F, FAM))
       return PreservedAnalyses::all();
     return pathprof_promote_after_inlining(wrap(&F)) ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }
