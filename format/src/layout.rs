@@ -85,14 +85,14 @@ pub const fn reentry_word(packed: u64) -> Option<u64> {
 }
 
 /// Version of [`ModuleDesc`]; the runtime ignores (with a warning) descriptors of another version.
-pub const DESC_VERSION: u32 = 4;
+pub const DESC_VERSION: u32 = 5;
 /// Descriptor flag: counters are updated with atomic read-modify-write.
 pub const DESC_FLAG_ATOMIC: u32 = 1 << 0;
 
 /// Per-module registration record. The pass emits one as a mutable global and passes its address to
 /// `__pathprof_register_module` from a constructor; the runtime links descriptors through `next` without
 /// allocating. Field order and types are the contract with the pass (LLVM type
-/// `{ i32, i32, ptr, i64, i64, i64, ptr, i64, ptr, ptr, i64, ptr, i64 }`).
+/// `{ i32, i32, ptr, i64, i64, i64, ptr, i64, ptr, ptr, i64, ptr, i64, ptr }`).
 #[repr(C)]
 pub struct ModuleDesc {
     /// Must equal [`DESC_VERSION`].
@@ -122,6 +122,11 @@ pub struct ModuleDesc {
     pub regions: *mut SparseRegion,
     /// Number of entries in `regions`.
     pub num_regions: u64,
+    /// Context and piecewise modes: swaps the calling thread's caller/callee hand-over of this module with the
+    /// three words at its argument (null in the other modes). The runtime's signal trampoline calls it before
+    /// and after a program's handler, so that instrumented code the handler runs cannot overwrite a hand-over
+    /// the interrupted code has written and not read yet.
+    pub ip_swap: Option<unsafe extern "C" fn(*mut u64)>,
 }
 
 /// One function's own zero-initialised counter array, indexed by path number like a dense array but too large

@@ -139,6 +139,9 @@ pub const IP_PATH: &str = "__pathprof_ip_path";
 pub const IP_NVC: &str = "__pathprof_ip_nvc";
 /// Module-local, thread-local: the callee a caller announced (same modes).
 pub const IP_TOKEN: &str = "__pathprof_ip_token";
+/// Module-local: swaps the thread's hand-over ([`IP_PATH`], [`IP_NVC`], [`IP_TOKEN`]) with three words, for the
+/// runtime's signal trampoline (`ModuleDesc::ip_swap`).
+pub const IP_SWAP: &str = "__pathprof_ip_swap";
 
 /// Module-local, `alwaysinline`: appends bits to the thread's trace state (trace mode).
 pub const TRACE_PUT: &str = "__pathprof_trace_put";
@@ -177,7 +180,7 @@ pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 pub const TRACE_TLS: &str = "__pathprof_trace_tls";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 29] = [
+pub const MODULE_LOCAL: [&str; 30] = [
     COUNTERS,
     META,
     DESC,
@@ -192,6 +195,7 @@ pub const MODULE_LOCAL: [&str; 29] = [
     IP_PATH,
     IP_NVC,
     IP_TOKEN,
+    IP_SWAP,
     TRACE_PUT,
     TRACE_ENTER,
     TRACE_DONE,

@@ -1,6 +1,7 @@
 //! Module-level globals: the counter array, the metadata blob, the runtime descriptor
 //! (`pathprof_format::layout::ModuleDesc`) and the constructor that registers it with the runtime.
 
+use crate::ir;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMLinkage;
@@ -51,6 +52,45 @@ fn zeroed_words(m: LLVMModuleRef, name: &str, len: u64, align: u32) -> LLVMValue
     }
 }
 
+/// The module's hand-over swap (`ModuleDesc::ip_swap`) when the interprocedural modes gave it a hand-over:
+/// `swap(u64 *words)` exchanges the thread's `pathNum`, NVC and announced callee with `words[0..3]`.
+fn hand_over_swap(m: LLVMModuleRef) -> Option<LLVMValueRef> {
+    unsafe {
+        let vars: Vec<LLVMValueRef> = [symbols::IP_PATH, symbols::IP_NVC, symbols::IP_TOKEN]
+            .iter()
+            .map(|n| LLVMGetNamedGlobal(m, cstr(n).as_ptr()))
+            .collect();
+        if vars.iter().any(|v| v.is_null()) {
+            return None;
+        }
+        let ctx = LLVMGetModuleContext(m);
+        let (voidt, i64t, ptrt) =
+            (LLVMVoidTypeInContext(ctx), LLVMInt64TypeInContext(ctx), LLVMPointerTypeInContext(ctx, 0));
+        let mut params = [ptrt];
+        let ty = LLVMFunctionType(voidt, params.as_mut_ptr(), 1, 0);
+        let f = LLVMAddFunction(m, cstr(symbols::IP_SWAP).as_ptr(), ty);
+        LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+        for a in ["nounwind", "noinline", "noprofile"] {
+            let kind = ir::attr_kind(a);
+            LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, kind, 0));
+        }
+        let b = LLVMCreateBuilderInContext(ctx);
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr()));
+        let words = LLVMGetParam(f, 0);
+        for (k, &var) in vars.iter().enumerate() {
+            let ty = LLVMGlobalGetValueType(var);
+            let mut ix = [LLVMConstInt(i64t, k as u64, 0)];
+            let slot = LLVMBuildInBoundsGEP2(b, i64t, words, ix.as_mut_ptr(), 1, c"".as_ptr());
+            let (old, new) = (LLVMBuildLoad2(b, ty, var, c"".as_ptr()), LLVMBuildLoad2(b, ty, slot, c"".as_ptr()));
+            LLVMBuildStore(b, new, var);
+            LLVMBuildStore(b, old, slot);
+        }
+        LLVMBuildRetVoid(b);
+        LLVMDisposeBuilder(b);
+        Some(f)
+    }
+}
+
 /// Emits the metadata blob, the descriptor and a constructor calling `__pathprof_register_module`.
 pub fn register_module(
     m: LLVMModuleRef,
@@ -73,8 +113,9 @@ pub fn register_module(
         let blob_global = metadata_blob(m, &blob);
 
         // { i32 version, i32 flags, ptr meta, i64 meta_len, i64 meta_hash, i64 name_hash,
-        //   ptr counters, i64 num_counters, ptr next, ptr tables, i64 num_tables, ptr regions, i64 num_regions }
-        let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t, ptrt, i64t];
+        //   ptr counters, i64 num_counters, ptr next, ptr tables, i64 num_tables, ptr regions, i64 num_regions,
+        //   ptr ip_swap }
+        let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t, ptrt, i64t, ptrt];
         let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
         let flags = if atomic { DESC_FLAG_ATOMIC } else { 0 };
         let mut fields = [
@@ -91,6 +132,7 @@ pub fn register_module(
             LLVMConstInt(i64t, tables.len, 0),
             region_array(m, regions),
             LLVMConstInt(i64t, regions.len() as u64, 0),
+            hand_over_swap(m).unwrap_or(LLVMConstNull(ptrt)),
         ];
         let desc_init = LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
         let desc = descriptor(m);
@@ -141,7 +183,7 @@ pub fn descriptor(m: LLVMModuleRef) -> LLVMValueRef {
         let ctx = LLVMGetModuleContext(m);
         let (i32t, i64t, ptrt) =
             (LLVMInt32TypeInContext(ctx), LLVMInt64TypeInContext(ctx), LLVMPointerTypeInContext(ctx, 0));
-        let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t, ptrt, i64t];
+        let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t, ptrt, i64t, ptrt];
         let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
         let desc = LLVMAddGlobal(m, desc_ty, name.as_ptr());
         LLVMSetInitializer(desc, LLVMConstNull(desc_ty));

@@ -17,6 +17,7 @@
 
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use pathprof_format::layout::ModuleDesc;
 
 /// Signals 1..NSIG (Linux: 64 and the real-time ones).
 const NSIG: usize = 65;
@@ -60,17 +61,54 @@ unsafe extern "C" fn trampoline(sig: c_int, info: *mut libc::siginfo_t, context:
         return; // replaced by SIG_DFL or SIG_IGN while this delivery was on its way
     }
     ENTERED.fetch_add(1, Ordering::AcqRel);
-    if flags & libc::SA_SIGINFO as u64 != 0 {
-        // SAFETY: the program installed this address as an SA_SIGINFO handler.
-        let f: unsafe extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-            unsafe { core::mem::transmute(handler) };
-        unsafe { f(sig, info, context) };
-    } else {
-        // SAFETY: the program installed this address as a plain handler.
-        let f: unsafe extern "C" fn(c_int) = unsafe { core::mem::transmute(handler) };
-        unsafe { f(sig) };
-    }
+    with_hand_overs_set_aside(&mut crate::modules(), &mut || {
+        if flags & libc::SA_SIGINFO as u64 != 0 {
+            // SAFETY: the program installed this address as an SA_SIGINFO handler.
+            let f: unsafe extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                unsafe { core::mem::transmute(handler) };
+            unsafe { f(sig, info, context) };
+        } else {
+            // SAFETY: the program installed this address as a plain handler.
+            let f: unsafe extern "C" fn(c_int) = unsafe { core::mem::transmute(handler) };
+            unsafe { f(sig) };
+        }
+    });
     RETURNED.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Runs `handler` with this thread's caller/callee hand-over of every module in `modules` that has one (context
+/// and piecewise modes, `ModuleDesc::ip_swap`) set aside, and restores them after it. A handler can interrupt
+/// a caller between writing the hand-over and its callee reading it, or a callee's returned path number before
+/// its caller reads it; instrumented code the handler runs in the same module would overwrite it, and the
+/// interrupted path would go on from a wrong number, silently (a libuv test that signals its main thread after
+/// every transfer). The handler starts with nothing handed over, as code entered from outside should. Saved
+/// words live in this frame, 32 modules per frame (a recursion for more), so nested signals nest too.
+fn with_hand_overs_set_aside(modules: &mut dyn Iterator<Item = *mut ModuleDesc>, handler: &mut dyn FnMut()) {
+    const PER_FRAME: usize = 32;
+    let mut saved = [[0u64; 3]; PER_FRAME];
+    let mut swaps: [Option<unsafe extern "C" fn(*mut u64)>; PER_FRAME] = [None; PER_FRAME];
+    let mut n = 0;
+    while n < PER_FRAME {
+        let Some(d) = modules.next() else { break };
+        // SAFETY: registered descriptors stay valid while linked.
+        if let Some(swap) = unsafe { (*d).ip_swap } {
+            // SAFETY: the pass's swap reads and writes three words.
+            unsafe { swap(saved[n].as_mut_ptr()) };
+            swaps[n] = Some(swap);
+            n += 1;
+        }
+    }
+    if n == PER_FRAME {
+        with_hand_overs_set_aside(modules, handler);
+    } else {
+        handler();
+    }
+    for (swap, words) in swaps.iter().zip(saved.iter_mut()).take(n).rev() {
+        if let Some(swap) = swap {
+            // SAFETY: as above; swapping back restores what the interrupted code had.
+            unsafe { swap(words.as_mut_ptr()) };
+        }
+    }
 }
 
 /// `sigaction(2)` for instrumented code: the same result, with the program's handler watched.
