@@ -219,11 +219,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 50] = {
-            let mut a = [""; 50];
+        let all: [&str; 51] = {
+            let mut a = [""; 51];
             a[..20].copy_from_slice(&RUNTIME);
-            a[20..49].copy_from_slice(&MODULE_LOCAL);
-            a[49] = TRACE_TLS;
+            a[20..50].copy_from_slice(&MODULE_LOCAL);
+            a[50] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

@@ -247,7 +247,7 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
          uint64_t *cache; uint64_t cache_len; } PathTable;\n\
          typedef struct Desc { uint32_t version, flags; const unsigned char *meta; uint64_t meta_len, meta_hash,\n\
          name_hash; uint64_t *counters; uint64_t num_counters; struct Desc *next; PathTable *tables;\n\
-         uint64_t num_tables; void *regions; uint64_t num_regions; } Desc;\n\
+         uint64_t num_tables; void *regions; uint64_t num_regions; void (*ip_swap)(uint64_t *); } Desc;\n\
          void __pathprof_register_module(Desc *);\nvoid __pathprof_unregister_module(Desc *);\n\
          void __pathprof_path_add(PathTable *, uint64_t, int64_t);\n\
          #define C(m, k) ctr##m[k]\n#define T(m, k) (&tbl##m[k])\n\
@@ -280,6 +280,7 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
         ("next", std::mem::offset_of!(ModuleDesc, next)),
         ("num_tables", std::mem::offset_of!(ModuleDesc, num_tables)),
         ("num_regions", std::mem::offset_of!(ModuleDesc, num_regions)),
+        ("ip_swap", std::mem::offset_of!(ModuleDesc, ip_swap)),
     ] {
         writeln!(s, "_Static_assert(offsetof(Desc, {field}) == {off}, \"{field}\");").unwrap();
     }
@@ -300,7 +301,7 @@ fn c_source(modules: &[&Module], rest: &str) -> String {
         s.push_str("};\n");
         writeln!(
             s,
-            "static Desc desc{i} = {{ {DESC_VERSION}u, {}u, meta{i}, sizeof meta{i}, {:#x}ull, {:#x}ull, ctr{i}, {}u, 0, {}, {}u, 0, 0u }};",
+            "static Desc desc{i} = {{ {DESC_VERSION}u, {}u, meta{i}, sizeof meta{i}, {:#x}ull, {:#x}ull, ctr{i}, {}u, 0, {}, {}u, 0, 0u, 0 }};",
             m.flags,
             m.meta_hash,
             m.name_hash,
