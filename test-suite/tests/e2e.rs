@@ -135,16 +135,10 @@ fn loops_with_one_or_two_paths_per_iteration() {
 /// Lines containing `needle` in the blocks of `f` (an `.ll` file) that end in a branch marked `!llvm.loop`: the
 /// latches, which in a loop of one block are the whole loop.
 fn latch_lines_with(ll: &std::path::Path, f: &str, needle: &str) -> usize {
-    let text = std::fs::read_to_string(ll).expect("read IR");
-    let head = format!("@{f}(");
-    let body: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !(l.starts_with("define") && l.contains(&head)))
-        .take_while(|l| *l != "}")
-        .collect();
+    let body = function_lines(ll, f);
     let mut n = 0;
-    let mut block: Vec<&str> = Vec::new();
-    for l in body {
+    let mut block: Vec<&String> = Vec::new();
+    for l in &body {
         if l.split_once(':').is_some_and(|(label, _)| !label.is_empty() && !label.starts_with(' ')) {
             block.clear(); // a block's label
         }
@@ -158,13 +152,7 @@ fn latch_lines_with(ll: &std::path::Path, f: &str, needle: &str) -> usize {
 
 /// Back edges of `f` in an `.ll` file: branches to a block that comes earlier in the function's text.
 fn back_edges(ll: &std::path::Path, f: &str) -> usize {
-    let text = std::fs::read_to_string(ll).expect("read IR");
-    let head = format!("@{f}(");
-    let body: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !(l.starts_with("define") && l.contains(&head)))
-        .take_while(|l| *l != "}")
-        .collect();
+    let body = function_lines(ll, f);
     let mut seen: Vec<String> = vec!["%entry".into()];
     let mut n = 0;
     for l in &body[1..] {
@@ -183,13 +171,18 @@ fn back_edges(ll: &std::path::Path, f: &str) -> usize {
 
 /// Lines of function `f` in an `.ll` file that contain `needle`.
 fn lines_with(ll: &std::path::Path, f: &str, needle: &str) -> usize {
+    function_lines(ll, f).iter().filter(|l| l.contains(needle)).count()
+}
+
+/// The lines of function `f`'s definition in an `.ll` file, from `define` to before its closing `}`.
+fn function_lines(ll: &std::path::Path, f: &str) -> Vec<String> {
     let text = std::fs::read_to_string(ll).expect("read IR");
     let head = format!("@{f}(");
     text.lines()
         .skip_while(|l| !(l.starts_with("define") && l.contains(&head)))
         .take_while(|l| *l != "}")
-        .filter(|l| l.contains(needle))
-        .count()
+        .map(String::from)
+        .collect()
 }
 
 /// Counter promotion: a nest that only counts keeps its counters in registers. Edge mode: the optimiser folds
