@@ -188,30 +188,9 @@ impl Counters {
         self.update_at(ptr, delta, volatile)
     }
 
-    /// `*ptr += delta` at the builder's position: plain (volatile or not) or `atomicrmw add monotonic`.
+    /// `*ptr += delta` at the builder's position, as this module updates its counters.
     fn update_at(&self, ptr: LLVMValueRef, delta: LLVMValueRef, volatile: bool) {
-        unsafe {
-            if self.updates == CounterUpdates::Atomic {
-                LLVMBuildAtomicRMW(
-                    self.builder,
-                    LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
-                    ptr,
-                    delta,
-                    LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                    0,
-                );
-            } else {
-                let old = LLVMBuildLoad2(self.builder, self.i64t, ptr, c"pathprof.count".as_ptr());
-                LLVMSetAlignment(old, 8);
-                let new = LLVMBuildAdd(self.builder, old, delta, c"pathprof.count.next".as_ptr());
-                let store = LLVMBuildStore(self.builder, new, ptr);
-                LLVMSetAlignment(store, 8);
-                if volatile {
-                    LLVMSetVolatile(old, 1);
-                    LLVMSetVolatile(store, 1);
-                }
-            }
-        }
+        unsafe { add_to_counter(self.builder, ptr, delta, self.updates == CounterUpdates::Atomic, volatile) }
     }
 
     /// Instruments `g`: `chords[i]` gets module counter `base + i`.
@@ -307,5 +286,41 @@ impl Counters {
 impl Drop for Counters {
     fn drop(&mut self) {
         unsafe { LLVMDisposeBuilder(self.builder) }
+    }
+}
+
+/// `*ptr += delta` (an i64 counter) at `builder`'s position: `atomicrmw add monotonic`, or a plain load, add and
+/// store (`volatile` or not). The one way pathprof writes a counter update; promotion's flushes use it too.
+///
+/// # Safety
+/// `builder` is positioned in a function; `ptr` addresses an i64 and `delta` is an i64 value of its context.
+pub(crate) unsafe fn add_to_counter(
+    builder: LLVMBuilderRef,
+    ptr: LLVMValueRef,
+    delta: LLVMValueRef,
+    atomic: bool,
+    volatile: bool,
+) {
+    unsafe {
+        if atomic {
+            LLVMBuildAtomicRMW(
+                builder,
+                LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                ptr,
+                delta,
+                LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            );
+        } else {
+            let old = LLVMBuildLoad2(builder, LLVMTypeOf(delta), ptr, c"pathprof.count".as_ptr());
+            LLVMSetAlignment(old, 8);
+            let new = LLVMBuildAdd(builder, old, delta, c"pathprof.count.next".as_ptr());
+            let store = LLVMBuildStore(builder, new, ptr);
+            LLVMSetAlignment(store, 8);
+            if volatile {
+                LLVMSetVolatile(old, 1);
+                LLVMSetVolatile(store, 1);
+            }
+        }
     }
 }

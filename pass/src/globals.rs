@@ -115,8 +115,6 @@ pub fn register_module(
         // { i32 version, i32 flags, ptr meta, i64 meta_len, i64 meta_hash, i64 name_hash,
         //   ptr counters, i64 num_counters, ptr next, ptr tables, i64 num_tables, ptr regions, i64 num_regions,
         //   ptr ip_swap }
-        let mut field_types = [i32t, i32t, ptrt, i64t, i64t, i64t, ptrt, i64t, ptrt, ptrt, i64t, ptrt, i64t, ptrt];
-        let desc_ty = LLVMStructTypeInContext(ctx, field_types.as_mut_ptr(), field_types.len() as u32, 0);
         let flags = if atomic { DESC_FLAG_ATOMIC } else { 0 };
         let mut fields = [
             LLVMConstInt(i32t, DESC_VERSION as u64, 0),
@@ -136,7 +134,7 @@ pub fn register_module(
         ];
         let desc_init = LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
         let desc = descriptor(m);
-        debug_assert!(LLVMGlobalGetValueType(desc) == desc_ty, "one descriptor type");
+        debug_assert!(LLVMGlobalGetValueType(desc) == LLVMTypeOf(desc_init), "one descriptor type");
         LLVMSetInitializer(desc, desc_init);
 
         let register = runtime_function(m, symbols::REGISTER_MODULE, ptrt);

@@ -23,7 +23,7 @@ use crate::emit::Counters;
 use crate::{ir, shim};
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMOpcode, LLVMTypeKind};
+use inkwell::llvm_sys::{LLVMAtomicRMWBinOp, LLVMOpcode, LLVMTypeKind};
 use pathprof_core::promotion::promotion_regions;
 use pathprof_core::EdgeKind;
 use pathprof_format::symbols;
@@ -78,11 +78,7 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
         return 0;
     }
     let global = counters.global();
-    let target = Target {
-        is_counter: &|g| g == global,
-        after_inlining: false,
-        flush: &|at, address, count, _atomic| counters.add_value_at(at, address, count),
-    };
+    let target = Target { is_counter: &|g| g == global, after_inlining: false, flush: Flush::Module(counters) };
     promote_regions(f, &graph, &target).0
 }
 
@@ -108,33 +104,10 @@ pub fn promote_after_inlining(f: LLVMValueRef) -> usize {
     if !eligible(f, &graph) {
         return 0;
     }
-    let ctx = unsafe { LLVMGetModuleContext(LLVMGetGlobalParent(f)) };
-    let builder = unsafe { LLVMCreateBuilderInContext(ctx) };
-    let flush = |at: LLVMValueRef, address: LLVMValueRef, count: LLVMValueRef, atomic: bool| unsafe {
-        LLVMPositionBuilderBefore(builder, at);
-        if atomic {
-            LLVMBuildAtomicRMW(
-                builder,
-                LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
-                address,
-                count,
-                LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                0,
-            );
-        } else {
-            let old = LLVMBuildLoad2(builder, LLVMTypeOf(count), address, c"pathprof.count".as_ptr());
-            LLVMSetAlignment(old, 8);
-            let new = LLVMBuildAdd(builder, old, count, c"pathprof.count.next".as_ptr());
-            LLVMSetAlignment(LLVMBuildStore(builder, new, address), 8);
-        }
-    };
-    let target = Target { is_counter: &is_counter_array, after_inlining: true, flush: &flush };
+    let target = Target { is_counter: &is_counter_array, after_inlining: true, flush: Flush::Direct };
     let (promoted, mut slots) = promote_regions(f, &graph, &target);
-    unsafe {
-        LLVMDisposeBuilder(builder);
-        if !slots.is_empty() {
-            shim::pathprof_shim_promote_to_registers(slots.as_mut_ptr(), slots.len());
-        }
+    if !slots.is_empty() {
+        unsafe { shim::pathprof_shim_promote_to_registers(slots.as_mut_ptr(), slots.len()) };
     }
     promoted
 }
@@ -146,8 +119,16 @@ struct Target<'a> {
     /// Whether `volatile` updates are taken too (after inlining: the volatile ones are a callee's updates outside
     /// its loops, volatile only to spare the optimiser work).
     after_inlining: bool,
-    /// `*address += count` before `at`; `atomic`: the updates were `atomicrmw`.
-    flush: &'a dyn Fn(LLVMValueRef, LLVMValueRef, LLVMValueRef, bool),
+    /// How the slots go back to the counters.
+    flush: Flush<'a>,
+}
+
+/// How a region's slots are added to their counters on its exits.
+enum Flush<'a> {
+    /// As the module being instrumented updates its counters.
+    Module(&'a Counters),
+    /// Plainly, or atomically where the slot's updates were `atomicrmw` (after inlining: any module's counters).
+    Direct,
 }
 
 /// Moves the counter updates `target` names inside `graph`'s promotion regions into slots (`alloca`s in the entry
@@ -209,25 +190,20 @@ fn promote_regions(f: LLVMValueRef, graph: &FunctionGraph, target: &Target) -> (
                     LLVMSetVolatile(store, 0);
                 },
                 (address, shape) => unsafe {
-                    let (at, delta, dead) = match *shape {
+                    let (at, delta, dead, atomic) = match *shape {
                         Shape::Plain { load, add, store } => {
                             let delta = LLVMGetOperand(add, if LLVMGetOperand(add, 0) == load { 1 } else { 0 });
-                            (store, delta, vec![store, add, load])
+                            (store, delta, vec![store, add, load], false)
                         }
-                        Shape::Atomic { rmw } => (rmw, LLVMGetOperand(rmw, 1), vec![rmw]),
+                        Shape::Atomic { rmw } => (rmw, LLVMGetOperand(rmw, 1), vec![rmw], true),
                     };
-                    if matches!(shape, Shape::Atomic { .. }) {
-                        let mut leaves = Vec::new();
-                        address.counters(&mut leaves);
-                        for a in leaves {
-                            slots[slot_of[&a]].2 = true;
-                        }
-                    }
                     LLVMPositionBuilderBefore(builder, at);
                     let mut adds = Vec::new();
                     spread(builder, address, delta, &mut adds);
                     for (a, d) in adds {
-                        let slot = slots[slot_of[&a]].1;
+                        let (_, slot, slot_atomic) = &mut slots[slot_of[&a]];
+                        *slot_atomic |= atomic;
+                        let slot = *slot;
                         let old = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.count".as_ptr());
                         LLVMSetAlignment(old, 8);
                         let new = LLVMBuildAdd(builder, old, d, c"pathprof.count.next".as_ptr());
@@ -274,7 +250,10 @@ fn promote_regions(f: LLVMValueRef, graph: &FunctionGraph, target: &Target) -> (
                     LLVMPositionBuilderBefore(builder, at);
                     let count = LLVMBuildLoad2(builder, i64t, slot, c"pathprof.promoted.count".as_ptr());
                     LLVMSetAlignment(count, 8);
-                    (target.flush)(at, address, count, atomic);
+                    match target.flush {
+                        Flush::Module(counters) => counters.add_value_at(at, address, count),
+                        Flush::Direct => crate::emit::add_to_counter(builder, address, count, atomic, false),
+                    }
                     LLVMPositionBuilderBefore(builder, at);
                     LLVMSetAlignment(LLVMBuildStore(builder, zero, slot), 8);
                 }
