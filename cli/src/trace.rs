@@ -896,12 +896,13 @@ fn predicate_blocks(cfg: &pathprof_core::Cfg, invokes: &[u32]) -> Vec<bool> {
 }
 
 /// Reads one thread's naive items (one per block: the block in the low 32 bits, the function's trace id in
-/// the high 32) into `c`; returns its status as [`regenerate_thread`] does. Naive items describe themselves,
-/// so abnormal transfers do not stop them.
+/// the high 32) into `c`; returns its status as [`regenerate_thread`] does. Items describe themselves, but a
+/// signal handler's may be spliced into the item it interrupted, or dropped: like bit tracing, reading stops at
+/// the first abnormal transfer (at the item it began in).
 fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Result<(String, bool)> {
     let thread = t.label();
     let mut counting = t.fork_at.is_none_or(|f| f == 0);
-    if !t.bits.is_multiple_of(64) {
+    if !t.bits.is_multiple_of(64) && t.abnormal_at.is_none() {
         bail!("{thread}: corrupt naive trace ({} bits, not whole items)", t.bits);
     }
     let fork_at = t.fork_at.unwrap_or(0);
@@ -909,8 +910,9 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Re
     if !start.is_multiple_of(64) {
         bail!("{thread}: corrupt naive trace (a window starting inside an item)");
     }
+    let items = t.abnormal_at.map_or(t.bits, |a| a.min(t.bits)) / 64;
     let mut last = None;
-    for (i, item) in t.bytes.chunks_exact(8).take((t.bits / 64) as usize).enumerate().skip((start / 64) as usize) {
+    for (i, item) in t.bytes.chunks_exact(8).take(items as usize).enumerate().skip((start / 64) as usize) {
         let v = u64::from_le_bytes(item.try_into().expect("8 bytes"));
         let (f, b) = (FuncId((v >> 32) as u32), BlockId(v as u32));
         if names.meta(f).is_none_or(|m| b.index() >= m.cfg.num_blocks()) {
@@ -923,7 +925,9 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Re
         last = Some((f, b));
     }
     let at = last.map_or(String::new(), |(f, b)| format!(" inside {} at block {}", names.name(f), b.0));
-    Ok(if t.gap {
+    Ok(if t.abnormal_at.is_some() {
+        (format!("incomplete: an abnormal transfer (signal handler, longjmp or exception){at}; nothing after it is shown"), false)
+    } else if t.gap {
         (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
     } else if t.truncated {
         (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)

@@ -68,8 +68,9 @@ pub const SIGNAL: &str = "__pathprof_signal";
 /// Runtime: `void __pathprof_trace_unregister(TraceModuleDesc *)`, a trace-mode module's destructor: makes sure
 /// its metadata is in the trace before the image goes away.
 pub const TRACE_UNREGISTER: &str = "__pathprof_trace_unregister";
-/// Runtime: `void __pathprof_trace_spill(uint64_t *tls, uint64_t word)`, takes a full word of the thread's bits.
-pub const TRACE_SPILL: &str = "__pathprof_trace_spill";
+/// Runtime: `void __pathprof_trace_spill_word(uint64_t *tls, uint64_t word, uint64_t rest, uint64_t nacc)`, takes
+/// a full word of the thread's bits and stores the state's bits after it (`rest`, `nacc` of them) itself.
+pub const TRACE_SPILL: &str = "__pathprof_trace_spill_word";
 /// Runtime: `uint64_t __pathprof_trace_first(uint64_t *tls)`, an entry found the thread state even: registers
 /// a new thread (returns its top-level state) or records an abnormal transfer.
 pub const TRACE_FIRST: &str = "__pathprof_trace_first";

@@ -128,8 +128,8 @@ pub(crate) unsafe fn build(
     let pair_ty = LLVMStructTypeInContext(ctx, pair.as_mut_ptr(), 2, 0);
     let mut full_params = [i64t, i64t, i64t, i64t];
     let put_full = cold_helper(m, symbols::TRACE_PUT_FULL, LLVMFunctionType(pair_ty, full_params.as_mut_ptr(), 4, 0));
-    let mut sp = [ptrt, i64t];
-    let spill = runtime(m, symbols::TRACE_SPILL, LLVMFunctionType(voidt, sp.as_mut_ptr(), 2, 0));
+    let mut sp = [ptrt, i64t, i64t, i64t];
+    let spill = runtime(m, symbols::TRACE_SPILL, LLVMFunctionType(voidt, sp.as_mut_ptr(), 4, 0));
     // acc | v << n: the bits with `v` added.
     let added = |b: LLVMBuilderRef, acc: LLVMValueRef, n: LLVMValueRef, v: LLVMValueRef| {
         LLVMBuildOr(b, acc, LLVMBuildShl(b, v, n, c"".as_ptr()), c"".as_ptr())
@@ -139,11 +139,14 @@ pub(crate) unsafe fn build(
         let (acc, n, v, w) = (arg(0), arg(1), arg(2), arg(3));
         LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, put_full, c"entry".as_ptr()));
         // Called with n + w ≥ 64, which with w ≤ 32 means n ≥ 32: 64 − n is in 1..=32, a defined shift.
-        let mut args = [tls, added(b, acc, n, v)];
-        LLVMBuildCall2(b, LLVMGlobalGetValueType(spill), spill, args.as_mut_ptr(), 2, c"".as_ptr());
         let rest = LLVMBuildLShr(b, v, LLVMBuildSub(b, c(64), n, c"".as_ptr()), c"".as_ptr());
         let t = LLVMBuildAdd(b, n, w, c"".as_ptr());
-        let mut both = [rest, LLVMBuildSub(b, t, c(64), c"".as_ptr())];
+        let nacc = LLVMBuildSub(b, t, c(64), c"".as_ptr());
+        // The runtime stores the new bits too, before it returns: a signal handler that interrupts the spill
+        // finds the thread's position consistent (`rt::trace`, `__pathprof_trace_spill_word`).
+        let mut args = [tls, added(b, acc, n, v), rest, nacc];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(spill), spill, args.as_mut_ptr(), 4, c"".as_ptr());
+        let mut both = [rest, nacc];
         LLVMBuildAggregateRet(b, both.as_mut_ptr(), 2);
     }
     {

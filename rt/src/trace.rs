@@ -2,7 +2,7 @@
 //! `%h`, `%t` as for profiles; `%m` expands to zeros). Layout: `pathprof_format::trace_layout`.
 //!
 //! Instrumented code appends bits to the thread's state (a hidden thread-local the pass emits) and calls
-//! [`__pathprof_trace_spill`] with every full 64-bit word. The runtime keeps, per thread, a fixed buffer of
+//! [`__pathprof_trace_spill_word`] with every full 64-bit word. The runtime keeps, per thread, a fixed buffer of
 //! [`BUF_WORDS`] words (allocated once, with `mmap`, at the thread's first traced entry) and writes it as one
 //! `REC_DATA` record when full: memory is bounded and the hot path never allocates. At thread exit (a
 //! `pthread` key destructor) and at process exit (`atexit`) the thread's last bits and an `REC_END` record
@@ -39,7 +39,7 @@ use crate::sys::{self, Fd, MVec};
 use crate::trace_ring::{Ring, SyncPoint};
 use crate::{diag::pp_warn, path};
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, Ordering};
 use pathprof_format::trace_layout::*;
 
 /// Words of a thread's buffer (512 KiB): one `REC_DATA` record.
@@ -80,6 +80,13 @@ struct Thread {
     window: bool,
     syncs: u64,
     ring: Ring,
+    /// What the thread is doing inside the runtime ([`IDLE`], [`SPILLING`], [`BUSY`]): a signal handler that
+    /// interrupts it there finds out, so that its words never touch a record in the middle of an update.
+    /// Written and read only by the thread itself (and its handlers), volatile.
+    busy: u8,
+    /// While [`SPILLING`]: the bit where the word being spilled starts plus the bits before its new ones
+    /// (the thread's position when the spill began).
+    spill_bit: u64,
     /// The entry cache instrumented code reaches through `TLS_CACHE` (none with a flight recorder, whose
     /// file keeps only the oldest surviving sync point: a reader could not empty its copy where this one was).
     cache: [u32; ENTRY_CACHE_SLOTS],
@@ -240,22 +247,72 @@ pub unsafe extern "C" fn __pathprof_trace_unregister(desc: *mut TraceModuleDesc)
     }
 }
 
-/// A full word of the thread's bits.
+/// [`Thread::busy`]: not inside the runtime.
+const IDLE: u8 = 0;
+/// [`Thread::busy`]: inside a spill (its position is [`Thread::spill_bit`]; the thread's counts and its state's
+/// words may disagree until it ends).
+const SPILLING: u8 = 1;
+/// [`Thread::busy`]: inside another entry point that updates the record (a sync point, a region's start or stop).
+const BUSY: u8 = 2;
+
+/// [`TLS_THREAD`] while the thread's first entry registers it (the lock is held: a signal handler entering
+/// instrumented code then must not take it).
+const REGISTERING: u64 = 1;
+/// [`TLS_THREAD`]: a signal handler entered instrumented code while the thread was registering; its bits
+/// went into the thread's state, so the stream is abnormal from its start.
+const REGISTERING_INTERRUPTED: u64 = 2;
+
+/// The thread's record, if it has one (not while it registers).
+///
+/// # Safety
+/// `tls` is the calling thread's trace state.
+unsafe fn thread_record<'a>(tls: *mut u64) -> Option<&'a mut Thread> {
+    // SAFETY: the state's thread word is 0, a registration marker or a live record of this thread; only this
+    // thread (and the exit flush, under the lock) touch its record.
+    let t = unsafe { ptr::read_volatile(tls.add(TLS_THREAD)) };
+    if t <= REGISTERING_INTERRUPTED {
+        None
+    } else {
+        Some(unsafe { &mut *(t as *mut Thread) })
+    }
+}
+
+fn set_busy(t: &mut Thread, what: u8) {
+    compiler_fence(Ordering::SeqCst);
+    // SAFETY: a field of a live record.
+    unsafe { ptr::write_volatile(&mut t.busy, what) };
+    compiler_fence(Ordering::SeqCst);
+}
+
+fn busy(t: &Thread) -> u8 {
+    // SAFETY: a field of a live record.
+    unsafe { ptr::read_volatile(&t.busy) }
+}
+
+/// A full word of the thread's bits, and the state's bits and count after it (`rest`, `nacc`), which the
+/// runtime stores before it returns: a signal handler that enters instrumented code at any point of a spill
+/// finds the thread's position consistent ([`mark_abnormal`]), and words it spills itself while the thread is
+/// inside the runtime are dropped (its entry made the trace abnormal there already), so that they never
+/// interleave with the thread's own buffer updates or take the lock the thread may hold.
 ///
 /// # Safety
 /// `tls` is the calling thread's trace state.
 #[no_mangle]
-pub unsafe extern "C" fn __pathprof_trace_spill(tls: *mut u64, word: u64) {
-    // SAFETY: the state's thread word is 0 or a live record of this thread.
-    let t = unsafe { *tls.add(TLS_THREAD) } as *mut Thread;
-    if t.is_null() {
-        return;
-    }
-    // SAFETY: only this thread (and the exit flush, under the lock) touch its record.
-    let t = unsafe { &mut *t };
+pub unsafe extern "C" fn __pathprof_trace_spill_word(tls: *mut u64, word: u64, rest: u64, nacc: u64) {
+    // SAFETY: the caller's state.
+    let Some(t) = (unsafe { thread_record(tls) }) else { return };
     if t.ended {
         return;
     }
+    if busy(t) != IDLE {
+        // A signal handler's word while its thread is inside the runtime.
+        // SAFETY: the caller's state.
+        unsafe { mark_abnormal(tls, t) };
+        return;
+    }
+    // SAFETY: the caller's state: its count is still the one before this word.
+    t.spill_bit = t.spilled * 64 + unsafe { ptr::read_volatile(tls.add(TLS_NACC)) };
+    set_busy(t, SPILLING);
     if push_word(t, word) && !t.shadow.is_null() {
         // SAFETY: the thread's own state; a sync point is due at its next entry.
         unsafe { *tls.add(TLS_SHADOW) |= 1 };
@@ -264,6 +321,12 @@ pub unsafe extern "C" fn __pathprof_trace_spill(tls: *mut u64, word: u64) {
         let mut g = lock();
         flush_data(g.state(), t);
     }
+    // SAFETY: the caller's state.
+    unsafe {
+        ptr::write_volatile(tls.add(TLS_ACC), rest);
+        ptr::write_volatile(tls.add(TLS_NACC), nacc);
+    }
+    set_busy(t, IDLE);
 }
 
 /// An entry found the thread state even: a thread's first traced entry (registers it; returns the top-level
@@ -274,16 +337,42 @@ pub unsafe extern "C" fn __pathprof_trace_spill(tls: *mut u64, word: u64) {
 #[no_mangle]
 pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
     // SAFETY: see above.
-    let (thread, state) = unsafe { (*tls.add(TLS_THREAD), *tls.add(TLS_STATE)) };
+    let (thread, state) = unsafe { (ptr::read_volatile(tls.add(TLS_THREAD)), *tls.add(TLS_STATE)) };
+    if thread == REGISTERING || thread == REGISTERING_INTERRUPTED {
+        // A signal handler while its thread registers.
+        // SAFETY: see above.
+        unsafe { ptr::write_volatile(tls.add(TLS_THREAD), REGISTERING_INTERRUPTED) };
+        return state | 1;
+    }
     if thread != 0 {
         // SAFETY: a registered thread's record.
         unsafe { mark_abnormal(tls, &mut *(thread as *mut Thread)) };
         return state | 1;
     }
+    // SAFETY: see above.
+    unsafe { ptr::write_volatile(tls.add(TLS_THREAD), REGISTERING) };
+    compiler_fence(Ordering::SeqCst);
+    let t = register_thread(tls);
+    compiler_fence(Ordering::SeqCst);
+    // SAFETY: see above.
+    unsafe {
+        if !t.is_null() && ptr::read_volatile(tls.add(TLS_THREAD)) == REGISTERING_INTERRUPTED {
+            (*t).stop = 0;
+        }
+        ptr::write_volatile(tls.add(TLS_THREAD), t as u64);
+    }
+    1
+}
+
+/// The thread's record, made and put on the list (null when nothing is traced).
+///
+/// # Safety
+/// `tls` is the calling thread's trace state.
+unsafe fn register_thread(tls: *mut u64) -> *mut Thread {
     let mut g = lock();
     let st = g.state();
     if st.closed || st.disabled {
-        return 1;
+        return ptr::null_mut();
     }
     // SAFETY: an anonymous private mapping of the record's size.
     let mem = unsafe {
@@ -297,7 +386,7 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
         )
     };
     if mem == libc::MAP_FAILED {
-        return 1;
+        return ptr::null_mut();
     }
     let t = mem as *mut Thread;
     // SAFETY: fresh zeroed memory of the right size; fields set before use.
@@ -331,10 +420,9 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
         }
         (*t).next = st.threads;
         st.threads = t;
-        *tls.add(TLS_THREAD) = t as u64;
         libc::pthread_setspecific(st.key, tls as *const libc::c_void);
     }
-    1
+    t
 }
 
 /// A call site returned to a state not its own.
@@ -344,19 +432,28 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
 #[no_mangle]
 pub unsafe extern "C" fn __pathprof_trace_abnormal(tls: *mut u64) {
     // SAFETY: see above.
-    let t = unsafe { *tls.add(TLS_THREAD) } as *mut Thread;
-    if !t.is_null() {
-        // SAFETY: a live record of this thread.
-        unsafe { mark_abnormal(tls, &mut *t) };
+    if let Some(t) = unsafe { thread_record(tls) } {
+        // SAFETY: the caller's state.
+        unsafe { mark_abnormal(tls, t) };
     }
 }
 
-/// Records the first abnormal transfer at the thread's current bit.
+/// Records the first abnormal transfer at the thread's current bit: its position when a spill began if it is
+/// in one (a signal handler's entry; the spilled word is the thread's and stays), else its count of words and
+/// its state's bits.
 unsafe fn mark_abnormal(tls: *mut u64, t: &mut Thread) {
-    if t.stop == u64::MAX {
-        // SAFETY: the caller's state.
-        t.stop = t.spilled * 64 + unsafe { *tls.add(TLS_NACC) };
+    // SAFETY: a field of a live record, which a signal handler may update too.
+    if unsafe { ptr::read_volatile(&t.stop) } != u64::MAX {
+        return;
     }
+    let at = if busy(t) == SPILLING {
+        t.spill_bit
+    } else {
+        // SAFETY: the caller's state.
+        t.spilled * 64 + unsafe { ptr::read_volatile(tls.add(TLS_NACC)) }
+    };
+    // SAFETY: as above.
+    unsafe { ptr::write_volatile(&mut t.stop, at) };
 }
 
 fn install(st: &mut State) {
@@ -574,13 +671,19 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
         return;
     }
     let provisional = why & END_AT_EXEC != 0;
+    // A fatal signal on the thread inside a spill: its counts and state may disagree; the stream ends with the
+    // words stored, abnormal where the spill began.
+    let interrupted = busy(t) == SPILLING && !t.off;
+    if interrupted {
+        t.stop = t.stop.min(t.spill_bit);
+    }
     let tls = t.tls;
     // SAFETY: the thread's state (its own, or a live thread's at exit).
     let (state, mut acc, mut n) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_ACC), *tls.add(TLS_NACC)) };
     let mut flags = 0;
     if t.off {
         flags |= END_STOPPED | why;
-    } else if state & 0xffff_ffff == 1 && !provisional {
+    } else if state & 0xffff_ffff == 1 && !provisional && !interrupted {
         if st.naive != Some(true) {
             // Done of the top level: one 0 bit.
             n += 1;
@@ -615,7 +718,13 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     if t.window || t.ring.on() {
         flags |= END_WINDOW;
     }
-    let (total, partial) = if t.off { (t.stop_bit, t.stop_acc) } else { (t.spilled * 64 + n, acc) };
+    let (total, partial) = if t.off {
+        (t.stop_bit, t.stop_acc)
+    } else if interrupted {
+        (stored_words(t) * 64, 0)
+    } else {
+        (t.spilled * 64 + n, acc)
+    };
     if t.ring.on() {
         flags |= END_RING;
         dump_ring(st, t, total);
@@ -638,6 +747,17 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
         write(st, &rec);
     }
     t.ended = !provisional;
+}
+
+/// Words of the thread's stream stored so far (in the ring, the buffer or the file).
+fn stored_words(t: &Thread) -> u64 {
+    if t.ring.on() {
+        t.ring.end()
+    } else if t.fill > 0 {
+        t.buf_first + t.fill as u64
+    } else {
+        t.written_hi
+    }
 }
 
 /// Writes a flight recorder's window: its oldest surviving sync point (a naive trace's items need none: the
@@ -701,16 +821,10 @@ fn shadow_entry_at(shadow: *mut u64, k: u64) -> u64 {
 #[no_mangle]
 pub unsafe extern "C" fn __pathprof_trace_sync(tls: *mut u64) {
     // SAFETY: the caller's state; only this thread writes its shadow word.
-    let t = unsafe {
-        *tls.add(TLS_SHADOW) &= !1;
-        *tls.add(TLS_THREAD)
-    } as *mut Thread;
-    if t.is_null() {
-        return;
-    }
-    // SAFETY: only this thread (and the exit flush, under the lock) touch its record.
-    let t = unsafe { &mut *t };
-    if t.off || t.ended || !t.ring.on() {
+    unsafe { *tls.add(TLS_SHADOW) &= !1 };
+    // SAFETY: the caller's state.
+    let Some(t) = (unsafe { thread_record(tls) }) else { return };
+    if t.off || t.ended || !t.ring.on() || busy(t) != IDLE {
         return;
     }
     // SAFETY: the caller's state.
@@ -721,7 +835,9 @@ pub unsafe extern "C" fn __pathprof_trace_sync(tls: *mut u64) {
     }
     let p = SyncPoint { bit: t.spilled * 64 + nacc, kind: SYNC_AT_ENTRY, state, depth, ..Default::default() };
     let shadow = t.shadow;
+    set_busy(t, BUSY);
     t.ring.record(p, |k| shadow_entry_at(shadow, k));
+    set_busy(t, IDLE);
 }
 
 /// The calling thread's trace-state words (null before its first traced entry) and its record (null as well
@@ -767,6 +883,7 @@ pub extern "C" fn __pathprof_trace_start() {
     let bit = t.spilled * 64 + nacc;
     let shadow = t.shadow;
     let entry = |k| shadow_entry_at(shadow, k);
+    set_busy(t, BUSY);
     t.off = false;
     t.window = true;
     t.syncs += 1;
@@ -778,6 +895,7 @@ pub extern "C" fn __pathprof_trace_start() {
         // The window is read from here with an empty entry cache (`trace_layout`, TLS_CACHE).
         t.cache.fill(u32::MAX);
     }
+    set_busy(t, IDLE);
 }
 
 /// The calling thread's trace stops here: nothing more is kept until the next [`__pathprof_trace_start`]. A
@@ -800,6 +918,7 @@ pub extern "C" fn __pathprof_trace_stop() {
     if t.off || t.ended {
         return;
     }
+    set_busy(t, BUSY);
     if !t.window && !t.ring.on() {
         // Traced from its start so far: that window opens at bit 0, at the top level.
         t.window = true;
@@ -823,6 +942,7 @@ pub extern "C" fn __pathprof_trace_stop() {
         }
     }
     t.off = true;
+    set_busy(t, IDLE);
 }
 
 /// Appends the thread's next word (dropped while it is stopped; a flight recorder's ring, or the buffer the
