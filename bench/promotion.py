@@ -2,6 +2,11 @@
 """Promotion after inlining, measured on its own (issue 18: "show each lever's effect separately").
 
     python3 bench/promotion.py [--workloads LIST] [--modes edge,path,...] [--out BASE]
+    python3 bench/promotion.py --baseline-dist DIR --out BASE   # any change: an earlier build's dist/ against this one
+
+With `--baseline-dist DIR` the two sides are DIR's `pathprof-clang` (a `dist/` built from an earlier commit, e.g.
+in a worktree) and this checkout's, both with default flags: the same count check and callgrind table for any
+change to the instrumentation.
 
 Builds run.py's programs and kernels with LLVM IR PGO and with pathprof in each mode twice — promotion at
 instrumentation only (`--pathprof-promote=early`, the behaviour before promotion after inlining) and the
@@ -28,8 +33,12 @@ OUT = B.WORK / "promotion"
 MODES = ["edge", "path", "context", "piecewise", "edge-atomic", "path-atomic"]
 
 
-def variant_name(mode, promote):
-    return f"pp-{mode}-{promote}"
+# The two sides compared: (label, compiler, extra flags); `--baseline-dist` replaces the first.
+SIDES = [("early", str(B.PPCLANG), ["--pathprof-promote=early"]), ("1", str(B.PPCLANG), [])]
+
+
+def variant_name(mode, side):
+    return f"pp-{mode}-{side}"
 
 
 def add_variants(modes):
@@ -37,11 +46,11 @@ def add_variants(modes):
     names = []
     for mode in modes:
         base, _, atomic = mode.partition("-")
-        for promote in ["early", "1"]:
-            flags = [f"--pathprof-mode={base}", f"--pathprof-promote={promote}"]
+        for side, cc, extra in SIDES:
+            flags = [f"--pathprof-mode={base}", *extra]
             if atomic:
                 flags.append("--pathprof-atomic")
-            v = (variant_name(mode, promote), str(B.PPCLANG), flags, "pathprof")
+            v = (variant_name(mode, side), cc, flags, "pathprof")
             B.VARIANTS.append(v)
             B.VARIANT[v[0]] = v
             names.append(v[0])
@@ -75,7 +84,15 @@ def main():
     ap.add_argument("--check-only", action="store_true", help="only compare the counts (no callgrind)")
     ap.add_argument("--time", type=int, metavar="REPS",
                     help="instead of callgrind: CPU time (user+sys) of run.py's small inputs, REPS interleaved rounds")
+    ap.add_argument("--baseline-dist", metavar="DIR",
+                    help="compare DIR's pathprof-clang (an earlier build) with this checkout's, instead of "
+                         "--pathprof-promote=early with the default")
     args = ap.parse_args()
+    if args.baseline_dist:
+        cc = Path(args.baseline_dist).resolve() / "bin" / "pathprof-clang"
+        if not cc.exists():
+            raise SystemExit(f"no {cc}")
+        SIDES[0] = ("base", str(cc), [])
     modes = args.modes.split(",")
     selected = [w[0] for w in B.select_workloads(args.workloads)]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -101,8 +118,8 @@ def main():
         if name.startswith("kernels-mt") or name.startswith("lua-"):
             continue
         for mode in modes:
-            a, b = (builds[(prog, variant_name(mode, p))]["binary"] for p in ["early", "1"])
-            ca = counts(a, wargs, OUT / f"{name}.{mode}.early.pathprof")
+            a, b = (builds[(prog, variant_name(mode, p[0]))]["binary"] for p in SIDES)
+            ca = counts(a, wargs, OUT / f"{name}.{mode}.{SIDES[0][0]}.pathprof")
             cb = counts(b, wargs, OUT / f"{name}.{mode}.1.pathprof")
             same[f"{name} {mode}"] = ca == cb
             if ca != cb:
@@ -122,7 +139,7 @@ def main():
     Path(args.out).with_suffix(".md").write_text(markdown(R))
     print(markdown(R))
     if not all(same.values()):
-        raise SystemExit("promotion after inlining changed counts")
+        raise SystemExit("the two sides' counts differ")
 
 
 def time_runs(selected, builds, modes, reps):
@@ -140,7 +157,7 @@ def time_runs(selected, builds, modes, reps):
         if name not in selected:
             continue
         args = [x.format(**fill) for x in small]
-        variants = [variant_name(m, p) for m in modes for p in ["early", "1"]]
+        variants = [variant_name(m, p[0]) for m in modes for p in SIDES]
         res = {v: [] for v in variants}
         for _ in range(reps):
             rnd.shuffle(variants)
@@ -165,7 +182,7 @@ def time_markdown(T, modes):
     for name, res in T.items():
         cells = []
         for m in modes:
-            e, d = (statistics.median(res[variant_name(m, p)]) for p in ["early", "1"])
+            e, d = (statistics.median(res[variant_name(m, p[0])]) for p in SIDES)
             geo[m].append(d / e)
             cells.append(f"{d / e:.3f} ({e:.2f} s → {d:.2f} s)")
         L.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -175,16 +192,19 @@ def time_markdown(T, modes):
 
 def markdown(R):
     modes = R["modes"]
-    L = ["# Promotion after inlining: instructions (callgrind), pathprof ÷ LLVM IR PGO", "",
-         f"Commit {R['machine'].get('commit', '?')}. Each cell: promotion at instrumentation only → also after "
-         "inlining (the default). Atomic modes against IR PGO's atomic build.", "",
+    what = ("the baseline build → this build" if SIDES[0][0] == "base"
+            else "promotion at instrumentation only → also after inlining (the default)")
+    L = [f"# {'A/B' if SIDES[0][0] == 'base' else 'Promotion after inlining'}: instructions (callgrind), "
+         "pathprof ÷ LLVM IR PGO", "",
+         f"Commit {R['machine'].get('commit', '?')}. Each cell: {what}. Atomic modes against IR PGO's atomic build.",
+         "",
          "| workload | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
     geo = {m: ([], []) for m in modes}
     for name, r in R["callgrind"].items():
         cells = []
         for m in modes:
             ref = r["llvm-ir-pgo-atomic" if m.endswith("atomic") else "llvm-ir-pgo"]["total"]
-            e, d = (r[variant_name(m, p)]["total"] / ref for p in ["early", "1"])
+            e, d = (r[variant_name(m, p[0])]["total"] / ref for p in SIDES)
             geo[m][0].append(e)
             geo[m][1].append(d)
             cells.append(f"{e:.3f} → {d:.3f}")

@@ -221,6 +221,64 @@ impl Emitter<'_> {
     }
 }
 
+/// Where a return's path count goes ([`return_count_site`]).
+enum ReturnCountSite {
+    /// Right before the return.
+    AtReturn,
+    /// At the start of the returning block: its calls come after the count.
+    AtStart,
+    /// At the start of each predecessor of the returning block (the edge into it and its DAG edge): the
+    /// predecessors' calls come after the counts.
+    InPredecessors(Vec<(EdgeId, DagEdgeId)>),
+}
+
+/// Where the path count of the return from block `b` goes. A count after a call keeps LLVM from turning the
+/// call into a jump: a tail call (`return g(x)`), or the recursion a function accumulates
+/// (`return n < 2 ? n : fib(n - 1) + fib(n - 2)`, whose plain build loops instead of making the second call).
+/// When the path's number is final earlier — at the start of the returning block, or at the start of each
+/// predecessor that can only go on to it — and every call from there to the return is sure to return normally
+/// (no call that may leave abnormally or return twice: those blocks count arrivals instead), every execution
+/// that passes the earlier point takes the return, so the count moves there, before the calls. Only where
+/// there are calls to move past.
+fn return_count_site(g: &FunctionGraph, dag: &PathDag, adj: &pathprof_core::Adjacency, b: BlockId) -> ReturnCountSite {
+    let plain = |v: BlockId| g.abnormal_calls[v.index()].is_empty() && !g.reentry_blocks.contains(&v.0);
+    if !plain(b) {
+        return ReturnCountSite::AtReturn;
+    }
+    if has_call(g.blocks[b.index()]) {
+        return ReturnCountSite::AtStart;
+    }
+    let mut preds = Vec::new();
+    let mut calls = false;
+    for &e in adj.in_edges(b) {
+        let edge = g.cfg.edge(e);
+        let (EdgeKind::Branch { .. }, CfgEdgeRole::Real(d)) = (edge.kind, dag.cfg_edge_role(e)) else {
+            return ReturnCountSite::AtReturn;
+        };
+        let p = edge.from;
+        let only_successor = adj.out_edges(p).iter().all(|&o| o == e);
+        if p == b || !only_successor || !plain(p) || g.sites[e.index()] == Site::TargetPhi {
+            return ReturnCountSite::AtReturn;
+        }
+        calls |= has_call(g.blocks[p.index()]);
+        preds.push((e, d));
+    }
+    if calls && !preds.is_empty() {
+        ReturnCountSite::InPredecessors(preds)
+    } else {
+        ReturnCountSite::AtReturn
+    }
+}
+
+/// Whether `bb` calls a function (intrinsics and inline assembly do not count).
+fn has_call(bb: LLVMBasicBlockRef) -> bool {
+    ir::instructions(bb).into_iter().any(|i| {
+        ir::opcode(i) == LLVMOpcode::LLVMCall
+            && !ir::calls_inline_asm(i)
+            && ir::called_function(i).is_none_or(|f| ir::intrinsic_id(f) == 0)
+    })
+}
+
 /// Emits path profiling for a planned function. Returns, per block that counts arrivals, the number of its
 /// truncated path (what a fork re-entry of its calls records, see [`crate::fork_check`]).
 pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
@@ -322,11 +380,27 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
         let role = p.dag.cfg_edge_role(e);
         let Some(r) = r_in.get(edge.from.index()).copied().flatten() else { continue };
         match (edge.kind, role) {
-            (EdgeKind::Return, CfgEdgeRole::Real(d)) => {
-                let at = ir::source_end_insertion_point(g.blocks[edge.from.index()]).expect("terminator");
-                let path = em.add(at, r, inc(d));
-                em.count(at, path, RVal::Const(1));
-            }
+            (EdgeKind::Return, CfgEdgeRole::Real(d)) => match return_count_site(g, &p.dag, &adj, edge.from) {
+                ReturnCountSite::AtReturn => {
+                    let at = ir::source_end_insertion_point(g.blocks[edge.from.index()]).expect("terminator");
+                    let path = em.add(at, r, inc(d));
+                    em.count(at, path, RVal::Const(1));
+                }
+                ReturnCountSite::AtStart => {
+                    let at = ir::first_insertion_point(g.blocks[edge.from.index()]).expect("terminator");
+                    let path = em.add(at, r, inc(d));
+                    em.count(at, path, RVal::Const(1));
+                }
+                ReturnCountSite::InPredecessors(preds) => {
+                    for (into, pd) in preds {
+                        let from = cfg.edge(into).from;
+                        let at = ir::first_insertion_point(g.blocks[from.index()]).expect("terminator");
+                        let rp = r_in[from.index()].expect("a predecessor's register is built");
+                        let path = em.add(at, rp, inc(pd).wrapping_add(inc(d)));
+                        em.count(at, path, RVal::Const(1));
+                    }
+                }
+            },
             (EdgeKind::Termination, CfgEdgeRole::Real(d)) => {
                 // The truncated path counts arrivals, once, before the block's first call that may not return;
                 // nothing is retracted when the calls return: the reader derives the net count from the paths
