@@ -111,7 +111,7 @@ def main():
     builds = B.build_all(progs, variants)
 
     # The same counts with and without promotion after inlining (deterministic single-threaded runs).
-    B.log("== checking that promotion after inlining leaves every count unchanged")
+    B.log(f"== checking that both sides ({SIDES[0][0]}, {SIDES[1][0]}) write the same counts")
     same = {}
     for name, prog, wargs in work:
         # Threads, and Lua: its string cache and table hashing follow the addresses each build gives its data.

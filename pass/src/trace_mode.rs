@@ -75,7 +75,7 @@ use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
     ABANDON_ID, CALLEE_CERTAIN, DESC_NAIVE, STATE_CERTAIN, TLS_CALLEE, TLS_STATE, TLS_WORDS, TRACE_VERSION,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -911,21 +911,23 @@ impl Emitter {
         let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
         let cfg = &p.graph.cfg;
         let bb = |v: BlockId| p.graph.blocks[v.index()];
+        // Every block's predecessors, one entry per edge, found in one scan and kept up to date as exit edges
+        // are split below (an inner loop's exit may enter an outer loop's header).
+        let mut preds_of: HashMap<LLVMBasicBlockRef, Vec<LLVMBasicBlockRef>> = HashMap::new();
+        for q in ir::blocks(p.f) {
+            for s in ir::terminator(q).map(ir::successors).unwrap_or_default() {
+                preds_of.entry(s).or_default().push(q);
+            }
+        }
         for l in &p.deferred {
             let (header, test) = (bb(l.header), bb(l.test));
             let term = ir::terminator(test).expect("a deferred loop's test ends in a br");
             let value = |e| c(u64::from(p.plan.value(e).expect("a deferred loop's test writes one bit")));
             let EdgeKind::Branch { succ } = cfg.edge(l.exit).kind else { unreachable!("core takes branches only") };
-            // The header's predecessors now (earlier code may have split edges into it): its latch brings the next
-            // count; every other enters with 0.
+            // The header's predecessors now (earlier splits included): its latch brings the next count; every
+            // other enters with 0.
             let latch = bb(cfg.edge(l.back).from);
-            let preds: Vec<LLVMBasicBlockRef> = ir::blocks(p.f)
-                .into_iter()
-                .flat_map(|q| {
-                    let n = ir::terminator(q).map_or(0, |t| ir::successors(t).iter().filter(|&&s| s == header).count());
-                    std::iter::repeat_n(q, n)
-                })
-                .collect();
+            let preds = preds_of.get(&header).cloned().unwrap_or_default();
             // The writes get the test's source location.
             LLVMPositionBuilderBefore(b, term);
             let location = LLVMGetCurrentDebugLocation2(b);
@@ -940,7 +942,15 @@ impl Emitter {
                 let mut from = [q];
                 LLVMAddIncoming(stays, v.as_mut_ptr(), from.as_mut_ptr(), 1);
             }
+            let target = LLVMGetSuccessor(term, succ);
             let split = crate::shim::pathprof_shim_split_edge(term, succ);
+            if !split.is_null() {
+                // The edge test→target is now test→split→target.
+                if let Some(q) = preds_of.get_mut(&target).and_then(|v| v.iter_mut().find(|q| **q == test)) {
+                    *q = split;
+                }
+                preds_of.entry(split).or_default().push(test);
+            }
             let at = if split.is_null() {
                 // Not critical: the exit target has the test as its only predecessor.
                 ir::first_insertion_point(LLVMGetSuccessor(term, succ)).expect("a block has a terminator")

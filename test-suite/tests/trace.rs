@@ -361,8 +361,9 @@ fn threads_regenerate_exactly() {
 /// readable, and its regenerated prefix (up to the first handler, the abnormal transfer) is main's own run.
 /// Before the runtime guarded its spills, 6 of 13 runs of this program gave unreadable traces ("bad bit
 /// count", "activation of unknown function"). Not deterministic, so checked by the prefix's own consistency:
-/// no handler block in it, and one `work` entry per iteration of main's loop body (one fewer when the handler
-/// came between the body and the call's entry).
+/// one `work` entry per iteration of main's loop body (one fewer when the stop came between the body and the
+/// call's entry), plus 100 per handler run the prefix shows whole (a handler that enters between a call site's
+/// announcement and its callee's entry is not an abnormal transfer: its blocks are part of the prefix).
 #[test]
 fn a_signal_handler_never_corrupts_the_interrupted_threads_trace() {
     let source = "signal_handover.c";
@@ -387,14 +388,15 @@ fn a_signal_handler_never_corrupts_the_interrupted_threads_trace() {
                 assert!(status.starts_with("incomplete: an abnormal transfer"), "{name} {opt} run {run}: {status}");
                 let steps = main_thread["steps"].as_array().unwrap();
                 let in_fn = |f: &'static str| steps.iter().filter(move |s| s["function"] == f);
-                assert_eq!(in_fn("handler").count(), 0, "{name} {opt} run {run}: a handler block before the stop");
+                let handlers = in_fn("handler").filter(|s| s["block"] == 0).count();
                 let bodies = in_fn("main")
                     .filter(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(call_line)))
                     .count();
-                let entries = in_fn("work").filter(|s| s["block"] == 0).count();
+                let entries = in_fn("work").filter(|s| s["block"] == 0).count() - 100 * handlers;
                 assert!(
                     entries == bodies || entries + 1 == bodies,
-                    "{name} {opt} run {run}: {entries} entries of work for {bodies} loop bodies"
+                    "{name} {opt} run {run}: {entries} entries of work from main for {bodies} loop bodies \
+                     ({handlers} handler runs)"
                 );
                 std::fs::remove_file(&trace).unwrap();
             }
