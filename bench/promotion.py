@@ -69,9 +69,11 @@ def counts(binary, args, profile):
                    check=True)
     shown = json.loads(subprocess.run([str(B.PATHPROF), "show", "--json", str(profile)], capture_output=True,
                                       text=True, check=True).stdout)
-    def without_outputs(v):  # the object file's path names the variant's build directory
+    # The object file's path names the variant's build directory, and `instrumented` says which edges carry
+    # code (a change of placement moves it): neither is a count.
+    def without_outputs(v):
         if isinstance(v, dict):
-            return {k: without_outputs(x) for k, x in v.items() if k != "module_output"}
+            return {k: without_outputs(x) for k, x in v.items() if k not in ("module_output", "instrumented")}
         return [without_outputs(x) for x in v] if isinstance(v, list) else v
     return json.dumps(without_outputs(shown), sort_keys=True)
 

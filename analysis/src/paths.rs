@@ -1,7 +1,7 @@
 //! Path-mode functions: path counts → regenerated Ball–Larus paths → edge and block counts.
 //!
 //! Ball & Larus, "Efficient Path Profiling", MICRO-29, 1996: the pass numbered the acyclic paths of the DAG that
-//! `pathprof_core::dag::PathDag::build_with_budget(cfg, adj, dfs, budget)` builds from the function's graph, and
+//! `pathprof_core::dag::PathDag::build_for_path_mode(cfg, adj, dfs, budget, resets)` builds from the function's graph, and
 //! each execution of a path bumped the count of its number. The DAG, and so the numbering, is a pure function of
 //! the graph and the budget stored in the metadata, so the reader rebuilds it, checks that it has the recorded
 //! number of paths, and regenerates every executed path (BL96 §3.5). Edge and block counts follow by summing the
@@ -152,11 +152,8 @@ pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result
     let cfg = &f.cfg;
     let adj = cfg.adjacency();
     let dfs = depth_first(cfg, &adj);
-    let dag = PathDag::build_with_budget(cfg, &adj, &dfs, pm.budget).map_err(|error| AnalysisError::PathDag {
-        module: name(),
-        function: fname(),
-        error,
-    })?;
+    let dag = PathDag::build_for_path_mode(cfg, &adj, &dfs, pm.budget, module.meta.path_loop_resets)
+        .map_err(|error| AnalysisError::PathDag { module: name(), function: fname(), error })?;
     let numbering = Numbering::compute(&dag).map_err(|error| AnalysisError::PathNumbering {
         module: name(),
         function: fname(),

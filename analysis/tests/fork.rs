@@ -35,6 +35,7 @@ fn meta(mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {
         path_arrivals: mode != Mode::Edge,
         fork_reentries: true,
         left_out: Vec::new(),
+        path_loop_resets: false,
     }
 }
 

@@ -215,7 +215,7 @@ pub fn run(args: &Args) -> Result<()> {
                 executed_per_function.push(Some(PathCoverage {
                     executed,
                     possible: PathId::new(fp.num_paths),
-                    cut: budget_cut(f),
+                    cut: budget_cut(f, module.meta.path_loop_resets),
                     possible_number: fp.num_paths,
                 }));
                 counts.push(fp.counts);
@@ -250,11 +250,11 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 /// Whether the path budget cut the function's DAG (its paths are then pieces between cuts).
-fn budget_cut(f: &FunctionMeta) -> bool {
+fn budget_cut(f: &FunctionMeta, resets: bool) -> bool {
     let Some(pm) = &f.path else { return false };
     let adj = f.cfg.adjacency();
     let dfs = depth_first(&f.cfg, &adj);
-    PathDag::build_with_budget(&f.cfg, &adj, &dfs, pm.budget)
+    PathDag::build_for_path_mode(&f.cfg, &adj, &dfs, pm.budget, resets)
         .is_ok_and(|dag| !dag.cut_edges().is_empty() || !dag.cut_vertices().is_empty())
 }
 

@@ -13,7 +13,7 @@ pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
 /// (truncated paths count net executions), version 3 (no module output), version 4 (no fork re-entries) and
 /// version 5 (no list of the functions left out, no cut vertices in interprocedural programs).
-pub const META_VERSION: u32 = 6;
+pub const META_VERSION: u32 = 7;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +96,11 @@ pub struct ModuleMeta {
     /// report them as not profiled instead of letting their absence read as "never ran". Empty for profiles of
     /// metadata version ≤ 5, which did not record them.
     pub left_out: Vec<LeftOutFunction>,
+    /// Path mode: the functions' path DAGs restart every path that enters a loop whose iterations then count
+    /// one number each (`pathprof_core::ball_larus::resets`); readers rebuild them with
+    /// `PathDag::build_for_path_mode(…, path_loop_resets)`. `false` for profiles of metadata version ≤ 6 and
+    /// builds with `PATHPROF_LOOP_RESETS=0`.
+    pub path_loop_resets: bool,
 }
 
 /// A function compiled without instrumentation: it ran (or not) uncounted, and no count of the profile covers it.
@@ -303,7 +308,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1 to 6, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1 to 7, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -316,7 +321,7 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
-            1..=5 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
+            1..=6 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
             _ => return Err(MetaError::UnsupportedVersion(ver)),
         };
         if !rest.is_empty() {
@@ -325,11 +330,11 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Reads the body of metadata version 1 to 5: postcard writes a struct as its fields in order, so an older
+    /// Reads the body of metadata version 1 to 6: postcard writes a struct as its fields in order, so an older
     /// body is the current field sequence without the fields added since, each of which gets the value that
     /// describes the older profiles (see the field docs):
     /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out` and the
-    /// procedures' `cut_vertices`.
+    /// procedures' `cut_vertices`, 7 `path_loop_resets`.
     fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
         /// The next field, or `absent` in a version before `since`.
         fn field<T: serde::de::DeserializeOwned>(
@@ -350,11 +355,16 @@ impl ModuleMeta {
         let (weighting, rest) = postcard::take_from_bytes(rest)?;
         let (atomic, rest) = postcard::take_from_bytes(rest)?;
         let (functions, rest) = postcard::take_from_bytes(rest)?;
-        let (interproc, rest) = field::<Option<InterprocMetaV5>>(ver, 2, None, rest)?;
-        let interproc = interproc.map(InterprocMeta::from);
+        let (interproc, rest) = if ver >= 6 {
+            postcard::take_from_bytes::<Option<InterprocMeta>>(rest)?
+        } else {
+            let (old, rest) = field::<Option<InterprocMetaV5>>(ver, 2, None, rest)?;
+            (old.map(InterprocMeta::from), rest)
+        };
         let (path_arrivals, rest) = field(ver, 3, false, rest)?;
         let (fork_reentries, rest) = field(ver, 5, false, rest)?;
         let (left_out, rest) = field(ver, 6, Vec::new(), rest)?;
+        let (path_loop_resets, rest) = field(ver, 7, false, rest)?;
         let meta = ModuleMeta {
             module_name,
             output,
@@ -366,6 +376,7 @@ impl ModuleMeta {
             path_arrivals,
             fork_reentries,
             left_out,
+            path_loop_resets,
         };
         Ok((meta, rest))
     }

@@ -485,13 +485,23 @@ proptest! {
 
 /// Metadata versions 1 (before the interprocedural modes), 2 (written before path mode counted arrivals, read as net counts), 3 (before modules
 /// recorded their output, read with an empty output), 4 (before fork re-entries) and 5 (before the list of functions
-/// left out) are still read; version 6 is written. Arrival counting belongs to the path-numbering modes (path, context, piecewise) only, and fork
-/// re-entries of paths to profiles that count arrivals.
+/// left out) and 6 (before path mode's loop resets, read without them) are still read; version 7 is written. Arrival
+/// counting belongs to the path-numbering modes (path, context, piecewise) only, and fork re-entries of paths to
+/// profiles that count arrivals.
 #[test]
 fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
-    let v6 = meta.encode();
-    assert_eq!(v6[4..8], 6u32.to_le_bytes());
+    assert!(!meta.path_loop_resets);
+    let v7 = meta.encode();
+    assert_eq!(v7[4..8], 7u32.to_le_bytes());
+    // Version 6 is version 7 without the trailing `path_loop_resets` byte (false: zero).
+    assert_eq!(v7.last(), Some(&0));
+    let mut v6 = v7[..v7.len() - 1].to_vec();
+    v6[4..8].copy_from_slice(&6u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v6).unwrap(), meta);
+    let mut resetting = meta.clone();
+    resetting.path_loop_resets = true;
+    assert_eq!(ModuleMeta::decode(&resetting.encode()).unwrap(), resetting);
     // Version 5 is version 6 without the trailing `left_out` list (here empty: one zero length byte).
     assert_eq!(v6.last(), Some(&0));
     let mut v5 = v6[..v6.len() - 1].to_vec();
@@ -519,8 +529,8 @@ fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_mode
     v1[4..8].copy_from_slice(&1u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v1).unwrap(), meta);
     // An older version's header on a newer body leaves bytes over: corrupt, not misread.
-    for old in [1u32, 2, 3, 4, 5] {
-        let mut mislabelled = v6.clone();
+    for old in [1u32, 2, 3, 4, 5, 6] {
+        let mut mislabelled = v7.clone();
         mislabelled[4..8].copy_from_slice(&old.to_le_bytes());
         assert!(matches!(ModuleMeta::decode(&mislabelled), Err(MetaError::Corrupt(_))), "version {old}");
     }

@@ -18,6 +18,7 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
             path_arrivals: false,
             fork_reentries: false,
             left_out: Vec::new(),
+            path_loop_resets: false,
         },
         calls: Vec::new(),
         optimizer_last,

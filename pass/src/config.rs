@@ -75,6 +75,11 @@ pub struct Config {
     /// Promotion again after the inliner put callees' counter updates into the caller's loops (`PATHPROF_PROMOTE`
     /// `1`, the default; `early` promotes at instrumentation only; see [`crate::promote::promote_after_inlining`]).
     pub promote_after_inlining: bool,
+    /// Path mode restarts the paths at the entry of loops whose iterations then count one constant number
+    /// (`PATHPROF_LOOP_RESETS`, default 1; `pathprof_core::ball_larus::resets`): their counts become plain
+    /// register additions the optimiser can fold. `0`: Ball and Larus's paths, which run from before a loop
+    /// into its first iteration.
+    pub loop_resets: bool,
     /// Context and piecewise modes: which functions add their edge values along a spanning tree's chords
     /// (`PATHPROF_IP_PLACEMENT`, see [`crate::interproc_place`]).
     pub ip_placement: IpPlacement,
@@ -199,6 +204,11 @@ fn flag(name: &str, value: Option<String>) -> Result<bool, String> {
 }
 
 impl Config {
+    /// Path mode with loop resets ([`Config::loop_resets`]; `ModuleMeta::path_loop_resets`).
+    pub fn path_loop_resets(&self) -> bool {
+        self.mode == Mode::Path && self.loop_resets
+    }
+
     /// Reads the configuration from a variable lookup (the environment in the plugin, a map in tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         let mode = match get("PATHPROF_MODE").as_deref() {
@@ -263,6 +273,10 @@ impl Config {
                 (on, on)
             }
         };
+        let loop_resets = match get("PATHPROF_LOOP_RESETS").filter(|v| !v.is_empty()) {
+            None => true,
+            v => flag("PATHPROF_LOOP_RESETS", v)?,
+        };
         let ip_placement = match get("PATHPROF_IP_PLACEMENT").as_deref() {
             None | Some("") | Some("dispatch") => IpPlacement::Dispatch,
             Some("tree") => IpPlacement::Tree,
@@ -313,6 +327,7 @@ impl Config {
             fork_checks,
             promote,
             promote_after_inlining,
+            loop_resets,
             ip_placement,
             optimizer_last,
             trace_naive,
@@ -377,6 +392,10 @@ mod tests {
         assert_eq!(cfg(&[("PATHPROF_IP_PLACEMENT", "tree")]).unwrap().ip_placement, IpPlacement::Tree);
         assert!(cfg(&[("PATHPROF_IP_PLACEMENT", "chords")]).is_err());
         assert!(cfg(&[("PATHPROF_PROMOTE", "2")]).is_err());
+        assert!(cfg(&[]).unwrap().path_loop_resets());
+        assert!(!cfg(&[("PATHPROF_LOOP_RESETS", "0")]).unwrap().path_loop_resets());
+        assert!(!cfg(&[("PATHPROF_MODE", "context")]).unwrap().path_loop_resets());
+        assert!(cfg(&[("PATHPROF_LOOP_RESETS", "2")]).is_err());
         let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));
         assert!(c.atomic);

@@ -242,7 +242,8 @@ fn plan(
         }
         Mode::Path | Mode::Context | Mode::Piecewise => {
             let promote = config.mode == Mode::Path && config.promote && crate::promote::eligible(f, &graph);
-            let pp = path_mode::plan(graph, &weights, config.path_budget, &|n| layout.choose(n), promote)?;
+            let resets = config.path_loop_resets();
+            let pp = path_mode::plan(graph, &weights, config.path_budget, &|n| layout.choose(n), promote, resets)?;
             if config.dump {
                 let chords: Vec<EdgeId> = Vec::new();
                 dump(name, &pp.graph, &weights, &chords);

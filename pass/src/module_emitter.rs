@@ -90,6 +90,7 @@ impl<'a> ModuleEmitter<'a> {
             path_arrivals,
             fork_reentries: config.fork_checks,
             left_out: left_out.into_functions(),
+            path_loop_resets: config.path_loop_resets(),
         };
         self.storage.register(self.m, &meta);
         ir::add_named_metadata(self.m, INSTRUMENTED_MARK);

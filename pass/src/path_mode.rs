@@ -58,18 +58,21 @@ const PROMOTED_PATHS_PER_EDGE: usize = 2;
 
 /// Plans path profiling of `graph`; `cfg_weights` are the cfg edge weights (cost only); `promote`: test back
 /// edges' counts for the paths their loops repeat ([`PathPlan::promoted`]; path mode, promotion on, a function
-/// [`crate::promote::eligible`]).
+/// [`crate::promote::eligible`]); `resets`: the module's DAGs restart paths at loop entries
+/// ([`crate::config::Config::path_loop_resets`]).
 pub fn plan(
     graph: FunctionGraph,
     cfg_weights: &[f64],
     budget: u128,
     choose_storage: &dyn Fn(u128) -> PathStorage,
     promote: bool,
+    resets: bool,
 ) -> Result<PathPlan, String> {
     let cfg = &graph.cfg;
     let adj = cfg.adjacency();
     let dfs = depth_first(cfg, &adj);
-    let dag = PathDag::build_with_budget(cfg, &adj, &dfs, budget).map_err(|e| format!("path numbering: {e}"))?;
+    let dag =
+        PathDag::build_for_path_mode(cfg, &adj, &dfs, budget, resets).map_err(|e| format!("path numbering: {e}"))?;
     let numbering = Numbering::compute(&dag).map_err(|e| format!("path numbering: {e}"))?;
     let num_paths = numbering.num_paths();
 

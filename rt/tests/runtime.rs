@@ -182,6 +182,7 @@ fn finish_module(
         weighting: "uniform".into(),
         atomic: false,
         functions,
+        path_loop_resets: false,
     };
     meta.validate().unwrap();
     let bytes = meta.encode();

@@ -10,12 +10,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Compiles `sources` at -O0 with -g in `mode` (plus `flags`), runs the program; returns the profile.
+/// Compiles `sources` at -O0 with -g in `mode` (plus `flags`), runs the program; returns the profile. Path mode
+/// without loop resets (`PATHPROF_LOOP_RESETS=0`): the hand-derived path executions below are Ball and Larus's.
 fn profile(name: &str, sources: &[&str], mode: &str, flags: &[&str]) -> PathBuf {
     let dir = scratch(name);
     let exe = dir.join("prog");
     let srcs: Vec<PathBuf> = sources.iter().map(|s| programs().join(s)).collect();
-    run_ok(wrapper(false).args(["-O0", "-g"]).args(flags).args(&srcs).arg("-o").arg(&exe).env("PATHPROF_MODE", mode));
+    run_ok(
+        wrapper(false)
+            .args(["-O0", "-g"])
+            .args(flags)
+            .args(&srcs)
+            .arg("-o")
+            .arg(&exe)
+            .env("PATHPROF_MODE", mode)
+            .env("PATHPROF_LOOP_RESETS", "0"),
+    );
     let prof = dir.join("out.pathprof");
     run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof));
     prof

@@ -101,11 +101,13 @@ pub(crate) struct PathReport<'a> {
     pub display_name: &'a str,
     pub module: &'a str,
     pub file: &'a str,
-    /// `entry`, `loop_header` (after a back edge) or `after_cut`.
+    /// `entry`, `loop_header` (after a back edge, or at a loop reset also after the loop's entry) or
+    /// `after_cut`.
     pub start: &'static str,
     /// `exit` (a return), `back_edge`, `cut` or `abnormal` (a Termination edge: exit, longjmp, exception).
     pub end: &'static str,
-    /// The back or cut edge taken just before the path (for `loop_header` and `after_cut`).
+    /// The back or cut edge taken just before the path (for `loop_header` and `after_cut`); at a loop reset
+    /// (`pathprof_core::ball_larus::resets`) the header's first back edge, whichever way the loop was entered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_edge: Option<EdgeRef>,
     /// The back or cut edge the path ends by taking (for `back_edge` and `cut`).

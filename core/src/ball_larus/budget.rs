@@ -51,6 +51,19 @@ impl PathDag {
         PathDag::build_with_budget_keeping(cfg, adj, dfs, budget, |_| false)
     }
 
+    /// Path mode's DAG: [`PathDag::build_with_budget`], with the loop resets of [`super::resets::loop_resets`]
+    /// when `resets` (a module's `ModuleMeta::path_loop_resets`). The pass and every reader build it alike.
+    pub fn build_for_path_mode(
+        cfg: &Cfg,
+        adj: &Adjacency,
+        dfs: &DfsInfo,
+        budget: u128,
+        resets: bool,
+    ) -> Result<PathDag, DagError> {
+        let reset = if resets { super::resets::loop_resets(cfg, adj, dfs) } else { vec![false; cfg.num_vertices()] };
+        PathDag::build_with_budget_resetting(cfg, adj, dfs, budget, |_| false, &reset)
+    }
+
     /// [`PathDag::build_with_budget`], never cutting a vertex `keep` names: the interprocedural modes keep a call
     /// site's block (its out-edge stands for the call) and an edge that cannot carry code whole.
     pub fn build_with_budget_keeping(
@@ -60,7 +73,20 @@ impl PathDag {
         budget: u128,
         keep: impl Fn(BlockId) -> bool,
     ) -> Result<PathDag, DagError> {
-        let base = PathDag::build(cfg, adj, dfs);
+        PathDag::build_with_budget_resetting(cfg, adj, dfs, budget, keep, &vec![false; cfg.num_vertices()])
+    }
+
+    /// [`PathDag::build_with_budget_keeping`] with the loop headers `reset` marks restarting their paths
+    /// (`dag::assemble`).
+    fn build_with_budget_resetting(
+        cfg: &Cfg,
+        adj: &Adjacency,
+        dfs: &DfsInfo,
+        budget: u128,
+        keep: impl Fn(BlockId) -> bool,
+        reset: &[bool],
+    ) -> Result<PathDag, DagError> {
+        let base = assemble(cfg, adj, dfs, &vec![false; cfg.num_vertices()], reset);
         let mut achieved = match fits(&base, budget) {
             Fit::Yes => return Ok(base),
             Fit::No(a) => a,
@@ -103,7 +129,7 @@ impl PathDag {
                 np[v.index()] = sum;
             }
             if previous.as_ref() != Some(&cut) {
-                let dag = assemble(cfg, adj, dfs, &cut);
+                let dag = assemble(cfg, adj, dfs, &cut, reset);
                 match fits(&dag, budget) {
                     Fit::Yes => return Ok(dag),
                     Fit::No(a) => achieved = achieved.min(a),
@@ -147,7 +173,7 @@ impl PathDag {
             }
             let Some((_, v)) = best else { break };
             cut[v.index()] = true;
-            dag = assemble(cfg, adj, dfs, &cut);
+            dag = assemble(cfg, adj, dfs, &cut, reset);
             match fits(&dag, budget) {
                 Fit::Yes => return Ok(dag),
                 Fit::No(a) => achieved = achieved.min(a),
@@ -183,7 +209,7 @@ fn fits(dag: &PathDag, budget: u128) -> Fit {
 
 /// NumPaths and forward path counts pf (ENTRY→v prefixes, a leading ENTRY self-loop included) per vertex,
 /// saturating at `u128::MAX`; the heuristic of the greedy cut phase (validity is always rechecked exactly).
-fn saturating_counts(dag: &PathDag) -> (Vec<u128>, Vec<u128>) {
+pub(super) fn saturating_counts(dag: &PathDag) -> (Vec<u128>, Vec<u128>) {
     let nv = dag.num_vertices();
     let (entry, exit) = (dag.entry(), dag.exit());
     let mut np = vec![0u128; nv];

@@ -190,7 +190,7 @@ impl PathDag {
     /// [`PathDag::build_with_budget`] avoids it.
     pub fn build(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo) -> PathDag {
         let no_cuts = vec![false; cfg.num_vertices()];
-        assemble(cfg, adj, dfs, &no_cuts)
+        assemble(cfg, adj, dfs, &no_cuts, &no_cuts)
     }
 
     /// Builds the DAG cut at `cut_vertices` (out of range ones, ENTRY and EXIT are ignored): how a reader
@@ -202,7 +202,7 @@ impl PathDag {
                 *c = true;
             }
         }
-        assemble(cfg, adj, dfs, &cut)
+        assemble(cfg, adj, dfs, &cut, &vec![false; cfg.num_vertices()])
     }
 
     /// Number of vertices, EXIT included (the cfg's `num_vertices`).
@@ -307,13 +307,26 @@ impl PathDag {
 type SurrogateKey = (EdgeId, u8);
 
 /// Builds the DAG for a given set of cut vertices (`cut[v]`; ENTRY and EXIT are never cut).
-pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) -> PathDag {
+/// Assembles the DAG cut at the vertices `cut` marks, with the loop headers `reset` marks restarting every path
+/// that enters them ([`super::resets`]): each edge into such a header from outside its loop ends its path like
+/// a cut (a [`DagEdgeKind::SplitExit`]), and it and every back edge into the header start the next path with
+/// one shared [`DagEdgeKind::EntrySurrogate`] (the first back edge's), so every iteration starts at the same
+/// path number.
+pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool], reset: &[bool]) -> PathDag {
     let nv = cfg.num_vertices();
     let ne = cfg.num_edges();
     let entry = cfg.entry();
     let exit = cfg.exit();
     let is_back = dfs.back_edge_mask(ne);
     let is_cut_vertex = |v: BlockId| v != entry && v != exit && cut.get(v.index()).copied().unwrap_or(false);
+    // Per reset header, the back edge whose EntrySurrogate every path into it starts with.
+    let mut shared_back: Vec<Option<EdgeId>> = vec![None; nv];
+    for (i, e) in cfg.edges().iter().enumerate() {
+        let to = e.to;
+        if is_back[i] && to != entry && to != exit && reset.get(to.index()).copied().unwrap_or(false) {
+            shared_back[to.index()].get_or_insert(EdgeId::from_index(i));
+        }
+    }
     let mut in_dag: Vec<bool> = (0..nv).map(|i| dfs.is_reachable(BlockId::from_index(i))).collect();
     in_dag[entry.index()] = true;
     in_dag[exit.index()] = true;
@@ -326,6 +339,8 @@ pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) 
         Real,
         Back,
         Cut,
+        /// An edge into a reset header from outside its loop: ends its path like a cut, starts none of its own.
+        EntryCut,
     }
     let class: Vec<Class> = cfg
         .edges()
@@ -338,6 +353,8 @@ pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) 
                 Class::Skip
             } else if is_back[i] {
                 Class::Back
+            } else if e.kind != EdgeKind::Termination && shared_back[e.to.index()].is_some() {
+                Class::EntryCut
             } else if is_cut_vertex(e.from) && e.to != exit {
                 Class::Cut
             } else {
@@ -370,7 +387,7 @@ pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) 
                 Class::Real => {
                     push(&mut edges, &mut out, DagEdge { from: v, to: ce.to, kind: DagEdgeKind::Real(e) });
                 }
-                Class::Cut => {
+                Class::Cut | Class::EntryCut => {
                     let id = push(
                         &mut edges,
                         &mut out,
@@ -398,7 +415,8 @@ pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) 
                             kind: DagEdgeKind::EntrySurrogate { back: e },
                         });
                     }
-                    Class::Back => {
+                    // Of the back edges into a reset header, only the shared one has a surrogate of its own.
+                    Class::Back if shared_back[ce.to.index()].is_none_or(|s| s == e) => {
                         surrogates.push((
                             (e, 0),
                             DagEdge { from: entry, to: ce.to, kind: DagEdgeKind::EntrySurrogate { back: e } },
@@ -426,6 +444,14 @@ pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) 
             }
         }
     }
+    // Every other path into a reset header starts with its shared surrogate.
+    for (i, ce) in cfg.edges().iter().enumerate() {
+        if matches!(class[i], Class::Back | Class::EntryCut) && entry_side[i].is_none() {
+            if let Some(s) = shared_back[ce.to.index()] {
+                entry_side[i] = entry_side[s.index()];
+            }
+        }
+    }
     let e2e = DagEdgeId::from_index(edges.len());
     edges.push(DagEdge { from: exit, to: entry, kind: DagEdgeKind::ExitToEntry });
 
@@ -446,7 +472,7 @@ pub(super) fn assemble(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut: &[bool]) 
             (Class::ExitToEntry, ..) => CfgEdgeRole::ExitToEntry(e2e),
             (Class::Real, Some(d), ..) => CfgEdgeRole::Real(d),
             (Class::Back, _, Some(exit), Some(entry)) => CfgEdgeRole::Back { exit, entry },
-            (Class::Cut, _, Some(exit), Some(entry)) => CfgEdgeRole::Cut { exit, entry },
+            (Class::Cut | Class::EntryCut, _, Some(exit), Some(entry)) => CfgEdgeRole::Cut { exit, entry },
             _ => CfgEdgeRole::Unreachable,
         })
         .collect();

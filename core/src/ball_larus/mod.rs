@@ -14,6 +14,8 @@
 //!    not return) and fork re-entries.
 //! 8. [`promoted_paths`]: the few path numbers a loop's back edge counts once the loop is running, which the
 //!    pass tests for so that their counts can live in registers.
+//! 9. [`resets`]: the loop headers that restart every path entering them, so that a loop's back edge counts
+//!    the same numbers from its first iteration on.
 
 pub mod arrivals;
 pub mod budget;
@@ -23,6 +25,7 @@ pub mod increments;
 pub mod numbering;
 pub mod promoted_paths;
 pub mod regenerate;
+pub mod resets;
 
 #[cfg(test)]
 mod tests_paper;

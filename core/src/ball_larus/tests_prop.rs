@@ -130,7 +130,10 @@ pub(super) fn check_dag(cfg: &Cfg, dag: &PathDag) {
                 assert_eq!((ed.from, ed.to), (entry, ce(edge).to));
             }
             DagEdgeKind::SplitExit { edge } => {
-                assert!(dag.cut_vertices().contains(&ce(edge).from));
+                // A cut vertex's edge, or an edge entering a reset loop (its path restarts at the header).
+                let reset_entry = matches!(dag.cfg_edge_role(edge), CfgEdgeRole::Cut { entry: n, .. }
+                    if matches!(dag.edge(n).kind, DagEdgeKind::EntrySurrogate { .. }));
+                assert!(dag.cut_vertices().contains(&ce(edge).from) || reset_entry);
                 assert_eq!((ed.from, ed.to), (ce(edge).from, exit));
             }
             DagEdgeKind::ExitToEntry => panic!("second EXIT->ENTRY edge {e}"),
@@ -161,14 +164,19 @@ pub(super) fn check_dag(cfg: &Cfg, dag: &PathDag) {
                 assert!(ce.kind != EdgeKind::ExitToEntry && !dfs.is_reachable(ce.from))
             }
             CfgEdgeRole::Real(x) => assert_eq!(dag.edge(x).kind, DagEdgeKind::Real(e)),
+            // Into a reset header, every path starts with the surrogate of one back edge into it.
             CfgEdgeRole::Back { exit: x, entry: n } => {
                 assert_eq!(dag.edge(x).kind, DagEdgeKind::ExitSurrogate { back: e });
-                assert_eq!(dag.edge(n).kind, DagEdgeKind::EntrySurrogate { back: e });
+                assert!(matches!(dag.edge(n).kind, DagEdgeKind::EntrySurrogate { back } if cfg.edge(back).to == ce.to));
                 assert!(dag.back_edges().contains(&e));
             }
             CfgEdgeRole::Cut { exit: x, entry: n } => {
                 assert_eq!(dag.edge(x).kind, DagEdgeKind::SplitExit { edge: e });
-                assert_eq!(dag.edge(n).kind, DagEdgeKind::SplitEntry { edge: e });
+                assert!(match dag.edge(n).kind {
+                    DagEdgeKind::SplitEntry { edge } => edge == e,
+                    DagEdgeKind::EntrySurrogate { back } => cfg.edge(back).to == ce.to && !dfs.is_back_edge(e),
+                    _ => false,
+                });
             }
             CfgEdgeRole::ExitToEntry(x) => assert_eq!(x, e2e),
         }
@@ -761,12 +769,24 @@ fn make_cfg(raw: &RawCfg, walkable: bool) -> Cfg {
 }
 
 /// The DAG to test: uncut (`choice` 0), or cut to a budget below the uncut path count N: N − 1, N − 2, 7N/8,
-/// 3N/4 or N/2 (`choice` 1..=5), at least 2. `None` when the budget is unreachable (which must then be reported as such).
+/// 3N/4 or N/2 (`choice` 1..=5), at least 2; path mode's DAG with loop resets (`choice` 6: `resets`), and with
+/// resets cut to N/2 (`choice` 7). `None` when the budget is unreachable (which must then be reported as such).
 fn build_for(cfg: &Cfg, choice: usize) -> Option<(PathDag, Option<u128>)> {
     let uncut = dag_of(cfg);
     let total = Numbering::compute(&uncut).unwrap().num_paths();
+    let adj = cfg.adjacency();
+    let dfs = depth_first(cfg, &adj);
     let budget = match choice {
         0 => return Some((uncut, None)),
+        6 => return Some((PathDag::build_for_path_mode(cfg, &adj, &dfs, u128::MAX, true).unwrap(), None)),
+        7 => {
+            let budget = (total / 2).max(2);
+            return match PathDag::build_for_path_mode(cfg, &adj, &dfs, budget, true) {
+                Ok(dag) => Some((dag, Some(budget))),
+                Err(DagError::BudgetUnreachable { .. }) => None,
+                Err(e) => panic!("{e}"),
+            };
+        }
         1 => total.saturating_sub(1),
         2 => total.saturating_sub(2),
         3 => total * 7 / 8,
@@ -801,7 +821,7 @@ fn walkable(raw: &RawCfg, bi: usize, weights: &[u8]) -> Option<(Cfg, PathDag, Nu
 type RunInputs = (RawCfg, usize, Vec<u8>, u64, usize);
 
 fn run_inputs(max_invocations: usize) -> impl Strategy<Value = RunInputs> {
-    (raw_cfg(), 0usize..6, prop::collection::vec(0u8..10, 1..40), any::<u64>(), 1usize..max_invocations)
+    (raw_cfg(), 0usize..8, prop::collection::vec(0u8..10, 1..40), any::<u64>(), 1usize..max_invocations)
 }
 
 /// [`walkable`] with at most one `Termination` edge per block, as the pass gives it (for arrival counting).
@@ -821,7 +841,7 @@ proptest! {
 
     /// Dense bijective numbering, decode/encode inverse, DAG invariants, budget respected.
     #[test]
-    fn numbering_is_dense_and_decoding_round_trips(raw in raw_cfg(), bi in 0usize..6) {
+    fn numbering_is_dense_and_decoding_round_trips(raw in raw_cfg(), bi in 0usize..8) {
         let cfg = make_cfg(&raw, false);
         let Some((dag, budget)) = build_for(&cfg, bi) else { return Ok(()) };
         check_dag(&cfg, &dag);

@@ -9,13 +9,14 @@ use pathprof_format::profile::{self, ModuleProfile, SparseEntry};
 use std::collections::BTreeMap;
 
 /// A module of `functions` in `mode` (weighting `uniform`, not atomic, no interprocedural program, no
-/// arrival counts or fork re-entries, no output).
+/// arrival counts, fork re-entries or loop resets, no output).
 pub fn module_meta(name: &str, mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {
     ModuleMeta {
         interproc: None,
         path_arrivals: false,
         fork_reentries: false,
         left_out: Vec::new(),
+        path_loop_resets: false,
         module_name: name.into(),
         output: String::new(),
         mode,

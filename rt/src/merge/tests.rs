@@ -313,6 +313,7 @@ fn files_the_reader_refuses_are_not_merged_into() {
         weighting: "uniform".into(),
         atomic: false,
         functions: vec![],
+        path_loop_resets: false,
     }
     .encode();
     let (f, _, _) = image(None, &[group(&meta, b"m.c", &[], 0, 0)]);
