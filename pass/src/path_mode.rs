@@ -383,27 +383,28 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
         let role = p.dag.cfg_edge_role(e);
         let Some(r) = r_in.get(edge.from.index()).copied().flatten() else { continue };
         match (edge.kind, role) {
-            (EdgeKind::Return, CfgEdgeRole::Real(d)) => match return_count_site(g, &p.dag, &adj, edge.from) {
-                ReturnCountSite::AtReturn => {
-                    let at = ir::source_end_insertion_point(g.blocks[edge.from.index()]).expect("terminator");
-                    let path = em.add(at, r, inc(d));
+            (EdgeKind::Return, CfgEdgeRole::Real(d)) => {
+                let bb = g.blocks[edge.from.index()];
+                // Each count: where it goes, the register there and the offset to add.
+                let counts: Vec<(Option<LLVMValueRef>, RVal, i64)> = match return_count_site(g, &p.dag, &adj, edge.from)
+                {
+                    ReturnCountSite::AtReturn => vec![(ir::source_end_insertion_point(bb), r, inc(d))],
+                    ReturnCountSite::AtStart => vec![(ir::first_insertion_point(bb), r, inc(d))],
+                    ReturnCountSite::InPredecessors(preds) => preds
+                        .into_iter()
+                        .map(|(into, pd)| {
+                            let from = cfg.edge(into).from;
+                            let rp = r_in[from.index()].expect("a predecessor's register is built");
+                            (ir::first_insertion_point(g.blocks[from.index()]), rp, inc(pd).wrapping_add(inc(d)))
+                        })
+                        .collect(),
+                };
+                for (at, r, offset) in counts {
+                    let at = at.expect("a block has a terminator");
+                    let path = em.add(at, r, offset);
                     em.count(at, path, RVal::Const(1));
                 }
-                ReturnCountSite::AtStart => {
-                    let at = ir::first_insertion_point(g.blocks[edge.from.index()]).expect("terminator");
-                    let path = em.add(at, r, inc(d));
-                    em.count(at, path, RVal::Const(1));
-                }
-                ReturnCountSite::InPredecessors(preds) => {
-                    for (into, pd) in preds {
-                        let from = cfg.edge(into).from;
-                        let at = ir::first_insertion_point(g.blocks[from.index()]).expect("terminator");
-                        let rp = r_in[from.index()].expect("a predecessor's register is built");
-                        let path = em.add(at, rp, inc(pd).wrapping_add(inc(d)));
-                        em.count(at, path, RVal::Const(1));
-                    }
-                }
-            },
+            }
             (EdgeKind::Termination, CfgEdgeRole::Real(d)) => {
                 // The truncated path counts arrivals, once, before the block's first call that may not return;
                 // nothing is retracted when the calls return: the reader derives the net count from the paths

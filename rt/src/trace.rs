@@ -344,9 +344,9 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
         unsafe { ptr::write_volatile(tls.add(TLS_THREAD), REGISTERING_INTERRUPTED) };
         return state | 1;
     }
-    if thread != 0 {
-        // SAFETY: a registered thread's record.
-        unsafe { mark_abnormal(tls, &mut *(thread as *mut Thread)) };
+    if let Some(t) = unsafe { thread_record(tls) } {
+        // SAFETY: the caller's state.
+        unsafe { mark_abnormal(tls, t) };
         return state | 1;
     }
     // SAFETY: see above.

@@ -23,7 +23,7 @@
 //! without. A nest of such loops resets from the inside out.
 
 use super::budget;
-use super::dag::{assemble, CfgEdgeRole};
+use super::dag::{assemble, CfgEdgeRole, PathDag};
 use crate::dfs::DfsInfo;
 use crate::graph::{Adjacency, BlockId, Cfg, EdgeKind};
 use crate::loops::natural_loops;
@@ -53,13 +53,18 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo) -> Vec<bool> {
         .collect();
     // Innermost first: a loop's body contains its inner loops'.
     loops.sort_by_key(|l| (l.body.len(), l.header));
+    // The DAG of the resets decided so far, and its prefix counts: each loop builds only its trial DAG.
+    let build = |reset: &[bool]| {
+        let dag = assemble(cfg, adj, dfs, &no_cuts, reset);
+        let (_, prefixes) = budget::saturating_counts(&dag);
+        (dag, prefixes)
+    };
+    let mut current = build(&reset);
     for l in &loops {
         // The path numbers counted inside an iteration: at the loop's back edges and at the entries of the
         // inner loops reset before it (the largest count over those edges).
         let in_body = |v: BlockId| l.body.binary_search(&v).is_ok();
-        let numbers_counted = |reset: &[bool]| {
-            let dag = assemble(cfg, adj, dfs, &no_cuts, reset);
-            let (_, prefixes) = budget::saturating_counts(&dag);
+        let numbers_counted = |(dag, prefixes): &(PathDag, Vec<u128>)| {
             cfg.edge_ids()
                 .filter(|&e| {
                     let edge = cfg.edge(e);
@@ -71,11 +76,14 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo) -> Vec<bool> {
                 .max()
                 .unwrap_or(0)
         };
-        let before = numbers_counted(&reset);
+        let before = numbers_counted(&current);
         reset[l.header.index()] = true;
-        let after = numbers_counted(&reset);
+        let trial = build(&reset);
+        let after = numbers_counted(&trial);
         if after > LOOP_RESET_MAX_PATHS || after >= before {
             reset[l.header.index()] = false;
+        } else {
+            current = trial;
         }
     }
     reset
@@ -84,7 +92,6 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ball_larus::dag::PathDag;
     use crate::ball_larus::numbering::Numbering;
     use crate::ball_larus::regenerate::{decode, to_cfg_path, PathEnd, PathStart};
     use crate::dfs::depth_first;
