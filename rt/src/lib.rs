@@ -99,6 +99,7 @@
 extern crate std;
 
 mod copies;
+mod deferred;
 mod diag;
 mod dump;
 mod handlers;

@@ -23,9 +23,11 @@
 //! path that is not in a full table is dropped and the table remembers it; the dump then marks the module's
 //! record [`RECORD_FLAG_INCOMPLETE`](pathprof_format::layout::RECORD_FLAG_INCOMPLETE) and prints one warning
 //! per table and process. Updates of paths already in the table are always counted. The same happens, rarer
-//! still, when the mapping fails, for the path number `u64::MAX` (whose key would be 0; the pass never numbers a
-//! path that high), and for an update that re-enters a table from a signal handler that interrupted an update
-//! of the same table in the same thread (waiting would deadlock).
+//! still, when the mapping fails, and for the path number `u64::MAX` (whose key would be 0; the pass never numbers
+//! a path that high). An update that re-enters a table from a signal handler that interrupted an update of the
+//! same table in the same thread cannot wait for the lock (that would deadlock): it is parked
+//! ([`crate::deferred`]) and applied when the interrupted thread releases the lock, and dropped only if more
+//! than [`crate::deferred::SLOTS`] updates wait at once.
 //!
 //! Testing knob: `PATHPROF_TABLE_CAP_LOG2=k` (decimal, `0 <= k <= 22`) lowers the cap to 2^k paths per table.
 //! It is read once, at the first insertion into any table of the process; other values are ignored.
@@ -60,7 +62,7 @@
 //! ([`Held::absorb_cache`]); resets and forks zero them; keys stay cached.
 //!
 //! Signal handlers: an update from a handler that interrupted an update of the same table in the same thread is
-//! dropped (see above), and a dump in such a handler (`exit` from a signal handler) leaves that table for later
+//! parked (see above), and a dump in such a handler (`exit` from a signal handler) leaves that table for later
 //! and flags the record. The runtime is not async-signal-safe beyond that: an update from a handler that must
 //! insert a path and grow the table maps memory.
 
@@ -122,7 +124,11 @@ pub unsafe extern "C" fn __pathprof_path_add(table: *mut PathTable, path: u64, d
             }
         }
         None => {
-            w.fetch_or(DROPPED, Ordering::Relaxed);
+            // A signal handler interrupted this thread's own update of the table: the update waits for the
+            // interrupted thread to release the lock (`deferred`), or is dropped if too many wait.
+            if key == 0 || !crate::deferred::park(table, key, delta as u64) {
+                w.fetch_or(DROPPED, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -610,6 +616,18 @@ impl Held {
         flags
     }
 
+    /// Applies the updates that signal handlers parked while this thread held the lock ([`crate::deferred`]),
+    /// raising the flags of any that had to be dropped.
+    fn absorb_parked(&mut self) {
+        while let Some((key, delta)) = crate::deferred::take(self.t) {
+            let flags = self.add(key, delta);
+            if flags != 0 {
+                // SAFETY: live table.
+                unsafe { word(self.t) }.fetch_or(flags, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Takes the `DROPPED` and `FULL` flags (returned as they were).
     fn take_dropped(&self) -> u64 {
         // SAFETY: live table.
@@ -619,8 +637,15 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
+        self.absorb_parked();
         // SAFETY: live table; we own the lock, so clearing the owner bits releases it and keeps the flags.
         unsafe { word(self.t) }.fetch_and(!OWNER, Ordering::Release);
+        // A handler that ran between the absorption and the release parked its update: take the lock again
+        // (this drop applies it). A handler that runs after the release takes the lock itself.
+        if crate::deferred::has(self.t) {
+            // SAFETY: live table.
+            drop(unsafe { Held::lock(self.t) });
+        }
     }
 }
 
@@ -659,6 +684,7 @@ pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>, dropped: &mut
             *dropped = true;
             continue;
         };
+        h.absorb_parked();
         let cache_flags = h.absorb_cache();
         if cache_flags != 0 {
             // SAFETY: live table.
@@ -739,6 +765,8 @@ pub(crate) fn restore(counts: &[PathCount]) {
         }
         let dropped = match (held.as_mut(), c.path.checked_add(1)) {
             (Some(h), Some(key)) => h.add(key, c.count),
+            // The dump runs in a handler that interrupted an update of this table.
+            (None, Some(key)) if crate::deferred::park(c.table, key, c.count) => 0,
             _ => DROPPED,
         };
         if dropped != 0 {
@@ -797,6 +825,7 @@ pub(crate) fn fork_child(d: *mut ModuleDesc) {
         for (_, c) in unsafe { cache_pairs(t) } {
             c.store(0, Ordering::Relaxed);
         }
+        crate::deferred::discard(t);
         // Not a lock we took: do not run the release.
         core::mem::forget(h);
     }
@@ -958,15 +987,34 @@ mod tests {
         assert_eq!((t.len, cache[1]), (0, 0));
     }
 
+    /// What a signal handler does when it interrupts its own thread's update of a table: it cannot wait, so its
+    /// updates are parked and counted at the release — unless more than `SLOTS` wait, and then the rest are
+    /// dropped and flagged, never miscounted.
     #[test]
-    fn reentrant_update_is_dropped_not_deadlocked() {
+    fn reentrant_updates_are_parked_until_the_release_then_dropped_when_too_many() {
         let mut t = table(0);
         let tp: *mut PathTable = &mut t;
         let h = unsafe { Held::lock(tp) }.unwrap();
-        unsafe { __pathprof_path_add(tp, 1, 1) };
+        for i in 0..crate::deferred::SLOTS as u64 + 3 {
+            // The table is empty, so every update needs the lock.
+            unsafe { __pathprof_path_add(tp, i % 40, 2) };
+        }
+        assert!(t.slots.is_null(), "nothing applied while the lock is held");
         drop(h);
-        assert_eq!(t.lock, DROPPED);
-        assert!(t.slots.is_null());
+        assert_eq!(t.lock, DROPPED, "three updates found no slot");
+        let mut want: Vec<(u64, u64)> = (0..40u64)
+            .map(|p| (p, 2 * (0..crate::deferred::SLOTS as u64).filter(|i| i % 40 == p).count() as u64))
+            .collect();
+        want.sort();
+        assert_eq!(entries(&mut t), want);
+        assert!(!crate::deferred::has(tp));
+        // With free slots again, a parked update is counted exactly and flags nothing.
+        t.lock = 0;
+        let h = unsafe { Held::lock(tp) }.unwrap();
+        unsafe { __pathprof_path_add(tp, 1000, 5) };
+        drop(h);
+        assert_eq!(t.lock, 0);
+        assert_eq!(entries(&mut t).iter().find(|e| e.0 == 1000), Some(&(1000, 5)));
     }
 
     #[test]

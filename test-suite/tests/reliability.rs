@@ -1177,3 +1177,50 @@ fn every_runtime_copy_writes_before_exit() {
         }
     }
 }
+
+/// A signal handler that counts a path of a table its own thread holds the lock of (here: while the table maps
+/// its first array) cannot wait for the lock. Its update is parked and counted when the interrupted update
+/// releases the lock: the profile is complete and g's paths are counted as in a run that calls g(7) itself.
+/// gdb plays the handler (calling g(7) at that `mmap`), which makes the interruption certain.
+#[test]
+fn a_handler_update_of_a_table_its_thread_is_updating_is_counted() {
+    let dir = scratch("parked-update");
+    let exe = build(&dir, "parked_update", &["parked_update.c"], "-O2", "path+hashed", true);
+    let g_paths = |profile: &Path| {
+        let out = run_ok(Command::new(dist().join("bin/pathprof")).arg("decode").arg("--json").arg(profile));
+        let d: Value = serde_json::from_slice(&out.stdout).expect("decode --json prints JSON");
+        let mut v: Vec<(String, u64)> = d["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["function"] == "g")
+            .map(|p| (p["id"].to_string(), p["count"].as_u64().unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let direct = dir.join("direct.pathprof");
+    let out = program(&exe, &["extra"], &dir, &direct).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let profile = dir.join("gdb.pathprof");
+    let out = Command::new("gdb")
+        .args(["-q", "-batch", "-nx", "-ex", "break main", "-ex", "run", "-ex", "delete", "-ex", "break mmap"])
+        .args(["-ex", "continue", "-ex", "bt", "-ex", "delete", "-ex", "print (int)g(7)", "-ex", "continue"])
+        .arg(&exe)
+        .env("PATHPROF_FILE", &profile)
+        .output()
+        .expect("gdb runs (scripts/setup.sh installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("exited normally") && stdout.contains("= 20"), "{out:?}");
+    // The premise: gdb stopped inside g's own table update.
+    let bt = stdout.split("Breakpoint 2.1,").nth(1).unwrap_or_default();
+    assert!(bt.contains("__pathprof_path_add") && bt.contains(" in g ("), "{stdout}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("dropped"), "{out:?}");
+    assert!(records(&profile).iter().all(|(f, _)| f & RECORD_FLAG_INCOMPLETE == 0));
+    let want = g_paths(&direct);
+    assert_eq!(want.iter().map(|p| p.1).sum::<u64>(), 11, "{want:?}");
+    assert_eq!(g_paths(&profile), want);
+    let show = show_json(&profile);
+    assert_eq!(function(&show, "g")["entry_count"], 11);
+    assert!(functions(&show).iter().all(|f| f["exact"] == true), "{show}");
+}
