@@ -35,7 +35,7 @@ fn meta(mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {
         path_arrivals: mode != Mode::Edge,
         fork_reentries: true,
         left_out: Vec::new(),
-        path_loop_resets: false,
+        path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
     }
 }
 

@@ -47,7 +47,7 @@ fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
         path_arrivals: false,
         fork_reentries: false,
         left_out: Vec::new(),
-        path_loop_resets: false,
+        path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
     }
 }
 

@@ -250,7 +250,7 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 /// Whether the path budget cut the function's DAG (its paths are then pieces between cuts).
-fn budget_cut(f: &FunctionMeta, resets: bool) -> bool {
+fn budget_cut(f: &FunctionMeta, resets: pathprof_core::ball_larus::ResetRule) -> bool {
     let Some(pm) = &f.path else { return false };
     let adj = f.cfg.adjacency();
     let dfs = depth_first(&f.cfg, &adj);

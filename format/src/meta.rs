@@ -4,6 +4,7 @@
 //! Encoding: [`META_MAGIC`], a little-endian `u32` [`META_VERSION`], then the [`ModuleMeta`] value in `postcard`
 //! encoding. The blob is opaque to the runtime; its fnv1a64 identifies the module build.
 
+use pathprof_core::ball_larus::ResetRule;
 use pathprof_core::interproc::CallSite;
 use pathprof_core::Cfg;
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
 /// (truncated paths count net executions), version 3 (no module output), version 4 (no fork re-entries) and
 /// version 5 (no list of the functions left out, no cut vertices in interprocedural programs).
-pub const META_VERSION: u32 = 7;
+pub const META_VERSION: u32 = 8;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,11 +97,11 @@ pub struct ModuleMeta {
     /// report them as not profiled instead of letting their absence read as "never ran". Empty for profiles of
     /// metadata version ≤ 5, which did not record them.
     pub left_out: Vec<LeftOutFunction>,
-    /// Path mode: the functions' path DAGs restart every path that enters a loop whose iterations then count
-    /// one number each (`pathprof_core::ball_larus::resets`); readers rebuild them with
-    /// `PathDag::build_for_path_mode(…, path_loop_resets)`. `false` for profiles of metadata version ≤ 6 and
-    /// builds with `PATHPROF_LOOP_RESETS=0`.
-    pub path_loop_resets: bool,
+    /// Path mode: which loops the functions' path DAGs restart every path that enters
+    /// (`pathprof_core::ball_larus::resets`); readers rebuild them with
+    /// `PathDag::build_for_path_mode(…, path_loop_resets)`. `None` for profiles of metadata version ≤ 6 and
+    /// builds with `PATHPROF_LOOP_RESETS=0`; `OnePath` for version 7 (whose `true` it was).
+    pub path_loop_resets: ResetRule,
 }
 
 /// A function compiled without instrumentation: it ran (or not) uncounted, and no count of the profile covers it.
@@ -308,7 +309,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1 to 7, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1 to 8, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -321,7 +322,7 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
-            1..=6 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
+            1..=7 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
             _ => return Err(MetaError::UnsupportedVersion(ver)),
         };
         if !rest.is_empty() {
@@ -330,11 +331,11 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Reads the body of metadata version 1 to 6: postcard writes a struct as its fields in order, so an older
+    /// Reads the body of metadata version 1 to 7: postcard writes a struct as its fields in order, so an older
     /// body is the current field sequence without the fields added since, each of which gets the value that
     /// describes the older profiles (see the field docs):
     /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out` and the
-    /// procedures' `cut_vertices`, 7 `path_loop_resets`.
+    /// procedures' `cut_vertices`, 7 `path_loop_resets` (a `bool`: loops of one path), 8 made it a [`ResetRule`].
     fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
         /// The next field, or `absent` in a version before `since`.
         fn field<T: serde::de::DeserializeOwned>(
@@ -364,7 +365,8 @@ impl ModuleMeta {
         let (path_arrivals, rest) = field(ver, 3, false, rest)?;
         let (fork_reentries, rest) = field(ver, 5, false, rest)?;
         let (left_out, rest) = field(ver, 6, Vec::new(), rest)?;
-        let (path_loop_resets, rest) = field(ver, 7, false, rest)?;
+        let (resets, rest) = field(ver, 7, false, rest)?;
+        let path_loop_resets = if resets { ResetRule::OnePath } else { ResetRule::None };
         let meta = ModuleMeta {
             module_name,
             output,

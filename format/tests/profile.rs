@@ -3,6 +3,7 @@
 //! The counter placements below are chosen by hand (a spanning tree containing the virtual edges; the chords
 //! carry counters): these tests exercise the format, not placement.
 
+use pathprof_core::ball_larus::ResetRule;
 use pathprof_core::graph::test_cfg;
 use pathprof_core::{Cfg, EdgeKind};
 use pathprof_format::layout::{self, FILE_HEADER_LEN, RECORD_HEADER_LEN};
@@ -485,23 +486,39 @@ proptest! {
 
 /// Metadata versions 1 (before the interprocedural modes), 2 (written before path mode counted arrivals, read as net counts), 3 (before modules
 /// recorded their output, read with an empty output), 4 (before fork re-entries) and 5 (before the list of functions
-/// left out) and 6 (before path mode's loop resets, read without them) are still read; version 7 is written. Arrival
+/// left out), 6 (before path mode's loop resets, read without them) and 7 (resets of one-path loops only) are still read;
+/// version 8 is written. Arrival
 /// counting belongs to the path-numbering modes (path, context, piecewise) only, and fork re-entries of paths to
 /// profiles that count arrivals.
 #[test]
 fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
-    assert!(!meta.path_loop_resets);
-    let v7 = meta.encode();
-    assert_eq!(v7[4..8], 7u32.to_le_bytes());
-    // Version 6 is version 7 without the trailing `path_loop_resets` byte (false: zero).
-    assert_eq!(v7.last(), Some(&0));
+    assert_eq!(meta.path_loop_resets, ResetRule::None);
+    let v8 = meta.encode();
+    assert_eq!(v8[4..8], 8u32.to_le_bytes());
+    let mut hoisted = meta.clone();
+    hoisted.path_loop_resets = ResetRule::Hoisted;
+    let v8_hoisted = hoisted.encode();
+    assert_eq!(ModuleMeta::decode(&v8_hoisted).unwrap(), hoisted);
+    // Version 7 wrote a `bool` where version 8 writes the rule: false (0) is no resets, true (1) the one-path
+    // rule; the rule's third value (2) is no version-7 bool.
+    assert_eq!(v8.last(), Some(&0));
+    let mut v7 = v8.clone();
+    v7[4..8].copy_from_slice(&7u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v7).unwrap(), meta);
+    let mut v7_true = v7.clone();
+    *v7_true.last_mut().unwrap() = 1;
+    let mut one_path = meta.clone();
+    one_path.path_loop_resets = ResetRule::OnePath;
+    assert_eq!(ModuleMeta::decode(&v7_true).unwrap(), one_path);
+    assert_eq!(v8_hoisted.last(), Some(&2));
+    let mut v7_bad = v8_hoisted.clone();
+    v7_bad[4..8].copy_from_slice(&7u32.to_le_bytes());
+    assert!(ModuleMeta::decode(&v7_bad).is_err());
+    // Version 6 is version 7 without the trailing `path_loop_resets` byte.
     let mut v6 = v7[..v7.len() - 1].to_vec();
     v6[4..8].copy_from_slice(&6u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v6).unwrap(), meta);
-    let mut resetting = meta.clone();
-    resetting.path_loop_resets = true;
-    assert_eq!(ModuleMeta::decode(&resetting.encode()).unwrap(), resetting);
     // Version 5 is version 6 without the trailing `left_out` list (here empty: one zero length byte).
     assert_eq!(v6.last(), Some(&0));
     let mut v5 = v6[..v6.len() - 1].to_vec();

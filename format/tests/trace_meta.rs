@@ -18,7 +18,7 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
             path_arrivals: false,
             fork_reentries: false,
             left_out: Vec::new(),
-            path_loop_resets: false,
+            path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
         },
         calls: Vec::new(),
         optimizer_last,

@@ -3,6 +3,7 @@
 //! clang parses `-mllvm` options before it loads `-fpass-plugin` plugins, so a plugin's `cl::opt`s are
 //! unreachable from clang's command line; environment variables (set by `pathprof-clang`'s flags) are not.
 
+use pathprof_core::ball_larus::ResetRule;
 use pathprof_format::meta::Mode;
 
 /// How spanning-tree edge weights are estimated. Weights decide only where counters go (cost), never what
@@ -75,9 +76,9 @@ pub struct Config {
     /// Promotion again after the inliner put callees' counter updates into the caller's loops (`PATHPROF_PROMOTE`
     /// `1`, the default; `early` promotes at instrumentation only; see [`crate::promote::promote_after_inlining`]).
     pub promote_after_inlining: bool,
-    /// Path mode restarts the paths at the entry of loops whose iterations then count one constant number
-    /// (`PATHPROF_LOOP_RESETS`, default 1; `pathprof_core::ball_larus::resets`): their counts become plain
-    /// register additions the optimiser can fold. `0`: Ball and Larus's paths, which run from before a loop
+    /// Path mode restarts the paths at the entry of loops whose iterations then count at constant addresses
+    /// (`PATHPROF_LOOP_RESETS`, default 1; `pathprof_core::ball_larus::resets` and `hoisting`): their counts
+    /// become plain register additions the optimiser can fold. `0`: Ball and Larus's paths, which run from before a loop
     /// into its first iteration.
     pub loop_resets: bool,
     /// Context and piecewise modes: which functions add their edge values along a spanning tree's chords
@@ -204,9 +205,14 @@ fn flag(name: &str, value: Option<String>) -> Result<bool, String> {
 }
 
 impl Config {
-    /// Path mode with loop resets ([`Config::loop_resets`]; `ModuleMeta::path_loop_resets`).
-    pub fn path_loop_resets(&self) -> bool {
-        self.mode == Mode::Path && self.loop_resets
+    /// The loops path mode's DAGs reset ([`Config::loop_resets`]; `ModuleMeta::path_loop_resets`): the hoisting
+    /// rule, the widest.
+    pub fn path_loop_resets(&self) -> ResetRule {
+        if self.mode == Mode::Path && self.loop_resets {
+            ResetRule::Hoisted
+        } else {
+            ResetRule::None
+        }
     }
 
     /// Reads the configuration from a variable lookup (the environment in the plugin, a map in tests).
@@ -392,9 +398,9 @@ mod tests {
         assert_eq!(cfg(&[("PATHPROF_IP_PLACEMENT", "tree")]).unwrap().ip_placement, IpPlacement::Tree);
         assert!(cfg(&[("PATHPROF_IP_PLACEMENT", "chords")]).is_err());
         assert!(cfg(&[("PATHPROF_PROMOTE", "2")]).is_err());
-        assert!(cfg(&[]).unwrap().path_loop_resets());
-        assert!(!cfg(&[("PATHPROF_LOOP_RESETS", "0")]).unwrap().path_loop_resets());
-        assert!(!cfg(&[("PATHPROF_MODE", "context")]).unwrap().path_loop_resets());
+        assert_eq!(cfg(&[]).unwrap().path_loop_resets(), ResetRule::Hoisted);
+        assert_eq!(cfg(&[("PATHPROF_LOOP_RESETS", "0")]).unwrap().path_loop_resets(), ResetRule::None);
+        assert_eq!(cfg(&[("PATHPROF_MODE", "context")]).unwrap().path_loop_resets(), ResetRule::None);
         assert!(cfg(&[("PATHPROF_LOOP_RESETS", "2")]).is_err());
         let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));

@@ -11,7 +11,9 @@
 //! - edge into EXIT: `count[r + Inc]++` (the last chord's add is folded into the slot index);
 //! - back edge / cut edge `w→v`: `count[r + Inc(w→EXIT)]++` on the edge, and `Inc(ENTRY→v)` into v's PHI; in
 //!   a loop [`crate::promote`] can keep in registers, the count first tests the path number against the one or
-//!   two paths the loop repeats ([`PathPlan::promoted`]) and counts a match at its constant slot;
+//!   two paths the loop repeats ([`PathPlan::promoted`]) and counts a match at its constant slot — unless the
+//!   count moves up to the edges that decide its path ([`PathPlan::hoisted`]), each counting its constant
+//!   number, with −1 on the latch's other exits;
 //! - termination edge of block `b`: `count[r + Inc(b→EXIT)]++` before its first call that may not return: the
 //!   truncated path counts arrivals at `b`, and the reader nets out the executions that came back (they end
 //!   the other paths with the same prefix, `pathprof_core::arrivals`), so a path cut short by `exit()`,
@@ -23,7 +25,8 @@ use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::LLVMOpcode;
-use pathprof_core::ball_larus::promoted_paths;
+use pathprof_core::ball_larus::hoisting::{hoisted_count_sites, prefix_counts, HoistedCount};
+use pathprof_core::ball_larus::{promoted_paths, ResetRule};
 use pathprof_core::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, PathDag};
 use pathprof_core::dfs::depth_first;
 use pathprof_core::increments::Increments;
@@ -50,6 +53,9 @@ pub struct PathPlan {
     /// Per cfg edge: the path numbers its count tests for, so that [`crate::promote`] can keep their counts in
     /// registers (`pathprof_core::promoted_paths`); empty for edges counted as before.
     pub promoted: Vec<Vec<u128>>,
+    /// Per back or cut edge: where its count moves to, sites with a constant path number and the uncounted
+    /// exits of its latch (`pathprof_core::ball_larus::hoisting`); `None` for edges that count themselves.
+    pub hoisted: Vec<Option<HoistedCount>>,
 }
 
 /// How many path numbers a back edge's count tests for before counting in memory: each costs a compare per
@@ -66,7 +72,7 @@ pub fn plan(
     budget: u128,
     choose_storage: &dyn Fn(u128) -> PathStorage,
     promote: bool,
-    resets: bool,
+    resets: ResetRule,
 ) -> Result<PathPlan, String> {
     let cfg = &graph.cfg;
     let adj = cfg.adjacency();
@@ -118,7 +124,7 @@ pub fn plan(
     let incs = Increments::compute(&dag, &numbering, &dag_weights, &[]).map_err(|e| format!("increments: {e}"))?;
 
     let storage = choose_storage(num_paths);
-    let instrumented_edges = cfg
+    let instrumented_edges: Vec<u32> = cfg
         .edge_ids()
         .filter(|&e| match dag.cfg_edge_role(e) {
             CfgEdgeRole::Real(d) => {
@@ -136,8 +142,35 @@ pub fn plan(
     } else {
         vec![Vec::new(); cfg.num_edges()]
     };
+    let hoisted =
+        if storage == PathStorage::Dense { hoisted_counts(&graph, &dag, &adj) } else { vec![None; cfg.num_edges()] };
+    let mut promoted = promoted;
+    let mut instrumented_edges = instrumented_edges;
+    for (e, h) in hoisted.iter().enumerate() {
+        if let Some(h) = h {
+            promoted[e].clear();
+            instrumented_edges.extend(h.sites.iter().map(|s| s.edge.0).chain(h.uncounts.iter().map(|u| u.edge.0)));
+        }
+    }
+    instrumented_edges.sort_unstable();
+    instrumented_edges.dedup();
     let meta = PathMeta { budget, num_paths, storage, instrumented_edges };
-    Ok(PathPlan { graph, dag, incs, num_paths, split_for_phi, meta, promoted })
+    Ok(PathPlan { graph, dag, incs, num_paths, split_for_phi, meta, promoted, hoisted })
+}
+
+/// Per cfg edge, where its segment count moves to (`pathprof_core::ball_larus::hoisting`): through blocks
+/// that cannot be left abnormally or re-entered (a call that returns twice), onto edges that can carry code.
+fn hoisted_counts(g: &FunctionGraph, dag: &PathDag, adj: &pathprof_core::Adjacency) -> Vec<Option<HoistedCount>> {
+    let cfg = &g.cfg;
+    let prefixes = prefix_counts(dag);
+    let may_pass = |v: BlockId| g.abnormal_calls[v.index()].is_empty() && !g.reentry_blocks.contains(&v.0);
+    let usable = |e: EdgeId| matches!(g.sites[e.index()], Site::SourceEnd | Site::TargetStart | Site::Split);
+    cfg.edge_ids()
+        .map(|e| {
+            hoisted_count_sites(cfg, adj, dag, &prefixes, e, &may_pass)
+                .filter(|h| h.sites.iter().map(|s| s.edge).chain(h.uncounts.iter().map(|u| u.edge)).all(usable))
+        })
+        .collect()
 }
 
 /// A value of the path register: known at compile time, or an SSA value.
@@ -298,8 +331,14 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
     let mut arrival_keys: Vec<Option<crate::fork_check::Key>> = vec![None; cfg.num_blocks()];
 
     // 1. Splits: parallel edges (own PHI entry) and edge code with a Split site.
+    let mut carries_hoisted = vec![false; cfg.num_edges()];
+    for h in p.hoisted.iter().flatten() {
+        for e in h.sites.iter().map(|s| s.edge).chain(h.uncounts.iter().map(|u| u.edge)) {
+            carries_hoisted[e.index()] = true;
+        }
+    }
     let via = g.split_edges(|e| {
-        let code = p.dag.cfg_edge_role(e).segment_break().is_some();
+        let code = p.dag.cfg_edge_role(e).segment_break().is_some() || carries_hoisted[e.index()];
         p.split_for_phi[e.index()] || (code && g.sites[e.index()] == Site::Split)
     });
     let incoming_block = |e: EdgeId| via[e.index()].unwrap_or(g.blocks[cfg.edge(e).from.index()]);
@@ -357,20 +396,24 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
     let mut phi_actions: BTreeMap<usize, BTreeMap<EdgeId, Action>> = BTreeMap::new();
     // Back edges whose count tests for the loop's repeated paths: (insertion point, path number, tested paths).
     let mut tested: Vec<(LLVMValueRef, LLVMValueRef, &[u128])> = Vec::new();
-    let mut on_edge = |e: EdgeId, a: Action, phi_actions: &mut BTreeMap<usize, BTreeMap<EdgeId, Action>>| {
+    // Where code on edge `e` goes (`None` for a target-PHI site, whose count the target's PHIs select).
+    let edge_point = |e: EdgeId| -> Option<LLVMValueRef> {
         let edge = cfg.edge(e);
         let at = match g.sites[e.index()] {
             _ if via[e.index()].is_some() => via[e.index()].and_then(ir::terminator),
             Site::SourceEnd => ir::source_end_insertion_point(g.blocks[edge.from.index()]),
             Site::TargetStart => ir::first_insertion_point(g.blocks[edge.to.index()]),
-            Site::TargetPhi => {
-                let previous = phi_actions.entry(edge.to.index()).or_default().insert(e, a);
-                debug_assert!(previous.is_none(), "an edge ends at most one path");
-                return;
-            }
+            Site::TargetPhi => return None,
             Site::Split | Site::None => unreachable!("split edges have a block; planning rejected None"),
         };
-        let at = at.expect("a block has a terminator");
+        Some(at.expect("a block has a terminator"))
+    };
+    let mut on_edge = |e: EdgeId, a: Action, phi_actions: &mut BTreeMap<usize, BTreeMap<EdgeId, Action>>| {
+        let Some(at) = edge_point(e) else {
+            let previous = phi_actions.entry(cfg.edge(e).to.index()).or_default().insert(e, a);
+            debug_assert!(previous.is_none(), "an edge ends at most one path");
+            return;
+        };
         let path = em.add(at, a.r, a.offset);
         match path {
             // Split after everything else is placed: blocks stay as the other edges' code expects them.
@@ -421,8 +464,26 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
             }
             _ => {}
         }
-        if let Some((exit, _)) = role.segment_break() {
+        let Some((exit, _)) = role.segment_break() else { continue };
+        let Some(h) = &p.hoisted[e.index()] else {
             on_edge(e, Action { r, offset: inc(exit) }, &mut phi_actions);
+            continue;
+        };
+        // Hoisted: each site counts its path's number, the site's source register plus the increments on the
+        // way; each uncount takes back the number its source's register would have reached the edge with.
+        for s in &h.sites {
+            let at = edge_point(s.edge).expect("planning kept sites that carry code");
+            let r = r_in[cfg.edge(s.edge).from.index()].expect("a site's source is reachable");
+            let offset = s.dag_edges.iter().fold(inc(exit), |acc, &d| acc.wrapping_add(inc(d)));
+            let path = em.add(at, r, offset);
+            em.count(at, path, RVal::Const(1));
+        }
+        for u in &h.uncounts {
+            let at = edge_point(u.edge).expect("planning kept uncounts that carry code");
+            let r = r_in[cfg.edge(u.edge).from.index()].expect("an uncount's source is reachable");
+            let offset = u.dag_edges.iter().fold(inc(exit), |acc, &d| acc.wrapping_add(inc(d)));
+            let path = em.add(at, r, offset);
+            em.count(at, path, RVal::Const(-1));
         }
     }
 

@@ -270,7 +270,7 @@ pub fn instrument(
             path_arrivals: false,
             fork_reentries: false,
             left_out: left_out.into_functions(),
-            path_loop_resets: false,
+            path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
         },
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
         optimizer_last: config.optimizer_last,

@@ -182,7 +182,7 @@ fn finish_module(
         weighting: "uniform".into(),
         atomic: false,
         functions,
-        path_loop_resets: false,
+        path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
     };
     meta.validate().unwrap();
     let bytes = meta.encode();

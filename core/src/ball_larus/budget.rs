@@ -52,15 +52,15 @@ impl PathDag {
     }
 
     /// Path mode's DAG: [`PathDag::build_with_budget`], with the loop resets of [`super::resets::loop_resets`]
-    /// when `resets` (a module's `ModuleMeta::path_loop_resets`). The pass and every reader build it alike.
+    /// under `resets` (a module's `ModuleMeta::path_loop_resets`). The pass and every reader build it alike.
     pub fn build_for_path_mode(
         cfg: &Cfg,
         adj: &Adjacency,
         dfs: &DfsInfo,
         budget: u128,
-        resets: bool,
+        resets: super::resets::ResetRule,
     ) -> Result<PathDag, DagError> {
-        let reset = if resets { super::resets::loop_resets(cfg, adj, dfs) } else { vec![false; cfg.num_vertices()] };
+        let reset = super::resets::loop_resets(cfg, adj, dfs, resets);
         PathDag::build_with_budget_resetting(cfg, adj, dfs, budget, |_| false, &reset)
     }
 

@@ -16,11 +16,14 @@
 //!    pass tests for so that their counts can live in registers.
 //! 9. [`resets`]: the loop headers that restart every path entering them, so that a loop's back edge counts
 //!    the same numbers from its first iteration on.
+//! 10. [`hoisting`]: a back edge's count moved to the edges where its path number is decided, so that it has
+//!    a constant address.
 
 pub mod arrivals;
 pub mod budget;
 pub mod counts;
 pub mod dag;
+pub mod hoisting;
 pub mod increments;
 pub mod numbering;
 pub mod promoted_paths;
@@ -39,7 +42,9 @@ pub use counts::{
     SignedDerivedCounts,
 };
 pub use dag::{CfgEdgeRole, DagEdge, DagEdgeId, DagEdgeKind, DagError, PathDag};
+pub use hoisting::{hoisted_count_sites, HoistedCount, HoistedSite, Uncount, HOISTED_SITES_MAX, HOISTED_UNCOUNTS_MAX};
 pub use increments::{IncrementError, Increments};
 pub use numbering::{Numbering, NumberingError};
 pub use promoted_paths::{promoted_dag_paths, promoted_paths};
 pub use regenerate::{check_path, decode, encode, to_cfg_path, CfgPath, DecodeError, PathEnd, PathStart};
+pub use resets::ResetRule;

@@ -20,13 +20,21 @@
 //! same set): a loop whose body has no point where the activation may end (a `Termination` edge: those loops
 //! are never promoted) and where resetting leaves at most [`LOOP_RESET_MAX_PATHS`] path number at each edge that
 //! counts inside an iteration (its back edges, and the entries of inner loops reset before it) — fewer than
-//! without. A nest of such loops resets from the inside out.
+//! without. Under [`ResetRule::Hoisted`] an edge whose count moves to constant sites
+//! ([`super::hoisting`]) counts as one number: a body of a few paths whose branches decide them (an `if` with
+//! or without `else`) then resets too; and, once every loop is decided, a loop stays reset only if each of its
+//! entries counts a constant number too (until nothing changes), so no loop pays a memory count per entry —
+//! bzip2's bit-buffer refill loops, entered once per symbol from the middle of its decoder and rarely
+//! iterating, paid more at their entries than their iterations saved. A nest of such loops resets from the
+//! inside out.
 
 use super::budget;
 use super::dag::{assemble, CfgEdgeRole, PathDag};
+use super::hoisting::hoisted_count_sites;
 use crate::dfs::DfsInfo;
 use crate::graph::{Adjacency, BlockId, Cfg, EdgeKind};
-use crate::loops::natural_loops;
+use crate::loops::{natural_loops, NaturalLoop as Loop};
+use serde::{Deserialize, Serialize};
 
 /// At most this many path numbers at each edge that counts inside an iteration of a reset loop: one, so that
 /// its count is a constant a promoted register adds 1 to. With two (as many as the pass tests for), LLVM turns
@@ -34,10 +42,25 @@ use crate::loops::natural_loops;
 /// the incomplete test it replaced (bubble sort's inner loop: +76% instructions by callgrind).
 pub const LOOP_RESET_MAX_PATHS: u128 = 1;
 
-/// Per vertex: whether it is a reset header (see the module documentation). Deterministic.
-pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo) -> Vec<bool> {
+/// Which loops a path-mode DAG resets: a module's choice, recorded in its metadata so that every reader
+/// rebuilds the DAG the pass numbered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ResetRule {
+    /// No resets: Ball and Larus's paths (`PATHPROF_LOOP_RESETS=0`, and profiles before metadata version 7).
+    None,
+    /// Loops whose iterations count one path number (metadata version 7).
+    OnePath,
+    /// Also loops whose iterations' counts all move to constant sites ([`super::hoisting`]; version 8 on).
+    Hoisted,
+}
+
+/// Per vertex: whether it is a reset header under `rule` (see the module documentation). Deterministic.
+pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -> Vec<bool> {
     let nv = cfg.num_vertices();
     let mut reset = vec![false; nv];
+    if rule == ResetRule::None {
+        return reset;
+    }
     let is_back = dfs.back_edge_mask(cfg.num_edges());
     let no_cuts = vec![false; nv];
     let ends = |v: BlockId| adj.out_edges(v).iter().any(|&e| cfg.edge(e).kind == EdgeKind::Termination);
@@ -61,32 +84,79 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo) -> Vec<bool> {
     };
     let mut current = build(&reset);
     for l in &loops {
-        // The path numbers counted inside an iteration: at the loop's back edges and at the entries of the
-        // inner loops reset before it (the largest count over those edges).
-        let in_body = |v: BlockId| l.body.binary_search(&v).is_ok();
-        let numbers_counted = |(dag, prefixes): &(PathDag, Vec<u128>)| {
-            cfg.edge_ids()
-                .filter(|&e| {
-                    let edge = cfg.edge(e);
-                    in_body(edge.from)
-                        && (l.back_edges.contains(&e)
-                            || (in_body(edge.to) && matches!(dag.cfg_edge_role(e), CfgEdgeRole::Cut { .. })))
-                })
-                .map(|e| prefixes[cfg.edge(e).from.index()])
-                .max()
-                .unwrap_or(0)
-        };
-        let before = numbers_counted(&current);
+        let before = numbers_counted(cfg, adj, l, &current, rule);
         reset[l.header.index()] = true;
         let trial = build(&reset);
-        let after = numbers_counted(&trial);
+        let after = numbers_counted(cfg, adj, l, &trial, rule);
         if after > LOOP_RESET_MAX_PATHS || after >= before {
             reset[l.header.index()] = false;
         } else {
             current = trial;
         }
     }
+    if rule == ResetRule::Hoisted {
+        // Entries last, once the enclosing loops are decided (an inner loop's entry is often a constant only
+        // because its outer loop resets too). A loop whose entry would count in memory is not reset: entered
+        // often for an iteration or two (bzip2's bit-buffer refills), it would pay that count more often than
+        // its iterations save. Dropping a reset can spoil another loop's counts, hence the fixed point.
+        loop {
+            let spoiled: Vec<BlockId> = loops
+                .iter()
+                .filter(|l| reset[l.header.index()])
+                .filter(|l| {
+                    numbers_counted(cfg, adj, l, &current, rule) > LOOP_RESET_MAX_PATHS
+                        || !entries_count_constants(cfg, adj, l, &current)
+                })
+                .map(|l| l.header)
+                .collect();
+            if spoiled.is_empty() {
+                break;
+            }
+            for h in spoiled {
+                reset[h.index()] = false;
+            }
+            current = build(&reset);
+        }
+    }
     reset
+}
+
+/// The DAG with some loops reset, and its ENTRY→v path counts.
+type Trial = (PathDag, Vec<u128>);
+
+/// The path numbers counted inside an iteration of `l`: at its back edges and at the entries of the inner loops
+/// reset in `trial` (the largest count over those edges; an edge whose count hoists to constant sites counts one
+/// under [`ResetRule::Hoisted`]).
+fn numbers_counted(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial, rule: ResetRule) -> u128 {
+    let in_body = |v: BlockId| l.body.binary_search(&v).is_ok();
+    cfg.edge_ids()
+        .filter(|&e| {
+            let edge = cfg.edge(e);
+            in_body(edge.from)
+                && (l.back_edges.contains(&e)
+                    || (in_body(edge.to) && matches!(dag.cfg_edge_role(e), CfgEdgeRole::Cut { .. })))
+        })
+        .map(|e| {
+            let numbers = prefixes[cfg.edge(e).from.index()];
+            let hoisted = rule == ResetRule::Hoisted
+                && numbers > 1
+                && hoisted_count_sites(cfg, adj, dag, prefixes, e, &|_| true).is_some();
+            if hoisted {
+                1
+            } else {
+                numbers
+            }
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Whether every entry of the reset loop `l` counts a constant number in `trial` (its source has one path
+/// prefix, or the count hoists to constant sites).
+fn entries_count_constants(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial) -> bool {
+    adj.in_edges(l.header).iter().filter(|e| !l.back_edges.contains(e)).all(|&e| {
+        prefixes[cfg.edge(e).from.index()] <= 1 || hoisted_count_sites(cfg, adj, dag, prefixes, e, &|_| true).is_some()
+    })
 }
 
 #[cfg(test)]
@@ -123,12 +193,14 @@ mod tests {
         let g = nest();
         let adj = g.adjacency();
         let dfs = depth_first(&g, &adj);
-        let reset = loop_resets(&g, &adj, &dfs);
+        let reset = loop_resets(&g, &adj, &dfs, ResetRule::OnePath);
         assert_eq!(reset, vec![false, true, true, false, false, false, false]);
+        // The inner loop's entry 1→2 counts a constant once the outer loop resets: the hoisting rule agrees.
+        assert_eq!(loop_resets(&g, &adj, &dfs, ResetRule::Hoisted), reset);
         let plain = PathDag::build(&g, &adj, &dfs);
         assert_eq!(numbers_ending_at(&plain, EdgeId(3)).len(), 3);
         assert_eq!(numbers_ending_at(&plain, EdgeId(5)).len(), 3);
-        let dag = PathDag::build_for_path_mode(&g, &adj, &dfs, u128::MAX, true).expect("fits");
+        let dag = PathDag::build_for_path_mode(&g, &adj, &dfs, u128::MAX, ResetRule::OnePath).expect("fits");
         let (inner, outer) = (EdgeId(3), EdgeId(5));
         let at = |e| numbers_ending_at(&dag, e);
         assert_eq!(at(inner), vec![(PathStart::LoopHeader { back: inner }, vec![2, 3])]);
@@ -137,18 +209,43 @@ mod tests {
         assert_eq!(at(EdgeId(0)), vec![(PathStart::Entry, vec![0])]);
     }
 
+    /// Entered after two diamonds (0 → 1 | 2 → 3 → 4 | 5 → 6 → 7, the header; 7 ⇄ 8; 7 → 9 → EXIT), the loop's
+    /// entry 6→7 ends one of four paths, and its count cannot move to constant sites (the walk up from 6
+    /// meets block 3, which branches): the one-path rule resets the loop, the hoisting rule does not — a loop
+    /// entered from the middle of many paths pays a memory count per entry, which short loops entered often
+    /// cannot earn back.
+    #[test]
+    fn the_hoisting_rule_resets_only_loops_whose_entries_count_constants() {
+        let edges = [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (3, 5), (4, 6), (5, 6), (6, 7), (7, 8), (8, 7), (7, 9)];
+        let g = test_cfg(10, &edges, &[9]);
+        let adj = g.adjacency();
+        let dfs = depth_first(&g, &adj);
+        assert!(loop_resets(&g, &adj, &dfs, ResetRule::OnePath)[7]);
+        assert!(!loop_resets(&g, &adj, &dfs, ResetRule::Hoisted)[7]);
+        // Entered straight from the function's entry, the same loop resets under both rules.
+        let g = test_cfg(4, &[(0, 1), (1, 2), (2, 1), (1, 3)], &[3]);
+        let adj = g.adjacency();
+        let dfs = depth_first(&g, &adj);
+        assert!(loop_resets(&g, &adj, &dfs, ResetRule::OnePath)[1]);
+        assert!(loop_resets(&g, &adj, &dfs, ResetRule::Hoisted)[1]);
+        assert!(!loop_resets(&g, &adj, &dfs, ResetRule::None)[1]);
+    }
+
     /// A loop with a call that may not return (a `Termination` edge) is never promoted: it keeps its paths.
     #[test]
     fn a_loop_that_may_end_the_activation_is_not_reset() {
         let g = test_cfg(4, &[(0, 1), (1, 2), (2, 1), (1, 3)], &[3]);
         let adj = g.adjacency();
         let dfs = depth_first(&g, &adj);
-        assert!(loop_resets(&g, &adj, &dfs).iter().any(|&r| r), "a plain loop entered from a path is reset");
+        assert!(
+            loop_resets(&g, &adj, &dfs, ResetRule::OnePath).iter().any(|&r| r),
+            "a plain loop entered from a path is reset"
+        );
         let mut edges: Vec<_> = g.edges().to_vec();
         edges.insert(3, crate::graph::Edge { from: BlockId(2), to: g.exit(), kind: EdgeKind::Termination });
         let with_call = Cfg::new(4, edges).expect("valid");
         let adj = with_call.adjacency();
         let dfs = depth_first(&with_call, &adj);
-        assert!(loop_resets(&with_call, &adj, &dfs).iter().all(|&r| !r));
+        assert!(loop_resets(&with_call, &adj, &dfs, ResetRule::OnePath).iter().all(|&r| !r));
     }
 }

@@ -7,9 +7,11 @@ use super::arrivals::{net_counts_from_arrivals, net_counts_with_reentries, trunc
 use super::budget::DEFAULT_PATH_BUDGET;
 use super::counts::{edge_counts_from_paths, signed_edge_counts_from_dag_paths};
 use super::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, DagError, PathDag};
+use super::hoisting::hoisted_count_sites;
 use super::increments::{IncrementError, Increments};
 use super::numbering::{Numbering, NumberingError};
 use super::regenerate::{check_path, decode, encode, to_cfg_path, DecodeError, PathEnd, PathStart};
+use super::resets::ResetRule;
 use crate::dfs::depth_first;
 use crate::fixtures::lecture_cfg;
 use crate::graph::{test_cfg, BlockId, Cfg, Edge, EdgeId, EdgeKind};
@@ -768,9 +770,95 @@ fn make_cfg(raw: &RawCfg, walkable: bool) -> Cfg {
     cfg
 }
 
+/// A statement of a structured program, for graphs shaped like the front end's: `if` with or without `else`,
+/// top-tested loops (`for`: header, body, latch) and bottom-tested ones (`do … while`).
+#[derive(Clone, Debug)]
+enum Stmt {
+    Plain,
+    If(Vec<Stmt>, Vec<Stmt>),
+    For(Vec<Stmt>),
+    DoWhile(Vec<Stmt>),
+}
+
+fn stmts() -> impl Strategy<Value = Vec<Stmt>> {
+    let leaf = Just(Stmt::Plain);
+    let stmt = leaf.prop_recursive(3, 24, 3, |inner| {
+        let block = prop::collection::vec(inner, 0..3);
+        prop_oneof![
+            1 => Just(Stmt::Plain),
+            3 => (block.clone(), block.clone()).prop_map(|(t, e)| Stmt::If(t, e)),
+            3 => block.clone().prop_map(Stmt::For),
+            2 => block.prop_map(Stmt::DoWhile),
+        ]
+    });
+    prop::collection::vec(stmt, 1..4)
+}
+
+/// The graph of a structured program (see [`Stmt`]); the last block returns.
+fn structured_cfg(program: &[Stmt]) -> Cfg {
+    fn emit(stmts: &[Stmt], mut cur: u32, n: &mut u32, edges: &mut Vec<(u32, u32)>) -> u32 {
+        let new = |n: &mut u32| {
+            *n += 1;
+            *n - 1
+        };
+        for s in stmts {
+            match s {
+                Stmt::Plain => {
+                    let b = new(n);
+                    edges.push((cur, b));
+                    cur = b;
+                }
+                Stmt::If(t, e) => {
+                    let t0 = new(n);
+                    edges.push((cur, t0));
+                    let t_end = emit(t, t0, n, edges);
+                    let e_end = if e.is_empty() {
+                        cur
+                    } else {
+                        let e0 = new(n);
+                        edges.push((cur, e0));
+                        emit(e, e0, n, edges)
+                    };
+                    let join = new(n);
+                    edges.push((t_end, join));
+                    edges.push((e_end, join));
+                    cur = join;
+                }
+                Stmt::For(body) => {
+                    let h = new(n);
+                    edges.push((cur, h));
+                    let b0 = new(n);
+                    edges.push((h, b0));
+                    let b_end = emit(body, b0, n, edges);
+                    let latch = new(n);
+                    edges.push((b_end, latch));
+                    edges.push((latch, h));
+                    let x = new(n);
+                    edges.push((h, x));
+                    cur = x;
+                }
+                Stmt::DoWhile(body) => {
+                    let b0 = new(n);
+                    edges.push((cur, b0));
+                    let b_end = emit(body, b0, n, edges);
+                    edges.push((b_end, b0));
+                    let x = new(n);
+                    edges.push((b_end, x));
+                    cur = x;
+                }
+            }
+        }
+        cur
+    }
+    let mut n = 1;
+    let mut edges = Vec::new();
+    let last = emit(program, 0, &mut n, &mut edges);
+    test_cfg(n, &edges, &[last])
+}
+
 /// The DAG to test: uncut (`choice` 0), or cut to a budget below the uncut path count N: N − 1, N − 2, 7N/8,
 /// 3N/4 or N/2 (`choice` 1..=5), at least 2; path mode's DAG with loop resets (`choice` 6: `resets`), and with
-/// resets cut to N/2 (`choice` 7). `None` when the budget is unreachable (which must then be reported as such).
+/// resets cut to N/2 (`choice` 7), both under the hoisting rule; under the one-path rule (`choice` 8). `None` when the budget is unreachable (which must then be reported as such).
 fn build_for(cfg: &Cfg, choice: usize) -> Option<(PathDag, Option<u128>)> {
     let uncut = dag_of(cfg);
     let total = Numbering::compute(&uncut).unwrap().num_paths();
@@ -778,10 +866,15 @@ fn build_for(cfg: &Cfg, choice: usize) -> Option<(PathDag, Option<u128>)> {
     let dfs = depth_first(cfg, &adj);
     let budget = match choice {
         0 => return Some((uncut, None)),
-        6 => return Some((PathDag::build_for_path_mode(cfg, &adj, &dfs, u128::MAX, true).unwrap(), None)),
+        6 => {
+            return Some((PathDag::build_for_path_mode(cfg, &adj, &dfs, u128::MAX, ResetRule::Hoisted).unwrap(), None))
+        }
+        8 => {
+            return Some((PathDag::build_for_path_mode(cfg, &adj, &dfs, u128::MAX, ResetRule::OnePath).unwrap(), None))
+        }
         7 => {
             let budget = (total / 2).max(2);
-            return match PathDag::build_for_path_mode(cfg, &adj, &dfs, budget, true) {
+            return match PathDag::build_for_path_mode(cfg, &adj, &dfs, budget, ResetRule::Hoisted) {
                 Ok(dag) => Some((dag, Some(budget))),
                 Err(DagError::BudgetUnreachable { .. }) => None,
                 Err(e) => panic!("{e}"),
@@ -821,7 +914,7 @@ fn walkable(raw: &RawCfg, bi: usize, weights: &[u8]) -> Option<(Cfg, PathDag, Nu
 type RunInputs = (RawCfg, usize, Vec<u8>, u64, usize);
 
 fn run_inputs(max_invocations: usize) -> impl Strategy<Value = RunInputs> {
-    (raw_cfg(), 0usize..8, prop::collection::vec(0u8..10, 1..40), any::<u64>(), 1usize..max_invocations)
+    (raw_cfg(), 0usize..9, prop::collection::vec(0u8..10, 1..40), any::<u64>(), 1usize..max_invocations)
 }
 
 /// [`walkable`] with at most one `Termination` edge per block, as the pass gives it (for arrival counting).
@@ -841,7 +934,7 @@ proptest! {
 
     /// Dense bijective numbering, decode/encode inverse, DAG invariants, budget respected.
     #[test]
-    fn numbering_is_dense_and_decoding_round_trips(raw in raw_cfg(), bi in 0usize..8) {
+    fn numbering_is_dense_and_decoding_round_trips(raw in raw_cfg(), bi in 0usize..9) {
         let cfg = make_cfg(&raw, false);
         let Some((dag, budget)) = build_for(&cfg, bi) else { return Ok(()) };
         check_dag(&cfg, &dag);
@@ -976,6 +1069,86 @@ proptest! {
             prop_assert_eq!(&d.edges, &p.edges);
             prop_assert_eq!(&d.blocks, &p.blocks);
         }
+    }
+
+    /// Hoisted counts ([`super::hoisting`]) count what the back edges would: in simulated executions every
+    /// segment that ends at a counting edge with sites passed exactly one of them, the register at a site's
+    /// source is the same constant every time, and a pass through a site ends its segment at that edge or
+    /// leaves the latch by an uncounted edge, which takes back the same number — so constant-address counts at
+    /// the sites, less the uncounts, give exactly the counts at the edge.
+    #[test]
+    fn hoisted_counts_equal_the_back_edges_counts(
+        program in stmts(),
+        (raw, structured, weights, seed, invocations) in (raw_cfg(), prop::bool::weighted(0.8), prop::collection::vec(0u8..10, 1..40), any::<u64>(), 1usize..5),
+        cut in any::<bool>(),
+    ) {
+        let cfg = if structured { structured_cfg(&program) } else { make_cfg(&raw, true) };
+        let adj = cfg.adjacency();
+        // Path mode's DAG, also cut to half its paths (cut edges count like back edges, and hoist alike).
+        let Some((dag, _)) = build_for(&cfg, if cut { 7 } else { 6 }) else { return Ok(()) };
+        let n = Numbering::compute(&dag).unwrap();
+        let w: Vec<f64> = (0..dag.num_edges()).map(|i| f64::from(weights[i % weights.len()])).collect();
+        let inc = Increments::compute(&dag, &n, &w, &[]).unwrap();
+        let (_, prefixes) = super::budget::saturating_counts(&dag);
+        // Per site edge: its counting edges, each with what the register gains after the site's source.
+        let mut site_of: BTreeMap<EdgeId, Vec<(EdgeId, i128)>> = BTreeMap::new();
+        // Per uncounted edge: its counting edges, each with what the register gains after the edge's source.
+        let mut uncount_of: BTreeMap<EdgeId, Vec<(EdgeId, i128)>> = BTreeMap::new();
+        let mut counting: BTreeMap<DagEdgeId, EdgeId> = BTreeMap::new();
+        for e in cfg.edge_ids() {
+            if let Some(h) = hoisted_count_sites(&cfg, &adj, &dag, &prefixes, e, &|_| true) {
+                let (exit, _) = dag.cfg_edge_role(e).segment_break().unwrap();
+                counting.insert(exit, e);
+                for s in h.sites {
+                    let later: i128 = s.dag_edges[1..].iter().map(|&d| inc.inc(d)).sum::<i128>() + inc.inc(exit);
+                    site_of.entry(s.edge).or_default().push((e, later));
+                }
+                for u in h.uncounts {
+                    let later: i128 = u.dag_edges.iter().map(|&d| inc.inc(d)).sum::<i128>() + inc.inc(exit);
+                    uncount_of.entry(u.edge).or_default().push((e, later));
+                }
+            }
+        }
+        let sim = simulate(&cfg, &dag, &inc, &mut Rng::new(seed), invocations, 40, Truncation::Net);
+        let mut at_sites: BTreeMap<u128, i64> = BTreeMap::new();
+        let mut at_edges: BTreeMap<u128, i64> = BTreeMap::new();
+        let mut register_at: BTreeMap<(EdgeId, EdgeId), i128> = BTreeMap::new();
+        for seg in &sim.segments {
+            let number = val_sum(&n, &seg.dag);
+            let ends_at = seg.dag.last().and_then(|d| counting.get(d)).copied();
+            // Per counting edge: the number its site passed last counted, not yet taken back.
+            let mut pending: BTreeMap<EdgeId, u128> = BTreeMap::new();
+            let mut r: i128 = 0;
+            for &d in &seg.dag {
+                let before = r;
+                r += inc.inc(d);
+                let Some(e) = dag.edge(d).kind.cfg_edge() else { continue };
+                if dag.cfg_edge_role(e) != CfgEdgeRole::Real(d) {
+                    continue;
+                }
+                for &(owner, later) in uncount_of.get(&e).into_iter().flatten() {
+                    if let Some(counted) = pending.remove(&owner) {
+                        prop_assert_eq!(u128::try_from(before + later).unwrap(), counted, "uncount of {:?}", owner);
+                        *at_sites.entry(counted).or_insert(0) -= 1;
+                    }
+                }
+                for &(owner, later) in site_of.get(&e).into_iter().flatten() {
+                    prop_assert!(!pending.contains_key(&owner), "two sites of {:?} passed before it", owner);
+                    let first = *register_at.entry((e, owner)).or_insert(before);
+                    prop_assert_eq!(first, before, "site {:?} of {:?}: register varies", e, owner);
+                    let counted = u128::try_from(before + inc.inc(d) + later).unwrap();
+                    *at_sites.entry(counted).or_insert(0) += 1;
+                    pending.insert(owner, counted);
+                }
+            }
+            if let Some(e) = ends_at {
+                prop_assert_eq!(pending.remove(&e), Some(number), "segment {:?}", seg.edges);
+                *at_edges.entry(number).or_insert(0) += 1;
+            }
+            prop_assert!(pending.is_empty(), "segment {:?} passed a site and ended elsewhere", seg.edges);
+        }
+        at_sites.retain(|_, c| *c != 0);
+        prop_assert_eq!(at_sites, at_edges);
     }
 
     /// A `DfsInfo` of another graph must not make anything panic.

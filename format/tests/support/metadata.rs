@@ -16,7 +16,7 @@ pub fn module_meta(name: &str, mode: Mode, functions: Vec<FunctionMeta>) -> Modu
         path_arrivals: false,
         fork_reentries: false,
         left_out: Vec::new(),
-        path_loop_resets: false,
+        path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
         module_name: name.into(),
         output: String::new(),
         mode,

@@ -313,7 +313,7 @@ fn files_the_reader_refuses_are_not_merged_into() {
         weighting: "uniform".into(),
         atomic: false,
         functions: vec![],
-        path_loop_resets: false,
+        path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
     }
     .encode();
     let (f, _, _) = image(None, &[group(&meta, b"m.c", &[], 0, 0)]);
