@@ -29,6 +29,11 @@ use super::dag::{CfgEdgeRole, DagEdgeId, PathDag};
 use crate::graph::{Adjacency, BlockId, Cfg, EdgeId, EdgeKind};
 
 /// Most sites one count moves to: each is a split edge with its own update in the code.
+///
+/// Part of [`super::resets::ResetRule::Hoisted`]'s definition, like [`HOISTED_UNCOUNTS_MAX`]: which loops reset
+/// depends on it, and readers rebuild the writer's DAG from the rule recorded in the profile. A different value
+/// needs a new rule (and metadata version), or profiles written before decode wrongly — or, at best, as
+/// "corrupt" (tried with 16: bzip2's `mainSimpleSort` then numbers 27 paths where the profile records 183).
 pub const HOISTED_SITES_MAX: usize = 4;
 /// Most uncounts one hoisted count may need (the other ways out of the blocks it passes).
 pub const HOISTED_UNCOUNTS_MAX: usize = 2;
@@ -150,6 +155,14 @@ mod tests {
     use crate::ball_larus::resets::{loop_resets, ResetRule};
     use crate::dfs::depth_first;
     use crate::graph::test_cfg;
+
+    /// The limits define the recorded reset rules for every reader (see [`HOISTED_SITES_MAX`]): changing them
+    /// changes how profiles already written decode. A change must come with a new rule.
+    #[test]
+    fn the_limits_are_part_of_the_recorded_rule() {
+        assert_eq!((HOISTED_SITES_MAX, HOISTED_UNCOUNTS_MAX), (4, 2), "add a ResetRule variant instead");
+        assert_eq!(crate::ball_larus::resets::LOOP_RESET_MAX_PATHS, 1, "add a ResetRule variant instead");
+    }
 
     /// Bubble sort's inner loop as clang emits it: 0 → 1 (header: `i < top`) → 2 (`a[i] > a[i+1]`) → 3 (swap)
     /// → 4 (join) → 5 (`i++`) → 1, and 2 → 4, 1 → 6 → EXIT. Edges: 0 (0→1), 1 (1→2), 2 (2→3), 3 (3→4),
