@@ -13,7 +13,7 @@
 //!   a loop [`crate::promote`] can keep in registers, the count first tests the path number against the one or
 //!   two paths the loop repeats ([`PathPlan::promoted`]) and counts a match at its constant slot — unless the
 //!   count moves up to the edges that decide its path ([`PathPlan::hoisted`]), each counting its constant
-//!   number, with −1 on the latch's other exits;
+//!   number, with −1 on the other ways out of the blocks it passes (a `do … while` exit, a `break`);
 //! - termination edge of block `b`: `count[r + Inc(b→EXIT)]++` before its first call that may not return: the
 //!   truncated path counts arrivals at `b`, and the reader nets out the executions that came back (they end
 //!   the other paths with the same prefix, `pathprof_core::arrivals`), so a path cut short by `exit()`,
@@ -53,8 +53,9 @@ pub struct PathPlan {
     /// Per cfg edge: the path numbers its count tests for, so that [`crate::promote`] can keep their counts in
     /// registers (`pathprof_core::promoted_paths`); empty for edges counted as before.
     pub promoted: Vec<Vec<u128>>,
-    /// Per back or cut edge: where its count moves to, sites with a constant path number and the uncounted
-    /// exits of its latch (`pathprof_core::ball_larus::hoisting`); `None` for edges that count themselves.
+    /// Per back or cut edge: where its count moves to, sites with a constant path number and the uncounts on
+    /// the other ways out of the blocks it passes (`pathprof_core::ball_larus::hoisting`); `None` for edges that
+    /// count themselves.
     pub hoisted: Vec<Option<HoistedCount>>,
 }
 
@@ -124,7 +125,7 @@ pub fn plan(
     let incs = Increments::compute(&dag, &numbering, &dag_weights, &[]).map_err(|e| format!("increments: {e}"))?;
 
     let storage = choose_storage(num_paths);
-    let instrumented_edges: Vec<u32> = cfg
+    let mut instrumented_edges: Vec<u32> = cfg
         .edge_ids()
         .filter(|&e| match dag.cfg_edge_role(e) {
             CfgEdgeRole::Real(d) => {
@@ -136,7 +137,7 @@ pub fn plan(
         .map(|e| e.0)
         .collect();
     // Only the module's dense array holds updates promotion recognises.
-    let promoted = if promote && storage == PathStorage::Dense {
+    let mut promoted = if promote && storage == PathStorage::Dense {
         let regions = promotion_regions(cfg, &crate::promote::blocked_blocks(&graph));
         promoted_paths(cfg, &dag, &numbering, &regions, PROMOTED_PATHS_PER_EDGE)
     } else {
@@ -144,8 +145,6 @@ pub fn plan(
     };
     let hoisted =
         if storage == PathStorage::Dense { hoisted_counts(&graph, &dag, &adj) } else { vec![None; cfg.num_edges()] };
-    let mut promoted = promoted;
-    let mut instrumented_edges = instrumented_edges;
     for (e, h) in hoisted.iter().enumerate() {
         if let Some(h) = h {
             promoted[e].clear();

@@ -28,9 +28,8 @@
 //! iterating, paid more at their entries than their iterations saved. A nest of such loops resets from the
 //! inside out.
 
-use super::budget;
 use super::dag::{assemble, CfgEdgeRole, PathDag};
-use super::hoisting::hoisted_count_sites;
+use super::hoisting::{hoisted_count_sites, prefix_counts};
 use crate::dfs::DfsInfo;
 use crate::graph::{Adjacency, BlockId, Cfg, EdgeKind};
 use crate::loops::{natural_loops, NaturalLoop as Loop};
@@ -79,7 +78,7 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -
     // The DAG of the resets decided so far, and its prefix counts: each loop builds only its trial DAG.
     let build = |reset: &[bool]| {
         let dag = assemble(cfg, adj, dfs, &no_cuts, reset);
-        let (_, prefixes) = budget::saturating_counts(&dag);
+        let prefixes = prefix_counts(&dag);
         (dag, prefixes)
     };
     let mut current = build(&reset);
