@@ -172,8 +172,14 @@ pub struct PathTable {
     /// a large table. Dumps, resets and forks treat the cached counts as part of the table. Like a non-atomic
     /// dense counter, a pair is updated with a plain load and store: concurrent threads (flagged
     /// `RECORD_FLAG_THREADED_NONATOMIC`) or a signal handler that updates the same pair in the middle of an
-    /// update can lose a count. Null (and `cache_len` 0) for atomic builds, whose updates go to the table
-    /// directly.
+    /// update can lose a count.
+    ///
+    /// Atomic builds use the same layout with *sticky* pairs: a path word holds path + 1 (0: empty), an update
+    /// that finds its path's word adds to the count word with an atomic add, and otherwise calls
+    /// `__pathprof_path_cache_claim(table, path, delta)`, which gives an empty pair to the path for good (a
+    /// compare-and-swap) or updates the table. A pair never changes hands, so no update can land on another
+    /// path's count and none needs a lock; dumps swap the counts to 0. The price: a path that comes second to a
+    /// pair pays the call every time. Null (and `cache_len` 0) when the build asked for no cache.
     pub cache: *mut u64,
     /// Path words (and count words) in `cache`: 0 or a power of two.
     pub cache_len: u64,

@@ -24,6 +24,9 @@ pub const PATH_ADD_PLAIN: &str = "__pathprof_path_add_plain";
 /// Runtime: `void __pathprof_path_cache_miss(PathTable *, uint64_t path, int64_t delta)`, called by the
 /// inlined cache update ([`CACHED_ADD`]) when the cache pair holds another path.
 pub const PATH_CACHE_MISS: &str = "__pathprof_path_cache_miss";
+/// Runtime: `void __pathprof_path_cache_claim(PathTable *, uint64_t path, int64_t delta)`, called by an atomic
+/// build's inlined cache update ([`CACHED_ADD_ATOMIC`]) when the cache pair does not hold the path.
+pub const PATH_CACHE_CLAIM: &str = "__pathprof_path_cache_claim";
 /// Runtime variable: `uint64_t __pathprof_fork_gen`, the process's fork generation, moved on in each `fork()`ed
 /// child; instrumented code compares it before and after calls that may fork.
 pub const FORK_GEN: &str = "__pathprof_fork_gen";
@@ -88,13 +91,14 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 20] = [
+pub const RUNTIME: [&str; 21] = [
     DUMP,
     FORK_GEN,
     FORK_REENTRY,
     IMAGE_END,
     PATH_ADD,
     PATH_ADD_PLAIN,
+    PATH_CACHE_CLAIM,
     PATH_CACHE_MISS,
     REGISTER_MODULE,
     RESET,
@@ -132,6 +136,9 @@ pub const TABLES: &str = "__pathprof_tables";
 pub const TABLE_CACHE: &str = "__pathprof_table_cache";
 /// Module-local, `alwaysinline`: a path table's cached update, calling [`PATH_CACHE_MISS`] on a miss.
 pub const CACHED_ADD: &str = "__pathprof_cached_add";
+/// Module-local, `alwaysinline`: an atomic build's cached update (sticky pairs), calling [`PATH_CACHE_CLAIM`]
+/// on a miss.
+pub const CACHED_ADD_ATOMIC: &str = "__pathprof_cached_add_atomic";
 /// Module-local: the cold thunk that calls [`FORK_REENTRY`] with the module's descriptor.
 pub const FORK_REENTRY_HERE: &str = "__pathprof_fork_reentry_here";
 /// Module-local, thread-local: the path number handed between caller and callee (context and piecewise modes).
@@ -181,7 +188,7 @@ pub const TRACE_DESC: &str = "__pathprof_trace_desc";
 pub const TRACE_TLS: &str = "__pathprof_trace_tls";
 
 /// Every symbol the pass defines in an instrumented module, none of them visible outside it.
-pub const MODULE_LOCAL: [&str; 30] = [
+pub const MODULE_LOCAL: [&str; 31] = [
     COUNTERS,
     META,
     DESC,
@@ -192,6 +199,7 @@ pub const MODULE_LOCAL: [&str; 30] = [
     TABLES,
     TABLE_CACHE,
     CACHED_ADD,
+    CACHED_ADD_ATOMIC,
     FORK_REENTRY_HERE,
     IP_PATH,
     IP_NVC,
@@ -220,11 +228,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 51] = {
-            let mut a = [""; 51];
-            a[..20].copy_from_slice(&RUNTIME);
-            a[20..50].copy_from_slice(&MODULE_LOCAL);
-            a[50] = TRACE_TLS;
+        let all: [&str; 53] = {
+            let mut a = [""; 53];
+            a[..21].copy_from_slice(&RUNTIME);
+            a[21..52].copy_from_slice(&MODULE_LOCAL);
+            a[52] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

@@ -54,8 +54,9 @@ pub struct Config {
     /// Path mode: functions with more paths than `path_array_max` but at most this many get a counter array of
     /// their own that only executed paths' pages occupy (`PATHPROF_PATH_SPARSE_MAX`); larger ones a hash table.
     pub path_sparse_max: u128,
-    /// Pairs in the direct-mapped cache in front of each path hash table: 0 (none, always for atomic builds)
-    /// or a power of two (`PATHPROF_PATH_CACHE`); `None`: sized by [`Config::cache_pairs`].
+    /// Pairs in the direct-mapped cache in front of each path hash table: 0 (none) or a power of two
+    /// (`PATHPROF_PATH_CACHE`); `None`: sized by [`Config::cache_pairs`]. Atomic builds' pairs are sticky (see
+    /// `pathprof_format::layout::PathTable::cache`).
     pub path_cache: Option<u64>,
     /// Profile use: annotate branch weights from this profile instead of instrumenting (`PATHPROF_USE`).
     pub use_profile: Option<String>,
@@ -326,7 +327,7 @@ impl Config {
             path_budget,
             path_array_max,
             path_sparse_max,
-            path_cache: if atomic { Some(0) } else { path_cache },
+            path_cache,
             use_profile,
             lto,
             output,
@@ -421,9 +422,9 @@ mod tests {
         assert_eq!((auto.cache_pairs(1), auto.cache_pairs(1352), auto.cache_pairs(100_000)), (1024, 4096, 16384));
         assert_eq!(cfg(&[("PATHPROF_PATH_CACHE", "0")]).unwrap().cache_pairs(1), 0);
         assert_eq!(cfg(&[("PATHPROF_PATH_CACHE", "64")]).unwrap().cache_pairs(5000), 64);
-        // Atomic builds update tables directly: a cache would make them lossy under threads.
-        assert_eq!(cfg(&[("PATHPROF_PATH_CACHE", "64"), ("PATHPROF_ATOMIC", "1")]).unwrap().cache_pairs(1), 0);
-        assert_eq!(cfg(&[("PATHPROF_ATOMIC", "1")]).unwrap().cache_pairs(1), 0);
+        // Atomic builds have caches too (sticky pairs), sized alike.
+        assert_eq!(cfg(&[("PATHPROF_PATH_CACHE", "64"), ("PATHPROF_ATOMIC", "1")]).unwrap().cache_pairs(1), 64);
+        assert_eq!(cfg(&[("PATHPROF_ATOMIC", "1")]).unwrap().cache_pairs(1352), 4096);
     }
 
     #[test]

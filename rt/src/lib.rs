@@ -467,7 +467,7 @@ fn counters<'a>(d: *mut ModuleDesc) -> impl Iterator<Item = &'a AtomicU64> {
 }
 
 /// Whether the module asked for atomic counter updates.
-fn is_atomic(d: *mut ModuleDesc) -> bool {
+pub(crate) fn is_atomic(d: *mut ModuleDesc) -> bool {
     // SAFETY: live descriptor.
     unsafe { (*d).flags & DESC_FLAG_ATOMIC != 0 }
 }

@@ -59,7 +59,10 @@
 //! Caches (non-atomic builds, `PathTable::cache`): instrumented code adds to a direct-mapped cache pair inline
 //! and calls [`__pathprof_path_cache_miss`] only when the pair holds another path; the miss moves the evicted
 //! count into the table under its lock. Every drain first moves all cached counts into the table
-//! ([`Held::absorb_cache`]); resets and forks zero them; keys stay cached.
+//! ([`Held::absorb_cache`]); resets and forks zero them; keys stay cached. Atomic builds' caches are *sticky*:
+//! a miss calls [`__pathprof_path_cache_claim`], which gives an empty pair to the path for good with a
+//! compare-and-swap, or else updates the table; hits add with an atomic add. Since a pair never changes hands,
+//! a thread that found its path there adds to that path's count whatever other threads and dumps do meanwhile.
 //!
 //! Signal handlers: an update from a handler that interrupted an update of the same table in the same thread is
 //! parked (see above), and a dump in such a handler (`exit` from a signal handler) leaves that table for later
@@ -182,6 +185,37 @@ pub unsafe extern "C" fn __pathprof_path_cache_miss(table: *mut PathTable, path:
     }
     path_word.store(path, Ordering::Relaxed);
     count_word.store(delta as u64, Ordering::Relaxed);
+}
+
+/// Called by atomic builds' inlined cache update when the cache pair of `path` (see `PathTable::cache`) does not
+/// hold it: an empty pair is claimed for `path` for good, and then counts it; a pair another path holds stays
+/// that path's, and the update goes to the table. Claims are compare-and-swaps and counts atomic adds, so
+/// concurrent threads count exactly, and an update that found its path in a pair can never add to another
+/// path's count (pairs never change hands). `delta == 0` (a PHI's no-op) claims nothing.
+///
+/// # Safety
+/// As for [`__pathprof_path_cache_miss`].
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_path_cache_claim(table: *mut PathTable, path: u64, delta: i64) {
+    if delta == 0 || table.is_null() {
+        return;
+    }
+    let key = path.wrapping_add(1);
+    // SAFETY: caller contract.
+    if let (true, Some((key_word, count_word))) = (key != 0, unsafe { cache_pair_of(table, path) }) {
+        let holder = match key_word.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => key,
+            Err(holder) => holder,
+        };
+        if holder == key {
+            // Release: a drain that takes this count (acquire) also sees the key stored before it; later
+            // updates are read-modify-writes, which continue the release sequence.
+            count_word.fetch_add(delta as u64, Ordering::Release);
+            return;
+        }
+    }
+    // SAFETY: caller contract.
+    unsafe { __pathprof_path_add(table, path, delta) }
 }
 
 /// The cache pair where `path` goes in `t`'s cache, or `None` when the table has no cache.
@@ -600,16 +634,19 @@ impl Held {
         })
     }
 
-    /// Moves every cached count into the table (the keys stay cached, so hot paths keep hitting). Returns the
+    /// Moves every cached count into the table (the keys stay cached, so hot paths keep hitting). `sticky`:
+    /// the cache is an atomic build's, whose path words hold path + 1 (see `PathTable::cache`). Returns the
     /// flags of updates that had to be dropped, as [`Held::add`].
-    fn absorb_cache(&mut self) -> u64 {
+    fn absorb_cache(&mut self, sticky: bool) -> u64 {
         let mut flags = 0;
         // SAFETY: a registered table's cache holds cache_len pairs (checked at registration).
         for (p, c) in unsafe { cache_pairs(self.t) } {
-            let count = c.swap(0, Ordering::Relaxed);
+            let count = c.swap(0, Ordering::Acquire);
             if count != 0 {
-                // As in `__pathprof_path_add`: path u64::MAX has no key (it would be the empty key 0).
-                let key = p.load(Ordering::Relaxed).wrapping_add(1);
+                // As in `__pathprof_path_add`: path u64::MAX has no key (it would be the empty key 0). A sticky
+                // pair's key was stored before its first count (see `__pathprof_path_cache_claim`); were it
+                // not visible, the count would be flagged, never given to another path.
+                let key = if sticky { p.load(Ordering::Acquire) } else { p.load(Ordering::Relaxed).wrapping_add(1) };
                 flags |= if key != 0 { self.add(key, count) } else { DROPPED };
             }
         }
@@ -685,7 +722,7 @@ pub(crate) fn drain(d: *mut ModuleDesc, out: &mut MVec<PathCount>, dropped: &mut
             continue;
         };
         h.absorb_parked();
-        let cache_flags = h.absorb_cache();
+        let cache_flags = h.absorb_cache(crate::is_atomic(d));
         if cache_flags != 0 {
             // SAFETY: live table.
             unsafe { word(t) }.fetch_or(cache_flags, Ordering::Relaxed);
@@ -797,7 +834,9 @@ pub(crate) fn reset(d: *mut ModuleDesc) {
             }
             // SAFETY: registered table (cache checked at registration).
             for (_, c) in unsafe { cache_pairs(t) } {
-                c.store(0, Ordering::Relaxed);
+                // A swap, not a store: a read-modify-write keeps a sticky pair's release sequence going (see
+                // `Held::absorb_cache`).
+                c.swap(0, Ordering::Relaxed);
             }
         }
     }
@@ -982,9 +1021,99 @@ mod tests {
         unsafe { __pathprof_path_cache_miss(&mut t, u64::MAX, 1) };
         assert_eq!(cache, [u64::MAX, 1]);
         let mut h = unsafe { Held::lock(&mut t) }.unwrap();
-        assert_eq!(h.absorb_cache(), DROPPED);
+        assert_eq!(h.absorb_cache(false), DROPPED);
         drop(h);
         assert_eq!((t.len, cache[1]), (0, 0));
+    }
+
+    /// What an atomic build's inlined update does (`__pathprof_cached_add_atomic`): an atomic add when the pair
+    /// holds path + 1, else the claim.
+    fn sticky_update(t: *mut PathTable, path: u64, delta: i64) {
+        let (pw, cw) = unsafe { cache_pair_of(t, path) }.unwrap();
+        if pw.load(Ordering::Relaxed) == path.wrapping_add(1) {
+            cw.fetch_add(delta as u64, Ordering::Relaxed);
+        } else {
+            unsafe { __pathprof_path_cache_claim(t, path, delta) };
+        }
+    }
+
+    /// Sticky pairs: the first path to reach an empty pair keeps it (path + 1 in its word), a second path with
+    /// the same pair counts in the table, a zero delta claims nothing, and absorbing moves the cached counts into
+    /// the table by their keys while the keys stay.
+    #[test]
+    fn an_atomic_cache_pair_belongs_to_the_first_path_for_good() {
+        let mut cache = [0u64; 2];
+        let mut t = table(0);
+        t.cache = cache.as_mut_ptr();
+        t.cache_len = 1;
+        let tp: *mut PathTable = &mut t;
+        sticky_update(tp, 9, 0);
+        assert_eq!(cache, [0, 0], "a PHI's no-op claims nothing");
+        for (path, delta) in [(5, 1), (7, 1), (5, 1), (5, 3), (7, 2), (u64::MAX, 1)] {
+            sticky_update(tp, path, delta);
+        }
+        assert_eq!(cache, [6, 5], "path 5 came first: its key is 6, its count 1 + 1 + 3");
+        assert_eq!(entries(&mut t), [(7, 3)], "path 7 went to the table");
+        assert_eq!(t.lock, DROPPED, "path u64::MAX has no key: dropped and flagged, as by __pathprof_path_add");
+        let mut h = unsafe { Held::lock(tp) }.unwrap();
+        assert_eq!(h.absorb_cache(true), 0);
+        drop(h);
+        assert_eq!(cache, [6, 0]);
+        assert_eq!(entries(&mut t), [(5, 5), (7, 3)]);
+        sticky_update(tp, 5, 1);
+        assert_eq!(cache, [6, 1], "the key stays: path 5 still hits");
+        unsafe { free_pairs(t.slots) };
+    }
+
+    /// Four threads update hot paths through a four-pair sticky cache (more paths than pairs, so some always go
+    /// to the table) while a fifth drains the table again and again: every update is counted once.
+    #[test]
+    fn concurrent_sticky_cache_updates_and_drains_are_exact() {
+        let mut cache = [0u64; 8];
+        let mut t = table(0);
+        t.cache = cache.as_mut_ptr();
+        t.cache_len = 4;
+        let addr = &mut t as *mut PathTable as usize;
+        let done = std::sync::Arc::new(core::sync::atomic::AtomicBool::new(false));
+        let drainer = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let tp = addr as *mut PathTable;
+                let mut taken = [0u64; 11];
+                loop {
+                    let last = done.load(Ordering::Acquire);
+                    let mut h = unsafe { Held::lock(tp) }.unwrap();
+                    assert_eq!(h.absorb_cache(true), 0);
+                    for (key, c) in h.occupied() {
+                        taken[(key - 1) as usize] += c.swap(0, Ordering::Relaxed);
+                    }
+                    drop(h);
+                    if last {
+                        return taken;
+                    }
+                }
+            })
+        };
+        let threads: Vec<_> = (0..4u64)
+            .map(|id| {
+                std::thread::spawn(move || {
+                    let tp = addr as *mut PathTable;
+                    for i in 0..50_000u64 {
+                        sticky_update(tp, (i + id) % 11, 1);
+                    }
+                })
+            })
+            .collect();
+        for th in threads {
+            th.join().unwrap();
+        }
+        done.store(true, Ordering::Release);
+        let taken = drainer.join().unwrap();
+        for (path, &n) in taken.iter().enumerate() {
+            let want = (0..4u64).map(|id| (0..50_000u64).filter(|i| (i + id) % 11 == path as u64).count() as u64);
+            assert_eq!(n, want.sum::<u64>(), "path {path}");
+        }
+        assert!(cache[..4].iter().all(|&k| k != 0), "every pair was claimed");
     }
 
     /// What a signal handler does when it interrupts its own thread's update of a table: it cannot wait, so its

@@ -454,6 +454,20 @@ fn four_threads_atomic_counters_are_exact() {
             assert_eq!(entry_counts(&show)["run"], Some(4));
         }
     }
+    // Path tables under threads: every function hashed, through the default cache, a one-pair cache (work's two
+    // paths share it: one keeps it, the other goes to the table, concurrently) and no cache.
+    for cache in ["", "1", "0"] {
+        let env = [
+            ("PATHPROF_ATOMIC", "1"),
+            ("PATHPROF_MODE", "path"),
+            ("PATHPROF_PATH_ARRAY_MAX", "1"),
+            ("PATHPROF_PATH_SPARSE_MAX", "1"),
+            ("PATHPROF_PATH_CACHE", cache),
+        ];
+        let show = profile_of(&format!("threads-hashed-cache{cache}"), &["threads.c"], "-O2", &env, &["-pthread"]);
+        assert_markers(&show, &programs().join("threads.c"));
+        assert_eq!(entry_counts(&show)["work"], Some(400_000), "cache {cache:?}");
+    }
 }
 
 #[test]
@@ -736,12 +750,14 @@ fn exact_profile_weights_minimise_dynamic_increments() {
 fn hashed_path_storage_matches_dense_storage() {
     for (name, srcs) in [("loops", &["loops.c"][..]), ("exception", &["exception.cpp"]), ("longjmp", &["longjmp.c"])] {
         let dense = run_in_mode(&format!("{name}-dense"), srcs, "-O2", "path", &[]);
-        // Hashed: every function above one path (atomic: straight into the table; non-atomic: through a
-        // one-pair cache, so updates evict each other); sparse regions: every function above one path, up to 2^22.
-        for (kind, sparse_max, stat, atomic) in [
-            ("hashed", "1", "hashed_functions=0", true),
-            ("hashed-cached", "1", "hashed_functions=0", false),
-            ("sparse", "4194304", "sparse_functions=0", true),
+        // Hashed: every function above one path (atomic without a cache: straight into the table; through a
+        // one-pair cache: non-atomic, updates evict each other; atomic, the first path keeps the pair and the
+        // others go to the table); sparse regions: every function above one path, up to 2^22.
+        for (kind, sparse_max, stat, flags) in [
+            ("hashed", "1", "hashed_functions=0", &["--pathprof-atomic", "--pathprof-path-cache=0"][..]),
+            ("hashed-cached", "1", "hashed_functions=0", &["--pathprof-path-cache=1"]),
+            ("hashed-cached-atomic", "1", "hashed_functions=0", &["--pathprof-atomic", "--pathprof-path-cache=1"]),
+            ("sparse", "4194304", "sparse_functions=0", &["--pathprof-atomic"]),
         ] {
             let dir = scratch(&format!("{name}-{kind}"));
             let cxx = srcs[0].ends_with(".cpp");
@@ -749,11 +765,8 @@ fn hashed_path_storage_matches_dense_storage() {
             let sources: Vec<PathBuf> = srcs.iter().map(|s| programs().join(s)).collect();
             let out = run_ok(
                 wrapper(cxx)
-                    .args([
-                        "-O2",
-                        "--pathprof-stats",
-                        if atomic { "--pathprof-atomic" } else { "--pathprof-path-cache=1" },
-                    ])
+                    .args(["-O2", "--pathprof-stats"])
+                    .args(flags)
                     .args(&sources)
                     .arg("-o")
                     .arg(&exe)
