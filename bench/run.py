@@ -265,8 +265,10 @@ def build_one(prog, pdef, variant):
     link = [cc, *OPT, *flags, *[str(objdir / (s.stem + ".o")) for s in pdef["srcs"]], "-o", str(binary),
             *pdef["libs"]]
     deps = [Path(p) for p in pdef["srcs"] + pdef.get("headers", [])]
-    if cc == str(PPCLANG):
-        deps += [PPCLANG, DIST / "lib" / "libpathprof.so", DIST / "lib" / "libpathprof_rt.a"]
+    if Path(cc).name.startswith("pathprof-clang"):
+        # Any pathprof build (also an A/B baseline's dist/, which may be rebuilt in place): its plugin and runtime.
+        dist = Path(cc).resolve().parent.parent
+        deps += [Path(cc), dist / "lib" / "libpathprof.so", dist / "lib" / "libpathprof_rt.a"]
     h = hashlib.sha256(json.dumps([BUILD_FORMAT, variant, cmds, link]).encode())
     for p in deps:
         st = p.stat()
