@@ -381,7 +381,7 @@ impl PathTables {
         match self.caches.get(i) {
             Some(&cache) => TableUpdate {
                 table,
-                callee: if atomic { cached_add_atomic_function(m) } else { cached_add_function(m) },
+                callee: cached_add_function(m, atomic),
                 cache: Some((cache, self.cache_pairs)),
             },
             None => TableUpdate { table, callee: path_add_function(m, atomic), cache: None },
@@ -434,8 +434,14 @@ impl TableUpdate {
 /// compared word (the mask is known to be a no-op). A function rather than inline IR so that emitting it never
 /// splits the block being instrumented (the emitters hold on to blocks and PHI predecessors); the inliner then
 /// puts the branch in place.
-fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
-    function_once(m, symbols::CACHED_ADD, |name| unsafe {
+///
+/// With `atomic`, `__pathprof_cached_add_atomic` for atomic builds, whose pairs are sticky: the path word holds
+/// path + 1 and is read with an atomic load (claims store it concurrently; a plain `mov` on x86-64), a hit is
+/// an atomic add (`lock add`), and a miss calls `__pathprof_path_cache_claim`. The runtime's table update (a
+/// probe and a compare-and-swap loop behind a call) runs only on a miss.
+fn cached_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
+    let name = if atomic { symbols::CACHED_ADD_ATOMIC } else { symbols::CACHED_ADD };
+    function_once(m, name, |name| unsafe {
         let ctx = LLVMGetModuleContext(m);
         let i64t = LLVMInt64TypeInContext(ctx);
         let ptrt = LLVMPointerTypeInContext(ctx, 0);
@@ -458,82 +464,34 @@ fn cached_add_function(m: LLVMModuleRef) -> LLVMValueRef {
         let mut ix = [slot];
         let path_ptr = LLVMBuildInBoundsGEP2(b, i64t, cache, ix.as_mut_ptr(), 1, c"".as_ptr());
         let cached = LLVMBuildLoad2(b, i64t, path_ptr, c"".as_ptr());
-        let is_hit = LLVMBuildICmp(b, inkwell::llvm_sys::LLVMIntPredicate::LLVMIntEQ, cached, path, c"".as_ptr());
+        let wanted = if atomic {
+            LLVMSetOrdering(cached, LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic);
+            LLVMSetAlignment(cached, 8);
+            LLVMBuildAdd(b, path, LLVMConstInt(i64t, 1, 0), c"".as_ptr())
+        } else {
+            path
+        };
+        let is_hit = LLVMBuildICmp(b, inkwell::llvm_sys::LLVMIntPredicate::LLVMIntEQ, cached, wanted, c"".as_ptr());
         LLVMBuildCondBr(b, is_hit, hit, miss);
         LLVMPositionBuilderAtEnd(b, hit);
         let mut len = [LLVMBuildAdd(b, mask, LLVMConstInt(i64t, 1, 0), c"".as_ptr())];
         let count_ptr = LLVMBuildInBoundsGEP2(b, i64t, path_ptr, len.as_mut_ptr(), 1, c"".as_ptr());
-        let count = LLVMBuildLoad2(b, i64t, count_ptr, c"".as_ptr());
-        LLVMBuildStore(b, LLVMBuildAdd(b, count, delta, c"".as_ptr()), count_ptr);
+        if atomic {
+            let (add, order) = (LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd, LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic);
+            LLVMBuildAtomicRMW(b, add, count_ptr, delta, order, 0);
+        } else {
+            let count = LLVMBuildLoad2(b, i64t, count_ptr, c"".as_ptr());
+            LLVMBuildStore(b, LLVMBuildAdd(b, count, delta, c"".as_ptr()), count_ptr);
+        }
         LLVMBuildRetVoid(b);
         LLVMPositionBuilderAtEnd(b, miss);
-        let miss_fn = cache_miss_function(m);
+        let miss_fn = if atomic {
+            table_update_function(m, symbols::PATH_CACHE_CLAIM, &["nounwind", "cold"])
+        } else {
+            cache_miss_function(m)
+        };
         let mut args = [table, path, delta];
         LLVMBuildCall2(b, LLVMGlobalGetValueType(miss_fn), miss_fn, args.as_mut_ptr(), 3, c"".as_ptr());
-        LLVMBuildRetVoid(b);
-        LLVMDisposeBuilder(b);
-        f
-    })
-}
-
-/// Defines (once per module) `internal void __pathprof_cached_add_atomic(ptr table, ptr cache, i64 shift,
-/// i64 mask, i64 path, i64 delta)`, `alwaysinline`: [`cached_add_function`] for atomic builds, whose cache pairs
-/// are sticky (`PathTable::cache`):
-///
-/// ```text
-/// i = layout::path_cache_slot(path, mask + 1)
-/// if atomic_load(cache[i]) == path + 1 { atomic_add(cache[mask + 1 + i], delta) }
-/// else { __pathprof_path_cache_claim(table, path, delta) }
-/// ```
-///
-/// The same multiply, shift and compare as the non-atomic cache, a `lock add` instead of a plain one, and no
-/// call: the runtime's table update (a probe and a compare-and-swap loop behind a call) only on a miss.
-fn cached_add_atomic_function(m: LLVMModuleRef) -> LLVMValueRef {
-    function_once(m, symbols::CACHED_ADD_ATOMIC, |name| unsafe {
-        let ctx = LLVMGetModuleContext(m);
-        let i64t = LLVMInt64TypeInContext(ctx);
-        let ptrt = LLVMPointerTypeInContext(ctx, 0);
-        let mut params = [ptrt, ptrt, i64t, i64t, i64t, i64t];
-        let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), params.len() as u32, 0);
-        let f = LLVMAddFunction(m, name.as_ptr(), fty);
-        LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-        for attr in ["alwaysinline", "nounwind"] {
-            LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
-        }
-        let p = |i| LLVMGetParam(f, i);
-        let (table, cache, shift, mask, path, delta) = (p(0), p(1), p(2), p(3), p(4), p(5));
-        let entry = LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr());
-        let hit = LLVMAppendBasicBlockInContext(ctx, f, c"hit".as_ptr());
-        let miss = LLVMAppendBasicBlockInContext(ctx, f, c"miss".as_ptr());
-        let b = LLVMCreateBuilderInContext(ctx);
-        LLVMPositionBuilderAtEnd(b, entry);
-        let product = LLVMBuildMul(b, path, LLVMConstInt(i64t, PATH_HASH_MULTIPLIER, 0), c"".as_ptr());
-        let slot = LLVMBuildAnd(b, LLVMBuildLShr(b, product, shift, c"".as_ptr()), mask, c"pathprof.slot".as_ptr());
-        let mut ix = [slot];
-        let key_ptr = LLVMBuildInBoundsGEP2(b, i64t, cache, ix.as_mut_ptr(), 1, c"".as_ptr());
-        let key = LLVMBuildLoad2(b, i64t, key_ptr, c"".as_ptr());
-        // Claims store keys concurrently: an atomic load (a plain `mov` on x86-64) reads a whole one.
-        LLVMSetOrdering(key, LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic);
-        LLVMSetAlignment(key, 8);
-        let wanted = LLVMBuildAdd(b, path, LLVMConstInt(i64t, 1, 0), c"".as_ptr());
-        let is_hit = LLVMBuildICmp(b, inkwell::llvm_sys::LLVMIntPredicate::LLVMIntEQ, key, wanted, c"".as_ptr());
-        LLVMBuildCondBr(b, is_hit, hit, miss);
-        LLVMPositionBuilderAtEnd(b, hit);
-        let mut len = [LLVMBuildAdd(b, mask, LLVMConstInt(i64t, 1, 0), c"".as_ptr())];
-        let count_ptr = LLVMBuildInBoundsGEP2(b, i64t, key_ptr, len.as_mut_ptr(), 1, c"".as_ptr());
-        LLVMBuildAtomicRMW(
-            b,
-            LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
-            count_ptr,
-            delta,
-            LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-            0,
-        );
-        LLVMBuildRetVoid(b);
-        LLVMPositionBuilderAtEnd(b, miss);
-        let claim_fn = table_update_function(m, symbols::PATH_CACHE_CLAIM, &["nounwind", "cold"]);
-        let mut args = [table, path, delta];
-        LLVMBuildCall2(b, LLVMGlobalGetValueType(claim_fn), claim_fn, args.as_mut_ptr(), 3, c"".as_ptr());
         LLVMBuildRetVoid(b);
         LLVMDisposeBuilder(b);
         f

@@ -203,10 +203,16 @@ pub unsafe extern "C" fn __pathprof_path_cache_claim(table: *mut PathTable, path
     let key = path.wrapping_add(1);
     // SAFETY: caller contract.
     if let (true, Some((key_word, count_word))) = (key != 0, unsafe { cache_pair_of(table, path) }) {
-        let holder = match key_word.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => key,
-            Err(holder) => holder,
-        };
+        // A pair another path holds stays its own: only an empty one is worth a compare-and-swap. (Taking the
+        // neighbouring pair as a second choice was tried: those paths then held other paths' first choices,
+        // context-atomic SQLite 1.964 → 2.011 by instructions.)
+        let mut holder = key_word.load(Ordering::Relaxed);
+        if holder == 0 {
+            holder = match key_word.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => key,
+                Err(holder) => holder,
+            };
+        }
         if holder == key {
             // Release: a drain that takes this count (acquire) also sees the key stored before it; later
             // updates are read-modify-writes, which continue the release sequence.
