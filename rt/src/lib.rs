@@ -18,7 +18,8 @@
 //!   builds): the path-table update of a path-mode function with too many paths for a dense array, when its
 //!   table has no cache (`table`).
 //! - `__pathprof_path_cache_miss(table, path, delta)`: called by the inlined cache update when the cache
-//!   pair holds another path (`table`).
+//!   pair holds another path (`table`); `__pathprof_path_cache_claim(table, path, delta)`, its atomic builds'
+//!   twin, which gives an empty pair to the path for good or else updates the table.
 //! - `__pathprof_fork_gen` (a `u64` variable) and `__pathprof_fork_reentry(desc, packed, key)`: code
 //!   compares the fork generation around calls that may fork and records a re-entry when a `fork()`ed child
 //!   resumed the call (`reentry`).
@@ -44,8 +45,8 @@
 //!
 //! # Path tables
 //! Path-mode functions with too many paths for a dense array count into per-function hash tables
-//! (`ModuleDesc::tables`) through an inlined cache and `__pathprof_path_cache_miss`, or `__pathprof_path_add`
-//! (`_plain`) without a cache; dumps drain them into the record's sparse entries, and reset, fork and
+//! (`ModuleDesc::tables`) through an inlined cache and `__pathprof_path_cache_miss` (atomic builds: sticky pairs
+//! and `__pathprof_path_cache_claim`), or `__pathprof_path_add` (`_plain`) without a cache; dumps drain them into the record's sparse entries, and reset, fork and
 //! unregistration treat them like counters. Design, locking and the size cap: see `table`.
 //!
 //! # Fork, threads, exit
