@@ -379,11 +379,9 @@ impl PathTables {
     pub fn update(&self, m: LLVMModuleRef, i: usize, atomic: bool) -> TableUpdate {
         let table = self.table(i);
         match self.caches.get(i) {
-            Some(&cache) => TableUpdate {
-                table,
-                callee: cached_add_function(m, atomic),
-                cache: Some((cache, self.cache_pairs)),
-            },
+            Some(&cache) => {
+                TableUpdate { table, callee: cached_add_function(m, atomic), cache: Some((cache, self.cache_pairs)) }
+            }
             None => TableUpdate { table, callee: path_add_function(m, atomic), cache: None },
         }
     }
@@ -477,7 +475,8 @@ fn cached_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
         let mut len = [LLVMBuildAdd(b, mask, LLVMConstInt(i64t, 1, 0), c"".as_ptr())];
         let count_ptr = LLVMBuildInBoundsGEP2(b, i64t, path_ptr, len.as_mut_ptr(), 1, c"".as_ptr());
         if atomic {
-            let (add, order) = (LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd, LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic);
+            let (add, order) =
+                (LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd, LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic);
             LLVMBuildAtomicRMW(b, add, count_ptr, delta, order, 0);
         } else {
             let count = LLVMBuildLoad2(b, i64t, count_ptr, c"".as_ptr());
@@ -485,11 +484,7 @@ fn cached_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
         }
         LLVMBuildRetVoid(b);
         LLVMPositionBuilderAtEnd(b, miss);
-        let miss_fn = if atomic {
-            table_update_function(m, symbols::PATH_CACHE_CLAIM, &["nounwind", "cold"])
-        } else {
-            cache_miss_function(m)
-        };
+        let miss_fn = cache_miss_function(m, atomic);
         let mut args = [table, path, delta];
         LLVMBuildCall2(b, LLVMGlobalGetValueType(miss_fn), miss_fn, args.as_mut_ptr(), 3, c"".as_ptr());
         LLVMBuildRetVoid(b);
@@ -498,10 +493,12 @@ fn cached_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
     })
 }
 
-/// Declares `void __pathprof_path_cache_miss(ptr table, i64 path, i64 delta)`, `cold`: calls to it are the
-/// unlikely side of the cache test, so LLVM lays the hit inline and the call out of line.
-fn cache_miss_function(m: LLVMModuleRef) -> LLVMValueRef {
-    table_update_function(m, symbols::PATH_CACHE_MISS, &["nounwind", "cold"])
+/// Declares `void __pathprof_path_cache_miss(ptr table, i64 path, i64 delta)` (with `atomic`, its sticky twin
+/// `__pathprof_path_cache_claim`), `cold`: calls to it are the unlikely side of the cache test, so LLVM lays the
+/// hit inline and the call out of line.
+fn cache_miss_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
+    let name = if atomic { symbols::PATH_CACHE_CLAIM } else { symbols::PATH_CACHE_MISS };
+    table_update_function(m, name, &["nounwind", "cold"])
 }
 
 /// Declares (once) a runtime function `void name(ptr table, i64 path, i64 delta)` with function attributes

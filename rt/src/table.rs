@@ -907,6 +907,11 @@ mod tests {
         }
     }
 
+    /// A table of function 0 in front of `cache` (path words, then as many count words), which must outlive it.
+    fn cached_table(cache: &mut [u64]) -> PathTable {
+        PathTable { cache: cache.as_mut_ptr(), cache_len: cache.len() as u64 / 2, ..table(0) }
+    }
+
     fn entries(t: &mut PathTable) -> Vec<(u64, u64)> {
         // SAFETY: a local table.
         let h = unsafe { Held::lock(t) }.unwrap();
@@ -1020,9 +1025,7 @@ mod tests {
     #[test]
     fn cached_path_u64_max_is_dropped_and_flagged_when_absorbed() {
         let mut cache = [0u64; 2];
-        let mut t = table(0);
-        t.cache = cache.as_mut_ptr();
-        t.cache_len = 1;
+        let mut t = cached_table(&mut cache);
         // The miss installs it in the only pair (path word, then count word).
         unsafe { __pathprof_path_cache_miss(&mut t, u64::MAX, 1) };
         assert_eq!(cache, [u64::MAX, 1]);
@@ -1049,9 +1052,7 @@ mod tests {
     #[test]
     fn an_atomic_cache_pair_belongs_to_the_first_path_for_good() {
         let mut cache = [0u64; 2];
-        let mut t = table(0);
-        t.cache = cache.as_mut_ptr();
-        t.cache_len = 1;
+        let mut t = cached_table(&mut cache);
         let tp: *mut PathTable = &mut t;
         sticky_update(tp, 9, 0);
         assert_eq!(cache, [0, 0], "a PHI's no-op claims nothing");
@@ -1076,9 +1077,7 @@ mod tests {
     #[test]
     fn concurrent_sticky_cache_updates_and_drains_are_exact() {
         let mut cache = [0u64; 8];
-        let mut t = table(0);
-        t.cache = cache.as_mut_ptr();
-        t.cache_len = 4;
+        let mut t = cached_table(&mut cache);
         let addr = &mut t as *mut PathTable as usize;
         let done = std::sync::Arc::new(core::sync::atomic::AtomicBool::new(false));
         let drainer = {
