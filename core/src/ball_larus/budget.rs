@@ -77,8 +77,8 @@ impl PathDag {
     }
 
     /// [`PathDag::build_with_budget_keeping`] with the loop headers `reset` marks restarting their paths
-    /// (`dag::assemble`).
-    fn build_with_budget_resetting(
+    /// (`dag::assemble`): the interprocedural modes cut a procedure's own paths after choosing its resets.
+    pub fn build_with_budget_resetting(
         cfg: &Cfg,
         adj: &Adjacency,
         dfs: &DfsInfo,

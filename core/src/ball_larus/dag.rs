@@ -196,13 +196,30 @@ impl PathDag {
     /// Builds the DAG cut at `cut_vertices` (out of range ones, ENTRY and EXIT are ignored): how a reader
     /// rebuilds a DAG whose cuts were chosen elsewhere ([`PathDag::build_with_budget_keeping`]) and recorded.
     pub fn build_with_cuts(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, cut_vertices: &[BlockId]) -> PathDag {
-        let mut cut = vec![false; cfg.num_vertices()];
-        for v in cut_vertices {
-            if let Some(c) = cut.get_mut(v.index()) {
-                *c = true;
+        PathDag::build_with_cuts_and_resets(cfg, adj, dfs, cut_vertices, &[])
+    }
+
+    /// [`PathDag::build_with_cuts`] with the loop headers `reset_headers` restarting every path that enters them
+    /// (see `assemble`): how a reader rebuilds the DAG of an interprocedural procedure, whose resets the pass
+    /// chose ([`super::resets::interproc_loop_resets`]) and recorded. Out-of-range vertices, ENTRY, EXIT and
+    /// vertices no back edge enters change nothing, so any list from a file gives a DAG.
+    pub fn build_with_cuts_and_resets(
+        cfg: &Cfg,
+        adj: &Adjacency,
+        dfs: &DfsInfo,
+        cut_vertices: &[BlockId],
+        reset_headers: &[BlockId],
+    ) -> PathDag {
+        let mark = |vs: &[BlockId]| {
+            let mut m = vec![false; cfg.num_vertices()];
+            for v in vs {
+                if let Some(c) = m.get_mut(v.index()) {
+                    *c = true;
+                }
             }
-        }
-        assemble(cfg, adj, dfs, &cut, &vec![false; cfg.num_vertices()])
+            m
+        };
+        assemble(cfg, adj, dfs, &mark(cut_vertices), &mark(reset_headers))
     }
 
     /// Number of vertices, EXIT included (the cfg's `num_vertices`).

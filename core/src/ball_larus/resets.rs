@@ -55,11 +55,46 @@ pub enum ResetRule {
 
 /// Per vertex: whether it is a reset header under `rule` (see the module documentation). Deterministic.
 pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -> Vec<bool> {
+    if rule == ResetRule::None {
+        return vec![false; cfg.num_vertices()];
+    }
+    let hoisted = rule == ResetRule::Hoisted;
+    let policy = Policy { hoisting: hoisted, constant_entries: hoisted, eligible: &|_| true, opaque: &|_| false };
+    choose(cfg, adj, dfs, &policy)
+}
+
+/// The loop headers an interprocedural (Melski–Reps) procedure resets: the one-path rule, with every entry
+/// counting a constant number, for loops `eligible` accepts (the pass's: entries and back edges that can carry
+/// code). A call to a procedure of the program is *opaque*: the path number after its call block depends on the
+/// callee's path, so a loop whose body holds one is not reset, nor one whose entry a path through one reaches.
+/// The interprocedural modes do not hoist counts. Unlike path mode's rule the result is recorded per procedure
+/// (`Procedure::reset_headers`), so readers need neither the program's IR facts nor this policy.
+pub fn interproc_loop_resets(
+    cfg: &Cfg,
+    adj: &Adjacency,
+    dfs: &DfsInfo,
+    eligible: &dyn Fn(&Loop) -> bool,
+    opaque: &dyn Fn(BlockId) -> bool,
+) -> Vec<bool> {
+    choose(cfg, adj, dfs, &Policy { hoisting: false, constant_entries: true, eligible, opaque })
+}
+
+/// How [`choose`] picks loops.
+struct Policy<'a> {
+    /// An edge whose count moves to constant sites ([`super::hoisting`]) counts one number.
+    hoisting: bool,
+    /// A loop stays reset only if each of its entries counts a constant number (a fixed point, see below).
+    constant_entries: bool,
+    /// Loops the caller allows to reset at all.
+    eligible: &'a dyn Fn(&Loop) -> bool,
+    /// Blocks after which the path number is not a function of the intraprocedural prefix.
+    opaque: &'a dyn Fn(BlockId) -> bool,
+}
+
+/// The reset headers under `policy`, innermost loops first (see the module documentation).
+fn choose(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, policy: &Policy) -> Vec<bool> {
     let nv = cfg.num_vertices();
     let mut reset = vec![false; nv];
-    if rule == ResetRule::None {
-        return reset;
-    }
     let is_back = dfs.back_edge_mask(cfg.num_edges());
     let no_cuts = vec![false; nv];
     let ends = |v: BlockId| adj.out_edges(v).iter().any(|&e| cfg.edge(e).kind == EdgeKind::Termination);
@@ -68,9 +103,10 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -
         .into_iter()
         .filter(|l| {
             l.header != cfg.entry()
-                && !l.body.iter().any(|&v| ends(v))
+                && !l.body.iter().any(|&v| ends(v) || (policy.opaque)(v))
                 // The DAG's back edges into the header are exactly the loop's (a reducible loop).
                 && adj.in_edges(l.header).iter().all(|&e| is_back[e.index()] == l.back_edges.contains(&e))
+                && (policy.eligible)(l)
         })
         .collect();
     // Innermost first: a loop's body contains its inner loops'.
@@ -83,17 +119,17 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -
     };
     let mut current = build(&reset);
     for l in &loops {
-        let before = numbers_counted(cfg, adj, l, &current, rule);
+        let before = numbers_counted(cfg, adj, l, &current, policy.hoisting);
         reset[l.header.index()] = true;
         let trial = build(&reset);
-        let after = numbers_counted(cfg, adj, l, &trial, rule);
+        let after = numbers_counted(cfg, adj, l, &trial, policy.hoisting);
         if after > LOOP_RESET_MAX_PATHS || after >= before {
             reset[l.header.index()] = false;
         } else {
             current = trial;
         }
     }
-    if rule == ResetRule::Hoisted {
+    if policy.constant_entries {
         // Entries last, once the enclosing loops are decided (an inner loop's entry is often a constant only
         // because its outer loop resets too). A loop whose entry would count in memory is not reset: entered
         // often for an iteration or two (bzip2's bit-buffer refills), it would pay that count more often than
@@ -103,8 +139,8 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -
                 .iter()
                 .filter(|l| reset[l.header.index()])
                 .filter(|l| {
-                    numbers_counted(cfg, adj, l, &current, rule) > LOOP_RESET_MAX_PATHS
-                        || !entries_count_constants(cfg, adj, l, &current)
+                    numbers_counted(cfg, adj, l, &current, policy.hoisting) > LOOP_RESET_MAX_PATHS
+                        || !entries_count_constants(cfg, adj, l, &current, policy)
                 })
                 .map(|l| l.header)
                 .collect();
@@ -124,9 +160,9 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -
 type Trial = (PathDag, Vec<u128>);
 
 /// The path numbers counted inside an iteration of `l`: at its back edges and at the entries of the inner loops
-/// reset in `trial` (the largest count over those edges; an edge whose count hoists to constant sites counts one
-/// under [`ResetRule::Hoisted`]).
-fn numbers_counted(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial, rule: ResetRule) -> u128 {
+/// reset in `trial` (the largest count over those edges; with `hoisting`, an edge whose count hoists to constant
+/// sites counts one).
+fn numbers_counted(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial, hoisting: bool) -> u128 {
     let in_body = |v: BlockId| l.body.binary_search(&v).is_ok();
     cfg.edge_ids()
         .filter(|&e| {
@@ -137,9 +173,8 @@ fn numbers_counted(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial
         })
         .map(|e| {
             let numbers = prefixes[cfg.edge(e).from.index()];
-            let hoisted = rule == ResetRule::Hoisted
-                && numbers > 1
-                && hoisted_count_sites(cfg, adj, dag, prefixes, e, &|_| true).is_some();
+            let hoisted =
+                hoisting && numbers > 1 && hoisted_count_sites(cfg, adj, dag, prefixes, e, &|_| true).is_some();
             if hoisted {
                 1
             } else {
@@ -150,12 +185,31 @@ fn numbers_counted(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial
         .unwrap_or(0)
 }
 
-/// Whether every entry of the reset loop `l` counts a constant number in `trial` (its source has one path
-/// prefix, or the count hoists to constant sites).
-fn entries_count_constants(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial) -> bool {
+/// Whether every entry of the reset loop `l` counts a constant number in `trial`: its source has one path prefix
+/// and no path to it passes an opaque block, or (with hoisting) the count hoists to constant sites.
+fn entries_count_constants(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial, policy: &Policy) -> bool {
+    let after_opaque = after_opaque(dag, policy.opaque);
     adj.in_edges(l.header).iter().filter(|e| !l.back_edges.contains(e)).all(|&e| {
-        prefixes[cfg.edge(e).from.index()] <= 1 || hoisted_count_sites(cfg, adj, dag, prefixes, e, &|_| true).is_some()
+        let from = cfg.edge(e).from;
+        (prefixes[from.index()] <= 1 && !after_opaque[from.index()] && !(policy.opaque)(from))
+            || (policy.hoisting && hoisted_count_sites(cfg, adj, dag, prefixes, e, &|_| true).is_some())
     })
+}
+
+/// Per vertex of `dag`: whether some path from ENTRY (or a restart) to it leaves an opaque block on the way.
+fn after_opaque(dag: &PathDag, opaque: &dyn Fn(BlockId) -> bool) -> Vec<bool> {
+    let mut after = vec![false; dag.num_vertices()];
+    for &v in dag.topological_order() {
+        if after[v.index()] || opaque(v) {
+            for &d in dag.out_edges(v) {
+                let to = dag.edge(d).to;
+                if to != v && to != dag.exit() {
+                    after[to.index()] = true;
+                }
+            }
+        }
+    }
+    after
 }
 
 #[cfg(test)]
@@ -228,6 +282,34 @@ mod tests {
         assert!(loop_resets(&g, &adj, &dfs, ResetRule::OnePath)[1]);
         assert!(loop_resets(&g, &adj, &dfs, ResetRule::Hoisted)[1]);
         assert!(!loop_resets(&g, &adj, &dfs, ResetRule::None)[1]);
+    }
+
+    /// The interprocedural rule on the nest: with no call of the program's procedures, both headers reset, as
+    /// under the one-path rule. A call in the inner body (block 3 opaque) keeps both loops whole: their
+    /// iterations' numbers depend on the callee's path. A call before the nest (the entry block opaque) leaves
+    /// the outer loop's entry 0→1, and through it the inner loop's entry 1→2, with a callee-dependent number: a
+    /// memory count per entry, so neither is reset. With the outer loop ruled out by the caller, the inner one
+    /// is not reset either: its entry 1→2 would end one of two paths (from the entry, and from the outer
+    /// header after the outer back edge); nor the outer one alone: its back edge would end two paths (from its
+    /// header, and from the inner header after the inner back edge).
+    #[test]
+    fn the_interprocedural_rule_resets_loops_free_of_program_calls_whose_entries_count_constants() {
+        let g = nest();
+        let adj = g.adjacency();
+        let dfs = depth_first(&g, &adj);
+        let all = |_: &Loop| true;
+        let none = |_: BlockId| false;
+        let both = interproc_loop_resets(&g, &adj, &dfs, &all, &none);
+        assert_eq!(both, loop_resets(&g, &adj, &dfs, ResetRule::OnePath));
+        assert!(both[1] && both[2]);
+        let call_in_inner = |v: BlockId| v == BlockId(3);
+        assert!(interproc_loop_resets(&g, &adj, &dfs, &all, &call_in_inner).iter().all(|&r| !r));
+        let call_at_entry = |v: BlockId| v == BlockId(0);
+        assert!(interproc_loop_resets(&g, &adj, &dfs, &all, &call_at_entry).iter().all(|&r| !r));
+        let inner_only = |l: &Loop| l.header == BlockId(2);
+        assert!(interproc_loop_resets(&g, &adj, &dfs, &inner_only, &none).iter().all(|&r| !r));
+        let outer_only = |l: &Loop| l.header == BlockId(1);
+        assert!(interproc_loop_resets(&g, &adj, &dfs, &outer_only, &none).iter().all(|&r| !r));
     }
 
     /// A loop with a call that may not return (a `Termination` edge) is never promoted: it keeps its paths.

@@ -74,12 +74,17 @@ pub struct Procedure {
     /// them, [`crate::ball_larus::dag::PathDag::build_with_cuts`]): how a procedure with too many paths of its
     /// own still fits the numbering. Never the entry or a call site's block. Sorted, usually empty.
     pub cut_vertices: Vec<BlockId>,
+    /// Loop headers that restart every path entering them, from outside the loop as after a back edge, with
+    /// one shared start ([`crate::ball_larus::resets`]): each iteration then counts a number that does not
+    /// depend on how the loop was entered, which lets the pass keep the count in a register. Chosen by the
+    /// pass ([`crate::ball_larus::resets::interproc_loop_resets`]) and recorded. Sorted, usually few.
+    pub reset_headers: Vec<BlockId>,
 }
 
 impl Procedure {
-    /// A procedure that is not marked as externally entered and has no cut vertices.
+    /// A procedure that is not marked as externally entered and has no cut vertices or reset loops.
     pub fn new(cfg: Cfg, call_sites: Vec<CallSite>) -> Procedure {
-        Procedure { cfg, call_sites, external_entry: false, cut_vertices: Vec::new() }
+        Procedure { cfg, call_sites, external_entry: false, cut_vertices: Vec::new(), reset_headers: Vec::new() }
     }
 }
 
@@ -167,6 +172,14 @@ pub enum ProgramError {
         /// The cut vertex.
         block: BlockId,
     },
+    /// A reset header is not a block, is the entry, or the list is not sorted and distinct.
+    #[error("{proc}: block {block} cannot be a reset loop header")]
+    BadResetHeader {
+        /// The procedure.
+        proc: ProcId,
+        /// The header.
+        block: BlockId,
+    },
 }
 
 /// A validated program: procedures plus program-wide call-site numbering.
@@ -246,6 +259,15 @@ impl Program {
                     || previous.is_some_and(|b| b >= block);
                 if bad {
                     return Err(ProgramError::BadCutVertex { proc, block });
+                }
+                previous = Some(block);
+            }
+            let mut previous: Option<BlockId> = None;
+            for &block in &p.reset_headers {
+                let bad =
+                    block == cfg.entry() || block.index() >= cfg.num_blocks() || previous.is_some_and(|b| b >= block);
+                if bad {
+                    return Err(ProgramError::BadResetHeader { proc, block });
                 }
                 previous = Some(block);
             }

@@ -24,15 +24,15 @@ pub struct Supergraph {
 
 impl Supergraph {
     /// Applies Transformations 1–3: per-procedure DFS and DAG (reusing [`depth_first`] and
-    /// [`PathDag::build_with_cuts`]: a procedure's cut vertices are treated like back edges' sources), then the
-    /// call-graph classification.
+    /// [`PathDag::build_with_cuts_and_resets`]: a procedure's cut vertices are treated like back edges' sources,
+    /// and an edge entering a reset loop like its back edges), then the call-graph classification.
     pub fn build(program: Program) -> Supergraph {
         let mut dfs = Vec::with_capacity(program.num_procs());
         let mut dags = Vec::with_capacity(program.num_procs());
         for p in program.procs() {
             let adj = p.cfg.adjacency();
             let d = depth_first(&p.cfg, &adj);
-            dags.push(PathDag::build_with_cuts(&p.cfg, &adj, &d, &p.cut_vertices));
+            dags.push(PathDag::build_with_cuts_and_resets(&p.cfg, &adj, &d, &p.cut_vertices, &p.reset_headers));
             dfs.push(d);
         }
         let calls = CallGraph::compute(&program, &dfs);

@@ -243,8 +243,9 @@ fn fork_under_an_interprocedural_call_nets_to_one_activation_and_two_continuatio
             call_sites: vec![CallSite { block: BlockId(0), callee: Callee::Proc(ProcId(1)) }],
             external_entry: true,
             cut_vertices: vec![],
+            reset_headers: vec![],
         },
-        Procedure { cfg: g_cfg, call_sites: vec![], external_entry: false, cut_vertices: vec![] },
+        Procedure::new(g_cfg, vec![]),
     ])
     .unwrap();
     let sg = Supergraph::build(program);

@@ -80,6 +80,11 @@ pub(super) fn random_program(rng: &mut Rng) -> Program {
         if rng.chance(3) {
             proc.cut_vertices = (1..n).filter(|&b| !is_call[b as usize] && rng.chance(3)).map(BlockId).collect();
         }
+        // Reset loop headers (how the pass keeps loop counts constant): any block but the entry, loop header or
+        // not, call block or not (a reader must take whatever a profile records).
+        if rng.chance(2) {
+            proc.reset_headers = (1..n).filter(|_| rng.chance(2)).map(BlockId).collect();
+        }
         procs.push(proc);
     }
     Program::new(procs).expect("generator builds valid programs")
@@ -343,14 +348,22 @@ fn observed_paths(sg: &Supergraph, mode: Mode, exec: &Execution) -> Vec<Interpro
                 // from the DAG under test).
                 let cut =
                     program.proc(p).cut_vertices.contains(&edge.from) && matches!(edge.kind, EdgeKind::Branch { .. });
-                if sg.dfs(p).is_back_edge(e) || cut {
+                // A reset loop's header (one listed that a back edge enters): every edge into it ends the path,
+                // and every path into it restarts as after its first back edge.
+                let cfg = program.cfg(p);
+                let shared_back = (to != BlockId(0) && program.proc(p).reset_headers.contains(&to))
+                    .then(|| cfg.edge_ids().find(|&b| cfg.edge(b).to == to && sg.dfs(p).is_back_edge(b)))
+                    .flatten();
+                let entry_cut = shared_back.is_some() && matches!(edge.kind, EdgeKind::Branch { .. });
+                if sg.dfs(p).is_back_edge(e) || cut || entry_cut {
                     out.push(InterprocPath { steps: cur.clone(), end: PathEnd::BackEdge { proc: p, back: e } });
+                    let back = shared_back.unwrap_or(e);
                     cur = match mode {
                         Mode::Context => {
-                            [top.prefix.clone(), vec![Step { proc: p, block: to, via: Via::LoopRestart { back: e } }]]
+                            [top.prefix.clone(), vec![Step { proc: p, block: to, via: Via::LoopRestart { back } }]]
                                 .concat()
                         }
-                        Mode::Piecewise => vec![Step { proc: p, block: to, via: Via::MidEntry { back: e } }],
+                        Mode::Piecewise => vec![Step { proc: p, block: to, via: Via::MidEntry { back } }],
                     };
                 } else {
                     cur.push(Step { proc: p, block: to, via: Via::Edge(e) });
@@ -938,6 +951,27 @@ fn cut_vertices_are_validated() {
         assert!(
             matches!(with_cuts(bad), Err(super::ProgramError::BadCutVertex { .. })),
             "cut vertices {bad:?} must be refused"
+        );
+    }
+}
+
+/// A reset header must be a block other than the entry, listed once in increasing order; a block that heads no
+/// loop is accepted (it changes nothing).
+#[test]
+fn reset_headers_are_validated() {
+    // 0 → 1 ⇄ 2, 1 → EXIT.
+    let cfg = crate::graph::test_cfg(3, &[(0, 1), (1, 2), (2, 1)], &[1]);
+    let with_resets = |resets: &[u32]| {
+        let mut p = Procedure::new(cfg.clone(), vec![]);
+        p.reset_headers = resets.iter().map(|&b| BlockId(b)).collect();
+        Program::new(vec![p])
+    };
+    assert!(with_resets(&[1]).is_ok());
+    assert!(with_resets(&[1, 2]).is_ok());
+    for bad in [&[0][..], &[3], &[1, 1], &[2, 1]] {
+        assert!(
+            matches!(with_resets(bad), Err(super::ProgramError::BadResetHeader { .. })),
+            "reset headers {bad:?} must be refused"
         );
     }
 }
