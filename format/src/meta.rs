@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
 /// (truncated paths count net executions), version 3 (no module output), version 4 (no fork re-entries) and
-/// version 5 (no list of the functions left out, no cut vertices in interprocedural programs).
-pub const META_VERSION: u32 = 8;
+/// version 5 (no list of the functions left out, no cut vertices in interprocedural programs), versions 6 to 8 (no
+/// reset loops in interprocedural programs; 6 also no path-mode loop resets, 7 them as a `bool`).
+pub const META_VERSION: u32 = 9;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,6 +147,46 @@ pub struct InterprocProc {
     /// The function's cut vertices (`pathprof_core::interproc::Procedure::cut_vertices`): a function with too
     /// many paths of its own is cut like path mode cuts one. Empty before metadata version 6.
     pub cut_vertices: Vec<u32>,
+    /// The function's reset loop headers (`pathprof_core::interproc::Procedure::reset_headers`): every path
+    /// entering such a loop restarts at its header. Empty before metadata version 9.
+    pub reset_headers: Vec<u32>,
+}
+
+/// [`InterprocMeta`] as metadata versions 6 to 8 wrote it: procedures without reset loops.
+#[derive(Deserialize)]
+struct InterprocMetaV8 {
+    procs: Vec<InterprocProcV8>,
+    num_paths: u128,
+    storage: PathStorage,
+    budget_cuts: u32,
+}
+
+/// [`InterprocProc`] of metadata versions 6 to 8.
+#[derive(Deserialize)]
+struct InterprocProcV8 {
+    call_sites: Vec<CallSite>,
+    external_entry: bool,
+    cut_vertices: Vec<u32>,
+}
+
+impl From<InterprocMetaV8> for InterprocMeta {
+    fn from(old: InterprocMetaV8) -> InterprocMeta {
+        InterprocMeta {
+            procs: old
+                .procs
+                .into_iter()
+                .map(|p| InterprocProc {
+                    call_sites: p.call_sites,
+                    external_entry: p.external_entry,
+                    cut_vertices: p.cut_vertices,
+                    reset_headers: Vec::new(),
+                })
+                .collect(),
+            num_paths: old.num_paths,
+            storage: old.storage,
+            budget_cuts: old.budget_cuts,
+        }
+    }
 }
 
 /// [`InterprocMeta`] as metadata versions 2 to 5 wrote it: procedures without cut vertices.
@@ -174,6 +215,7 @@ impl From<InterprocMetaV5> for InterprocMeta {
                     call_sites: p.call_sites,
                     external_entry: p.external_entry,
                     cut_vertices: Vec::new(),
+                    reset_headers: Vec::new(),
                 })
                 .collect(),
             num_paths: old.num_paths,
@@ -309,7 +351,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1 to 8, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1 to 9, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -322,7 +364,7 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
-            1..=7 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
+            1..=8 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
             _ => return Err(MetaError::UnsupportedVersion(ver)),
         };
         if !rest.is_empty() {
@@ -331,11 +373,12 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Reads the body of metadata version 1 to 7: postcard writes a struct as its fields in order, so an older
+    /// Reads the body of metadata version 1 to 8: postcard writes a struct as its fields in order, so an older
     /// body is the current field sequence without the fields added since, each of which gets the value that
     /// describes the older profiles (see the field docs):
     /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out` and the
-    /// procedures' `cut_vertices`, 7 `path_loop_resets` (a `bool`: loops of one path), 8 made it a [`ResetRule`].
+    /// procedures' `cut_vertices`, 7 `path_loop_resets` (a `bool`: loops of one path), 8 made it a [`ResetRule`],
+    /// 9 added the procedures' `reset_headers`.
     fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
         /// The next field, or `absent` in a version before `since`.
         fn field<T: serde::de::DeserializeOwned>(
@@ -357,7 +400,8 @@ impl ModuleMeta {
         let (atomic, rest) = postcard::take_from_bytes(rest)?;
         let (functions, rest) = postcard::take_from_bytes(rest)?;
         let (interproc, rest) = if ver >= 6 {
-            postcard::take_from_bytes::<Option<InterprocMeta>>(rest)?
+            let (old, rest) = postcard::take_from_bytes::<Option<InterprocMetaV8>>(rest)?;
+            (old.map(InterprocMeta::from), rest)
         } else {
             let (old, rest) = field::<Option<InterprocMetaV5>>(ver, 2, None, rest)?;
             (old.map(InterprocMeta::from), rest)
@@ -365,8 +409,13 @@ impl ModuleMeta {
         let (path_arrivals, rest) = field(ver, 3, false, rest)?;
         let (fork_reentries, rest) = field(ver, 5, false, rest)?;
         let (left_out, rest) = field(ver, 6, Vec::new(), rest)?;
-        let (resets, rest) = field(ver, 7, false, rest)?;
-        let path_loop_resets = if resets { ResetRule::OnePath } else { ResetRule::None };
+        let (path_loop_resets, rest) = match ver {
+            8.. => postcard::take_from_bytes(rest)?,
+            _ => {
+                let (resets, rest) = field(ver, 7, false, rest)?;
+                (if resets { ResetRule::OnePath } else { ResetRule::None }, rest)
+            }
+        };
         let meta = ModuleMeta {
             module_name,
             output,

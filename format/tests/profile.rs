@@ -486,19 +486,24 @@ proptest! {
 
 /// Metadata versions 1 (before the interprocedural modes), 2 (written before path mode counted arrivals, read as net counts), 3 (before modules
 /// recorded their output, read with an empty output), 4 (before fork re-entries) and 5 (before the list of functions
-/// left out), 6 (before path mode's loop resets, read without them) and 7 (resets of one-path loops only) are still read;
-/// version 8 is written. Arrival
+/// left out), 6 (before path mode's loop resets, read without them), 7 (resets of one-path loops only) and 8 (before
+/// interprocedural reset loops) are still read; version 9 is written. Arrival
 /// counting belongs to the path-numbering modes (path, context, piecewise) only, and fork re-entries of paths to
 /// profiles that count arrivals.
 #[test]
 fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
     assert_eq!(meta.path_loop_resets, ResetRule::None);
-    let v8 = meta.encode();
-    assert_eq!(v8[4..8], 8u32.to_le_bytes());
+    let v9 = meta.encode();
+    assert_eq!(v9[4..8], 9u32.to_le_bytes());
+    // Without an interprocedural program, version 8 is version 9.
+    let mut v8 = v9.clone();
+    v8[4..8].copy_from_slice(&8u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v8).unwrap(), meta);
     let mut hoisted = meta.clone();
     hoisted.path_loop_resets = ResetRule::Hoisted;
-    let v8_hoisted = hoisted.encode();
+    let mut v8_hoisted = hoisted.encode();
+    v8_hoisted[4..8].copy_from_slice(&8u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v8_hoisted).unwrap(), hoisted);
     // Version 7 wrote a `bool` where version 8 writes the rule: false (0) is no resets, true (1) the one-path
     // rule; the rule's third value (2) is no version-7 bool.
@@ -645,7 +650,12 @@ fn version_5_interprocedural_programs_read_without_cut_vertices() {
     let mut meta = metadata::module_meta("ip.c", Mode::Context, vec![f]);
     meta.path_arrivals = true;
     meta.interproc = Some(InterprocMeta {
-        procs: vec![InterprocProc { call_sites: vec![], external_entry: true, cut_vertices: vec![] }],
+        procs: vec![InterprocProc {
+            call_sites: vec![],
+            external_entry: true,
+            cut_vertices: vec![],
+            reset_headers: vec![],
+        }],
         num_paths: 2,
         storage: PathStorage::Dense,
         budget_cuts: 0,
@@ -673,4 +683,55 @@ fn version_5_interprocedural_programs_read_without_cut_vertices() {
     let mut cut = meta.clone();
     cut.interproc.as_mut().unwrap().procs[0].cut_vertices = vec![1];
     assert_eq!(ModuleMeta::decode(&cut.encode()).unwrap(), cut);
+}
+
+/// Version 8's interprocedural procedures had no reset loops: its bytes (written here field by field, as postcard
+/// writes a struct) read as procedures with none, and version 9 round-trips them (the layout only: the edge-mode
+/// functions of the sample module would not validate as an interprocedural program).
+#[test]
+fn version_8_interprocedural_programs_read_without_reset_loops() {
+    use pathprof_core::interproc::{CallSite, Callee, ProcId};
+    use pathprof_core::BlockId;
+    use pathprof_format::meta::{InterprocMeta, InterprocProc, PathStorage};
+    let mut meta = module_meta("m.c");
+    meta.mode = Mode::Context;
+    meta.path_arrivals = true;
+    let site = CallSite { block: BlockId(1), callee: Callee::Proc(ProcId(1)) };
+    let proc = |call_sites: Vec<CallSite>, resets: Vec<u32>| InterprocProc {
+        call_sites,
+        external_entry: true,
+        cut_vertices: vec![2],
+        reset_headers: resets,
+    };
+    meta.interproc = Some(InterprocMeta {
+        procs: vec![proc(vec![site], vec![]), proc(vec![], vec![])],
+        num_paths: 7,
+        storage: PathStorage::Dense,
+        budget_cuts: 0,
+    });
+    let v8_procs: Vec<(Vec<CallSite>, bool, Vec<u32>)> = vec![(vec![site], true, vec![2]), (vec![], true, vec![2])];
+    let body = (
+        &meta.module_name,
+        &meta.output,
+        meta.mode,
+        &meta.weighting,
+        meta.atomic,
+        &meta.functions,
+        Some((v8_procs, 7u128, PathStorage::Dense, 0u32)),
+        meta.path_arrivals,
+        meta.fork_reentries,
+        &meta.left_out,
+        meta.path_loop_resets,
+    );
+    let mut v8 = b"PPMD".to_vec();
+    v8.extend_from_slice(&8u32.to_le_bytes());
+    v8.extend_from_slice(&postcard::to_allocvec(&body).unwrap());
+    assert_eq!(ModuleMeta::decode_unvalidated(&v8).unwrap(), meta);
+    let mut with_resets = meta.clone();
+    with_resets.interproc.as_mut().unwrap().procs[1].reset_headers = vec![1, 3];
+    assert_eq!(ModuleMeta::decode_unvalidated(&with_resets.encode()).unwrap(), with_resets);
+    // The same bytes claiming version 9 lack the last procedure's list: refused, not misread.
+    let mut v9 = v8.clone();
+    v9[4..8].copy_from_slice(&9u32.to_le_bytes());
+    assert!(ModuleMeta::decode_unvalidated(&v9).is_err());
 }
