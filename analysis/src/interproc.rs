@@ -60,8 +60,8 @@ pub struct ModulePaths {
     pub sites: Vec<(usize, u32)>,
     /// Per call site: its role in G*_fn (a summary edge is `Recursive` or `Cut`).
     pub site_roles: Vec<SiteRole>,
-    /// Per function: its cut edges (sorted; out-edges of its cut vertices that are not back edges), so that a
-    /// path ending or restarting at one is reported as cut, not as a loop's.
+    /// Per function: its cut edges (sorted; out-edges of its cut vertices that are not back edges, and edges
+    /// entering a reset loop), so that a path ending or restarting at one is reported as cut, not as a loop's.
     pub cut_edges: Vec<Vec<EdgeId>>,
 }
 
@@ -112,6 +112,7 @@ pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
             call_sites: p.call_sites.clone(),
             external_entry: p.external_entry,
             cut_vertices: p.cut_vertices.iter().map(|&b| BlockId(b)).collect(),
+            reset_headers: p.reset_headers.iter().map(|&b| BlockId(b)).collect(),
         })
         .collect();
     Program::new(procs).map(|p| (p, mode)).map_err(|e| e.to_string())
@@ -270,6 +271,14 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         })
         .collect();
     let site_roles = sg.calls().roles().to_vec();
-    let cut_edges = program.proc_ids().map(|q| sg.dag(q).cut_edges().to_vec()).collect();
+    // Cut edges, and edges into reset loops, which end their paths like cuts (as path mode reports them).
+    let cut_edges = program
+        .proc_ids()
+        .map(|q| {
+            let dag = sg.dag(q);
+            let cut = |e: &EdgeId| matches!(dag.cfg_edge_role(*e), pathprof_core::dag::CfgEdgeRole::Cut { .. });
+            program.cfg(q).edge_ids().filter(cut).collect()
+        })
+        .collect();
     Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites, site_roles, cut_edges })
 }

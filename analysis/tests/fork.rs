@@ -212,8 +212,9 @@ fn interprocedural_profiles_with_reentries_are_exact() {
                 call_sites: vec![CallSite { block: BlockId(0), callee: Callee::Proc(ProcId(1)) }],
                 external_entry: true,
                 cut_vertices: vec![],
+                reset_headers: vec![],
             },
-            InterprocProc { call_sites: vec![], external_entry: false, cut_vertices: vec![] },
+            InterprocProc { call_sites: vec![], external_entry: false, cut_vertices: vec![], reset_headers: vec![] },
         ];
         let (program, ip_mode) = pathprof_analysis::program_of(&ModuleMeta {
             interproc: Some(InterprocMeta {

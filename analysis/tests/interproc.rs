@@ -37,8 +37,14 @@ fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
                     call_sites: vec![CallSite { block: BlockId(0), callee: Callee::Proc(ProcId::from_index(1)) }],
                     external_entry: true,
                     cut_vertices: vec![],
+                    reset_headers: vec![],
                 },
-                InterprocProc { call_sites: vec![], external_entry: false, cut_vertices: vec![] },
+                InterprocProc {
+                    call_sites: vec![],
+                    external_entry: false,
+                    cut_vertices: vec![],
+                    reset_headers: vec![],
+                },
             ],
             num_paths,
             storage,
@@ -152,12 +158,14 @@ fn interprocedural_arrival_counts_net_to_the_executions() {
             call_sites: ip.procs[0].call_sites.clone(),
             external_entry: true,
             cut_vertices: vec![],
+            reset_headers: vec![],
         },
         Procedure {
             cfg: meta.functions[1].cfg.clone(),
             call_sites: vec![],
             external_entry: false,
             cut_vertices: vec![],
+            reset_headers: vec![],
         },
     ])
     .unwrap();

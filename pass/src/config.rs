@@ -77,10 +77,11 @@ pub struct Config {
     /// Promotion again after the inliner put callees' counter updates into the caller's loops (`PATHPROF_PROMOTE`
     /// `1`, the default; `early` promotes at instrumentation only; see [`crate::promote::promote_after_inlining`]).
     pub promote_after_inlining: bool,
-    /// Path mode restarts the paths at the entry of loops whose iterations then count at constant addresses
-    /// (`PATHPROF_LOOP_RESETS`, default 1; `pathprof_core::ball_larus::resets` and `hoisting`): their counts
-    /// become plain register additions the optimiser can fold. `0`: Ball and Larus's paths, which run from before a loop
-    /// into its first iteration.
+    /// Path, context and piecewise modes restart the paths at the entry of loops whose iterations then count at
+    /// constant addresses (`PATHPROF_LOOP_RESETS`, default 1; `pathprof_core::ball_larus::resets` and `hoisting`;
+    /// the interprocedural modes reset only loops free of calls to the program's functions): their counts
+    /// become plain register additions the optimiser can fold. `0`: Ball and Larus's (and Melski and Reps's)
+    /// paths, which run from before a loop into its first iteration.
     pub loop_resets: bool,
     /// Context and piecewise modes: which functions add their edge values along a spanning tree's chords
     /// (`PATHPROF_IP_PLACEMENT`, see [`crate::interproc_place`]).

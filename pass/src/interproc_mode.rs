@@ -32,7 +32,8 @@ pub fn instrument(
     facts.mark_safe_functions();
     let mode = if config.mode == Mode::Piecewise { IpMode::Piecewise } else { IpMode::Context };
     let mut not_admitted = Vec::new();
-    let plan = interproc_plan::plan(candidates, &facts, mode, config.path_budget, &mut not_admitted)?;
+    let plan =
+        interproc_plan::plan(candidates, &facts, mode, config.path_budget, config.loop_resets, &mut not_admitted)?;
     let mut left_out = LeftOut::default();
     for (f, why) in &not_admitted {
         left_out.record(&module_name, *f, why);
@@ -80,6 +81,7 @@ pub fn instrument(
                 call_sites: p.call_sites.clone(),
                 external_entry: p.external_entry,
                 cut_vertices: p.cut_vertices.iter().map(|b| b.0).collect(),
+                reset_headers: p.reset_headers.iter().map(|b| b.0).collect(),
             })
             .collect(),
         num_paths,

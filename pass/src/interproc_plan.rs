@@ -29,11 +29,13 @@ use crate::shim;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
+use pathprof_core::ball_larus::resets::interproc_loop_resets;
 use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::{depth_first, DfsInfo};
 use pathprof_core::graph::Adjacency;
 use pathprof_core::interproc::{CallSite, CallSiteId, Callee, Mode, ProcId, Procedure, Program, SiteRole, Supergraph};
-use pathprof_core::{BlockId, Cfg, Edge, EdgeKind};
+use pathprof_core::loops::NaturalLoop;
+use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
 use std::collections::{HashMap, HashSet};
 
 /// One function of the program after splitting.
@@ -50,6 +52,8 @@ pub struct ProcPlan {
     pub external_entry: bool,
     /// Where its own paths are cut (empty unless it has more than the own-path bound).
     pub cut_vertices: Vec<BlockId>,
+    /// The loops whose every path restarts at their header (`pathprof_core::ball_larus::resets`).
+    pub reset_headers: Vec<BlockId>,
 }
 
 /// One call site of a [`ProcPlan`], located once after the blocks were split.
@@ -73,15 +77,16 @@ pub struct ProgramPlan {
     pub budget_cuts: u32,
 }
 
-/// Selects the program, splits call blocks, builds graphs and the supergraph, and cuts call sites until the
-/// numbering fits `budget` paths. Changes the IR only by splitting blocks after call-site calls (and before
-/// one that follows a call that may not return). Functions left
-/// out of the program are added to `left_out` (function, why); `None` when no function is left.
+/// Selects the program, splits call blocks, builds graphs and the supergraph (with each function's loop resets
+/// when `loop_resets`), and cuts call sites until the numbering fits `budget` paths. Changes the IR only by
+/// splitting blocks after call-site calls (and before one that follows a call that may not return). Functions
+/// left out of the program are added to `left_out` (function, why); `None` when no function is left.
 pub fn plan(
     candidates: &[LLVMValueRef],
     facts: &CallFacts,
     mode: Mode,
     budget: u128,
+    loop_resets: bool,
     left_out: &mut Vec<(LLVMValueRef, String)>,
 ) -> Result<Option<ProgramPlan>, String> {
     let mut members: Vec<LLVMValueRef> = Vec::new();
@@ -138,7 +143,9 @@ pub fn plan(
         let call_blocks: HashSet<BlockId> = calls.iter().map(|s| s.block).collect();
         let adj = graph.cfg.adjacency();
         let dfs = depth_first(&graph.cfg, &adj);
-        let cut_vertices = own_path_cuts(&graph, &adj, &dfs, mode, budget >> 8, |b| call_blocks.contains(&b))
+        let reset =
+            if loop_resets { resets(&graph, &adj, &dfs, &call_blocks) } else { vec![false; graph.cfg.num_vertices()] };
+        let cut_vertices = own_path_cuts(&graph, &adj, &dfs, mode, budget >> 8, &reset, |b| call_blocks.contains(&b))
             .map_err(|why| format!("{}: {why}", ir::name(f)))?;
         procs.push(ProcPlan {
             f,
@@ -147,6 +154,7 @@ pub fn plan(
             site_calls: calls,
             external_entry: is_externally_entered(f, &all_site_calls),
             cut_vertices,
+            reset_headers: (0..reset.len()).filter(|&v| reset[v]).map(BlockId::from_index).collect(),
         });
     }
 
@@ -243,6 +251,7 @@ fn build_program(procs: &[ProcPlan]) -> Result<Program, String> {
                 call_sites,
                 external_entry: p.external_entry,
                 cut_vertices: p.cut_vertices.clone(),
+                reset_headers: p.reset_headers.clone(),
             }
         })
         .collect();
@@ -270,7 +279,7 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
         });
         calls.get(b.index()).copied().unwrap_or(false)
     };
-    own_path_cuts(&g, &adj, &dfs, mode, max_own_paths, keep)?;
+    own_path_cuts(&g, &adj, &dfs, mode, max_own_paths, &vec![false; cfg.num_vertices()], keep)?;
     for e in cfg.edge_ids() {
         let edge = cfg.edge(e);
         if !matches!(edge.kind, EdgeKind::Branch { .. }) || !dfs.is_reachable(edge.from) {
@@ -287,23 +296,34 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
     Ok(())
 }
 
-/// The cut vertices that bring `g`'s own paths (every call cut) to at most `max_own_paths` (`adj` and `dfs` are
-/// its graph's): none when they fit already, in which case `keep` is never asked; never a block `keep` names,
-/// nor, in piecewise mode, one with an out-edge that only a PHI can count (like a back edge, a cut edge restarts
-/// the piece). An error when no such cut is enough.
+/// The loop headers of `g` to reset (`adj` and `dfs` are its graph's; `call_blocks` its call sites' blocks):
+/// `pathprof_core::ball_larus::resets::interproc_loop_resets`, for loops whose entries and back edges can
+/// carry code of their own (an edge only a PHI can count takes no restart), a call site being opaque.
+fn resets(g: &FunctionGraph, adj: &Adjacency, dfs: &DfsInfo, call_blocks: &HashSet<BlockId>) -> Vec<bool> {
+    let carries_code =
+        |e: EdgeId| matches!(g.sites.get(e.index()), Some(Site::SourceEnd | Site::TargetStart | Site::Split));
+    let eligible = |l: &NaturalLoop| adj.in_edges(l.header).iter().all(|&e| carries_code(e));
+    interproc_loop_resets(&g.cfg, adj, dfs, &eligible, &|b| call_blocks.contains(&b))
+}
+
+/// The cut vertices that bring `g`'s own paths (every call cut) to at most `max_own_paths` with the loops `reset`
+/// marks reset (`adj` and `dfs` are its graph's): none when they fit already, in which case `keep` is never
+/// asked; never a block `keep` names, nor, in piecewise mode, one with an out-edge that only a PHI can count
+/// (like a back edge, a cut edge restarts the piece). An error when no such cut is enough.
 fn own_path_cuts(
     g: &FunctionGraph,
     adj: &Adjacency,
     dfs: &DfsInfo,
     mode: Mode,
     max_own_paths: u128,
+    reset: &[bool],
     keep: impl Fn(BlockId) -> bool,
 ) -> Result<Vec<BlockId>, String> {
     let phi_counted = |b: BlockId| {
         mode == Mode::Piecewise
             && adj.out_edges(b).iter().any(|&e| matches!(g.sites.get(e.index()), Some(Site::TargetPhi | Site::None)))
     };
-    PathDag::build_with_budget_keeping(&g.cfg, adj, dfs, max_own_paths, |b| keep(b) || phi_counted(b))
+    PathDag::build_with_budget_resetting(&g.cfg, adj, dfs, max_own_paths, |b| keep(b) || phi_counted(b), reset)
         .map(|dag| dag.cut_vertices().to_vec())
         .map_err(|_| {
             format!(
