@@ -29,7 +29,7 @@
 //! | `--pathprof-atomic` | `PATHPROF_ATOMIC=1` |
 //! | `--pathprof-fork-checks=0` | `PATHPROF_FORK_CHECKS=0` (no fork re-entry checks: cheaper calls, forked children make in-flight functions inexact) |
 //! | `--pathprof-promote=0` | `PATHPROF_PROMOTE=0` (every in-loop counter update goes to memory; `early`: promoted at instrumentation only, not again after inlining; see README, counter promotion) |
-//! | `--pathprof-loop-resets=0` | `PATHPROF_LOOP_RESETS=0` (path mode: Ball and Larus's paths across loop entries; default 1 restarts paths where a loop's counts then fold, see README) |
+//! | `--pathprof-loop-resets=0` | `PATHPROF_LOOP_RESETS=0` (path, context and piecewise mode: the papers' paths across loop entries; default 1 restarts paths where a loop's counts then fold, see README) |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
 //! | `--pathprof-slice=FILE:LINE[:VAR]` | `PATHPROF_SLICE=…` (build the executable slice instead of instrumenting) |
 //! | `--pathprof-slice-json=OUT` | `PATHPROF_SLICE_JSON=OUT` (the slice's source lines) |

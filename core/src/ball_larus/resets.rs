@@ -64,11 +64,19 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -
 }
 
 /// The loop headers an interprocedural (Melski–Reps) procedure resets: the one-path rule, with every entry
-/// counting a constant number, for loops `eligible` accepts (the pass's: entries and back edges that can carry
-/// code). A call to a procedure of the program is *opaque*: the path number after its call block depends on the
-/// callee's path, so a loop whose body holds one is not reset, nor one whose entry a path through one reaches.
-/// The interprocedural modes do not hoist counts. Unlike path mode's rule the result is recorded per procedure
-/// (`Procedure::reset_headers`), so readers need neither the program's IR facts nor this policy.
+/// counting a constant number, for loops of a nest (a loop inside another or around another) that `eligible`
+/// accepts (the pass's: entries and back edges that can carry code). A call to a procedure of the program is
+/// *opaque*: the path number after its call block depends on the callee's path, so a loop whose body holds one
+/// is not reset, nor one whose entry a path through one reaches. The interprocedural modes do not hoist counts.
+///
+/// A loop alone in its function is left as it is: its later iterations already count at a tested constant slot
+/// (`promoted_dag_paths`), and resetting it adds a count at each entry, a hashed update where the module's
+/// path numbers live in a table — Lua's `luaD_precall`, whose argument-filling loop usually runs no
+/// iteration, took 49% more instructions. In a nest the resets let the inner loops' entries and the outer
+/// loops' back edges count constants too, so the whole nest keeps its counts in registers (or folds).
+///
+/// Unlike path mode's rule the result is recorded per procedure (`Procedure::reset_headers`), so readers need
+/// neither the program's IR facts nor this policy.
 pub fn interproc_loop_resets(
     cfg: &Cfg,
     adj: &Adjacency,
@@ -76,7 +84,11 @@ pub fn interproc_loop_resets(
     eligible: &dyn Fn(&Loop) -> bool,
     opaque: &dyn Fn(BlockId) -> bool,
 ) -> Vec<bool> {
-    choose(cfg, adj, dfs, &Policy { hoisting: false, constant_entries: true, eligible, opaque })
+    let loops = natural_loops(cfg, adj, dfs).loops;
+    let in_nest =
+        |l: &Loop| loops.iter().any(|o| o.header != l.header && (o.contains(l.header) || l.contains(o.header)));
+    let eligible = |l: &Loop| in_nest(l) && eligible(l);
+    choose(cfg, adj, dfs, &Policy { hoisting: false, constant_entries: true, eligible: &eligible, opaque })
 }
 
 /// How [`choose`] picks loops.
@@ -291,7 +303,7 @@ mod tests {
     /// memory count per entry, so neither is reset. With the outer loop ruled out by the caller, the inner one
     /// is not reset either: its entry 1→2 would end one of two paths (from the entry, and from the outer
     /// header after the outer back edge); nor the outer one alone: its back edge would end two paths (from its
-    /// header, and from the inner header after the inner back edge).
+    /// header, and from the inner header after the inner back edge). A loop alone in its function is not reset.
     #[test]
     fn the_interprocedural_rule_resets_loops_free_of_program_calls_whose_entries_count_constants() {
         let g = nest();
@@ -308,6 +320,11 @@ mod tests {
         assert!(interproc_loop_resets(&g, &adj, &dfs, &all, &call_at_entry).iter().all(|&r| !r));
         let inner_only = |l: &Loop| l.header == BlockId(2);
         assert!(interproc_loop_resets(&g, &adj, &dfs, &inner_only, &none).iter().all(|&r| !r));
+        // A loop alone in its function keeps its paths (the one-path rule would reset it).
+        let lone = test_cfg(4, &[(0, 1), (1, 2), (2, 1), (1, 3)], &[3]);
+        let (lone_adj, lone_dfs) = (lone.adjacency(), depth_first(&lone, &lone.adjacency()));
+        assert!(loop_resets(&lone, &lone_adj, &lone_dfs, ResetRule::OnePath)[1]);
+        assert!(interproc_loop_resets(&lone, &lone_adj, &lone_dfs, &all, &none).iter().all(|&r| !r));
         let outer_only = |l: &Loop| l.header == BlockId(1);
         assert!(interproc_loop_resets(&g, &adj, &dfs, &outer_only, &none).iter().all(|&r| !r));
     }
