@@ -79,7 +79,7 @@ pub struct Config {
     pub promote_after_inlining: bool,
     /// Path, context and piecewise modes restart the paths at the entry of loops whose iterations then count at
     /// constant addresses (`PATHPROF_LOOP_RESETS`, default 1; `pathprof_core::ball_larus::resets` and `hoisting`;
-    /// the interprocedural modes reset only loops free of calls to the program's functions): their counts
+    /// the interprocedural modes only loops of nests free of calls to the program's functions): their counts
     /// become plain register additions the optimiser can fold. `0`: Ball and Larus's (and Melski and Reps's)
     /// paths, which run from before a loop into its first iteration.
     pub loop_resets: bool,

@@ -44,8 +44,8 @@ fn id_counts(decoded: &Value) -> BTreeMap<u64, i64> {
 
 /// The paper's Figure 4 program at -O0: clang's CFG has the paper's successor order, so not only the decoded
 /// paths but the very path numbers and counts of §3.3 (context) and Figs. 16/17 (piecewise) come out — with the
-/// paper's paths, which run from before a loop into its first iteration (`PATHPROF_LOOP_RESETS=0`; by default
-/// `power`'s call-free loop restarts every path at its header).
+/// paper's paths, which run from before a loop into its first iteration (`PATHPROF_LOOP_RESETS=0`, so that a
+/// change of the reset rule cannot move them).
 #[test]
 fn figure4_context_profile_is_the_papers() {
     let papers = [("PATHPROF_LOOP_RESETS", "0")];

@@ -60,7 +60,7 @@ pub fn loop_resets(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, rule: ResetRule) -
     }
     let hoisted = rule == ResetRule::Hoisted;
     let policy = Policy { hoisting: hoisted, constant_entries: hoisted, eligible: &|_| true, opaque: &|_| false };
-    choose(cfg, adj, dfs, &policy)
+    choose(cfg, adj, dfs, natural_loops(cfg, adj, dfs).loops, &policy)
 }
 
 /// The loop headers an interprocedural (Melski–Reps) procedure resets: the one-path rule, with every entry
@@ -88,7 +88,8 @@ pub fn interproc_loop_resets(
     let in_nest =
         |l: &Loop| loops.iter().any(|o| o.header != l.header && (o.contains(l.header) || l.contains(o.header)));
     let eligible = |l: &Loop| in_nest(l) && eligible(l);
-    choose(cfg, adj, dfs, &Policy { hoisting: false, constant_entries: true, eligible: &eligible, opaque })
+    let policy = Policy { hoisting: false, constant_entries: true, eligible: &eligible, opaque };
+    choose(cfg, adj, dfs, loops.clone(), &policy)
 }
 
 /// How [`choose`] picks loops.
@@ -103,15 +104,15 @@ struct Policy<'a> {
     opaque: &'a dyn Fn(BlockId) -> bool,
 }
 
-/// The reset headers under `policy`, innermost loops first (see the module documentation).
-fn choose(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, policy: &Policy) -> Vec<bool> {
+/// The reset headers among `loops` (the natural loops of `cfg`) under `policy`, innermost loops first (see the
+/// module documentation).
+fn choose(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, loops: Vec<Loop>, policy: &Policy) -> Vec<bool> {
     let nv = cfg.num_vertices();
     let mut reset = vec![false; nv];
     let is_back = dfs.back_edge_mask(cfg.num_edges());
     let no_cuts = vec![false; nv];
     let ends = |v: BlockId| adj.out_edges(v).iter().any(|&e| cfg.edge(e).kind == EdgeKind::Termination);
-    let mut loops: Vec<_> = natural_loops(cfg, adj, dfs)
-        .loops
+    let mut loops: Vec<_> = loops
         .into_iter()
         .filter(|l| {
             l.header != cfg.entry()
