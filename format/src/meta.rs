@@ -207,21 +207,13 @@ struct InterprocProcV5 {
 
 impl From<InterprocMetaV5> for InterprocMeta {
     fn from(old: InterprocMetaV5) -> InterprocMeta {
-        InterprocMeta {
-            procs: old
-                .procs
-                .into_iter()
-                .map(|p| InterprocProc {
-                    call_sites: p.call_sites,
-                    external_entry: p.external_entry,
-                    cut_vertices: Vec::new(),
-                    reset_headers: Vec::new(),
-                })
-                .collect(),
-            num_paths: old.num_paths,
-            storage: old.storage,
-            budget_cuts: old.budget_cuts,
-        }
+        let uncut = |p: InterprocProcV5| InterprocProcV8 {
+            call_sites: p.call_sites,
+            external_entry: p.external_entry,
+            cut_vertices: Vec::new(),
+        };
+        let procs = old.procs.into_iter().map(uncut).collect();
+        InterprocMetaV8 { procs, num_paths: old.num_paths, storage: old.storage, budget_cuts: old.budget_cuts }.into()
     }
 }
 

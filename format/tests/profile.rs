@@ -627,12 +627,27 @@ fn module_identity_is_name_and_output() {
     assert_eq!(e.to_string(), "different builds of module u.c in /b/a/u.o: the profiles come from different binaries");
 }
 
+/// A metadata blob of an older `version`: `meta`'s fields up to its functions, then `interproc` and `tail` in that
+/// version's layout (postcard writes a struct, and a tuple, as its fields in order, without lengths).
+fn older_metadata(
+    version: u32,
+    meta: &ModuleMeta,
+    interproc: impl serde::Serialize,
+    tail: impl serde::Serialize,
+) -> Vec<u8> {
+    let head = (&meta.module_name, &meta.output, meta.mode, &meta.weighting, meta.atomic, &meta.functions);
+    let mut blob = pathprof_format::meta::META_MAGIC.to_vec();
+    blob.extend_from_slice(&version.to_le_bytes());
+    blob.extend_from_slice(&postcard::to_allocvec(&(head, interproc, tail)).unwrap());
+    blob
+}
+
 /// Metadata version 5 wrote interprocedural procedures without cut vertices: such a context module still reads,
 /// its procedures uncut; the same program written now (version 6) round-trips its cut vertices.
 #[test]
 fn version_5_interprocedural_programs_read_without_cut_vertices() {
     use pathprof_core::interproc::CallSite;
-    use pathprof_format::meta::{InterprocMeta, InterprocProc, PathStorage, META_MAGIC};
+    use pathprof_format::meta::{InterprocMeta, InterprocProc, PathStorage};
     #[derive(serde::Serialize)]
     struct ProcV5 {
         call_sites: Vec<CallSite>,
@@ -660,25 +675,13 @@ fn version_5_interprocedural_programs_read_without_cut_vertices() {
         storage: PathStorage::Dense,
         budget_cuts: 0,
     });
-    let v5_body = (
-        &meta.module_name,
-        &meta.output,
-        meta.mode,
-        &meta.weighting,
-        meta.atomic,
-        &meta.functions,
-        Some(InterprocV5 {
-            procs: vec![ProcV5 { call_sites: vec![], external_entry: true }],
-            num_paths: 2,
-            storage: PathStorage::Dense,
-            budget_cuts: 0,
-        }),
-        meta.path_arrivals,
-        meta.fork_reentries,
-    );
-    let mut v5 = META_MAGIC.to_vec();
-    v5.extend_from_slice(&5u32.to_le_bytes());
-    v5.extend_from_slice(&postcard::to_allocvec(&v5_body).unwrap());
+    let interproc = Some(InterprocV5 {
+        procs: vec![ProcV5 { call_sites: vec![], external_entry: true }],
+        num_paths: 2,
+        storage: PathStorage::Dense,
+        budget_cuts: 0,
+    });
+    let v5 = older_metadata(5, &meta, interproc, (meta.path_arrivals, meta.fork_reentries));
     assert_eq!(ModuleMeta::decode(&v5).unwrap(), meta);
     let mut cut = meta.clone();
     cut.interproc.as_mut().unwrap().procs[0].cut_vertices = vec![1];
@@ -710,22 +713,9 @@ fn version_8_interprocedural_programs_read_without_reset_loops() {
         budget_cuts: 0,
     });
     let v8_procs: Vec<(Vec<CallSite>, bool, Vec<u32>)> = vec![(vec![site], true, vec![2]), (vec![], true, vec![2])];
-    let body = (
-        &meta.module_name,
-        &meta.output,
-        meta.mode,
-        &meta.weighting,
-        meta.atomic,
-        &meta.functions,
-        Some((v8_procs, 7u128, PathStorage::Dense, 0u32)),
-        meta.path_arrivals,
-        meta.fork_reentries,
-        &meta.left_out,
-        meta.path_loop_resets,
-    );
-    let mut v8 = b"PPMD".to_vec();
-    v8.extend_from_slice(&8u32.to_le_bytes());
-    v8.extend_from_slice(&postcard::to_allocvec(&body).unwrap());
+    let interproc = Some((v8_procs, 7u128, PathStorage::Dense, 0u32));
+    let tail = (meta.path_arrivals, meta.fork_reentries, &meta.left_out, meta.path_loop_resets);
+    let v8 = older_metadata(8, &meta, interproc, tail);
     assert_eq!(ModuleMeta::decode_unvalidated(&v8).unwrap(), meta);
     let mut with_resets = meta.clone();
     with_resets.interproc.as_mut().unwrap().procs[1].reset_headers = vec![1, 3];
