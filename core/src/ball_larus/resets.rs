@@ -85,11 +85,14 @@ pub fn interproc_loop_resets(
     opaque: &dyn Fn(BlockId) -> bool,
 ) -> Vec<bool> {
     let loops = natural_loops(cfg, adj, dfs).loops;
-    let in_nest =
-        |l: &Loop| loops.iter().any(|o| o.header != l.header && (o.contains(l.header) || l.contains(o.header)));
-    let eligible = |l: &Loop| in_nest(l) && eligible(l);
+    let mut in_nest = vec![false; cfg.num_vertices()];
+    for l in &loops {
+        in_nest[l.header.index()] =
+            loops.iter().any(|o| o.header != l.header && (o.contains(l.header) || l.contains(o.header)));
+    }
+    let eligible = |l: &Loop| in_nest[l.header.index()] && eligible(l);
     let policy = Policy { hoisting: false, constant_entries: true, eligible: &eligible, opaque };
-    choose(cfg, adj, dfs, loops.clone(), &policy)
+    choose(cfg, adj, dfs, loops, &policy)
 }
 
 /// How [`choose`] picks loops.
@@ -148,12 +151,13 @@ fn choose(cfg: &Cfg, adj: &Adjacency, dfs: &DfsInfo, loops: Vec<Loop>, policy: &
         // often for an iteration or two (bzip2's bit-buffer refills), it would pay that count more often than
         // its iterations save. Dropping a reset can spoil another loop's counts, hence the fixed point.
         loop {
+            let after_opaque = after_opaque(&current.0, policy.opaque);
             let spoiled: Vec<BlockId> = loops
                 .iter()
                 .filter(|l| reset[l.header.index()])
                 .filter(|l| {
                     numbers_counted(cfg, adj, l, &current, policy.hoisting) > LOOP_RESET_MAX_PATHS
-                        || !entries_count_constants(cfg, adj, l, &current, policy)
+                        || !entries_count_constants(cfg, adj, l, &current, &after_opaque, policy)
                 })
                 .map(|l| l.header)
                 .collect();
@@ -199,9 +203,16 @@ fn numbers_counted(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial
 }
 
 /// Whether every entry of the reset loop `l` counts a constant number in `trial`: its source has one path prefix
-/// and no path to it passes an opaque block, or (with hoisting) the count hoists to constant sites.
-fn entries_count_constants(cfg: &Cfg, adj: &Adjacency, l: &Loop, (dag, prefixes): &Trial, policy: &Policy) -> bool {
-    let after_opaque = after_opaque(dag, policy.opaque);
+/// and no path to it passes an opaque block (`after_opaque`, of `trial`'s DAG), or (with hoisting) the count
+/// hoists to constant sites.
+fn entries_count_constants(
+    cfg: &Cfg,
+    adj: &Adjacency,
+    l: &Loop,
+    (dag, prefixes): &Trial,
+    after_opaque: &[bool],
+    policy: &Policy,
+) -> bool {
     adj.in_edges(l.header).iter().filter(|e| !l.back_edges.contains(e)).all(|&e| {
         let from = cfg.edge(e).from;
         (prefixes[from.index()] <= 1 && !after_opaque[from.index()] && !(policy.opaque)(from))
