@@ -39,7 +39,7 @@ use crate::shim;
 use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMThreadLocalMode};
+use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode};
 use pathprof_core::ball_larus::promoted_dag_paths;
 use pathprof_core::dag::{CfgEdgeRole, DagEdgeId};
 use pathprof_core::interproc::potentials::{shifted, Shift};
@@ -108,6 +108,15 @@ enum Action {
     RestartPiecewise { exit: Linear, start: u64 },
 }
 
+/// What a guarded piece of code does.
+#[derive(Clone, Copy, Debug)]
+enum Guarded {
+    /// Counts a path: `count[slot] += 1`.
+    Count(LLVMValueRef),
+    /// Hands the path number back to the caller that announced the call (`__pathprof_ip_path = value`).
+    HandBack(LLVMValueRef),
+}
+
 /// More distinct ρ(NVC) products than this (about the registers LLVM can keep them in) make a recursive
 /// function with a loop read NVC opaquely (see `FnEmitter::opaque_nvc_wanted`). Lua's `match` needs ~40: its
 /// instructions fell by 39% (lua-tables-strings: 6.5% fewer in all); at 3 or 8 nothing else changed.
@@ -141,7 +150,12 @@ pub struct FnEmitter<'a> {
     on_entry: LLVMValueRef,
     via_site: Option<LLVMValueRef>,
     shape: EntryShape,
-    guarded: Vec<(LLVMValueRef, LLVMValueRef, LLVMValueRef)>,
+    /// Code that runs only in a root activation or only in one entered through a call site, each behind a
+    /// branch on `via_site`: (condition, insertion point, what).
+    guarded: Vec<(LLVMValueRef, LLVMValueRef, Guarded)>,
+    /// Whether the function calls nothing but itself, through recursive sites ([`FnEmitter::calls_only_itself`]):
+    /// its returns' code then goes before the calls that end it.
+    self_recursive_leaf: bool,
     /// Per block that counts arrivals: its truncated path's number (what a fork re-entry records).
     arrival_keys: Vec<Option<LLVMValueRef>>,
     /// Per cfg edge: the slots its back-edge count tests for, as (slot number, its address computed at entry);
@@ -158,6 +172,12 @@ pub struct FnEmitter<'a> {
 
 /// How many paths a back edge's count tests for (each costs a compare per iteration), as in path mode.
 const TESTED_PATHS_PER_EDGE: usize = 2;
+
+/// Whether `call` calls an intrinsic that runs no program code and cannot leave (what a function that calls only
+/// itself may call besides itself).
+fn is_plain_intrinsic(call: LLVMValueRef) -> bool {
+    ir::called_function(call).is_some_and(|f| ir::intrinsic_id(f) != 0 && !ir::intrinsic_is_call_site(f))
+}
 
 fn k(i64t: LLVMTypeRef, v: u64) -> LLVMValueRef {
     unsafe { LLVMConstInt(i64t, v, 0) }
@@ -215,6 +235,7 @@ impl<'a> FnEmitter<'a> {
             via_site: None,
             shape,
             guarded: Vec::new(),
+            self_recursive_leaf: false,
             arrival_keys: vec![None; plan.graph.cfg.num_blocks()],
             tested: vec![Vec::new(); plan.graph.cfg.num_edges()],
             pending_tests: Vec::new(),
@@ -222,6 +243,7 @@ impl<'a> FnEmitter<'a> {
             phi,
         };
         let actions = em.edge_actions();
+        em.self_recursive_leaf = em.calls_only_itself();
         em.nvc_volatile = !em.piecewise && em.opaque_nvc_wanted(&actions);
         em.prologue();
         if promote && !em.nvc_volatile && matches!(sink, Sink::Dense { .. }) {
@@ -636,7 +658,21 @@ impl<'a> FnEmitter<'a> {
         }
     }
 
+    /// A return's code: count the path (a root activation), hand it back (an activation entered through a
+    /// call site), or whichever applies ([`EntryShape::Both`]). In a function that calls only itself, at each
+    /// of [`FnEmitter::return_points`], with the hand-back behind a branch too: the recursive calls after those
+    /// points are root activations, which must not overwrite the number handed back before them.
     fn emit_return(&mut self, at: LLVMValueRef, rho: Linear) {
+        if self.self_recursive_leaf {
+            for point in self.return_points(at) {
+                self.emit_return_at(point, rho, true);
+            }
+        } else {
+            self.emit_return_at(at, rho, false);
+        }
+    }
+
+    fn emit_return_at(&mut self, at: LLVMValueRef, rho: Linear, guard_hand_back: bool) {
         self.at(at);
         let cur = self.load(self.path, self.i64t);
         let mut path = self.plus(cur, rho);
@@ -644,16 +680,19 @@ impl<'a> FnEmitter<'a> {
             em.via_site.map(|v| unsafe { LLVMBuildNot(em.b, v, c"pathprof.root".as_ptr()) })
         };
         if !self.piecewise {
-            if self.shape != EntryShape::Root {
-                self.store_to(path, self.tls.path);
-            }
             match self.shape {
                 EntryShape::Root => self.count(at, path, self.konst(1)),
                 EntryShape::Both => {
+                    if guard_hand_back {
+                        let via = self.via_site.expect("dynamic entry");
+                        self.guarded.push((via, at, Guarded::HandBack(path)));
+                    } else {
+                        self.store_to(path, self.tls.path);
+                    }
                     let cond = not_via(self).expect("dynamic entry");
-                    self.guarded.push((cond, at, path));
+                    self.guarded.push((cond, at, Guarded::Count(path)));
                 }
-                EntryShape::Site => {}
+                EntryShape::Site => self.store_to(path, self.tls.path),
             }
             return;
         }
@@ -678,12 +717,141 @@ impl<'a> FnEmitter<'a> {
             EntryShape::Both => unsafe {
                 let via = self.via_site.expect("dynamic entry");
                 let rp = root_path(self, path);
-                let f = LLVMBuildSelect(self.b, via, flag, self.konst(0), c"".as_ptr());
-                let handed = LLVMBuildOr(self.b, path, f, c"".as_ptr());
-                self.store_to(handed, self.tls.path);
+                if guard_hand_back {
+                    let handed = LLVMBuildOr(self.b, path, flag, c"".as_ptr());
+                    self.guarded.push((via, at, Guarded::HandBack(handed)));
+                } else {
+                    let f = LLVMBuildSelect(self.b, via, flag, self.konst(0), c"".as_ptr());
+                    let handed = LLVMBuildOr(self.b, path, f, c"".as_ptr());
+                    self.store_to(handed, self.tls.path);
+                }
                 let cond = not_via(self).expect("dynamic entry");
-                self.guarded.push((cond, at, rp));
+                self.guarded.push((cond, at, Guarded::Count(rp)));
             },
+        }
+    }
+
+    /// Whether the function calls nothing but itself, through recursive sites (fib, Ackermann, a walk over a
+    /// tree that calls nothing else), and no call may leave abnormally or return twice. Its recursive calls are
+    /// then root activations of itself, which hand nothing back when their code does so only behind the entry
+    /// check ([`FnEmitter::emit_return`]), and the pending path waits in the caller's frame: nothing the calls
+    /// do changes the number a return counts or hands back, and they all return. So that code can run before
+    /// the calls that end the return's way, as in path mode (`path_mode::return_count_site`), and LLVM can turn
+    /// the last of them into a loop as it does in the plain build (`n < 2 ? n : fib(n - 1) + fib(n - 2)`: 2.66×
+    /// IR PGO's instructions in the interprocedural modes with the code after the calls).
+    fn calls_only_itself(&self) -> bool {
+        if self.shape == EntryShape::Site {
+            return false;
+        }
+        let g = &self.plan.graph;
+        if !g.reentry_blocks.is_empty() || g.abnormal_calls.iter().any(|calls| !calls.is_empty()) {
+            return false;
+        }
+        let sg = self.num.supergraph();
+        let program = sg.program();
+        let own = pathprof_core::interproc::Callee::Proc(self.p);
+        let sites_recursive = program.sites_of(self.p).all(|s| {
+            program.site(s).is_some_and(|i| i.callee == own) && matches!(sg.calls().role(s), SiteRole::Recursive)
+        });
+        sites_recursive
+            && ir::blocks(self.plan.f).into_iter().flat_map(ir::instructions).all(|i| match ir::opcode(i) {
+                LLVMOpcode::LLVMCall => {
+                    !ir::calls_inline_asm(i) && (ir::called_function(i) == Some(self.plan.f) || is_plain_intrinsic(i))
+                }
+                LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr => false,
+                _ => true,
+            })
+    }
+
+    /// Where the code of the return whose code would go before `at` can go instead, in a function that calls
+    /// only itself: before the first of the recursive calls that end the return's way — walking back from `at`
+    /// through the instructions before it and, from a block's start, into every predecessor when each of them
+    /// branches only there — so long as nothing on the way writes the activation's path state (its path, NVC or
+    /// piecewise flag) or calls anything but the function. Every execution that passes such a point reaches the
+    /// return (the calls return; the blocks have one way on), and with the same path state. `at` itself when
+    /// no recursive call is passed.
+    fn return_points(&self, at: LLVMValueRef) -> Vec<LLVMValueRef> {
+        let mut preds: BTreeMap<usize, Vec<LLVMBasicBlockRef>> = BTreeMap::new();
+        let blocks = ir::blocks(self.plan.f);
+        for &bb in &blocks {
+            let Some(term) = ir::terminator(bb) else { continue };
+            let succs = ir::successors(term);
+            for &t in &succs {
+                let list = preds.entry(t as usize).or_default();
+                if !list.contains(&bb) {
+                    list.push(bb);
+                }
+            }
+        }
+        let only_successor = |bb: LLVMBasicBlockRef, of: LLVMBasicBlockRef| {
+            ir::terminator(bb).is_some_and(|t| ir::successors(t).iter().all(|&s| s == of))
+        };
+        let state: Vec<LLVMValueRef> =
+            [Some(self.path), self.nvc_slot, self.unbalanced].into_iter().flatten().collect();
+        let entry = blocks[0];
+        let mut visited = HashSet::new();
+        self.points_before(at, &preds, &only_successor, &state, entry, &mut visited, 0).0
+    }
+
+    /// [`FnEmitter::return_points`] from `end` back: the points, and whether a recursive call was passed.
+    #[allow(clippy::too_many_arguments)] // the walk's shared state
+    fn points_before(
+        &self,
+        end: LLVMValueRef,
+        preds: &BTreeMap<usize, Vec<LLVMBasicBlockRef>>,
+        only_successor: &dyn Fn(LLVMBasicBlockRef, LLVMBasicBlockRef) -> bool,
+        state: &[LLVMValueRef],
+        entry: LLVMBasicBlockRef,
+        visited: &mut HashSet<usize>,
+        depth: usize,
+    ) -> (Vec<LLVMValueRef>, bool) {
+        /// Blocks walked back through, at most: straight-line recursions have a handful.
+        const MAX_DEPTH: usize = 16;
+        let bb = unsafe { LLVMGetInstructionParent(end) };
+        let mut first_call = None;
+        let mut reached_start = true;
+        let mut i = unsafe { LLVMGetPreviousInstruction(end) };
+        while !i.is_null() {
+            let op = ir::opcode(i);
+            if op == LLVMOpcode::LLVMPHI {
+                break;
+            }
+            let writes_state = op == LLVMOpcode::LLVMStore && state.contains(&unsafe { LLVMGetOperand(i, 1) });
+            let other_call = matches!(op, LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr)
+                && ir::called_function(i) != Some(self.plan.f);
+            let own_call = op == LLVMOpcode::LLVMCall && !other_call;
+            if writes_state || (other_call && !(op == LLVMOpcode::LLVMCall && is_plain_intrinsic(i))) {
+                reached_start = false;
+                break;
+            }
+            if own_call {
+                first_call = Some(i);
+            }
+            i = unsafe { LLVMGetPreviousInstruction(i) };
+        }
+        let here = || match first_call {
+            Some(c) => (vec![c], true),
+            None => (vec![end], false),
+        };
+        if !reached_start || bb == entry || depth >= MAX_DEPTH || !visited.insert(bb as usize) {
+            return here();
+        }
+        let Some(ps) = preds.get(&(bb as usize)).filter(|ps| !ps.is_empty()) else { return here() };
+        if !ps.iter().all(|&p| p != bb && only_successor(p, bb)) {
+            return here();
+        }
+        let mut points = Vec::new();
+        let mut passed = false;
+        for &p in ps {
+            let term = ir::terminator(p).expect("a predecessor ends in its branch");
+            let (pts, call) = self.points_before(term, preds, only_successor, state, entry, visited, depth + 1);
+            points.extend(pts);
+            passed |= call;
+        }
+        if passed {
+            (points, true)
+        } else {
+            here()
         }
     }
 
@@ -817,9 +985,15 @@ impl<'a> FnEmitter<'a> {
 
     /// The counts that only a root activation makes, each behind a branch.
     fn finish_guarded(&mut self) {
-        for (cond, at, slot) in std::mem::take(&mut self.guarded) {
+        for (cond, at, what) in std::mem::take(&mut self.guarded) {
             let then_term = unsafe { shim::pathprof_shim_if_then(cond, at) };
-            self.count(then_term, slot, self.konst(1));
+            match what {
+                Guarded::Count(slot) => self.count(then_term, slot, self.konst(1)),
+                Guarded::HandBack(value) => {
+                    self.at(then_term);
+                    self.store_to(value, self.tls.path);
+                }
+            }
         }
     }
 }

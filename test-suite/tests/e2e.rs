@@ -271,25 +271,36 @@ fn promotion_after_inlining_lets_a_nest_through_a_callee_fold() {
     }
 }
 
-/// Edge mode keeps counters off the edges from a self-recursive call to the `ret` (`pass/src/weights.rs`), and
-/// path mode counts the path of `return fib(n - 1) + fib(n - 2)` before its calls (they are sure to return:
-/// `path_mode::return_count_site`), so LLVM's tail-recursion elimination turns them into a call and a loop as
-/// in the plain build (second method: plain clang-19 -O2 keeps exactly one recursive call). Counts stay those
-/// of the hand-derived `// expect` lines (`recursion.c` in every mode's count tests).
+/// Edge mode keeps counters off the edges from a self-recursive call to the `ret` (`pass/src/weights.rs`), path
+/// mode counts the path of `return fib(n - 1) + fib(n - 2)` before its calls (they are sure to return:
+/// `path_mode::return_count_site`), and the interprocedural modes count or hand back before them (`fib` calls
+/// only itself: `interproc_emit::FnEmitter::return_points`), so LLVM's tail-recursion elimination turns them into
+/// a call and a loop as in the plain build (second method: plain clang-19 -O2 keeps exactly one recursive call).
+/// Counts stay those of the hand-derived `// expect` lines (`recursion.c` in every mode's count tests).
 #[test]
-fn edge_and_path_modes_keep_tail_recursion_elimination() {
+fn every_mode_keeps_tail_recursion_elimination() {
     let src = programs().join("recursion.c");
     let dir = scratch("tail-recursion");
     let plain = dir.join("plain.ll");
     run_ok(Command::new("clang-19").args(["-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&plain));
-    let edge = dir.join("edge.ll");
-    run_ok(wrapper(false).args(["--pathprof-mode=edge", "-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&edge));
     let plain_calls = lines_with(&plain, "fib", "call i32 @fib(");
     assert_eq!(plain_calls, 1, "plain clang-19 eliminates one of the two recursive calls");
-    assert_eq!(lines_with(&edge, "fib", "call i32 @fib("), plain_calls, "edge mode keeps that");
-    let path = dir.join("path.ll");
-    run_ok(wrapper(false).args(["--pathprof-mode=path", "-O2", "-S", "-emit-llvm"]).arg(&src).arg("-o").arg(&path));
-    assert_eq!(lines_with(&path, "fib", "call i32 @fib("), plain_calls, "path mode keeps that");
+    for mode in ["edge", "path", "context", "piecewise"] {
+        for atomic in [false, true] {
+            let ll = dir.join(format!("{mode}-{atomic}.ll"));
+            let mut cmd = wrapper(false);
+            cmd.arg(format!("--pathprof-mode={mode}")).args(["-O2", "-S", "-emit-llvm"]);
+            if atomic {
+                cmd.arg("--pathprof-atomic");
+            }
+            run_ok(cmd.arg(&src).arg("-o").arg(&ll));
+            assert_eq!(
+                lines_with(&ll, "fib", "call i32 @fib("),
+                plain_calls,
+                "{mode} mode (atomic: {atomic}) keeps that"
+            );
+        }
+    }
 }
 
 /// The executed paths of a path profile as (function, path number, count), sorted.

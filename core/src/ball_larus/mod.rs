@@ -17,7 +17,7 @@
 //! 9. [`resets`]: the loop headers that restart every path entering them, so that a loop's back edge counts
 //!    the same numbers from its first iteration on.
 //! 10. [`hoisting`]: a back edge's count moved to the edges where its path number is decided, so that it has
-//!    a constant address.
+//!     a constant address.
 
 pub mod arrivals;
 pub mod budget;
