@@ -63,12 +63,20 @@ pub struct ModulePaths {
     /// Per function: its cut edges (sorted; out-edges of its cut vertices that are not back edges, and edges
     /// entering a reset loop), so that a path ending or restarting at one is reported as cut, not as a loop's.
     pub cut_edges: Vec<Vec<EdgeId>>,
+    /// Per function: the cut edges that enter a reset loop (sorted), so that a path ending at one is reported
+    /// as entering the loop rather than cut by the budget.
+    pub loop_entry_edges: Vec<Vec<EdgeId>>,
 }
 
 impl ModulePaths {
     /// Whether cfg edge `e` of function `proc` is a cut edge rather than a back edge.
     pub fn is_cut_edge(&self, proc: ProcId, e: EdgeId) -> bool {
         self.cut_edges.get(proc.index()).is_some_and(|c| c.binary_search(&e).is_ok())
+    }
+
+    /// Whether cfg edge `e` of function `proc` enters a reset loop (one of its cut edges).
+    pub fn is_loop_entry_edge(&self, proc: ProcId, e: EdgeId) -> bool {
+        self.loop_entry_edges.get(proc.index()).is_some_and(|c| c.binary_search(&e).is_ok())
     }
 
     /// The paths hottest first: by descending count, ties by ascending number.
@@ -132,6 +140,7 @@ fn empty_module(module: &ModuleProfile) -> Result<ModulePaths, String> {
         sites: Vec::new(),
         site_roles: Vec::new(),
         cut_edges: Vec::new(),
+        loop_entry_edges: Vec::new(),
     })
 }
 
@@ -280,5 +289,12 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
             program.cfg(q).edge_ids().filter(cut).collect()
         })
         .collect();
-    Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites, site_roles, cut_edges })
+    let loop_entry_edges = program
+        .proc_ids()
+        .map(|q| {
+            let dag = sg.dag(q);
+            program.cfg(q).edge_ids().filter(|&e| crate::paths::enters_reset_loop(dag, e)).collect()
+        })
+        .collect();
+    Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites, site_roles, cut_edges, loop_entry_edges })
 }

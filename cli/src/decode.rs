@@ -186,6 +186,7 @@ pub(crate) fn path_report<'a>(
         PathEnd::Exit { .. } if p.abnormal => ("abnormal", None),
         PathEnd::Exit { .. } => ("exit", None),
         PathEnd::BackEdge { back } => ("back_edge", edge(back)),
+        PathEnd::Cut { edge: e } if p.ends_at_loop_entry => ("loop_entry", edge(e)),
         PathEnd::Cut { edge: e } => ("cut", edge(e)),
     };
     let percent = report::percent_of(p.count, total);
@@ -221,6 +222,7 @@ fn marks(p: &PathReport) -> Vec<String> {
     match (p.end, p.end_edge) {
         ("back_edge", Some(e)) => m.push(format!("ends at back edge bb{}->bb{}", e.from, e.to)),
         ("cut", Some(e)) => m.push(format!("ends at a cut bb{}->bb{}", e.from, e.to)),
+        ("loop_entry", Some(e)) => m.push(format!("ends entering the loop at bb{} (bb{}->bb{})", e.to, e.from, e.to)),
         ("abnormal", _) if p.fork_reentries != 0 => m.push(fork_mark(p, &format!("bb{last}"))),
         ("abnormal", _) if p.reentry_correction => {
             m.push(format!("re-entry correction: setjmp block bb{last} re-entered by longjmp"))

@@ -662,6 +662,58 @@ fn path_derived_counts_equal_edge_mode_counts() {
     }
 }
 
+/// A path that ends by entering a reset loop is reported as such (`loop_entry`), not as a cut of the path budget,
+/// and the next path starts at the loop's header. Hand-derived (count_nest.c, path mode): `nest(20)` enters its
+/// outer loop once, the middle loop 20 times and the inner loop 400 times (1 + 420 paths end entering a loop);
+/// 8000 + 400 + 20 back edges; one exit from the outer loop's header. `sieve(100)` enters its outer loop once and
+/// the inner loop once per prime below 100 (25); 98 + 102 back edges. With `--pathprof-loop-resets=0` no path
+/// ends entering a loop, in any mode; in context and piecewise mode the nest's three loops reset too (421 paths).
+#[test]
+fn paths_that_enter_a_reset_loop_are_reported_as_loop_entries() {
+    let ends = |profile: &std::path::Path| {
+        let mut got = std::collections::BTreeMap::new();
+        for p in decode_json(profile)["paths"].as_array().unwrap() {
+            let key = (p["function"].as_str().unwrap().to_string(), p["start"].as_str().unwrap().to_string());
+            *got.entry((key, p["end"].as_str().unwrap().to_string())).or_insert(0u64) += p["count"].as_u64().unwrap();
+        }
+        got
+    };
+    let k = |f: &str, s: &str, e: &str| ((f.to_string(), s.to_string()), e.to_string());
+    for opt in ["-O0", "-O2"] {
+        let got = ends(&run_in_mode(&format!("loop-entry-path{opt}"), &["count_nest.c"], opt, "path", &[]));
+        let want: std::collections::BTreeMap<_, u64> = [
+            (k("main", "entry", "exit"), 1),
+            (k("nest", "entry", "loop_entry"), 1),
+            (k("nest", "loop_header", "loop_entry"), 420),
+            (k("nest", "loop_header", "back_edge"), 8420),
+            (k("nest", "loop_header", "exit"), 1),
+            (k("sieve", "entry", "loop_entry"), 1),
+            (k("sieve", "loop_header", "loop_entry"), 25),
+            (k("sieve", "loop_header", "back_edge"), 200),
+            (k("sieve", "loop_header", "exit"), 1),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(got, want, "{opt}: path mode's paths by start and end");
+        for mode in ["path", "context", "piecewise"] {
+            let off = ends(&run_in_mode(
+                &format!("loop-entry-{mode}-off{opt}"),
+                &["count_nest.c"],
+                opt,
+                mode,
+                &["--pathprof-loop-resets=0"],
+            ));
+            assert!(off.keys().all(|(_, e)| e != "loop_entry" && e != "cut"), "{opt} {mode} without resets: {off:?}");
+        }
+        for mode in ["context", "piecewise"] {
+            let got = ends(&run_in_mode(&format!("loop-entry-{mode}{opt}"), &["count_nest.c"], opt, mode, &[]));
+            let entering: u64 = got.iter().filter(|(key, _)| key.1 == "loop_entry").map(|(_, c)| c).sum();
+            assert_eq!(entering, 421, "{opt} {mode}: {got:?}");
+            assert!(got.keys().all(|(_, e)| e != "cut"), "{opt} {mode}: no budget cut in count_nest.c: {got:?}");
+        }
+    }
+}
+
 /// Hand-derived path counts (see the comment in paths_mod.c): the loop body's four branch combinations.
 #[test]
 fn path_counts_follow_from_arithmetic() {

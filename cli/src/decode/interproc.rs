@@ -117,6 +117,7 @@ pub(crate) fn path_report<'a>(
     };
     let (end, end_edge) = match p.path.end {
         PathEnd::RootReturn { .. } => ("exit", None),
+        PathEnd::BackEdge { proc, back } if mp.is_loop_entry_edge(proc, back) => ("loop_entry", edge(proc, back)),
         PathEnd::BackEdge { proc, back } if mp.is_cut_edge(proc, back) => ("cut", edge(proc, back)),
         PathEnd::BackEdge { proc, back } => ("back_edge", edge(proc, back)),
         PathEnd::Termination { .. } => ("abnormal", None),
@@ -176,6 +177,7 @@ pub fn write_text<'a>(out: &mut impl std::io::Write, report: &Report<'a>) -> std
         match p.end {
             "back_edge" => marks.push("ends at back edge".into()),
             "cut" => marks.push("ends at a cut".into()),
+            "loop_entry" => marks.push("ends entering a loop".into()),
             "abnormal" if p.fork_reentries != 0 => {
                 let last = p.steps.last().map_or(String::new(), |s| format!("{}:bb{}", s.function, s.block));
                 marks.push(super::fork_mark(p, &last));
@@ -197,6 +199,7 @@ pub fn write_text<'a>(out: &mut impl std::io::Write, report: &Report<'a>) -> std
         match p.end {
             "back_edge" => writeln!(out, "        (ends at back edge)")?,
             "cut" => writeln!(out, "        (ends at a cut)")?,
+            "loop_entry" => writeln!(out, "        (ends entering a loop)")?,
             _ => {}
         }
     }

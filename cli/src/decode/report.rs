@@ -104,13 +104,14 @@ pub(crate) struct PathReport<'a> {
     /// `entry`, `loop_header` (after a back edge, or at a loop reset also after the loop's entry) or
     /// `after_cut`.
     pub start: &'static str,
-    /// `exit` (a return), `back_edge`, `cut` or `abnormal` (a Termination edge: exit, longjmp, exception).
+    /// `exit` (a return), `back_edge`, `cut` (the path budget's), `loop_entry` (the edge into a reset loop,
+    /// whose paths start at its header) or `abnormal` (a Termination edge: exit, longjmp, exception).
     pub end: &'static str,
     /// The back or cut edge taken just before the path (for `loop_header` and `after_cut`); at a loop reset
     /// (`pathprof_core::ball_larus::resets`) the header's first back edge, whichever way the loop was entered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_edge: Option<EdgeRef>,
-    /// The back or cut edge the path ends by taking (for `back_edge` and `cut`).
+    /// The back, cut or loop-entry edge the path ends by taking (for `back_edge`, `cut` and `loop_entry`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_edge: Option<EdgeRef>,
     /// A negative count of a setjmp block's termination path (re-entries by longjmp) or of a path cut short at

@@ -416,6 +416,7 @@ fn path_steps(
     match p.end {
         "back_edge" => marks.push("ends at a back edge"),
         "cut" => marks.push("ends at a cut"),
+        "loop_entry" => marks.push("ends entering a loop"),
         "abnormal" => marks.push("left abnormally (exit, longjmp, exception)"),
         _ => {}
     }
