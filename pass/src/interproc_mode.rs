@@ -61,14 +61,18 @@ pub fn instrument(
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
     let mut promoted = 0;
     let mut tree_placed = 0;
+    let mut root_copies = 0;
     for (i, p) in plan.procs.iter().enumerate() {
         let phi = crate::interproc_place::block_potentials(&num, ProcId::from_index(i), p, config, fam);
         tree_placed += usize::from(phi.iter().any(|&x| x != pathprof_core::interproc::potentials::Shift::ZERO));
-        let keys = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p, config.promote, phi);
-        let guards = fork_guards(&num, ProcId::from_index(i), p, &keys, module.fork_checks());
+        let emitted = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p, config.promote, phi);
+        let guards = fork_guards(&num, ProcId::from_index(i), p, &emitted.arrival_keys, module.fork_checks());
         module.function_done(p.f, guards);
         if config.promote {
             promoted += crate::promote::promote(p.f, sink.counters(), &facts);
+        }
+        if emitted.wants_root_copy {
+            root_copies += usize::from(crate::interproc_emit::call_root_copy_for_recursion(p.f, &tls).is_some());
         }
     }
 
@@ -112,6 +116,7 @@ pub fn instrument(
             .field("cut_functions", plan.procs.iter().filter(|p| !p.cut_vertices.is_empty()).count())
             .field("promoted_updates", promoted)
             .field("tree_placed", tree_placed)
+            .field("root_copies", root_copies)
             .field("budget", config.path_budget)
             .fork_checks()
             .print();
