@@ -35,8 +35,11 @@ pub struct DeferredLoop {
 
 /// The loops of `cfg` whose bits can be deferred under `plan` (bit tracing only): a single cycle through
 /// blocks that have one out-edge each, a branch, except the one-bit test, whose other out-edge leaves the
-/// loop; no block on it has a call site, may be left abnormally or is `excluded` (blocks whose code the
-/// caller cannot account for, e.g. targets of computed gotos, whose decision is written at the target).
+/// loop; entered only at its header (the iteration count starts there: a jump from outside into the middle
+/// of the cycle — irreducible flow, as in re2c's scanners, `goto L16` into `L16: c = *++p; L17: if (c == ' ')
+/// goto L16;` — would run the cycle with a count nobody started); no block on it has a call site, may be left
+/// abnormally or is `excluded` (blocks whose code the caller cannot account for, e.g. targets of computed
+/// gotos, whose decision is written at the target).
 pub fn deferred_loops(cfg: &Cfg, calls: &CallSites, plan: &WitnessPlan, excluded: &[bool]) -> Vec<DeferredLoop> {
     if plan.scheme() != Scheme::BitTracing {
         return Vec::new();
@@ -50,6 +53,9 @@ pub fn deferred_loops(cfg: &Cfg, calls: &CallSites, plan: &WitnessPlan, excluded
         let mut test = None;
         for &v in &l.body {
             if view.is_blocked(v) || excluded.get(v.index()).copied().unwrap_or(true) {
+                continue 'loops;
+            }
+            if v != l.header && adj.in_edges(v).iter().any(|&e| !l.contains(cfg.edge(e).from)) {
                 continue 'loops;
             }
             let outs = adj.out_edges(v);
@@ -150,5 +156,23 @@ mod tests {
         let none = CallSites::none(&g);
         assert_eq!(deferred_loops(&g, &none, &bit_tracing_with(&g, &none), &excluded), vec![]);
         assert_eq!(deferred(&g, &none).len(), 1);
+    }
+
+    /// cmark's re2c scanner `_scan_setext_heading_line`: the cycle 4 (`L16: c = *++p`) → 5 (`L17: if (c == ' ')
+    /// goto L16`) is entered at 5 from the '-' arm (1) and at 4 from the '=' arm (3). Whichever block the DFS
+    /// makes the header, the other has an entry from outside, so the loop is not deferred: it used to be, and
+    /// an entry at the body ran the cycle with a count nobody had started (1 GiB of trace for a 2-byte input,
+    /// endless at -O0). Entered at its header only, the same cycle is deferred.
+    #[test]
+    fn a_cycle_entered_in_the_middle_is_not_deferred() {
+        let edges = [(0, 1), (0, 2), (1, 5), (1, 6), (2, 3), (2, 6), (3, 4), (3, 6), (4, 5), (5, 4), (5, 6)];
+        let g = test_cfg(7, &edges, &[6]);
+        assert_eq!(deferred(&g, &CallSites::none(&g)), vec![]);
+        // Without the '=' arm's jump into 4, the cycle is entered at 5 only: deferred.
+        let single = [(0, 1), (0, 2), (1, 5), (1, 6), (2, 3), (2, 6), (3, 6), (4, 5), (5, 4), (5, 6)];
+        let g = test_cfg(7, &single, &[6]);
+        let got = deferred(&g, &CallSites::none(&g));
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].header, got[0].test), (BlockId(5), BlockId(5)));
     }
 }
