@@ -153,6 +153,7 @@ fn promote_regions(f: LLVMValueRef, graph: &FunctionGraph, target: &Target) -> (
             &instructions,
             target,
         );
+        let updates = within_flush_budget(updates, region.exits.len());
         if updates.is_empty() {
             continue;
         }
@@ -263,6 +264,48 @@ fn promote_regions(f: LLVMValueRef, graph: &FunctionGraph, target: &Target) -> (
     }
     unsafe { LLVMDisposeBuilder(builder) };
     (promoted, all_slots)
+}
+
+/// Most slot flushes one region may get (its exits × its promoted counters). Every exit flushes every slot, so a
+/// loop with many exits and many counters — a re2c scanner's DFA, each state a way out — grew by their product:
+/// cmark's `_scan_autolink_email` took 161 s to compile in edge mode (0.8 s unpromoted), a 15-state DFA 26,356
+/// IR instructions for a 439-instruction function. LLVM's own promoter caps promotions per loop and exiting
+/// blocks for the same reason.
+const MAX_FLUSHES_PER_REGION: usize = 1024;
+
+/// The updates of a region with `exits` exits that stay within [`MAX_FLUSHES_PER_REGION`]: those of the first
+/// counters in order of first update; an update that may add to a counter beyond them (through a `select`ed
+/// address) stays in memory, and so do the other updates of its counters, so that a promoted counter is still
+/// updated nowhere else in the region ([`sole_accessors`]). What stays in memory is exact as before.
+fn within_flush_budget(updates: Vec<Update>, exits: usize) -> Vec<Update> {
+    let max_counters = MAX_FLUSHES_PER_REGION / exits.max(1);
+    let counters_of = |u: &Update| {
+        let mut c = Vec::new();
+        u.address.counters(&mut c);
+        c
+    };
+    let mut kept: Vec<LLVMValueRef> = Vec::new();
+    for u in &updates {
+        for c in counters_of(u) {
+            if !kept.contains(&c) && kept.len() < max_counters {
+                kept.push(c);
+            }
+        }
+    }
+    loop {
+        let spill: Vec<LLVMValueRef> = updates
+            .iter()
+            .map(counters_of)
+            .filter(|cs| cs.iter().any(|c| !kept.contains(c)))
+            .flatten()
+            .filter(|c| kept.contains(c))
+            .collect();
+        if spill.is_empty() {
+            break;
+        }
+        kept.retain(|c| !spill.contains(c));
+    }
+    updates.into_iter().filter(|u| counters_of(u).iter().all(|c| kept.contains(c))).collect()
 }
 
 /// Whether `g` is a module's counter array, under any name ThinLTO gives it (`__pathprof_counters.llvm.N`).

@@ -715,6 +715,42 @@ fn paths_that_enter_a_reset_loop_are_reported_as_loop_entries() {
     }
 }
 
+/// A loop with many exits and many counters (dfa_scanner.c: 32 chained states of a re2c-style scanner, each a
+/// way out) promotes no more counters than its exits can flush within the region's budget
+/// (`promote::MAX_FLUSHES_PER_REGION`): every exit flushes every promoted counter, so such a function grew by
+/// exits × counters (this one to 37× its unpromoted IR; cmark's `_scan_autolink_email` took 161 s to compile).
+/// Second method: its IR at -O2 stays under 10× the build without promotion, and the counts equal those of that
+/// build and of path mode.
+#[test]
+fn promotion_of_a_loop_with_many_exits_stays_within_its_flush_budget() {
+    let src = programs().join("dfa_scanner.c");
+    let dir = scratch("dfa-promote");
+    let ir_lines = |name: &str, extra: &[&str]| {
+        let ll = dir.join(format!("{name}.ll"));
+        run_ok(
+            wrapper(false)
+                .args(["--pathprof-mode=edge", "-O2", "-S", "-emit-llvm"])
+                .args(extra)
+                .arg(&src)
+                .arg("-o")
+                .arg(&ll),
+        );
+        function_lines(&ll, "scan").len()
+    };
+    let (promoted, unpromoted) = (ir_lines("promoted", &[]), ir_lines("unpromoted", &["--pathprof-promote=0"]));
+    assert!(promoted < 10 * unpromoted, "scan: {promoted} IR lines promoted, {unpromoted} without promotion");
+    for opt in ["-O0", "-O2"] {
+        let counts = |mode: &str, extra: &[&str]| {
+            let tag = extra.first().map_or("", |_| "-unpromoted");
+            counts_of(&show_json(&run_in_mode(&format!("dfa-{mode}{tag}{opt}"), &["dfa_scanner.c"], opt, mode, extra)))
+        };
+        let edge = counts("edge", &[]);
+        assert!(edge.values().all(Option::is_some), "{opt}: edge mode exact");
+        assert_eq!(edge, counts("edge", &["--pathprof-promote=0"]), "{opt}: promoted against unpromoted");
+        assert_eq!(edge, counts("path", &[]), "{opt}: edge mode against path mode");
+    }
+}
+
 /// Hand-derived path counts (see the comment in paths_mod.c): the loop body's four branch combinations.
 #[test]
 fn path_counts_follow_from_arithmetic() {
