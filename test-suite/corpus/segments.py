@@ -209,6 +209,15 @@ def shape_sums(copies, shape_key):
     return None if any(v is None for v in sums.values()) else sums
 
 
+def first_shape_mismatch(pairs, shape_diff):
+    """("not comparable", why) for the first (copy, counts, baseline counts) pair whose shapes differ, else None."""
+    for cid, x, y in pairs:
+        why = shape_diff(x, y)
+        if why:
+            return "not comparable", f"{cid}: {why}"
+    return None
+
+
 def compare_per_shape(ca, ce, shape_key, shape_diff, first_diff):
     """Copies of several shapes (googletest: its -fno-exceptions objects compile an inline function to 1 block,
     the others to 4), summed per shape. Every execution counts in one copy, but it may count in a copy of
@@ -220,10 +229,9 @@ def compare_per_shape(ca, ce, shape_key, shape_diff, first_diff):
         return "not comparable", (f"held by {len(ca)} modules, {len(ce)} in the baseline, with copies of "
                                   f"different shapes ({len(sa or ())} shapes ran, {len(se or ())} in the baseline)")
     pairs = [(f"(copies of shape {i + 1} of {len(sa)})", sa[k], se[k]) for i, k in enumerate(sorted(sa))]
-    for cid, x, y in pairs:
-        why = shape_diff(x, y)
-        if why:
-            return "not comparable", f"{cid}: {why}"
+    mismatch = first_shape_mismatch(pairs, shape_diff)
+    if mismatch:
+        return mismatch
     first = first_diff(pairs)
     if first is None:
         return "equal as a sum", None
@@ -245,10 +253,9 @@ def compare_copies(a, e, shape_diff, first_diff, shape_key):
         pairs = [(cid, ca[cid], ce[cid]) for cid in sorted(ca)]
     else:
         pairs = [("(all copies)", ta, te)]
-    for cid, x, y in pairs:
-        why = shape_diff(x, y)
-        if why:
-            return "not comparable", f"{cid}: {why}"
+    mismatch = first_shape_mismatch(pairs, shape_diff)
+    if mismatch:
+        return mismatch
     first = first_diff(pairs)
     if first is None:
         return "equal", None
