@@ -293,7 +293,7 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         .proc_ids()
         .map(|q| {
             let dag = sg.dag(q);
-            program.cfg(q).edge_ids().filter(|&e| crate::paths::enters_reset_loop(dag, e)).collect()
+            program.cfg(q).edge_ids().filter(|&e| dag.enters_reset_loop(e)).collect()
         })
         .collect();
     Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites, site_roles, cut_edges, loop_entry_edges })

@@ -27,14 +27,14 @@
 
 use crate::judge::{conservation_violations, judge, AnalysisError, FunctionCounts, InexactReason};
 use pathprof_core::arrivals::{net_counts_with_reentries, truncation_block};
-use pathprof_core::dag::{CfgEdgeRole, DagEdgeId, DagEdgeKind, PathDag};
+use pathprof_core::dag::{DagEdgeId, PathDag};
 use pathprof_core::dfs::depth_first;
 use pathprof_core::numbering::Numbering;
 use pathprof_core::reentry::add_fork_reentries;
 use pathprof_core::regenerate::{
     decode, signed_edge_counts_from_dag_paths, to_cfg_path, CfgPath, DecodeError, PathEnd,
 };
-use pathprof_core::{BlockId, EdgeId, EdgeKind};
+use pathprof_core::{BlockId, EdgeKind};
 use pathprof_format::meta::{FunctionMeta, Mode, PathMeta, PathStorage};
 use pathprof_format::profile::ModuleProfile;
 use std::collections::BTreeMap;
@@ -213,7 +213,7 @@ pub fn function_path_counts(module: &ModuleProfile, func_index: usize) -> Result
             },
             PathEnd::BackEdge { .. } | PathEnd::Cut { .. } => (false, false),
         };
-        let ends_at_loop_entry = matches!(path.end, PathEnd::Cut { edge } if enters_reset_loop(&dag, edge));
+        let ends_at_loop_entry = matches!(path.end, PathEnd::Cut { edge } if dag.enters_reset_loop(edge));
         let p = PathCount { number, count, fork_reentries, path, abnormal, reentry, ends_at_loop_entry };
         if (count < 0 && !reentry && p.departures() < 0) || fork_reentries < 0 {
             leading.push(InexactReason::NegativePath { path: number, count: p.departures() });
@@ -281,15 +281,4 @@ fn raw_path_counts(
         }
     }
     Ok(raw)
-}
-
-/// Whether cfg edge `e` enters a reset loop: it ends its path like a cut, but the next path starts with the
-/// loop's shared start edge (an [`DagEdgeKind::EntrySurrogate`]) rather than a cut's own `SplitEntry`.
-pub fn enters_reset_loop(dag: &PathDag, e: EdgeId) -> bool {
-    match dag.cfg_edge_role(e) {
-        CfgEdgeRole::Cut { entry, .. } => {
-            dag.get_edge(entry).is_some_and(|d| matches!(d.kind, DagEdgeKind::EntrySurrogate { .. }))
-        }
-        _ => false,
-    }
 }

@@ -46,7 +46,7 @@ use pathprof_core::interproc::potentials::{shifted, Shift};
 use pathprof_core::interproc::{counted_termination, ArcKind, ExitTarget, Linear, Mode, Numbering, ProcId, SiteRole};
 use pathprof_core::{BlockId, EdgeId, EdgeKind};
 use pathprof_format::symbols;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::CString;
 
 /// The module's thread-local handoff variables.
@@ -173,10 +173,44 @@ pub struct FnEmitter<'a> {
 /// How many paths a back edge's count tests for (each costs a compare per iteration), as in path mode.
 const TESTED_PATHS_PER_EDGE: usize = 2;
 
-/// Whether `call` calls an intrinsic that runs no program code and cannot leave (what a function that calls only
-/// itself may call besides itself).
-fn is_plain_intrinsic(call: LLVMValueRef) -> bool {
-    ir::called_function(call).is_some_and(|f| ir::intrinsic_id(f) != 0 && !ir::intrinsic_is_call_site(f))
+/// What an instruction of function `f` calls, for the functions that call only themselves.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum CallKind {
+    /// Not a call.
+    NotACall,
+    /// A direct `call` of `f` itself.
+    Own,
+    /// A `call` of an intrinsic that runs no program code and cannot leave.
+    PlainIntrinsic,
+    /// Anything else that calls: another function, through a pointer, inline assembly, `invoke`, `callbr`.
+    Other,
+}
+
+fn call_kind(i: LLVMValueRef, f: LLVMValueRef) -> CallKind {
+    match ir::opcode(i) {
+        LLVMOpcode::LLVMCall => match ir::called_function(i) {
+            Some(g) if g == f => CallKind::Own,
+            Some(g) if ir::intrinsic_id(g) != 0 && !ir::intrinsic_is_call_site(g) => CallKind::PlainIntrinsic,
+            _ => CallKind::Other,
+        },
+        LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr => CallKind::Other,
+        _ => CallKind::NotACall,
+    }
+}
+
+/// The blocks of a function that calls only itself as [`FnEmitter::return_points`] walks them, gathered once
+/// per function.
+struct ReturnWalk {
+    /// Each block's predecessors (each once).
+    preds: HashMap<LLVMBasicBlockRef, Vec<LLVMBasicBlockRef>>,
+    entry: LLVMBasicBlockRef,
+    /// The activation's path state: the path slot, and the NVC and piecewise-flag slots where there are any.
+    state: Vec<LLVMValueRef>,
+}
+
+/// Whether `bb` branches to `to` and nowhere else.
+fn only_successor(bb: LLVMBasicBlockRef, to: LLVMBasicBlockRef) -> bool {
+    ir::terminator(bb).is_some_and(|t| ir::successors(t).iter().all(|&s| s == to))
 }
 
 fn k(i64t: LLVMTypeRef, v: u64) -> LLVMValueRef {
@@ -660,11 +694,13 @@ impl<'a> FnEmitter<'a> {
             }
         }
 
-        // 5. Returns (before the `ret`, or before a `musttail` call).
+        // 5. Returns (before the `ret`, or before a `musttail` call); in a function that calls only itself,
+        // before the recursive calls that end their way.
+        let walk = self.self_recursive_leaf.then(|| self.return_walk());
         for &(e, rho) in &returns {
             let bb = g.blocks[cfg.edge(e).from.index()];
             let at = ir::source_end_insertion_point(bb).expect("terminator");
-            self.emit_return(at, rho);
+            self.emit_return(at, rho, walk.as_ref());
         }
     }
 
@@ -672,9 +708,9 @@ impl<'a> FnEmitter<'a> {
     /// call site), or whichever applies ([`EntryShape::Both`]). In a function that calls only itself, at each
     /// of [`FnEmitter::return_points`], with the hand-back behind a branch too: the recursive calls after those
     /// points are root activations, which must not overwrite the number handed back before them.
-    fn emit_return(&mut self, at: LLVMValueRef, rho: Linear) {
-        if self.self_recursive_leaf {
-            for point in self.return_points(at) {
+    fn emit_return(&mut self, at: LLVMValueRef, rho: Linear, walk: Option<&ReturnWalk>) {
+        if let Some(walk) = walk {
+            for point in self.return_points(walk, at) {
                 self.emit_return_at(point, rho, true);
             }
         } else {
@@ -764,13 +800,10 @@ impl<'a> FnEmitter<'a> {
             program.site(s).is_some_and(|i| i.callee == own) && matches!(sg.calls().role(s), SiteRole::Recursive)
         });
         sites_recursive
-            && ir::blocks(self.plan.f).into_iter().flat_map(ir::instructions).all(|i| match ir::opcode(i) {
-                LLVMOpcode::LLVMCall => {
-                    !ir::calls_inline_asm(i) && (ir::called_function(i) == Some(self.plan.f) || is_plain_intrinsic(i))
-                }
-                LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr => false,
-                _ => true,
-            })
+            && ir::blocks(self.plan.f)
+                .into_iter()
+                .flat_map(ir::instructions)
+                .all(|i| call_kind(i, self.plan.f) != CallKind::Other)
     }
 
     /// Where the code of the return whose code would go before `at` can go instead, in a function that calls
@@ -780,39 +813,33 @@ impl<'a> FnEmitter<'a> {
     /// piecewise flag) or calls anything but the function. Every execution that passes such a point reaches the
     /// return (the calls return; the blocks have one way on), and with the same path state. `at` itself when
     /// no recursive call is passed.
-    fn return_points(&self, at: LLVMValueRef) -> Vec<LLVMValueRef> {
-        let mut preds: BTreeMap<usize, Vec<LLVMBasicBlockRef>> = BTreeMap::new();
+    fn return_points(&self, walk: &ReturnWalk, at: LLVMValueRef) -> Vec<LLVMValueRef> {
+        self.points_before(walk, at, &mut HashSet::new(), 0).0
+    }
+
+    /// What [`FnEmitter::return_points`] walks, for this function.
+    fn return_walk(&self) -> ReturnWalk {
         let blocks = ir::blocks(self.plan.f);
+        let mut preds: HashMap<LLVMBasicBlockRef, Vec<LLVMBasicBlockRef>> = HashMap::new();
         for &bb in &blocks {
             let Some(term) = ir::terminator(bb) else { continue };
-            let succs = ir::successors(term);
-            for &t in &succs {
-                let list = preds.entry(t as usize).or_default();
+            for t in ir::successors(term) {
+                let list = preds.entry(t).or_default();
                 if !list.contains(&bb) {
                     list.push(bb);
                 }
             }
         }
-        let only_successor = |bb: LLVMBasicBlockRef, of: LLVMBasicBlockRef| {
-            ir::terminator(bb).is_some_and(|t| ir::successors(t).iter().all(|&s| s == of))
-        };
-        let state: Vec<LLVMValueRef> =
-            [Some(self.path), self.nvc_slot, self.unbalanced].into_iter().flatten().collect();
-        let entry = blocks[0];
-        let mut visited = HashSet::new();
-        self.points_before(at, &preds, &only_successor, &state, entry, &mut visited, 0).0
+        let state = [Some(self.path), self.nvc_slot, self.unbalanced].into_iter().flatten().collect();
+        ReturnWalk { preds, entry: blocks[0], state }
     }
 
     /// [`FnEmitter::return_points`] from `end` back: the points, and whether a recursive call was passed.
-    #[allow(clippy::too_many_arguments)] // the walk's shared state
     fn points_before(
         &self,
+        walk: &ReturnWalk,
         end: LLVMValueRef,
-        preds: &BTreeMap<usize, Vec<LLVMBasicBlockRef>>,
-        only_successor: &dyn Fn(LLVMBasicBlockRef, LLVMBasicBlockRef) -> bool,
-        state: &[LLVMValueRef],
-        entry: LLVMBasicBlockRef,
-        visited: &mut HashSet<usize>,
+        visited: &mut HashSet<LLVMBasicBlockRef>,
         depth: usize,
     ) -> (Vec<LLVMValueRef>, bool) {
         /// Blocks walked back through, at most: straight-line recursions have a handful.
@@ -821,20 +848,15 @@ impl<'a> FnEmitter<'a> {
         let mut first_call = None;
         let mut reached_start = true;
         let mut i = unsafe { LLVMGetPreviousInstruction(end) };
-        while !i.is_null() {
-            let op = ir::opcode(i);
-            if op == LLVMOpcode::LLVMPHI {
-                break;
-            }
-            let writes_state = op == LLVMOpcode::LLVMStore && state.contains(&unsafe { LLVMGetOperand(i, 1) });
-            let other_call = matches!(op, LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr)
-                && ir::called_function(i) != Some(self.plan.f);
-            let own_call = op == LLVMOpcode::LLVMCall && !other_call;
-            if writes_state || (other_call && !(op == LLVMOpcode::LLVMCall && is_plain_intrinsic(i))) {
+        while !i.is_null() && ir::opcode(i) != LLVMOpcode::LLVMPHI {
+            let writes_state =
+                ir::opcode(i) == LLVMOpcode::LLVMStore && walk.state.contains(&unsafe { LLVMGetOperand(i, 1) });
+            let kind = call_kind(i, self.plan.f);
+            if writes_state || kind == CallKind::Other {
                 reached_start = false;
                 break;
             }
-            if own_call {
+            if kind == CallKind::Own {
                 first_call = Some(i);
             }
             i = unsafe { LLVMGetPreviousInstruction(i) };
@@ -843,10 +865,10 @@ impl<'a> FnEmitter<'a> {
             Some(c) => (vec![c], true),
             None => (vec![end], false),
         };
-        if !reached_start || bb == entry || depth >= MAX_DEPTH || !visited.insert(bb as usize) {
+        if !reached_start || bb == walk.entry || depth >= MAX_DEPTH || !visited.insert(bb) {
             return here();
         }
-        let Some(ps) = preds.get(&(bb as usize)).filter(|ps| !ps.is_empty()) else { return here() };
+        let Some(ps) = walk.preds.get(&bb).filter(|ps| !ps.is_empty()) else { return here() };
         if !ps.iter().all(|&p| p != bb && only_successor(p, bb)) {
             return here();
         }
@@ -854,7 +876,7 @@ impl<'a> FnEmitter<'a> {
         let mut passed = false;
         for &p in ps {
             let term = ir::terminator(p).expect("a predecessor ends in its branch");
-            let (pts, call) = self.points_before(term, preds, only_successor, state, entry, visited, depth + 1);
+            let (pts, call) = self.points_before(walk, term, visited, depth + 1);
             points.extend(pts);
             passed |= call;
         }

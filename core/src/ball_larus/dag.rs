@@ -294,6 +294,18 @@ impl PathDag {
         self.roles.get(e.index()).copied().unwrap_or(CfgEdgeRole::Unreachable)
     }
 
+    /// Whether cfg edge `e` enters a reset loop ([`super::resets`]): it ends its path like a cut, but the next
+    /// path starts with the loop's shared [`DagEdgeKind::EntrySurrogate`] rather than a cut's own `SplitEntry`.
+    /// Reports tell the two apart, so that a reset loop's entry does not read as a cut of the path budget.
+    pub fn enters_reset_loop(&self, e: EdgeId) -> bool {
+        match self.cfg_edge_role(e) {
+            CfgEdgeRole::Cut { entry, .. } => {
+                self.get_edge(entry).is_some_and(|d| matches!(d.kind, DagEdgeKind::EntrySurrogate { .. }))
+            }
+            _ => false,
+        }
+    }
+
     /// Number of edges of the cfg this DAG was built from.
     pub fn num_cfg_edges(&self) -> usize {
         self.roles.len()

@@ -611,6 +611,26 @@ fn random_dag_path(dag: &PathDag, n: &Numbering, rng: &mut Rng) -> Vec<DagEdgeId
     p
 }
 
+/// An edge into a reset loop's header ends its path like a cut but is not one of the budget's cuts: 0 → 1 ⇄ 2,
+/// 1 → 3 with header 1 reset (the entry 0 → 1 starts nothing of its own), and 0 → 1 → 2 cut at vertex 1 (its
+/// out-edge 1 → 2 starts a path of its own). Neither back edge nor plain edge enters a reset loop.
+#[test]
+fn only_the_edges_into_a_reset_loop_enter_one() {
+    let looped = test_cfg(4, &[(0, 1), (1, 2), (2, 1), (1, 3)], &[3]);
+    let adj = looped.adjacency();
+    let dfs = depth_first(&looped, &adj);
+    let reset = PathDag::build_with_cuts_and_resets(&looped, &adj, &dfs, &[], &[BlockId(1)]);
+    let entering: Vec<u32> = looped.edge_ids().filter(|&e| reset.enters_reset_loop(e)).map(|e| e.0).collect();
+    assert_eq!(entering, vec![0]);
+    let plain = PathDag::build(&looped, &adj, &dfs);
+    assert!(looped.edge_ids().all(|e| !plain.enters_reset_loop(e)));
+    let chain = test_cfg(3, &[(0, 1), (1, 2)], &[2]);
+    let (adj, dfs) = (chain.adjacency(), depth_first(&chain, &chain.adjacency()));
+    let cut = PathDag::build_with_cuts(&chain, &adj, &dfs, &[BlockId(1)]);
+    assert!(matches!(cut.cfg_edge_role(EdgeId(1)), CfgEdgeRole::Cut { .. }));
+    assert!(chain.edge_ids().all(|e| !cut.enters_reset_loop(e)));
+}
+
 #[test]
 fn ball_larus_1996_80_diamonds_cut_to_a_2_pow_63_budget() {
     let cfg = diamonds(80);
