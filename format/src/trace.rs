@@ -63,7 +63,7 @@ pub enum TraceError {
     #[error("not a pathprof trace file (bad magic)")]
     BadHeader,
     /// A trace file of another layout version (written by another pathprof).
-    #[error("trace file of layout version {0}, this pathprof reads version {TRACE_VERSION}: trace the program again with it")]
+    #[error("trace file of layout version {0}, this pathprof reads versions {TRACE_READS_SINCE} to {TRACE_VERSION}: trace the program again with it")]
     Version(u32),
     /// A record runs past the end of the file or has a bad length.
     #[error("trace file is truncated or corrupt at byte {0}")]
@@ -294,11 +294,11 @@ impl TraceFile {
         if bytes.get(..4) != Some(&TRACE_MAGIC[..]) {
             return Err(TraceError::BadHeader);
         }
-        match u32_at(bytes, 4) {
-            Some(TRACE_VERSION) => {}
+        let first_bit_highest = match u32_at(bytes, 4) {
+            Some(v) if (TRACE_READS_SINCE..=TRACE_VERSION).contains(&v) => v >= DATA_FIRST_BIT_HIGHEST_SINCE,
             Some(v) => return Err(TraceError::Version(v)),
             None => return Err(TraceError::BadHeader),
-        }
+        };
         let header = FileHeader::decode(bytes).ok_or(TraceError::BadHeader)?;
         let mut modules = BTreeMap::new();
         let mut threads: BTreeMap<(u32, u32), RawThread> = BTreeMap::new();
@@ -348,8 +348,15 @@ impl TraceFile {
                     if (payload.len() - 8) % 8 != 0 || first > u64::MAX / 128 {
                         return Err(TraceError::Corrupt(at));
                     }
+                    let mut words = payload[8..].to_vec();
+                    if first_bit_highest {
+                        for w in words.chunks_exact_mut(8) {
+                            let v = u64::from_le_bytes(w.try_into().expect("8 bytes")).reverse_bits();
+                            w.copy_from_slice(&v.to_le_bytes());
+                        }
+                    }
                     let t = threads.entry((copy, thread)).or_default();
-                    if t.data.insert(first, payload[8..].to_vec()).is_some() {
+                    if t.data.insert(first, words).is_some() {
                         return Err(TraceError::Corrupt(at));
                     }
                 }

@@ -2,7 +2,10 @@
 //! updates), the runtime (which writes the trace file) and the reader.
 //!
 //! # Per-thread state (`TraceTls`, [`TLS_WORDS`] `u64`s, thread-local, zero-initialised)
-//! - [`TLS_ACC`]: bits not yet spilled, least-significant first; [`TLS_NACC`]: how many (0..64).
+//! - [`TLS_ACC`]: the bits not yet spilled, under a marker bit: the first pending bit just below the marker, the
+//!   last in bit 0 ([`ACC_EMPTY`]: none; [`acc_bits`] gives them in the file's order). One word, so that a bit
+//!   costs a shift, an or and one store, and a signal handler never finds bits and count disagreeing.
+//!   [`TLS_UNUSED`] was the count of an earlier layout.
 //! - [`TLS_STATE`]: where the thread is, for the call-marker model: 0 = not seen yet; `2k` = in the body of an
 //!   activation at depth k; `2k + 1` = inside a call site of depth k's activation (depth 0: the thread's top
 //!   level). An entry when the state is even, or a call site returning to a state other than its own, is an
@@ -57,7 +60,11 @@
 //!   its functions have trace ids `base..base + functions`.
 //! - [`REC_DATA`]: `u64 first` (the index, in the thread's stream, of its first word), then whole
 //!   little-endian `u64` words of the thread's bits (words a thread drops — a region stopped, a flight
-//!   recorder's overwritten past — leave gaps in the indices).
+//!   recorder's overwritten past — leave gaps in the indices). Since version 9 each word is as
+//!   [`TLS_ACC`] filled it, its first bit highest ([`DATA_FIRST_BIT_HIGHEST_SINCE`]: reversing it would cost
+//!   the runtime more per word than the instrumented code spends on 64 bits of a deferred loop); the reader
+//!   turns it around. Version 8's words, and the partial words of the end and stop records in every version,
+//!   hold their first bit lowest.
 //! - [`REC_SYNC`]: a point where the thread's stream can be read from without what came before: `u64 bit`,
 //!   `u64 kind` ([`SYNC_AT_ENTRY`]: right after an `Enter` marker, the deepest activation at its entry;
 //!   [`SYNC_AT_SITE`]: every activation waits at a call site), `u64 state` (the thread state there), `u64
@@ -88,8 +95,13 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// 4: data records carry their first word's index, sync and stop records, the shadow stack word;
 /// 5: announced entries at direct call sites, the module metadata's direct call sites, the callee word;
 /// 6: the file header with runtime copies, records' copy numbers, image records, the end record's thread id;
-/// 7: the entry cache; 8: abandon markers, [`ABANDON_ID`] reserved).
-pub const TRACE_VERSION: u32 = 8;
+/// 7: the entry cache; 8: abandon markers, [`ABANDON_ID`] reserved; 9: [`TLS_ACC`] holds its bits under a
+/// marker bit, instrumented code of version 8 would corrupt it — the file's bits are as in version 8).
+pub const TRACE_VERSION: u32 = 9;
+/// The oldest file version this reader reads: the stream has not changed since.
+pub const TRACE_READS_SINCE: u32 = 8;
+/// The first version whose [`REC_DATA`] words hold their first bit highest.
+pub const DATA_FIRST_BIT_HIGHEST_SINCE: u32 = 9;
 /// Bytes of the file header.
 pub const FILE_HEADER: usize = 32;
 
@@ -128,10 +140,12 @@ impl FileHeader {
         b
     }
 
-    /// A header of this layout version; `None` if `b` is short, has another magic or another version.
+    /// A header of a layout version this build reads ([`TRACE_READS_SINCE`]..=[`TRACE_VERSION`]); `None` if `b`
+    /// is short, has another magic or another version.
     pub fn decode(b: &[u8]) -> Option<FileHeader> {
         let u32_at = |at: usize| Some(u32::from_le_bytes(*b.get(at..at + 4)?.first_chunk::<4>()?));
-        if b.get(..4)? != TRACE_MAGIC || u32_at(4)? != TRACE_VERSION || b.len() < FILE_HEADER {
+        let readable = TRACE_READS_SINCE..=TRACE_VERSION;
+        if b.get(..4)? != TRACE_MAGIC || !readable.contains(&u32_at(4)?) || b.len() < FILE_HEADER {
             return None;
         }
         let token = u64::from(u32_at(16)?) | u64::from(u32_at(20)?) << 32;
@@ -224,8 +238,8 @@ pub const ABANDON_ID: u32 = MAX_FUNCS - 3;
 pub const TLS_WORDS: usize = 7;
 /// Index of the bit accumulator.
 pub const TLS_ACC: usize = 0;
-/// Index of the number of bits in the accumulator.
-pub const TLS_NACC: usize = 1;
+/// Unused (an earlier layout's bit count; [`TLS_ACC`]'s marker bit tells it now).
+pub const TLS_UNUSED: usize = 1;
 /// Index of the call-marker state.
 pub const TLS_STATE: usize = 2;
 /// Index of the runtime's thread record.
@@ -237,6 +251,40 @@ pub const TLS_CALLEE: usize = 5;
 /// Index of the entry cache's address: [`ENTRY_CACHE_SLOTS`] `u32` trace ids in the runtime's record of the
 /// thread, or 0 (no cache: every full-id entry misses).
 pub const TLS_CACHE: usize = 6;
+/// [`TLS_ACC`] with no bits pending: the marker bit alone.
+pub const ACC_EMPTY: u64 = 1;
+
+/// How many bits [`TLS_ACC`] holds (0..=63; a zero word, a thread the runtime has not set up, holds none).
+pub const fn acc_len(acc: u64) -> u64 {
+    if acc == 0 {
+        0
+    } else {
+        63 - acc.leading_zeros() as u64
+    }
+}
+
+/// [`TLS_ACC`]'s pending bits as the file stores a stream (its first bit least significant), and their number.
+pub const fn acc_bits(acc: u64) -> (u64, u64) {
+    let n = acc_len(acc);
+    (stream_order(acc, n), n)
+}
+
+/// The [`TLS_ACC`] word holding the `n` (< 64) bits `bits`, given as the file stores them (first bit least
+/// significant).
+pub const fn acc_from(bits: u64, n: u64) -> u64 {
+    (1 << n) | stream_order(bits, n)
+}
+
+/// The `w` (≤ 64) low bits of `v` reversed: a value written least-significant bit first, in [`TLS_ACC`]'s order
+/// (first bit highest), and back. Instrumented code appends a `w`-bit item `u` as `acc << w | u`.
+pub const fn stream_order(v: u64, w: u64) -> u64 {
+    if w == 0 {
+        0
+    } else {
+        v.reverse_bits() >> (64 - w)
+    }
+}
+
 /// Bits of an entry-cache slot index: an entry with a full id whose id the cache holds costs a flag and this
 /// many bits instead of a flag and [`FUNC_ID_BITS`].
 pub const ENTRY_CACHE_BITS: u8 = 6;
@@ -285,4 +333,59 @@ pub fn record_header(kind: u32, pid: u32, copy: u32, thread: u32, len: u64) -> [
         k[0], k[1], k[2], k[3], p[0], p[1], p[2], p[3], t[0], t[1], t[2], t[3], c[0], c[1], c[2], c[3], l[0], l[1],
         l[2], l[3], l[4], l[5], l[6], l[7],
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_accumulator_holds_its_first_bit_highest_under_the_marker() {
+        // Bits 1, 0 (first to last): the file's order has the first bit least significant (0b01).
+        assert_eq!(acc_from(0b01, 2), 0b110);
+        assert_eq!(acc_bits(0b110), (0b01, 2));
+        assert_eq!(acc_bits(ACC_EMPTY), (0, 0));
+        assert_eq!(acc_bits(0), (0, 0));
+        assert_eq!(acc_len(u64::MAX), 63);
+        assert_eq!(stream_order(0b0011, 4), 0b1100);
+        assert_eq!(stream_order(0b1, 1), 0b1);
+        assert_eq!(stream_order(5, 0), 0);
+    }
+
+    /// The instrumented code's append (`pass::trace_helpers`: `acc << w | u` while it fits, else a full word
+    /// to the runtime and the rest under a new marker), modelled here: the words and the pending bits read
+    /// back as the items' bits in order, least-significant first.
+    #[test]
+    fn appending_in_stream_order_then_spilling_keeps_the_file_order() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..200 {
+            let (mut acc, mut words, mut expect) = (ACC_EMPTY, Vec::new(), Vec::new());
+            for _ in 0..(next() % 60) {
+                let w = next() % 33;
+                let v = next() & ((1u64 << w) - 1);
+                expect.extend((0..w).map(|i| v >> i & 1));
+                let u = stream_order(v, w);
+                let k = acc_len(acc);
+                if k + w <= 63 {
+                    acc = acc << w | u;
+                } else {
+                    let take = 64 - k;
+                    let word = (acc << take) | (u >> (w - take));
+                    words.push(word.reverse_bits());
+                    let rest = w - take;
+                    acc = (1 << rest) | (u & ((1 << rest) - 1));
+                }
+            }
+            let mut got: Vec<u64> = words.iter().flat_map(|&x| (0..64).map(move |i| x >> i & 1)).collect();
+            let (bits, n) = acc_bits(acc);
+            got.extend((0..n).map(|i| bits >> i & 1));
+            assert_eq!(got, expect);
+        }
+    }
 }

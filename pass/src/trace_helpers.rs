@@ -17,13 +17,14 @@ use inkwell::llvm_sys::{LLVMIntPredicate, LLVMLinkage};
 use pathprof_format::symbols;
 use pathprof_format::trace_layout::{
     ABANDON_ID, CALLEE_CERTAIN, ENTRY_CACHE_BITS, ENTRY_CACHE_SLOTS, FUNC_ID_BITS, RESYNC_ID, SHADOW_ENTRIES,
-    STATE_CERTAIN, TLS_ACC, TLS_CACHE, TLS_CALLEE, TLS_NACC, TLS_SHADOW, TLS_STATE, UNWIND_ID,
+    STATE_CERTAIN, TLS_ACC, TLS_CACHE, TLS_CALLEE, TLS_SHADOW, TLS_STATE, UNWIND_ID,
 };
 use std::ffi::CString;
 
 /// The helpers the emitter calls.
 pub(crate) struct Helpers {
-    /// put(v, w): appends the `w` low bits of `v` to the thread's bits.
+    /// put(u, w): appends `w` bits to the thread's bits, given in stream order (the first bit highest:
+    /// `pathprof_format::trace_layout::stream_order` of the value written least-significant bit first).
     pub put: LLVMValueRef,
     pub put_ty: LLVMTypeRef,
     /// enter(index, binds) -> saved state: a traced function's entry.
@@ -63,6 +64,7 @@ pub(crate) unsafe fn build(
         LLVMBuildInBoundsGEP2(b, i64t, tls, ix.as_mut_ptr(), 1, c"".as_ptr())
     };
     let c = |v: u64| LLVMConstInt(i64t, v, 0);
+    let ordered = |b: LLVMBuilderRef, v: LLVMValueRef, w: LLVMValueRef| in_stream_order(m, b, v, w);
     // cached(id) -> the id's payload after an activation's prefix, through the thread's entry cache
     // (format::trace_layout, TLS_CACHE): `1` + the slot when the slot holds the id, else `0` + the id (bit 0
     // tells which); the slot then holds the id. No cache (0): always the id.
@@ -93,7 +95,7 @@ pub(crate) unsafe fn build(
         LLVMBuildRet(b, LLVMBuildShl(b, id, c(1), c"".as_ptr()));
     }
     // An activation marker for `id`: `01` + its payload at a fresh direct call site (`other`), `1` + its
-    // payload elsewhere; (value, width).
+    // payload elsewhere; (value in stream order, width).
     let marker = |b: LLVMBuilderRef, other: LLVMValueRef, id: LLVMValueRef| {
         let payload = LLVMBuildCall2(b, LLVMGlobalGetValueType(cached), cached, [id].as_mut_ptr(), 1, c"".as_ptr());
         let hit = LLVMBuildTrunc(b, payload, LLVMInt1TypeInContext(ctx), c"".as_ptr());
@@ -103,7 +105,7 @@ pub(crate) unsafe fn build(
         let escaped = LLVMBuildOr(b, LLVMBuildShl(b, payload, c(2), c"".as_ptr()), c(0b10), c"".as_ptr());
         let v = LLVMBuildSelect(b, other, escaped, plain, c"".as_ptr());
         let w = LLVMBuildAdd(b, pw, LLVMBuildSelect(b, other, c(2), c(1), c"".as_ptr()), c"".as_ptr());
-        (v, w)
+        (ordered(b, v, w), w)
     };
     // Reads and clears the announced callee: whether the stream is at a fresh direct call site.
     let fresh_site = |b: LLVMBuilderRef| {
@@ -117,62 +119,68 @@ pub(crate) unsafe fn build(
     // A resync or unwind marker's reserved id, prefixed as the position calls for; clears the callee.
     let marker_here = |b: LLVMBuilderRef, reserved: u64| marker(b, fresh_site(b), c(reserved));
 
-    // put(v, w): acc |= v << n; n += w; a full word goes to the runtime through `put_full(acc, n, v, w)`: out of
-    // line (once every 64 bits, and its code at every decision and call site doubled theirs), it takes the
-    // bits `put` loaded and returns the new (acc, n) for `put` to store, so that a loop keeps both in
-    // registers from one iteration to the next.
+    // put(u, w): appends the `w` bits of `u`, in stream order (the first bit highest: `trace_layout::stream_order`),
+    // to the accumulator (TLS_ACC: the pending bits under a marker bit): `acc << w | u` while the marker stays in
+    // the word, one shift, one or and one store. A full word goes to the runtime through
+    // `put_full(acc, u, w)`: out of line (once every 64 bits, and its code at every decision and call site
+    // doubled theirs), it takes the accumulator `put` loaded and returns the new one for `put` to store, so that
+    // a loop keeps it in a register from one iteration to the next.
     let mut params = [i64t, i64t];
     let put_ty = LLVMFunctionType(voidt, params.as_mut_ptr(), 2, 0);
     let put = helper(m, symbols::TRACE_PUT, put_ty);
-    let mut pair = [i64t, i64t];
-    let pair_ty = LLVMStructTypeInContext(ctx, pair.as_mut_ptr(), 2, 0);
-    let mut full_params = [i64t, i64t, i64t, i64t];
-    let put_full = cold_helper(m, symbols::TRACE_PUT_FULL, LLVMFunctionType(pair_ty, full_params.as_mut_ptr(), 4, 0));
-    let mut sp = [ptrt, i64t, i64t, i64t];
-    let spill = runtime(m, symbols::TRACE_SPILL, LLVMFunctionType(voidt, sp.as_mut_ptr(), 4, 0));
-    // acc | v << n: the bits with `v` added.
-    let added = |b: LLVMBuilderRef, acc: LLVMValueRef, n: LLVMValueRef, v: LLVMValueRef| {
-        LLVMBuildOr(b, acc, LLVMBuildShl(b, v, n, c"".as_ptr()), c"".as_ptr())
-    };
+    let mut full_params = [i64t, i64t, i64t];
+    let put_full = cold_helper(m, symbols::TRACE_PUT_FULL, LLVMFunctionType(i64t, full_params.as_mut_ptr(), 3, 0));
+    let mut sp = [ptrt, i64t, i64t];
+    let spill = runtime(m, symbols::TRACE_SPILL, LLVMFunctionType(voidt, sp.as_mut_ptr(), 3, 0));
+    let ctlz_ty = LLVMFunctionType(i64t, [i64t, LLVMInt1TypeInContext(ctx)].as_mut_ptr(), 2, 0);
+    let ctlz = intrinsic(m, c"llvm.ctlz.i64", ctlz_ty);
     {
         let arg = |i| LLVMGetParam(put_full, i);
-        let (acc, n, v, w) = (arg(0), arg(1), arg(2), arg(3));
+        let (acc, u, w) = (arg(0), arg(1), arg(2));
         LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, put_full, c"entry".as_ptr()));
-        // Called with n + w ≥ 64, which with w ≤ 32 means n ≥ 32: 64 − n is in 1..=32, a defined shift.
-        let rest = LLVMBuildLShr(b, v, LLVMBuildSub(b, c(64), n, c"".as_ptr()), c"".as_ptr());
-        let t = LLVMBuildAdd(b, n, w, c"".as_ptr());
-        let nacc = LLVMBuildSub(b, t, c(64), c"".as_ptr());
-        // The runtime stores the new bits too, before it returns: a signal handler that interrupts the spill
-        // finds the thread's position consistent (`rt::trace`, `__pathprof_trace_spill_word`).
-        let mut args = [tls, added(b, acc, n, v), rest, nacc];
-        LLVMBuildCall2(b, LLVMGlobalGetValueType(spill), spill, args.as_mut_ptr(), 4, c"".as_ptr());
-        let mut both = [rest, nacc];
-        LLVMBuildAggregateRet(b, both.as_mut_ptr(), 2);
+        // Called with k + w ≥ 64 for the k = 63 − ctlz(acc) pending bits, which with w ≤ 32 means k ≥ 32: the
+        // word takes `take` = 64 − k (1..=32) of the new bits, the rest (w − take, 0..=31) stay pending.
+        let mut ctlz_args = [acc, LLVMConstInt(LLVMInt1TypeInContext(ctx), 1, 0)];
+        let lz = LLVMBuildCall2(b, ctlz_ty, ctlz, ctlz_args.as_mut_ptr(), 2, c"".as_ptr());
+        let take = LLVMBuildAdd(b, lz, c(1), c"".as_ptr());
+        let rest = LLVMBuildSub(b, w, take, c"".as_ptr());
+        let word = LLVMBuildOr(
+            b,
+            LLVMBuildShl(b, acc, take, c"".as_ptr()),
+            LLVMBuildLShr(b, u, rest, c"".as_ptr()),
+            c"".as_ptr(),
+        );
+        let marker = LLVMBuildShl(b, c(1), rest, c"".as_ptr());
+        let low = LLVMBuildAnd(b, u, LLVMBuildSub(b, marker, c(1), c"".as_ptr()), c"".as_ptr());
+        let nacc = LLVMBuildOr(b, marker, low, c"".as_ptr());
+        // The runtime stores the new accumulator too, before it returns: a signal handler that interrupts the
+        // spill finds the thread's position consistent (`rt::trace`, `__pathprof_trace_spill_word`).
+        let mut args = [tls, word, nacc];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(spill), spill, args.as_mut_ptr(), 3, c"".as_ptr());
+        LLVMBuildRet(b, nacc);
     }
     {
-        let (v, w) = (LLVMGetParam(put, 0), LLVMGetParam(put, 1));
+        let (u, w) = (LLVMGetParam(put, 0), LLVMGetParam(put, 1));
         let entry = LLVMAppendBasicBlockInContext(ctx, put, c"entry".as_ptr());
         let fast = LLVMAppendBasicBlockInContext(ctx, put, c"fast".as_ptr());
         let slow = LLVMAppendBasicBlockInContext(ctx, put, c"full".as_ptr());
         LLVMPositionBuilderAtEnd(b, entry);
-        let (pacc, pn) = (gep(b, TLS_ACC), gep(b, TLS_NACC));
+        let pacc = gep(b, TLS_ACC);
         let acc = LLVMBuildLoad2(b, i64t, pacc, c"".as_ptr());
-        let n = LLVMBuildLoad2(b, i64t, pn, c"".as_ptr());
-        let t = LLVMBuildAdd(b, n, w, c"".as_ptr());
-        let fits = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntULT, t, c(64), c"".as_ptr());
+        // The marker stays in the word: acc < 2^(64 − w), i.e. acc >> (63 − w) < 2 (w ≤ 32: a defined shift; a
+        // constant at every site, where it folds to one compare).
+        let top = LLVMBuildLShr(b, acc, LLVMBuildSub(b, c(63), w, c"".as_ptr()), c"".as_ptr());
+        let fits = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntULT, top, c(2), c"".as_ptr());
         LLVMBuildCondBr(b, fits, fast, slow);
         LLVMPositionBuilderAtEnd(b, fast);
-        LLVMBuildStore(b, added(b, acc, n, v), pacc);
-        LLVMBuildStore(b, t, pn);
+        LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildShl(b, acc, w, c"".as_ptr()), u, c"".as_ptr()), pacc);
         LLVMBuildRetVoid(b);
         LLVMPositionBuilderAtEnd(b, slow);
-        let mut args = [acc, n, v, w];
-        let r = LLVMBuildCall2(b, LLVMGlobalGetValueType(put_full), put_full, args.as_mut_ptr(), 4, c"".as_ptr());
-        LLVMBuildStore(b, LLVMBuildExtractValue(b, r, 0, c"".as_ptr()), pacc);
-        LLVMBuildStore(b, LLVMBuildExtractValue(b, r, 1, c"".as_ptr()), pn);
+        let mut args = [acc, u, w];
+        let r = LLVMBuildCall2(b, LLVMGlobalGetValueType(put_full), put_full, args.as_mut_ptr(), 3, c"".as_ptr());
+        LLVMBuildStore(b, r, pacc);
         LLVMBuildRetVoid(b);
     }
-
     let mut fp = [ptrt];
     let abnormal = runtime(m, symbols::TRACE_ABNORMAL, LLVMFunctionType(voidt, fp.as_mut_ptr(), 1, 0));
     // enter_slow(s, announced, id, binds) -> saved state: an entry's marker where it is not a fresh direct
@@ -382,7 +390,7 @@ pub(crate) unsafe fn build(
             let depth = LLVMBuildLShr(b, d, c(1), c"".as_ptr());
             let site = LLVMBuildAnd(b, LLVMBuildLShr(b, expect, c(32), c"".as_ptr()), c(0x7fff_ffff), c"".as_ptr());
             let (mv, mw) = marker_here(b, u64::from(ABANDON_ID));
-            for (v, w) in [(mv, mw), (depth, c(32)), (site, c(32))] {
+            for (v, w) in [(mv, mw), (ordered(b, depth, c(32)), c(32)), (ordered(b, site, c(32)), c(32))] {
                 LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
             }
         }
@@ -472,7 +480,8 @@ pub(crate) unsafe fn build(
         let depth = LLVMBuildLShr(b, p(0), c(1), c"".as_ptr());
         let fb = u64::from(FUNC_ID_BITS);
         let (mv, mw) = marker_here(b, u64::from(RESYNC_ID));
-        for (v, w) in [(mv, mw), (p(1), c(fb)), (depth, c(32)), (p(2), c(32)), (p(3), c(32))] {
+        let field = |v, w| (ordered(b, v, c(w)), c(w));
+        for (v, w) in [(mv, mw), field(p(1), fb), field(depth, 32), field(p(2), 32), field(p(3), 32)] {
             LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
         }
         LLVMBuildRetVoid(b);
@@ -515,7 +524,8 @@ pub(crate) unsafe fn build(
             let depth = LLVMBuildLShr(b, d, c(1), c"".as_ptr());
             let fb = u64::from(FUNC_ID_BITS);
             let (mv, mw) = marker_here(b, u64::from(UNWIND_ID));
-            for (v, w) in [(mv, mw), (id, c(fb)), (depth, c(32))] {
+            let field = |v, w| (ordered(b, v, c(w)), c(w));
+            for (v, w) in [(mv, mw), field(id, fb), field(depth, 32)] {
                 LLVMBuildCall2(b, put_ty, put, [v, w].as_mut_ptr(), 2, c"".as_ptr());
             }
         }
@@ -528,11 +538,11 @@ pub(crate) unsafe fn build(
     let put_loop_ty = LLVMFunctionType(voidt, params.as_mut_ptr(), 3, 0);
     let put_loop = helper(m, symbols::TRACE_PUT_LOOP, put_loop_ty);
     let put_loop_long = outlined(m, symbols::TRACE_PUT_LOOP_LONG, put_loop_ty);
-    // `n` copies of the bit `stay` (n < 64), then the bit `exit`: (value, width) for put.
+    // `n` copies of the bit `stay` (n < 64), then the bit `exit`: (value in stream order, width) for put.
     let stays_then_exit = |b: LLVMBuilderRef, stay: LLVMValueRef, exit: LLVMValueRef, n: LLVMValueRef| {
         let ones = LLVMBuildSub(b, LLVMBuildShl(b, c(1), n, c"".as_ptr()), c(1), c"".as_ptr());
         let stays = LLVMBuildAnd(b, ones, LLVMBuildSub(b, c(0), stay, c"".as_ptr()), c"".as_ptr());
-        let v = LLVMBuildOr(b, stays, LLVMBuildShl(b, exit, n, c"".as_ptr()), c"".as_ptr());
+        let v = LLVMBuildOr(b, LLVMBuildShl(b, stays, c(1), c"".as_ptr()), exit, c"".as_ptr());
         (v, LLVMBuildAdd(b, n, c(1), c"".as_ptr()))
     };
     {
@@ -576,6 +586,38 @@ pub(crate) unsafe fn build(
         LLVMBuildRetVoid(b);
     }
     Helpers { put, put_ty, enter, done, done_direct, done_certain, resync, unwind, put_loop }
+}
+
+/// `v`'s `w` (≤ 32) low bits in stream order (`pathprof_format::trace_layout::stream_order`) for `put`, where `v`
+/// is not a constant (ids, depths, cache slots: the markers' fields, written rarely).
+pub(crate) unsafe fn in_stream_order(
+    m: LLVMModuleRef,
+    b: LLVMBuilderRef,
+    v: LLVMValueRef,
+    w: LLVMValueRef,
+) -> LLVMValueRef {
+    let i64t = LLVMInt64TypeInContext(LLVMGetModuleContext(m));
+    let c = |v: u64| LLVMConstInt(i64t, v, 0);
+    // >> (64 − w) as >> 1 >> (63 − w): defined for w = 0 too.
+    let r = LLVMBuildLShr(b, bit_reversed(m, b, v), c(1), c"".as_ptr());
+    LLVMBuildLShr(b, r, LLVMBuildSub(b, c(63), w, c"".as_ptr()), c"".as_ptr())
+}
+
+/// `llvm.bitreverse.i64(v)`.
+unsafe fn bit_reversed(m: LLVMModuleRef, b: LLVMBuilderRef, v: LLVMValueRef) -> LLVMValueRef {
+    let i64t = LLVMInt64TypeInContext(LLVMGetModuleContext(m));
+    let ty = LLVMFunctionType(i64t, [i64t].as_mut_ptr(), 1, 0);
+    LLVMBuildCall2(b, ty, intrinsic(m, c"llvm.bitreverse.i64", ty), [v].as_mut_ptr(), 1, c"".as_ptr())
+}
+
+/// The declaration of the LLVM intrinsic `name` of type `fty`.
+unsafe fn intrinsic(m: LLVMModuleRef, name: &std::ffi::CStr, fty: LLVMTypeRef) -> LLVMValueRef {
+    let f = LLVMGetNamedFunction(m, name.as_ptr());
+    if f.is_null() {
+        LLVMAddFunction(m, name.as_ptr(), fty)
+    } else {
+        f
+    }
 }
 
 /// Adds an internal `nounwind` function of type `fty` with function attributes `attrs`.

@@ -73,7 +73,8 @@ use pathprof_format::meta::{Mode, ModuleMeta};
 use pathprof_format::symbols;
 use pathprof_format::trace::{function_tables, TraceModuleMeta};
 use pathprof_format::trace_layout::{
-    ABANDON_ID, CALLEE_CERTAIN, DESC_NAIVE, STATE_CERTAIN, TLS_CALLEE, TLS_STATE, TLS_WORDS, TRACE_VERSION,
+    stream_order, ABANDON_ID, CALLEE_CERTAIN, DESC_NAIVE, STATE_CERTAIN, TLS_CALLEE, TLS_STATE, TLS_WORDS,
+    TRACE_VERSION,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
@@ -666,6 +667,7 @@ impl Emitter {
             let width = u64::from(p.tables.token_width(v));
             for e in out {
                 let value = u64::from(p.plan.value(e).expect("bit tracing witnesses every out-edge"));
+                let value = stream_order(value, width);
                 tokens.entry(p.graph.blocks[cfg.edge(e).to.index()]).or_default().push((bb, value, width));
             }
         }
@@ -736,7 +738,9 @@ impl Emitter {
                 if bi > 0 {
                     LLVMPositionBuilderBefore(b, ir::first_insertion_point(bb).expect("a block has a terminator"));
                 }
-                LLVMBuildCall2(b, self.put_ty, self.put, [c(bi as u64), c(32)].as_mut_ptr(), 2, c"".as_ptr());
+                let (block, id) =
+                    (c(stream_order(bi as u64, 32)), trace_helpers::in_stream_order(self.m, b, id, c(32)));
+                LLVMBuildCall2(b, self.put_ty, self.put, [block, c(32)].as_mut_ptr(), 2, c"".as_ptr());
                 LLVMBuildCall2(b, self.put_ty, self.put, [id, c(32)].as_mut_ptr(), 2, c"".as_ptr());
             }
         }
@@ -880,11 +884,13 @@ impl Emitter {
                 }
             }
             let width = u64::from(p.tables.token_width(v));
+            let value: Vec<u64> = value.into_iter().map(|x| stream_order(x, width)).collect();
             LLVMPositionBuilderBefore(b, term);
-            let idx = match ir::opcode(term) {
+            match ir::opcode(term) {
                 LLVMOpcode::LLVMBr => {
                     let cond = LLVMGetCondition(term);
-                    LLVMBuildSelect(b, cond, c(value[0]), c(value[1]), c"".as_ptr())
+                    let idx = LLVMBuildSelect(b, cond, c(value[0]), c(value[1]), c"".as_ptr());
+                    call(self.put, &mut [idx, c(width)]);
                 }
                 LLVMOpcode::LLVMSwitch => {
                     let cond = LLVMGetOperand(term, 0);
@@ -894,11 +900,10 @@ impl Emitter {
                         let hit = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, cond, val, c"".as_ptr());
                         idx = LLVMBuildSelect(b, hit, c(v), idx, c"".as_ptr());
                     }
-                    idx
+                    call(self.put, &mut [idx, c(width)]);
                 }
                 _ => unreachable!("planning refused other multi-way terminators"),
-            };
-            call(self.put, &mut [idx, c(width)]);
+            }
         }
         self.deferred_loops(p);
         predicates

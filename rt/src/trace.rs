@@ -277,6 +277,15 @@ unsafe fn thread_record<'a>(tls: *mut u64) -> Option<&'a mut Thread> {
     }
 }
 
+/// How many bits the thread's accumulator holds ([`TLS_ACC`]).
+///
+/// # Safety
+/// `tls` is a live thread's trace state.
+unsafe fn pending_bits(tls: *mut u64) -> u64 {
+    // SAFETY: the caller's.
+    acc_len(unsafe { ptr::read_volatile(tls.add(TLS_ACC)) })
+}
+
 fn set_busy(t: &mut Thread, what: u8) {
     compiler_fence(Ordering::SeqCst);
     // SAFETY: a field of a live record.
@@ -289,8 +298,9 @@ fn busy(t: &Thread) -> u8 {
     unsafe { ptr::read_volatile(&t.busy) }
 }
 
-/// A full word of the thread's bits, and the state's bits and count after it (`rest`, `nacc`), which the
-/// runtime stores before it returns: a signal handler that enters instrumented code at any point of a spill
+/// A full word of the thread's bits (in the accumulator's order, first bit highest, as the file keeps it:
+/// `trace_layout`, `REC_DATA`) and the accumulator after it (`acc`, [`TLS_ACC`]),
+/// which the runtime stores before it returns: a signal handler that enters instrumented code at any point of a spill
 /// finds the thread's position consistent ([`mark_abnormal`]), and words it spills itself while the thread is
 /// inside the runtime are dropped (its entry made the trace abnormal there already), so that they never
 /// interleave with the thread's own buffer updates or take the lock the thread may hold.
@@ -298,7 +308,7 @@ fn busy(t: &Thread) -> u8 {
 /// # Safety
 /// `tls` is the calling thread's trace state.
 #[no_mangle]
-pub unsafe extern "C" fn __pathprof_trace_spill_word(tls: *mut u64, word: u64, rest: u64, nacc: u64) {
+pub unsafe extern "C" fn __pathprof_trace_spill_word(tls: *mut u64, word: u64, acc: u64) {
     // SAFETY: the caller's state.
     let Some(t) = (unsafe { thread_record(tls) }) else { return };
     if t.ended {
@@ -310,8 +320,8 @@ pub unsafe extern "C" fn __pathprof_trace_spill_word(tls: *mut u64, word: u64, r
         unsafe { mark_abnormal(tls, t) };
         return;
     }
-    // SAFETY: the caller's state: its count is still the one before this word.
-    t.spill_bit = t.spilled * 64 + unsafe { ptr::read_volatile(tls.add(TLS_NACC)) };
+    // SAFETY: the caller's state: its accumulator is still the one before this word.
+    t.spill_bit = t.spilled * 64 + unsafe { pending_bits(tls) };
     set_busy(t, SPILLING);
     if push_word(t, word) && !t.shadow.is_null() {
         // SAFETY: the thread's own state; a sync point is due at its next entry.
@@ -323,8 +333,7 @@ pub unsafe extern "C" fn __pathprof_trace_spill_word(tls: *mut u64, word: u64, r
     }
     // SAFETY: the caller's state.
     unsafe {
-        ptr::write_volatile(tls.add(TLS_ACC), rest);
-        ptr::write_volatile(tls.add(TLS_NACC), nacc);
+        ptr::write_volatile(tls.add(TLS_ACC), acc);
     }
     set_busy(t, IDLE);
 }
@@ -349,8 +358,11 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
         unsafe { mark_abnormal(tls, t) };
         return state | 1;
     }
-    // SAFETY: see above.
-    unsafe { ptr::write_volatile(tls.add(TLS_THREAD), REGISTERING) };
+    // SAFETY: see above. A new thread's accumulator: zero-initialised, or left by its ended stream.
+    unsafe {
+        ptr::write_volatile(tls.add(TLS_ACC), ACC_EMPTY);
+        ptr::write_volatile(tls.add(TLS_THREAD), REGISTERING);
+    }
     compiler_fence(Ordering::SeqCst);
     let t = register_thread(tls);
     compiler_fence(Ordering::SeqCst);
@@ -450,7 +462,7 @@ unsafe fn mark_abnormal(tls: *mut u64, t: &mut Thread) {
         t.spill_bit
     } else {
         // SAFETY: the caller's state.
-        t.spilled * 64 + unsafe { ptr::read_volatile(tls.add(TLS_NACC)) }
+        t.spilled * 64 + unsafe { pending_bits(tls) }
     };
     // SAFETY: as above.
     unsafe { ptr::write_volatile(&mut t.stop, at) };
@@ -535,7 +547,7 @@ unsafe extern "C" fn fork_child() {
         unsafe {
             let next = (*t).next;
             if (*t).tls == me && !(*t).ended {
-                (*t).fork_at = (*t).spilled * 64 + *me.add(TLS_NACC);
+                (*t).fork_at = (*t).spilled * 64 + pending_bits(me);
             } else {
                 unlink(st, t);
                 free_thread(t);
@@ -628,7 +640,6 @@ unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
         *tls.add(TLS_THREAD) = 0;
         *tls.add(TLS_STATE) = 0;
         *tls.add(TLS_ACC) = 0;
-        *tls.add(TLS_NACC) = 0;
         *tls.add(TLS_SHADOW) = 0;
         free_thread(t);
     }
@@ -679,16 +690,16 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     }
     let tls = t.tls;
     // SAFETY: the thread's state (its own, or a live thread's at exit).
-    let (state, mut acc, mut n) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_ACC), *tls.add(TLS_NACC)) };
+    let (state, (mut acc, mut n)) = unsafe { (*tls.add(TLS_STATE), acc_bits(ptr::read_volatile(tls.add(TLS_ACC)))) };
     let mut flags = 0;
     if t.off {
         flags |= END_STOPPED | why;
     } else if state & 0xffff_ffff == 1 && !provisional && !interrupted {
         if st.naive != Some(true) {
-            // Done of the top level: one 0 bit.
+            // Done of the top level: one 0 bit (a full word goes in the accumulator's order).
             n += 1;
             if n == 64 {
-                push_word(t, acc);
+                push_word(t, acc.reverse_bits());
                 if t.fill == BUF_WORDS {
                     flush_data(st, t);
                 }
@@ -828,7 +839,7 @@ pub unsafe extern "C" fn __pathprof_trace_sync(tls: *mut u64) {
         return;
     }
     // SAFETY: the caller's state.
-    let (state, nacc) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_NACC)) };
+    let (state, nacc) = unsafe { (*tls.add(TLS_STATE), pending_bits(tls)) };
     let depth = (state & 0xffff_ffff) >> 1;
     if !shadow_ok(t, depth) {
         return;
@@ -872,7 +883,7 @@ pub extern "C" fn __pathprof_trace_start() {
         return;
     }
     // SAFETY: the calling thread's state.
-    let (state, nacc) = unsafe { (*tls.add(TLS_STATE), *tls.add(TLS_NACC)) };
+    let (state, nacc) = unsafe { (*tls.add(TLS_STATE), pending_bits(tls)) };
     let naive = st.naive == Some(true);
     let depth = if naive { 0 } else { (state & 0xffff_ffff) >> 1 };
     if !naive && !shadow_ok(t, depth) {
@@ -926,7 +937,7 @@ pub extern "C" fn __pathprof_trace_stop() {
         write_sync(st, t.serial, 0, SYNC_AT_SITE, 1, 0, |_| 0);
     }
     // SAFETY: the calling thread's state.
-    let (acc, nacc) = unsafe { (*tls.add(TLS_ACC), *tls.add(TLS_NACC)) };
+    let (acc, nacc) = unsafe { acc_bits(ptr::read_volatile(tls.add(TLS_ACC))) };
     t.stop_bit = t.spilled * 64 + nacc;
     t.stop_acc = acc;
     if !t.ring.on() {

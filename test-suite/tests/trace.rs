@@ -104,6 +104,42 @@ fn mixed_program_counts_equal_edge_mode() {
     check_against_edge_mode("trace_mix.c", "complete");
 }
 
+/// The same trace in the previous file layout (version 8): its data words first bit lowest (`trace_layout`,
+/// `REC_DATA`).
+fn as_version_8(file: &[u8]) -> Vec<u8> {
+    use pathprof_format::trace_layout::{FILE_HEADER, RECORD_HEADER, REC_DATA};
+    let mut out = file.to_vec();
+    out[4..8].copy_from_slice(&8u32.to_le_bytes());
+    let mut at = FILE_HEADER;
+    while at < out.len() {
+        let kind = u32::from_le_bytes(out[at..at + 4].try_into().unwrap());
+        let len = u64::from_le_bytes(out[at + 16..at + 24].try_into().unwrap()) as usize;
+        let payload = at + RECORD_HEADER;
+        if kind == REC_DATA {
+            // After the first word's index.
+            for w in out[payload + 8..payload + len].chunks_exact_mut(8) {
+                let v = u64::from_le_bytes((&*w).try_into().unwrap()).reverse_bits();
+                w.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        at = payload + len;
+    }
+    out
+}
+
+#[test]
+fn a_trace_of_the_previous_layout_reads_the_same() {
+    let dir = scratch("trace-layout-8");
+    let (rc, trace) = build_and_run(&dir, "trace_mix.c", "trace", "-O2");
+    assert_eq!(rc, 0);
+    let old = dir.join("old.pathtrace");
+    std::fs::write(&old, as_version_8(&std::fs::read(&trace).unwrap())).unwrap();
+    let summary = trace_json(&trace, &["--summary"]);
+    assert!(summary["threads"][0]["bits"].as_u64().unwrap() > 128, "a trace of several words");
+    assert_eq!(trace_json(&trace, &[]), trace_json(&old, &[]));
+    assert_eq!(summary, trace_json(&old, &["--summary"]));
+}
+
 #[test]
 fn threads_each_regenerate_and_sum_to_edge_mode() {
     check_against_edge_mode("trace_threads.c", "complete");
