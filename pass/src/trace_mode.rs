@@ -62,9 +62,7 @@ use crate::trace_helpers;
 use inkwell::llvm_sys::comdat::{LLVMGetOrInsertComdat, LLVMSetComdat};
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{
-    LLVMAtomicOrdering, LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode, LLVMVisibility,
-};
+use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMLinkage, LLVMOpcode, LLVMThreadLocalMode, LLVMVisibility};
 use pathprof_core::tracing::deferred::{deferred_loops, DeferredLoop};
 use pathprof_core::tracing::view::CallSites;
 use pathprof_core::tracing::{FuncTables, WitnessPlan};
@@ -892,21 +890,36 @@ impl Emitter {
                     let idx = LLVMBuildSelect(b, cond, c(value[0]), c(value[1]), c"".as_ptr());
                     call(self.put, &mut [idx, c(width)]);
                 }
-                LLVMOpcode::LLVMSwitch => {
-                    let cond = LLVMGetOperand(term, 0);
-                    let mut idx = c(value[0]);
-                    for (case, &v) in value.iter().enumerate().skip(1) {
-                        let val = LLVMGetOperand(term, (2 * case) as u32);
-                        let hit = LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, cond, val, c"".as_ptr());
-                        idx = LLVMBuildSelect(b, hit, c(v), idx, c"".as_ptr());
-                    }
-                    call(self.put, &mut [idx, c(width)]);
-                }
+                LLVMOpcode::LLVMSwitch => self.switch_decision(term, &value, width),
                 _ => unreachable!("planning refused other multi-way terminators"),
             }
         }
         self.deferred_loops(p);
         predicates
+    }
+
+    /// A `switch`'s decision, written on each of its edges: the constant bits `value[i]` (stream order, `width`
+    /// bits) of successor slot `i` at the start of its target, or of a block split into the edge when the
+    /// target has other predecessors. The same bits as a value selected before the `switch`, without the
+    /// compare and select per case that selecting costs on every dispatch (an 11-way interpreter switch: 20
+    /// instructions).
+    unsafe fn switch_decision(&self, term: LLVMValueRef, value: &[u64], width: u64) {
+        let b = self.builder;
+        let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
+        LLVMPositionBuilderBefore(b, term);
+        let location = LLVMGetCurrentDebugLocation2(b);
+        for (slot, &v) in value.iter().enumerate() {
+            let split = crate::shim::pathprof_shim_split_edge(term, slot as u32);
+            let at = if split.is_null() {
+                // Not critical: the target has this edge as its only way in.
+                ir::first_insertion_point(LLVMGetSuccessor(term, slot as u32)).expect("a block has a terminator")
+            } else {
+                ir::terminator(split).expect("a split block branches on")
+            };
+            LLVMPositionBuilderBefore(b, at);
+            LLVMSetCurrentDebugLocation2(b, location);
+            LLVMBuildCall2(b, self.put_ty, self.put, [c(v), c(width)].as_mut_ptr(), 2, c"".as_ptr());
+        }
     }
 
     /// Each deferred loop counts its test's stay edges in a register — a PHI in the header, 0 on entry, one
