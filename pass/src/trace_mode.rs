@@ -22,10 +22,10 @@
 //!   its callee with [`CALLEE_CERTAIN`] and its state carries [`STATE_CERTAIN`]; the callee's entry then
 //!   writes no marker (any other entry at such a site is abnormal), and the site's return
 //!   ([`symbols::TRACE_DONE_CERTAIN`]) writes no Done;
-//! - before the terminator of every predicate (≥ 2 traced out-edges), the taken out-edge's position among them
-//!   in ⌈log2 N⌉ bits — for an `indirectbr` (computed goto) first thing in the target instead
-//!   ([`Emitter::indirect_decisions`]); before every `ret`, the state the entry found (the caller's call site,
-//!   restored).
+//! - on the out-edges of every predicate (≥ 2 traced out-edges), the taken out-edge's position among them in
+//!   ⌈log2 N⌉ bits, a constant on each edge ([`Emitter::decision_on_edges`]) — for an `indirectbr` (computed
+//!   goto) first thing in the target, selected by predecessor ([`Emitter::indirect_decisions`]); before every
+//!   `ret`, the state the entry found (the caller's call site, restored).
 //!
 //! The thread state (`trace_layout`) makes abnormal transfers visible: an entry that finds the thread in a
 //! function body (a signal handler) or a call site that returns to a state that is not its own (`longjmp`, an
@@ -883,14 +883,8 @@ impl Emitter {
             }
             let width = u64::from(p.tables.token_width(v));
             let value: Vec<u64> = value.into_iter().map(|x| stream_order(x, width)).collect();
-            LLVMPositionBuilderBefore(b, term);
             match ir::opcode(term) {
-                LLVMOpcode::LLVMBr => {
-                    let cond = LLVMGetCondition(term);
-                    let idx = LLVMBuildSelect(b, cond, c(value[0]), c(value[1]), c"".as_ptr());
-                    call(self.put, &mut [idx, c(width)]);
-                }
-                LLVMOpcode::LLVMSwitch => self.switch_decision(term, &value, width),
+                LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => self.decision_on_edges(term, &value, width),
                 _ => unreachable!("planning refused other multi-way terminators"),
             }
         }
@@ -898,12 +892,12 @@ impl Emitter {
         predicates
     }
 
-    /// A `switch`'s decision, written on each of its edges: the constant bits `value[i]` (stream order, `width`
-    /// bits) of successor slot `i` at the start of its target, or of a block split into the edge when the
-    /// target has other predecessors. The same bits as a value selected before the `switch`, without the
-    /// compare and select per case that selecting costs on every dispatch (an 11-way interpreter switch: 20
-    /// instructions).
-    unsafe fn switch_decision(&self, term: LLVMValueRef, value: &[u64], width: u64) {
+    /// A predicate's decision (`br` or `switch`), written on each of its edges: the constant bits `value[i]`
+    /// (stream order, `width` bits) of successor slot `i` at the start of its target, or of a block split into
+    /// the edge when the target has other predecessors. The same bits as a value selected before the
+    /// terminator, without materialising the condition (a two-way decision: 3 instructions fewer) or a compare
+    /// and select per case (an 11-way interpreter switch: 20 instructions fewer).
+    unsafe fn decision_on_edges(&self, term: LLVMValueRef, value: &[u64], width: u64) {
         let b = self.builder;
         let c = |v: u64| LLVMConstInt(self.i64t, v, 0);
         LLVMPositionBuilderBefore(b, term);
