@@ -299,9 +299,9 @@ fn busy(t: &Thread) -> u8 {
 }
 
 /// A full word of the thread's bits (in the accumulator's order, first bit highest, as the file keeps it:
-/// `trace_layout`, `REC_DATA`) and the accumulator after it (`acc`, [`TLS_ACC`]),
-/// which the runtime stores before it returns: a signal handler that enters instrumented code at any point of a spill
-/// finds the thread's position consistent ([`mark_abnormal`]), and words it spills itself while the thread is
+/// `trace_layout`, `REC_DATA`) and the accumulator after it (`acc`, [`TLS_ACC`]), which the runtime stores
+/// before it returns: a signal handler that enters instrumented code at any point of a spill finds the thread's
+/// position consistent ([`mark_abnormal`]), and words it spills itself while the thread is
 /// inside the runtime are dropped (its entry made the trace abnormal there already), so that they never
 /// interleave with the thread's own buffer updates or take the lock the thread may hold.
 ///
