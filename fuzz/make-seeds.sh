@@ -2,7 +2,10 @@
 # Writes seed profiles for the fuzz targets into fuzz/seeds/: real profiles written by instrumented test
 # programs (edge mode, path mode with dense arrays, path mode with every function hashed via
 # PATHPROF_PATH_ARRAY_MAX=1, and atomic, and the interprocedural context and piecewise modes, whose truncated
-# paths count arrivals), plus a two-module profile. Needs dist/ (scripts/build.sh).
+# paths count arrivals), plus a two-module profile; and small trace files (`--pathprof-mode=trace`, for the
+# `trace` target): straight calls, a loop with a switch, threads, longjmp, exceptions, a region, a flight
+# recorder's window ended by SIGSEGV, and naive items. Needs dist/ (scripts/build.sh), or PATHPROF_DIST.
+#   fuzz/make-seeds.sh [profiles|traces|all]    (default all)
 # The checked-in corpus (fuzz/corpus/<target>/) was started from these seeds and minimised with
 # `cargo fuzz cmin`; rerun this script only to regenerate seeds.
 set -euo pipefail
@@ -12,6 +15,7 @@ progs=test-suite/programs
 out=fuzz/seeds
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+what="${1:-all}"
 mkdir -p "$out"
 build_run() { # name mode extra-env... -- sources...
   local name=$1 mode=$2; shift 2
@@ -24,6 +28,20 @@ build_run() { # name mode extra-env... -- sources...
   (cd "$work" && PATHPROF_FILE="$work/$name.pathprof" "./$name" >/dev/null 2>&1 || true)
   cp "$work/$name.pathprof" "$out/$name.seed"
 }
+trace_run() { # name extra-env... -- compile-flags-and-sources...
+  local name=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local cc="$dist/bin/pathprof-clang"
+  case "$*" in *.cpp*) cc="$dist/bin/pathprof-clang++" ;; esac
+  "$cc" --pathprof-mode=trace -O1 -I "$dist/include" "$@" -o "$work/$name" -pthread
+  # PATHPROF_TRACE_MAX bounds a runaway trace; these programs write a few hundred bytes to a few KB.
+  (cd "$work" && env PATHPROF_TRACE_MAX=64M PATHPROF_TRACE="$work/$name.pathtrace" "${envs[@]}" "./$name" \
+    >/dev/null 2>&1 || true)
+  cp "$work/$name.pathtrace" "$out/$name.seed"
+}
+if [ "$what" != traces ]; then
 for p in loops switch recursion longjmp gotos exit_deep paths_mod; do
   build_run "$p-edge" edge -- "$progs/$p.c"
   build_run "$p-path" path -- "$progs/$p.c"
@@ -40,4 +58,14 @@ build_run threads-atomic-edge edge PATHPROF_ATOMIC=1 -- "$progs/threads.c"
 build_run threads-atomic-hashed path PATHPROF_ATOMIC=1 PATHPROF_PATH_ARRAY_MAX=1 -- "$progs/threads.c"
 build_run eighty_ifs-path path -- "$progs/eighty_ifs.c"
 build_run two_tu-path path -- "$progs/two_tu_main.c" "$progs/two_tu_util.c"
+fi
+if [ "$what" != profiles ]; then
+  for p in trace_tiny trace_mix switch trace_threads trace_longjmp trace_region; do
+    trace_run "$p-trace" -- "$progs/$p.c"
+  done
+  trace_run trace_exceptions-trace -- "$progs/trace_exceptions.cpp"
+  # A 512-byte flight recorder's window (sync point, shadow entries) cut by the program's SIGSEGV.
+  trace_run trace_ring_crash-ring PATHPROF_TRACE_RING=512 PATHPROF_SIGNALS=1 -- "$progs/trace_ring_crash.c"
+  trace_run trace_tiny-naive -- --pathprof-trace-naive "$progs/trace_tiny.c"
+fi
 ls -l "$out"

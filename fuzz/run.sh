@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs="${1:-600}"; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(read analysis merge)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(read analysis merge trace)
 export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo fuzz build -s none >/dev/null
