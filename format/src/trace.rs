@@ -437,11 +437,17 @@ impl TraceFile {
     /// placeholder that an activation cannot enter validly), and per id its module and function index.
     pub fn program(&self) -> Result<(Program, Vec<Option<FunctionRef>>), TraceError> {
         let total = self.modules.iter().next_back().map_or(0, |(&b, m)| b as usize + m.module.functions.len());
+        // Ids from ABANDON_ID up are the markers' (`Program::with_abandon` refuses a program reaching them):
+        // refuse before allocating, or a corrupt module id (up to 2^32) would fill memory with placeholders.
+        if total > ABANDON_ID as usize {
+            return Err(TraceError::Meta("more functions than trace ids".into()));
+        }
         let mut funcs = Vec::with_capacity(total);
         let mut owner = vec![None; total];
+        let placeholder = placeholder();
         for (&base, m) in &self.modules {
             while funcs.len() < base as usize {
-                funcs.push(placeholder());
+                funcs.push(placeholder.clone());
             }
             // The pass numbers a module's call sites from 1 over its functions, blocks and calls (`site_of`).
             let mut first_site = 1u32;
@@ -643,15 +649,17 @@ impl TraceFile {
     }
 }
 
-/// Tables of a one-block function for ids no module claims (never entered in a valid trace).
+/// Tables of a one-block function for ids no module claims (never entered in a valid trace). Its CFG has the
+/// EXIT→entry edge `Cfg::new` requires of every function (without it, any file whose trace ids have a gap —
+/// a first module above id 0, a module's record lost — panicked here).
 fn placeholder() -> FuncTables {
+    use pathprof_core::{Edge, EdgeKind};
     let cfg = Cfg::new(
         1,
-        vec![pathprof_core::Edge {
-            from: pathprof_core::BlockId(0),
-            to: pathprof_core::BlockId(1),
-            kind: pathprof_core::EdgeKind::Return,
-        }],
+        vec![
+            Edge { from: BlockId(0), to: BlockId(1), kind: EdgeKind::Return },
+            Edge { from: BlockId(1), to: BlockId(0), kind: EdgeKind::ExitToEntry },
+        ],
     )
     .expect("a one-block CFG");
     function_tables(&cfg, &[0], &[]).expect("a one-block function").1
