@@ -433,8 +433,8 @@ impl TraceFile {
         Ok(TraceFile { modules, threads: out, naive, pid, images, other_processes })
     }
 
-    /// The program of every traced function, indexed by trace id (ids no module claims get an empty
-    /// placeholder that an activation cannot enter validly), and per id its module and function index.
+    /// The program of every traced function, indexed by trace id (ids no module claims get a placeholder
+    /// an activation cannot enter: `RegenError::UnknownFunction`), and per id its module and function index.
     pub fn program(&self) -> Result<(Program, Vec<Option<FunctionRef>>), TraceError> {
         let total = self.modules.iter().next_back().map_or(0, |(&b, m)| b as usize + m.module.functions.len());
         // Ids from ABANDON_ID up are the markers' (`Program::with_abandon` refuses a program reaching them):
@@ -649,9 +649,10 @@ impl TraceFile {
     }
 }
 
-/// Tables of a one-block function for ids no module claims (never entered in a valid trace). Its CFG has the
-/// EXIT→entry edge `Cfg::new` requires of every function (without it, any file whose trace ids have a gap —
-/// a first module above id 0, a module's record lost — panicked here).
+/// Tables of a one-block function for ids no module claims, marked unclaimed: an activation of one is an
+/// error, never a block of a function that does not exist. Its CFG has the EXIT→entry edge `Cfg::new`
+/// requires of every function (without it, any file whose trace ids have a gap — a first module above id 0,
+/// a module's record lost — panicked here).
 fn placeholder() -> FuncTables {
     use pathprof_core::{Edge, EdgeKind};
     let cfg = Cfg::new(
@@ -662,5 +663,5 @@ fn placeholder() -> FuncTables {
         ],
     )
     .expect("a one-block CFG");
-    function_tables(&cfg, &[0], &[]).expect("a one-block function").1
+    function_tables(&cfg, &[0], &[]).expect("a one-block function").1.unclaimed()
 }

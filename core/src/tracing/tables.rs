@@ -108,6 +108,8 @@ pub struct FuncTables {
     pub(crate) eof: u32,
     /// Predicates (≥ 2 traced out-edges), for entropy models.
     pub(crate) out_degree: Vec<u32>,
+    /// A placeholder for an id no function has ([`FuncTables::unclaimed`]).
+    pub(crate) unclaimed: bool,
 }
 
 impl FuncTables {
@@ -232,6 +234,7 @@ impl FuncTables {
             exit: cfg.exit(),
             eof,
             out_degree: cfg.vertices().map(|v| view.out_edges(v).len() as u32).collect(),
+            unclaimed: false,
         })
     }
 
@@ -287,6 +290,14 @@ impl FuncTables {
             && self.verts.iter().all(|v| v.kind & PRED == 0)
             && self.eof == NONE
             && self.edge_witness.iter().all(|&w| w == NONE)
+    }
+
+    /// The same tables as a placeholder that fills an id no function has (a program indexed by trace ids
+    /// with a gap): [`Program::func`] gives `None` for it, so an activation of the id is
+    /// [`super::RegenError::UnknownFunction`], not a regenerated block of a function that does not exist.
+    pub fn unclaimed(mut self) -> FuncTables {
+        self.unclaimed = true;
+        self
     }
 
     /// The same tables with the writer's number of the function's first call site: sites are numbered from 1
@@ -469,9 +480,9 @@ impl Program {
         Ok(())
     }
 
-    /// One function's tables.
+    /// One function's tables; `None` for an id past the functions or a placeholder ([`FuncTables::unclaimed`]).
     pub fn func(&self, f: FuncId) -> Option<&FuncTables> {
-        self.funcs.get(f.index())
+        self.funcs.get(f.index()).filter(|t| !t.unclaimed)
     }
 
     /// Bits of a function id in the bit-level encodings.
