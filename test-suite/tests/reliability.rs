@@ -662,6 +662,55 @@ fn cli_survives(args: &[&str], files: &[&Path], what: &str) -> i32 {
     code
 }
 
+/// Every trace seed of the fuzz target `trace` (fuzz/seeds/*-{trace,ring,naive}.seed: real trace files of
+/// threads, longjmp, exceptions, a region, a crashed flight recorder, naive items), as is and corrupted — cut
+/// at seven points, and with a byte flipped at sixteen places: `pathprof trace --summary --json` and
+/// `pathprof trace --last 3` exit 0, or 2 with one stderr line, never panic. The fuzz target covers the reader
+/// and core's regeneration; this covers what the CLI adds (fork gates, fault cuts, windows, listings). An
+/// intact seed must read (exit 0).
+#[test]
+fn trace_cli_survives_corrupted_trace_seeds() {
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&seeds)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|f| {
+            let n = f.file_name().unwrap().to_string_lossy();
+            ["-trace.seed", "-ring.seed", "-naive.seed"].iter().any(|s| n.ends_with(s))
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "the trace seeds are missing under {}", seeds.display());
+    let dir = scratch("trace-seeds");
+    let (mut runs, mut refused) = (0usize, 0usize);
+    for (i, f) in files.iter().enumerate() {
+        let bytes = std::fs::read(f).unwrap();
+        let what = f.display().to_string();
+        let mut variants = vec![("intact".to_string(), bytes.clone())];
+        for k in 1..8 {
+            variants.push((format!("cut at {k}/8"), bytes[..bytes.len() * k / 8].to_vec()));
+        }
+        for k in 0..16 {
+            let at = (k * 7919 + 13) % bytes.len();
+            let mut b = bytes.clone();
+            b[at] ^= 0xa5;
+            variants.push((format!("byte {at} flipped"), b));
+        }
+        for (v, (how, b)) in variants.iter().enumerate() {
+            let path = dir.join(format!("{i}-{v}.pathtrace"));
+            std::fs::write(&path, b).unwrap();
+            let what = format!("{what} ({how})");
+            for args in [&["trace", "--summary", "--json"][..], &["trace", "--last", "3"]] {
+                let code = cli_survives(args, &[&path], &what);
+                assert!(v > 0 || code == 0, "{what}: an intact seed must read: pathprof {args:?} exited {code}");
+                runs += 1;
+                refused += usize::from(code != 0);
+            }
+        }
+    }
+    eprintln!("{} trace seeds: {runs} CLI runs, {refused} refused with one line", files.len());
+}
+
 /// Every file of the fuzz corpus (fuzz/corpus/<target>/, and any crash reproducer in fuzz/artifacts/), as is
 /// and with its integrity fields fixed up as the fuzz targets do: `pathprof show`, `show --json`, `decode`,
 /// `decode --json` and `merge` exit 0, or 2 with one stderr line, never panic or die of a signal, and each run
