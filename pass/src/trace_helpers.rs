@@ -133,7 +133,7 @@ pub(crate) unsafe fn build(
     let mut sp = [ptrt, i64t, i64t];
     let spill = runtime(m, symbols::TRACE_SPILL, LLVMFunctionType(voidt, sp.as_mut_ptr(), 3, 0));
     let ctlz_ty = LLVMFunctionType(i64t, [i64t, LLVMInt1TypeInContext(ctx)].as_mut_ptr(), 2, 0);
-    let ctlz = intrinsic(m, c"llvm.ctlz.i64", ctlz_ty);
+    let ctlz = intrinsic(m, "llvm.ctlz.i64", ctlz_ty);
     {
         let arg = |i| LLVMGetParam(put_full, i);
         let (acc, u, w) = (arg(0), arg(1), arg(2));
@@ -607,17 +607,12 @@ pub(crate) unsafe fn in_stream_order(
 unsafe fn bit_reversed(m: LLVMModuleRef, b: LLVMBuilderRef, v: LLVMValueRef) -> LLVMValueRef {
     let i64t = LLVMInt64TypeInContext(LLVMGetModuleContext(m));
     let ty = LLVMFunctionType(i64t, [i64t].as_mut_ptr(), 1, 0);
-    LLVMBuildCall2(b, ty, intrinsic(m, c"llvm.bitreverse.i64", ty), [v].as_mut_ptr(), 1, c"".as_ptr())
+    LLVMBuildCall2(b, ty, intrinsic(m, "llvm.bitreverse.i64", ty), [v].as_mut_ptr(), 1, c"".as_ptr())
 }
 
 /// The declaration of the LLVM intrinsic `name` of type `fty`.
-unsafe fn intrinsic(m: LLVMModuleRef, name: &std::ffi::CStr, fty: LLVMTypeRef) -> LLVMValueRef {
-    let f = LLVMGetNamedFunction(m, name.as_ptr());
-    if f.is_null() {
-        LLVMAddFunction(m, name.as_ptr(), fty)
-    } else {
-        f
-    }
+unsafe fn intrinsic(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    function_once(m, name, |c| LLVMAddFunction(m, c.as_ptr(), fty))
 }
 
 /// Adds an internal `nounwind` function of type `fty` with function attributes `attrs`.

@@ -763,12 +763,7 @@ impl Emitter {
         for (bi, calls) in p.calls.iter().enumerate() {
             numbered += calls.len() as u64;
             let Some(&inst) = calls.last().filter(|&&i| ir::opcode(i) == LLVMOpcode::LLVMInvoke) else { continue };
-            let split = crate::shim::pathprof_shim_split_edge(inst, 0);
-            let at = if split.is_null() {
-                ir::first_insertion_point(LLVMGetNormalDest(inst)).expect("a block has a terminator")
-            } else {
-                ir::terminator(split).expect("a split block branches on")
-            };
+            let (at, _) = on_edge(inst, 0);
             LLVMPositionBuilderBefore(b, at);
             let expect_here = LLVMBuildAdd(b, d, site_state(numbered), c"".as_ptr());
             match id {
@@ -903,13 +898,7 @@ impl Emitter {
         LLVMPositionBuilderBefore(b, term);
         let location = LLVMGetCurrentDebugLocation2(b);
         for (slot, &v) in value.iter().enumerate() {
-            let split = crate::shim::pathprof_shim_split_edge(term, slot as u32);
-            let at = if split.is_null() {
-                // Not critical: the target has this edge as its only way in.
-                ir::first_insertion_point(LLVMGetSuccessor(term, slot as u32)).expect("a block has a terminator")
-            } else {
-                ir::terminator(split).expect("a split block branches on")
-            };
+            let (at, _) = on_edge(term, slot as u32);
             LLVMPositionBuilderBefore(b, at);
             LLVMSetCurrentDebugLocation2(b, location);
             LLVMBuildCall2(b, self.put_ty, self.put, [c(v), c(width)].as_mut_ptr(), 2, c"".as_ptr());
@@ -956,7 +945,7 @@ impl Emitter {
                 LLVMAddIncoming(stays, v.as_mut_ptr(), from.as_mut_ptr(), 1);
             }
             let target = LLVMGetSuccessor(term, succ);
-            let split = crate::shim::pathprof_shim_split_edge(term, succ);
+            let (at, split) = on_edge(term, succ);
             if !split.is_null() {
                 // The edge test→target is now test→split→target.
                 if let Some(q) = preds_of.get_mut(&target).and_then(|v| v.iter_mut().find(|q| **q == test)) {
@@ -964,16 +953,23 @@ impl Emitter {
                 }
                 preds_of.entry(split).or_default().push(test);
             }
-            let at = if split.is_null() {
-                // Not critical: the exit target has the test as its only predecessor.
-                ir::first_insertion_point(LLVMGetSuccessor(term, succ)).expect("a block has a terminator")
-            } else {
-                ir::terminator(split).expect("a split block branches on")
-            };
             LLVMPositionBuilderBefore(b, at);
             LLVMSetCurrentDebugLocation2(b, location);
             let mut args = [value(l.stay), value(l.exit), stays];
             LLVMBuildCall2(b, LLVMGlobalGetValueType(self.put_loop), self.put_loop, args.as_mut_ptr(), 3, c"".as_ptr());
         }
     }
+}
+
+/// Where code that runs on the edge to successor `succ` of `term` goes, and the block split into the edge
+/// (null when the edge is not critical: its target has this edge as its only way in, and the code goes first
+/// in the target).
+unsafe fn on_edge(term: LLVMValueRef, succ: u32) -> (LLVMValueRef, LLVMBasicBlockRef) {
+    let split = crate::shim::pathprof_shim_split_edge(term, succ);
+    let at = if split.is_null() {
+        ir::first_insertion_point(LLVMGetSuccessor(term, succ)).expect("a block has a terminator")
+    } else {
+        ir::terminator(split).expect("a split block branches on")
+    };
+    (at, split)
 }
