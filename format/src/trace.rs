@@ -39,6 +39,11 @@ pub struct TraceModuleMeta {
     /// `direct` sites whose callee is a straight-line leaf: instrumented code calls an uninstrumented copy of
     /// the callee there and writes no marker (`pathprof_core::tracing::regenerate`, "Implicit calls").
     pub implicit: Vec<Vec<(u32, u32)>>,
+    /// Mode icache, per function of `module.functions`: the pass's prediction of the blocks instruction
+    /// selection numbers, by machine block id (`.llvm_bb_addr_map`): the traced block that id will be, or
+    /// `None` for a block codegen's IR passes add; empty when the pass made no prediction. A candidate that
+    /// `pathprof icache` proves against the binary before using it, like any other mapping.
+    pub isel: Vec<Vec<Option<u32>>>,
 }
 
 /// [`TraceModuleMeta`]'s tail: what follows the call sites when any of it is set (flags byte
@@ -55,6 +60,8 @@ struct Extras {
 const TAIL_OPTIMIZER_LAST: u8 = 1;
 /// Tail flag: [`Extras`] follow (postcard).
 const TAIL_EXTRAS: u8 = 2;
+/// Tail flag: [`TraceModuleMeta::isel`] follows (postcard), after the extras.
+const TAIL_ISEL: u8 = 4;
 
 /// Why a trace file cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -88,8 +95,13 @@ impl TraceModuleMeta {
             || !self.kept_calls.is_empty()
             || self.direct.iter().any(|d| !d.is_empty())
             || self.implicit.iter().any(|d| !d.is_empty());
-        if self.optimizer_last || extras {
-            blob.push(if self.optimizer_last { TAIL_OPTIMIZER_LAST } else { 0 } | if extras { TAIL_EXTRAS } else { 0 });
+        let isel = self.isel.iter().any(|f| !f.is_empty());
+        if self.optimizer_last || extras || isel {
+            blob.push(
+                if self.optimizer_last { TAIL_OPTIMIZER_LAST } else { 0 }
+                    | if extras { TAIL_EXTRAS } else { 0 }
+                    | if isel { TAIL_ISEL } else { 0 },
+            );
         }
         if extras {
             let e = Extras {
@@ -99,6 +111,9 @@ impl TraceModuleMeta {
                 implicit: self.implicit.clone(),
             };
             blob.extend_from_slice(&postcard::to_allocvec(&e).expect("postcard serialisation of extras"));
+        }
+        if isel {
+            blob.extend_from_slice(&postcard::to_allocvec(&self.isel).expect("postcard serialisation of isel"));
         }
         blob
     }
@@ -113,19 +128,24 @@ impl TraceModuleMeta {
         let (calls, rest): (Vec<Vec<u32>>, &[u8]) =
             postcard::take_from_bytes(&bytes[8 + len..]).map_err(|e| TraceError::Meta(e.to_string()))?;
         let (flags, rest) = rest.split_first().map_or((0, rest), |(&f, r)| (f, r));
-        if flags & !(TAIL_OPTIMIZER_LAST | TAIL_EXTRAS) != 0 || (flags & TAIL_EXTRAS == 0) != rest.is_empty() {
+        if flags & !(TAIL_OPTIMIZER_LAST | TAIL_EXTRAS | TAIL_ISEL) != 0
+            || (flags & (TAIL_EXTRAS | TAIL_ISEL) == 0) != rest.is_empty()
+        {
             return Err(bad("unknown metadata tail"));
         }
-        let extras = if flags & TAIL_EXTRAS != 0 {
-            let (e, rest): (Extras, &[u8]) =
-                postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?;
-            if !rest.is_empty() {
-                return Err(bad("unknown metadata tail"));
-            }
-            e
+        let (extras, rest) = if flags & TAIL_EXTRAS != 0 {
+            postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?
         } else {
-            Extras { invokes: Vec::new(), kept_calls: Vec::new(), direct: Vec::new(), implicit: Vec::new() }
+            (Extras { invokes: Vec::new(), kept_calls: Vec::new(), direct: Vec::new(), implicit: Vec::new() }, rest)
         };
+        let (isel, rest): (Vec<Vec<Option<u32>>>, &[u8]) = if flags & TAIL_ISEL != 0 {
+            postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?
+        } else {
+            (vec![Vec::new(); calls.len()], rest)
+        };
+        if !rest.is_empty() {
+            return Err(bad("unknown metadata tail"));
+        }
         let invokes = if extras.invokes.is_empty() { vec![Vec::new(); calls.len()] } else { extras.invokes };
         let direct = if extras.direct.is_empty() { vec![Vec::new(); calls.len()] } else { extras.direct };
         let implicit = if extras.implicit.is_empty() { vec![Vec::new(); calls.len()] } else { extras.implicit };
@@ -142,6 +162,12 @@ impl TraceModuleMeta {
                 .iter()
                 .zip(&direct)
                 .any(|(i, d)| i.iter().any(|&(b, k)| !d.iter().any(|&(db, dk, _)| (db, dk) == (b, k))))
+            || isel.len() != calls.len()
+            || isel.iter().zip(&module.functions).any(|(p, f)| {
+                let mut seen = vec![false; f.cfg.num_blocks()];
+                p.iter().flatten().any(|&b| seen.get_mut(b as usize).is_none_or(|s| std::mem::replace(s, true)))
+                    || p.first().is_some_and(|&b| b != Some(0))
+            })
         {
             return Err(bad("call sites do not fit the functions"));
         }
@@ -153,6 +179,7 @@ impl TraceModuleMeta {
             kept_calls: extras.kept_calls,
             direct,
             implicit,
+            isel,
         })
     }
 }

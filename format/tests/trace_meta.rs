@@ -26,6 +26,7 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
         kept_calls: Vec::new(),
         direct: Vec::new(),
         implicit: Vec::new(),
+        isel: Vec::new(),
     }
 }
 
@@ -131,6 +132,45 @@ fn direct_call_sites_round_trip_and_must_fit_their_functions() {
         let mut bad = m.clone();
         bad.direct = direct;
         assert!(TraceModuleMeta::decode(&bad.encode()).is_err(), "{:?}", bad.direct);
+    }
+}
+
+#[test]
+fn the_predicted_isel_blocks_round_trip_with_and_without_extras_and_must_fit_their_functions() {
+    for kept in [false, true] {
+        let mut m = meta(true);
+        m.module.functions = vec![two_block_function("f"), two_block_function("g")];
+        m.calls = vec![vec![0, 0], vec![0, 0]];
+        if kept {
+            m.kept_calls = vec!["h".into()];
+        }
+        // f: machine id 1 is a block codegen's IR passes add, id 2 is traced block 1; g: no prediction.
+        m.isel = vec![vec![Some(0), None, Some(1)], Vec::new()];
+        let back = TraceModuleMeta::decode(&m.encode()).unwrap();
+        assert_eq!((back.isel.clone(), back.kept_calls.clone()), (m.isel.clone(), m.kept_calls.clone()));
+        // Without any prediction the blob is the one without the field (one empty list per function back).
+        let mut none = m.clone();
+        none.isel = vec![Vec::new(); 2];
+        let mut older = m.clone();
+        older.isel = Vec::new();
+        assert_eq!(none.encode(), older.encode());
+        assert_eq!(TraceModuleMeta::decode(&none.encode()).unwrap().isel, none.isel);
+        // A traced block the function does not have, an entry that is not block 0, a block listed twice, a
+        // list per function missing, trailing bytes: refused.
+        for isel in [
+            vec![vec![Some(0), Some(2)], vec![]],
+            vec![vec![None, Some(0)], vec![]],
+            vec![vec![Some(1), Some(0)], vec![]],
+            vec![vec![Some(0), Some(1), Some(1)], vec![]],
+            vec![vec![Some(0)]],
+        ] {
+            let mut bad = m.clone();
+            bad.isel = isel;
+            assert!(TraceModuleMeta::decode(&bad.encode()).is_err(), "{:?}", bad.isel);
+        }
+        let mut trailing = m.encode();
+        trailing.push(0);
+        assert!(TraceModuleMeta::decode(&trailing).is_err());
     }
 }
 

@@ -3,6 +3,7 @@
 #include "llvm/Analysis/BlockFrequencyInfo.h"
 #include "llvm/Analysis/BranchProbabilityInfo.h"
 #include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ProfileSummaryInfo.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Operator.h"
@@ -33,9 +34,18 @@ int pathprof_promote_after_inlining(LLVMValueRef F);
 }
 
 namespace {
+// Mode icache: the pass builder of the compile being instrumented at OptimizerLast (it holds clang's
+// TargetMachine, which codegen's IR passes need), and whether codegen optimises; set only while the pass runs
+// there (see pathprof_shim_predict_isel_blocks).
+PassBuilder *IselPB = nullptr;
+bool IselOptimises = false;
+
 struct PathprofPass : PassInfoMixin<PathprofPass> {
   int Point = 0;
-  explicit PathprofPass(int Point) : Point(Point) {}
+  PassBuilder *PB = nullptr;
+  bool Optimises = false;
+  explicit PathprofPass(int Point, PassBuilder *PB = nullptr, bool Optimises = false)
+      : Point(Point), PB(PB), Optimises(Optimises) {}
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
     // Every point but one per configuration leaves the module alone, and does nothing else either.
     if (!pathprof_acts_at(Point))
@@ -45,7 +55,15 @@ struct PathprofPass : PassInfoMixin<PathprofPass> {
     // a frame abnormally. Only declarations are touched.
     InferFunctionAttrsPass().run(M, MAM);
     auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
-    if (pathprof_instrument_module(wrap(&M), &FAM, Point)) {
+    if (PB) {
+      // CodeGenPrepare reads the profile summary from the module analyses' cache.
+      MAM.getResult<ProfileSummaryAnalysis>(M);
+      IselPB = PB;
+      IselOptimises = Optimises;
+    }
+    int Changed = pathprof_instrument_module(wrap(&M), &FAM, Point);
+    IselPB = nullptr;
+    if (Changed) {
       // After the optimiser no inliner runs: the trace helpers (alwaysinline) are inlined here, as the
       // pipeline's AlwaysInliner does for code instrumented earlier.
       if (Point == 2)
@@ -209,8 +227,10 @@ void pathprof_shim_register_callbacks(PassBuilder &PB) {
       [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass(0)); });
   // Mode icache only (the pass decides from the mode and this argument): the block sequence must be the one of
   // the IR codegen receives in a plain build with the same flags, i.e. after the whole IR optimiser.
-  PB.registerOptimizerLastEPCallback(
-      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PathprofPass(2)); });
+  // The pass builder lives until the pipeline has run (clang and lld build and run it in one function).
+  PB.registerOptimizerLastEPCallback([&PB](ModulePassManager &MPM, OptimizationLevel Level) {
+    MPM.addPass(PathprofPass(2, &PB, Level != OptimizationLevel::O0));
+  });
   // Whole-program mode (PATHPROF_LTO=1, the wrapper's --pathprof-lto): compiles leave modules alone and lld's
   // full-LTO pipeline instruments the merged module once (the pass decides from the flag and this argument).
   PB.registerFullLinkTimeOptimizationEarlyEPCallback(
@@ -417,5 +437,72 @@ LLVMValueRef pathprof_shim_clone_function(LLVMValueRef F, const char *Name) {
   Copy->setComdat(nullptr);
   Copy->setDSOLocal(true);
   return wrap(Copy);
+}
+}
+
+#include "llvm/CodeGen/UnreachableBlockElim.h"
+#include "llvm/IR/ValueHandle.h"
+#include <unordered_map>
+
+extern "C" {
+// Mode icache: the blocks instruction selection will number, in its order, for F as it stands now (the IR a
+// plain build with the same flags hands to codegen). Codegen's IR passes (LoopStrengthReduce's loop
+// canonicalisation, CodeGenPrepare, memcmp expansion, ...) insert and remove blocks before instruction selection
+// gives each block its `.llvm_bb_addr_map` id, so the ids of a function's IR blocks shift. This runs those of
+// the passes that can change a function's blocks, as X86's codegen pipeline orders them, on a copy of F, and
+// writes per resulting block the block of F it is (a block merged into another or deleted is not listed), or
+// null for a block the passes created. Returns the number of blocks, or -1 when no prediction can be made (not
+// at OptimizerLast, a pipeline LLVM does not know, more than Cap blocks). pathprof icache checks the prediction
+// against the binary like any other mapping; it is a candidate, not a fact.
+long pathprof_shim_predict_isel_blocks(LLVMValueRef F, void *FAMp, LLVMBasicBlockRef *Out, size_t Cap) {
+  Function *Fn = unwrap<Function>(F);
+  if (!IselPB || !FAMp || Fn->isDeclaration())
+    return -1;
+  auto &FAM = *static_cast<FunctionAnalysisManager *>(FAMp);
+  // TargetPassConfig::addIRPasses, addCodeGenPrepare, addPassesToHandleExceptions and addISelPrepare for X86,
+  // without the passes that never change blocks (and LLVM's unreachable-block elimination, which has no
+  // pipeline name, between the two halves).
+  const char *Before = IselOptimises
+                           ? "expand-large-div-rem,expand-large-fp-convert,atomic-expand,"
+                             "loop(canon-freeze,loop-reduce),mergeicmps,expand-memcmp,lower-constant-intrinsics"
+                           : "expand-large-div-rem,expand-large-fp-convert,atomic-expand,lower-constant-intrinsics";
+  const char *After = IselOptimises ? "partially-inline-libcalls,scalarize-masked-mem-intrin,indirectbr-expand,"
+                                      "codegenprepare,dwarf-eh-prepare,safe-stack,stack-protector"
+                                    : "scalarize-masked-mem-intrin,indirectbr-expand,dwarf-eh-prepare,safe-stack,"
+                                      "stack-protector";
+  FunctionPassManager FPM;
+  if (Error E = IselPB->parsePassPipeline(FPM, Before)) {
+    consumeError(std::move(E));
+    return -1;
+  }
+  FPM.addPass(UnreachableBlockElimPass());
+  if (Error E = IselPB->parsePassPipeline(FPM, After)) {
+    consumeError(std::move(E));
+    return -1;
+  }
+  ValueToValueMapTy VMap;
+  Function *Copy = CloneFunction(Fn, VMap);
+  // WeakVH: nulled when the passes delete a block, and not moved onto the survivor when they merge one into
+  // another (a WeakTrackingVH would follow that replaceAllUsesWith).
+  std::vector<std::pair<WeakVH, BasicBlock *>> Copies;
+  for (BasicBlock &B : *Fn)
+    Copies.emplace_back(WeakVH(VMap[&B]), &B);
+  FPM.run(*Copy, FAM);
+  std::unordered_map<const Value *, BasicBlock *> Original;
+  for (auto &[Handle, B] : Copies)
+    if (Value *V = Handle)
+      Original.emplace(V, B);
+  long N = 0;
+  for (BasicBlock &B : *Copy) {
+    if (size_t(N) == Cap) {
+      N = -1;
+      break;
+    }
+    auto It = Original.find(&B);
+    Out[N++] = It == Original.end() ? nullptr : wrap(It->second);
+  }
+  FAM.clear(*Copy, Copy->getName());
+  Copy->eraseFromParent();
+  return N;
 }
 }

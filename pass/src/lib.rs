@@ -35,6 +35,7 @@ pub mod interproc_place;
 pub mod interproc_plan;
 pub mod intraproc_mode;
 pub mod ir;
+pub mod isel_blocks;
 pub mod module;
 pub mod module_emitter;
 pub mod names;

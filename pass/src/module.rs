@@ -31,7 +31,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         dropped += drop_repeated_indirectbr_destinations(f);
     }
     let changed = if config.mode == pathprof_format::meta::Mode::Trace {
-        crate::trace_mode::instrument(m, &candidates, config, identity)
+        crate::trace_mode::instrument(m, &candidates, fam, config, identity)
     } else if config.mode.is_interprocedural() {
         crate::interproc_mode::instrument(m, &candidates, fam, config, identity)
     } else {

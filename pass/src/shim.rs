@@ -74,6 +74,14 @@ extern "C" {
     pub fn pathprof_shim_runs_own_definition(gv: LLVMValueRef) -> std::os::raw::c_int;
     /// A copy of function `f` in its module: internal, named `name`, with its own debug-info subprogram.
     pub fn pathprof_shim_clone_function(f: LLVMValueRef, name: *const c_char) -> LLVMValueRef;
+    /// Mode icache: the blocks instruction selection will number for `f`, each `f`'s block or null for one
+    /// codegen's IR passes add; -1 when no prediction can be made (see shim.cpp).
+    pub fn pathprof_shim_predict_isel_blocks(
+        f: LLVMValueRef,
+        fam: *mut c_void,
+        out: *mut LLVMBasicBlockRef,
+        cap: usize,
+    ) -> std::os::raw::c_long;
 }
 
 extern "C" {

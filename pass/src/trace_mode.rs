@@ -220,11 +220,19 @@ fn deferred_loops_of(
 pub fn instrument(
     m: LLVMModuleRef,
     candidates: &[LLVMValueRef],
+    fam: *mut std::os::raw::c_void,
     config: &Config,
     identity: ModuleIdentity,
 ) -> Result<bool, String> {
+    // Mode icache: the blocks codegen will number, predicted on the plain IR (`isel_blocks`), then the traced
+    // blocks made the machine blocks' (see `branch_split`).
+    let mut isel_predicted = HashMap::new();
     if config.optimizer_last {
-        // Mode icache: the traced blocks must be the machine blocks' (see `branch_split`).
+        for &f in candidates {
+            if let Some(p) = crate::isel_blocks::predict(f, fam) {
+                isel_predicted.insert(f, (p, ir::blocks(f)));
+            }
+        }
         for &f in candidates {
             crate::branch_split::split_merged_conditions(f);
         }
@@ -288,6 +296,14 @@ pub fn instrument(
                     .collect();
                 sites.sort_unstable();
                 sites
+            })
+            .collect(),
+        isel: planned
+            .iter()
+            .map(|p| {
+                isel_predicted.get(&p.f).map_or_else(Vec::new, |(predicted, original)| {
+                    crate::isel_blocks::machine_ids(predicted, original, &p.graph.blocks)
+                })
             })
             .collect(),
     };
