@@ -86,7 +86,7 @@ def timed(cmd, env=None):
     return time.perf_counter() - t, r.returncode
 
 
-def check(name, prog, opt, dist, tmp):
+def check(name, prog, opt, dist, tmp, mapping_only=False):
     plain, ic, trace = tmp / "plain", tmp / "ic", tmp / "t.pathtrace"
     common = [opt, "-no-pie", "-gdwarf-4", *prog["cflags"], *map(str, prog["srcs"])]
     r = subprocess.run(["clang-19", *common, "-fbasic-block-address-map", "-o", str(plain), "-lm"],
@@ -98,6 +98,17 @@ def check(name, prog, opt, dist, tmp):
     if r.returncode:
         return None
     trace.unlink(missing_ok=True)
+    if mapping_only:
+        # The mapping's coverage only: one traced run, no timing, no cachegrind.
+        subprocess.run([str(ic), *prog["args"]], env=dict(os.environ, PATHPROF_TRACE=str(trace)),
+                       capture_output=True)
+        r = subprocess.run([str(dist / "bin" / "pathprof"), "icache", str(trace), "--binary", str(plain), "--json"],
+                           capture_output=True, text=True)
+        if r.returncode or not trace.exists():
+            return None
+        sim = json.loads(r.stdout)
+        return dict(program=name, opt=opt, mapping=sim["mapping"], geometries={},
+                    refused={f["name"]: f.get("reason") for f in sim["functions"] if not f["simulated"]})
     t_plain = min(timed([str(plain), *prog["args"]])[0] for _ in range(3))
     env = dict(os.environ, PATHPROF_TRACE=str(trace))
     t_ic = min(timed([str(ic), *prog["args"]], env)[0] for _ in range(3))
@@ -136,6 +147,8 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--programs", default="kernels,suite")
     ap.add_argument("--opts", default="-O0,-O2")
+    ap.add_argument("--mapping-only", action="store_true",
+                    help="only how many traced functions and blocks map onto the binary (no cachegrind)")
     a = ap.parse_args()
     results = []
     inputs = tempfile.TemporaryDirectory()
@@ -143,7 +156,7 @@ def main():
         for opt in a.opts.split(","):
             with tempfile.TemporaryDirectory() as d:
                 try:
-                    r = check(name, prog, opt, pathlib.Path(a.dist), pathlib.Path(d))
+                    r = check(name, prog, opt, pathlib.Path(a.dist), pathlib.Path(d), a.mapping_only)
                 except subprocess.TimeoutExpired:
                     r = None
             if r is None:
@@ -151,7 +164,8 @@ def main():
                 continue
             results.append(r)
             m = r.get("mapping", {})
-            line = f"{name} {opt}: mapped {m.get('verified')}/{m.get('functions')} functions"
+            line = (f"{name} {opt}: mapped {m.get('verified')}/{m.get('functions')} functions"
+                    f" ({m.get('predicted', 0)} by predicted ids), blocks {m.get('verified_blocks')}/{m.get('blocks')}")
             for g, x in r["geometries"].items():
                 acc = sum(row["accesses"] for row in x["rows"])
                 ir = sum(row["cg_ir"] for row in x["rows"])

@@ -20,7 +20,7 @@ mod statics;
 use anyhow::{bail, Context, Result};
 use binary::{Binary, MachineFunction};
 use pathprof_core::cache::lru::LruCache;
-use pathprof_core::cache::machine_map::{align_blocks, map_blocks, BlockMapping, IrTarget};
+use pathprof_core::cache::machine_map::{align_blocks, map_blocks, map_predicted_blocks, BlockMapping, IrTarget};
 use pathprof_core::cache::program::Geometry;
 use pathprof_core::cache::replay::{Activation, StaticRun};
 use pathprof_core::tracing::{regenerate, FuncId, StepSink};
@@ -109,6 +109,10 @@ struct Frame {
     cursor: usize,
     /// The call instruction a traced callee was entered from, until the IR call site is done.
     in_call: Option<usize>,
+    /// The IR block the machine block runs, and how many of its call sites have returned: which call is
+    /// running when the block's calls are its call sites one for one.
+    ir_block: u32,
+    sites_done: u32,
     /// The activation in the static model (simulated functions, static run only).
     act: Option<Activation>,
 }
@@ -136,6 +140,8 @@ struct Simulator<'a, 'b> {
     status: &'a [Status<'b>],
     /// Real IR blocks of each traced function (its EXIT's number).
     real: &'a [u32],
+    /// Per traced function and IR block, its call sites (as the trace numbers them).
+    ir_calls: &'a [&'b [u32]],
     /// Entry address of each traced function in the binary (for call checks).
     address: &'a [Option<u64>],
     cache: Option<LruCache>,
@@ -289,10 +295,12 @@ impl<'a, 'b> Simulator<'a, 'b> {
         for &v in &map.via[from as usize..to as usize] {
             self.fetch(f, v, 0, m.code[v].insns.len());
         }
-        if let (Some(fr), Some(n)) = (self.stack.last_mut(), next) {
+        if let (Some(fr), Some(n), IrTarget::Block(b)) = (self.stack.last_mut(), next, target) {
             fr.block = n;
             fr.cursor = 0;
             fr.in_call = None;
+            fr.ir_block = b;
+            fr.sites_done = 0;
         }
     }
 
@@ -305,6 +313,7 @@ impl<'a, 'b> Simulator<'a, 'b> {
         if in_call.is_some() {
             return None; // another activation from the same call (a callback)
         }
+        let running = self.running_call(fr);
         let (m, _) = self.mapped(f)?;
         let code = &m.code[block];
         let g_addr = self.address.get(g.index()).copied().flatten();
@@ -320,9 +329,10 @@ impl<'a, 'b> Simulator<'a, 'b> {
             })
             .copied()
             .collect();
-        let chosen = match candidates.first() {
-            Some(c) if c.target.is_some() && c.target == g_addr => Some(*c),
-            Some(c) if candidates.len() == 1 => Some(*c),
+        let chosen = match (running, candidates.first()) {
+            (Some(k), _) => candidates.iter().find(|c| c.index == k).copied(),
+            (None, Some(c)) if c.target.is_some() && c.target == g_addr => Some(*c),
+            (None, Some(c)) if candidates.len() == 1 => Some(*c),
             _ => None,
         };
         let Some(c) = chosen else {
@@ -344,6 +354,19 @@ impl<'a, 'b> Simulator<'a, 'b> {
 }
 
 impl Simulator<'_, '_> {
+    /// The call instruction running in frame `fr`'s machine block, when the block's calls are its IR block's
+    /// call sites one for one (as many, in order: codegen keeps the order of calls): the one after the sites
+    /// that have returned. Other blocks (a call codegen added or removed: a library call for an intrinsic, a
+    /// call made an instruction) tell nothing this way.
+    fn running_call(&self, fr: &Frame) -> Option<usize> {
+        let (m, _) = self.mapped(fr.func)?;
+        let calls = &m.code[fr.block].calls;
+        let sites = *self.ir_calls.get(fr.func.index())?.get(fr.ir_block as usize)?;
+        (calls.len() == sites as usize).then(|| calls.get(fr.sites_done as usize).map(|c| c.index)).flatten()
+    }
+}
+
+impl Simulator<'_, '_> {
     /// The process exited inside the top activation (`exit()` from a traced function): its current block ran up
     /// to the call that did not return. Counted when one call remains in the block, else the function is not
     /// simulated (which call exited is unknown).
@@ -355,8 +378,9 @@ impl Simulator<'_, '_> {
         }
         let Some((m, _)) = self.mapped(f) else { return };
         let left: Vec<usize> = m.code[block].calls.iter().filter(|c| c.index >= cursor).map(|c| c.index).collect();
-        match left[..] {
-            [only] => self.fetch(f, block, cursor, only + 1),
+        match (self.running_call(fr), &left[..]) {
+            (Some(k), _) if k >= cursor => self.fetch(f, block, cursor, k + 1),
+            (None, [only]) => self.fetch(f, block, cursor, only + 1),
             _ => self.fail(f, format!("the process exited in machine block {} at an unknown call", m.blocks[block].id)),
         }
     }
@@ -388,7 +412,15 @@ impl StepSink for Simulator<'_, '_> {
             self.totals[f.index()].blocks_not_simulated += 1;
         }
         let act = if entry.is_some() { self.activate(f, entered) } else { None };
-        self.stack.push(Frame { func: f, block: entry.unwrap_or(0), cursor: 0, in_call: None, act });
+        self.stack.push(Frame {
+            func: f,
+            block: entry.unwrap_or(0),
+            cursor: 0,
+            in_call: None,
+            ir_block: 0,
+            sites_done: 0,
+            act,
+        });
         if b.0 >= real {
             self.pop_frame();
         }
@@ -401,6 +433,7 @@ impl StepSink for Simulator<'_, '_> {
     fn site_done(&mut self, _f: FuncId, _b: BlockId) {
         if let Some(fr) = self.stack.last_mut() {
             fr.in_call = None;
+            fr.sites_done += 1;
         }
     }
 }
@@ -493,7 +526,9 @@ struct JsonTotal {
 #[derive(Serialize, Default)]
 struct JsonMapping {
     functions: usize,
-    /// Verified with machine id = IR block index.
+    /// Verified with the ids the pass predicted by running codegen's IR passes (`predicted`), else with
+    /// machine id = IR block index (`identity`).
+    predicted: usize,
     identity: usize,
     /// Verified (by identity or by the unique order-preserving alignment).
     verified: usize,
@@ -586,9 +621,12 @@ pub fn run(args: &Args) -> Result<()> {
     let mut address = Vec::with_capacity(owner.len());
     let mut names = Vec::with_capacity(owner.len());
     let mut real = Vec::with_capacity(owner.len());
+    let mut ir_calls: Vec<&[u32]> = Vec::with_capacity(owner.len());
     let mut identity = 0;
+    let mut by_prediction = 0;
     for o in &owner {
         real.push(o.map_or(1, |(base, i)| file.modules[&base].module.functions[i].cfg.num_blocks() as u32));
+        ir_calls.push(o.map_or(&[][..], |(base, i)| &file.modules[&base].calls[i][..]));
         let Some((base, i)) = *o else {
             status.push(Status::Refused("none", "no such function".into()));
             address.push(None);
@@ -608,14 +646,30 @@ pub fn run(args: &Args) -> Result<()> {
             }
             Some(Ok(m)) => {
                 address.push(Some(m.address));
-                status.push(match map_blocks(&meta.cfg, &m.blocks) {
-                    Ok(map) => {
-                        identity += 1;
+                // The pass's prediction of the ids first (it ran codegen's IR passes), then machine id = IR
+                // block, then the search for the one order-preserving alignment.
+                let isel = &file.modules[&base].isel[i];
+                let predicted = (!isel.is_empty()).then(|| map_predicted_blocks(&meta.cfg, &m.blocks, isel));
+                status.push(match predicted {
+                    Some(Ok(map)) => {
+                        by_prediction += 1;
                         Status::Mapped(m, Mapping::new(map, m.blocks.len()))
                     }
-                    Err(why) => match align_blocks(&meta.cfg, &m.blocks, ALIGN_BUDGET) {
-                        Ok(map) => Status::Mapped(m, Mapping::new(map, m.blocks.len())),
-                        Err(e) => Status::Refused(why.kind(), format!("{why}; {e}")),
+                    _ => match map_blocks(&meta.cfg, &m.blocks) {
+                        Ok(map) => {
+                            identity += 1;
+                            Status::Mapped(m, Mapping::new(map, m.blocks.len()))
+                        }
+                        Err(why) => match align_blocks(&meta.cfg, &m.blocks, ALIGN_BUDGET) {
+                            Ok(map) => Status::Mapped(m, Mapping::new(map, m.blocks.len())),
+                            Err(e) => Status::Refused(
+                                why.kind(),
+                                match predicted {
+                                    Some(Err(p)) => format!("with the predicted ids, {p}; {why}; {e}"),
+                                    _ => format!("{why}; {e}"),
+                                },
+                            ),
+                        },
                     },
                 });
             }
@@ -627,6 +681,7 @@ pub fn run(args: &Args) -> Result<()> {
     let new_sim = |failed: &[Option<String>], cache, statics| Simulator {
         status: &status,
         real: &real,
+        ir_calls: &ir_calls,
         address: &address,
         cache,
         totals: vec![Totals::default(); owner.len()],
@@ -785,7 +840,7 @@ pub fn run(args: &Args) -> Result<()> {
         incomplete_threads: incomplete,
         processes: file.threads.iter().map(|t| t.pid).collect::<std::collections::BTreeSet<_>>().len(),
     };
-    let mut mapping = JsonMapping { identity, ..JsonMapping::default() };
+    let mut mapping = JsonMapping { predicted: by_prediction, identity, ..JsonMapping::default() };
     for (i, st) in status.iter().enumerate() {
         if owner[i].is_none() {
             continue;

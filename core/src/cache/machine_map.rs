@@ -214,6 +214,59 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
     Ok(BlockMapping { machine, via })
 }
 
+/// [`map_blocks`] with the ids the pass predicted (mode icache: it ran codegen's IR passes on a copy of the
+/// function, `pathprof_format::trace::TraceModuleMeta::isel`): machine id `k` is traced block `isel[k]`, and a
+/// block codegen added where that is `None` or `k` is past the table. The checks are [`map_blocks`]'s: a
+/// prediction is trusted only as far as the binary bears it out.
+///
+/// One machine pass undoes a block the prediction keeps: tail duplication copies a return block into its
+/// predecessors (so a predecessor's machine block returns where the IR goes on to the return block). Where a
+/// block's successors differ only so, the return block is taken as absent — its machine block then runs as an
+/// added block on the edges that still reach it — and the checks run again.
+pub fn map_predicted_blocks(cfg: &Cfg, blocks: &[MachineBlock], isel: &[Option<u32>]) -> Result<BlockMapping, Refusal> {
+    let mut isel = isel.to_vec();
+    loop {
+        let refusal = match map_blocks(cfg, &renumbered(cfg, blocks, &isel)) {
+            Ok(map) => return Ok(map),
+            Err(refusal) => refusal,
+        };
+        let Refusal::Successors { ir, machine, .. } = &refusal else { return Err(refusal) };
+        let copied_return = ir.iter().find_map(|t| match *t {
+            IrTarget::Block(r) if !machine.contains(t) && only_returns(cfg, r) && isel.contains(&Some(r)) => Some(r),
+            _ => None,
+        });
+        match copied_return {
+            Some(r) if machine.contains(&IrTarget::Exit) => {
+                isel.iter_mut().filter(|t| **t == Some(r)).for_each(|t| *t = None);
+            }
+            _ => return Err(refusal),
+        }
+    }
+}
+
+/// `blocks` with each id replaced by the traced block `isel` says it is (see [`map_predicted_blocks`]).
+fn renumbered(cfg: &Cfg, blocks: &[MachineBlock], isel: &[Option<u32>]) -> Vec<MachineBlock> {
+    // Any id from the block count on is an added block to map_blocks.
+    let added = cfg.num_blocks() as u32;
+    blocks
+        .iter()
+        .map(|b| MachineBlock {
+            id: match isel.get(b.id as usize) {
+                _ if b.id == PADDING_ID => PADDING_ID,
+                Some(&Some(traced)) => traced,
+                _ => added,
+            },
+            succs: b.succs.clone(),
+        })
+        .collect()
+}
+
+/// Whether IR block `b` only returns (its one way on is EXIT).
+fn only_returns(cfg: &Cfg, b: u32) -> bool {
+    let mut out = cfg.edges().iter().filter(|e| e.from == BlockId(b));
+    matches!((out.next(), out.next()), (Some(e), None) if e.kind == EdgeKind::Return)
+}
+
 /// What a machine block is in a partial alignment.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -702,6 +755,46 @@ mod tests {
         assert_eq!(map_blocks(&diamond(), &blocks), Err(Refusal::Entry));
         let blocks = [MachineBlock { id: 0, succs: None }];
         assert_eq!(map_blocks(&diamond(), &blocks), Err(Refusal::IndirectJump(0)));
+    }
+
+    #[test]
+    fn predicted_ids_map_a_block_codegen_inserted_before_later_ones() {
+        // The diamond; codegen's IR passes inserted a block on the edge 0 → 1 before instruction selection, so
+        // it took id 1 and blocks 1, 2, 3 became ids 2, 3, 4. Layout: 0, the new block, 1, 2, 3.
+        let machine =
+            [mb(0, &[Some(1), Some(3)]), mb(1, &[Some(2)]), mb(2, &[Some(4)]), mb(3, &[Some(4)]), mb(4, &[None])];
+        let map = map_predicted_blocks(&diamond(), &machine, &[Some(0), None, Some(1), Some(2), Some(3)]).unwrap();
+        assert_eq!(map.machine, vec![Some(0), Some(2), Some(3), Some(4)]);
+        assert_eq!(map.via[&(0, IrTarget::Block(1))], vec![1]);
+        // Read as machine id = IR block, the binary is refused: block 0 would lead to blocks 1 and 3.
+        assert!(matches!(map_blocks(&diamond(), &machine), Err(Refusal::Successors { block: 0, .. })));
+        // A prediction the binary does not bear out is refused, not trusted.
+        assert!(map_predicted_blocks(&diamond(), &machine, &[Some(0), Some(2), Some(1), None, Some(3)]).is_err());
+    }
+
+    #[test]
+    fn a_return_block_copied_into_a_predecessor_is_absent_there_and_added_elsewhere() {
+        // find(): 0 → {1, 5}, 1 → 2, 2 → {4, 3}, 3 → {2, 5}, 4 → 5, 5 → return. Tail duplication copied block
+        // 5 (a lone `ret`) into block 4: machine id 4 returns, id 5 runs on the edges from 0 and 3.
+        let ir = cfg(6, &[(0, 1), (0, 5), (1, 2), (2, 4), (2, 3), (3, 2), (3, 5), (4, 5), (5, 6)]);
+        let machine = [
+            mb(0, &[Some(1), Some(4)]),
+            mb(1, &[Some(2)]),
+            mb(2, &[Some(5), Some(3)]),
+            mb(3, &[Some(2), Some(4)]),
+            mb(5, &[None]),
+            mb(4, &[None]),
+        ];
+        let identity: Vec<Option<u32>> = (0..6).map(Some).collect();
+        assert!(matches!(map_blocks(&ir, &machine), Err(Refusal::Successors { block: 4, .. })));
+        let map = map_predicted_blocks(&ir, &machine, &identity).unwrap();
+        assert_eq!(map.machine, vec![Some(0), Some(1), Some(2), Some(3), Some(5), None]);
+        assert_eq!(map.via[&(0, IrTarget::Exit)], vec![4]);
+        assert_eq!(map.via[&(3, IrTarget::Exit)], vec![4]);
+        assert_eq!(map.via[&(5, IrTarget::Exit)], Vec::<usize>::new());
+        // Only a block that does nothing but return is taken as copied: with block 5 → 2 added, it is not.
+        let loops = cfg(6, &[(0, 1), (0, 5), (1, 2), (2, 4), (2, 3), (3, 2), (3, 5), (4, 5), (5, 6), (5, 2)]);
+        assert!(map_predicted_blocks(&loops, &machine, &identity).is_err());
     }
 
     #[test]
