@@ -436,6 +436,53 @@ impl StepSink for Simulator<'_, '_> {
             fr.sites_done += 1;
         }
     }
+
+    fn cut_to(&mut self, depth: usize, resume: Option<(BlockId, u32)>) {
+        // The static model follows calls and returns only: what runs after a longjmp or an exception is
+        // simulated fetch by fetch.
+        if let Some(st) = &mut self.statics {
+            st.leave(|| "a longjmp or an exception ended activations without their returns".into());
+        }
+        // Each activation dropped ran its block up to the call that did not return: one a traced callee was
+        // entered from (fetched then) or the block's running call. So did the one a setjmp resumes, when that
+        // call was its own (a longjmp within one activation).
+        let first = if resume.is_some() { depth.saturating_sub(1) } else { depth };
+        for i in first..self.stack.len() {
+            let fr = &self.stack[i];
+            if fr.in_call.is_some() || self.mapped(fr.func).is_none() {
+                continue;
+            }
+            let (f, block, cursor) = (fr.func, fr.block, fr.cursor);
+            match self.running_call(fr) {
+                Some(k) if k >= cursor => self.fetch(f, block, cursor, k + 1),
+                _ => self.fail(f, "left by a longjmp or an exception at a call the machine code does not tell".into()),
+            }
+        }
+        self.stack.truncate(depth);
+        let Some((b, call)) = resume else { return };
+        let Some(fr) = self.stack.last() else { return };
+        let f = fr.func;
+        let Some((m, map)) = self.mapped(f) else { return };
+        // A setjmp returned again: the activation goes on right after that call instruction of the machine
+        // block of `b`, found when the block's calls are its call sites one for one.
+        let sites = self.ir_calls.get(f.index()).and_then(|c| c.get(b.index())).copied();
+        let at = map.machine.get(b.index()).copied().flatten().and_then(|mb| {
+            let calls = &m.code[mb].calls;
+            (sites == Some(calls.len() as u32)).then(|| calls.get(call as usize).map(|c| (mb, c.index + 1))).flatten()
+        });
+        match at {
+            Some((mb, cursor)) => {
+                let fr = self.stack.last_mut().expect("checked above");
+                fr.block = mb;
+                fr.cursor = cursor;
+                fr.in_call = None;
+                fr.ir_block = b.0;
+                fr.sites_done = call + 1;
+            }
+            None => self
+                .fail(f, format!("a setjmp call of block {} returned again where the machine code does not tell", b.0)),
+        }
+    }
 }
 
 #[derive(Serialize)]

@@ -313,6 +313,37 @@ fn ids_codegen_shifted_are_predicted_and_the_counts_equal_cachegrind() {
     }
 }
 
+/// longjmp out of callees (dropped without their returns) and within one activation, back to a `setjmp` that
+/// returns again: each dropped activation ran its block up to the call that did not return, and the resumed
+/// one goes on right after its setjmp call. Before, pathprof kept the dropped activations on its own stack and
+/// charged what ran after the longjmp to them: `main` of longjmp.c was simulated with 57 of its 153 fetches.
+#[test]
+fn activations_a_longjmp_drops_and_resumes_equal_cachegrind() {
+    for (name, source) in [
+        ("longjmp", include_str!("../programs/longjmp.c")),
+        ("setjmp_paths", include_str!("../programs/setjmp_paths.c")),
+        ("inlined_loops", include_str!("../programs/inlined_loops.c")),
+    ] {
+        for opt in ["-O0", "-O2"] {
+            let dir = scratch(&format!("icache-longjmp-{name}{opt}"));
+            let (plain, trace) = build(&dir, source, opt);
+            let g = GEOMETRIES[1];
+            let ours = simulate(&trace, &plain, g);
+            let cg = cachegrind(&dir, &plain, g);
+            let sim = simulated(&ours);
+            assert!(sim.contains_key("main"), "{name} {opt}: {ours}");
+            for f in ["deep", "jump_loop"] {
+                if source.contains(&format!(" {f}(")) {
+                    assert!(sim.contains_key(f), "{name} {opt} {f}: {ours}");
+                }
+            }
+            for (f, v) in &sim {
+                assert_eq!(Some(v.0), cg.get(f).map(|c| c.0), "{name} {opt} {f}: accesses vs cachegrind's Ir");
+            }
+        }
+    }
+}
+
 #[test]
 fn json_shape_and_categories_by_hand() {
     let dir = scratch("icache-json");

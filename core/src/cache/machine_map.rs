@@ -113,8 +113,22 @@ impl std::fmt::Display for Refusal {
             Refusal::Entry => write!(f, "the entry is not machine block 0"),
             Refusal::AddedCycle => write!(f, "codegen-added blocks form a cycle"),
             Refusal::IndirectJump(id) => write!(f, "machine block {id} ends in an indirect jump"),
-            Refusal::Successors { block, .. } => {
-                write!(f, "block {block}: machine successors differ from the IR's")
+            Refusal::Successors { block, ir, machine } => {
+                let list = |ts: &[IrTarget]| {
+                    ts.iter()
+                        .map(|t| match t {
+                            IrTarget::Block(b) => b.to_string(),
+                            IrTarget::Exit => "exit".into(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                write!(
+                    f,
+                    "block {block}: machine successors differ from the IR's (IR: {}; machine: {})",
+                    list(ir),
+                    list(machine)
+                )
             }
             Refusal::Ambiguous { block } => write!(f, "block {block}: a successor is reached by several machine paths"),
         }

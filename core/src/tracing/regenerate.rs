@@ -230,6 +230,13 @@ pub trait StepSink {
     /// (callbacks) from activations of the block's next call site.
     #[inline]
     fn site_done(&mut self, _f: FuncId, _b: BlockId) {}
+    /// The activations deeper than `depth` (the outermost is depth 1) ended without returning: a `longjmp`
+    /// or an exception passed them, or untraced code caught one. The activation at `depth` goes on — after
+    /// call `resume.1` of its block `resume.0` when that call returned again (a `setjmp`: the walk goes on from
+    /// that block), else where it waited (an unwind edge or its call site's return follows). Lets a consumer
+    /// that keeps its own stack of activations drop the same ones.
+    #[inline]
+    fn cut_to(&mut self, _depth: usize, _resume: Option<(BlockId, u32)>) {}
 }
 
 impl StepSink for Vec<(FuncId, BlockId)> {
@@ -431,6 +438,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                     return Err(RegenError::BadResync(m));
                 }
                 stack.truncate(m.depth as usize);
+                sink.cut_to(m.depth as usize, Some((m.block, m.call)));
                 let mut fr = stack.pop().expect("depth ≥ 1");
                 fr.vertex = m.block;
                 fr.pending = NONE;
@@ -456,6 +464,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 });
                 let Some(edge) = edge else { return Err(RegenError::BadUnwind(m)) };
                 stack.truncate(m.depth as usize);
+                sink.cut_to(m.depth as usize, None);
                 let mut fr = stack.pop().expect("depth ≥ 1");
                 sink.site_done(fr.func, fr.vertex);
                 fr.vertex = program.funcs[fr.func.index()].edge_to[edge.index()];
@@ -485,6 +494,7 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                     return Err(RegenError::BadAbandon(m));
                 }
                 stack.truncate(depth as usize);
+                sink.cut_to(depth as usize, None);
                 let mut fr = stack.pop().expect("depth ≥ 1");
                 // The marker is the site's Done.
                 if site_returned(&mut fr, sink) {

@@ -43,6 +43,8 @@ fn program() -> Program {
 struct Steps {
     blocks: Vec<(u32, u32)>,
     edges: Vec<(u32, u32)>,
+    /// The depths the activations were cut to, in order.
+    cuts: Vec<usize>,
 }
 
 impl StepSink for Steps {
@@ -51,6 +53,10 @@ impl StepSink for Steps {
     }
     fn edge(&mut self, f: FuncId, e: EdgeId) {
         self.edges.push((f.0, e.0));
+    }
+    fn cut_to(&mut self, depth: usize, resume: Option<(BlockId, u32)>) {
+        assert!(resume.is_none(), "an exception resumes no setjmp");
+        self.cuts.push(depth);
     }
 }
 
@@ -67,7 +73,7 @@ fn unwind_marker(w: &mut BitWriter, f: u32, depth: u32) {
 
 fn run(w: BitWriter) -> Result<Steps, RegenError> {
     let trace = w.finish();
-    let mut steps = Steps { blocks: Vec::new(), edges: Vec::new() };
+    let mut steps = Steps { blocks: Vec::new(), edges: Vec::new(), cuts: Vec::new() };
     regenerate(&program(), &mut BitReader::new(&trace), &mut steps, 1000)?;
     Ok(steps)
 }
@@ -94,6 +100,7 @@ fn a_throw_through_a_frame_without_landing_pad_lands_in_main() {
     assert_eq!(s.blocks, vec![(0, 0), (1, 0), (2, 0), (0, 2), (0, 3)]);
     // main crossed its unwind edge (e1) and the landing pad's return (e3); nothing else.
     assert_eq!(s.edges, vec![(0, 1), (0, 3)]);
+    assert_eq!(s.cuts, vec![1]);
 }
 
 #[test]
@@ -110,6 +117,8 @@ fn a_cleanup_resumes_and_the_next_landing_pad_catches() {
     let s = run(w).unwrap();
     assert_eq!(s.blocks, vec![(0, 0), (1, 0), (2, 0), (1, 2), (1, 3), (0, 2), (0, 3)]);
     assert_eq!(s.edges, vec![(1, 1), (1, 3), (0, 1), (0, 3)]);
+    // f2 dropped at f1's pad (depth 2), then f1 — returned through `resume` — leaves main alone at depth 1.
+    assert_eq!(s.cuts, vec![2, 1]);
 }
 
 #[test]
@@ -121,6 +130,7 @@ fn a_normal_return_takes_the_normal_edge_without_bits() {
     let s = run(w).unwrap();
     assert_eq!(s.blocks, vec![(0, 0), (0, 1), (0, 3)]);
     assert_eq!(s.edges, vec![(0, 0), (0, 2)]);
+    assert!(s.cuts.is_empty());
 }
 
 #[test]
