@@ -39,6 +39,8 @@ namespace {
 // there (see pathprof_shim_predict_isel_blocks).
 PassBuilder *IselPB = nullptr;
 bool IselOptimises = false;
+// Drops the machine the prediction made for the module (defined with it, below).
+void resetIselTargetMachine();
 
 struct PathprofPass : PassInfoMixin<PathprofPass> {
   int Point = 0;
@@ -63,6 +65,7 @@ struct PathprofPass : PassInfoMixin<PathprofPass> {
     }
     int Changed = pathprof_instrument_module(wrap(&M), &FAM, Point);
     IselPB = nullptr;
+    resetIselTargetMachine();
     if (Changed) {
       // After the optimiser no inliner runs: the trace helpers (alwaysinline) are inlined here, as the
       // pipeline's AlwaysInliner does for code instrumented earlier.
@@ -440,9 +443,62 @@ LLVMValueRef pathprof_shim_clone_function(LLVMValueRef F, const char *Name) {
 }
 }
 
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Analysis/TargetTransformInfo.h"
 #include "llvm/CodeGen/UnreachableBlockElim.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/ValueHandle.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Scalar.h"
+#include "llvm/Transforms/Utils.h"
+#include <memory>
 #include <unordered_map>
+
+namespace {
+// Codegen runs LoopStrengthReduce in the legacy pass manager, on loops not in LCSSA form; the new pass manager's
+// loop adaptor puts them in LCSSA form first, and LSR then rewrites some exit values without the block the
+// legacy run adds (zlib's inflate_table). So the prediction runs the legacy pass, whose target information
+// needs a TargetMachine: one made from the module's triple, relocation and code model (clang's own is out of
+// reach; each function's target-cpu and target-features attributes pick its subtarget either way).
+std::unique_ptr<TargetMachine> legacyTargetMachine(const Module &M) {
+  std::string Error;
+  const Target *T = TargetRegistry::lookupTarget(M.getTargetTriple(), Error);
+  if (!T)
+    return nullptr;
+  std::optional<Reloc::Model> RM = M.getPICLevel() != PICLevel::NotPIC ? Reloc::PIC_ : Reloc::Static;
+  return std::unique_ptr<TargetMachine>(T->createTargetMachine(M.getTargetTriple(), "", "", TargetOptions(), RM,
+                                                               M.getCodeModel(), CodeGenOptLevel::Default));
+}
+
+// The module's machine for the legacy pass, made at its first use while the pass runs at OptimizerLast.
+std::unique_ptr<TargetMachine> IselTM;
+const Module *IselTMModule = nullptr;
+
+void resetIselTargetMachine() {
+  IselTM.reset();
+  IselTMModule = nullptr;
+}
+
+// Runs codegen's loop strength reduction on F as codegen does (legacy pass manager); false if it cannot.
+bool runLegacyLSR(Function &F) {
+  if (IselTMModule != F.getParent()) {
+    IselTM = legacyTargetMachine(*F.getParent());
+    IselTMModule = F.getParent();
+  }
+  TargetMachine *TM = IselTM.get();
+  if (!TM)
+    return false;
+  legacy::FunctionPassManager LFPM(F.getParent());
+  LFPM.add(createTargetTransformInfoWrapperPass(TM->getTargetIRAnalysis()));
+  LFPM.add(createCanonicalizeFreezeInLoopsPass());
+  LFPM.add(createLoopStrengthReducePass());
+  LFPM.doInitialization();
+  LFPM.run(F);
+  LFPM.doFinalization();
+  return true;
+}
+} // namespace
 
 extern "C" {
 // Mode icache: the blocks instruction selection will number, in its order, for F as it stands now (the IR a
@@ -462,15 +518,19 @@ long pathprof_shim_predict_isel_blocks(LLVMValueRef F, void *FAMp, LLVMBasicBloc
   // TargetPassConfig::addIRPasses, addCodeGenPrepare, addPassesToHandleExceptions and addISelPrepare for X86,
   // without the passes that never change blocks (and LLVM's unreachable-block elimination, which has no
   // pipeline name, between the two halves).
-  const char *Before = IselOptimises
-                           ? "expand-large-div-rem,expand-large-fp-convert,atomic-expand,"
-                             "loop(canon-freeze,loop-reduce),mergeicmps,expand-memcmp,lower-constant-intrinsics"
-                           : "expand-large-div-rem,expand-large-fp-convert,atomic-expand,lower-constant-intrinsics";
+  // At -O2 loop strength reduction runs between these two (see runLegacyLSR).
+  const char *First = "expand-large-div-rem,expand-large-fp-convert,atomic-expand";
+  const char *Before = IselOptimises ? "mergeicmps,expand-memcmp,lower-constant-intrinsics"
+                                     : "lower-constant-intrinsics";
   const char *After = IselOptimises ? "partially-inline-libcalls,scalarize-masked-mem-intrin,indirectbr-expand,"
                                       "codegenprepare,dwarf-eh-prepare,safe-stack,stack-protector"
                                     : "scalarize-masked-mem-intrin,indirectbr-expand,dwarf-eh-prepare,safe-stack,"
                                       "stack-protector";
-  FunctionPassManager FPM;
+  FunctionPassManager FirstFPM, FPM;
+  if (Error E = IselPB->parsePassPipeline(FirstFPM, First)) {
+    consumeError(std::move(E));
+    return -1;
+  }
   if (Error E = IselPB->parsePassPipeline(FPM, Before)) {
     consumeError(std::move(E));
     return -1;
@@ -487,13 +547,23 @@ long pathprof_shim_predict_isel_blocks(LLVMValueRef F, void *FAMp, LLVMBasicBloc
   std::vector<std::pair<WeakVH, BasicBlock *>> Copies;
   for (BasicBlock &B : *Fn)
     Copies.emplace_back(WeakVH(VMap[&B]), &B);
-  FPM.run(*Copy, FAM);
+  FirstFPM.run(*Copy, FAM);
+  bool Predicted = true;
+  if (IselOptimises) {
+    // The legacy pass manager computes its own analyses; the new one's of the copy are stale after it.
+    FAM.clear(*Copy, Copy->getName());
+    Predicted = runLegacyLSR(*Copy);
+  }
+  if (Predicted)
+    FPM.run(*Copy, FAM);
   std::unordered_map<const Value *, BasicBlock *> Original;
   for (auto &[Handle, B] : Copies)
     if (Value *V = Handle)
       Original.emplace(V, B);
-  long N = 0;
+  long N = Predicted ? 0 : -1;
   for (BasicBlock &B : *Copy) {
+    if (N < 0)
+      break;
     if (size_t(N) == Cap) {
       N = -1;
       break;
