@@ -696,7 +696,8 @@ pub fn run(args: &Args) -> Result<()> {
                 // The pass's prediction of the ids first (it ran codegen's IR passes), then machine id = IR
                 // block, then the search for the one order-preserving alignment.
                 let isel = &file.modules[&base].isel[i];
-                let predicted = (!isel.is_empty()).then(|| map_predicted_blocks(&meta.cfg, &m.blocks, isel));
+                let predicted =
+                    (!isel.is_empty()).then(|| map_predicted_blocks(&meta.cfg, &m.blocks, &isel.ids, &isel.split));
                 status.push(match predicted {
                     Some(Ok(map)) => {
                         by_prediction += 1;

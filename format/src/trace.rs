@@ -39,11 +39,28 @@ pub struct TraceModuleMeta {
     /// `direct` sites whose callee is a straight-line leaf: instrumented code calls an uninstrumented copy of
     /// the callee there and writes no marker (`pathprof_core::tracing::regenerate`, "Implicit calls").
     pub implicit: Vec<Vec<(u32, u32)>>,
-    /// Mode icache, per function of `module.functions`: the pass's prediction of the blocks instruction
-    /// selection numbers, by machine block id (`.llvm_bb_addr_map`): the traced block that id will be, or
-    /// `None` for a block codegen's IR passes add; empty when the pass made no prediction. A candidate that
-    /// `pathprof icache` proves against the binary before using it, like any other mapping.
-    pub isel: Vec<Vec<Option<u32>>>,
+    /// Mode icache, per function of `module.functions`: the pass's prediction of its machine block ids
+    /// (empty when the pass made none). A candidate that `pathprof icache` proves against the binary before
+    /// using it, like any other mapping.
+    pub isel: Vec<IselPrediction>,
+}
+
+/// Mode icache: which traced block each machine block id (`.llvm_bb_addr_map`) of one function will be.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IselPrediction {
+    /// Per id from 0, the blocks instruction selection receives: the traced block, or `None` for a block
+    /// codegen's IR passes add.
+    pub ids: Vec<Option<u32>>,
+    /// The traced blocks the pass cut from conditions as instruction selection will (`branch_split`), in the
+    /// order it creates its own: their ids follow `ids`, among the other blocks instruction selection creates.
+    pub split: Vec<u32>,
+}
+
+impl IselPrediction {
+    /// Whether the pass made a prediction.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
 }
 
 /// [`TraceModuleMeta`]'s tail: what follows the call sites when any of it is set (flags byte
@@ -95,7 +112,7 @@ impl TraceModuleMeta {
             || !self.kept_calls.is_empty()
             || self.direct.iter().any(|d| !d.is_empty())
             || self.implicit.iter().any(|d| !d.is_empty());
-        let isel = self.isel.iter().any(|f| !f.is_empty());
+        let isel = self.isel.iter().any(|f| *f != IselPrediction::default());
         if self.optimizer_last || extras || isel {
             blob.push(
                 if self.optimizer_last { TAIL_OPTIMIZER_LAST } else { 0 }
@@ -138,10 +155,10 @@ impl TraceModuleMeta {
         } else {
             (Extras { invokes: Vec::new(), kept_calls: Vec::new(), direct: Vec::new(), implicit: Vec::new() }, rest)
         };
-        let (isel, rest): (Vec<Vec<Option<u32>>>, &[u8]) = if flags & TAIL_ISEL != 0 {
+        let (isel, rest): (Vec<IselPrediction>, &[u8]) = if flags & TAIL_ISEL != 0 {
             postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?
         } else {
-            (vec![Vec::new(); calls.len()], rest)
+            (vec![IselPrediction::default(); calls.len()], rest)
         };
         if !rest.is_empty() {
             return Err(bad("unknown metadata tail"));
@@ -165,8 +182,13 @@ impl TraceModuleMeta {
             || isel.len() != calls.len()
             || isel.iter().zip(&module.functions).any(|(p, f)| {
                 let mut seen = vec![false; f.cfg.num_blocks()];
-                p.iter().flatten().any(|&b| seen.get_mut(b as usize).is_none_or(|s| std::mem::replace(s, true)))
-                    || p.first().is_some_and(|&b| b != Some(0))
+                p.ids
+                    .iter()
+                    .flatten()
+                    .chain(&p.split)
+                    .any(|&b| seen.get_mut(b as usize).is_none_or(|s| std::mem::replace(s, true)))
+                    || p.ids.first().is_some_and(|&b| b != Some(0))
+                    || (p.ids.is_empty() && !p.split.is_empty())
             })
         {
             return Err(bad("call sites do not fit the functions"));

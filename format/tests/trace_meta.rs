@@ -137,6 +137,8 @@ fn direct_call_sites_round_trip_and_must_fit_their_functions() {
 
 #[test]
 fn the_predicted_isel_blocks_round_trip_with_and_without_extras_and_must_fit_their_functions() {
+    use pathprof_format::trace::IselPrediction;
+    let p = |ids: &[Option<u32>], split: &[u32]| IselPrediction { ids: ids.to_vec(), split: split.to_vec() };
     for kept in [false, true] {
         let mut m = meta(true);
         m.module.functions = vec![two_block_function("f"), two_block_function("g")];
@@ -145,24 +147,32 @@ fn the_predicted_isel_blocks_round_trip_with_and_without_extras_and_must_fit_the
             m.kept_calls = vec!["h".into()];
         }
         // f: machine id 1 is a block codegen's IR passes add, id 2 is traced block 1; g: no prediction.
-        m.isel = vec![vec![Some(0), None, Some(1)], Vec::new()];
+        m.isel = vec![p(&[Some(0), None, Some(1)], &[]), IselPrediction::default()];
         let back = TraceModuleMeta::decode(&m.encode()).unwrap();
         assert_eq!((back.isel.clone(), back.kept_calls.clone()), (m.isel.clone(), m.kept_calls.clone()));
-        // Without any prediction the blob is the one without the field (one empty list per function back).
+        // A split block listed apart.
+        let mut split = m.clone();
+        split.isel[0] = p(&[Some(0)], &[1]);
+        assert_eq!(TraceModuleMeta::decode(&split.encode()).unwrap().isel, split.isel);
+        // Without any prediction the blob is the one without the field (one empty prediction per function back).
         let mut none = m.clone();
-        none.isel = vec![Vec::new(); 2];
+        none.isel = vec![IselPrediction::default(); 2];
         let mut older = m.clone();
         older.isel = Vec::new();
         assert_eq!(none.encode(), older.encode());
         assert_eq!(TraceModuleMeta::decode(&none.encode()).unwrap().isel, none.isel);
-        // A traced block the function does not have, an entry that is not block 0, a block listed twice, a
-        // list per function missing, trailing bytes: refused.
+        // A traced block the function does not have, an entry that is not block 0, a block listed twice (among
+        // the ids or as a split block too), split blocks without a prediction, a prediction per function
+        // missing, trailing bytes: refused.
         for isel in [
-            vec![vec![Some(0), Some(2)], vec![]],
-            vec![vec![None, Some(0)], vec![]],
-            vec![vec![Some(1), Some(0)], vec![]],
-            vec![vec![Some(0), Some(1), Some(1)], vec![]],
-            vec![vec![Some(0)]],
+            vec![p(&[Some(0), Some(2)], &[]), p(&[], &[])],
+            vec![p(&[None, Some(0)], &[]), p(&[], &[])],
+            vec![p(&[Some(1), Some(0)], &[]), p(&[], &[])],
+            vec![p(&[Some(0), Some(1), Some(1)], &[]), p(&[], &[])],
+            vec![p(&[Some(0), Some(1)], &[1]), p(&[], &[])],
+            vec![p(&[Some(0)], &[2]), p(&[], &[])],
+            vec![p(&[], &[1]), p(&[], &[])],
+            vec![p(&[Some(0)], &[])],
         ] {
             let mut bad = m.clone();
             bad.isel = isel;

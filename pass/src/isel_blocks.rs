@@ -9,7 +9,8 @@
 
 use crate::shim;
 use inkwell::llvm_sys::prelude::*;
-use std::collections::HashMap;
+use pathprof_format::trace::IselPrediction;
+use std::collections::{HashMap, HashSet};
 use std::os::raw::c_void;
 
 /// The blocks instruction selection will number for `f` as it stands (before it is split or traced), each one of
@@ -23,33 +24,33 @@ pub fn predict(f: LLVMValueRef, fam: *mut c_void) -> Option<Vec<Option<LLVMBasic
     Some(out.into_iter().map(|b| (!b.is_null()).then_some(b)).collect())
 }
 
-/// The machine id table: per id, the index of its block among `traced` (the traced function's blocks in order),
-/// or `None` for a block codegen adds. `predicted` is [`predict`]'s answer for the function's blocks `original`;
-/// the traced blocks that are not among them — the conditions `branch_split` cut, appended in the order
-/// instruction selection creates its own — take the ids right after the predicted ones. Empty when the
-/// prediction does not fit (a predicted block that is not traced, an entry that is not the first block).
+/// The prediction for the trace metadata: per machine id, the index of its block among `traced` (the traced
+/// function's blocks in order), or `None` for a block codegen adds; then the traced blocks that are not among
+/// `original` — the conditions `branch_split` cut, appended in the order instruction selection creates its own —
+/// whose ids come after. `predicted` is [`predict`]'s answer for the function's blocks `original`. Empty when
+/// it does not fit (a predicted block that is not traced, an entry that is not the first block).
 pub fn machine_ids(
     predicted: &[Option<LLVMBasicBlockRef>],
     original: &[LLVMBasicBlockRef],
     traced: &[LLVMBasicBlockRef],
-) -> Vec<Option<u32>> {
+) -> IselPrediction {
     let index: HashMap<LLVMBasicBlockRef, u32> = traced.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
-    let mut ids = Vec::with_capacity(predicted.len() + traced.len() - original.len().min(traced.len()));
+    let mut ids = Vec::with_capacity(predicted.len());
     for b in predicted {
         match b {
             Some(b) => match index.get(b) {
                 Some(&i) => ids.push(Some(i)),
-                None => return Vec::new(),
+                None => return IselPrediction::default(),
             },
             None => ids.push(None),
         }
     }
-    let original: std::collections::HashSet<LLVMBasicBlockRef> = original.iter().copied().collect();
-    ids.extend(traced.iter().enumerate().filter(|(_, b)| !original.contains(b)).map(|(i, _)| Some(i as u32)));
     if ids.first() != Some(&Some(0)) {
-        return Vec::new();
+        return IselPrediction::default();
     }
-    ids
+    let original: HashSet<LLVMBasicBlockRef> = original.iter().copied().collect();
+    let split = traced.iter().enumerate().filter(|(_, b)| !original.contains(b)).map(|(i, _)| i as u32).collect();
+    IselPrediction { ids, split }
 }
 
 #[cfg(test)]
@@ -67,14 +68,15 @@ mod tests {
         let original = [bb(0), bb(1), bb(2), bb(3)];
         let traced = [bb(0), bb(1), bb(2), bb(3), bb(4)];
         let predicted = [Some(bb(0)), Some(bb(1)), None, Some(bb(2))];
-        assert_eq!(machine_ids(&predicted, &original, &traced), vec![Some(0), Some(1), None, Some(2), Some(4)]);
+        let p = machine_ids(&predicted, &original, &traced);
+        assert_eq!((p.ids, p.split), (vec![Some(0), Some(1), None, Some(2)], vec![4]));
     }
 
     #[test]
     fn a_prediction_that_does_not_fit_is_dropped() {
         let original = [bb(0), bb(1)];
-        assert!(machine_ids(&[Some(bb(0)), Some(bb(7))], &original, &original).is_empty());
-        assert!(machine_ids(&[Some(bb(1)), Some(bb(0))], &original, &original).is_empty());
-        assert!(machine_ids(&[None, Some(bb(0))], &original, &original).is_empty());
+        assert_eq!(machine_ids(&[Some(bb(0)), Some(bb(7))], &original, &original), IselPrediction::default());
+        assert_eq!(machine_ids(&[Some(bb(1)), Some(bb(0))], &original, &original), IselPrediction::default());
+        assert_eq!(machine_ids(&[None, Some(bb(0))], &original, &original), IselPrediction::default());
     }
 }

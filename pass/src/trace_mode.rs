@@ -301,7 +301,7 @@ pub fn instrument(
         isel: planned
             .iter()
             .map(|p| {
-                isel_predicted.get(&p.f).map_or_else(Vec::new, |(predicted, original)| {
+                isel_predicted.get(&p.f).map_or_else(Default::default, |(predicted, original)| {
                     crate::isel_blocks::machine_ids(predicted, original, &p.graph.blocks)
                 })
             })

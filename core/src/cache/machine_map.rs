@@ -229,43 +229,104 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
 }
 
 /// [`map_blocks`] with the ids the pass predicted (mode icache: it ran codegen's IR passes on a copy of the
-/// function, `pathprof_format::trace::TraceModuleMeta::isel`): machine id `k` is traced block `isel[k]`, and a
-/// block codegen added where that is `None` or `k` is past the table. The checks are [`map_blocks`]'s: a
-/// prediction is trusted only as far as the binary bears it out.
+/// function, `pathprof_format::trace::IselPrediction`): machine id `k` is traced block `ids[k]`, a block
+/// codegen added where that is `None`; the traced blocks `split` (conditions the pass cut as instruction
+/// selection will) have ids after those, in that order — or, when instruction selection created blocks of its
+/// own in between (switch lowering), each is the one new block its IR predecessor's machine block leads to. The
+/// checks are [`map_blocks`]'s: a prediction is trusted only as far as the binary bears it out.
 ///
 /// One machine pass undoes a block the prediction keeps: tail duplication copies a return block into its
 /// predecessors (so a predecessor's machine block returns where the IR goes on to the return block). Where a
 /// block's successors differ only so, the return block is taken as absent — its machine block then runs as an
 /// added block on the edges that still reach it — and the checks run again.
-pub fn map_predicted_blocks(cfg: &Cfg, blocks: &[MachineBlock], isel: &[Option<u32>]) -> Result<BlockMapping, Refusal> {
-    let mut isel = isel.to_vec();
+pub fn map_predicted_blocks(
+    cfg: &Cfg,
+    blocks: &[MachineBlock],
+    ids: &[Option<u32>],
+    split: &[u32],
+) -> Result<BlockMapping, Refusal> {
+    let in_order: Vec<Option<u32>> = ids.iter().copied().chain(split.iter().map(|&s| Some(s))).collect();
+    let first = map_with_copied_returns(cfg, blocks, in_order);
+    if first.is_ok() || split.is_empty() {
+        return first;
+    }
+    match locate_split_blocks(cfg, blocks, ids, split) {
+        Some(located) => map_with_copied_returns(cfg, blocks, located).or(first),
+        None => first,
+    }
+}
+
+/// [`map_blocks`] over `blocks` renumbered by `table` (machine id → traced block), taking return blocks that
+/// tail duplication copied into predecessors as absent (see [`map_predicted_blocks`]).
+fn map_with_copied_returns(
+    cfg: &Cfg,
+    blocks: &[MachineBlock],
+    mut table: Vec<Option<u32>>,
+) -> Result<BlockMapping, Refusal> {
     loop {
-        let refusal = match map_blocks(cfg, &renumbered(cfg, blocks, &isel)) {
+        let refusal = match map_blocks(cfg, &renumbered(cfg, blocks, &table)) {
             Ok(map) => return Ok(map),
             Err(refusal) => refusal,
         };
         let Refusal::Successors { ir, machine, .. } = &refusal else { return Err(refusal) };
         let copied_return = ir.iter().find_map(|t| match *t {
-            IrTarget::Block(r) if !machine.contains(t) && only_returns(cfg, r) && isel.contains(&Some(r)) => Some(r),
+            IrTarget::Block(r) if !machine.contains(t) && only_returns(cfg, r) && table.contains(&Some(r)) => Some(r),
             _ => None,
         });
         match copied_return {
             Some(r) if machine.contains(&IrTarget::Exit) => {
-                isel.iter_mut().filter(|t| **t == Some(r)).for_each(|t| *t = None);
+                table.iter_mut().filter(|t| **t == Some(r)).for_each(|t| *t = None);
             }
             _ => return Err(refusal),
         }
     }
 }
 
-/// `blocks` with each id replaced by the traced block `isel` says it is (see [`map_predicted_blocks`]).
-fn renumbered(cfg: &Cfg, blocks: &[MachineBlock], isel: &[Option<u32>]) -> Vec<MachineBlock> {
+/// The id table with each split block at the machine block its IR predecessor's machine block leads to, when
+/// that is the only successor with an id past `ids` not taken yet (split blocks in order: a chain's later
+/// blocks follow the earlier ones), and absent when there is none (codegen kept the conditions together).
+/// `None` when one cannot be placed so.
+fn locate_split_blocks(
+    cfg: &Cfg,
+    blocks: &[MachineBlock],
+    ids: &[Option<u32>],
+    split: &[u32],
+) -> Option<Vec<Option<u32>>> {
+    let mut table: BTreeMap<u32, u32> = ids.iter().enumerate().filter_map(|(k, t)| t.map(|t| (k as u32, t))).collect();
+    let layout_of = |traced: u32, table: &BTreeMap<u32, u32>| {
+        blocks.iter().position(|b| b.id != PADDING_ID && table.get(&b.id) == Some(&traced))
+    };
+    for &s in split {
+        let mut preds = cfg.edges().iter().filter(|e| e.to == BlockId(s) && matches!(e.kind, EdgeKind::Branch { .. }));
+        let (Some(pred), None) = (preds.next(), preds.next()) else { return None };
+        let at = layout_of(pred.from.0, &table)?;
+        let mut new = blocks[at].succs.as_ref()?.iter().filter_map(|m| match *m {
+            MachineSucc::Block(j) => Some(blocks[j].id),
+            MachineSucc::Exit => None,
+        });
+        let mut fresh =
+            new.by_ref().filter(|&id| id != PADDING_ID && id as usize >= ids.len() && !table.contains_key(&id));
+        match (fresh.next(), fresh.next()) {
+            (Some(id), None) => {
+                table.insert(id, s);
+            }
+            // Codegen kept the conditions together: the split block has no code (absent).
+            (None, _) => {}
+            (Some(_), Some(_)) => return None,
+        }
+    }
+    let len = table.keys().next_back().map_or(0, |&k| k as usize + 1);
+    Some((0..len as u32).map(|k| table.get(&k).copied()).collect())
+}
+
+/// `blocks` with each id replaced by the traced block `table` says it is (see [`map_predicted_blocks`]).
+fn renumbered(cfg: &Cfg, blocks: &[MachineBlock], table: &[Option<u32>]) -> Vec<MachineBlock> {
     // Any id from the block count on is an added block to map_blocks.
     let added = cfg.num_blocks() as u32;
     blocks
         .iter()
         .map(|b| MachineBlock {
-            id: match isel.get(b.id as usize) {
+            id: match table.get(b.id as usize) {
                 _ if b.id == PADDING_ID => PADDING_ID,
                 Some(&Some(traced)) => traced,
                 _ => added,
@@ -777,13 +838,40 @@ mod tests {
         // it took id 1 and blocks 1, 2, 3 became ids 2, 3, 4. Layout: 0, the new block, 1, 2, 3.
         let machine =
             [mb(0, &[Some(1), Some(3)]), mb(1, &[Some(2)]), mb(2, &[Some(4)]), mb(3, &[Some(4)]), mb(4, &[None])];
-        let map = map_predicted_blocks(&diamond(), &machine, &[Some(0), None, Some(1), Some(2), Some(3)]).unwrap();
+        let map = map_predicted_blocks(&diamond(), &machine, &[Some(0), None, Some(1), Some(2), Some(3)], &[]).unwrap();
         assert_eq!(map.machine, vec![Some(0), Some(2), Some(3), Some(4)]);
         assert_eq!(map.via[&(0, IrTarget::Block(1))], vec![1]);
         // Read as machine id = IR block, the binary is refused: block 0 would lead to blocks 1 and 3.
         assert!(matches!(map_blocks(&diamond(), &machine), Err(Refusal::Successors { block: 0, .. })));
         // A prediction the binary does not bear out is refused, not trusted.
-        assert!(map_predicted_blocks(&diamond(), &machine, &[Some(0), Some(2), Some(1), None, Some(3)]).is_err());
+        assert!(map_predicted_blocks(&diamond(), &machine, &[Some(0), Some(2), Some(1), None, Some(3)], &[]).is_err());
+    }
+
+    #[test]
+    fn a_split_condition_is_found_past_blocks_instruction_selection_created_before_it() {
+        // 0: `br (a && b)`, cut by the pass into 0: br a → {3, 2} and 3: br b → {1, 2}; 1 and 2 return. While
+        // lowering block 1 (first in its order) instruction selection created a block of its own (id 3), so the
+        // split block is id 4, not 3. Layout: 0, 1, 2, the split block, the other new block.
+        let ir = cfg(4, &[(0, 3), (0, 2), (3, 1), (3, 2), (1, 4), (2, 4)]);
+        let machine =
+            [mb(0, &[Some(3), Some(2)]), mb(1, &[Some(4)]), mb(2, &[None]), mb(4, &[Some(1), Some(2)]), mb(3, &[None])];
+        let ids = [Some(0), Some(1), Some(2)];
+        // In order, id 3 would be the split block: refused.
+        let in_order = [Some(0), Some(1), Some(2), Some(3)];
+        assert!(map_predicted_blocks(&ir, &machine, &in_order, &[]).is_err());
+        let map = map_predicted_blocks(&ir, &machine, &ids, &[3]).unwrap();
+        assert_eq!(map.machine, vec![Some(0), Some(1), Some(2), Some(3)]);
+        assert_eq!(map.via[&(1, IrTarget::Exit)], vec![4]);
+        // Two new successors of the predecessor's machine block: not placed, refused.
+        let two =
+            [mb(0, &[Some(3), Some(4)]), mb(1, &[None]), mb(2, &[None]), mb(4, &[Some(1), Some(2)]), mb(3, &[Some(2)])];
+        assert!(map_predicted_blocks(&ir, &two, &ids, &[3]).is_err());
+        // Codegen kept the conditions together (0 → {1, 2} in one branch): the split block is absent, while
+        // in order it would be the block instruction selection created for block 1.
+        let together = [mb(0, &[Some(1), Some(2)]), mb(1, &[Some(3)]), mb(2, &[None]), mb(3, &[None])];
+        assert!(map_predicted_blocks(&ir, &together, &in_order, &[]).is_err());
+        let map = map_predicted_blocks(&ir, &together, &ids, &[3]).unwrap();
+        assert_eq!(map.machine, vec![Some(0), Some(1), Some(2), None]);
     }
 
     #[test]
@@ -801,14 +889,14 @@ mod tests {
         ];
         let identity: Vec<Option<u32>> = (0..6).map(Some).collect();
         assert!(matches!(map_blocks(&ir, &machine), Err(Refusal::Successors { block: 4, .. })));
-        let map = map_predicted_blocks(&ir, &machine, &identity).unwrap();
+        let map = map_predicted_blocks(&ir, &machine, &identity, &[]).unwrap();
         assert_eq!(map.machine, vec![Some(0), Some(1), Some(2), Some(3), Some(5), None]);
         assert_eq!(map.via[&(0, IrTarget::Exit)], vec![4]);
         assert_eq!(map.via[&(3, IrTarget::Exit)], vec![4]);
         assert_eq!(map.via[&(5, IrTarget::Exit)], Vec::<usize>::new());
         // Only a block that does nothing but return is taken as copied: with block 5 → 2 added, it is not.
         let loops = cfg(6, &[(0, 1), (0, 5), (1, 2), (2, 4), (2, 3), (3, 2), (3, 5), (4, 5), (5, 6), (5, 2)]);
-        assert!(map_predicted_blocks(&loops, &machine, &identity).is_err());
+        assert!(map_predicted_blocks(&loops, &machine, &identity, &[]).is_err());
     }
 
     #[test]
