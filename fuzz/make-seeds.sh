@@ -67,5 +67,7 @@ if [ "$what" != profiles ]; then
   # A 512-byte flight recorder's window (sync point, shadow entries) cut by the program's SIGSEGV.
   trace_run trace_ring_crash-ring PATHPROF_TRACE_RING=512 PATHPROF_SIGNALS=1 -- "$progs/trace_ring_crash.c"
   trace_run trace_tiny-naive -- --pathprof-trace-naive "$progs/trace_tiny.c"
+  # Mode icache (the later flag wins): recorded at OptimizerLast, with the predicted machine ids in the metadata.
+  trace_run loops-icache -- --pathprof-mode=icache "$progs/loops.c"
 fi
 ls -l "$out"
