@@ -265,11 +265,11 @@ fn a_condition_codegen_splits_is_simulated_and_equals_cachegrind() {
     }
 }
 
-/// Recursive functions whose -O2 code codegen's IR passes reshape before instruction selection numbers the
-/// blocks (LoopStrengthReduce's loop canonicalisation adds blocks, CodeGenPrepare removes some), and whose
-/// return block tail duplication copies into predecessors: the ids of their IR blocks shift. The order-
-/// preserving alignment finds several candidates for both and refused them; the pass's prediction (it runs
-/// those IR passes on a copy) fixes the ids.
+/// Recursive functions (shapes of self_recursion.c, without the C library) whose -O2 code codegen's IR passes
+/// reshape before instruction selection numbers the blocks (LoopStrengthReduce's loop canonicalisation adds
+/// blocks, CodeGenPrepare removes some), and whose return block tail duplication copies into predecessors: the
+/// ids of their IR blocks shift. The order-preserving alignment finds several candidates for both and refused
+/// them; the pass's prediction (it runs those IR passes on a copy) fixes the ids.
 const SHIFTED_IDS: &str = r#"
 static long __attribute__((noinline)) ackermann(long m, long n) {
   if (m == 0)
@@ -278,21 +278,23 @@ static long __attribute__((noinline)) ackermann(long m, long n) {
     return ackermann(m - 1, 1);
   return ackermann(m - 1, ackermann(m, n - 1));
 }
-static int __attribute__((noinline)) depth_sum(const int *tree, int size, int i) {
-  if (i >= size)
+/* Bits set along a heap-ordered tree's paths: a loop, then one or two recursive calls. */
+static int __attribute__((noinline)) tree_bits(const unsigned *heap, int size, int at) {
+  if (at >= size)
     return 0;
-  int weight = 0;
-  for (int k = tree[i]; k > 0; k /= 2)
-    weight += k & 1;
-  return tree[i] % 3 == 0 ? weight + depth_sum(tree, size, 2 * i + 1)
-                          : weight + depth_sum(tree, size, 2 * i + 2) + depth_sum(tree, size, 2 * i + 1);
+  int bits = 0;
+  for (unsigned v = heap[at]; v != 0; v >>= 1)
+    bits += (int)(v & 1);
+  if (heap[at] % 4 == 1)
+    return bits + tree_bits(heap, size, 2 * at + 2);
+  return bits + tree_bits(heap, size, 2 * at + 1) + tree_bits(heap, size, 2 * at + 2);
 }
-static int tree[255];
+static unsigned heap[255];
 int main(int argc, char **argv) {
   (void)argv;
   for (int i = 0; i < 255; i++)
-    tree[i] = (i * 37 + argc) % 101;
-  long t = ackermann(2, 3 + argc) + depth_sum(tree, 255, 0);
+    heap[i] = (unsigned)(i * 37 + argc) % 101;
+  long t = ackermann(2, 3 + argc) + tree_bits(heap, 255, 0);
   return (int)(t & 0x7f);
 }
 "#;
