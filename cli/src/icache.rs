@@ -67,6 +67,8 @@ struct Mapping {
     steps: Vec<Vec<(IrTarget, u32, u32)>>,
     /// The added blocks of every step, one range after another.
     via: Vec<usize>,
+    /// Per machine block: the IR block it carries a copy of (tail duplication), whose step stays in it.
+    absorbed: Vec<Option<u32>>,
 }
 
 impl Mapping {
@@ -78,7 +80,11 @@ impl Mapping {
             via.extend(path);
             steps[block].push((target, start, via.len() as u32));
         }
-        Mapping { machine: m.machine, steps, via }
+        let mut absorbed = vec![None; machine_blocks];
+        for (block, b) in m.absorbed {
+            absorbed[block] = Some(b);
+        }
+        Mapping { machine: m.machine, steps, via, absorbed }
     }
 }
 
@@ -282,6 +288,16 @@ impl<'a, 'b> Simulator<'a, 'b> {
         let Some(fr) = self.stack.last() else { return };
         let (f, block, cursor) = (fr.func, fr.block, fr.cursor);
         let Some((m, map)) = self.mapped(f) else { return };
+        if let IrTarget::Block(b) = target {
+            if map.absorbed[block] == Some(b) {
+                // Into the copy this machine block carries: control stays here, nothing fetched yet.
+                if let Some(fr) = self.stack.last_mut() {
+                    fr.ir_block = b;
+                    fr.sites_done = 0;
+                }
+                return;
+            }
+        }
         let len = m.code[block].insns.len();
         let Some(&(_, from, to)) = map.steps[block].iter().find(|s| s.0 == target) else {
             self.fail(f, format!("machine block {} has no path to {target:?}", m.blocks[block].id));

@@ -66,6 +66,10 @@ pub struct BlockMapping {
     /// Per present IR block's machine block and IR target: the added machine blocks control runs through, in
     /// order (empty for a direct edge).
     pub via: BTreeMap<(usize, IrTarget), Vec<usize>>,
+    /// Machine blocks that carry a copy of the one IR block their own block always goes on to (tail
+    /// duplication): machine block → that IR block. Control stays in the machine block across that IR step, and
+    /// `via` holds the copied block's targets from there.
+    pub absorbed: BTreeMap<usize, u32>,
 }
 
 /// Why a function's blocks cannot be mapped.
@@ -180,9 +184,10 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
         (id < n).then_some(IrTarget::Block(id as u32))
     };
     let mut via = BTreeMap::new();
+    let mut absorbed = BTreeMap::new();
     for (a, &ma) in machine.iter().enumerate() {
         let Some(ma) = ma else { continue };
-        let want = ir_succs(cfg, &present, a as u32);
+        let mut want = ir_succs(cfg, &present, a as u32);
         // All machine paths from `ma` through added blocks, to present blocks or EXIT.
         let mut found: BTreeMap<IrTarget, Vec<Vec<usize>>> = BTreeMap::new();
         let mut stack: Vec<(usize, Vec<usize>)> = vec![(ma, Vec::new())];
@@ -212,6 +217,18 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
         }
         let got: BTreeSet<IrTarget> = found.keys().copied().collect();
         if got != want {
+            // Tail duplication: `a` always goes on to one block `b`, whose code codegen copied into `a`'s
+            // machine block, which then leads where `b` does (`b` keeps its own machine block for its other
+            // predecessors). Not when `b` may go on to itself: a step from the copy would not tell which.
+            if let Some(&IrTarget::Block(b)) = want.iter().next().filter(|_| want.len() == 1) {
+                let copied = ir_succs(cfg, &present, b);
+                if b as usize != a && !copied.contains(&IrTarget::Block(b)) && got == copied {
+                    absorbed.insert(ma, b);
+                    want = copied;
+                }
+            }
+        }
+        if got != want {
             return Err(Refusal::Successors {
                 block: a as u32,
                 ir: want.into_iter().collect(),
@@ -225,7 +242,7 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
             via.insert((ma, t), paths.pop().expect("one path"));
         }
     }
-    Ok(BlockMapping { machine, via })
+    Ok(BlockMapping { machine, via, absorbed })
 }
 
 /// [`map_blocks`] with the ids the pass predicted (mode icache: it ran codegen's IR passes on a copy of the
@@ -235,8 +252,8 @@ pub fn map_blocks(cfg: &Cfg, blocks: &[MachineBlock]) -> Result<BlockMapping, Re
 /// own in between (switch lowering), each is the one new block its IR predecessor's machine block leads to. The
 /// checks are [`map_blocks`]'s: a prediction is trusted only as far as the binary bears it out.
 ///
-/// One machine pass undoes a block the prediction keeps: tail duplication copies a return block into its
-/// predecessors (so a predecessor's machine block returns where the IR goes on to the return block). Where a
+/// Tail duplication also copies a return block into predecessors that branch elsewhere too (a loop guard that
+/// returns): such a predecessor's machine block returns where the IR goes on to the return block. Where a
 /// block's successors differ only so, the return block is taken as absent — its machine block then runs as an
 /// added block on the edges that still reach it — and the checks run again.
 pub fn map_predicted_blocks(
@@ -280,6 +297,12 @@ fn map_with_copied_returns(
             _ => return Err(refusal),
         }
     }
+}
+
+/// Whether IR block `b` only returns (its one way on is EXIT).
+fn only_returns(cfg: &Cfg, b: u32) -> bool {
+    let mut out = cfg.edges().iter().filter(|e| e.from == BlockId(b));
+    matches!((out.next(), out.next()), (Some(e), None) if e.kind == EdgeKind::Return)
 }
 
 /// The id table with each split block at the machine block its IR predecessor's machine block leads to, when
@@ -334,12 +357,6 @@ fn renumbered(cfg: &Cfg, blocks: &[MachineBlock], table: &[Option<u32>]) -> Vec<
             succs: b.succs.clone(),
         })
         .collect()
-}
-
-/// Whether IR block `b` only returns (its one way on is EXIT).
-fn only_returns(cfg: &Cfg, b: u32) -> bool {
-    let mut out = cfg.edges().iter().filter(|e| e.from == BlockId(b));
-    matches!((out.next(), out.next()), (Some(e), None) if e.kind == EdgeKind::Return)
 }
 
 /// What a machine block is in a partial alignment.
@@ -686,7 +703,7 @@ impl Alignment<'_> {
                 _ => return None,
             }
         }
-        Some(BlockMapping { machine: self.ir_map.clone(), via })
+        Some(BlockMapping { machine: self.ir_map.clone(), via, absorbed: BTreeMap::new() })
     }
 }
 
@@ -808,11 +825,21 @@ mod tests {
     }
 
     #[test]
-    fn tail_duplication_into_a_predecessor_is_refused() {
+    fn tail_duplication_into_a_predecessor_carries_the_copied_block() {
         // 0 → 1 → {2, 3}: the machine copied 1 into 0 (0 jumps straight to 2 and 3); 1 stays for other preds.
         let g = cfg(4, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4)]);
         let blocks = [mb(0, &[Some(2), Some(3)]), mb(1, &[Some(2), Some(3)]), mb(2, &[None]), mb(3, &[None])];
-        assert!(matches!(map_blocks(&g, &blocks), Err(Refusal::Successors { block: 0, .. })));
+        let m = map_blocks(&g, &blocks).unwrap();
+        assert_eq!(m.absorbed, BTreeMap::from([(0, 1)]));
+        assert_eq!((m.via[&(0, IrTarget::Block(2))].len(), m.via[&(0, IrTarget::Block(3))].len()), (0, 0));
+        assert!(!m.via.contains_key(&(0, IrTarget::Block(1))));
+        // Not when the copied block may go on to itself (a step from the copy would not tell which it is), nor
+        // when the predecessor has another way on.
+        let own_loop = cfg(4, &[(0, 1), (1, 2), (1, 1), (2, 4)]);
+        let loop_blocks = [mb(0, &[Some(2), Some(1)]), mb(1, &[Some(2), Some(1)]), mb(2, &[None])];
+        assert!(map_blocks(&own_loop, &loop_blocks).is_err());
+        let two_ways = cfg(4, &[(0, 1), (0, 3), (1, 2), (1, 3), (2, 4), (3, 4)]);
+        assert!(matches!(map_blocks(&two_ways, &blocks), Err(Refusal::Successors { block: 0, .. })));
     }
 
     #[test]
@@ -875,7 +902,7 @@ mod tests {
     }
 
     #[test]
-    fn a_return_block_copied_into_a_predecessor_is_absent_there_and_added_elsewhere() {
+    fn a_return_block_copied_into_a_predecessor_is_carried_there() {
         // find(): 0 → {1, 5}, 1 → 2, 2 → {4, 3}, 3 → {2, 5}, 4 → 5, 5 → return. Tail duplication copied block
         // 5 (a lone `ret`) into block 4: machine id 4 returns, id 5 runs on the edges from 0 and 3.
         let ir = cfg(6, &[(0, 1), (0, 5), (1, 2), (2, 4), (2, 3), (3, 2), (3, 5), (4, 5), (5, 6)]);
@@ -888,13 +915,27 @@ mod tests {
             mb(4, &[None]),
         ];
         let identity: Vec<Option<u32>> = (0..6).map(Some).collect();
-        assert!(matches!(map_blocks(&ir, &machine), Err(Refusal::Successors { block: 4, .. })));
+        assert_eq!(map_blocks(&ir, &machine), map_predicted_blocks(&ir, &machine, &identity, &[]));
         let map = map_predicted_blocks(&ir, &machine, &identity, &[]).unwrap();
-        assert_eq!(map.machine, vec![Some(0), Some(1), Some(2), Some(3), Some(5), None]);
-        assert_eq!(map.via[&(0, IrTarget::Exit)], vec![4]);
-        assert_eq!(map.via[&(3, IrTarget::Exit)], vec![4]);
+        assert_eq!(map.machine, vec![Some(0), Some(1), Some(2), Some(3), Some(5), Some(4)]);
+        assert_eq!(map.absorbed, BTreeMap::from([(5, 5)]));
+        assert_eq!(map.via[&(0, IrTarget::Block(5))], Vec::<usize>::new());
         assert_eq!(map.via[&(5, IrTarget::Exit)], Vec::<usize>::new());
-        // Only a block that does nothing but return is taken as copied: with block 5 → 2 added, it is not.
+        // A loop guard that returns: 0 → {1, 5} where codegen copied the `ret` of 5 into 0. Block 5 is then
+        // absent, its machine block an added one on the edge from 3.
+        let guard = [
+            mb(0, &[Some(1), None]),
+            mb(1, &[Some(2)]),
+            mb(2, &[Some(5), Some(3)]),
+            mb(3, &[Some(2), Some(4)]),
+            mb(5, &[None]),
+            mb(4, &[None]),
+        ];
+        let map = map_predicted_blocks(&ir, &guard, &identity, &[]).unwrap();
+        assert_eq!(map.machine[5], None);
+        assert_eq!(map.via[&(3, IrTarget::Exit)], vec![4]);
+        assert_eq!(map.via[&(0, IrTarget::Exit)], Vec::<usize>::new());
+        // With block 5 → 2 added, block 4's machine block (which only returns) is no copy of it.
         let loops = cfg(6, &[(0, 1), (0, 5), (1, 2), (2, 4), (2, 3), (3, 2), (3, 5), (4, 5), (5, 6), (5, 2)]);
         assert!(map_predicted_blocks(&loops, &machine, &identity, &[]).is_err());
     }
