@@ -1287,6 +1287,8 @@ fn write_module(st: &mut State, desc: *mut TraceModuleDesc) {
 }
 
 /// The (device, inode) of an open file.
+// `st_dev` and `st_ino` are `u64` on x86-64 Linux, narrower on other targets: the casts are for those.
+#[allow(clippy::unnecessary_cast)]
 fn identity(fd: &Fd) -> (u64, u64) {
     fd.stat().map_or((0, 0), |s| (s.st_dev as u64, s.st_ino as u64))
 }

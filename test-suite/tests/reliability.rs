@@ -1073,7 +1073,8 @@ fn a_signal_handler_that_does_not_return_flags_the_counts() {
 fn images_that_end_without_exit_handlers_write_exact_counts() {
     let dir = scratch("image-end");
     // (case, tick entries, other function's entries, process images that wrote, handler escaped)
-    let cases: [(&str, u64, (&str, u64), u64, bool); 7] = [
+    type Case = (&'static str, u64, (&'static str, u64), u64, bool);
+    let cases: [Case; 7] = [
         ("fork-_exit", 6, ("leave", 1), 2, false),
         ("daemon", 5, ("main", 1), 2, false),
         ("exec-self", 6, ("main", 2), 2, false),

@@ -323,12 +323,15 @@ fn locate_split_blocks(
         let mut preds = cfg.edges().iter().filter(|e| e.to == BlockId(s) && matches!(e.kind, EdgeKind::Branch { .. }));
         let (Some(pred), None) = (preds.next(), preds.next()) else { return None };
         let at = layout_of(pred.from.0, &table)?;
-        let mut new = blocks[at].succs.as_ref()?.iter().filter_map(|m| match *m {
-            MachineSucc::Block(j) => Some(blocks[j].id),
-            MachineSucc::Exit => None,
-        });
-        let mut fresh =
-            new.by_ref().filter(|&id| id != PADDING_ID && id as usize >= ids.len() && !table.contains_key(&id));
+        let mut fresh = blocks[at]
+            .succs
+            .as_ref()?
+            .iter()
+            .filter_map(|m| match *m {
+                MachineSucc::Block(j) => Some(blocks[j].id),
+                MachineSucc::Exit => None,
+            })
+            .filter(|&id| id != PADDING_ID && id as usize >= ids.len() && !table.contains_key(&id));
         match (fresh.next(), fresh.next()) {
             (Some(id), None) => {
                 table.insert(id, s);
