@@ -481,6 +481,7 @@ impl Program {
     }
 
     /// One function's tables; `None` for an id past the functions or a placeholder ([`FuncTables::unclaimed`]).
+    #[inline]
     pub fn func(&self, f: FuncId) -> Option<&FuncTables> {
         self.funcs.get(f.index()).filter(|t| !t.unclaimed)
     }
