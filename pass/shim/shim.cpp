@@ -36,9 +36,9 @@ int pathprof_promote_after_inlining(LLVMValueRef F);
 namespace {
 // Mode icache: the pass builder of the compile being instrumented at OptimizerLast (it holds clang's
 // TargetMachine, which codegen's IR passes need), and whether codegen optimises; set only while the pass runs
-// there (see pathprof_shim_predict_isel_blocks).
-PassBuilder *IselPB = nullptr;
-bool IselOptimises = false;
+// there (see pathprof_shim_predict_isel_blocks). Per thread: a linker may run several pipelines at once.
+thread_local PassBuilder *IselPB = nullptr;
+thread_local bool IselOptimises = false;
 // Drops the machine the prediction made for the module (defined with it, below).
 void resetIselTargetMachine();
 
@@ -472,8 +472,8 @@ std::unique_ptr<TargetMachine> legacyTargetMachine(const Module &M) {
 }
 
 // The module's machine for the legacy pass, made at its first use while the pass runs at OptimizerLast.
-std::unique_ptr<TargetMachine> IselTM;
-const Module *IselTMModule = nullptr;
+thread_local std::unique_ptr<TargetMachine> IselTM;
+thread_local const Module *IselTMModule = nullptr;
 
 void resetIselTargetMachine() {
   IselTM.reset();
