@@ -315,6 +315,48 @@ fn ids_codegen_shifted_are_predicted_and_the_counts_equal_cachegrind() {
     }
 }
 
+/// A dense `switch` that codegen lowers into a jump table (`lea` of the table, `movsxd` of the entry, `add`,
+/// `jmp` through a register): `pathprof icache` reads the table's entries from the binary's read-only data to
+/// know where the jump goes; before, the function was refused ("ends in an indirect jump").
+const JUMP_TABLE: &str = r#"
+static int __attribute__((noinline)) classify(unsigned x) {
+  switch (x % 11) {
+  case 0: return 7;
+  case 1: return x * 3;
+  case 2: return x ^ 5;
+  case 3: return (int)(x >> 2);
+  case 4: return 11;
+  case 5: return (int)(x * x);
+  case 6: return (int)(x + 9);
+  case 7: return (int)(x - 4);
+  case 8: return (int)(x | 16);
+  default: return 1;
+  }
+}
+int main(int argc, char **argv) {
+  (void)argv;
+  int t = 0;
+  for (unsigned i = 0; i < 5000; i++)
+    t += classify(i * 7 + (unsigned)argc);
+  return t & 0x7f;
+}
+"#;
+
+#[test]
+fn a_jump_table_is_read_from_the_binary_and_the_counts_equal_cachegrind() {
+    let dir = scratch("icache-jump-table-O2");
+    let (plain, trace) = build(&dir, JUMP_TABLE, "-O2");
+    for g in GEOMETRIES {
+        let ours = simulate_with(&trace, &plain, g, &["--verify"]);
+        let sim = simulated(&ours);
+        assert!(sim.contains_key("classify"), "{g}: {ours}");
+        let cg = cachegrind(&dir, &plain, g);
+        for (f, v) in &sim {
+            assert_eq!(Some(v), cg.get(f), "{g} {f}: pathprof vs cachegrind");
+        }
+    }
+}
+
 /// longjmp out of callees (dropped without their returns) and within one activation, back to a `setjmp` that
 /// returns again: each dropped activation ran its block up to the call that did not return, and the resumed
 /// one goes on right after its setjmp call. Before, pathprof kept the dropped activations on its own stack and

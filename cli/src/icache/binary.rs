@@ -2,7 +2,7 @@
 //! `iced-x86`) and successors, from the ELF symbol table and clang's `.llvm_bb_addr_map`.
 
 use anyhow::{bail, Context, Result};
-use iced_x86::{Decoder, DecoderOptions, FlowControl};
+use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, OpKind};
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 use pathprof_core::cache::machine_map::{MachineBlock, MachineSucc, PADDING_ID};
 use pathprof_core::cache::program::Insn;
@@ -71,6 +71,7 @@ fn decode_block(
     b: &bb_addr_map::BbEntry,
     bytes: &[u8],
     target: &dyn Fn(u64) -> std::result::Result<Next, String>,
+    data_at: &dyn Fn(u64, u32) -> Option<Vec<u8>>,
 ) -> std::result::Result<(Vec<Piece>, bool), String> {
     let mut dec = Decoder::with_ip(64, bytes, b.address, DecoderOptions::NONE);
     let mut pieces = Vec::new();
@@ -78,11 +79,14 @@ fn decode_block(
     let mut succs = Vec::new();
     let mut known = true;
     let mut ends = false;
+    // The block's instructions so far (a jump table's address is loaded a few instructions before the jump).
+    let mut seen: Vec<Instruction> = Vec::new();
     while dec.can_decode() {
         let ins = dec.decode();
         if ins.is_invalid() {
             return Err(format!("undecodable instruction at {:#x}", ins.ip()));
         }
+        seen.push(ins);
         let index = code.insns.len();
         code.insns.push(Insn { addr: ins.ip(), size: ins.len() as u32 });
         if ins.has_rep_prefix() || ins.has_repne_prefix() {
@@ -110,6 +114,8 @@ fn decode_block(
                 if b.metadata & flags::HAS_TAIL_CALL != 0 {
                     code.calls.push(CallInsn { index, target: None });
                     succs.push(Next::Exit);
+                } else if let Some(targets) = jump_table_targets(&seen, target, data_at) {
+                    succs.extend(targets);
                 } else {
                     known = false;
                 }
@@ -132,6 +138,67 @@ fn decode_block(
     Ok((pieces, !ends && b.metadata & flags::CAN_FALL_THROUGH != 0))
 }
 
+/// The blocks a jump table sends the indirect jump ending `block` to, for the table form clang emits on x86-64
+/// (position-independent or not): `lea B, [rip + table]`, then `movsxd R, dword [B + I*4]`, `add R, B` and
+/// `jmp R` in the same block, nothing between them touching `B` or `R`; each entry is the target's offset from
+/// the table. The table is read while its entries are block starts of the function: reading past its end can
+/// only add blocks (a neighbouring table's), which the mapping then refuses, never miss one. `None` for any
+/// other indirect jump.
+fn jump_table_targets(
+    block: &[Instruction],
+    target: &dyn Fn(u64) -> std::result::Result<Next, String>,
+    data_at: &dyn Fn(u64, u32) -> Option<Vec<u8>>,
+) -> Option<Vec<Next>> {
+    let [.., load, add, jmp] = block else { return None };
+    let r = jmp.op0_register();
+    if jmp.op_count() != 1
+        || jmp.op0_kind() != OpKind::Register
+        || !matches!(add.code(), Code::Add_r64_rm64 | Code::Add_rm64_r64)
+    {
+        return None;
+    }
+    let base = add.op1_register();
+    let is_load = load.code() == Code::Movsxd_r64_rm32
+        && load.op0_register() == r
+        && load.op1_kind() == OpKind::Memory
+        && load.memory_base() == base
+        && load.memory_index_scale() == 4
+        && load.memory_displacement64() == 0;
+    if add.op0_register() != r || add.op1_kind() != OpKind::Register || base == r || !is_load {
+        return None;
+    }
+    // The latest write of the base before the load: a `lea base, [rip + table]`, with nothing in between
+    // naming the base.
+    let before = &block[..block.len() - 3];
+    let at = before.iter().rposition(|i| {
+        (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register && i.op_register(k) == base)
+            || i.memory_base() == base
+            || i.memory_index() == base
+    })?;
+    let lea = &before[at];
+    if lea.code() != Code::Lea_r64_m || lea.op0_register() != base || !lea.is_ip_rel_memory_operand() {
+        return None;
+    }
+    let table = lea.ip_rel_memory_address();
+    let mut targets = Vec::new();
+    for k in 0..MAX_JUMP_TABLE {
+        let Some(entry) = data_at(table.checked_add(4 * k)?, 4) else { break };
+        let offset = i32::from_le_bytes(entry.try_into().ok()?);
+        match target(table.wrapping_add_signed(i64::from(offset))) {
+            Ok(t @ Next::Block(_)) => {
+                if !targets.contains(&t) {
+                    targets.push(t);
+                }
+            }
+            _ => break,
+        }
+    }
+    (!targets.is_empty()).then_some(targets)
+}
+
+/// Entries of one jump table read at most.
+const MAX_JUMP_TABLE: u64 = 65_536;
+
 /// Decodes the padding after a block: plain instructions only.
 fn decode_padding(at: u64, bytes: &[u8]) -> Option<Vec<Insn>> {
     let mut dec = Decoder::with_ip(64, bytes, at, DecoderOptions::NONE);
@@ -153,6 +220,7 @@ fn decode_padding(at: u64, bytes: &[u8]) -> Option<Vec<Insn>> {
 fn decode_function(
     f: &bb_addr_map::FunctionMap,
     bytes_at: &dyn Fn(u64, u32) -> Option<Vec<u8>>,
+    data_at: &dyn Fn(u64, u32) -> Option<Vec<u8>>,
     is_function_start: &dyn Fn(u64) -> bool,
 ) -> std::result::Result<MachineFunction, String> {
     let start_of: HashMap<u64, usize> = f.blocks.iter().enumerate().map(|(i, b)| (b.address, i)).collect();
@@ -167,7 +235,7 @@ fn decode_function(
                 None => Err(format!("block {} jumps to {t:#x}, not a block start", b.id)),
             }
         };
-        let (pieces, falls) = decode_block(b, &bytes, &target)?;
+        let (pieces, falls) = decode_block(b, &bytes, &target, data_at)?;
         let padding = if falls {
             let next = f.blocks.get(i + 1).ok_or_else(|| format!("block {} falls through past the function", b.id))?;
             let end = b.address + u64::from(b.size);
@@ -241,12 +309,20 @@ impl Binary {
             .filter(|s| s.kind() == object::SectionKind::Text)
             .filter_map(|s| Some((s.address(), s.data().ok()?)))
             .collect();
-        let bytes_at = |a: u64, n: u32| -> Option<Vec<u8>> {
-            code.iter().find_map(|&(base, d)| {
+        // Jump tables live in read-only data.
+        let data: Vec<(u64, &[u8])> = obj
+            .sections()
+            .filter(|s| s.kind() == object::SectionKind::ReadOnlyData)
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .collect();
+        let in_sections = |sections: &[(u64, &[u8])], a: u64, n: u32| -> Option<Vec<u8>> {
+            sections.iter().find_map(|&(base, d)| {
                 let off = usize::try_from(a.checked_sub(base)?).ok()?;
                 Some(d.get(off..off.checked_add(n as usize)?)?.to_vec())
             })
         };
+        let bytes_at = |a: u64, n: u32| in_sections(&code, a, n);
+        let data_at = |a: u64, n: u32| in_sections(&data, a, n);
         let mut names: HashMap<u64, String> = HashMap::new();
         let mut count: HashMap<String, usize> = HashMap::new();
         let mut starts = std::collections::HashSet::new();
@@ -275,7 +351,7 @@ impl Binary {
             let decoded = if count.get(name).copied().unwrap_or(0) > 1 {
                 Err(format!("several functions are named `{name}` in the binary"))
             } else {
-                decode_function(f, &bytes_at, &is_start)
+                decode_function(f, &bytes_at, &data_at, &is_start)
             };
             functions.insert(name.clone(), decoded);
         }
