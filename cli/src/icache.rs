@@ -375,10 +375,16 @@ impl Simulator<'_, '_> {
     /// that have returned. Other blocks (a call codegen added or removed: a library call for an intrinsic, a
     /// call made an instruction) tell nothing this way.
     fn running_call(&self, fr: &Frame) -> Option<usize> {
-        let (m, _) = self.mapped(fr.func)?;
-        let calls = &m.code[fr.block].calls;
-        let sites = *self.ir_calls.get(fr.func.index())?.get(fr.ir_block as usize)?;
-        (calls.len() == sites as usize).then(|| calls.get(fr.sites_done as usize).map(|c| c.index)).flatten()
+        self.site_call(fr.func, fr.block, fr.ir_block, fr.sites_done)
+    }
+
+    /// The instruction index of call `n` of `f`'s machine block `block`, which runs IR block `ir_block`, when
+    /// the block's calls are that IR block's call sites one for one.
+    fn site_call(&self, f: FuncId, block: usize, ir_block: u32, n: u32) -> Option<usize> {
+        let (m, _) = self.mapped(f)?;
+        let calls = &m.code[block].calls;
+        let sites = *self.ir_calls.get(f.index())?.get(ir_block as usize)?;
+        (calls.len() == sites as usize).then(|| calls.get(n as usize).map(|c| c.index)).flatten()
     }
 }
 
@@ -478,14 +484,15 @@ impl StepSink for Simulator<'_, '_> {
         let Some((b, call)) = resume else { return };
         let Some(fr) = self.stack.last() else { return };
         let f = fr.func;
-        let Some((m, map)) = self.mapped(f) else { return };
+        let Some((_, map)) = self.mapped(f) else { return };
         // A setjmp returned again: the activation goes on right after that call instruction of the machine
         // block of `b`, found when the block's calls are its call sites one for one.
-        let sites = self.ir_calls.get(f.index()).and_then(|c| c.get(b.index())).copied();
-        let at = map.machine.get(b.index()).copied().flatten().and_then(|mb| {
-            let calls = &m.code[mb].calls;
-            (sites == Some(calls.len() as u32)).then(|| calls.get(call as usize).map(|c| (mb, c.index + 1))).flatten()
-        });
+        let at = map
+            .machine
+            .get(b.index())
+            .copied()
+            .flatten()
+            .and_then(|mb| self.site_call(f, mb, b.0, call).map(|i| (mb, i + 1)));
         match at {
             Some((mb, cursor)) => {
                 let fr = self.stack.last_mut().expect("checked above");
