@@ -508,7 +508,7 @@ extern "C" {
 // the passes that can change a function's blocks, as X86's codegen pipeline orders them, on a copy of F, and
 // writes per resulting block the block of F it is (a block merged into another or deleted is not listed), or
 // null for a block the passes created. Returns the number of blocks, or -1 when no prediction can be made (not
-// at OptimizerLast, a pipeline LLVM does not know, more than Cap blocks). pathprof icache checks the prediction
+// at OptimizerLast, a pipeline LLVM does not know, no target for the legacy pass, more than Cap blocks). pathprof icache checks the prediction
 // against the binary like any other mapping; it is a candidate, not a fact.
 long pathprof_shim_predict_isel_blocks(LLVMValueRef F, void *FAMp, LLVMBasicBlockRef *Out, size_t Cap) {
   Function *Fn = unwrap<Function>(F);
@@ -516,9 +516,8 @@ long pathprof_shim_predict_isel_blocks(LLVMValueRef F, void *FAMp, LLVMBasicBloc
     return -1;
   auto &FAM = *static_cast<FunctionAnalysisManager *>(FAMp);
   // TargetPassConfig::addIRPasses, addCodeGenPrepare, addPassesToHandleExceptions and addISelPrepare for X86,
-  // without the passes that never change blocks (and LLVM's unreachable-block elimination, which has no
-  // pipeline name, between the two halves).
-  // At -O2 loop strength reduction runs between these two (see runLegacyLSR).
+  // without the passes that never change blocks: First; at -O2 loop strength reduction (runLegacyLSR); Before;
+  // LLVM's unreachable-block elimination, which has no pipeline name; After.
   const char *First = "expand-large-div-rem,expand-large-fp-convert,atomic-expand";
   const char *Before = IselOptimises ? "mergeicmps,expand-memcmp,lower-constant-intrinsics"
                                      : "lower-constant-intrinsics";
@@ -560,16 +559,13 @@ long pathprof_shim_predict_isel_blocks(LLVMValueRef F, void *FAMp, LLVMBasicBloc
   for (auto &[Handle, B] : Copies)
     if (Value *V = Handle)
       Original.emplace(V, B);
-  long N = Predicted ? 0 : -1;
-  for (BasicBlock &B : *Copy) {
-    if (N < 0)
-      break;
-    if (size_t(N) == Cap) {
-      N = -1;
-      break;
+  long N = -1;
+  if (Predicted && Copy->size() <= Cap) {
+    N = 0;
+    for (BasicBlock &B : *Copy) {
+      auto It = Original.find(&B);
+      Out[N++] = It == Original.end() ? nullptr : wrap(It->second);
     }
-    auto It = Original.find(&B);
-    Out[N++] = It == Original.end() ? nullptr : wrap(It->second);
   }
   FAM.clear(*Copy, Copy->getName());
   Copy->eraseFromParent();
