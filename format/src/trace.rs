@@ -179,7 +179,10 @@ impl TraceModuleMeta {
                 .iter()
                 .zip(&direct)
                 .any(|(i, d)| i.iter().any(|&(b, k)| !d.iter().any(|&(db, dk, _)| (db, dk) == (b, k))))
-            || isel.len() != calls.len()
+        {
+            return Err(bad("call sites do not fit the functions"));
+        }
+        if isel.len() != calls.len()
             || isel.iter().zip(&module.functions).any(|(p, f)| {
                 let mut seen = vec![false; f.cfg.num_blocks()];
                 p.ids
@@ -191,7 +194,7 @@ impl TraceModuleMeta {
                     || (p.ids.is_empty() && !p.split.is_empty())
             })
         {
-            return Err(bad("call sites do not fit the functions"));
+            return Err(bad("predicted machine block ids do not fit the functions"));
         }
         Ok(TraceModuleMeta {
             module,
