@@ -42,6 +42,7 @@ pub mod program;
 pub mod regenerate;
 pub mod simulate;
 pub mod supergraph;
+pub mod units;
 
 #[cfg(test)]
 mod tests_fork;
@@ -59,9 +60,11 @@ pub use counts::{signed_edge_counts, signed_edge_counts_with_reentries, EdgeCoun
 pub use linear::Linear;
 pub use numbering::{
     ArcKind, EntryKind, ExitSucc, ExitTarget, GlobalEntry, InvariantViolation, Mode, Numbering, NumberingError, OutArc,
+    Unit,
 };
 pub use path::{InterprocPath, PathEnd, Step, Via};
 pub use program::{CallSite, CallSiteId, Callee, ProcId, Procedure, Program, ProgramError, SiteInfo};
 pub use regenerate::{decode, decode_visiting, decode_with_limit, encode, PathError, WalkState, DEFAULT_MAX_STEPS};
 pub use simulate::{Event, Execution, Profile, Simulator, TraceError};
 pub use supergraph::Supergraph;
+pub use units::finest_units;

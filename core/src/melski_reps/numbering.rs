@@ -29,7 +29,8 @@
 //!
 //! Successor order (fixed, recorded for the decoder): the call/summary arc first, then the DAG's out-edges in
 //! [`PathDag::out_edges`] order (real edges in `EdgeId` order, then surrogates in back-edge order). Entry_global's
-//! successors are the roots' Entry_P in procedure order, then (piecewise) every GEntry_P in procedure order.
+//! successors are the roots' Entry_P in procedure order, then (piecewise) every GEntry_P in procedure order —
+//! per storage unit ([`super::units`]) when the program is cut into several, one unit after the other.
 //! Exit_P's successors (piecewise, no open call) are the return sites of its interprocedural callers in
 //! call-site order, then Exit_global if P is a root. This reproduces the paper's Figs. 7 and 15 exactly.
 
@@ -54,7 +55,15 @@ pub enum Mode {
 impl Supergraph {
     /// Solves ψ and ρ for `mode` and lays out Entry_global's successors.
     pub fn number(&self, mode: Mode) -> Result<Numbering<'_>, NumberingError> {
-        Numbering::compute(self, mode)
+        Numbering::compute(self, mode, &[ProcId(0)])
+    }
+
+    /// Like [`Supergraph::number`], with the program cut into storage units at `unit_starts` (see
+    /// [`super::units`]): each unit's Entry_global successors are laid out together, so that its paths are one
+    /// range of numbers. `unit_starts` must begin with procedure 0 and increase; no interprocedural call site may
+    /// cross a unit boundary ([`NumberingError::BadUnits`] otherwise).
+    pub fn number_in_units(&self, mode: Mode, unit_starts: &[ProcId]) -> Result<Numbering<'_>, NumberingError> {
+        Numbering::compute(self, mode, unit_starts)
     }
 }
 
@@ -132,6 +141,27 @@ pub enum EntryKind {
     Mid(ProcId),
 }
 
+impl EntryKind {
+    /// The procedure the path starts in.
+    pub fn proc(self) -> ProcId {
+        match self {
+            EntryKind::Root(p) | EntryKind::Mid(p) => p,
+        }
+    }
+}
+
+/// One storage unit of a [`Numbering`]: procedures `procs` and the path numbers
+/// `first_path..first_path + num_paths` of the paths that start in them (and never leave them).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Unit {
+    /// Its procedures, by index.
+    pub procs: std::ops::Range<usize>,
+    /// The first path number of the unit (the sum of the earlier units' paths).
+    pub first_path: u128,
+    /// How many paths start in the unit.
+    pub num_paths: u128,
+}
+
 /// One successor of Entry_global with its range of path numbers `offset..offset + count`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GlobalEntry {
@@ -174,6 +204,10 @@ pub enum NumberingError {
         /// Where: a block, or a description of the global quantity.
         at: String,
     },
+    /// The unit starts do not begin at procedure 0, do not increase, lie outside the program, or an
+    /// interprocedural call site crosses from one unit into another.
+    #[error("bad storage units of an interprocedural program: {0}")]
+    BadUnits(String),
     /// An internal ordering assumption failed; a pathprof bug, not bad input.
     #[error("internal error in the interprocedural numbering: {0}")]
     Internal(&'static str),
@@ -212,6 +246,8 @@ pub struct Numbering<'a> {
     total: u128,
     unbal: Vec<u128>,
     exit_succs: Vec<Vec<ExitSucc>>,
+    units: Vec<Unit>,
+    unit_of: Vec<usize>,
 }
 
 fn overflow(proc: ProcId, at: impl Into<String>) -> NumberingError {
@@ -220,9 +256,10 @@ fn overflow(proc: ProcId, at: impl Into<String>) -> NumberingError {
 
 impl<'a> Numbering<'a> {
     /// Solves the numbering of `mode` for `sg` (see the module docs).
-    pub fn compute(sg: &'a Supergraph, mode: Mode) -> Result<Numbering<'a>, NumberingError> {
+    pub fn compute(sg: &'a Supergraph, mode: Mode, unit_starts: &[ProcId]) -> Result<Numbering<'a>, NumberingError> {
         let program = &sg.program();
         let n = program.num_procs();
+        let unit_of = super::units::check_unit_starts(sg, unit_starts)?;
         let mut procs: Vec<Option<ProcNumbering>> = vec![None; n];
         for &p in sg.calls().callee_first() {
             let pn = solve_proc(sg, mode, p, &procs)?;
@@ -261,30 +298,37 @@ impl<'a> Numbering<'a> {
             }
         }
 
-        // Entry_global's successors (Eq. 27 / §6.1.2).
-        let mut entries = Vec::new();
+        // Entry_global's successors (Eq. 27 / §6.1.2), unit by unit: a unit's roots, then (piecewise) its GEntry_P,
+        // each in procedure order — one unit is the paper's order.
+        let mut entries: Vec<GlobalEntry> = Vec::new();
         let mut root_entry = vec![None; n];
         let mut mid_entry = vec![None; n];
+        let mut units = Vec::with_capacity(unit_starts.len());
         let mut total = 0u128;
-        let mut push = |kind: EntryKind, count: u128, p: ProcId| -> Result<usize, NumberingError> {
-            entries.push(GlobalEntry { kind, offset: total, count });
-            total = total.checked_add(count).ok_or_else(|| overflow(p, "numValidComps([ε:Entry_global])"))?;
-            Ok(entries.len() - 1)
-        };
-        for &r in sg.calls().roots() {
-            let count = procs[r.index()].psi[0].checked_apply(1).ok_or_else(|| overflow(r, "ψ_Entry(1)"))?;
-            root_entry[r.index()] = Some(push(EntryKind::Root(r), count, r)?);
-        }
-        if mode == Mode::Piecewise {
-            for p in program.proc_ids() {
-                let count = procs[p.index()]
-                    .psi_gentry
-                    .checked_apply(unbal[p.index()])
-                    .ok_or_else(|| overflow(p, "ψ_GEntry(numUnbalRLPaths[Exit_P])"))?;
-                mid_entry[p.index()] = Some(push(EntryKind::Mid(p), count, p)?);
+        for (u, start) in unit_starts.iter().enumerate() {
+            let range = start.index()..unit_starts.get(u + 1).map_or(n, |s| s.index());
+            let first_path = total;
+            let mut push = |kind: EntryKind, count: u128, p: ProcId| -> Result<Option<usize>, NumberingError> {
+                entries.push(GlobalEntry { kind, offset: total, count });
+                total = total.checked_add(count).ok_or_else(|| overflow(p, "numValidComps([ε:Entry_global])"))?;
+                Ok(Some(entries.len() - 1))
+            };
+            for &r in sg.calls().roots().iter().filter(|r| range.contains(&r.index())) {
+                let count = procs[r.index()].psi[0].checked_apply(1).ok_or_else(|| overflow(r, "ψ_Entry(1)"))?;
+                root_entry[r.index()] = push(EntryKind::Root(r), count, r)?;
             }
+            if mode == Mode::Piecewise {
+                for p in range.clone().map(|i| ProcId(i as u32)) {
+                    let count = procs[p.index()]
+                        .psi_gentry
+                        .checked_apply(unbal[p.index()])
+                        .ok_or_else(|| overflow(p, "ψ_GEntry(numUnbalRLPaths[Exit_P])"))?;
+                    mid_entry[p.index()] = push(EntryKind::Mid(p), count, p)?;
+                }
+            }
+            units.push(Unit { procs: range, first_path, num_paths: total - first_path });
         }
-        Ok(Numbering { sg, mode, procs, entries, root_entry, mid_entry, total, unbal, exit_succs })
+        Ok(Numbering { sg, mode, procs, entries, root_entry, mid_entry, total, unbal, exit_succs, units, unit_of })
     }
 
     /// The supergraph this numbering belongs to.
@@ -305,6 +349,22 @@ impl<'a> Numbering<'a> {
     /// Entry_global's successors in order, with their ranges of path numbers.
     pub fn entries(&self) -> &[GlobalEntry] {
         &self.entries
+    }
+
+    /// The storage units, in order: their procedures and ranges of path numbers partition the program's.
+    pub fn units(&self) -> &[Unit] {
+        &self.units
+    }
+
+    /// The unit holding procedure `p` (0 for ids outside the program).
+    pub fn unit_of(&self, p: ProcId) -> usize {
+        self.unit_of.get(p.index()).copied().unwrap_or(0)
+    }
+
+    /// `e`'s offset within its unit: the number the instrumented program starts a path at (each unit counts in
+    /// storage of its own, indexed from 0).
+    pub fn local_offset(&self, e: &GlobalEntry) -> u128 {
+        e.offset - self.units.get(self.unit_of(e.kind.proc())).map_or(0, |u| u.first_path)
     }
 
     /// The Entry_global→Entry_P entry of root `p` (`None` if `p` is not a root).
@@ -426,6 +486,17 @@ impl<'a> Numbering<'a> {
         }
         if running != self.total {
             return bad(format!("total {} != {running}", self.total));
+        }
+        let mut first = 0u128;
+        for (u, unit) in self.units.iter().enumerate() {
+            let outside = |e: &GlobalEntry| {
+                e.offset < first || (e.offset - first).checked_add(e.count).is_none_or(|end| end > unit.num_paths)
+            };
+            let mut inside = self.entries.iter().filter(|e| self.unit_of(e.kind.proc()) == u);
+            if unit.first_path != first || inside.any(outside) {
+                return bad(format!("unit {u}: entries outside {first}..+{}", unit.num_paths));
+            }
+            first += unit.num_paths;
         }
         Ok(())
     }

@@ -484,10 +484,15 @@ fn check_program(seed: u64) {
     for p in sg.program().proc_ids() {
         assert!(sg.calls().is_root(p) || !sg.calls().callers(p).is_empty(), "{p} is unreachable in G*_fn");
     }
-    for mode in [Mode::Context, Mode::Piecewise] {
-        let num = sg.number(mode).unwrap();
+    // The paper's single numbering, and the finest storage units (each unit's paths one range of numbers).
+    let unit_cuts = [vec![ProcId(0)], super::units::finest_units(&sg)];
+    for (mode, units) in
+        [Mode::Context, Mode::Piecewise].into_iter().flat_map(|m| unit_cuts.iter().map(move |u| (m, u)))
+    {
+        let num = sg.number_in_units(mode, units).unwrap();
         num.check_invariants().unwrap();
         let total = num.num_paths();
+        assert_eq!(total, sg.number(mode).unwrap().num_paths(), "{mode:?}: units change the number of paths");
         let enumerated = check_enumeration(&num);
         // Round trip of random numbers (also when there are too many paths to enumerate).
         for _ in 0..8 {
@@ -512,7 +517,10 @@ fn check_program(seed: u64) {
                 if let Some(known) = &known {
                     assert!(known.contains(&p), "{mode:?}: observed path {p} is not an observable path");
                 }
-                *expected.entry(encode(&num, &p).unwrap_or_else(|e| panic!("{mode:?}: {p}: {e}"))).or_insert(0) += 1;
+                let n = encode(&num, &p).unwrap_or_else(|e| panic!("{mode:?}: {p}: {e}"));
+                let unit = &num.units()[num.unit_of(p.steps[0].proc)];
+                assert!(n >= unit.first_path && n - unit.first_path < unit.num_paths, "{mode:?}: {p} outside its unit");
+                *expected.entry(n).or_insert(0) += 1;
             }
             assert_eq!(sim.profile(), &expected, "{mode:?}: {exec:?}");
             // Edge counts derived from the decoded profile equal the edges the trace took.
