@@ -23,11 +23,11 @@
 
 use crate::judge::{conservation_violations, judge, AnalysisError, FunctionCounts, InexactReason};
 use pathprof_core::interproc::{
-    decode, net_counts_with_reentries, signed_edge_counts_with_reentries, InterprocPath, Mode, PathEnd, ProcId,
-    Procedure, Program, SiteRole, Supergraph,
+    decode, net_counts_with_reentries, signed_edge_counts_with_reentries, InterprocPath, Mode, Numbering, PathEnd,
+    ProcId, Procedure, Program, SiteRole, Supergraph,
 };
 use pathprof_core::{BlockId, EdgeId};
-use pathprof_format::meta::{ModuleMeta, PathStorage};
+use pathprof_format::meta::{InterprocMeta, ModuleMeta, PathStorage};
 use pathprof_format::profile::ModuleProfile;
 use std::collections::BTreeMap;
 
@@ -126,6 +126,51 @@ pub fn program_of(meta: &ModuleMeta) -> Result<(Program, Mode), String> {
     Program::new(procs).map(|p| (p, mode)).map_err(|e| e.to_string())
 }
 
+/// The counted paths of `ip`'s units by module-wide number (each unit counts with numbers local to it, in the
+/// module's next dense counters or in the sparse entries tagged with the unit's index), and the numbers counted
+/// past their unit's paths.
+fn unit_counts(
+    module: &ModuleProfile,
+    ip: &InterprocMeta,
+    num: &Numbering<'_>,
+) -> Result<(BTreeMap<u128, i64>, Vec<InexactReason>), String> {
+    let mut raw: BTreeMap<u128, i64> = BTreeMap::new();
+    let mut dense_next = 0usize;
+    for (meta, unit) in ip.units.iter().zip(num.units()) {
+        if meta.storage == PathStorage::Dense {
+            let n = usize::try_from(unit.num_paths).map_err(|_| "dense path array too large".to_string())?;
+            let end = dense_next.checked_add(n).ok_or("dense path array too large")?;
+            let counters = module.counters.get(dense_next..end).ok_or("dense path counters missing")?;
+            for (i, &c) in counters.iter().enumerate() {
+                if c != 0 {
+                    raw.insert(unit.first_path + i as u128, c as i64);
+                }
+            }
+            dense_next = end;
+        }
+    }
+    let sparse_units: Vec<bool> = ip.units.iter().map(|u| u.storage != PathStorage::Dense).collect();
+    // A local number past its unit's paths names none of the module's: kept apart, with the unit's path count.
+    let mut strays: BTreeMap<(u128, u128), i64> = BTreeMap::new();
+    for s in module.path_entries() {
+        let unit = usize::try_from(s.function).ok().filter(|&u| sparse_units.get(u) == Some(&true));
+        let unit = unit.and_then(|u| num.units().get(u)).ok_or("path counts outside the units that hash them")?;
+        let slot = if s.path < unit.num_paths {
+            raw.entry(unit.first_path + s.path).or_insert(0)
+        } else {
+            strays.entry((s.path, unit.num_paths)).or_insert(0)
+        };
+        *slot = slot.wrapping_add(s.count as i64);
+    }
+    raw.retain(|_, c| *c != 0);
+    let strays = strays
+        .into_iter()
+        .filter(|&(_, c)| c != 0)
+        .map(|((path, num_paths), _)| InexactReason::PathOutOfRange { path, num_paths })
+        .collect();
+    Ok((raw, strays))
+}
+
 /// The paths of a module none of whose functions was instrumented: none, unless the file is corrupt.
 fn empty_module(module: &ModuleProfile) -> Result<ModulePaths, String> {
     let mode = numbering_mode(&module.meta)?;
@@ -159,46 +204,26 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
     let ip = module.meta.interproc.as_ref().ok_or_else(|| corrupt("no interprocedural program".into()))?;
     let sites: Vec<(usize, u32)> = program.sites().iter().map(|s| (s.proc.index(), s.block.0)).collect();
     let sg = Supergraph::build(program);
-    let num = sg.number(mode).map_err(|e| corrupt(e.to_string()))?;
+    let starts: Vec<ProcId> = ip.units.iter().map(|u| ProcId(u.first_proc)).collect();
+    let num = sg.number_in_units(mode, &starts).map_err(|e| corrupt(e.to_string()))?;
     if num.num_paths() != ip.num_paths {
         return Err(corrupt(format!("records {} paths, but its program gives {}", ip.num_paths, num.num_paths())));
     }
+    let (raw, out_of_range) = unit_counts(module, ip, &num).map_err(corrupt)?;
 
-    let mut raw: BTreeMap<u128, i64> = BTreeMap::new();
-    match ip.storage {
-        PathStorage::Dense => {
-            let n = usize::try_from(ip.num_paths).map_err(|_| corrupt("dense path array too large".into()))?;
-            let counters = module.counters.get(..n).ok_or_else(|| corrupt("dense path counters missing".into()))?;
-            for (i, &c) in counters.iter().enumerate() {
-                if c != 0 {
-                    raw.insert(i as u128, c as i64);
-                }
-            }
-            if module.path_entries().next().is_some() {
-                return Err(corrupt("dense path counters and hashed path counts".into()));
-            }
-        }
-        PathStorage::Hashed { .. } | PathStorage::Sparse { .. } => {
-            for s in module.path_entries() {
-                let slot = raw.entry(s.path).or_insert(0);
-                *slot = slot.wrapping_add(s.count as i64);
-            }
-            raw.retain(|_, c| *c != 0);
-        }
-    }
-
-    // A well-formed file whose counts name paths the module does not have: leave those out; path numbers are
-    // module-wide, so no function's derived counts are vouched for.
-    let out_of_range: Vec<InexactReason> = raw
-        .split_off(&ip.num_paths)
-        .into_keys()
-        .map(|path| InexactReason::PathOutOfRange { path, num_paths: ip.num_paths })
-        .collect();
+    // A well-formed file whose counts name paths the module does not have (`out_of_range`): those are left out;
+    // a path crosses functions, so no function's derived counts are vouched for.
     let forked = module.fork_reentries();
     let program = sg.program();
     let mut path_reentries: BTreeMap<u128, i128> = BTreeMap::new();
-    for (&(_, t), &c) in &forked.paths {
-        // Signed like the path counts they correct; the function field only says where the path was counted.
+    for (&(f, t), &c) in &forked.paths {
+        // Signed like the path counts they correct; the function field says where the path was counted, so in
+        // which unit its number `t` is local.
+        let first = ProcId(u32::try_from(f).unwrap_or(u32::MAX));
+        let unit = num.units().get(num.unit_of(first)).filter(|_| program.get_proc(first).is_some());
+        let Some(t) = unit.and_then(|u| u.first_path.checked_add(t)) else {
+            return Err(corrupt(format!("a fork re-entry of path {t} of function #{f}, which is not in the program")));
+        };
         let slot = path_reentries.entry(t).or_insert(0);
         *slot = slot.saturating_add(i128::from(c as i64));
     }

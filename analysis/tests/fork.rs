@@ -11,7 +11,9 @@ use pathprof_core::numbering::Numbering;
 use pathprof_core::regenerate::encode;
 use pathprof_core::{BlockId, Cfg, EdgeId};
 use pathprof_format::layout::{SPARSE_REENTRY, SPARSE_REENTRY_BLOCK};
-use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathMeta, PathStorage};
+use pathprof_format::meta::{
+    FunctionMeta, InterprocMeta, InterprocProc, InterprocUnit, Mode, ModuleMeta, PathMeta, PathStorage,
+};
 use pathprof_format::profile::{merge, read, write, ModuleProfile, Profile, ProfileError, SparseEntry};
 use std::collections::BTreeMap;
 
@@ -220,7 +222,7 @@ fn interprocedural_profiles_with_reentries_are_exact() {
             interproc: Some(InterprocMeta {
                 procs: procs.clone(),
                 num_paths: 0,
-                storage: PathStorage::Dense,
+                units: vec![InterprocUnit { first_proc: 0, storage: PathStorage::Dense }],
                 budget_cuts: 0,
             }),
             ..m.clone()
@@ -229,7 +231,12 @@ fn interprocedural_profiles_with_reentries_are_exact() {
         let sg = pathprof_core::interproc::Supergraph::build(program);
         let num = sg.number(ip_mode).unwrap();
         let num_paths = num.num_paths();
-        m.interproc = Some(InterprocMeta { procs, num_paths, storage: PathStorage::Dense, budget_cuts: 0 });
+        m.interproc = Some(InterprocMeta {
+            procs,
+            num_paths,
+            budget_cuts: 0,
+            units: vec![InterprocUnit { first_proc: 0, storage: PathStorage::Dense }],
+        });
         // main calls f, f takes bb0→bb1 (e0), the call there forks; both: f returns (e2), main returns (e2).
         let events = vec![Event::Call, Event::Edge(EdgeId(0)), Event::Return(EdgeId(2)), Event::Return(EdgeId(2))];
         let mut sim = Simulator::counting_arrivals(&num);

@@ -9,7 +9,7 @@ use pathprof_analysis::{module_path_counts, InexactReason};
 use pathprof_core::graph::test_cfg;
 use pathprof_core::interproc::{CallSite, Callee, ProcId};
 use pathprof_core::{BlockId, Cfg};
-use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, Mode, ModuleMeta, PathStorage};
+use pathprof_format::meta::{FunctionMeta, InterprocMeta, InterprocProc, InterprocUnit, Mode, ModuleMeta, PathStorage};
 use pathprof_format::profile::{read, write, ModuleProfile, Profile, SparseEntry};
 
 #[path = "../../format/tests/support/metadata.rs"]
@@ -47,8 +47,8 @@ fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
                 },
             ],
             num_paths,
-            storage,
             budget_cuts: 0,
+            units: vec![InterprocUnit { first_proc: 0, storage }],
         }),
         path_arrivals: false,
         fork_reentries: false,
@@ -214,7 +214,7 @@ proptest::proptest! {
         let dense = ModuleProfile::new(arrival_module(), counters.clone(), vec![], 0, 1);
         let _ = module_path_counts(&dense);
         let mut meta = arrival_module();
-        meta.interproc.as_mut().unwrap().storage = PathStorage::Hashed { table: 0 };
+        meta.interproc.as_mut().unwrap().units[0].storage = PathStorage::Hashed { table: 0 };
         let sparse = sparse.into_iter().map(|(path, count)| SparseEntry { function: 0, path, count }).collect();
         let _ = module_path_counts(&ModuleProfile::new(meta, vec![0], sparse, 0, 1));
     }

@@ -14,8 +14,9 @@ pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
 /// (truncated paths count net executions), version 3 (no module output), version 4 (no fork re-entries) and
 /// version 5 (no list of the functions left out, no cut vertices in interprocedural programs), versions 6 to 8 (no
-/// reset loops in interprocedural programs; 6 also no path-mode loop resets, 7 them as a `bool`).
-pub const META_VERSION: u32 = 9;
+/// reset loops in interprocedural programs; 6 also no path-mode loop resets, 7 them as a `bool`) and version 9 (one
+/// storage unit per interprocedural program).
+pub const META_VERSION: u32 = 10;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,11 +131,43 @@ pub struct InterprocMeta {
     pub procs: Vec<InterprocProc>,
     /// numValidComps(Entry_global): path numbers are `0..num_paths`.
     pub num_paths: u128,
-    /// Where the counts live: `Dense` = the module's counters `0..num_paths`; `Hashed` = the sparse entries of
-    /// the module's path table `table` (their `function` field is 0 and carries no meaning).
-    pub storage: PathStorage,
     /// How many direct call sites the budget policy (§8) cut so that `num_paths` fits the budget.
     pub budget_cuts: u32,
+    /// The storage units (`pathprof_core::interproc::units`), in procedure order: each unit's paths are one range
+    /// of `0..num_paths` (`Supergraph::number_in_units`), counted in storage of its own with numbers local to the
+    /// unit. One unit over all procedures before metadata version 10.
+    pub units: Vec<InterprocUnit>,
+}
+
+/// One storage unit of an [`InterprocMeta`] program: procedures `first_proc` up to the next unit's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterprocUnit {
+    /// Its first procedure (an index into [`InterprocMeta::procs`]).
+    pub first_proc: u32,
+    /// Where its counts live, by path number local to the unit: `Dense` = the module's next counters (units in
+    /// order, each taking as many as it has paths); `Sparse`/`Hashed` = the sparse entries whose `function`
+    /// field is the unit's index.
+    pub storage: PathStorage,
+}
+
+/// [`InterprocMeta`] as metadata version 9 wrote it: one unit.
+#[derive(Deserialize)]
+struct InterprocMetaV9 {
+    procs: Vec<InterprocProc>,
+    num_paths: u128,
+    storage: PathStorage,
+    budget_cuts: u32,
+}
+
+impl From<InterprocMetaV9> for InterprocMeta {
+    fn from(old: InterprocMetaV9) -> InterprocMeta {
+        InterprocMeta {
+            procs: old.procs,
+            num_paths: old.num_paths,
+            budget_cuts: old.budget_cuts,
+            units: vec![InterprocUnit { first_proc: 0, storage: old.storage }],
+        }
+    }
 }
 
 /// One procedure of an [`InterprocMeta`] program.
@@ -171,7 +204,7 @@ struct InterprocProcV8 {
 
 impl From<InterprocMetaV8> for InterprocMeta {
     fn from(old: InterprocMetaV8) -> InterprocMeta {
-        InterprocMeta {
+        InterprocMetaV9 {
             procs: old
                 .procs
                 .into_iter()
@@ -186,6 +219,7 @@ impl From<InterprocMetaV8> for InterprocMeta {
             storage: old.storage,
             budget_cuts: old.budget_cuts,
         }
+        .into()
     }
 }
 
@@ -343,7 +377,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1 to 9, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1 to 10, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -356,7 +390,7 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
-            1..=8 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
+            1..=9 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
             _ => return Err(MetaError::UnsupportedVersion(ver)),
         };
         if !rest.is_empty() {
@@ -365,12 +399,12 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Reads the body of metadata version 1 to 8: postcard writes a struct as its fields in order, so an older
+    /// Reads the body of metadata version 1 to 9: postcard writes a struct as its fields in order, so an older
     /// body is the current field sequence without the fields added since, each of which gets the value that
     /// describes the older profiles (see the field docs):
     /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out` and the
     /// procedures' `cut_vertices`, 7 `path_loop_resets` (a `bool`: loops of one path), 8 made it a [`ResetRule`],
-    /// 9 added the procedures' `reset_headers`.
+    /// 9 added the procedures' `reset_headers`, 10 the interprocedural storage `units`.
     fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
         /// The next field, or `absent` in a version before `since`.
         fn field<T: serde::de::DeserializeOwned>(
@@ -391,7 +425,10 @@ impl ModuleMeta {
         let (weighting, rest) = postcard::take_from_bytes(rest)?;
         let (atomic, rest) = postcard::take_from_bytes(rest)?;
         let (functions, rest) = postcard::take_from_bytes(rest)?;
-        let (interproc, rest) = if ver >= 6 {
+        let (interproc, rest) = if ver == 9 {
+            let (old, rest) = postcard::take_from_bytes::<Option<InterprocMetaV9>>(rest)?;
+            (old.map(InterprocMeta::from), rest)
+        } else if ver >= 6 {
             let (old, rest) = postcard::take_from_bytes::<Option<InterprocMetaV8>>(rest)?;
             (old.map(InterprocMeta::from), rest)
         } else {
@@ -482,7 +519,16 @@ impl ModuleMeta {
         }
         match (self.mode.is_interprocedural(), &self.interproc) {
             (false, None) => Ok(()),
-            (true, Some(ip)) if ip.procs.len() == self.functions.len() && !self.functions.is_empty() => Ok(()),
+            (true, Some(ip)) if ip.procs.len() == self.functions.len() && !self.functions.is_empty() => {
+                let starts_ok = ip.units.first().is_some_and(|u| u.first_proc == 0)
+                    && ip.units.windows(2).all(|w| w[0].first_proc < w[1].first_proc)
+                    && ip.units.iter().all(|u| (u.first_proc as usize) < ip.procs.len());
+                if starts_ok {
+                    Ok(())
+                } else {
+                    Err(MetaError::Inconsistent("interprocedural storage units do not partition the functions".into()))
+                }
+            }
             // Every function was left out: the module reports them and has no program.
             (true, None) if self.functions.is_empty() && !self.left_out.is_empty() => Ok(()),
             _ => Err(MetaError::Inconsistent("interprocedural program does not match the mode or functions".into())),

@@ -494,10 +494,13 @@ proptest! {
 fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_modes() {
     let meta = module_meta("m.c");
     assert_eq!(meta.path_loop_resets, ResetRule::None);
-    let v9 = meta.encode();
-    assert_eq!(v9[4..8], 9u32.to_le_bytes());
-    // Without an interprocedural program, version 8 is version 9.
-    let mut v8 = v9.clone();
+    let v10 = meta.encode();
+    assert_eq!(v10[4..8], 10u32.to_le_bytes());
+    // Without an interprocedural program, versions 8 and 9 are version 10.
+    let mut v9 = v10.clone();
+    v9[4..8].copy_from_slice(&9u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v9).unwrap(), meta);
+    let mut v8 = v10.clone();
     v8[4..8].copy_from_slice(&8u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v8).unwrap(), meta);
     let mut hoisted = meta.clone();
@@ -627,6 +630,23 @@ fn module_identity_is_name_and_output() {
     assert_eq!(e.to_string(), "different builds of module u.c in /b/a/u.o: the profiles come from different binaries");
 }
 
+/// A context-mode module of two functions without calls, one storage unit: valid as it is.
+fn ctx_meta_with_two_procs() -> ModuleMeta {
+    use pathprof_format::meta::{InterprocMeta, InterprocProc, InterprocUnit, PathStorage};
+    let f =
+        |name: &str| metadata::function_meta(name, "ip.c", test_cfg(3, &[(0, 1), (0, 2), (1, 2)], &[2]), |_| vec![]);
+    let mut meta = metadata::module_meta("ip.c", Mode::Context, vec![f("f"), f("g")]);
+    let proc = InterprocProc { call_sites: vec![], external_entry: true, cut_vertices: vec![], reset_headers: vec![] };
+    meta.interproc = Some(InterprocMeta {
+        procs: vec![proc.clone(), proc],
+        num_paths: 4,
+        budget_cuts: 0,
+        units: vec![InterprocUnit { first_proc: 0, storage: PathStorage::Dense }],
+    });
+    ModuleMeta::decode(&meta.encode()).expect("the sample context module validates");
+    meta
+}
+
 /// A metadata blob of an older `version`: `meta`'s fields up to its functions, then `interproc` and `tail` in that
 /// version's layout (postcard writes a struct, and a tuple, as its fields in order, without lengths).
 fn older_metadata(
@@ -647,7 +667,7 @@ fn older_metadata(
 #[test]
 fn version_5_interprocedural_programs_read_without_cut_vertices() {
     use pathprof_core::interproc::CallSite;
-    use pathprof_format::meta::{InterprocMeta, InterprocProc, PathStorage};
+    use pathprof_format::meta::{InterprocMeta, InterprocProc, InterprocUnit, PathStorage};
     #[derive(serde::Serialize)]
     struct ProcV5 {
         call_sites: Vec<CallSite>,
@@ -672,8 +692,8 @@ fn version_5_interprocedural_programs_read_without_cut_vertices() {
             reset_headers: vec![],
         }],
         num_paths: 2,
-        storage: PathStorage::Dense,
         budget_cuts: 0,
+        units: vec![InterprocUnit { first_proc: 0, storage: PathStorage::Dense }],
     });
     let interproc = Some(InterprocV5 {
         procs: vec![ProcV5 { call_sites: vec![], external_entry: true }],
@@ -695,7 +715,7 @@ fn version_5_interprocedural_programs_read_without_cut_vertices() {
 fn version_8_interprocedural_programs_read_without_reset_loops() {
     use pathprof_core::interproc::{CallSite, Callee, ProcId};
     use pathprof_core::BlockId;
-    use pathprof_format::meta::{InterprocMeta, InterprocProc, PathStorage};
+    use pathprof_format::meta::{InterprocMeta, InterprocProc, InterprocUnit, PathStorage};
     let mut meta = module_meta("m.c");
     meta.mode = Mode::Context;
     meta.path_arrivals = true;
@@ -709,8 +729,8 @@ fn version_8_interprocedural_programs_read_without_reset_loops() {
     meta.interproc = Some(InterprocMeta {
         procs: vec![proc(vec![site], vec![]), proc(vec![], vec![])],
         num_paths: 7,
-        storage: PathStorage::Dense,
         budget_cuts: 0,
+        units: vec![InterprocUnit { first_proc: 0, storage: PathStorage::Dense }],
     });
     let v8_procs: Vec<(Vec<CallSite>, bool, Vec<u32>)> = vec![(vec![site], true, vec![2]), (vec![], true, vec![2])];
     let interproc = Some((v8_procs, 7u128, PathStorage::Dense, 0u32));
@@ -724,4 +744,22 @@ fn version_8_interprocedural_programs_read_without_reset_loops() {
     let mut v9 = v8.clone();
     v9[4..8].copy_from_slice(&9u32.to_le_bytes());
     assert!(ModuleMeta::decode_unvalidated(&v9).is_err());
+    // Version 9 wrote one storage for the program where version 10 writes its units: it reads as one unit.
+    let v9_procs: Vec<&InterprocProc> = with_resets.interproc.as_ref().unwrap().procs.iter().collect();
+    let hashed = PathStorage::Hashed { table: 0 };
+    let interproc = Some((v9_procs, 7u128, hashed, 0u32));
+    let v9 = older_metadata(9, &with_resets, interproc, tail);
+    let mut one_unit = with_resets.clone();
+    one_unit.interproc.as_mut().unwrap().units = vec![InterprocUnit { first_proc: 0, storage: hashed }];
+    assert_eq!(ModuleMeta::decode_unvalidated(&v9).unwrap(), one_unit);
+    // Units are written and read; units that do not partition the functions are refused.
+    let mut two = with_resets.clone();
+    let units = |firsts: &[u32]| firsts.iter().map(|&f| InterprocUnit { first_proc: f, storage: hashed }).collect();
+    two.interproc.as_mut().unwrap().units = units(&[0, 1]);
+    assert_eq!(ModuleMeta::decode_unvalidated(&two.encode()).unwrap(), two);
+    for bad in [&[][..], &[1], &[0, 0], &[0, 2]] {
+        let mut m = ctx_meta_with_two_procs();
+        m.interproc.as_mut().unwrap().units = units(bad);
+        assert!(ModuleMeta::decode(&m.encode()).is_err(), "units {bad:?}");
+    }
 }

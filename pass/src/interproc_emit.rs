@@ -354,7 +354,7 @@ impl<'a> FnEmitter<'a> {
         };
         let paths = promoted_dag_paths(cfg, dag, &regions, TESTED_PATHS_PER_EDGE, &usable);
         let unbal = self.num.num_unbal_rl_paths(self.p);
-        let mid = self.num.mid_entry(self.p).map_or(0, |g| g.offset);
+        let mid = self.num.mid_entry(self.p).map_or(0, |g| self.num.local_offset(g));
         let first = self.body_start; // after the prologue, which defines pathNumOnEntry and NVC
         let counters = self.sink.counters();
         for (e, paths) in paths.iter().enumerate() {
@@ -375,7 +375,7 @@ impl<'a> FnEmitter<'a> {
                     self.at(first);
                     self.plus(self.on_entry, sum)
                 };
-                out[e].push((slot, counters.address_before(first, slot)));
+                out[e].push((slot, counters.address_before(first, self.dense_index(first, slot))));
             }
         }
         out
@@ -447,13 +447,23 @@ impl<'a> FnEmitter<'a> {
         }
     }
 
+    /// Where path `slot` (numbered within the storage unit) counts in the unit's array or region, built before
+    /// `before`: the unit's first counter plus the number (the constant folds into the address).
+    fn dense_index(&self, before: LLVMValueRef, slot: LLVMValueRef) -> LLVMValueRef {
+        match self.sink {
+            Sink::Dense { base, .. } if *base != 0 => {
+                self.at(before);
+                self.add(slot, self.konst(*base))
+            }
+            _ => slot,
+        }
+    }
+
     /// `count[slot] += delta` before `before`.
     fn count(&self, before: LLVMValueRef, slot: LLVMValueRef, delta: LLVMValueRef) {
         match self.sink {
-            // Path numbers are module-wide: the program's array or region starts at its first slot.
-            Sink::Dense { counters, base } => {
-                debug_assert_eq!(*base, 0, "one counted unit per module");
-                counters.add_value_before(before, Err(slot), delta)
+            Sink::Dense { counters, .. } => {
+                counters.add_value_before(before, Err(self.dense_index(before, slot)), delta)
             }
             Sink::Hashed { update, .. } => {
                 self.at(before);
@@ -503,7 +513,7 @@ impl<'a> FnEmitter<'a> {
         let entry_bb = g.blocks[0];
         let first = unsafe { LLVMGetFirstInstruction(entry_bb) };
         self.body_start = first;
-        let offset = self.num.root_entry(self.p).map_or(0, |e| lo(e.offset));
+        let offset = self.num.root_entry(self.p).map_or(0, |e| lo(self.num.local_offset(e)));
         unsafe {
             LLVMPositionBuilderBeforeInstrAndDbgRecords(self.b, first);
             self.path = LLVMBuildAlloca(self.b, self.i64t, c"pathprof.path".as_ptr());
@@ -582,7 +592,7 @@ impl<'a> FnEmitter<'a> {
                     let header = self.phi[edge.to.index()];
                     if self.piecewise {
                         let unbal = self.num.num_unbal_rl_paths(self.p);
-                        let mid = self.num.mid_entry(self.p).map_or(0, |g| g.offset);
+                        let mid = self.num.mid_entry(self.p).map_or(0, |g| self.num.local_offset(g));
                         let start = n.rho.checked_apply(unbal).and_then(|r| r.checked_add(mid)).unwrap_or(0);
                         // The restarted piece runs with NVC = unbal: the header's potential at that NVC.
                         let start = lo(start).wrapping_add(header.apply(lo(unbal)));

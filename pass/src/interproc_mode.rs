@@ -2,9 +2,10 @@
 //! program ([`crate::interproc_plan`]), numbers it with `pathprof_core::interproc`, emits the runtime state
 //! ([`crate::interproc_emit`]), the counters and the metadata the decoder rebuilds the numbering from.
 //!
-//! Path numbers are module-wide (`0..num_paths`, at most `PATHPROF_PATH_BUDGET`): a dense counter array when
-//! there are at most `PATHPROF_PATH_ARRAY_MAX` paths, a sparse region up to `PATHPROF_PATH_SPARSE_MAX`, otherwise
-//! one run-time hash table for the module.
+//! Path numbers are module-wide (`0..num_paths`, at most `PATHPROF_PATH_BUDGET`), laid out by storage unit
+//! (`pathprof_core::interproc::units`: runs of functions no interprocedural call crosses). Each unit counts its
+//! paths, numbered from 0 within it, in a dense counter array when it has at most `PATHPROF_PATH_ARRAY_MAX`
+//! paths, a sparse region up to `PATHPROF_PATH_SPARSE_MAX`, otherwise a run-time hash table of its own.
 
 use crate::cfg_build::CallFacts;
 use crate::config::Config;
@@ -13,11 +14,11 @@ use crate::identity::ModuleIdentity;
 use crate::interproc_emit::{FnEmitter, Tls};
 use crate::interproc_plan::{self, ProcPlan};
 use crate::module_emitter::{function_meta, LeftOut, ModuleEmitter};
-use crate::storage::{CounterLayout, CounterStorage, Unit};
+use crate::storage::{CounterLayout, CounterStorage, Sink, Unit};
 use inkwell::llvm_sys::prelude::*;
-use pathprof_core::interproc::{Mode as IpMode, Numbering, ProcId, SiteRole};
+use pathprof_core::interproc::{finest_units, Mode as IpMode, Numbering, ProcId, SiteRole};
 use pathprof_core::BlockId;
-use pathprof_format::meta::{InterprocMeta, InterprocProc, Mode, PathStorage};
+use pathprof_format::meta::{InterprocMeta, InterprocProc, InterprocUnit, Mode, PathStorage};
 
 /// Instruments `candidates` of `m` as one program; returns whether the module changed.
 pub fn instrument(
@@ -46,16 +47,22 @@ pub fn instrument(
         return Ok(true);
     };
     let sg = &plan.supergraph;
-    let num = sg.number(mode).map_err(|e| e.to_string())?;
+    let num = sg.number_in_units(mode, &finest_units(sg)).map_err(|e| e.to_string())?;
     let num_paths = num.num_paths();
-    // The program is one counted unit: its paths are numbered module-wide.
+    // Each storage unit counts its paths, numbered from 0 within it, in storage of its own.
     let mut layout = CounterLayout::new(config);
-    let storage = layout.choose(num_paths);
-    let blocks = plan.procs.iter().map(|p| p.graph.blocks.len()).sum();
-    layout.add(Unit { storage, slots: num_paths as u64, blocks });
+    let mut unit_meta = Vec::with_capacity(num.units().len());
+    let mut dense_bases = Vec::with_capacity(num.units().len());
+    for unit in num.units() {
+        let storage = layout.choose(unit.num_paths);
+        let blocks = plan.procs[unit.procs.clone()].iter().map(|p| p.graph.blocks.len()).sum();
+        dense_bases.push(layout.add(Unit { storage, slots: unit.num_paths as u64, blocks }));
+        unit_meta.push(InterprocUnit { first_proc: unit.procs.start as u32, storage });
+    }
 
     let counters = CounterStorage::emit(m, config, &layout, false);
-    let sink = counters.sink(m, storage, 0);
+    let sinks: Vec<Sink<'_>> =
+        unit_meta.iter().zip(&dense_bases).map(|(u, &base)| counters.sink(m, u.storage, base)).collect();
     let tls = Tls::new(m);
     let mut module = ModuleEmitter::new(m, config, identity, &counters);
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
@@ -65,7 +72,8 @@ pub fn instrument(
     for (i, p) in plan.procs.iter().enumerate() {
         let phi = crate::interproc_place::block_potentials(&num, ProcId::from_index(i), p, config, fam);
         tree_placed += usize::from(phi.iter().any(|&x| x != pathprof_core::interproc::potentials::Shift::ZERO));
-        let emitted = FnEmitter::emit(&tls, &sink, &num, &functions, ProcId::from_index(i), p, config.promote, phi);
+        let sink = &sinks[num.unit_of(ProcId::from_index(i))];
+        let emitted = FnEmitter::emit(&tls, sink, &num, &functions, ProcId::from_index(i), p, config.promote, phi);
         let guards = fork_guards(&num, ProcId::from_index(i), p, &emitted.arrival_keys, module.fork_checks());
         module.function_done(p.f, guards);
         if config.promote {
@@ -89,11 +97,13 @@ pub fn instrument(
             })
             .collect(),
         num_paths,
-        storage,
         budget_cuts: plan.budget_cuts,
+        units: unit_meta,
     };
     let functions = plan.procs.iter().map(|p| function_meta(p.f, &p.name, &p.graph)).collect();
     let skipped = left_out.len();
+    let storages: Vec<PathStorage> = interproc.units.iter().map(|u| u.storage).collect();
+    let count_units = |kind: fn(PathStorage) -> bool| storages.iter().filter(|&&s| kind(s)).count();
     let line = module.finish(functions, Some(interproc), true, left_out);
     if config.stats {
         let roles = sg.calls().roles();
@@ -101,14 +111,10 @@ pub fn instrument(
         line.field("skipped", skipped)
             .field("roots", sg.calls().roots().len())
             .field("paths", num_paths)
-            .field(
-                "storage",
-                match storage {
-                    PathStorage::Dense => "dense",
-                    PathStorage::Sparse { .. } => "sparse",
-                    PathStorage::Hashed { .. } => "hashed",
-                },
-            )
+            .field("units", storages.len())
+            .field("dense_units", count_units(|s| s == PathStorage::Dense))
+            .field("sparse_units", count_units(|s| matches!(s, PathStorage::Sparse { .. })))
+            .field("hashed_units", count_units(|s| matches!(s, PathStorage::Hashed { .. })))
             .field("call_sites", roles.len())
             .field("interprocedural", count(SiteRole::Interprocedural))
             .field("recursive", count(SiteRole::Recursive))

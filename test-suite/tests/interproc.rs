@@ -105,6 +105,49 @@ fn hashed_interprocedural_storage_with_any_cache_matches_dense_storage() {
     }
 }
 
+/// Storage units (ip_units.c: four runs of functions no followed call crosses, `pathprof_core::interproc::units`):
+/// each unit counts with path numbers local to it. With the default arrays every unit is dense; with 64-slot
+/// arrays and regions, branchy's unit (over a thousand paths) goes to a hash table of its own and the other three
+/// stay dense. Both builds give the hand-derived counts, the same paths with the same module-wide numbers and
+/// counts, and counts equal to edge mode's — at -O0 and -O2, including the fork child's re-entry in the third unit.
+#[test]
+fn storage_units_count_apart_with_local_numbers() {
+    let src = programs().join("ip_units.c");
+    let small = [("PATHPROF_PATH_ARRAY_MAX", "64"), ("PATHPROF_PATH_SPARSE_MAX", "64")];
+    for opt in ["-O0", "-O2"] {
+        let edge =
+            folded_counts(&show_json(&run_in(&format!("ip-units-edge{opt}"), &["ip_units.c"], opt, "edge", &[])));
+        for mode in ["context", "piecewise"] {
+            let stats = |env: &[(&str, &str)]| {
+                let dir = scratch(&format!("ip-units-stats-{mode}{opt}"));
+                let mut cc = wrapper(false);
+                cc.arg(opt).arg("-c").arg(&src).arg("-o").arg(dir.join("u.o")).env("PATHPROF_MODE", mode);
+                cc.env("PATHPROF_STATS", "1").envs(env.iter().copied());
+                let err = String::from_utf8_lossy(&run_ok(&mut cc).stderr).into_owned();
+                let field = |k: &str| -> u64 {
+                    let at = err.find(&format!(" {k}=")).unwrap_or_else(|| panic!("no {k}= in {err}"));
+                    err[at + k.len() + 2..].split(' ').next().unwrap().trim().parse().unwrap()
+                };
+                ["units", "dense_units", "sparse_units", "hashed_units"].map(field)
+            };
+            assert_eq!(stats(&[]), [4, 4, 0, 0], "{mode} {opt}: default storage");
+            assert_eq!(stats(&small), [4, 3, 0, 1], "{mode} {opt}: 64-slot arrays");
+            let dense = run_in(&format!("ip-units-{mode}-dense{opt}"), &["ip_units.c"], opt, mode, &[]);
+            let mixed = run_in(&format!("ip-units-{mode}-mixed{opt}"), &["ip_units.c"], opt, mode, &small);
+            for prof in [&dense, &mixed] {
+                let show = show_json(prof);
+                assert_markers(&show, &src);
+                let counts = folded_counts(&show);
+                assert_eq!(counts, edge, "{mode} {opt}: {}", prof.display());
+                for f in show["functions"].as_array().unwrap() {
+                    assert_eq!(f["exact"], true, "{mode} {opt}: {} {}", f["name"], f["inexact_reasons"]);
+                }
+            }
+            assert_eq!(id_counts(&decode_json(&dense)), id_counts(&decode_json(&mixed)), "{mode} {opt}");
+        }
+    }
+}
+
 /// Hand-derived (see mr_recursion.c): context mode profiles fact(3) as three paths of count 1 — main's path
 /// through fact(3) with the recursive call elided, fact(2) as a root with its call elided, and fact(1).
 #[test]
