@@ -143,7 +143,7 @@ fn unit_counts(
             let counters = module.counters.get(dense_next..end).ok_or("dense path counters missing")?;
             for (i, &c) in counters.iter().enumerate() {
                 if c != 0 {
-                    raw.insert(unit.first_path + i as u128, c as i64);
+                    raw.insert(unit.first_path.saturating_add(i as u128), c as i64);
                 }
             }
             dense_next = end;
@@ -156,7 +156,7 @@ fn unit_counts(
         let unit = usize::try_from(s.function).ok().filter(|&u| sparse_units.get(u) == Some(&true));
         let unit = unit.and_then(|u| num.units().get(u)).ok_or("path counts outside the units that hash them")?;
         let slot = if s.path < unit.num_paths {
-            raw.entry(unit.first_path + s.path).or_insert(0)
+            raw.entry(unit.first_path.saturating_add(s.path)).or_insert(0)
         } else {
             strays.entry((s.path, unit.num_paths)).or_insert(0)
         };
