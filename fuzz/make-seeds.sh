@@ -53,6 +53,9 @@ for p in exit_deep recursion mr_exit_in_loop; do
   build_run "$p-piecewise" piecewise -- "$progs/$p.c"
 done
 build_run exception-context context -- "$progs/exception.cpp"
+# Storage units of mixed storage (three dense, one hashed) and a fork child's re-entry in the third.
+build_run ip_units-context context PATHPROF_PATH_ARRAY_MAX=64 PATHPROF_PATH_SPARSE_MAX=64 -- "$progs/ip_units.c"
+build_run ip_units-piecewise piecewise PATHPROF_PATH_ARRAY_MAX=64 PATHPROF_PATH_SPARSE_MAX=64 -- "$progs/ip_units.c"
 build_run cxx_mix-edge edge -- "$progs/cxx_mix.cpp"
 build_run threads-atomic-edge edge PATHPROF_ATOMIC=1 -- "$progs/threads.c"
 build_run threads-atomic-hashed path PATHPROF_ATOMIC=1 PATHPROF_PATH_ARRAY_MAX=1 -- "$progs/threads.c"
