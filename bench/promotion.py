@@ -75,7 +75,11 @@ def counts(binary, args, profile):
         if isinstance(v, dict):
             return {k: without_outputs(x) for k, x in v.items() if k not in ("module_output", "instrumented")}
         return [without_outputs(x) for x in v] if isinstance(v, list) else v
-    return json.dumps(without_outputs(shown), sort_keys=True)
+    # The order of a module's functions is the numbering's (the interprocedural modes group functions joined by
+    # calls), not a count: compare them in a fixed order.
+    shown = without_outputs(shown)
+    shown["functions"] = sorted(shown.get("functions", []), key=lambda f: json.dumps(f, sort_keys=True))
+    return json.dumps(shown, sort_keys=True)
 
 
 def main():

@@ -33,6 +33,7 @@ use pathprof_core::ball_larus::resets::interproc_loop_resets;
 use pathprof_core::dag::PathDag;
 use pathprof_core::dfs::{depth_first, DfsInfo};
 use pathprof_core::graph::Adjacency;
+use pathprof_core::interproc::units::component_order;
 use pathprof_core::interproc::{CallSite, CallSiteId, Callee, Mode, ProcId, Procedure, Program, SiteRole, Supergraph};
 use pathprof_core::loops::NaturalLoop;
 use pathprof_core::{BlockId, Cfg, Edge, EdgeId, EdgeKind};
@@ -69,7 +70,7 @@ pub struct SiteCall {
 
 /// The program as planned: functions, the supergraph over them, and what the budget policy did.
 pub struct ProgramPlan {
-    /// The functions, in module order (= `ProcId` order).
+    /// The functions in `ProcId` order: module order, grouped so that functions joined by calls are adjacent.
     pub procs: Vec<ProcPlan>,
     /// G*_fn of the program (call sites cut by the budget are `Callee::Cut`).
     pub supergraph: Supergraph,
@@ -210,7 +211,7 @@ pub fn plan(
             Err(e) => return Err(e.to_string()),
         };
         match verdict {
-            None => return Ok(Some(ProgramPlan { procs, supergraph: sg, budget_cuts })),
+            None => return grouped(procs, &sg, budget_cuts).map(Some),
             Some(callees) if !callees.is_empty() => {
                 for q in callees {
                     budget_cuts += sg
@@ -234,6 +235,28 @@ pub fn plan(
             }
         }
     }
+}
+
+/// The plan with its functions ordered so that functions joined by calls are adjacent
+/// (`pathprof_core::interproc::units::component_order`): the storage units are then as fine as the calls allow,
+/// whatever the module's order. The order changes no call site's classification, and no cut.
+fn grouped(procs: Vec<ProcPlan>, sg: &Supergraph, budget_cuts: u32) -> Result<ProgramPlan, String> {
+    let order = component_order(sg.program());
+    let program = sg.program().permuted(&order).ok_or("internal error: the grouping is no permutation")?;
+    let mut new_index = vec![0; order.len()];
+    for (i, p) in order.iter().enumerate() {
+        new_index[p.index()] = i;
+    }
+    let mut slots: Vec<Option<ProcPlan>> = procs.into_iter().map(Some).collect();
+    let mut grouped = Vec::with_capacity(slots.len());
+    for p in &order {
+        let mut plan = slots[p.index()].take().ok_or("internal error: a function placed twice")?;
+        for s in &mut plan.site_calls {
+            s.callee = new_index[s.callee];
+        }
+        grouped.push(plan);
+    }
+    Ok(ProgramPlan { procs: grouped, supergraph: Supergraph::build(program), budget_cuts })
 }
 
 /// Builds the core program, every call site followed (the budget policy cuts with `Supergraph::with_cut`).

@@ -294,6 +294,35 @@ impl Program {
         self
     }
 
+    /// The same program with its procedures in `order` (a permutation of the ids: `order[i]` is the procedure
+    /// that becomes `i`), every callee renamed. `None` if `order` is not a permutation.
+    pub fn permuted(&self, order: &[ProcId]) -> Option<Program> {
+        let mut new_id = vec![None; self.procs.len()];
+        for (i, p) in order.iter().enumerate() {
+            match new_id.get_mut(p.index()) {
+                Some(slot @ None) => *slot = Some(ProcId::from_index(i)),
+                _ => return None,
+            }
+        }
+        let new_id: Vec<ProcId> = new_id.into_iter().collect::<Option<_>>()?;
+        let rename = |c: Callee| match c {
+            Callee::Proc(q) => Callee::Proc(new_id[q.index()]),
+            Callee::Cut(q) => Callee::Cut(new_id[q.index()]),
+            Callee::External => Callee::External,
+        };
+        let procs = order
+            .iter()
+            .map(|p| {
+                let mut q = self.procs[p.index()].clone();
+                for cs in &mut q.call_sites {
+                    cs.callee = rename(cs.callee);
+                }
+                q
+            })
+            .collect();
+        Program::new(procs).ok()
+    }
+
     /// Number of procedures.
     pub fn num_procs(&self) -> usize {
         self.procs.len()

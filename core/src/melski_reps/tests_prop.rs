@@ -484,6 +484,44 @@ fn check_program(seed: u64) {
     for p in sg.program().proc_ids() {
         assert!(sg.calls().is_root(p) || !sg.calls().callers(p).is_empty(), "{p} is unreachable in G*_fn");
     }
+    // Grouping the procedures by the calls that join them classifies every call site as before, keeps the number
+    // of paths, and makes every group a run of procedures.
+    let order = super::units::component_order(sg.program());
+    let grouped = Supergraph::build(sg.program().permuted(&order).expect("a permutation"));
+    for (i, old) in order.iter().enumerate() {
+        let roles = |g: &Supergraph, p: ProcId| g.program().sites_of(p).map(|s| g.calls().role(s)).collect::<Vec<_>>();
+        assert_eq!(roles(&grouped, ProcId::from_index(i)), roles(&sg, *old), "{old} grouped as {i}");
+    }
+    for mode in [Mode::Context, Mode::Piecewise] {
+        assert_eq!(grouped.number(mode).unwrap().num_paths(), sg.number(mode).unwrap().num_paths());
+    }
+    // Each group (by search over the calls, both ways) is a run of procedures.
+    let n = grouped.program().num_procs();
+    let mut adj = vec![Vec::new(); n];
+    for s in grouped.program().sites() {
+        if let Callee::Proc(q) | Callee::Cut(q) = s.callee {
+            adj[s.proc.index()].push(q.index());
+            adj[q.index()].push(s.proc.index());
+        }
+    }
+    let mut seen = vec![false; n];
+    for start in 0..n {
+        if seen[start] {
+            continue;
+        }
+        let (mut group, mut stack) = (Vec::new(), vec![start]);
+        seen[start] = true;
+        while let Some(x) = stack.pop() {
+            group.push(x);
+            for &y in &adj[x] {
+                if !std::mem::replace(&mut seen[y], true) {
+                    stack.push(y);
+                }
+            }
+        }
+        let (lo, hi) = (group.iter().min().unwrap(), group.iter().max().unwrap());
+        assert_eq!(hi - lo + 1, group.len(), "group {group:?} is not a run");
+    }
     // The paper's single numbering, and the finest storage units (each unit's paths one range of numbers).
     let unit_cuts = [vec![ProcId(0)], super::units::finest_units(&sg)];
     for (mode, units) in

@@ -15,7 +15,7 @@
 
 use super::callgraph::SiteRole;
 use super::numbering::NumberingError;
-use super::program::{Callee, ProcId};
+use super::program::{Callee, ProcId, Program};
 use super::supergraph::Supergraph;
 
 /// The first procedure of each unit of the finest cut of `sg`'s procedure list into intervals that no
@@ -40,6 +40,34 @@ pub fn finest_units(sg: &Supergraph) -> Vec<ProcId> {
         }
     }
     starts
+}
+
+/// An order of `program`'s procedures in which every group joined by direct calls of the program (followed, cut
+/// or recursive) is contiguous: groups by their first procedure, each in id order. Numbered in this order
+/// ([`Program::permuted`]), every such group is a run of procedures, so [`finest_units`] separates groups that
+/// the module's own order interleaves (a helper defined between unrelated functions). Within a group the
+/// relative order stays, and the call-graph classification only follows calls inside a group, so it classifies
+/// every call site as before.
+pub fn component_order(program: &Program) -> Vec<ProcId> {
+    let n = program.num_procs();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for s in program.sites() {
+        if let Callee::Proc(q) | Callee::Cut(q) = s.callee {
+            let (a, b) = (root(&mut parent, s.proc.index()), root(&mut parent, q.index()));
+            // The smaller id is the representative, so a group's representative is its first procedure.
+            parent[a.max(b)] = a.min(b);
+        }
+    }
+    let mut order: Vec<(usize, usize)> = (0..n).map(|i| (root(&mut parent, i), i)).collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, i)| ProcId::from_index(i)).collect()
 }
 
 /// Checks `starts` (see [`finest_units`]) against `sg` and gives each procedure's unit.
