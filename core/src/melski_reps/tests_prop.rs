@@ -499,7 +499,7 @@ fn check_program(seed: u64) {
     let n = grouped.program().num_procs();
     let mut adj = vec![Vec::new(); n];
     for s in grouped.program().sites() {
-        if let Callee::Proc(q) | Callee::Cut(q) = s.callee {
+        if let Callee::Proc(q) = s.callee {
             adj[s.proc.index()].push(q.index());
             adj[q.index()].push(s.proc.index());
         }

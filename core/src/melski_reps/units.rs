@@ -42,8 +42,9 @@ pub fn finest_units(sg: &Supergraph) -> Vec<ProcId> {
     starts
 }
 
-/// An order of `program`'s procedures in which every group joined by direct calls of the program (followed, cut
-/// or recursive) is contiguous: groups by their first procedure, each in id order. Numbered in this order
+/// An order of `program`'s procedures in which every group joined by calls that may be followed
+/// ([`Callee::Proc`]: interprocedural or recursive sites; cut sites join nothing) is contiguous: groups by their
+/// first procedure, each in id order. Numbered in this order
 /// ([`Program::permuted`]), every such group is a run of procedures, so [`finest_units`] separates groups that
 /// the module's own order interleaves (a helper defined between unrelated functions). Within a group the
 /// relative order stays, and the call-graph classification only follows calls inside a group, so it classifies
@@ -59,7 +60,7 @@ pub fn component_order(program: &Program) -> Vec<ProcId> {
         x
     }
     for s in program.sites() {
-        if let Callee::Proc(q) | Callee::Cut(q) = s.callee {
+        if let Callee::Proc(q) = s.callee {
             let (a, b) = (root(&mut parent, s.proc.index()), root(&mut parent, q.index()));
             // The smaller id is the representative, so a group's representative is its first procedure.
             parent[a.max(b)] = a.min(b);
