@@ -30,6 +30,7 @@
 //! | `--pathprof-fork-checks=0` | `PATHPROF_FORK_CHECKS=0` (no fork re-entry checks: cheaper calls, forked children make in-flight functions inexact) |
 //! | `--pathprof-promote=0` | `PATHPROF_PROMOTE=0` (every in-loop counter update goes to memory; `early`: promoted at instrumentation only, not again after inlining; see README, counter promotion) |
 //! | `--pathprof-loop-resets=0` | `PATHPROF_LOOP_RESETS=0` (path, context and piecewise mode: the papers' paths across loop entries; default 1 restarts paths where a loop's counts then fold, see README) |
+//! | `--pathprof-ip-cut-leaves=1` | `PATHPROF_IP_CUT_LEAVES=1` (context and piecewise mode: cut the call sites of leaves with a loop; measured, off by default) |
 //! | `--pathprof-stats` | `PATHPROF_STATS=1` |
 //! | `--pathprof-slice=FILE:LINE[:VAR]` | `PATHPROF_SLICE=…` (build the executable slice instead of instrumenting) |
 //! | `--pathprof-slice-json=OUT` | `PATHPROF_SLICE_JSON=OUT` (the slice's source lines) |
@@ -282,6 +283,7 @@ pub fn rewrite(args: &[OsString], found: &Found) -> Result<Plan, Error> {
                 b"fork-checks" => "PATHPROF_FORK_CHECKS",
                 b"promote" => "PATHPROF_PROMOTE",
                 b"loop-resets" => "PATHPROF_LOOP_RESETS",
+                b"ip-cut-leaves" => "PATHPROF_IP_CUT_LEAVES",
                 b"slice" => "PATHPROF_SLICE",
                 b"slice-json" => "PATHPROF_SLICE_JSON",
                 b"slice-observe" => "PATHPROF_SLICE_OBSERVE",

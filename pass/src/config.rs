@@ -83,6 +83,10 @@ pub struct Config {
     /// become plain register additions the optimiser can fold. `0`: Ball and Larus's (and Melski and Reps's)
     /// paths, which run from before a loop into its first iteration.
     pub loop_resets: bool,
+    /// Context and piecewise modes: cut every call site of a leaf with a loop (`PATHPROF_IP_CUT_LEAVES`, default
+    /// 0), so that the leaf is a root counted in storage of its own and its callers hand nothing over to it, at
+    /// the price of the calling context of the leaf's paths. Measured, not the default (README, "Performance").
+    pub ip_cut_leaves: bool,
     /// Context and piecewise modes: which functions add their edge values along a spanning tree's chords
     /// (`PATHPROF_IP_PLACEMENT`, see [`crate::interproc_place`]).
     pub ip_placement: IpPlacement,
@@ -291,6 +295,10 @@ impl Config {
             None => true,
             v => flag("PATHPROF_LOOP_RESETS", v)?,
         };
+        let ip_cut_leaves = match get("PATHPROF_IP_CUT_LEAVES").filter(|v| !v.is_empty()) {
+            None => false,
+            v => flag("PATHPROF_IP_CUT_LEAVES", v)?,
+        };
         let ip_placement = match get("PATHPROF_IP_PLACEMENT").as_deref() {
             None | Some("") | Some("dispatch") => IpPlacement::Dispatch,
             Some("tree") => IpPlacement::Tree,
@@ -342,6 +350,7 @@ impl Config {
             promote,
             promote_after_inlining,
             loop_resets,
+            ip_cut_leaves,
             ip_placement,
             optimizer_last,
             trace_naive,
@@ -411,6 +420,9 @@ mod tests {
         assert_eq!(cfg(&[]).unwrap().path_loop_resets(), ResetRule::Hoisted);
         assert_eq!(cfg(&[("PATHPROF_LOOP_RESETS", "0")]).unwrap().path_loop_resets(), ResetRule::None);
         assert_eq!(cfg(&[("PATHPROF_MODE", "context")]).unwrap().path_loop_resets(), ResetRule::None);
+        assert!(!cfg(&[]).unwrap().ip_cut_leaves);
+        assert!(cfg(&[("PATHPROF_IP_CUT_LEAVES", "1")]).unwrap().ip_cut_leaves);
+        assert!(cfg(&[("PATHPROF_IP_CUT_LEAVES", "yes")]).is_err());
         assert!(cfg(&[("PATHPROF_LOOP_RESETS", "2")]).is_err());
         let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));

@@ -33,8 +33,7 @@ pub fn instrument(
     facts.mark_safe_functions();
     let mode = if config.mode == Mode::Piecewise { IpMode::Piecewise } else { IpMode::Context };
     let mut not_admitted = Vec::new();
-    let plan =
-        interproc_plan::plan(candidates, &facts, mode, config.path_budget, config.loop_resets, &mut not_admitted)?;
+    let plan = interproc_plan::plan(candidates, &facts, mode, config, &mut not_admitted)?;
     let mut left_out = LeftOut::default();
     for (f, why) in &not_admitted {
         left_out.record(&module_name, *f, why);
@@ -119,6 +118,7 @@ pub fn instrument(
             .field("interprocedural", count(SiteRole::Interprocedural))
             .field("recursive", count(SiteRole::Recursive))
             .field("cut_by_budget", plan.budget_cuts)
+            .field("cut_leaves", plan.leaf_cuts)
             .field("cut_functions", plan.procs.iter().filter(|p| !p.cut_vertices.is_empty()).count())
             .field("promoted_updates", promoted)
             .field("tree_placed", tree_placed)

@@ -24,6 +24,7 @@
 //! only a PHI can count. Only a function that no cut brings under the bound is left out.
 
 use crate::cfg_build::{self, CallFacts, FunctionGraph, Site};
+use crate::config::Config;
 use crate::ir;
 use crate::shim;
 use inkwell::llvm_sys::core::*;
@@ -76,6 +77,15 @@ pub struct ProgramPlan {
     pub supergraph: Supergraph,
     /// Call sites the budget policy cut.
     pub budget_cuts: u32,
+    /// Call sites cut because their callee is a leaf with a loop (`Config::ip_cut_leaves`).
+    pub leaf_cuts: u32,
+}
+
+/// Whether `p`'s graph has a loop (a back edge reachable from its entry).
+fn has_loop(p: &ProcPlan) -> bool {
+    let cfg = &p.graph.cfg;
+    let dfs = depth_first(cfg, &cfg.adjacency());
+    cfg.edge_ids().any(|e| dfs.is_back_edge(e))
 }
 
 /// Selects the program, splits call blocks, builds graphs and the supergraph (with each function's loop resets
@@ -86,10 +96,10 @@ pub fn plan(
     candidates: &[LLVMValueRef],
     facts: &CallFacts,
     mode: Mode,
-    budget: u128,
-    loop_resets: bool,
+    config: &Config,
     left_out: &mut Vec<(LLVMValueRef, String)>,
 ) -> Result<Option<ProgramPlan>, String> {
+    let (budget, loop_resets) = (config.path_budget, config.loop_resets);
     let mut members: Vec<LLVMValueRef> = Vec::new();
     for &f in candidates {
         match admissible(f, facts, mode, budget >> 8) {
@@ -159,10 +169,19 @@ pub fn plan(
         });
     }
 
-    // The budget policy: cut every site of the callees with the most paths until the total fits.
+    // Leaves with a loop, when asked (`Config::ip_cut_leaves`): cut before the budget policy runs.
     let mut cut: HashSet<usize> = HashSet::new();
+    if config.ip_cut_leaves {
+        cut.extend(procs.iter().enumerate().filter(|(_, p)| p.site_calls.is_empty() && has_loop(p)).map(|(i, _)| i));
+    }
+    let called: Vec<usize> = procs.iter().flat_map(|p| p.site_calls.iter().map(|s| s.callee)).collect();
+    let leaf_cuts = called.iter().filter(|q| cut.contains(q)).count() as u32;
+    // The budget policy: cut every site of the callees with the most paths until the total fits.
     let mut budget_cuts = 0u32;
     let mut sg = Supergraph::build(build_program(&procs)?);
+    if !cut.is_empty() {
+        sg = sg.with_cut(|q| cut.contains(&q.index()));
+    }
     loop {
         let verdict: Option<Vec<usize>> = match sg.number(mode) {
             Ok(num) if num.num_paths() <= budget => None,
@@ -211,7 +230,7 @@ pub fn plan(
             Err(e) => return Err(e.to_string()),
         };
         match verdict {
-            None => return grouped(procs, &sg, budget_cuts).map(Some),
+            None => return grouped(procs, &sg, budget_cuts, leaf_cuts).map(Some),
             Some(callees) if !callees.is_empty() => {
                 for q in callees {
                     budget_cuts += sg
@@ -240,7 +259,7 @@ pub fn plan(
 /// The plan with its functions ordered so that functions joined by calls are adjacent
 /// (`pathprof_core::interproc::units::component_order`): the storage units are then as fine as the calls allow,
 /// whatever the module's order. The order changes no call site's classification, and no cut.
-fn grouped(procs: Vec<ProcPlan>, sg: &Supergraph, budget_cuts: u32) -> Result<ProgramPlan, String> {
+fn grouped(procs: Vec<ProcPlan>, sg: &Supergraph, budget_cuts: u32, leaf_cuts: u32) -> Result<ProgramPlan, String> {
     let order = component_order(sg.program());
     let program = sg.program().permuted(&order).ok_or("internal error: the grouping is no permutation")?;
     let mut new_index = vec![0; order.len()];
@@ -256,7 +275,7 @@ fn grouped(procs: Vec<ProcPlan>, sg: &Supergraph, budget_cuts: u32) -> Result<Pr
         }
         grouped.push(plan);
     }
-    Ok(ProgramPlan { procs: grouped, supergraph: Supergraph::build(program), budget_cuts })
+    Ok(ProgramPlan { procs: grouped, supergraph: Supergraph::build(program), budget_cuts, leaf_cuts })
 }
 
 /// Builds the core program, every call site followed (the budget policy cuts with `Supergraph::with_cut`).

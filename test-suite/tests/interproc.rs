@@ -148,6 +148,35 @@ fn storage_units_count_apart_with_local_numbers() {
     }
 }
 
+/// `PATHPROF_IP_CUT_LEAVES=1` cuts every call site of a leaf with a loop (Figure 4's `power`, the loops of
+/// loop_paths.c): the leaf becomes a root and its paths start at its entry. The derived counts stay edge mode's,
+/// every function exact, at -O0 and -O2 in both modes; the planner reports the cut sites.
+#[test]
+fn cutting_the_sites_of_leaves_with_loops_keeps_the_counts() {
+    let cut = [("PATHPROF_IP_CUT_LEAVES", "1")];
+    for (name, src) in [("fig4", "mr_fig4.c"), ("loop_paths", "loop_paths.c"), ("inlined_loops", "inlined_loops.c")] {
+        for opt in ["-O0", "-O2"] {
+            let edge =
+                folded_counts(&show_json(&run_in(&format!("ip-leaves-{name}-edge{opt}"), &[src], opt, "edge", &[])));
+            for mode in ["context", "piecewise"] {
+                let dir = scratch(&format!("ip-leaves-stats-{name}-{mode}{opt}"));
+                let mut cc = wrapper(false);
+                cc.arg(opt).arg("-c").arg(programs().join(src)).arg("-o").arg(dir.join("x.o"));
+                cc.env("PATHPROF_MODE", mode).env("PATHPROF_STATS", "1").envs(cut);
+                let err = String::from_utf8_lossy(&run_ok(&mut cc).stderr).into_owned();
+                if name == "fig4" {
+                    assert!(err.contains(" cut_leaves=2 "), "{mode} {opt}: main calls power twice: {err}");
+                }
+                let ip = show_json(&run_in(&format!("ip-leaves-{name}-{mode}{opt}"), &[src], opt, mode, &cut));
+                assert_eq!(folded_counts(&ip), edge, "{name} {mode} {opt}");
+                for f in ip["functions"].as_array().unwrap() {
+                    assert_eq!(f["exact"], true, "{name} {mode} {opt}: {} {}", f["name"], f["inexact_reasons"]);
+                }
+            }
+        }
+    }
+}
+
 /// Hand-derived (see mr_recursion.c): context mode profiles fact(3) as three paths of count 1 — main's path
 /// through fact(3) with the recursive call elided, fact(2) as a root with its call elided, and fact(1).
 #[test]
