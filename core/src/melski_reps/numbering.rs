@@ -313,7 +313,11 @@ impl<'a> Numbering<'a> {
                 total = total.checked_add(count).ok_or_else(|| overflow(p, "numValidComps([ε:Entry_global])"))?;
                 Ok(Some(entries.len() - 1))
             };
-            for &r in sg.calls().roots().iter().filter(|r| range.contains(&r.index())) {
+            // Roots are in id order: the unit's are one slice of them.
+            let roots = sg.calls().roots();
+            let slice =
+                roots.partition_point(|r| r.index() < range.start)..roots.partition_point(|r| r.index() < range.end);
+            for &r in &roots[slice] {
                 let count = procs[r.index()].psi[0].checked_apply(1).ok_or_else(|| overflow(r, "ψ_Entry(1)"))?;
                 root_entry[r.index()] = push(EntryKind::Root(r), count, r)?;
             }
