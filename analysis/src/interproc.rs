@@ -219,10 +219,10 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
     for (&(f, t), &c) in &forked.paths {
         // Signed like the path counts they correct; the function field says where the path was counted, so in
         // which unit its number `t` is local.
-        let first = ProcId(u32::try_from(f).unwrap_or(u32::MAX));
-        let unit = num.units().get(num.unit_of(first)).filter(|_| program.get_proc(first).is_some());
-        let Some(t) = unit.and_then(|u| u.first_path.checked_add(t)) else {
-            return Err(corrupt(format!("a fork re-entry of path {t} of function #{f}, which is not in the program")));
+        let proc = ProcId(u32::try_from(f).unwrap_or(u32::MAX));
+        let unit = num.units().get(num.unit_of(proc)).filter(|_| program.get_proc(proc).is_some());
+        let Some(t) = unit.filter(|u| t < u.num_paths).map(|u| u.first_path.saturating_add(t)) else {
+            return Err(corrupt(format!("a fork re-entry of path {t} of function #{f}, which its unit does not have")));
         };
         let slot = path_reentries.entry(t).or_insert(0);
         *slot = slot.saturating_add(i128::from(c as i64));

@@ -277,9 +277,12 @@ fn interprocedural_profiles_with_reentries_are_exact() {
                 mp.paths.iter().filter(|c| c.fork_reentries != 0).map(|c| (c.count, c.fork_reentries)).collect();
             assert_eq!(corrections, [(-1, 1)], "{mode:?} {what}");
         }
-        // A block re-entry of a block that holds no interprocedural call is refused.
-        let bad = ModuleProfile::new(m.clone(), vec![0; num_paths as usize], vec![reentry_of_block(1, 1, 1)], 0, 1);
-        assert!(module_path_counts(&bad).is_err(), "{mode:?}");
+        // A block re-entry of a block that holds no interprocedural call is refused, and so is a path re-entry
+        // whose number its function's unit does not have (it would otherwise name another unit's path).
+        for entry in [reentry_of_block(1, 1, 1), reentry_of_path(1, num_paths, 1)] {
+            let bad = ModuleProfile::new(m.clone(), vec![0; num_paths as usize], vec![entry], 0, 1);
+            assert!(module_path_counts(&bad).is_err(), "{mode:?}");
+        }
     }
 }
 

@@ -422,7 +422,7 @@ mod tests {
         assert_eq!(cfg(&[("PATHPROF_MODE", "context")]).unwrap().path_loop_resets(), ResetRule::None);
         assert!(!cfg(&[]).unwrap().ip_cut_leaves);
         assert!(cfg(&[("PATHPROF_IP_CUT_LEAVES", "1")]).unwrap().ip_cut_leaves);
-        assert!(cfg(&[("PATHPROF_IP_CUT_LEAVES", "yes")]).is_err());
+        assert!(cfg(&[("PATHPROF_IP_CUT_LEAVES", "2")]).is_err());
         assert!(cfg(&[("PATHPROF_LOOP_RESETS", "2")]).is_err());
         let c = cfg(&[("PATHPROF_WEIGHTS", "profile:/tmp/x.pathprof"), ("PATHPROF_ATOMIC", "1")]).unwrap();
         assert_eq!(c.weighting, Weighting::Profile("/tmp/x.pathprof".into()));
