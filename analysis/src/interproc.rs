@@ -149,11 +149,12 @@ fn unit_counts(
             dense_next = end;
         }
     }
-    let sparse_units: Vec<bool> = ip.units.iter().map(|u| u.storage != PathStorage::Dense).collect();
     // A local number past its unit's paths names none of the module's: kept apart, with the unit's path count.
     let mut strays: BTreeMap<(u128, u128), i64> = BTreeMap::new();
     for s in module.path_entries() {
-        let unit = usize::try_from(s.function).ok().filter(|&u| sparse_units.get(u) == Some(&true));
+        let unit = usize::try_from(s.function)
+            .ok()
+            .filter(|&u| ip.units.get(u).is_some_and(|m| m.storage != PathStorage::Dense));
         let unit = unit.and_then(|u| num.units().get(u)).ok_or("path counts outside the units that hash them")?;
         let slot = if s.path < unit.num_paths {
             raw.entry(unit.first_path.saturating_add(s.path)).or_insert(0)

@@ -230,7 +230,7 @@ pub fn plan(
             Err(e) => return Err(e.to_string()),
         };
         match verdict {
-            None => return grouped(procs, &sg, budget_cuts, leaf_cuts).map(Some),
+            None => return grouped(procs, sg, budget_cuts, leaf_cuts).map(Some),
             Some(callees) if !callees.is_empty() => {
                 for q in callees {
                     budget_cuts += sg
@@ -259,9 +259,12 @@ pub fn plan(
 /// The plan with its functions ordered so that functions joined by calls are adjacent
 /// (`pathprof_core::interproc::units::component_order`): the storage units are then as fine as the calls allow,
 /// whatever the module's order. The order changes no call site's classification, and no cut.
-fn grouped(procs: Vec<ProcPlan>, sg: &Supergraph, budget_cuts: u32, leaf_cuts: u32) -> Result<ProgramPlan, String> {
+fn grouped(procs: Vec<ProcPlan>, sg: Supergraph, budget_cuts: u32, leaf_cuts: u32) -> Result<ProgramPlan, String> {
     let order = component_order(sg.program());
-    let program = sg.program().permuted(&order).ok_or("internal error: the grouping is no permutation")?;
+    if order.iter().enumerate().all(|(i, p)| p.index() == i) {
+        return Ok(ProgramPlan { procs, supergraph: sg, budget_cuts, leaf_cuts });
+    }
+    let supergraph = sg.permuted(&order).ok_or("internal error: the grouping is no permutation")?;
     let mut new_index = vec![0; order.len()];
     for (i, p) in order.iter().enumerate() {
         new_index[p.index()] = i;
@@ -275,7 +278,7 @@ fn grouped(procs: Vec<ProcPlan>, sg: &Supergraph, budget_cuts: u32, leaf_cuts: u
         }
         grouped.push(plan);
     }
-    Ok(ProgramPlan { procs: grouped, supergraph: Supergraph::build(program), budget_cuts, leaf_cuts })
+    Ok(ProgramPlan { procs: grouped, supergraph, budget_cuts, leaf_cuts })
 }
 
 /// Builds the core program, every call site followed (the budget policy cuts with `Supergraph::with_cut`).

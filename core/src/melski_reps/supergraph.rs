@@ -48,6 +48,19 @@ impl Supergraph {
         Supergraph { program, calls, dfs: self.dfs, dags: self.dags }
     }
 
+    /// The supergraph of the same program with its procedures in `order` ([`Program::permuted`]). A
+    /// procedure's DFS and DAG depend on its CFG alone, so they are moved, not rebuilt; only the call graph is
+    /// classified again. `None` if `order` is not a permutation.
+    pub fn permuted(self, order: &[ProcId]) -> Option<Supergraph> {
+        let program = self.program.permuted(order)?;
+        let (mut dfs, mut dags): (Vec<Option<DfsInfo>>, Vec<Option<PathDag>>) =
+            (self.dfs.into_iter().map(Some).collect(), self.dags.into_iter().map(Some).collect());
+        let dfs: Vec<DfsInfo> = order.iter().map(|p| dfs[p.index()].take()).collect::<Option<_>>()?;
+        let dags = order.iter().map(|p| dags[p.index()].take()).collect::<Option<_>>()?;
+        let calls = CallGraph::compute(&program, &dfs);
+        Some(Supergraph { program, calls, dfs, dags })
+    }
+
     /// The program.
     pub fn program(&self) -> &Program {
         &self.program

@@ -487,7 +487,13 @@ fn check_program(seed: u64) {
     // Grouping the procedures by the calls that join them classifies every call site as before, keeps the number
     // of paths, and makes every group a run of procedures.
     let order = super::units::component_order(sg.program());
-    let grouped = Supergraph::build(sg.program().permuted(&order).expect("a permutation"));
+    let grouped = sg.clone().permuted(&order).expect("a permutation");
+    // Moving the procedures' DAGs equals building them again for the permuted program.
+    let rebuilt = Supergraph::build(sg.program().permuted(&order).expect("a permutation"));
+    assert_eq!(grouped.calls(), rebuilt.calls());
+    for p in grouped.program().proc_ids() {
+        assert_eq!(grouped.dag(p), rebuilt.dag(p));
+    }
     for (i, old) in order.iter().enumerate() {
         let roles = |g: &Supergraph, p: ProcId| g.program().sites_of(p).map(|s| g.calls().role(s)).collect::<Vec<_>>();
         assert_eq!(roles(&grouped, ProcId::from_index(i)), roles(&sg, *old), "{old} grouped as {i}");

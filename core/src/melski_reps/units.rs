@@ -18,18 +18,24 @@ use super::numbering::NumberingError;
 use super::program::{Callee, ProcId, Program};
 use super::supergraph::Supergraph;
 
+/// (caller, callee) of every interprocedural call site: the edges a path can cross procedures on.
+fn interprocedural_calls(sg: &Supergraph) -> impl Iterator<Item = (ProcId, ProcId)> + '_ {
+    sg.program().sites().iter().zip(sg.calls().roles()).filter_map(|(info, role)| match (role, info.callee) {
+        (SiteRole::Interprocedural, Callee::Proc(callee)) => Some((info.proc, callee)),
+        _ => None,
+    })
+}
+
 /// The first procedure of each unit of the finest cut of `sg`'s procedure list into intervals that no
 /// interprocedural call site crosses: `[ProcId(0), …]`, increasing (`[ProcId(0)]` for an empty program).
 pub fn finest_units(sg: &Supergraph) -> Vec<ProcId> {
     let n = sg.program().num_procs();
     // crossing[k] > 0 after the prefix sum: some site joins a procedure before k with one at k or after it.
     let mut crossing = vec![0i64; n + 1];
-    for (info, role) in sg.program().sites().iter().zip(sg.calls().roles()) {
-        if let (SiteRole::Interprocedural, Callee::Proc(callee)) = (role, info.callee) {
-            let (lo, hi) = (info.proc.index().min(callee.index()), info.proc.index().max(callee.index()));
-            crossing[lo + 1] += 1;
-            crossing[hi + 1] -= 1;
-        }
+    for (caller, callee) in interprocedural_calls(sg) {
+        let (lo, hi) = (caller.index().min(callee.index()), caller.index().max(callee.index()));
+        crossing[lo + 1] += 1;
+        crossing[hi + 1] -= 1;
     }
     let mut open = 0;
     let mut starts = vec![ProcId(0)];
@@ -86,11 +92,9 @@ pub(super) fn check_unit_starts(sg: &Supergraph, starts: &[ProcId]) -> Result<Ve
         let end = starts.get(u + 1).map_or(n, |t| t.index());
         unit_of[s.index()..end].fill(u);
     }
-    for (i, (info, role)) in sg.program().sites().iter().zip(sg.calls().roles()).enumerate() {
-        if let (SiteRole::Interprocedural, Callee::Proc(callee)) = (role, info.callee) {
-            if unit_of.get(info.proc.index()) != unit_of.get(callee.index()) {
-                return bad(format!("call site {i} crosses from {} to {callee}", info.proc));
-            }
+    for (caller, callee) in interprocedural_calls(sg) {
+        if unit_of.get(caller.index()) != unit_of.get(callee.index()) {
+            return bad(format!("a call site crosses from {caller} to {callee}"));
         }
     }
     Ok(unit_of)
