@@ -132,14 +132,16 @@ impl Counters {
 
     /// Counts `value` (a slot number) before `before` when it is likely one of `hot`, as (slot number, its
     /// address) pairs: `if (value == h₁) *a₁ += 1 else if … ` with updates [`crate::promote`] recognises (never
-    /// volatile), so that a loop's repeated paths are counted in registers. Returns the point where a value that
-    /// matches none goes, for the caller's ordinary count (the path modes' back edges, see
-    /// `pathprof_core::ball_larus::promoted_paths`).
+    /// volatile), or, for [`HotSlots::Local`], plain updates of the emitter's own local slots
+    /// ([`crate::promote::LocalCount`]), so that a loop's repeated paths are counted in registers. Returns the
+    /// point where a value that matches none goes, for the caller's ordinary count (the path modes' back edges,
+    /// see `pathprof_core::ball_larus::promoted_paths`).
     pub fn count_if_hot(
         &self,
         before: LLVMValueRef,
         value: LLVMValueRef,
         hot: &[(LLVMValueRef, LLVMValueRef)],
+        slots: HotSlots,
     ) -> LLVMValueRef {
         let mut rest = before;
         for &(slot, address) in hot {
@@ -151,7 +153,11 @@ impl Counters {
                 shim::pathprof_shim_if_then_else(hit, rest, &mut then_term, &mut else_term);
                 LLVMPositionBuilderBefore(self.builder, then_term);
             }
-            self.update_at(address, self.const_index(1), false);
+            match slots {
+                HotSlots::Counters => self.update_at(address, self.const_index(1), false),
+                // Thread- and activation-private: a plain update, which SROA turns into a register.
+                HotSlots::Local => unsafe { add_to_counter(self.builder, address, self.const_index(1), false, false) },
+            }
             rest = else_term;
         }
         rest
@@ -287,6 +293,16 @@ impl Drop for Counters {
     fn drop(&mut self) {
         unsafe { LLVMDisposeBuilder(self.builder) }
     }
+}
+
+/// Where [`Counters::count_if_hot`]'s matches are counted.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum HotSlots {
+    /// In the counters themselves, updated as the module updates its counters ([`crate::promote`] moves them
+    /// into registers).
+    Counters,
+    /// In function-local slots (`alloca`s), updated plainly.
+    Local,
 }
 
 /// `*ptr += delta` (an i64 counter) at `builder`'s position: `atomicrmw add monotonic`, or a plain load, add and

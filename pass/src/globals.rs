@@ -450,6 +450,7 @@ fn cached_add_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
         for attr in ["alwaysinline", "nounwind"] {
             LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
         }
+        crate::ir::add_string_attr(f, crate::cfg_build::RETURNS);
         let p = |i| LLVMGetParam(f, i);
         let (table, cache, shift, mask, path, delta) = (p(0), p(1), p(2), p(3), p(4), p(5));
         let entry = LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr());
@@ -502,7 +503,9 @@ fn cache_miss_function(m: LLVMModuleRef, atomic: bool) -> LLVMValueRef {
 }
 
 /// Declares (once) a runtime function `void name(ptr table, i64 path, i64 delta)` with function attributes
-/// `attrs` (the runtime never unwinds: every one is `nounwind`, so callers keep plain `call`s).
+/// `attrs` (the runtime never unwinds: every one is `nounwind`, so callers keep plain `call`s). Each returns,
+/// which [`crate::cfg_build::RETURNS`] tells the pass itself: a loop that counts in a table is still a region
+/// where counts may stay in registers ([`crate::promote::flush_local_counts`]).
 fn table_update_function(m: LLVMModuleRef, name: &str, attrs: &[&str]) -> LLVMValueRef {
     function_once(m, name, |name| unsafe {
         let ctx = LLVMGetModuleContext(m);
@@ -513,6 +516,7 @@ fn table_update_function(m: LLVMModuleRef, name: &str, attrs: &[&str]) -> LLVMVa
         for attr in attrs {
             LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
         }
+        crate::ir::add_string_attr(f, crate::cfg_build::RETURNS);
         f
     })
 }

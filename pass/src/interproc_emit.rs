@@ -33,8 +33,10 @@
 //! [`crate::promote`] keeps in a register for the loop's duration; any other slot is counted in memory.
 
 use crate::cfg_build::Site;
+use crate::emit::HotSlots;
 use crate::interproc_plan::ProcPlan;
 use crate::ir;
+use crate::promote::{LocalCount, LocalCounts};
 use crate::shim;
 use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
@@ -163,6 +165,9 @@ pub struct FnEmitter<'a> {
     tested: Vec<Vec<(LLVMValueRef, LLVMValueRef)>>,
     /// Back-edge counts that test for `tested` slots, split last: (insertion point, slot, cfg edge).
     pending_tests: Vec<(LLVMValueRef, LLVMValueRef, EdgeId)>,
+    /// For a function of a unit with a hash table that promotion may touch: its counts at constant path
+    /// numbers and its loops' tested paths, kept in local slots ([`crate::promote::LocalCount`]).
+    locals: Option<LocalCounts>,
     /// The entry block's first instruction of the function's own, right after the prologue.
     body_start: LLVMValueRef,
     /// Per block, the potential its `pathNum` carries ([`crate::interproc_place`]): the variable holds the
@@ -230,6 +235,8 @@ pub struct Emitted {
     /// Whether the function calls only itself and checks at entry whether it was announced: its recursive calls
     /// can go to a copy that does not check ([`call_root_copy_for_recursion`], once the function is final).
     pub wants_root_copy: bool,
+    /// The loop paths of a hashed unit counted in local slots, for [`crate::promote::flush_local_counts`].
+    pub local_counts: Vec<LocalCount>,
 }
 
 impl<'a> FnEmitter<'a> {
@@ -282,6 +289,7 @@ impl<'a> FnEmitter<'a> {
             arrival_keys: vec![None; plan.graph.cfg.num_blocks()],
             tested: vec![Vec::new(); plan.graph.cfg.num_edges()],
             pending_tests: Vec::new(),
+            locals: None,
             body_start: null,
             phi,
         };
@@ -289,7 +297,11 @@ impl<'a> FnEmitter<'a> {
         em.self_recursive_leaf = em.calls_only_itself();
         em.nvc_volatile = !em.piecewise && em.opaque_nvc_wanted(&actions);
         em.prologue();
-        if promote && !em.nvc_volatile && matches!(sink, Sink::Dense { .. }) {
+        let promotes = promote && crate::promote::eligible(plan.f, &plan.graph);
+        if promotes && matches!(sink, Sink::Hashed { .. }) {
+            em.locals = Some(LocalCounts::new(b, em.body_start));
+        }
+        if promote && !em.nvc_volatile {
             em.tested = em.tested_slots();
         }
         em.body(actions);
@@ -297,7 +309,8 @@ impl<'a> FnEmitter<'a> {
         em.finish_tests();
         em.keep_across_returns_twice();
         let wants_root_copy = em.self_recursive_leaf && em.shape == EntryShape::Both;
-        Emitted { arrival_keys: em.arrival_keys, wants_root_copy }
+        let local_counts = em.locals.map(LocalCounts::into_counts).unwrap_or_default();
+        Emitted { arrival_keys: em.arrival_keys, wants_root_copy, local_counts }
     }
 
     /// After a `longjmp` back to a `setjmp` call, the activation's non-volatile memory written since that call
@@ -375,7 +388,12 @@ impl<'a> FnEmitter<'a> {
                     self.at(first);
                     self.plus(self.on_entry, sum)
                 };
-                out[e].push((slot, counters.address_before(first, self.dense_index(first, slot))));
+                let address = match (self.sink, &self.locals) {
+                    (Sink::Dense { .. }, _) => counters.address_before(first, self.dense_index(first, slot)),
+                    (Sink::Hashed { .. }, Some(locals)) => locals.slot(slot),
+                    (Sink::Hashed { .. }, None) => continue,
+                };
+                out[e].push((slot, address));
             }
         }
         out
@@ -385,7 +403,8 @@ impl<'a> FnEmitter<'a> {
     /// split blocks that the other code was placed in by position.
     fn finish_tests(&mut self) {
         for (at, slot, e) in std::mem::take(&mut self.pending_tests) {
-            let rest = self.sink.counters().count_if_hot(at, slot, &self.tested[e.index()]);
+            let hot_slots = if self.locals.is_some() { HotSlots::Local } else { HotSlots::Counters };
+            let rest = self.sink.counters().count_if_hot(at, slot, &self.tested[e.index()], hot_slots);
             self.count(rest, slot, self.konst(1));
         }
     }
@@ -459,16 +478,12 @@ impl<'a> FnEmitter<'a> {
         }
     }
 
-    /// `count[slot] += delta` before `before`.
+    /// `count[slot] += delta` before `before`; a hash table's count at a constant slot goes to a local slot,
+    /// which a loop keeps in a register until it exits.
     fn count(&self, before: LLVMValueRef, slot: LLVMValueRef, delta: LLVMValueRef) {
-        match self.sink {
-            Sink::Dense { counters, .. } => {
-                counters.add_value_before(before, Err(self.dense_index(before, slot)), delta)
-            }
-            Sink::Hashed { update, .. } => {
-                self.at(before);
-                update.build(self.b, slot, delta);
-            }
+        match &self.locals {
+            Some(locals) if unsafe { !LLVMIsAConstantInt(slot).is_null() } => locals.count(before, slot, delta),
+            _ => self.sink.add_before(before, slot, delta),
         }
     }
 

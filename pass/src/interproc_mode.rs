@@ -66,6 +66,7 @@ pub fn instrument(
     let mut module = ModuleEmitter::new(m, config, identity, &counters);
     let functions: Vec<LLVMValueRef> = plan.procs.iter().map(|p| p.f).collect();
     let mut promoted = 0;
+    let mut local_counts = 0;
     let mut tree_placed = 0;
     let mut root_copies = 0;
     for (i, p) in plan.procs.iter().enumerate() {
@@ -75,8 +76,12 @@ pub fn instrument(
         let emitted = FnEmitter::emit(&tls, sink, &num, &functions, ProcId::from_index(i), p, config.promote, phi);
         let guards = fork_guards(&num, ProcId::from_index(i), p, &emitted.arrival_keys, module.fork_checks());
         module.function_done(p.f, guards);
+        local_counts += emitted.local_counts.len();
         if config.promote {
             promoted += crate::promote::promote(p.f, sink.counters(), &facts);
+            promoted += crate::promote::flush_local_counts(p.f, &facts, &emitted.local_counts, &|before, key, n| {
+                sink.add_before(before, key, n)
+            });
         }
         if emitted.wants_root_copy {
             root_copies += usize::from(crate::interproc_emit::call_root_copy_for_recursion(p.f, &tls).is_some());
@@ -121,6 +126,7 @@ pub fn instrument(
             .field("cut_leaves", plan.leaf_cuts)
             .field("cut_functions", plan.procs.iter().filter(|p| !p.cut_vertices.is_empty()).count())
             .field("promoted_updates", promoted)
+            .field("local_counts", local_counts)
             .field("tree_placed", tree_placed)
             .field("root_copies", root_copies)
             .field("budget", config.path_budget)

@@ -78,6 +78,8 @@ struct Stats {
     promoted: usize,
     /// Path numbers back edges test for ([`crate::path_mode::PathPlan::promoted`]).
     tested_paths: usize,
+    /// Loop paths of hashed functions counted in local slots ([`crate::promote::LocalCount`]).
+    local_counts: usize,
 }
 
 /// Instruments `candidates` of `m` one by one; returns whether the module changed.
@@ -129,7 +131,8 @@ pub fn instrument(
     let mut module = ModuleEmitter::new(m, config, identity, &storage);
     for (index, p) in planned.iter().enumerate() {
         let index = index as u64;
-        let guards: Vec<Guard> = match &p.plan {
+        // The function's guards, the counters its promotable updates go to, and its local counts.
+        let (guards, counters, local_counts, sink) = match &p.plan {
             Plan::Edge { graph, chords, edge_mode_counters } => {
                 let s = storage.counters().instrument(graph, chords, p.meta.counter_base);
                 stats.emit.split_edges += s.split_edges;
@@ -137,24 +140,36 @@ pub fn instrument(
                 stats.counters += chords.len();
                 stats.edge_mode_counters += edge_mode_counters;
                 stats.optimum += graph.cfg.num_edges() + 1 - graph.cfg.num_vertices();
-                module.fork_checks().guarded_calls(graph).map(|(b, call)| Guard::block(call, index, b)).collect()
+                let guards =
+                    module.fork_checks().guarded_calls(graph).map(|(b, call)| Guard::block(call, index, b)).collect();
+                (guards, storage.counters(), Vec::new(), None)
             }
             Plan::Path(pp) => {
-                let keys = path_mode::emit(pp, &module.sink(pp.meta.storage, p.meta.counter_base));
+                let sink = module.sink(pp.meta.storage, p.meta.counter_base);
+                let emitted = path_mode::emit(pp, &sink);
+                let keys = emitted.arrival_keys;
                 stats.paths += pp.num_paths;
                 stats.chords += pp.incs.chords().filter(|&d| pp.incs.inc(d) != 0).count();
                 stats.cuts += pp.dag.cut_edges().len();
                 stats.tested_paths += pp.promoted.iter().map(Vec::len).sum::<usize>();
-                module
+                let guards = module
                     .fork_checks()
                     .guarded_calls(&pp.graph)
                     .filter_map(|(b, call)| keys[b as usize].map(|k| Guard::path(call, index, k)))
-                    .collect()
+                    .collect();
+                // A sparse region's updates are promoted like the array's: the sink's counters.
+                (guards, sink.counters(), emitted.local_counts, Some(sink))
             }
         };
         module.function_done(p.f, guards);
         if matches!(config.mode, Mode::Edge | Mode::Block | Mode::Path) && config.promote {
-            stats.promoted += crate::promote::promote(p.f, storage.counters(), &facts);
+            stats.promoted += crate::promote::promote(p.f, counters, &facts);
+        }
+        stats.local_counts += local_counts.len();
+        if let Some(sink) = &sink {
+            stats.promoted += crate::promote::flush_local_counts(p.f, &facts, &local_counts, &|before, key, n| {
+                sink.add_before(before, key, n)
+            });
         }
         let g = p.graph();
         stats.blocks += g.cfg.num_blocks();
@@ -194,6 +209,7 @@ pub fn instrument(
                     .field("cut_edges", stats.cuts)
                     .field("tested_paths", stats.tested_paths)
                     .field("promoted_updates", stats.promoted)
+                    .field("local_counts", stats.local_counts)
             }
         };
         line.fork_checks()

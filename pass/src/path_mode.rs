@@ -20,7 +20,9 @@
 //!   `longjmp` or an exception is counted, and completed paths are not, with one update instead of two.
 
 use crate::cfg_build::{FunctionGraph, Site};
+use crate::emit::HotSlots;
 use crate::ir;
+use crate::promote::{LocalCount, LocalCounts};
 use crate::storage::Sink;
 use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
@@ -50,6 +52,8 @@ pub struct PathPlan {
     pub split_for_phi: Vec<bool>,
     /// Recorded facts for the metadata.
     pub meta: PathMeta,
+    /// Whether promotion may touch the function (the `promote` it was planned with).
+    pub promotes: bool,
     /// Per cfg edge: the path numbers its count tests for, so that [`crate::promote`] can keep their counts in
     /// registers (`pathprof_core::promoted_paths`); empty for edges counted as before.
     pub promoted: Vec<Vec<u128>>,
@@ -136,8 +140,9 @@ pub fn plan(
         })
         .map(|e| e.0)
         .collect();
-    // Only the module's dense array holds updates promotion recognises.
-    let mut promoted = if promote && storage == PathStorage::Dense {
+    // A match counts at a constant address of the array or region, where promotion finds it, or (hash tables)
+    // in a local slot.
+    let mut promoted = if promote {
         let regions = promotion_regions(cfg, &crate::promote::blocked_blocks(&graph));
         promoted_paths(cfg, &dag, &numbering, &regions, PROMOTED_PATHS_PER_EDGE)
     } else {
@@ -154,7 +159,7 @@ pub fn plan(
     instrumented_edges.sort_unstable();
     instrumented_edges.dedup();
     let meta = PathMeta { budget, num_paths, storage, instrumented_edges };
-    Ok(PathPlan { graph, dag, incs, num_paths, split_for_phi, meta, promoted, hoisted })
+    Ok(PathPlan { graph, dag, incs, num_paths, split_for_phi, meta, promotes: promote, promoted, hoisted })
 }
 
 /// Per cfg edge, where its segment count moves to (`pathprof_core::ball_larus::hoisting`): through blocks
@@ -190,6 +195,9 @@ struct Emitter<'a> {
     sink: &'a Sink<'a>,
     b: LLVMBuilderRef,
     i64t: LLVMTypeRef,
+    /// For a function with a hash table that promotion may touch: its counts at constant path numbers and its
+    /// loops' tested paths, kept in local slots ([`crate::promote::LocalCount`]).
+    locals: Option<LocalCounts>,
 }
 
 impl Emitter<'_> {
@@ -229,28 +237,45 @@ impl Emitter<'_> {
                     RVal::Value(d) => counters.add_value_before(before, idx, d),
                 }
             }
-            Sink::Hashed { update, .. } => {
-                unsafe { LLVMPositionBuilderBefore(self.b, before) };
-                update.build(self.b, self.as_value(path), self.as_value(delta));
-            }
+            Sink::Hashed { update, .. } => match (&self.locals, path) {
+                // A call per count: in a slot instead, which a loop keeps in a register until it exits.
+                (Some(locals), RVal::Const(c)) => locals.count(before, self.konst(c), self.as_value(delta)),
+                _ => {
+                    unsafe { LLVMPositionBuilderBefore(self.b, before) };
+                    update.build(self.b, self.as_value(path), self.as_value(delta));
+                }
+            },
         }
     }
 }
 
 impl Emitter<'_> {
     /// `count[path]++` before `before`, where `path` is likely one of `tested`: a chain of compares counts each
-    /// of them at its constant slot (an update [`crate::promote`] keeps in a register inside the loop) and any
-    /// other number in memory. Only for the dense array ([`PathPlan::promoted`] is empty otherwise).
+    /// of them at its constant slot in the dense array or its sparse region (an update [`crate::promote`] keeps
+    /// in a register inside the loop) or, for a function with a hash table, in a local slot of its own (added
+    /// to the count where the loop is left, [`crate::promote::flush_local_counts`]), and any other number in
+    /// memory.
     fn count_tested(&self, before: LLVMValueRef, path: LLVMValueRef, tested: &[u128]) {
-        let rest = match self.sink {
-            Sink::Dense { counters, base } => {
+        let counters = self.sink.counters();
+        let rest = match (self.sink, &self.locals) {
+            (Sink::Dense { base, .. }, _) => {
                 let hot: Vec<_> = tested
                     .iter()
                     .map(|&c| (self.konst(c as i64), counters.constant_address(base + c as u64)))
                     .collect();
-                counters.count_if_hot(before, path, &hot)
+                counters.count_if_hot(before, path, &hot, HotSlots::Counters)
             }
-            Sink::Hashed { .. } => before,
+            (Sink::Hashed { .. }, Some(locals)) => {
+                let hot: Vec<_> = tested
+                    .iter()
+                    .map(|&c| {
+                        let key = self.konst(c as i64);
+                        (key, locals.slot(key))
+                    })
+                    .collect();
+                counters.count_if_hot(before, path, &hot, HotSlots::Local)
+            }
+            (Sink::Hashed { .. }, None) => before,
         };
         self.count(rest, RVal::Value(path), RVal::Const(1));
     }
@@ -314,17 +339,29 @@ fn has_call(bb: LLVMBasicBlockRef) -> bool {
     })
 }
 
-/// Emits path profiling for a planned function. Returns, per block that counts arrivals, the number of its
-/// truncated path (what a fork re-entry of its calls records, see [`crate::fork_check`]).
-pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
+/// What [`emit`] leaves to the module.
+pub struct Emitted {
+    /// Per block that counts arrivals, the number of its truncated path (what a fork re-entry of its calls
+    /// records, see [`crate::fork_check`]).
+    pub arrival_keys: Vec<Option<crate::fork_check::Key>>,
+    /// The loop paths of a function outside the dense array counted in local slots, for
+    /// [`crate::promote::flush_local_counts`].
+    pub local_counts: Vec<LocalCount>,
+}
+
+/// Emits path profiling for a planned function.
+pub fn emit(p: &PathPlan, sink: &Sink) -> Emitted {
     let g = &p.graph;
     let cfg = &g.cfg;
     let adj = cfg.adjacency();
     let counters = sink.counters();
+    let b = counters.builder();
+    let entry_start = unsafe { LLVMGetFirstInstruction(g.blocks[0]) };
     let em = Emitter {
         sink,
-        b: counters.builder(),
+        b,
         i64t: unsafe { LLVMInt64TypeInContext(LLVMGetTypeContext(LLVMTypeOf(counters.const_index(0)))) },
+        locals: (p.promotes && matches!(sink, Sink::Hashed { .. })).then(|| LocalCounts::new(b, entry_start)),
     };
     let inc = |d: DagEdgeId| p.incs.inc(d) as i64; // wraps mod 2^64, see the module docs
     let mut arrival_keys: Vec<Option<crate::fork_check::Key>> = vec![None; cfg.num_blocks()];
@@ -524,5 +561,5 @@ pub fn emit(p: &PathPlan, sink: &Sink) -> Vec<Option<crate::fork_check::Key>> {
     for (at, path, paths) in tested {
         em.count_tested(at, path, paths);
     }
-    arrival_keys
+    Emitted { arrival_keys, local_counts: em.locals.map(LocalCounts::into_counts).unwrap_or_default() }
 }

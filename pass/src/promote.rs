@@ -91,7 +91,7 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
 ///
 /// The same regions as at instrumentation, with what the IR says now: a call may leave abnormally unless
 /// LLVM's attributes (inferred by now for the module's functions) say it returns and does not unwind
-/// ([`CallFacts::from_attributes`]); pathprof's own runtime calls never say so. Any function's updates of any
+/// ([`CallFacts::from_attributes`]); of pathprof's own runtime calls only the path-table updates say so. Any function's updates of any
 /// module's counter array (`__pathprof_counters`, ThinLTO-renamed copies included) are taken, at constant
 /// addresses only; slots become registers through LLVM's mem2reg. Returns the updates promoted.
 pub fn promote_after_inlining(f: LLVMValueRef) -> usize {
@@ -110,6 +110,183 @@ pub fn promote_after_inlining(f: LLVMValueRef) -> usize {
         unsafe { shim::pathprof_shim_promote_to_registers(slots.as_mut_ptr(), slots.len()) };
     }
     promoted
+}
+
+/// A count an emitter keeps in a function-local slot from the start, in a unit whose counts go to a hash table:
+/// a back edge's matches of a path its loop repeats, or a count at a constant path number. [`promote`]
+/// retargets only updates of a counter array at a constant address; a table's count is a call keyed by the
+/// path number, so the emitter counts `slot += delta` and [`flush_local_counts`] adds the slot to the path's
+/// count where the loop is left — one table update per loop exit instead of one per iteration — or, outside
+/// any loop it may keep counts in, puts the table update back where the count was.
+pub struct LocalCount {
+    /// The `alloca` (in the entry block, initialised to 0 there by `init`).
+    pub slot: LLVMValueRef,
+    /// The store of 0 that initialises it.
+    pub init: LLVMValueRef,
+    /// The path number it counts, defined in the entry block.
+    pub key: LLVMValueRef,
+}
+
+/// The local counts one function's emitter creates, all in the entry block before `first` (after the
+/// definitions of the keys it uses). Shared behind `&self` by emitters that count through `&self`.
+pub struct LocalCounts {
+    builder: LLVMBuilderRef,
+    first: LLVMValueRef,
+    counts: std::cell::RefCell<Vec<LocalCount>>,
+}
+
+impl LocalCounts {
+    /// Slots go before `first`, an instruction of the entry block; code is built with `builder`.
+    pub fn new(builder: LLVMBuilderRef, first: LLVMValueRef) -> LocalCounts {
+        LocalCounts { builder, first, counts: Default::default() }
+    }
+
+    /// A new slot that counts path `key` (a value the entry block defines before `first`, or a constant).
+    pub fn slot(&self, key: LLVMValueRef) -> LLVMValueRef {
+        unsafe {
+            let i64t = LLVMTypeOf(key);
+            LLVMPositionBuilderBefore(self.builder, self.first);
+            let slot = LLVMBuildAlloca(self.builder, i64t, c"pathprof.local".as_ptr());
+            LLVMSetAlignment(slot, 8);
+            let init = LLVMBuildStore(self.builder, LLVMConstInt(i64t, 0, 0), slot);
+            LLVMSetAlignment(init, 8);
+            self.counts.borrow_mut().push(LocalCount { slot, init, key });
+            slot
+        }
+    }
+
+    /// `count[key] += delta` before `before`, in a slot of its own.
+    pub fn count(&self, before: LLVMValueRef, key: LLVMValueRef, delta: LLVMValueRef) {
+        let slot = self.slot(key);
+        unsafe {
+            LLVMPositionBuilderBefore(self.builder, before);
+            crate::emit::add_to_counter(self.builder, slot, delta, false, false);
+        }
+    }
+
+    /// The counts created, for [`flush_local_counts`].
+    pub fn into_counts(self) -> Vec<LocalCount> {
+        self.counts.into_inner()
+    }
+}
+
+/// Adds each of `f`'s local counts (already emitted) to its path's count on the exits of the promotion region
+/// its updates lie in — `if (slot != 0) { count[key] += slot; slot = 0; }`, through `add(before, key, delta)`
+/// — so that SROA keeps the count in a register while the loop runs. A count whose updates lie in no region of
+/// the instrumented function (or beyond the flush budget) is counted where it is updated instead, through
+/// `add` as well: exact either way. Returns how many counts were kept in registers.
+pub fn flush_local_counts(
+    f: LLVMValueRef,
+    facts: &CallFacts,
+    locals: &[LocalCount],
+    add: &dyn Fn(LLVMValueRef, LLVMValueRef, LLVMValueRef),
+) -> usize {
+    if locals.is_empty() {
+        return 0;
+    }
+    let graph = cfg_build::build(f, facts).ok();
+    let mut region_of: Vec<Option<usize>> = vec![None; locals.len()];
+    let mut points: Vec<(LLVMValueRef, usize)> = Vec::new();
+    if let Some(graph) = &graph {
+        let cfg = &graph.cfg;
+        let adj = cfg.adjacency();
+        let regions = promotion_regions(cfg, &blocked_blocks(graph));
+        let block_index: HashMap<LLVMBasicBlockRef, usize> =
+            graph.blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+        let mut region_of_block = vec![None; graph.blocks.len()];
+        for (r, region) in regions.iter().enumerate() {
+            for b in &region.blocks {
+                region_of_block[b.index()] = Some(r);
+            }
+        }
+        for (i, local) in locals.iter().enumerate() {
+            let mut regions_used = local_updates(local)
+                .into_iter()
+                .map(|u| block_index.get(&unsafe { LLVMGetInstructionParent(u) }).and_then(|&b| region_of_block[b]));
+            let first = regions_used.next().flatten();
+            if first.is_some() && regions_used.all(|r| r == first) {
+                region_of[i] = first;
+            }
+        }
+        // Every point first: a flush splits its block, and later exits read their source blocks' terminators.
+        for (r, region) in regions.iter().enumerate() {
+            let mine: Vec<usize> = (0..locals.len()).filter(|&i| region_of[i] == Some(r)).collect();
+            let kept = MAX_FLUSHES_PER_REGION / region.exits.len().max(1);
+            for &i in mine.iter().skip(kept) {
+                region_of[i] = None;
+            }
+            if mine.is_empty() || kept == 0 {
+                continue;
+            }
+            for &e in &region.exits {
+                let at = exit_point(graph, &adj, e);
+                points.extend(mine.iter().take(kept).map(|&i| (at, i)));
+            }
+        }
+    }
+    let ctx = unsafe { LLVMGetModuleContext(LLVMGetGlobalParent(f)) };
+    let builder = unsafe { LLVMCreateBuilderInContext(ctx) };
+    for (at, i) in points {
+        let local = &locals[i];
+        unsafe {
+            LLVMPositionBuilderBefore(builder, at);
+            let i64t = LLVMInt64TypeInContext(ctx);
+            let count = LLVMBuildLoad2(builder, i64t, local.slot, c"pathprof.local.count".as_ptr());
+            LLVMSetAlignment(count, 8);
+            LLVMSetAlignment(LLVMBuildStore(builder, LLVMConstInt(i64t, 0, 0), local.slot), 8);
+            let any = LLVMBuildICmp(
+                builder,
+                inkwell::llvm_sys::LLVMIntPredicate::LLVMIntNE,
+                count,
+                LLVMConstInt(i64t, 0, 0),
+                c"pathprof.local.any".as_ptr(),
+            );
+            let (mut then_term, mut else_term) = (std::ptr::null_mut(), std::ptr::null_mut());
+            shim::pathprof_shim_if_then_else(any, at, &mut then_term, &mut else_term);
+            add(then_term, local.key, count);
+        }
+    }
+    // The rest count where they are updated: `count[key] += delta` replaces `slot += delta`.
+    let mut kept = 0;
+    for (i, local) in locals.iter().enumerate() {
+        if region_of[i].is_some() {
+            kept += 1;
+            continue;
+        }
+        for store in local_updates(local) {
+            unsafe {
+                let new = LLVMGetOperand(store, 0);
+                let old = LLVMGetOperand(new, 0);
+                let delta = LLVMGetOperand(new, 1);
+                add(store, local.key, delta);
+                LLVMInstructionEraseFromParent(store);
+                LLVMInstructionEraseFromParent(new);
+                LLVMInstructionEraseFromParent(old);
+            }
+        }
+    }
+    unsafe { LLVMDisposeBuilder(builder) };
+    kept
+}
+
+/// The stores of `local`'s updates (`%old = load slot; %new = add %old, delta; store %new, slot`), which the
+/// emitter wrote and nothing else touches; its initialising store and the flushes are not among them.
+fn local_updates(local: &LocalCount) -> Vec<LLVMValueRef> {
+    let mut stores = Vec::new();
+    unsafe {
+        let mut u = LLVMGetFirstUse(local.slot);
+        while !u.is_null() {
+            let user = LLVMGetUser(u);
+            if ir::opcode(user) == LLVMOpcode::LLVMStore && user != local.init {
+                let value = LLVMGetOperand(user, 0);
+                if !LLVMIsAInstruction(value).is_null() && ir::opcode(value) == LLVMOpcode::LLVMAdd {
+                    stores.push(user);
+                }
+            }
+            u = LLVMGetNextUse(u);
+        }
+    }
+    stores
 }
 
 /// What [`promote_regions`] promotes and how the counts go back.
@@ -217,34 +394,7 @@ fn promote_regions(f: LLVMValueRef, graph: &FunctionGraph, target: &Target) -> (
             }
         }
         for &e in &region.exits {
-            let edge = cfg.edge(e);
-            let from = graph.blocks[edge.from.index()];
-            let at = match edge.kind {
-                EdgeKind::Branch { succ } => {
-                    let single_pred = adj
-                        .in_edges(edge.to)
-                        .iter()
-                        .filter(|&&i| matches!(cfg.edge(i).kind, EdgeKind::Branch { .. }))
-                        .count()
-                        == 1;
-                    let term = ir::terminator(from).expect("a block has a terminator");
-                    if single_pred {
-                        ir::first_insertion_point(graph.blocks[edge.to.index()])
-                    } else if matches!(ir::opcode(term), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
-                        let via = unsafe { shim::pathprof_shim_split_edge(term, succ) };
-                        if via.is_null() {
-                            ir::source_end_insertion_point(from)
-                        } else {
-                            ir::terminator(via)
-                        }
-                    } else {
-                        // Flushing before the terminator is exact too; it just also runs when the loop goes on.
-                        ir::source_end_insertion_point(from)
-                    }
-                }
-                _ => ir::source_end_insertion_point(from),
-            };
-            let at = at.expect("an exit has an insertion point");
+            let at = exit_point(graph, &adj, e);
             for &(address, slot, atomic) in &slots {
                 // `counters[P] += slot; slot = 0`.
                 unsafe {
@@ -264,6 +414,38 @@ fn promote_regions(f: LLVMValueRef, graph: &FunctionGraph, target: &Target) -> (
     }
     unsafe { LLVMDisposeBuilder(builder) };
     (promoted, all_slots)
+}
+
+/// Where a region's counts go back on exit edge `e`: the start of its target when the region is the target's
+/// only way in, else a block split into the edge (or, where the edge cannot be split, the end of its source,
+/// which is exact too: the flush then also runs when the loop goes on).
+fn exit_point(graph: &FunctionGraph, adj: &pathprof_core::graph::Adjacency, e: pathprof_core::EdgeId) -> LLVMValueRef {
+    let cfg = &graph.cfg;
+    let edge = cfg.edge(e);
+    let from = graph.blocks[edge.from.index()];
+    let at = match edge.kind {
+        EdgeKind::Branch { succ } => {
+            let single_pred =
+                adj.in_edges(edge.to).iter().filter(|&&i| matches!(cfg.edge(i).kind, EdgeKind::Branch { .. })).count()
+                    == 1;
+            let term = ir::terminator(from).expect("a block has a terminator");
+            if single_pred {
+                ir::first_insertion_point(graph.blocks[edge.to.index()])
+            } else if matches!(ir::opcode(term), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
+                let via = unsafe { shim::pathprof_shim_split_edge(term, succ) };
+                if via.is_null() {
+                    ir::source_end_insertion_point(from)
+                } else {
+                    ir::terminator(via)
+                }
+            } else {
+                // Flushing before the terminator is exact too; it just also runs when the loop goes on.
+                ir::source_end_insertion_point(from)
+            }
+        }
+        _ => ir::source_end_insertion_point(from),
+    };
+    at.expect("an exit has an insertion point")
 }
 
 /// Most slot flushes one region may get (its exits × its promoted counters). Every exit flushes every slot, so a

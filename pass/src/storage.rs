@@ -8,6 +8,7 @@
 use crate::config::{Config, SPARSE_TOTAL_MAX};
 use crate::emit::{CounterUpdates, Counters};
 use crate::globals::{self, PathTables, Region, TableUpdate};
+use inkwell::llvm_sys::core::{LLVMBuildAdd, LLVMPositionBuilderBefore};
 use inkwell::llvm_sys::prelude::*;
 use pathprof_format::meta::{ModuleMeta, PathStorage};
 
@@ -174,11 +175,33 @@ pub enum Sink<'a> {
     },
 }
 
-impl Sink<'_> {
+impl<'a> Sink<'a> {
     /// The counters whose builder and constants the emitter uses.
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&self) -> &'a Counters {
         match self {
             Sink::Dense { counters, .. } | Sink::Hashed { counters, .. } => counters,
+        }
+    }
+
+    /// `count[slot] += delta` before `before`, for a run-time `slot` numbered within the unit and an i64 `delta`.
+    pub fn add_before(&self, before: LLVMValueRef, slot: LLVMValueRef, delta: LLVMValueRef) {
+        let b = self.counters().builder();
+        match self {
+            Sink::Dense { counters, base } => {
+                let index = if *base == 0 {
+                    slot
+                } else {
+                    unsafe {
+                        LLVMPositionBuilderBefore(b, before);
+                        LLVMBuildAdd(b, slot, counters.const_index(*base), c"pathprof.index".as_ptr())
+                    }
+                };
+                counters.add_value_before(before, Err(index), delta)
+            }
+            Sink::Hashed { update, .. } => {
+                unsafe { LLVMPositionBuilderBefore(b, before) };
+                update.build(b, slot, delta);
+            }
         }
     }
 }

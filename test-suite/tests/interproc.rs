@@ -148,6 +148,52 @@ fn storage_units_count_apart_with_local_numbers() {
     }
 }
 
+/// Loops whose paths count in a hash table (hashed_loops.c, every unit forced out of the dense array) keep a
+/// back edge's repeated paths in local slots and add them to the table on the loop's exits
+/// (`pass/src/promote.rs`, `flush_local_counts`), in path, context and piecewise mode. At -O2 the derived counts
+/// equal edge mode's and every path's count equals the dense build's (loops left by their test, a break, a
+/// return from inside, an inner loop's exit, loops around a call); the loop with 1,100 exits is over the flush
+/// budget and counts its matches where they happen, so fewer counts stay in registers than were planned.
+#[test]
+fn loop_paths_of_hashed_units_count_in_local_slots() {
+    let src = "hashed_loops.c";
+    let hashed = [("PATHPROF_PATH_ARRAY_MAX", "1"), ("PATHPROF_PATH_SPARSE_MAX", "1")];
+    let edge = folded_counts(&show_json(&run_in("hashed-loops-edge", &[src], "-O2", "edge", &[])));
+    let paths = |prof: &std::path::Path| -> BTreeMap<(String, u64), i64> {
+        let d = decode_json(prof);
+        d["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                ((p["function"].as_str().unwrap().to_string(), p["id"].as_u64().unwrap()), p["count"].as_i64().unwrap())
+            })
+            .collect()
+    };
+    for mode in ["path", "context", "piecewise"] {
+        let dir = scratch(&format!("hashed-loops-stats-{mode}"));
+        let mut cc = wrapper(false);
+        cc.args(["-O2", "-c"]).arg(programs().join(src)).arg("-o").arg(dir.join("x.o"));
+        cc.env("PATHPROF_MODE", mode).env("PATHPROF_STATS", "1").envs(hashed);
+        let err = String::from_utf8_lossy(&run_ok(&mut cc).stderr).into_owned();
+        let field = |k: &str| -> u64 {
+            let at = err.find(&format!(" {k}=")).unwrap_or_else(|| panic!("no {k}= in {err}"));
+            err[at + k.len() + 2..].split(' ').next().unwrap().trim().parse().unwrap()
+        };
+        let (locals, promoted) = (field("local_counts"), field("promoted_updates"));
+        assert!(promoted >= 8 && locals > promoted, "{mode}: {locals} local counts, {promoted} in registers: {err}");
+
+        let dense = run_in(&format!("hashed-loops-{mode}-dense"), &[src], "-O2", mode, &[]);
+        let table = run_in(&format!("hashed-loops-{mode}-hashed"), &[src], "-O2", mode, &hashed);
+        let show = show_json(&table);
+        assert_eq!(folded_counts(&show), edge, "{mode}");
+        for f in show["functions"].as_array().unwrap() {
+            assert_eq!(f["exact"], true, "{mode}: {} {}", f["name"], f["inexact_reasons"]);
+        }
+        assert_eq!(paths(&table), paths(&dense), "{mode}: the hashed build's paths");
+    }
+}
+
 /// `PATHPROF_IP_CUT_LEAVES=1` cuts every call site of a leaf with a loop (Figure 4's `power`, the loops of
 /// loop_paths.c): the leaf becomes a root and its paths start at its entry. The derived counts stay edge mode's,
 /// every function exact, at -O0 and -O2 in both modes; the planner reports the cut sites.
