@@ -11,12 +11,16 @@
 //! path, a rare path through the body) is counted in memory as before. A path's number is unique, so the test
 //! is exact whatever path actually ran.
 //!
-//! Candidates are ordered most-likely-hot first: paths that start at a deeper loop header (the innermost loop
-//! runs most often), then by number. Paths are taken start by start, a start only with all its paths, until the
-//! limit: a body with many paths is left to memory, since testing a few of them would cost every iteration a
-//! compare and rarely match.
+//! Candidates are ordered most-likely-hot first: paths that start inside the back edge's own loop (at its header,
+//! or at the header of a loop nested in it) before paths that start outside it (which entered the loop: its
+//! first iteration), and within each, paths that start at a deeper loop header (the innermost loop runs most
+//! often), then by number. Paths are taken start by start, a start only with all its paths, until the limit: a
+//! body with many paths is left to memory, since testing a few of them would cost every iteration a compare and
+//! rarely match. (Depth alone let a sibling loop at the same depth go first: bzip2's move-to-front loop, one
+//! path per iteration, tested two first-iteration paths from the loop before it and counted every iteration
+//! in memory.)
 
-use super::dag::{DagEdgeId, PathDag};
+use super::dag::{CfgEdgeRole, DagEdgeId, PathDag};
 use super::numbering::Numbering;
 use crate::dfs::depth_first;
 use crate::graph::{BlockId, Cfg};
@@ -59,6 +63,7 @@ pub fn promoted_dag_paths(
             depth[v.index()] += 1;
         }
     }
+    let body_of = |header: BlockId| loops.loops.iter().find(|l| l.header == header).map(|l| &l.body[..]);
     let mut region_of = vec![None; dag.num_vertices()];
     for (i, r) in regions.iter().enumerate() {
         for v in &r.blocks {
@@ -73,18 +78,22 @@ pub fn promoted_dag_paths(
             continue;
         }
         let in_region = |v: BlockId| region_of.get(v.index()).copied().flatten() == region;
-        out[e.index()] = paths_ending_at(dag, exit, &in_region, &depth, limit, usable);
+        // A cut edge's target heads no loop: every start counts as outside.
+        let own = body_of(edge.to).filter(|_| matches!(dag.cfg_edge_role(e), CfgEdgeRole::Back { .. }));
+        let inside = |v: BlockId| own.is_some_and(|body| body.binary_search(&v).is_ok());
+        out[e.index()] = paths_ending_at(dag, exit, &in_region, &inside, &depth, limit, usable);
     }
     out
 }
 
 /// The DAG paths that start with a segment start (loop header or cut target) satisfying `starts_in` and end
-/// with the segment-ending edge `exit`, through `usable` edges only, ordered as the module docs say, at most
-/// `limit`.
+/// with the segment-ending edge `exit`, through `usable` edges only, ordered as the module docs say (`inside`:
+/// whether a start lies in the back edge's own loop), at most `limit`.
 fn paths_ending_at(
     dag: &PathDag,
     exit: DagEdgeId,
     starts_in: &dyn Fn(BlockId) -> bool,
+    inside: &dyn Fn(BlockId) -> bool,
     depth: &[u32],
     limit: usize,
     usable: &dyn Fn(DagEdgeId) -> bool,
@@ -117,7 +126,10 @@ fn paths_ending_at(
             s.kind.starts_segment() && s.to != dag.entry() && usable(d) && starts_in(s.to) && to_last[s.to.index()] > 0
         })
         .collect();
-    starts.sort_by_key(|&d| (std::cmp::Reverse(depth[dag.edge(d).to.index()]), d));
+    starts.sort_by_key(|&d| {
+        let v = dag.edge(d).to;
+        (!inside(v), std::cmp::Reverse(depth[v.index()]), d)
+    });
     let mut found = Vec::new();
     for start in starts {
         let s = dag.edge(start).to;
@@ -173,6 +185,49 @@ mod tests {
     /// inner back edge 3 → 2 is edge 3 and the outer one 4 → 1 is edge 5.
     fn nest() -> Cfg {
         test_cfg(6, &[(0, 1), (1, 2), (2, 3), (3, 2), (2, 4), (4, 1), (1, 5)], &[5])
+    }
+
+    /// Two sibling loops in an outer loop, a diamond between them: 0 → 1 (outer header) → 2 (A) ⇄ 3, 2 → 4,
+    /// 4 → 5 → 6 and 4 → 6, 6 → 7 (B) ⇄ 8, 7 → 9 → 1, 1 → 10 → EXIT. B's back edge 8 → 7 is ended by its own
+    /// iterations (7 → 8, from B's restart), by A's restart (two paths through the diamond into B's first
+    /// iteration) and by the outer header's.
+    #[test]
+    fn a_loop_tests_its_own_iterations_before_a_sibling_loops_first_iteration_paths() {
+        let g = test_cfg(
+            11,
+            &[
+                (0, 1),
+                (1, 2),
+                (2, 3),
+                (3, 2),
+                (2, 4),
+                (4, 5),
+                (5, 6),
+                (4, 6),
+                (6, 7),
+                (7, 8),
+                (8, 7),
+                (7, 9),
+                (9, 1),
+                (1, 10),
+            ],
+            &[10],
+        );
+        let (a_back, b_back) = (EdgeId(3), EdgeId(10));
+        let (dag, numbering, paths) = plan(&g, 2);
+        let got: Vec<_> = paths[b_back.index()].iter().map(|&r| blocks_of(&dag, &numbering, r)).collect();
+        // A's restart (as deep as B's) has two paths: with B's own, over the limit, so they are not tested.
+        assert_eq!(got, vec![(PathStart::LoopHeader { back: b_back }, vec![7, 8], PathEnd::BackEdge { back: b_back })]);
+        let (dag, numbering, paths) = plan(&g, 3);
+        let got: Vec<_> = paths[b_back.index()].iter().map(|&r| blocks_of(&dag, &numbering, r).0).collect();
+        assert_eq!(
+            got,
+            vec![
+                PathStart::LoopHeader { back: b_back },
+                PathStart::LoopHeader { back: a_back },
+                PathStart::LoopHeader { back: a_back }
+            ]
+        );
     }
 
     #[test]
