@@ -299,7 +299,7 @@ impl<'a> FnEmitter<'a> {
         em.prologue();
         let promotes = promote && crate::promote::eligible(plan.f, &plan.graph);
         if promotes && matches!(sink, Sink::Hashed { .. }) {
-            em.locals = Some(LocalCounts::new(b, em.body_start));
+            em.locals = Some(LocalCounts::new(b, plan.graph.blocks[0]));
         }
         if promote && !em.nvc_volatile {
             em.tested = em.tested_slots();

@@ -157,8 +157,7 @@ pub fn instrument(
                     .guarded_calls(&pp.graph)
                     .filter_map(|(b, call)| keys[b as usize].map(|k| Guard::path(call, index, k)))
                     .collect();
-                // A sparse region's updates are promoted like the array's: the sink's counters.
-                (guards, sink.counters(), emitted.local_counts, Some(sink))
+                (guards, storage.counters(), emitted.local_counts, Some(sink))
             }
         };
         module.function_done(p.f, guards);

@@ -127,25 +127,27 @@ pub struct LocalCount {
     pub key: LLVMValueRef,
 }
 
-/// The local counts one function's emitter creates, all in the entry block before `first` (after the
-/// definitions of the keys it uses). Shared behind `&self` by emitters that count through `&self`.
+/// The local counts one function's emitter creates, their slots at the top of the entry block (where SROA
+/// looks for them, whatever the emitter splits later). Shared behind `&self` by emitters that count through
+/// `&self`.
 pub struct LocalCounts {
     builder: LLVMBuilderRef,
-    first: LLVMValueRef,
+    entry: LLVMBasicBlockRef,
     counts: std::cell::RefCell<Vec<LocalCount>>,
 }
 
 impl LocalCounts {
-    /// Slots go before `first`, an instruction of the entry block; code is built with `builder`.
-    pub fn new(builder: LLVMBuilderRef, first: LLVMValueRef) -> LocalCounts {
-        LocalCounts { builder, first, counts: Default::default() }
+    /// Slots go into `entry`, the function's entry block; code is built with `builder`.
+    pub fn new(builder: LLVMBuilderRef, entry: LLVMBasicBlockRef) -> LocalCounts {
+        LocalCounts { builder, entry, counts: Default::default() }
     }
 
-    /// A new slot that counts path `key` (a value the entry block defines before `first`, or a constant).
+    /// A new slot that counts path `key` (a constant, or a value the entry block defines: the count's updates
+    /// and flushes all lie after its definition).
     pub fn slot(&self, key: LLVMValueRef) -> LLVMValueRef {
         unsafe {
             let i64t = LLVMTypeOf(key);
-            LLVMPositionBuilderBefore(self.builder, self.first);
+            LLVMPositionBuilderBefore(self.builder, LLVMGetFirstInstruction(self.entry));
             let slot = LLVMBuildAlloca(self.builder, i64t, c"pathprof.local".as_ptr());
             LLVMSetAlignment(slot, 8);
             let init = LLVMBuildStore(self.builder, LLVMConstInt(i64t, 0, 0), slot);
