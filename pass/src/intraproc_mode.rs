@@ -78,7 +78,7 @@ struct Stats {
     promoted: usize,
     /// Path numbers back edges test for ([`crate::path_mode::PathPlan::promoted`]).
     tested_paths: usize,
-    /// Loop paths of hashed functions counted in local slots ([`crate::promote::LocalCount`]).
+    /// Counts of hashed functions kept in local slots ([`crate::promote::LocalCount`]).
     local_counts: usize,
 }
 
@@ -131,8 +131,8 @@ pub fn instrument(
     let mut module = ModuleEmitter::new(m, config, identity, &storage);
     for (index, p) in planned.iter().enumerate() {
         let index = index as u64;
-        // The function's guards, the counters its promotable updates go to, and its local counts.
-        let (guards, counters, local_counts, sink) = match &p.plan {
+        // The function's guards, and (path mode) its local counts with the sink that takes their flushes.
+        let (guards, local_counts, sink) = match &p.plan {
             Plan::Edge { graph, chords, edge_mode_counters } => {
                 let s = storage.counters().instrument(graph, chords, p.meta.counter_base);
                 stats.emit.split_edges += s.split_edges;
@@ -142,7 +142,7 @@ pub fn instrument(
                 stats.optimum += graph.cfg.num_edges() + 1 - graph.cfg.num_vertices();
                 let guards =
                     module.fork_checks().guarded_calls(graph).map(|(b, call)| Guard::block(call, index, b)).collect();
-                (guards, storage.counters(), Vec::new(), None)
+                (guards, Vec::new(), None)
             }
             Plan::Path(pp) => {
                 let sink = module.sink(pp.meta.storage, p.meta.counter_base);
@@ -157,12 +157,12 @@ pub fn instrument(
                     .guarded_calls(&pp.graph)
                     .filter_map(|(b, call)| keys[b as usize].map(|k| Guard::path(call, index, k)))
                     .collect();
-                (guards, storage.counters(), emitted.local_counts, Some(sink))
+                (guards, emitted.local_counts, Some(sink))
             }
         };
         module.function_done(p.f, guards);
         if matches!(config.mode, Mode::Edge | Mode::Block | Mode::Path) && config.promote {
-            stats.promoted += crate::promote::promote(p.f, counters, &facts);
+            stats.promoted += crate::promote::promote(p.f, storage.counters(), &facts);
         }
         stats.local_counts += local_counts.len();
         if let Some(sink) = &sink {

@@ -252,10 +252,10 @@ impl Emitter<'_> {
 
 impl Emitter<'_> {
     /// `count[path]++` before `before`, where `path` is likely one of `tested`: a chain of compares counts each
-    /// of them at its constant slot in the dense array or its sparse region (an update [`crate::promote`] keeps
-    /// in a register inside the loop) or, for a function with a hash table, in a local slot of its own (added
-    /// to the count where the loop is left, [`crate::promote::flush_local_counts`]), and any other number in
-    /// memory.
+    /// of them at its constant slot in the dense array (an update [`crate::promote`] keeps in a register inside
+    /// the loop) or, for a function with a hash table, in a local slot of its own (added to the count where the
+    /// loop is left, [`crate::promote::flush_local_counts`]), and any other number in memory. Sparse regions
+    /// test nothing ([`PathPlan::promoted`] is empty for them).
     fn count_tested(&self, before: LLVMValueRef, path: LLVMValueRef, tested: &[u128]) {
         let counters = self.sink.counters();
         let rest = match (self.sink, &self.locals) {
