@@ -262,6 +262,7 @@ pub fn instrument(
         return Err(format!("{} functions: more than trace ids ({ABANDON_ID})", planned.len()));
     }
     let functions = planned.iter().map(|p| function_meta(p.f, &ir::name(p.f), &p.graph)).collect::<Vec<_>>();
+    let untraced_calls = calls_in_untraced_bodies(m, &planned);
     let direct = direct_callees(&planned, config.trace_naive);
     let implicit = implicit_sites(&planned, &direct, config);
     let certain = certain_sites(&planned, &direct, &implicit);
@@ -282,7 +283,7 @@ pub fn instrument(
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
         optimizer_last: config.optimizer_last,
         invokes: planned.iter().map(|p| p.invokes.clone()).collect(),
-        kept_calls: kept_calls(&planned),
+        kept_calls: kept_calls(&planned, &untraced_calls),
         direct: direct.iter().map(|f| site_list(f, |&g| g)).collect(),
         // For the reader both kinds of implicit call are one: no Enter, no Done, the callee runs there once.
         implicit: implicit
@@ -319,6 +320,9 @@ pub fn instrument(
                 ir::withdraw_memory_promises(*call);
             }
         }
+    }
+    for &call in &untraced_calls {
+        ir::withdraw_memory_promises(call);
     }
     let may_resume: Vec<bool> = planned.iter().map(|p| p.tables.may_resume()).collect();
     for (index, p) in planned.iter().enumerate() {
@@ -471,6 +475,30 @@ fn keep_calls_from_external_copies(m: LLVMModuleRef, planned: &[Planned]) {
     }
 }
 
+/// The call sites in the module's function bodies that are not traced here — `available_externally` copies
+/// (a header's `extern inline` function: GMP's `mpz_perfect_square_p` from `gmp.h`), functions left out — which
+/// the optimiser may inline into traced code after instrumentation. Their calls lose their memory promises as
+/// traced code's do: a `pure` callee in another module (`mpn_perfect_square_p`) is traced there and writes the
+/// thread's trace state, and with its `memory(read)` kept, the traced caller that the copy was inlined into
+/// kept its bit accumulator and call-site state in registers across the call — the callee's bits (and its
+/// entry in the entry cache) were lost, or spliced into the stream when the callee filled a word, which the
+/// reader then took for an entry of an empty cache slot (`activation of unknown function 4294967295`).
+fn calls_in_untraced_bodies(m: LLVMModuleRef, planned: &[Planned]) -> Vec<LLVMValueRef> {
+    let traced: std::collections::HashSet<LLVMValueRef> = planned.iter().map(|p| p.f).collect();
+    ir::functions(m)
+        .into_iter()
+        .filter(|&f| {
+            !ir::is_declaration(f)
+                && !traced.contains(&f)
+                && !ir::fn_has_string_attr(f, INSTRUMENTED_MARK)
+                && !ir::name(f).starts_with(symbols::PREFIX)
+        })
+        .flat_map(ir::blocks)
+        .flat_map(ir::instructions)
+        .filter(|&i| is_call_site(i))
+        .collect()
+}
+
 /// Whether `p` ends activations with `resume` (a cleanup that lets an exception go on).
 fn resumes(p: &Planned) -> bool {
     p.graph.blocks.iter().any(|&bb| ir::terminator(bb).is_some_and(|t| ir::opcode(t) == LLVMOpcode::LLVMResume))
@@ -521,10 +549,11 @@ unsafe fn call_leaf_copies(planned: &[Planned], direct: &[Vec<Vec<Option<u32>>>]
 /// [`TraceModuleMeta::kept_calls`]. An implicit call keeps its promise (its copy touches no trace state), so the
 /// optimiser may merge or drop it, yet the reader walks the leaf at every execution of its call site: the trace
 /// shows such a callee at every call the source makes, as it shows the kept calls, and it is listed too.
-fn kept_calls(planned: &[Planned]) -> Vec<String> {
+fn kept_calls(planned: &[Planned], untraced_calls: &[LLVMValueRef]) -> Vec<String> {
     let mut names: Vec<String> = planned
         .iter()
         .flat_map(|p| p.calls.iter().flatten())
+        .chain(untraced_calls)
         .filter(|&&call| ir::has_memory_promise(call))
         .filter_map(|&call| ir::called_function(call).map(ir::name))
         .collect();
