@@ -91,9 +91,10 @@ pub fn promote(f: LLVMValueRef, counters: &Counters, facts: &CallFacts) -> usize
 ///
 /// The same regions as at instrumentation, with what the IR says now: a call may leave abnormally unless
 /// LLVM's attributes (inferred by now for the module's functions) say it returns and does not unwind
-/// ([`CallFacts::from_attributes`]); of pathprof's own runtime calls only the path-table updates say so. Any function's updates of any
-/// module's counter array (`__pathprof_counters`, ThinLTO-renamed copies included) are taken, at constant
-/// addresses only; slots become registers through LLVM's mem2reg. Returns the updates promoted.
+/// ([`CallFacts::from_attributes`]); of pathprof's own runtime calls only the path-table updates say so. Any
+/// function's updates of any module's counter array (`__pathprof_counters`, ThinLTO-renamed copies included)
+/// are taken, at constant addresses only; slots become registers through LLVM's mem2reg. Returns the updates
+/// promoted.
 pub fn promote_after_inlining(f: LLVMValueRef) -> usize {
     // The shim calls this only for functions with a counter update in a loop.
     if ir::fn_has_attr(f, ir::attr_kind("optnone")) {
