@@ -314,17 +314,9 @@ fn admissible(f: LLVMValueRef, facts: &CallFacts, mode: Mode, max_own_paths: u12
     let cfg = &g.cfg;
     let adj = cfg.adjacency();
     let dfs = depth_first(cfg, &adj);
-    // Before the call blocks are split: any block with a call may become a call block, so none is cut here.
-    // Looked up only if the function needs cuts at all.
-    let has_call = std::cell::OnceCell::new();
-    let is_call = |i| matches!(ir::opcode(i), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke);
-    let keep = |b: BlockId| {
-        let calls = has_call.get_or_init(|| {
-            g.blocks.iter().map(|&bb| ir::instructions(bb).into_iter().any(is_call)).collect::<Vec<_>>()
-        });
-        calls.get(b.index()).copied().unwrap_or(false)
-    };
-    own_path_cuts(&g, &adj, &dfs, mode, max_own_paths, &vec![false; cfg.num_vertices()], keep)?;
+    // Before the call blocks are split. Splitting after a call leaves the block's tail, with its out-edges, free
+    // of site calls, and cutting at that tail cuts the same paths as cutting here, so any block may be cut.
+    own_path_cuts(&g, &adj, &dfs, mode, max_own_paths, &vec![false; cfg.num_vertices()], |_| false)?;
     for e in cfg.edge_ids() {
         let edge = cfg.edge(e);
         if !matches!(edge.kind, EdgeKind::Branch { .. }) || !dfs.is_reachable(edge.from) {
@@ -366,7 +358,10 @@ fn own_path_cuts(
 ) -> Result<Vec<BlockId>, String> {
     let phi_counted = |b: BlockId| {
         mode == Mode::Piecewise
-            && adj.out_edges(b).iter().any(|&e| matches!(g.sites.get(e.index()), Some(Site::TargetPhi | Site::None)))
+            && adj.out_edges(b).iter().any(|&e| {
+                matches!(g.cfg.edge(e).kind, EdgeKind::Branch { .. })
+                    && matches!(g.sites.get(e.index()), Some(Site::TargetPhi | Site::None))
+            })
     };
     PathDag::build_with_budget_resetting(&g.cfg, adj, dfs, max_own_paths, |b| keep(b) || phi_counted(b), reset)
         .map(|dag| dag.cut_vertices().to_vec())

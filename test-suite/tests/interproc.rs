@@ -297,6 +297,8 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("mr_dispatch", &["mr_dispatch.c"]),
         // 2^80 paths in `f`: more than its own-path bound, so it is cut at vertices (see the test below).
         ("eighty_ifs", &["eighty_ifs.c"]),
+        // 2^64 paths in `checks`, every block of which holds a call: cut after the calls (see the test below).
+        ("call_diamonds", &["call_diamonds.c"]),
         // Piecewise numUnbalRLPaths of a leaf above u128: the leaf's call sites are cut (see the test below).
         ("unbalanced_overflow", &["unbalanced_overflow.c"]),
         // Functions that call only themselves: their returns' code runs before the recursive calls.
@@ -358,35 +360,44 @@ fn interprocedural_counts_equal_edge_mode_counts() {
     }
 }
 
-/// A function with more acyclic paths of its own than the interprocedural numbering allows (eighty_ifs.c's `f`:
-/// 2^80, the bound is 2^55) is cut at vertices like path mode cuts it, not left out: it is profiled, exact, with
-/// its 1000 calls from main's loop (by hand), no function is reported as not profiled, and decode reports paths
-/// that start or end at a cut. (Its counts equal edge mode's: `interprocedural_counts_equal_edge_mode_counts`.)
+/// A function with more acyclic paths of its own than the interprocedural numbering allows (the bound is 2^55) is
+/// cut at vertices like path mode cuts it, not left out: eighty_ifs.c's `f` (2^80 paths, 1000 calls from main's
+/// loop) and call_diamonds.c's `checks` (2^64 paths, 10 calls; as in GMP's t-fits.c, every block of the unsplit
+/// function holds a call, site calls and an indirect call that may not return, so only the blocks the call
+/// splitting leaves behind the calls can be cut). Each is profiled, exact, with its entry count by hand, no
+/// function is reported as not profiled, and decode reports paths that start or end at a cut. (Their counts equal
+/// edge mode's: `interprocedural_counts_equal_edge_mode_counts`.)
 #[test]
 fn a_function_with_too_many_paths_of_its_own_is_cut_not_left_out() {
-    for mode in ["context", "piecewise"] {
-        let prof = run_in(&format!("ip-eighty-{mode}"), &["eighty_ifs.c"], "-O2", mode, &[]);
-        let show = show_json(&prof);
-        assert_eq!(show["not_profiled"].as_array().map(Vec::len), Some(0), "{mode}: {}", show["not_profiled"]);
-        let f = show["functions"].as_array().unwrap().iter().find(|f| f["name"] == "f").expect("f is profiled");
-        assert_eq!(f["exact"], true, "{mode}: {}", f["inexact_reasons"]);
-        assert_eq!(f["entry_count"], 1000, "{mode}");
-        let d = decode_json(&prof);
-        // (start, end, home function) of every path: f's paths end at cuts and start after them (their
-        // active part then runs on into main, whose loop has the only back edge).
-        let marks: Vec<(&str, &str, &str)> = d["paths"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| (p["start"].as_str().unwrap(), p["end"].as_str().unwrap(), p["function"].as_str().unwrap()))
-            .collect();
-        let n = marks.len();
-        assert!(marks.iter().any(|&(_, end, _)| end == "cut"), "{mode}: none of {n} paths ends at a cut");
-        assert!(
-            marks.iter().any(|&(start, _, f)| start == "after_cut" && f == "f"),
-            "{mode}: no path starts after a cut"
-        );
-        assert!(!marks.iter().any(|&(start, _, f)| start == "loop_header" && f == "f"), "{mode}: f has no loop");
+    for (program, function, entries) in [("eighty_ifs.c", "f", 1000), ("call_diamonds.c", "checks", 10)] {
+        for mode in ["context", "piecewise"] {
+            let what = format!("{program} {mode}");
+            let prof = run_in(&format!("ip-cut-{function}-{mode}"), &[program], "-O2", mode, &[]);
+            let show = show_json(&prof);
+            assert_eq!(show["not_profiled"].as_array().map(Vec::len), Some(0), "{what}: {}", show["not_profiled"]);
+            let f = show["functions"].as_array().unwrap().iter().find(|f| f["name"] == function).expect("profiled");
+            assert_eq!(f["exact"], true, "{what}: {}", f["inexact_reasons"]);
+            assert_eq!(f["entry_count"], entries, "{what}");
+            let d = decode_json(&prof);
+            // (start, end, home function) of every path: the function's paths end at cuts and start after them
+            // (their active part then runs on into main, whose loop has the only back edge).
+            let marks: Vec<(&str, &str, &str)> = d["paths"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p["start"].as_str().unwrap(), p["end"].as_str().unwrap(), p["function"].as_str().unwrap()))
+                .collect();
+            let n = marks.len();
+            assert!(marks.iter().any(|&(_, end, _)| end == "cut"), "{what}: none of {n} paths ends at a cut");
+            assert!(
+                marks.iter().any(|&(start, _, f)| start == "after_cut" && f == function),
+                "{what}: no path starts after a cut"
+            );
+            assert!(
+                !marks.iter().any(|&(start, _, f)| start == "loop_header" && f == function),
+                "{what}: {function} has no loop"
+            );
+        }
     }
 }
 
