@@ -642,6 +642,8 @@ fn path_derived_counts_equal_edge_mode_counts() {
         ("demo", &["../../examples/demo.c"], &[]),
         ("assume", &["assume.c"], &[]),
         ("loop_paths", &["loop_paths.c"], &[]),
+        // Returns through one shared block, from constant and run-time path numbers, one after an exit.
+        ("shared_returns", &["shared_returns.c"], &[]),
     ];
     for (name, srcs, extra) in programs {
         for opt in ["-O0", "-O2"] {
