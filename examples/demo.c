@@ -25,26 +25,26 @@ static int gen(char *buf, int pos, int depth) {
 
 static const char *cur;
 
-static long expr(void);
+static unsigned long expr(void);
 
-static long primary(void) {
+static unsigned long primary(void) {
     if (*cur == '(') {
         cur++;
-        long v = expr();
+        unsigned long v = expr();
         cur++; /* ')' */
         return v;
     }
-    long v = 0;
+    unsigned long v = 0;
     while (*cur >= '0' && *cur <= '9')
-        v = v * 10 + (*cur++ - '0');
+        v = v * 10 + (unsigned long)(*cur++ - '0');
     return v;
 }
 
-static long expr(void) {
-    long lhs = primary();
+static unsigned long expr(void) {
+    unsigned long lhs = primary();
     while (*cur && *cur != ')') {
         char op = *cur++;
-        long rhs = primary();
+        unsigned long rhs = primary();
         switch (op) {
         case '+': lhs += rhs; break;
         case '-': lhs -= rhs; break;
@@ -65,13 +65,13 @@ static long expr(void) {
 
 int main(void) {
     static char buf[1 << 16];
-    long total = 0;
+    unsigned long total = 0; /* unsigned: the products wrap, as C defines for unsigned types only */
     for (int i = 0; i < 2000; i++) {
         memset(buf, 0, sizeof buf);
         gen(buf, 0, 6);
         cur = buf;
         total += expr();
     }
-    printf("checksum %ld\n", total);
+    printf("checksum %lu\n", total);
     return 0;
 }
