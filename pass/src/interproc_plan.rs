@@ -345,8 +345,9 @@ fn resets(g: &FunctionGraph, adj: &Adjacency, dfs: &DfsInfo, call_blocks: &HashS
 
 /// The cut vertices that bring `g`'s own paths (every call cut) to at most `max_own_paths` with the loops `reset`
 /// marks reset (`adj` and `dfs` are its graph's): none when they fit already, in which case `keep` is never
-/// asked; never a block `keep` names, nor, in piecewise mode, one with an out-edge that only a PHI can count
-/// (like a back edge, a cut edge restarts the piece). An error when no such cut is enough.
+/// asked; never a block `keep` names, nor, in piecewise mode, one with a branch that only a PHI can count
+/// (like a back edge, a cut branch restarts the piece; a `Termination` edge, which goes to EXIT, is never a cut
+/// edge). An error when no such cut is enough.
 fn own_path_cuts(
     g: &FunctionGraph,
     adj: &Adjacency,
