@@ -238,13 +238,10 @@ impl Emitter<'_> {
                     RVal::Value(d) => counters.add_value_before(before, idx, d),
                 }
             }
-            Sink::Hashed { update, .. } => match (&self.locals, path) {
+            Sink::Hashed { .. } => match (&self.locals, path) {
                 // A call per count: in a slot instead, which a loop keeps in a register until it exits.
                 (Some(locals), RVal::Const(c)) => locals.count(before, self.konst(c), self.as_value(delta)),
-                _ => {
-                    unsafe { LLVMPositionBuilderBefore(self.b, before) };
-                    update.build(self.b, self.as_value(path), self.as_value(delta));
-                }
+                _ => self.sink.add_before(before, self.as_value(path), self.as_value(delta)),
             },
         }
     }

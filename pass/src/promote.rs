@@ -244,8 +244,7 @@ pub fn flush_local_counts(
                 LLVMConstInt(i64t, 0, 0),
                 c"pathprof.local.any".as_ptr(),
             );
-            let (mut then_term, mut else_term) = (std::ptr::null_mut(), std::ptr::null_mut());
-            shim::pathprof_shim_if_then_else(any, at, &mut then_term, &mut else_term);
+            let then_term = shim::pathprof_shim_if_then(any, at);
             add(then_term, local.key, count);
         }
     }
