@@ -63,7 +63,7 @@ pub fn promoted_dag_paths(
             depth[v.index()] += 1;
         }
     }
-    let body_of = |header: BlockId| loops.loops.iter().find(|l| l.header == header).map(|l| &l.body[..]);
+    let body_of = |header: BlockId| loops.loop_of(header).map(|l| &l.body[..]);
     let mut region_of = vec![None; dag.num_vertices()];
     for (i, r) in regions.iter().enumerate() {
         for v in &r.blocks {
