@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use pathprof_format::profile::{self, Profile};
+use pathprof_format::trace::TraceFile;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,20 @@ use std::path::{Path, PathBuf};
 pub fn read_profile(path: &Path) -> Result<Profile> {
     let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     profile::read(&bytes).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Reads a trace file, with what its fork children's threads inherited from their parents' files. A parent's
+/// file is looked for where the runtime wrote it and, failing that, beside `path` under the same name (trace
+/// files moved together to another directory).
+pub fn read_trace(path: &Path) -> Result<TraceFile> {
+    let what = || format!("reading {}", path.display());
+    let bytes = fs::read(path).with_context(what)?;
+    let beside = path.parent().unwrap_or(Path::new("."));
+    let mut load = |recorded: &str| {
+        let recorded = Path::new(recorded);
+        fs::read(recorded).ok().or_else(|| fs::read(beside.join(recorded.file_name()?)).ok())
+    };
+    TraceFile::parse_with_parents(&bytes, &mut load).with_context(what)
 }
 
 /// The files the runtime wrote apart from `path` (`PATH.<pid>.incomplete`: a run whose signal handler did not

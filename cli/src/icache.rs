@@ -655,8 +655,7 @@ pub fn run(args: &Args) -> Result<()> {
         anyhow::anyhow!("invalid --I1 '{}' (expected SIZE,ASSOC,LINE with a power-of-two LINE)", args.i1)
     })?;
     let what = || format!("reading {}", args.file.display());
-    let bytes = std::fs::read(&args.file).with_context(what)?;
-    let file = TraceFile::parse(&bytes).with_context(what)?;
+    let file = crate::files::read_trace(&args.file)?;
     if file.modules.values().any(|m| !m.optimizer_last) {
         bail!("{}: recorded by trace mode, not icache mode (build with --pathprof-mode=icache)", args.file.display());
     }

@@ -509,6 +509,14 @@ struct JsonReport<'a> {
 /// What a summary of windows says about its counts.
 const WINDOW_NOTE: &str = "the counts cover only the recorded windows (flight recorder or regions), not the whole run";
 
+/// Why a thread's records have a gap, for its status.
+fn missing_records(t: &pathprof_format::trace::ThreadTrace) -> String {
+    match &t.inherited_missing {
+        Some(why) => format!("a fork child's thread, and {why}"),
+        None => "records are missing (the process was killed, or a fork child's file names no parent)".into(),
+    }
+}
+
 /// A window's status: where it starts, then how it ends.
 fn window_status(w: &pathprof_format::trace::Window, status: String) -> String {
     let status = if status == "complete" { "ran to the thread's end".to_string() } else { status };
@@ -524,8 +532,7 @@ fn window_status(w: &pathprof_format::trace::Window, status: String) -> String {
 /// Runs `pathprof trace`.
 pub fn run(args: &Args) -> Result<()> {
     let what = || format!("reading {}", args.file.display());
-    let bytes = std::fs::read(&args.file).with_context(what)?;
-    let file = TraceFile::parse(&bytes).with_context(what)?;
+    let file = crate::files::read_trace(&args.file)?;
     if !file.other_processes.is_empty() {
         let pids: Vec<String> = file.other_processes.iter().map(u32::to_string).collect();
         eprintln!(
@@ -826,7 +833,7 @@ fn regenerate_thread(
             Ok(if t.abnormal_at.is_some() {
                 (format!("incomplete: an abnormal transfer (signal handler, longjmp or exception){at}; nothing after it is shown"), false)
             } else if t.gap {
-                (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
+                (format!("incomplete: {}{at}", missing_records(t)), false)
             } else if t.truncated {
                 // Exact up to the cut, but not the whole run: its counts are no run's counts.
                 (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
@@ -928,7 +935,7 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Re
     Ok(if t.abnormal_at.is_some() {
         (format!("incomplete: an abnormal transfer (signal handler, longjmp or exception){at}; nothing after it is shown"), false)
     } else if t.gap {
-        (format!("incomplete: records are missing (the process was killed, or a fork child){at}"), false)
+        (format!("incomplete: {}{at}", missing_records(t)), false)
     } else if t.truncated {
         (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
     } else if t.complete {

@@ -247,8 +247,11 @@ pub struct ThreadTrace {
     pub abnormal_at: Option<u64>,
     /// Data records are missing (a gap in sequence numbers, or no end record: the process was killed).
     pub gap: bool,
-    /// A `fork()`ed child's thread: its bits before this one are its parent's (inherited unflushed).
+    /// A `fork()`ed child's thread: its bits before this one are its parent's.
     pub fork_at: Option<u64>,
+    /// A fork child's thread whose inherited words (those its parent had written before the fork) could not
+    /// be spliced in ([`TraceFile::parse_with_parents`]): why, naming the parent's file. The thread has a gap.
+    pub inherited_missing: Option<String>,
     /// Ended by the fatal-signal flush: the signal.
     pub signal: Option<u32>,
     /// The signal came in a function's body (a fault), not inside a call: where in the blocks after the last
@@ -312,6 +315,57 @@ struct RawThread {
     stops: Vec<(u64, u64)>,
 }
 
+impl RawThread {
+    /// The thread's stream holds only windows opened by sync records (flight recorder, regions).
+    fn windowed(&self) -> bool {
+        self.end.is_some_and(|e| e[2] & END_WINDOW != 0) || !self.syncs.is_empty()
+    }
+
+    /// The stream's words from word 0 on, as far as they run without a gap, at most `limit` words.
+    fn leading_words(&self, limit: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (&first, words) in &self.data {
+            if first * 8 != out.len() as u64 || out.len() as u64 >= limit * 8 {
+                break;
+            }
+            out.extend_from_slice(words);
+        }
+        out.truncate(usize::try_from(limit * 8).unwrap_or(usize::MAX));
+        out
+    }
+}
+
+/// A fork child's runtime copy: the file it inherited, which holds the words its threads inherited already
+/// written (`trace_layout`'s `REC_PARENT`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForkParent {
+    /// The process that wrote that file (the file must still be that process's).
+    pub pid: u32,
+    /// That process's token (`trace_layout::FileHeader::token`).
+    pub token: u64,
+    /// The copy's number in that file.
+    pub copy: u32,
+    /// The file's path, as the runtime opened it.
+    pub path: String,
+}
+
+/// A file's records, before its threads' streams are assembled.
+struct Records {
+    header: FileHeader,
+    modules: BTreeMap<u32, TraceModuleMeta>,
+    threads: BTreeMap<(u32, u32), RawThread>,
+    images: BTreeMap<u32, String>,
+    others: std::collections::BTreeSet<u32>,
+    parents: BTreeMap<u32, ForkParent>,
+}
+
+/// Reads a fork parent's file by the path its child recorded (`None`: not found).
+pub type ParentLoader<'a> = dyn FnMut(&str) -> Option<Vec<u8>> + 'a;
+
+/// How many forks away a parent's file may be (a bound on the reader's recursion, not on programs: each fork
+/// child that writes its own file starts a new chain link only for what its parent had written).
+const MAX_FORK_DEPTH: u32 = 64;
+
 /// A traced function: its module's first trace id (the key of [`TraceFile::modules`]) and its index there.
 pub type FunctionRef = (u32, usize);
 
@@ -328,6 +382,8 @@ pub struct TraceFile {
     pub pid: u32,
     /// Per runtime copy that wrote records, its image's path (empty if its image record is missing).
     pub images: BTreeMap<u32, String>,
+    /// Per runtime copy of a fork child, the file it inherited.
+    pub parents: BTreeMap<u32, ForkParent>,
     /// Processes whose records were left out: they wrote the same file at the same time (a name without `%p`),
     /// and the file's process cut their earlier records when it started it.
     pub other_processes: Vec<u32>,
@@ -341,8 +397,24 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 }
 
 impl TraceFile {
-    /// Parses a trace file.
+    /// Parses a trace file on its own: a fork child's threads whose parent had written words before the fork
+    /// lack them (a gap); [`TraceFile::parse_with_parents`] splices them in.
     pub fn parse(bytes: &[u8]) -> Result<TraceFile, TraceError> {
+        Self::parse_with_parents(bytes, &mut |_| None)
+    }
+
+    /// Parses a trace file, taking what a fork child's threads inherited already written from the files of its
+    /// parent (and of its parent's parents), read with `load`. A parent's file that cannot be read, or no
+    /// longer holds those words, leaves the thread with a gap and says why ([`ThreadTrace::inherited_missing`]).
+    pub fn parse_with_parents(bytes: &[u8], load: &mut ParentLoader<'_>) -> Result<TraceFile, TraceError> {
+        let mut records = Records::parse(bytes)?;
+        let missing = records.splice_inherited(load, 0);
+        records.assemble(missing)
+    }
+}
+
+impl Records {
+    fn parse(bytes: &[u8]) -> Result<Records, TraceError> {
         if bytes.get(..4) != Some(&TRACE_MAGIC[..]) {
             return Err(TraceError::BadHeader);
         }
@@ -355,6 +427,7 @@ impl TraceFile {
         let mut modules = BTreeMap::new();
         let mut threads: BTreeMap<(u32, u32), RawThread> = BTreeMap::new();
         let mut images = BTreeMap::new();
+        let mut parents = BTreeMap::new();
         let mut others = std::collections::BTreeSet::new();
         let mut at = FILE_HEADER;
         while at < bytes.len() {
@@ -440,10 +513,74 @@ impl TraceFile {
                 REC_IMAGE => {
                     images.insert(copy, String::from_utf8_lossy(payload).into_owned());
                 }
+                REC_PARENT => {
+                    let (Some(pid), Some(from), Some(token)) =
+                        (u32_at(payload, 0), u32_at(payload, 4), u64_at(payload, 8))
+                    else {
+                        return Err(corrupt);
+                    };
+                    let path = String::from_utf8_lossy(&payload[16..]).into_owned();
+                    if parents.insert(copy, ForkParent { pid, token, copy: from, path }).is_some() {
+                        return Err(corrupt);
+                    }
+                }
                 _ => return Err(corrupt),
             }
             at = end;
         }
+        Ok(Records { header, modules, threads, images, others, parents })
+    }
+
+    /// Splices into every fork child's thread the words it inherited already written, from its parent's file
+    /// (itself spliced from its own parent's, up to [`MAX_FORK_DEPTH`] forks away). Returns, per thread left
+    /// with a gap, why.
+    fn splice_inherited(&mut self, load: &mut ParentLoader<'_>, depth: u32) -> BTreeMap<(u32, u32), String> {
+        let mut missing = BTreeMap::new();
+        let mut files: BTreeMap<String, Result<Records, String>> = BTreeMap::new();
+        for (&(copy, thread), raw) in &mut self.threads {
+            let Some(parent) = self.parents.get(&copy) else { continue };
+            // Inherited words end where the child's own first record starts (its end, if it wrote none).
+            let need = raw.data.keys().next().copied().or_else(|| raw.end.map(|e| e[0] / 64)).unwrap_or(0);
+            if need == 0 || raw.windowed() {
+                continue;
+            }
+            let file = files.entry(parent.path.clone()).or_insert_with(|| {
+                if depth >= MAX_FORK_DEPTH {
+                    return Err(format!("is more than {MAX_FORK_DEPTH} forks away"));
+                }
+                let bytes = load(&parent.path).ok_or("could not be read")?;
+                let mut records = Records::parse(&bytes).map_err(|e| format!("cannot be read ({e})"))?;
+                if (records.header.pid, records.header.token) != (parent.pid, parent.token) {
+                    return Err("is now another process's".into());
+                }
+                records.splice_inherited(load, depth + 1);
+                Ok(records)
+            });
+            let words = file.as_ref().map_err(String::clone).and_then(|f| {
+                let words = f.threads.get(&(parent.copy, thread)).map_or(Vec::new(), |t| t.leading_words(need));
+                if words.len() as u64 == need * 8 {
+                    Ok(words)
+                } else {
+                    Err(format!("does not hold them (the first {need} words of thread {thread})"))
+                }
+            });
+            match words {
+                Ok(words) => {
+                    raw.data.insert(0, words);
+                }
+                Err(why) => {
+                    let at = format!("{} (process {})", parent.path, parent.pid);
+                    missing
+                        .insert((copy, thread), format!("what it inherited from its parent is in {at}, which {why}"));
+                }
+            }
+        }
+        missing
+    }
+
+    /// The file's threads, assembled from their records.
+    fn assemble(self, mut missing: BTreeMap<(u32, u32), String>) -> Result<TraceFile, TraceError> {
+        let Records { header, modules, threads, mut images, others, parents } = self;
         // Module ids must not overlap.
         let mut next = 0u64;
         for (&base, m) in &modules {
@@ -457,9 +594,9 @@ impl TraceFile {
         for ((copy, thread), raw) in threads {
             images.entry(copy).or_default();
             let tid = raw.end.map(|e| e[5] as u32);
-            let windowed = raw.end.is_some_and(|e| e[2] & END_WINDOW != 0) || !raw.syncs.is_empty();
-            let key = ThreadTrace { pid, thread, copy, tid, ..Default::default() };
-            if windowed {
+            let inherited_missing = missing.remove(&(copy, thread));
+            let key = ThreadTrace { pid, thread, copy, tid, inherited_missing, ..Default::default() };
+            if raw.windowed() {
                 out.extend(windows(&key, &raw)?);
                 continue;
             }
@@ -482,9 +619,11 @@ impl TraceFile {
             return Err(TraceError::Meta("modules traced with different methods (naive and bit tracing)".into()));
         }
         let other_processes = others.into_iter().collect();
-        Ok(TraceFile { modules, threads: out, naive, pid, images, other_processes })
+        Ok(TraceFile { modules, threads: out, naive, pid, images, parents, other_processes })
     }
+}
 
+impl TraceFile {
     /// The program of every traced function, indexed by trace id (ids no module claims get a placeholder
     /// an activation cannot enter: `RegenError::UnknownFunction`), and per id its module and function index.
     pub fn program(&self) -> Result<(Program, Vec<Option<FunctionRef>>), TraceError> {

@@ -80,6 +80,10 @@
 //!   copy number, written when the copy opens the file.
 //!   With [`END_WINDOW`] the thread's bits are only the windows its syncs open (a flight recorder's last
 //!   bytes, or regions), each up to the next `REC_STOP` at or after it, or up to the end.
+//! - [`REC_PARENT`] (a `fork()`ed child's copy, once, when it opens its own file): `u32` pid and `u32` copy
+//!   number the copy had in the file it inherited, `u64` that file's process token, then its path. The words a
+//!   child's thread inherited already written (before its first `REC_DATA` record's index) are that copy's
+//!   words of the same thread number there: the reader splices them in (`trace::TraceFile::parse_with_parents`).
 //!
 //! # Naive tracing ([`DESC_NAIVE`], the second method)
 //! A module built with `PATHPROF_TRACE_NAIVE=1` writes, at the entry of every block it runs, one 64-bit item:
@@ -96,8 +100,9 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// 5: announced entries at direct call sites, the module metadata's direct call sites, the callee word;
 /// 6: the file header with runtime copies, records' copy numbers, image records, the end record's thread id;
 /// 7: the entry cache; 8: abandon markers, [`ABANDON_ID`] reserved; 9: [`TLS_ACC`] holds its bits under a
-/// marker bit, instrumented code of version 8 would corrupt it — the file's bits are as in version 8).
-pub const TRACE_VERSION: u32 = 9;
+/// marker bit, instrumented code of version 8 would corrupt it — the file's bits are as in version 8;
+/// 10: [`REC_PARENT`] records, which a version-9 reader would call corrupt).
+pub const TRACE_VERSION: u32 = 10;
 /// The oldest file version this reader reads: the stream has not changed since.
 pub const TRACE_READS_SINCE: u32 = 8;
 /// The first version whose [`REC_DATA`] words hold their first bit highest.
@@ -193,6 +198,8 @@ pub const REC_SYNC: u32 = 4;
 pub const REC_STOP: u32 = 5;
 /// The image of a runtime copy.
 pub const REC_IMAGE: u32 = 6;
+/// A fork child's copy: where the words its threads inherited already written are.
+pub const REC_PARENT: u32 = 7;
 /// `REC_SYNC` kind: right after an `Enter` marker.
 pub const SYNC_AT_ENTRY: u64 = 0;
 /// `REC_SYNC` kind: at a call site (or at the thread's top level).

@@ -1,6 +1,7 @@
-//! `pathprof_format::trace::TraceFile::parse` on arbitrary bytes, then, for a file that parses, what
-//! `pathprof trace` does with it: the program of the file's modules (`TraceFile::program`), each window's
-//! resume point (`TraceFile::resume_point`), and every thread's stream regenerated with
+//! `pathprof_format::trace::TraceFile::parse_with_parents` on arbitrary bytes, every fork parent's file read
+//! as the same bytes (a file that names itself its parent splices up to the depth bound), then, for a file
+//! that parses, what `pathprof trace` does with it: the program of the file's modules (`TraceFile::program`),
+//! each window's resume point (`TraceFile::resume_point`), and every thread's stream regenerated with
 //! `pathprof_core::tracing::regenerate_from`, from the window's start to its end, under a block limit (a valid
 //! but long stream must not time out). It must never panic, and a walk must stop at the block limit, with
 //! `BlockLimit` saying so.
@@ -30,7 +31,7 @@ impl StepSink for Count<'_> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(file) = TraceFile::parse(data) else { return };
+    let Ok(file) = TraceFile::parse_with_parents(data, &mut |_| Some(data.to_vec())) else { return };
     let Ok((program, owner)) = file.program() else { return };
     if file.naive {
         return; // naive items describe themselves: nothing to regenerate

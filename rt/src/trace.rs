@@ -22,8 +22,9 @@
 //! A `fork()`ed child writes its own file only when the name has `%p` (otherwise it would clobber the
 //! parent's). In the child (a `pthread_atfork` handler) the records of the parent's other threads are dropped
 //! (they never ran there) and the forking thread's stream goes on from the fork: its `REC_END` carries the
-//! fork bit, so the reader counts only what the child ran. What the parent flushed before the fork is missing
-//! from the child's stream: the reader then reports it incomplete. With `%p` in the name a file is never
+//! fork bit, so the reader counts only what the child ran. What the parent had written before the fork is not
+//! written again: the child's file names the file that holds it (`REC_PARENT`), and the reader splices it in
+//! (or reports the stream incomplete when that file is gone). With `%p` in the name a file is never
 //! overwritten: when a file of that name exists (a reused pid), `NAME.1`, `NAME.2`, … is written instead.
 //!
 //! `PATHPROF_TRACE_MAX=BYTES` (a `K`, `M` or `G` suffix allowed) caps the data a process writes to its file:
@@ -1079,14 +1080,17 @@ fn open(st: &mut State) -> bool {
         }
     };
     let previous = core::mem::replace(&mut st.file, identity(&fd));
-    if let Some((old, _)) = st.fd.replace((fd, pid)) {
-        // The parent's file, inherited by a fork child (still the parent's unless the program reused it).
-        release(old, previous);
-    }
-    st.name = name;
-    st.copy = copy;
+    let inherited = st.fd.replace((fd, pid));
+    let parent_name = core::mem::replace(&mut st.name, name);
+    let parent_copy = core::mem::replace(&mut st.copy, copy);
     st.next_base = st.next_base.max(next_id);
     write_image(st);
+    if let Some((old, parent_pid)) = inherited {
+        // The file of the process this one was forked from (still its file unless the program reused the
+        // descriptor): it holds the words this copy's threads inherited already written.
+        write_parent(st, parent_pid, parent_copy, parent_name.as_slice());
+        release(old, previous);
+    }
     let mut d = st.modules;
     while !d.is_null() {
         write_module(st, d);
@@ -1262,6 +1266,18 @@ fn write_image(st: &mut State) {
     let head = record_header(REC_IMAGE, sys::pid(), st.copy, 0, image.len() as u64);
     let mut rec = MVec::new();
     if rec.extend_from_slice(&head).and_then(|_| rec.extend_from_slice(image)).is_ok() {
+        write(st, rec.as_slice());
+    }
+}
+
+/// Writes this copy's `REC_PARENT` record (a fork child): the file it inherited, as process `pid`'s copy `copy`.
+fn write_parent(st: &mut State, pid: u32, copy: u32, name: &[u8]) {
+    // The expanded name ends in its NUL (`path::expand`).
+    let name = name.strip_suffix(&[0]).unwrap_or(name);
+    let head = record_header(REC_PARENT, sys::pid(), st.copy, 0, 16 + name.len() as u64);
+    let mut rec = MVec::new();
+    let fields = [&pid.to_le_bytes()[..], &copy.to_le_bytes(), &sys::process_token().to_le_bytes(), name];
+    if rec.extend_from_slice(&head).is_ok() && fields.iter().all(|f| rec.extend_from_slice(f).is_ok()) {
         write(st, rec.as_slice());
     }
 }

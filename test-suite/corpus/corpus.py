@@ -559,7 +559,7 @@ def read_trace(pp, f):
 
 def trace_status_class(status):
     """A thread status's class: complete, cut short, or incomplete (with the reason, numbers blanked)."""
-    if status == "complete":
+    if status == "complete" or status.startswith("complete (a fork child"):
         return "complete"
     if status.startswith("cut short"):
         return "cut short"
@@ -571,7 +571,8 @@ def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
     its threads' statuses counted; (d) the block and edge counts derived from the traces, summed over the
     processes (each process writes its own file), equal edge mode's as segment counts — for functions of files
     whose every thread is complete or cut short (an incomplete thread may have run anything after its stop).
-    Each file is deleted once read (disk stays bounded by one test run's traces)."""
+    The files are deleted once all are read (a fork child's file is read with its parent's; disk stays bounded
+    by one test run's traces)."""
     from concurrent.futures import ThreadPoolExecutor
 
     pp = str(ctx["dist"] / "bin" / "pathprof")
@@ -589,10 +590,7 @@ def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
     prefix = str(tree) + "/"
 
     def one(f):
-        r = read_trace(pp, f)
-        if not ctx["keep"]:
-            f.unlink(missing_ok=True)
-        return f, r
+        return f, read_trace(pp, f)
 
     with ThreadPoolExecutor(max_workers=max(1, ctx["jobs"])) as pool:
         for f, (rc, secs, err, out) in pool.map(one, files):
@@ -603,8 +601,10 @@ def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
             for t in out.get("threads", []):
                 c = trace_status_class(t.get("status", "?"))
                 info["threads"][c] = info["threads"].get(c, 0) + 1
-                info["bits"] += t.get("bits", 0)
-                info["branches"] += t.get("branches", 0)
+                if "(a fork child" not in t.get("status", ""):
+                    # A fork child's bits include its parents' (spliced from their files), its branches not.
+                    info["bits"] += t.get("bits", 0)
+                    info["branches"] += t.get("branches", 0)
                 info["blocks"] += t.get("blocks", 0)
             kept |= set(out.get("kept_calls", []))
             file_traced = {f"{file.replace(prefix, '')}::{fname}" for file, fname in out.get("traced", [])}
@@ -618,6 +618,9 @@ def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
             for fn in fs:
                 fn["entry_count"] = fn.get("entries")
             functions += fs
+    if not ctx["keep"]:
+        for f in files:
+            f.unlink(missing_ok=True)
     info["read_s"] = round(info["read_s"], 2)
     info["kept_calls"] = sorted(kept)
     result["trace"] = info

@@ -260,8 +260,14 @@ fn build_with(dir: &Path, source: &str, name: &str, flags: &[&str], opt: &str) -
     exe
 }
 
+/// The pid in a trace file's name (`…-%p.pathtrace`).
+fn pid_of(file: &Path) -> u32 {
+    let name = file.file_name().unwrap().to_str().unwrap();
+    name.trim_end_matches(".pathtrace").rsplit('-').next().unwrap().parse().unwrap()
+}
+
 /// Runs `exe args` with one trace file per process (`%p`) and the fatal-signal flush on; returns the exit
-/// status and each process's threads, the fork child last.
+/// status and each process's threads, in the order the processes started.
 fn run_traced(exe: &Path, args: &[&str]) -> (std::process::ExitStatus, Vec<Threads>) {
     let dir = exe.parent().unwrap();
     let stem = exe.file_name().unwrap().to_str().unwrap().to_string();
@@ -271,15 +277,18 @@ fn run_traced(exe: &Path, args: &[&str]) -> (std::process::ExitStatus, Vec<Threa
         .env("PATHPROF_SIGNALS", "1")
         .status()
         .expect("run program");
-    let mut procs = Vec::new();
-    for f in std::fs::read_dir(dir).unwrap() {
-        let f = f.unwrap().path();
-        let n = f.file_name().unwrap().to_str().unwrap().to_string();
-        if !n.starts_with(&format!("{stem}-")) || !n.contains(".pathtrace") {
-            continue;
-        }
-        let json = trace_json(&f, &[]);
-        let summary = trace_json(&f, &["--summary"]);
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|f| {
+            let n = f.file_name().unwrap().to_str().unwrap();
+            n.starts_with(&format!("{stem}-")) && n.contains(".pathtrace")
+        })
+        .collect();
+    let mut procs = BTreeMap::new();
+    for f in &files {
+        let json = trace_json(f, &[]);
+        let summary = trace_json(f, &["--summary"]);
         let mut threads: Threads = Vec::new();
         for (t, s) in json["threads"].as_array().unwrap().iter().zip(summary["threads"].as_array().unwrap()) {
             let steps = trace_steps(t);
@@ -291,11 +300,12 @@ fn run_traced(exe: &Path, args: &[&str]) -> (std::process::ExitStatus, Vec<Threa
             ));
         }
         threads.sort_by(|a, b| a.3.cmp(&b.3));
-        std::fs::remove_file(&f).unwrap();
-        procs.push(threads);
+        // By pid: the order the processes started (a test forks a handful, far from a wrap-around).
+        procs.insert(pid_of(f), threads);
     }
-    procs.sort_by_key(|p| p.iter().any(|t| t.0.contains("fork child")));
-    (status, procs)
+    // Only now: a fork child's file is read with its parent's.
+    files.iter().for_each(|f| std::fs::remove_file(f).unwrap());
+    (status, procs.into_values().collect())
 }
 
 /// Bit tracing regenerates exactly the naive trace's block sequence, thread by thread and process by process,
@@ -472,32 +482,91 @@ fn fork_child_and_parent_regenerate_exactly_and_sum_to_edge_mode() {
     assert_eq!(procs.len(), 2, "parent and child");
     assert_eq!(procs[0][0].0, "complete");
     assert!(procs[1][0].0.contains("fork child"), "{}", procs[1][0].0);
-    // Counts summed over both processes (the child's only from the fork on) equal edge mode's.
+    fork_tree_sums_to_edge_mode("trace_fork.c", &[], 2);
+}
+
+/// Runs `source args` in trace mode (one file per process) and in edge mode, at -O0 and -O2: `processes` trace
+/// files, every thread regenerated without a gap, and their counts summed (a fork child's only from the fork
+/// on) equal edge mode's. Returns the trace files of the -O2 run, in the order the processes started.
+fn fork_tree_sums_to_edge_mode(source: &str, args: &[&str], processes: usize) -> Vec<PathBuf> {
+    let mut files = Vec::new();
     for opt in ["-O0", "-O2"] {
-        let dir = scratch(&format!("trace-fork-sum{opt}"));
-        let exe = build_with(&dir, "trace_fork.c", "optimal", &[], opt);
+        let dir = scratch(&format!("trace-fork-sum-{source}{opt}"));
+        let exe = build_with(&dir, source, "optimal", &[], opt);
         let pattern = dir.join("t-%p.pathtrace");
-        assert!(Command::new(&exe).env("PATHPROF_TRACE", &pattern).status().unwrap().success());
+        assert!(Command::new(&exe).args(args).env("PATHPROF_TRACE", &pattern).status().unwrap().success());
+        files = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .filter(|f| f.file_name().unwrap().to_str().unwrap().starts_with("t-"))
+            .collect();
+        files.sort_by_key(|f| pid_of(f));
+        assert_eq!(files.len(), processes, "{source} {opt}: trace files");
         let mut sum = Counts::new();
-        for f in std::fs::read_dir(&dir).unwrap() {
-            let f = f.unwrap().path();
-            if f.file_name().unwrap().to_str().unwrap().starts_with("t-") {
-                for (name, (blocks, edges)) in trace_counts(&trace_json(&f, &["--summary"])) {
-                    let e = sum.entry(name).or_insert_with(|| (vec![0; blocks.len()], BTreeMap::new()));
-                    for (x, y) in e.0.iter_mut().zip(&blocks) {
-                        *x += y;
-                    }
-                    for (k, v) in edges {
-                        *e.1.entry(k).or_default() += v;
-                    }
+        for f in &files {
+            let summary = trace_json(f, &["--summary"]);
+            for t in summary["threads"].as_array().unwrap() {
+                let status = t["status"].as_str().unwrap();
+                assert!(!status.starts_with("incomplete"), "{source} {opt} {}: {status}", f.display());
+            }
+            for (name, (blocks, edges)) in trace_counts(&summary) {
+                let e = sum.entry(name).or_insert_with(|| (vec![0; blocks.len()], BTreeMap::new()));
+                for (x, y) in e.0.iter_mut().zip(&blocks) {
+                    *x += y;
+                }
+                for (k, v) in edges {
+                    *e.1.entry(k).or_default() += v;
                 }
             }
         }
-        let (_, prof) = build_and_run(&dir, "trace_fork.c", "edge", opt);
-        // Functions the child never ran after the fork show zero counts in its summary: drop all-zero entries.
+        let edge_exe = dir.join("edge");
+        let mut cmd = wrapper(source.ends_with(".cpp"));
+        run_ok(
+            cmd.args(["--pathprof-mode=edge", opt, "-g", "-pthread"])
+                .arg(programs().join(source))
+                .arg("-o")
+                .arg(&edge_exe),
+        );
+        let prof = dir.join("out.pathprof");
+        assert!(Command::new(&edge_exe).args(args).env("PATHPROF_FILE", &prof).status().unwrap().success());
+        // Functions a child never ran after the fork show zero counts in its summary: drop all-zero entries.
         sum.retain(|_, (b, _)| b.iter().any(|&n| n > 0));
-        assert_eq!(sum, edge_counts(&show_json(&prof)), "{opt}: summed trace counts differ from edge mode's");
+        assert_eq!(sum, edge_counts(&show_json(&prof)), "{source} {opt}: summed trace counts differ from edge mode's");
     }
+    files
+}
+
+#[test]
+fn a_fork_child_takes_what_its_parent_had_written_from_the_parents_file() {
+    // Three million decisions before each fork, each writing about two bits: more than a runtime buffer of
+    // bits (2^22) per process, so each parent has written to its file before it forks, and the grandchild's
+    // stream starts in two files.
+    let files = fork_tree_sums_to_edge_mode("trace_fork_late.c", &["3000000"], 3);
+    let bits = |f: &Path| trace_json(f, &["--summary"])["threads"][0]["bits"].as_u64().unwrap();
+    assert!(bits(&files[0]) > 1 << 22, "the parent wrote a buffer before the fork: {}", bits(&files[0]));
+    assert!(bits(&files[1]) > 2 << 22, "the child wrote one of its own: {}", bits(&files[1]));
+    // Without its parent's file the child says where what it inherited was, and counts nothing it cannot vouch for.
+    let moved = files[0].with_extension("moved");
+    std::fs::rename(&files[0], &moved).unwrap();
+    let status = trace_json(&files[1], &["--summary"])["threads"][0]["status"].as_str().unwrap().to_string();
+    let want = format!("what it inherited from its parent is in {}", files[0].display());
+    assert!(status.starts_with("incomplete: a fork child's thread") && status.contains(&want), "{status}");
+    // Files moved together to another directory are found beside the child's.
+    let elsewhere = scratch("trace-fork-moved");
+    std::fs::rename(&moved, elsewhere.join(files[0].file_name().unwrap())).unwrap();
+    std::fs::rename(&files[1], elsewhere.join(files[1].file_name().unwrap())).unwrap();
+    let status = trace_json(&elsewhere.join(files[1].file_name().unwrap()), &["--summary"])["threads"][0]["status"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(status.contains("a fork child: its first"), "{status}");
+}
+
+#[test]
+fn a_late_fork_regenerates_exactly() {
+    // The naive trace's 64 bits per block fill a buffer before each fork: the splice holds for naive items too.
+    let procs = optimal_equals_naive("trace_fork_late.c", &["20000"], "");
+    assert_eq!(procs.len(), 3, "parent, child and grandchild");
 }
 
 #[test]
