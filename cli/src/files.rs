@@ -15,7 +15,8 @@ pub fn read_profile(path: &Path) -> Result<Profile> {
 
 /// Reads a trace file, with what its fork children's threads inherited from their parents' files. A parent's
 /// file is looked for where the runtime wrote it and, failing that, beside `path` under the same name (trace
-/// files moved together to another directory).
+/// files moved together to another directory). Warns (one line each) of processes left out of the file and of
+/// fork children that wrote no trace.
 pub fn read_trace(path: &Path) -> Result<TraceFile> {
     let what = || format!("reading {}", path.display());
     let bytes = fs::read(path).with_context(what)?;
@@ -24,7 +25,28 @@ pub fn read_trace(path: &Path) -> Result<TraceFile> {
         let recorded = Path::new(recorded);
         fs::read(recorded).ok().or_else(|| fs::read(beside.join(recorded.file_name()?)).ok())
     };
-    TraceFile::parse_with_parents(&bytes, &mut load).with_context(what)
+    let file = TraceFile::parse_with_parents(&bytes, &mut load).with_context(what)?;
+    if !file.other_processes.is_empty() {
+        let pids: Vec<String> = file.other_processes.iter().map(u32::to_string).collect();
+        eprintln!(
+            "pathprof: warning: {}: left out the records of process {}, which wrote this file while process {} \
+             started it anew (its trace was cut); give each process its own file with %p in PATHPROF_TRACE",
+            path.display(),
+            pids.join(", "),
+            file.pid
+        );
+    }
+    if let n @ 1.. = file.untraced_forks.len() {
+        eprintln!(
+            "pathprof: warning: {}: {n} {} forked from process {} (or from its forked children) ran traced code but \
+             wrote no trace (PATHPROF_TRACE has no %p): what {} after the fork is in no trace",
+            path.display(),
+            if n == 1 { "process" } else { "processes" },
+            file.pid,
+            if n == 1 { "it ran" } else { "they ran" },
+        );
+    }
+    Ok(file)
 }
 
 /// The files the runtime wrote apart from `path` (`PATH.<pid>.incomplete`: a run whose signal handler did not

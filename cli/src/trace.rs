@@ -504,6 +504,9 @@ struct JsonReport<'a> {
     /// With `--summary`, when a thread's trace is only a window (flight recorder, regions): [`WINDOW_NOTE`].
     #[serde(skip_serializing_if = "Option::is_none")]
     window: Option<&'static str>,
+    /// Fork children of the process that ran traced code in no trace (`PATHPROF_TRACE` without `%p`), by pid.
+    #[serde(skip_serializing_if = "<[u32]>::is_empty")]
+    untraced_forks: &'a [u32],
 }
 
 /// What a summary of windows says about its counts.
@@ -533,16 +536,6 @@ fn window_status(w: &pathprof_format::trace::Window, status: String) -> String {
 pub fn run(args: &Args) -> Result<()> {
     let what = || format!("reading {}", args.file.display());
     let file = crate::files::read_trace(&args.file)?;
-    if !file.other_processes.is_empty() {
-        let pids: Vec<String> = file.other_processes.iter().map(u32::to_string).collect();
-        eprintln!(
-            "pathprof: warning: {}: left out the records of process {}, which wrote this file while process {} \
-             started it anew (its trace was cut); give each process its own file with %p in PATHPROF_TRACE",
-            args.file.display(),
-            pids.join(", "),
-            file.pid
-        );
-    }
     let (program, owner) = file.program().with_context(what)?;
     if args.bits {
         let stdout = io::stdout();
@@ -663,7 +656,9 @@ pub fn run(args: &Args) -> Result<()> {
         });
         let window = (args.summary && windowed).then_some(WINDOW_NOTE);
         let not_traced = args.summary.then_some(not_traced);
-        let report = JsonReport { threads: json_threads, functions, traced, kept_calls, not_traced, window };
+        let untraced_forks = &file.untraced_forks;
+        let report =
+            JsonReport { threads: json_threads, functions, traced, kept_calls, not_traced, window, untraced_forks };
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else if let Some(functions) = functions {

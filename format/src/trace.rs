@@ -357,6 +357,7 @@ struct Records {
     images: BTreeMap<u32, String>,
     others: std::collections::BTreeSet<u32>,
     parents: BTreeMap<u32, ForkParent>,
+    untraced_forks: std::collections::BTreeSet<u32>,
 }
 
 /// Reads a fork parent's file by the path its child recorded (`None`: not found).
@@ -387,6 +388,9 @@ pub struct TraceFile {
     /// Processes whose records were left out: they wrote the same file at the same time (a name without `%p`),
     /// and the file's process cut their earlier records when it started it.
     pub other_processes: Vec<u32>,
+    /// Fork children of the file's process that ran traced code but wrote no trace (a name without `%p`): what
+    /// they ran after the fork is in no trace.
+    pub untraced_forks: Vec<u32>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -429,6 +433,7 @@ impl Records {
         let mut images = BTreeMap::new();
         let mut parents = BTreeMap::new();
         let mut others = std::collections::BTreeSet::new();
+        let mut untraced_forks = std::collections::BTreeSet::new();
         let mut at = FILE_HEADER;
         while at < bytes.len() {
             let corrupt = TraceError::Corrupt(at);
@@ -440,6 +445,12 @@ impl Records {
             let start = at + RECORD_HEADER;
             let end = usize::try_from(len).ok().and_then(|l| start.checked_add(l)).ok_or(TraceError::Corrupt(at))?;
             let payload = bytes.get(start..end).ok_or(TraceError::Corrupt(at))?;
+            if kind == REC_UNTRACED_FORK {
+                // A fork child of the file's process, which wrote no trace.
+                untraced_forks.insert(pid);
+                at = end;
+                continue;
+            }
             if pid != header.pid {
                 // Another process wrote this name at the same time: its trace ids are its own, and its earlier
                 // records went when this process started the file.
@@ -528,7 +539,7 @@ impl Records {
             }
             at = end;
         }
-        Ok(Records { header, modules, threads, images, others, parents })
+        Ok(Records { header, modules, threads, images, others, parents, untraced_forks })
     }
 
     /// Splices into every fork child's thread the words it inherited already written, from its parent's file
@@ -580,7 +591,7 @@ impl Records {
 
     /// The file's threads, assembled from their records.
     fn assemble(self, mut missing: BTreeMap<(u32, u32), String>) -> Result<TraceFile, TraceError> {
-        let Records { header, modules, threads, mut images, others, parents } = self;
+        let Records { header, modules, threads, mut images, others, parents, untraced_forks } = self;
         // Module ids must not overlap.
         let mut next = 0u64;
         for (&base, m) in &modules {
@@ -619,7 +630,8 @@ impl Records {
             return Err(TraceError::Meta("modules traced with different methods (naive and bit tracing)".into()));
         }
         let other_processes = others.into_iter().collect();
-        Ok(TraceFile { modules, threads: out, naive, pid, images, parents, other_processes })
+        let untraced_forks = untraced_forks.into_iter().collect();
+        Ok(TraceFile { modules, threads: out, naive, pid, images, parents, other_processes, untraced_forks })
     }
 }
 

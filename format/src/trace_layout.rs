@@ -84,6 +84,9 @@
 //!   number the copy had in the file it inherited, `u64` that file's process token, then its path. The words a
 //!   child's thread inherited already written (before its first `REC_DATA` record's index) are that copy's
 //!   words of the same thread number there: the reader splices them in (`trace::TraceFile::parse_with_parents`).
+//! - [`REC_UNTRACED_FORK`] (no payload; the record's pid is the child's, not the file's): a `fork()`ed child
+//!   that writes no trace of its own (a name without `%p`) appends it to the file it inherited, once per
+//!   runtime copy: what it ran after the fork is in no trace.
 //!
 //! # Naive tracing ([`DESC_NAIVE`], the second method)
 //! A module built with `PATHPROF_TRACE_NAIVE=1` writes, at the entry of every block it runs, one 64-bit item:
@@ -101,7 +104,7 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// 6: the file header with runtime copies, records' copy numbers, image records, the end record's thread id;
 /// 7: the entry cache; 8: abandon markers, [`ABANDON_ID`] reserved; 9: [`TLS_ACC`] holds its bits under a
 /// marker bit, instrumented code of version 8 would corrupt it — the file's bits are as in version 8;
-/// 10: [`REC_PARENT`] records, which a version-9 reader would call corrupt).
+/// 10: [`REC_PARENT`] and [`REC_UNTRACED_FORK`] records, which a version-9 reader would call corrupt).
 pub const TRACE_VERSION: u32 = 10;
 /// The oldest file version this reader reads: the stream has not changed since.
 pub const TRACE_READS_SINCE: u32 = 8;
@@ -200,6 +203,8 @@ pub const REC_STOP: u32 = 5;
 pub const REC_IMAGE: u32 = 6;
 /// A fork child's copy: where the words its threads inherited already written are.
 pub const REC_PARENT: u32 = 7;
+/// A fork child that writes no trace (the file's name has no `%p`).
+pub const REC_UNTRACED_FORK: u32 = 8;
 /// `REC_SYNC` kind: right after an `Enter` marker.
 pub const SYNC_AT_ENTRY: u64 = 0;
 /// `REC_SYNC` kind: at a call site (or at the thread's top level).

@@ -129,3 +129,15 @@ fn a_second_parent_record_of_a_copy_is_corrupt() {
     let short = file(8, &[record(REC_PARENT, 8, 0, &[1, 2, 3])]);
     assert!(TraceFile::parse(&short).is_err());
 }
+
+#[test]
+fn fork_children_that_wrote_no_trace_are_listed_not_taken_for_other_processes() {
+    let p = file(7, &[data(7, 0, &[10]), record(REC_UNTRACED_FORK, 9, 0, &[]), record(REC_UNTRACED_FORK, 8, 0, &[])]);
+    let mut twice = p.clone();
+    twice.extend_from_slice(&record(REC_UNTRACED_FORK, 8, 0, &[])); // a second runtime copy of process 8
+    for bytes in [p, twice] {
+        let f = TraceFile::parse(&bytes).unwrap();
+        assert_eq!((f.untraced_forks.as_slice(), f.other_processes.as_slice()), (&[8, 9][..], &[][..]));
+        assert_eq!(f.threads.len(), 1);
+    }
+}

@@ -22,7 +22,8 @@
 //! A `fork()`ed child writes its own file only when the name has `%p` (otherwise it would clobber the
 //! parent's). In the child (a `pthread_atfork` handler) the records of the parent's other threads are dropped
 //! (they never ran there) and the forking thread's stream goes on from the fork: its `REC_END` carries the
-//! fork bit, so the reader counts only what the child ran. What the parent had written before the fork is not
+//! fork bit, so the reader counts only what the child ran (without `%p` the child writes nothing, and leaves a
+//! `REC_UNTRACED_FORK` record in the parent's file instead). What the parent had written before the fork is not
 //! written again: the child's file names the file that holds it (`REC_PARENT`), and the reader splices it in
 //! (or reports the stream incomplete when that file is gone). With `%p` in the name a file is never
 //! overwritten: when a file of that name exists (a reused pid), `NAME.1`, `NAME.2`, … is written instead.
@@ -1062,8 +1063,9 @@ fn open(st: &mut State) -> bool {
     let pattern = path::trace_pattern();
     let per_process = pattern.windows(2).any(|w| w == b"%p");
     if st.fd.is_some() && !per_process {
-        // A fork child without %p would write over its parent's trace.
+        // A fork child without %p would write over its parent's trace: it writes none, and says so there.
         st.disabled = true;
+        note_untraced_fork(st);
         return false;
     }
     let mut host = [0u8; 256];
@@ -1098,6 +1100,19 @@ fn open(st: &mut State) -> bool {
         d = unsafe { (*d).next };
     }
     !st.disabled
+}
+
+/// A fork child that writes no trace (`PATHPROF_TRACE` without `%p`) appends a `REC_UNTRACED_FORK` record to the
+/// file it inherited, so that the parent's trace says which processes ran traced code in no trace. Through a
+/// descriptor of its own (the inherited one shares its flags with the parent's), and only to that same file.
+fn note_untraced_fork(st: &State) {
+    let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_WRONLY | libc::O_APPEND, 0).map(Fd::out_of_the_way) else {
+        return;
+    };
+    if identity(&fd) == st.file {
+        let _ = fd.write_all(&record_header(REC_UNTRACED_FORK, sys::pid(), st.copy, 0, 0));
+    }
+    let _ = fd.close();
 }
 
 /// Opens `name` (append mode) and, under `flock`, joins the file another runtime copy of this process started

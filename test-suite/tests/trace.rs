@@ -563,6 +563,44 @@ fn a_fork_child_takes_what_its_parent_had_written_from_the_parents_file() {
 }
 
 #[test]
+fn fork_children_that_write_no_trace_are_named_in_the_parents() {
+    // Without %p a fork child writes no trace (it would write over its parent's); the parent's file says so.
+    let dir = scratch("trace-fork-untraced");
+    let exe = build_with(&dir, "trace_fork_late.c", "optimal", &[], "-O2");
+    let trace = dir.join("t.pathtrace");
+    assert!(Command::new(&exe).arg("1000").env("PATHPROF_TRACE", &trace).status().unwrap().success());
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|f| f.file_name().unwrap().to_str().unwrap().starts_with("t."))
+        .collect();
+    assert_eq!(files.len(), 1, "one trace file: {files:?}");
+    let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary", "--json"]).arg(&trace));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The child and the grandchild (forked from the child, which inherited the same file).
+    assert_eq!(json["untraced_forks"].as_array().map(Vec::len), Some(2), "{json}");
+    assert!(stderr.contains(": 2 processes forked from process ") && stderr.contains("wrote no trace"), "{stderr}");
+    assert_eq!(json["threads"][0]["status"], "complete");
+    // With %p the same run names none.
+    let dir = scratch("trace-fork-traced");
+    let exe = build_with(&dir, "trace_fork_late.c", "optimal", &[], "-O2");
+    assert!(Command::new(&exe)
+        .arg("1000")
+        .env("PATHPROF_TRACE", dir.join("t-%p.pathtrace"))
+        .status()
+        .unwrap()
+        .success());
+    for f in std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|f| f.to_str().unwrap().ends_with(".pathtrace"))
+    {
+        assert!(trace_json(&f, &["--summary"]).get("untraced_forks").is_none(), "{}", f.display());
+    }
+}
+
+#[test]
 fn a_late_fork_regenerates_exactly() {
     // The naive trace's 64 bits per block fill a buffer before each fork: the splice holds for naive items too.
     let procs = optimal_equals_naive("trace_fork_late.c", &["20000"], "");
