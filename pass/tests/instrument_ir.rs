@@ -3,7 +3,7 @@
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::values::AsValueRef;
+use inkwell::values::{AnyValue, AsValueRef};
 use pathprof::config::Config;
 use pathprof::module;
 use pathprof_format::meta::ModuleMeta;
@@ -345,4 +345,69 @@ exit:
         .join("\n");
     assert!(body.contains("store <2 x i64>"), "the vector update stays in the loop:\n{text}");
     assert!(!body.contains("i64 0, i64 2"), "counter 2 is no longer updated in the loop:\n{text}");
+}
+
+/// A promotion slot is 0 outside its region, and each block entering the region says so before its
+/// terminator, so that the slot's SSA value lives in the region only. Here an inner loop (promoted) sits in an
+/// outer loop that a call which may not return keeps from promotion. Without the store on entry, SSA
+/// construction carried every slot through the joins between its region's exits and entries: in pcre2's
+/// `match()` (136 regions in a 5,241-block dispatch function) 27,464 PHIs of slots after the first SROA instead
+/// of 2,189, which the optimiser took five times as long over (edge mode 16.5 s against 3.3 s; plain 2.0 s).
+#[test]
+fn a_promoted_slot_lives_in_its_region_only() {
+    let ir = r#"
+declare void @step(i64)
+
+define void @f(i64 %n, i64 %m, i64 %x) {
+entry:
+  br label %outer
+outer:
+  %k = phi i64 [ 0, %entry ], [ %k1, %latch ]
+  call void @step(i64 %k)
+  br label %inner
+inner:
+  %i = phi i64 [ 0, %outer ], [ %i1, %inner ]
+  %i1 = add i64 %i, 1
+  %c = icmp ult i64 %i1, %m
+  br i1 %c, label %inner, label %d1
+d1:
+  %c1 = icmp ult i64 %k, %x
+  br i1 %c1, label %a1, label %j1
+a1:
+  call void @step(i64 1)
+  br label %j1
+j1:
+  %c2 = icmp ugt i64 %k, %x
+  br i1 %c2, label %a2, label %latch
+a2:
+  call void @step(i64 2)
+  br label %latch
+latch:
+  %k1 = add i64 %k, 1
+  %d = icmp ult i64 %k1, %n
+  br i1 %d, label %outer, label %exit
+exit:
+  ret void
+}
+"#;
+    let ctx = Context::create();
+    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "test");
+    let m = ctx.create_module_from_ir(buf).expect("test IR parses");
+    // Without fork checks, which would split `outer` around the call.
+    let config = config("edge+nochecks");
+    assert!(module::instrument(m.as_mut_ptr(), std::ptr::null_mut(), &config).expect("instrument"));
+    let f = m.get_function("f").expect("f");
+    let slots: Vec<_> = f
+        .get_first_basic_block()
+        .unwrap()
+        .get_instructions()
+        .filter(|i| i.get_name().is_some_and(|n| n.to_str().unwrap().starts_with("pathprof.promoted")))
+        .collect();
+    assert_eq!(slots.len(), 1, "the inner loop's counter is promoted:\n{}", m.print_to_string().to_string());
+    let block = |name: &str| f.get_basic_block_iter().find(|b| b.get_name().to_str() == Ok(name)).unwrap();
+    let stores_zero_last = block("outer")
+        .get_last_instruction()
+        .and_then(|t| t.get_previous_instruction())
+        .is_some_and(|s| s.print_to_string().to_string().contains("store i64 0, ptr %pathprof.promoted"));
+    assert!(stores_zero_last, "the block entering the region zeroes the slot:\n{}", m.print_to_string().to_string());
 }
