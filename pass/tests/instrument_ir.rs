@@ -25,6 +25,12 @@ fn config(mode: &str) -> Config {
     .unwrap()
 }
 
+/// The module `ir` describes.
+fn parse<'c>(ctx: &'c Context, ir: &str) -> inkwell::module::Module<'c> {
+    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "test");
+    ctx.create_module_from_ir(buf).expect("test IR parses")
+}
+
 /// Instruments `ir` in edge mode, verifies the result, and returns (IR text, decoded metadata).
 fn instrument(ir: &str) -> (String, ModuleMeta) {
     instrument_in(ir, "edge")
@@ -37,8 +43,7 @@ fn instrument_in(ir: &str, mode: &str) -> (String, ModuleMeta) {
         instrument_in(ir, "path");
     }
     let ctx = Context::create();
-    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "test");
-    let m = ctx.create_module_from_ir(buf).expect("test IR parses");
+    let m = parse(&ctx, ir);
     let changed = module::instrument(m.as_mut_ptr(), std::ptr::null_mut(), &config(mode)).expect("instrument");
     assert!(changed);
     if let Err(e) = m.verify() {
@@ -329,8 +334,7 @@ exit:
 }
 "#;
     let ctx = Context::create();
-    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "test");
-    let m = ctx.create_module_from_ir(buf).expect("test IR parses");
+    let m = parse(&ctx, ir);
     let f = m.get_function("f").expect("f");
     assert_eq!(pathprof::promote::promote_after_inlining(f.as_value_ref()), 1, "the i64 update, not the vector one");
     if let Err(e) = m.verify() {
@@ -391,8 +395,7 @@ exit:
 }
 "#;
     let ctx = Context::create();
-    let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "test");
-    let m = ctx.create_module_from_ir(buf).expect("test IR parses");
+    let m = parse(&ctx, ir);
     // Without fork checks, which would split `outer` around the call.
     let config = config("edge+nochecks");
     assert!(module::instrument(m.as_mut_ptr(), std::ptr::null_mut(), &config).expect("instrument"));
