@@ -125,7 +125,10 @@ pub(crate) fn dump(st: &mut State, scope: Scope, kind: Kind) -> Result<(), ()> {
     }
 
     let mut path = MVec::new();
+    // The descriptors held for this moment (the program may have used up the rest), then a new pair.
+    st.reserve.release();
     let result = run(st, scope, kind, pid, &mut path);
+    st.reserve.hold();
     if result.is_err() && kind == Kind::Timer {
         if st.timer_warned {
             return Err(());

@@ -103,6 +103,7 @@ mod copies;
 mod deferred;
 mod diag;
 mod dump;
+mod fd_reserve;
 mod handlers;
 mod merge;
 mod path;
@@ -224,6 +225,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
             libc::pthread_atfork(None, None, Some(fork_child_handler));
         }
         threads::init();
+        lock().state().reserve.hold();
         let signals = sys::env(c"PATHPROF_SIGNALS").is_some_and(|v| v != b"0");
         let interval = sys::env(c"PATHPROF_DUMP_INTERVAL");
         if signals || interval.is_some() {
@@ -514,6 +516,8 @@ pub(crate) struct State {
     pub(crate) reentries_lost: bool,
     /// A signal handler of this process did not return: its dumps go to `FILE.<pid>.incomplete` (see `dump`).
     pub(crate) apart: bool,
+    /// Descriptors held for the dump (see `fd_reserve`).
+    pub(crate) reserve: fd_reserve::Reserve,
 }
 
 struct Global<T>(core::cell::UnsafeCell<T>);
@@ -530,6 +534,7 @@ static STATE: Global<State> = Global(core::cell::UnsafeCell::new(State {
     reentries: sys::MVec::new(),
     reentries_lost: false,
     apart: false,
+    reserve: fd_reserve::Reserve::new(),
 }));
 
 /// The runtime lock: a spin lock (yielding) rather than a pthread mutex, so a child forked while another thread

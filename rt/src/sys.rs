@@ -248,6 +248,23 @@ impl Fd {
         if fd < 0 {
             return Err(Errno::last());
         }
+        Fd::off_the_standard_ones(fd)
+    }
+
+    /// Both ends of a new pipe (`O_CLOEXEC`), neither on a standard descriptor (see [`Fd::open`]).
+    pub(crate) fn pipe() -> Result<(Fd, Fd), Errno> {
+        let mut ends = [0 as c_int; 2];
+        // SAFETY: a valid out-array of two descriptors.
+        if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(Errno::last());
+        }
+        let read = Fd::off_the_standard_ones(ends[0]);
+        let write = Fd::off_the_standard_ones(ends[1]);
+        Ok((read?, write?))
+    }
+
+    /// `fd`, just opened by the runtime, moved above the standard descriptors 0–2 if it is one of them.
+    fn off_the_standard_ones(fd: c_int) -> Result<Fd, Errno> {
         if fd > 2 {
             return Ok(Fd(fd));
         }
@@ -292,6 +309,14 @@ impl Fd {
     /// The raw descriptor.
     pub(crate) fn raw(&self) -> c_int {
         self.0
+    }
+
+    /// Device and inode of the file, (0, 0) if the descriptor is not open: tells whether a descriptor the runtime
+    /// holds is still its file, or a number the program closed and reused.
+    // `st_dev` and `st_ino` are `u64` on x86-64 Linux, narrower on other targets: the casts are for those.
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn identity(&self) -> (u64, u64) {
+        self.stat().map_or((0, 0), |s| (s.st_dev as u64, s.st_ino as u64))
     }
 
     /// `fstat(2)`.

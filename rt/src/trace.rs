@@ -1081,7 +1081,7 @@ fn open(st: &mut State) -> bool {
             return false;
         }
     };
-    let previous = core::mem::replace(&mut st.file, identity(&fd));
+    let previous = core::mem::replace(&mut st.file, fd.identity());
     let inherited = st.fd.replace((fd, pid));
     let parent_name = core::mem::replace(&mut st.name, name);
     let parent_copy = core::mem::replace(&mut st.copy, copy);
@@ -1109,7 +1109,7 @@ fn note_untraced_fork(st: &State) {
     let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_WRONLY | libc::O_APPEND, 0).map(Fd::out_of_the_way) else {
         return;
     };
-    if identity(&fd) == st.file {
+    if fd.identity() == st.file {
         let _ = fd.write_all(&record_header(REC_UNTRACED_FORK, sys::pid(), st.copy, 0, 0));
     }
     let _ = fd.close();
@@ -1317,16 +1317,9 @@ fn write_module(st: &mut State, desc: *mut TraceModuleDesc) {
     d.written = 1;
 }
 
-/// The (device, inode) of an open file.
-// `st_dev` and `st_ino` are `u64` on x86-64 Linux, narrower on other targets: the casts are for those.
-#[allow(clippy::unnecessary_cast)]
-fn identity(fd: &Fd) -> (u64, u64) {
-    fd.stat().map_or((0, 0), |s| (s.st_dev as u64, s.st_ino as u64))
-}
-
 /// Closes `fd` if it is still the file `file`; otherwise leaves the number alone (the program's now).
 fn release(fd: Fd, file: (u64, u64)) {
-    if identity(&fd) == file {
+    if fd.identity() == file {
         let _ = fd.close();
     } else {
         core::mem::forget(fd);
@@ -1339,7 +1332,7 @@ fn release(fd: Fd, file: (u64, u64)) {
 /// hold this process's header, or nothing more is written (a warning).
 fn keep_file(st: &mut State) -> bool {
     let Some((fd, pid)) = &st.fd else { return false };
-    if identity(fd) == st.file {
+    if fd.identity() == st.file {
         return true;
     }
     let pid = *pid;
@@ -1349,7 +1342,7 @@ fn keep_file(st: &mut State) -> bool {
     if let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_RDWR | libc::O_APPEND, 0).map(Fd::out_of_the_way) {
         if own_header(&fd).is_some() {
             hold_for_process(&fd);
-            st.file = identity(&fd);
+            st.file = fd.identity();
             st.fd = Some((fd, pid));
             return true;
         }

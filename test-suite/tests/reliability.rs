@@ -531,6 +531,41 @@ fn child_processes_merge_exactly_and_vfork_is_harmless() {
     }
 }
 
+/// A program that uses up its descriptors before it exits (GNU make's include loop under `ulimit -n 128`) still
+/// gets its profile: the runtime holds two descriptors for the dump (`rt/src/fd_reserve.rs`), so the program
+/// opens two fewer than the plain build before `EMFILE` — the price, checked here too. Before, every mode lost
+/// the process's profile ("cannot write profile …: Too many open files").
+#[test]
+fn a_program_that_used_up_its_descriptors_still_gets_its_profile() {
+    let dir = scratch("descriptors");
+    let plain = dir.join("plain");
+    run_ok(Command::new("clang-19").arg("-O1").arg(src("descriptors_used_up.c")).arg("-o").arg(&plain));
+    let run = |exe: &Path, profile: &Path| {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg("ulimit -n 128; exec \"$0\"").arg(exe).current_dir(&dir).env("PATHPROF_FILE", profile);
+        let out = output_within(c, 60, "descriptors_used_up");
+        assert_eq!(ending(out.status), Ok(0), "{}", describe(&out));
+        let text = String::from_utf8(out.stdout.clone()).unwrap();
+        let fields: Vec<u64> = text.split_whitespace().map(|f| f.parse().unwrap()).collect();
+        assert_eq!(fields.get(1), Some(&1), "the last open failed with EMFILE: {}", describe(&out));
+        (fields[0], out)
+    };
+    let (plain_opened, _) = run(&plain, &dir.join("unused.pathprof"));
+    for mode in ["edge", "path", "context"] {
+        let exe = build(&dir, mode, &["descriptors_used_up.c"], "-O1", mode, false);
+        let profile = dir.join(format!("{mode}.pathprof"));
+        let (opened, out) = run(&exe, &profile);
+        assert!(out.stderr.is_empty(), "{mode}: {}", describe(&out));
+        assert_eq!(opened + 2, plain_opened, "{mode}: two descriptors are the runtime's");
+        let show = show_json(&profile);
+        let main = function(&show, "main");
+        assert_eq!(main["exact"], true, "{mode}: {main}");
+        let counts: Vec<u64> =
+            main["blocks"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).collect();
+        assert!(counts.contains(&opened), "{mode}: the loop body ran {opened} times: {counts:?}");
+    }
+}
+
 /// A `dlopen`ed plugin with its own runtime copy, `dlclose`d before the program faults: with
 /// `PATHPROF_SIGNALS=1` both copies' handlers run (the plugin's chains to the executable's) and both modules
 /// are flushed incomplete; with `PATHPROF_DUMP_INTERVAL` the plugin's timer thread keeps running after the
