@@ -128,7 +128,7 @@ pub(crate) fn dump(st: &mut State, scope: Scope, kind: Kind) -> Result<(), ()> {
     // The descriptors held for this moment (the program may have used up the rest), then a new pair.
     st.reserve.release();
     let result = run(st, scope, kind, pid, &mut path);
-    st.reserve.hold();
+    st.reserve.hold(2);
     if result.is_err() && kind == Kind::Timer {
         if st.timer_warned {
             return Err(());

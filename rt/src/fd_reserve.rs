@@ -5,8 +5,10 @@
 //! a makefile that includes itself until `fopen` fails with `EMFILE`, under `ulimit -n 128`). So the counting
 //! runtime holds both ends of a pipe from its first registration, out of the program's way
 //! ([`Fd::out_of_the_way`]), closes them right before a dump opens its files and holds a new pair after it.
-//! The price: a program can open two descriptors fewer than its limit allows (trace mode holds its file the
-//! same way). Where the limit leaves no room out of the way (under 128), nothing is held: low descriptors are
+//! The price: a program can open two descriptors fewer than its limit allows. Trace mode, which holds its file
+//! from the start, holds one more from this reserve, so that a program runs alike at its limit in every mode
+//! and the modes' counts of one run agree (make's include loop ran once more in trace mode than in edge mode).
+//! Where the limit leaves no room out of the way (under 128), nothing is held: low descriptors are
 //! the program's (tests check which ones a child inherits). A program that closes descriptors it did not open
 //! may reuse the numbers, so a held descriptor is closed only while it is still the reserve's pipe (its device
 //! and inode); otherwise it is forgotten. Not covered: a program that lowers its limit below the descriptors it
@@ -28,17 +30,18 @@ impl Reserve {
         Reserve { held: [None, None] }
     }
 
-    /// Takes a pipe's two descriptors, out of the program's way, unless already held or there is no room.
-    pub(crate) fn hold(&mut self) {
+    /// Takes `ends` (1 or 2) descriptors of a new pipe, out of the program's way, unless some are held already
+    /// or there is no room.
+    pub(crate) fn hold(&mut self, ends: usize) {
         if self.held.iter().any(Option::is_some) {
             return;
         }
         let Ok((read, write)) = Fd::pipe() else { return };
-        let ends = [read.out_of_the_way(), write.out_of_the_way()];
-        if ends.iter().any(|fd| fd.raw() < OUT_OF_THE_WAY) {
+        let fds = [read.out_of_the_way(), write.out_of_the_way()];
+        if fds.iter().any(|fd| fd.raw() < OUT_OF_THE_WAY) {
             return; // both closed on drop
         }
-        for (slot, fd) in self.held.iter_mut().zip(ends) {
+        for (slot, fd) in self.held.iter_mut().zip(fds).take(ends) {
             let id = fd.identity();
             *slot = Some((fd, id));
         }

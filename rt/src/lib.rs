@@ -225,7 +225,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
             libc::pthread_atfork(None, None, Some(fork_child_handler));
         }
         threads::init();
-        lock().state().reserve.hold();
+        lock().state().reserve.hold(2);
         let signals = sys::env(c"PATHPROF_SIGNALS").is_some_and(|v| v != b"0");
         let interval = sys::env(c"PATHPROF_DUMP_INTERVAL");
         if signals || interval.is_some() {

@@ -129,6 +129,9 @@ struct State {
     region: bool,
     /// A key whose value marks a thread that called `__pathprof_trace_start` before its first traced entry.
     early_key: libc::pthread_key_t,
+    /// One descriptor held besides the file, so that a program has as many left as under the counting
+    /// runtime (`fd_reserve`).
+    spare: crate::fd_reserve::Reserve,
 }
 
 struct Global(core::cell::UnsafeCell<State>);
@@ -154,6 +157,7 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     ring_bytes: 0,
     region: false,
     early_key: 0,
+    spare: crate::fd_reserve::Reserve::new(),
 }));
 static LOCK: AtomicBool = AtomicBool::new(false);
 static SERIAL: AtomicU32 = AtomicU32::new(0);
@@ -1086,6 +1090,7 @@ fn open(st: &mut State) -> bool {
     let parent_name = core::mem::replace(&mut st.name, name);
     let parent_copy = core::mem::replace(&mut st.copy, copy);
     st.next_base = st.next_base.max(next_id);
+    st.spare.hold(1);
     write_image(st);
     if let Some((old, parent_pid)) = inherited {
         // The file of the process this one was forked from (still its file unless the program reused the

@@ -564,6 +564,15 @@ fn a_program_that_used_up_its_descriptors_still_gets_its_profile() {
             main["blocks"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).collect();
         assert!(counts.contains(&opened), "{mode}: the loop body ran {opened} times: {counts:?}");
     }
+    // Trace mode holds its file and one spare: the program runs as under the counting runtime.
+    let exe = build(&dir, "trace", &["descriptors_used_up.c"], "-O1", "trace", false);
+    let trace = dir.join("run.pathtrace");
+    let mut c = Command::new("sh");
+    c.arg("-c").arg("ulimit -n 128; exec \"$0\"").arg(&exe).current_dir(&dir).env("PATHPROF_TRACE", &trace);
+    let out = output_within(c, 60, "descriptors_used_up trace");
+    let opened: u64 = String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(opened + 2, plain_opened, "trace: its file and a spare are the runtime's");
+    assert!(trace.exists(), "{}", describe(&out));
 }
 
 /// A `dlopen`ed plugin with its own runtime copy, `dlclose`d before the program faults: with
