@@ -5,7 +5,7 @@
 //! a makefile that includes itself until `fopen` fails with `EMFILE`, under `ulimit -n 128`). So the counting
 //! runtime holds both ends of a pipe from its first registration, out of the program's way
 //! ([`Fd::out_of_the_way`]), closes them right before a dump opens its files and holds a new pair after it.
-//! The price: a program can open two descriptors fewer than its limit allows. Trace mode, which holds its file
+//! The price: a program can open two descriptors fewer than its limit allows (per runtime copy). Trace mode, which holds its file
 //! from the start, holds one more from this reserve, so that a program runs alike at its limit in every mode
 //! and the modes' counts of one run agree (make's include loop ran once more in trace mode than in edge mode).
 //! Where the limit leaves no room out of the way (under 128), nothing is held: low descriptors are
