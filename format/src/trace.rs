@@ -323,14 +323,15 @@ impl RawThread {
 
     /// The stream's words from word 0 on, as far as they run without a gap, at most `limit` words.
     fn leading_words(&self, limit: u64) -> Vec<u8> {
+        let limit = usize::try_from(limit.saturating_mul(8)).unwrap_or(usize::MAX);
         let mut out = Vec::new();
         for (&first, words) in &self.data {
-            if first * 8 != out.len() as u64 || out.len() as u64 >= limit * 8 {
+            if first.checked_mul(8) != Some(out.len() as u64) || out.len() >= limit {
                 break;
             }
             out.extend_from_slice(words);
         }
-        out.truncate(usize::try_from(limit * 8).unwrap_or(usize::MAX));
+        out.truncate(limit);
         out
     }
 }
@@ -612,15 +613,9 @@ impl Records {
                 continue;
             }
             let mut t = key;
-            let mut next = 0u64;
-            for (first, words) in &raw.data {
-                if *first != next {
-                    t.gap = true;
-                    break;
-                }
-                t.bytes.extend_from_slice(words);
-                next += words.len() as u64 / 8;
-            }
+            t.bytes = raw.leading_words(u64::MAX);
+            // A record after a gap is left out: the stream stops where its words stop running on.
+            t.gap = t.bytes.len() < raw.data.values().map(Vec::len).sum::<usize>();
             apply_end(&mut t, raw.end, 0)?;
             out.push(t);
         }

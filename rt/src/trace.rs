@@ -1111,9 +1111,7 @@ fn open(st: &mut State) -> bool {
 /// file it inherited, so that the parent's trace says which processes ran traced code in no trace. Through a
 /// descriptor of its own (the inherited one shares its flags with the parent's), and only to that same file.
 fn note_untraced_fork(st: &State) {
-    let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_WRONLY | libc::O_APPEND, 0).map(Fd::out_of_the_way) else {
-        return;
-    };
+    let Ok(fd) = Fd::open(st.name.as_slice(), libc::O_WRONLY | libc::O_APPEND, 0) else { return };
     if fd.identity() == st.file {
         let _ = fd.write_all(&record_header(REC_UNTRACED_FORK, sys::pid(), st.copy, 0, 0));
     }

@@ -11,6 +11,11 @@ use std::process::Command;
 /// Builds `source` (one file, or several separated by spaces) in `mode` at `opt` into `dir`, runs it; returns
 /// (exit code, output file).
 fn build_and_run(dir: &Path, source: &str, mode: &str, opt: &str) -> (i32, PathBuf) {
+    build_and_run_with(dir, source, mode, opt, &[])
+}
+
+/// [`build_and_run`], the program run with `args`.
+fn build_and_run_with(dir: &Path, source: &str, mode: &str, opt: &str, args: &[&str]) -> (i32, PathBuf) {
     let exe = dir.join(format!("prog-{mode}"));
     let mut cmd = wrapper(source.ends_with(".cpp"));
     cmd.arg(format!("--pathprof-mode={mode}")).args([opt, "-g", "-pthread"]);
@@ -20,6 +25,7 @@ fn build_and_run(dir: &Path, source: &str, mode: &str, opt: &str) -> (i32, PathB
     run_ok(cmd.arg("-o").arg(&exe));
     let out_file = dir.join(if mode == "trace" { "out.pathtrace" } else { "out.pathprof" });
     let out = Command::new(&exe)
+        .args(args)
         .env("PATHPROF_TRACE", &out_file)
         .env("PATHPROF_FILE", &out_file)
         .output()
@@ -260,6 +266,12 @@ fn build_with(dir: &Path, source: &str, name: &str, flags: &[&str], opt: &str) -
     exe
 }
 
+/// The files in `dir` whose names start with `prefix`.
+fn files_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let named = |f: &PathBuf| f.file_name().unwrap().to_str().unwrap().starts_with(prefix);
+    std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).filter(named).collect()
+}
+
 /// The pid in a trace file's name (`…-%p.pathtrace`).
 fn pid_of(file: &Path) -> u32 {
     let name = file.file_name().unwrap().to_str().unwrap();
@@ -277,14 +289,7 @@ fn run_traced(exe: &Path, args: &[&str]) -> (std::process::ExitStatus, Vec<Threa
         .env("PATHPROF_SIGNALS", "1")
         .status()
         .expect("run program");
-    let files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|f| f.unwrap().path())
-        .filter(|f| {
-            let n = f.file_name().unwrap().to_str().unwrap();
-            n.starts_with(&format!("{stem}-")) && n.contains(".pathtrace")
-        })
-        .collect();
+    let files = files_starting(dir, &format!("{stem}-"));
     let mut procs = BTreeMap::new();
     for f in &files {
         let json = trace_json(f, &[]);
@@ -495,11 +500,7 @@ fn fork_tree_sums_to_edge_mode(source: &str, args: &[&str], processes: usize) ->
         let exe = build_with(&dir, source, "optimal", &[], opt);
         let pattern = dir.join("t-%p.pathtrace");
         assert!(Command::new(&exe).args(args).env("PATHPROF_TRACE", &pattern).status().unwrap().success());
-        files = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|f| f.unwrap().path())
-            .filter(|f| f.file_name().unwrap().to_str().unwrap().starts_with("t-"))
-            .collect();
+        files = files_starting(&dir, "t-");
         files.sort_by_key(|f| pid_of(f));
         assert_eq!(files.len(), processes, "{source} {opt}: trace files");
         let mut sum = Counts::new();
@@ -519,16 +520,8 @@ fn fork_tree_sums_to_edge_mode(source: &str, args: &[&str], processes: usize) ->
                 }
             }
         }
-        let edge_exe = dir.join("edge");
-        let mut cmd = wrapper(source.ends_with(".cpp"));
-        run_ok(
-            cmd.args(["--pathprof-mode=edge", opt, "-g", "-pthread"])
-                .arg(programs().join(source))
-                .arg("-o")
-                .arg(&edge_exe),
-        );
-        let prof = dir.join("out.pathprof");
-        assert!(Command::new(&edge_exe).args(args).env("PATHPROF_FILE", &prof).status().unwrap().success());
+        let (rc, prof) = build_and_run_with(&dir, source, "edge", opt, args);
+        assert_eq!(rc, 0, "{source} {opt}: the edge build's exit");
         // Functions a child never ran after the fork show zero counts in its summary: drop all-zero entries.
         sum.retain(|_, (b, _)| b.iter().any(|&n| n > 0));
         assert_eq!(sum, edge_counts(&show_json(&prof)), "{source} {opt}: summed trace counts differ from edge mode's");
@@ -569,11 +562,7 @@ fn fork_children_that_write_no_trace_are_named_in_the_parents() {
     let exe = build_with(&dir, "trace_fork_late.c", "optimal", &[], "-O2");
     let trace = dir.join("t.pathtrace");
     assert!(Command::new(&exe).arg("1000").env("PATHPROF_TRACE", &trace).status().unwrap().success());
-    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|f| f.unwrap().path())
-        .filter(|f| f.file_name().unwrap().to_str().unwrap().starts_with("t."))
-        .collect();
+    let files = files_starting(&dir, "t.");
     assert_eq!(files.len(), 1, "one trace file: {files:?}");
     let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary", "--json"]).arg(&trace));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -591,11 +580,7 @@ fn fork_children_that_write_no_trace_are_named_in_the_parents() {
         .status()
         .unwrap()
         .success());
-    for f in std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|f| f.unwrap().path())
-        .filter(|f| f.to_str().unwrap().ends_with(".pathtrace"))
-    {
+    for f in files_starting(&dir, "t-") {
         assert!(trace_json(&f, &["--summary"]).get("untraced_forks").is_none(), "{}", f.display());
     }
 }
