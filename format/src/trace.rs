@@ -7,8 +7,7 @@ use crate::trace_layout::*;
 use pathprof_core::tracing::{
     bit_tracing_with, BitReader, CallSites, FuncId, FuncTables, Program, ResumePoint, Waiting, WitnessPlan,
 };
-use pathprof_core::BlockId;
-use pathprof_core::Cfg;
+use pathprof_core::{BlockId, Cfg, EdgeKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -43,6 +42,10 @@ pub struct TraceModuleMeta {
     /// (empty when the pass made none). A candidate that `pathprof icache` proves against the binary before
     /// using it, like any other mapping.
     pub isel: Vec<IselPrediction>,
+    /// Per function of `module.functions`: the blocks that end in a tail call (`musttail`), where the
+    /// activation ends and the callee's follows at the caller's call site (`pathprof_core::tracing::regenerate`,
+    /// "Tail calls").
+    pub tail_calls: Vec<Vec<u32>>,
 }
 
 /// Mode icache: which traced block each machine block id (`.llvm_bb_addr_map`) of one function will be.
@@ -79,6 +82,8 @@ const TAIL_OPTIMIZER_LAST: u8 = 1;
 const TAIL_EXTRAS: u8 = 2;
 /// Tail flag: [`TraceModuleMeta::isel`] follows (postcard), after the extras.
 const TAIL_ISEL: u8 = 4;
+/// Tail flag: [`TraceModuleMeta::tail_calls`] follows (postcard), after the predicted ids.
+const TAIL_TAIL_CALLS: u8 = 8;
 
 /// Why a trace file cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -113,11 +118,13 @@ impl TraceModuleMeta {
             || self.direct.iter().any(|d| !d.is_empty())
             || self.implicit.iter().any(|d| !d.is_empty());
         let isel = self.isel.iter().any(|f| *f != IselPrediction::default());
-        if self.optimizer_last || extras || isel {
+        let tail_calls = self.tail_calls.iter().any(|b| !b.is_empty());
+        if self.optimizer_last || extras || isel || tail_calls {
             blob.push(
                 if self.optimizer_last { TAIL_OPTIMIZER_LAST } else { 0 }
                     | if extras { TAIL_EXTRAS } else { 0 }
-                    | if isel { TAIL_ISEL } else { 0 },
+                    | if isel { TAIL_ISEL } else { 0 }
+                    | if tail_calls { TAIL_TAIL_CALLS } else { 0 },
             );
         }
         if extras {
@@ -132,6 +139,9 @@ impl TraceModuleMeta {
         if isel {
             blob.extend_from_slice(&postcard::to_allocvec(&self.isel).expect("postcard serialisation of isel"));
         }
+        if tail_calls {
+            blob.extend_from_slice(&postcard::to_allocvec(&self.tail_calls).expect("postcard serialisation"));
+        }
         blob
     }
 
@@ -145,8 +155,8 @@ impl TraceModuleMeta {
         let (calls, rest): (Vec<Vec<u32>>, &[u8]) =
             postcard::take_from_bytes(&bytes[8 + len..]).map_err(|e| TraceError::Meta(e.to_string()))?;
         let (flags, rest) = rest.split_first().map_or((0, rest), |(&f, r)| (f, r));
-        if flags & !(TAIL_OPTIMIZER_LAST | TAIL_EXTRAS | TAIL_ISEL) != 0
-            || (flags & (TAIL_EXTRAS | TAIL_ISEL) == 0) != rest.is_empty()
+        if flags & !(TAIL_OPTIMIZER_LAST | TAIL_EXTRAS | TAIL_ISEL | TAIL_TAIL_CALLS) != 0
+            || (flags & (TAIL_EXTRAS | TAIL_ISEL | TAIL_TAIL_CALLS) == 0) != rest.is_empty()
         {
             return Err(bad("unknown metadata tail"));
         }
@@ -159,6 +169,11 @@ impl TraceModuleMeta {
             postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?
         } else {
             (vec![IselPrediction::default(); calls.len()], rest)
+        };
+        let (tail_calls, rest): (Vec<Vec<u32>>, &[u8]) = if flags & TAIL_TAIL_CALLS != 0 {
+            postcard::take_from_bytes(rest).map_err(|e| TraceError::Meta(e.to_string()))?
+        } else {
+            (vec![Vec::new(); calls.len()], rest)
         };
         if !rest.is_empty() {
             return Err(bad("unknown metadata tail"));
@@ -196,6 +211,17 @@ impl TraceModuleMeta {
         {
             return Err(bad("predicted machine block ids do not fit the functions"));
         }
+        // A tail call ends its activation: its block must be one the walk leaves by a return edge.
+        if tail_calls.len() != calls.len()
+            || tail_calls.iter().zip(&module.functions).any(|(t, f)| {
+                t.iter().any(|&b| {
+                    b as usize >= f.cfg.num_blocks()
+                        || !f.cfg.edges().iter().any(|e| e.from.0 == b && e.kind == EdgeKind::Return)
+                })
+            })
+        {
+            return Err(bad("tail calls do not fit the functions"));
+        }
         Ok(TraceModuleMeta {
             module,
             calls,
@@ -205,19 +231,25 @@ impl TraceModuleMeta {
             direct,
             implicit,
             isel,
+            tail_calls,
         })
     }
 }
 
 /// The witness plan and regeneration tables of one traced function: bit tracing, with `calls[b]` call sites in
-/// block `b` and `invokes` the blocks ending in an `invoke`. The pass instruments with the same plan, so both
-/// sides agree by construction.
-pub fn function_tables(cfg: &Cfg, calls: &[u32], invokes: &[u32]) -> Result<(WitnessPlan, FuncTables), String> {
+/// block `b`, `invokes` the blocks ending in an `invoke` and `tail_calls` those ending in a tail call. The pass
+/// instruments with the same plan, so both sides agree by construction.
+pub fn function_tables(
+    cfg: &Cfg,
+    calls: &[u32],
+    invokes: &[u32],
+    tail_calls: &[u32],
+) -> Result<(WitnessPlan, FuncTables), String> {
     let sites = CallSites::new(cfg, calls.to_vec()).map_err(|e| e.to_string())?;
     let sites = sites.with_invokes(invokes).map_err(|e| e.to_string())?;
     let plan = bit_tracing_with(cfg, &sites);
     let tables = FuncTables::build(cfg, &sites, &plan).map_err(|e| e.to_string())?;
-    Ok((plan, tables))
+    Ok((plan, tables.with_tail_calls(!tail_calls.is_empty())))
 }
 
 /// One thread's bits, reassembled from its records.
@@ -651,7 +683,7 @@ impl TraceFile {
             let mut first_site = 1u32;
             for (i, ((f, calls), invokes)) in m.module.functions.iter().zip(&m.calls).zip(&m.invokes).enumerate() {
                 let bad = |e: String| TraceError::Meta(format!("function `{}`: {e}", f.name));
-                let (_, t) = function_tables(&f.cfg, calls, invokes).map_err(bad)?;
+                let (_, t) = function_tables(&f.cfg, calls, invokes, &m.tail_calls[i]).map_err(bad)?;
                 let direct = m.direct[i].iter().map(|&(b, k, g)| (BlockId(b), k, FuncId(base + g)));
                 let t = t.with_direct_callees(direct).map_err(|e| bad(e.to_string()))?;
                 let implicit = m.implicit[i].iter().map(|&(b, k)| (BlockId(b), k));
@@ -852,7 +884,7 @@ impl TraceFile {
 /// requires of every function (without it, any file whose trace ids have a gap — a first module above id 0,
 /// a module's record lost — panicked here).
 fn placeholder() -> FuncTables {
-    use pathprof_core::{Edge, EdgeKind};
+    use pathprof_core::Edge;
     let cfg = Cfg::new(
         1,
         vec![
@@ -861,5 +893,5 @@ fn placeholder() -> FuncTables {
         ],
     )
     .expect("a one-block CFG");
-    function_tables(&cfg, &[0], &[]).expect("a one-block function").1.unclaimed()
+    function_tables(&cfg, &[0], &[], &[]).expect("a one-block function").1.unclaimed()
 }

@@ -27,6 +27,7 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
         direct: Vec::new(),
         implicit: Vec::new(),
         isel: Vec::new(),
+        tail_calls: Vec::new(),
     }
 }
 
@@ -181,6 +182,39 @@ fn the_predicted_isel_blocks_round_trip_with_and_without_extras_and_must_fit_the
             let mut bad = m.clone();
             bad.isel = isel;
             assert!(TraceModuleMeta::decode(&bad.encode()).is_err(), "{:?}", bad.isel);
+        }
+        let mut trailing = m.encode();
+        trailing.push(0);
+        assert!(TraceModuleMeta::decode(&trailing).is_err());
+    }
+}
+
+#[test]
+fn tail_calls_round_trip_after_the_other_tails_and_must_end_activations() {
+    for (optimizer_last, kept) in [(false, false), (false, true), (true, true)] {
+        let mut m = meta(optimizer_last);
+        m.module.functions = vec![two_block_function("f"), two_block_function("g")];
+        m.calls = vec![vec![0, 0], vec![0, 0]];
+        if kept {
+            m.kept_calls = vec!["h".into()];
+        }
+        // f's block 1 returns through a tail call; g makes none.
+        m.tail_calls = vec![vec![1], Vec::new()];
+        let back = TraceModuleMeta::decode(&m.encode()).unwrap();
+        assert_eq!((back.tail_calls.clone(), back.kept_calls.clone()), (m.tail_calls.clone(), m.kept_calls.clone()));
+        // None: the blob is the one without the field, decoded as one empty list per function.
+        let mut none = m.clone();
+        none.tail_calls = vec![Vec::new(); 2];
+        let mut older = m.clone();
+        older.tail_calls = Vec::new();
+        assert_eq!(none.encode(), older.encode());
+        assert_eq!(TraceModuleMeta::decode(&none.encode()).unwrap().tail_calls, none.tail_calls);
+        // A block that does not return (block 0 branches to block 1), a block the function does not have, a
+        // list per function missing, trailing bytes: refused.
+        for tail_calls in [vec![vec![0], vec![]], vec![vec![2], vec![]], vec![vec![1]]] {
+            let mut bad = m.clone();
+            bad.tail_calls = tail_calls;
+            assert!(TraceModuleMeta::decode(&bad.encode()).is_err(), "{:?}", bad.tail_calls);
         }
         let mut trailing = m.encode();
         trailing.push(0);

@@ -38,9 +38,15 @@
 //! pad starts with the unwind marker ([`symbols::TRACE_UNWIND`]: the reserved id [`UNWIND_ID`](pathprof_format::trace_layout::UNWIND_ID), the function's
 //! id and its activation depth) and puts the thread state back to the activation's body — frames the
 //! exception passed through leave no trace of their own, and `resume` restores the caller's call-site state as
-//! `ret` does. Functions with `musttail` calls or `callbr` (and `indirectbr` in mode icache) are left
+//! `ret` does. Functions with `callbr` (and `indirectbr` or `musttail` calls in mode icache) are left
 //! uninstrumented (a warning): their markers could not be placed yet. Their activations are then calls into
 //! untraced code.
+//!
+//! Tail calls: a `musttail` call is no call site. Its block is a return block, whose restore of the caller's
+//! call-site state goes before the call (`ir::source_end_insertion_point`), so the callee begins at the
+//! caller's caller's site, an activation there of its own when it is traced
+//! (`pathprof_core::tracing::regenerate`, "Tail calls"; the blocks travel in [`TraceModuleMeta::tail_calls`]).
+//! Such a function's announced entry never binds its site, and its calls are never implicit.
 //!
 //! The helpers these markers are written by are defined once per module by [`crate::trace_helpers`], which
 //! keeps each site's common path inline and shares every rarer path out of line. The entry's code goes after the
@@ -90,6 +96,8 @@ struct Planned {
     twice: Vec<Vec<bool>>,
     /// Blocks that end in an `invoke` (their last call site).
     invokes: Vec<u32>,
+    /// Blocks that end in a `musttail` call (no call site: the activation ends there, [`TraceModuleMeta::tail_calls`]).
+    tail_calls: Vec<u32>,
     /// Loops whose test's bits are written at the loop's exit (none in naive tracing and mode icache).
     deferred: Vec<DeferredLoop>,
 }
@@ -141,6 +149,7 @@ fn plan(f: LLVMValueRef, facts: &CallFacts, icache: bool, defer: bool) -> Result
     let mut calls = Vec::with_capacity(graph.blocks.len());
     let mut twice = Vec::with_capacity(graph.blocks.len());
     let mut invokes = Vec::new();
+    let mut tail_calls = Vec::new();
     for (bi, &bb) in graph.blocks.iter().enumerate() {
         let mut here = Vec::new();
         let mut here_twice = Vec::new();
@@ -162,9 +171,12 @@ fn plan(f: LLVMValueRef, facts: &CallFacts, icache: bool, defer: bool) -> Result
                 LLVMOpcode::LLVMIndirectBr if icache => {
                     return Err("`indirectbr` is not simulated yet (mode icache)".into())
                 }
-                LLVMOpcode::LLVMCall if ir::is_musttail(inst) => {
-                    return Err("`musttail` calls are not traced yet".into())
+                // Mode icache would have to follow the machine code's jump into the callee.
+                LLVMOpcode::LLVMCall if ir::is_musttail(inst) && icache => {
+                    return Err("`musttail` calls are not simulated yet (mode icache)".into())
                 }
+                // The activation ends before the call, which the callee's activation replaces: no call site.
+                LLVMOpcode::LLVMCall if ir::is_musttail(inst) => tail_calls.push(bi as u32),
                 _ if is_call_site(inst) => {
                     here.push(inst);
                     here_twice.push(facts.returns_twice(inst));
@@ -176,9 +188,9 @@ fn plan(f: LLVMValueRef, facts: &CallFacts, icache: bool, defer: bool) -> Result
         twice.push(here_twice);
     }
     let counts: Vec<u32> = calls.iter().map(|c| c.len() as u32).collect();
-    let (plan, tables) = function_tables(&graph.cfg, &counts, &invokes)?;
+    let (plan, tables) = function_tables(&graph.cfg, &counts, &invokes, &tail_calls)?;
     let deferred = if defer { deferred_loops_of(&graph, &counts, &invokes, &plan)? } else { Vec::new() };
-    Ok(Planned { f, graph, plan, tables, calls, twice, invokes, deferred })
+    Ok(Planned { f, graph, plan, tables, calls, twice, invokes, tail_calls, deferred })
 }
 
 /// The loops of `graph` whose test's bits the writer holds until the loop exits
@@ -307,6 +319,7 @@ pub fn instrument(
                 })
             })
             .collect(),
+        tail_calls: planned.iter().map(|p| p.tail_calls.clone()).collect(),
     };
     // Before any instrumentation: the implicit sites call marker-free copies of their leaves.
     unsafe { call_leaf_copies(&planned, &direct, &implicit) };
@@ -324,10 +337,9 @@ pub fn instrument(
     for &call in &untraced_calls {
         ir::withdraw_memory_promises(call);
     }
-    let may_resume: Vec<bool> = planned.iter().map(|p| p.tables.may_resume()).collect();
+    let binds: Vec<bool> = planned.iter().map(|p| p.tables.binds_its_site()).collect();
     for (index, p) in planned.iter().enumerate() {
-        let sites =
-            Sites { direct: &direct[index], copy: &implicit[index], certain: &certain[index], may_resume: &may_resume };
+        let sites = Sites { direct: &direct[index], copy: &implicit[index], certain: &certain[index], binds: &binds };
         branches += unsafe { emitter.function(p, &sites, index as u64, &mut site) };
         ir::mark_instrumented(p.f, INSTRUMENTED_MARK);
     }
@@ -431,13 +443,15 @@ fn implicit_sites(planned: &[Planned], direct: &[Vec<Vec<Option<u32>>>], config:
 /// site announces it as certain, and the site writes no Done. Not for the leaf copies' sites (implicit
 /// already), `setjmp` calls (never direct) or naive tracing (no markers; `direct` is empty there), and not for
 /// a callee with a `resume`: the reader takes its end as a return, after which a certain site is done, while
-/// the exception goes on to a landing pad whose unwind marker the caller's site must read.
+/// the exception goes on to a landing pad whose unwind marker the caller's site must read — nor for one with a
+/// tail call, whose callee's activation follows at the site.
 fn certain_sites(
     planned: &[Planned],
     direct: &[Vec<Vec<Option<u32>>>],
     copies: &[Vec<Vec<bool>>],
 ) -> Vec<Vec<Vec<bool>>> {
-    let sure: Vec<bool> = planned.iter().map(|p| ir::runs_own_definition(p.f) && !resumes(p)).collect();
+    let sure: Vec<bool> =
+        planned.iter().map(|p| ir::runs_own_definition(p.f) && !resumes(p) && p.tail_calls.is_empty()).collect();
     planned
         .iter()
         .zip(direct.iter().zip(copies))
@@ -512,17 +526,18 @@ struct Sites<'a> {
     copy: &'a [Vec<bool>],
     /// Per block and call: a certain call (announced as such; no Enter, no Done).
     certain: &'a [Vec<bool>],
-    /// Per planned function: whether it has an unwind edge ([`FuncTables::may_resume`], the test `enter`'s
-    /// `binds` makes), so that its return never ends a direct call site: the site's return is a plain `done`,
-    /// without the test for a flagged state. (Not [`resumes`], which asks for a `resume` terminator.)
-    may_resume: &'a [bool],
+    /// Per planned function: whether its announced entry binds the site ([`FuncTables::binds_its_site`], the
+    /// test `enter`'s `binds` makes): otherwise (an unwind edge, a tail call) its return never ends a direct
+    /// call site, and the site's return is a plain `done`, without the test for a flagged state. (Not
+    /// [`resumes`], which asks for a `resume` terminator.)
+    binds: &'a [bool],
 }
 
 impl Sites<'_> {
     /// Whether call `k` of block `b` calls a traced function directly whose announced entry there binds the site
     /// (it cannot resume): only then may the site find its state flagged on return (`done_direct`).
     fn binding_callee(&self, b: usize, k: usize) -> bool {
-        self.direct[b][k].is_some_and(|g| !self.may_resume[g as usize])
+        self.direct[b][k].is_some_and(|g| self.binds[g as usize])
     }
 }
 
@@ -761,9 +776,9 @@ impl Emitter {
         };
         let first = ir::entry_insertion_point(p.f);
         LLVMPositionBuilderBefore(b, first);
-        // A function that cannot resume (core's test, the reader's too): its return after an announced entry
-        // ends the site.
-        let binds = if p.tables.may_resume() { 0 } else { STATE_CERTAIN };
+        // A function that can neither resume nor tail-call (core's test, the reader's too): its return after an
+        // announced entry ends the site.
+        let binds = if p.tables.binds_its_site() { STATE_CERTAIN } else { 0 };
         let saved = call(self.enter, &mut [c(index), c(binds)]);
         let d = LLVMBuildAdd(b, LLVMBuildAnd(b, saved, c(0xffff_ffff), c"".as_ptr()), c(1), c"pathprof.depth".as_ptr());
         let pstate = {
@@ -900,7 +915,8 @@ impl Emitter {
                 })
                 .collect();
             if ir::opcode(term) == LLVMOpcode::LLVMRet || ir::opcode(term) == LLVMOpcode::LLVMResume {
-                LLVMPositionBuilderBefore(b, term);
+                // Before a `musttail` call too: its callee begins at the caller's call site.
+                LLVMPositionBuilderBefore(b, ir::source_end_insertion_point(bb).expect("a block has a terminator"));
                 LLVMBuildStore(b, saved, pstate);
             }
             if traced.len() < 2 || self.naive {

@@ -671,6 +671,38 @@ fn direct_indirect_and_untraced_caller_entries_regenerate_exactly() {
     assert_eq!(entries("hop") + entries("bail"), 0);
 }
 
+/// `musttail` calls (trace_musttail.c): the caller's activation ends at the tail call and the callee's follows
+/// at the caller's caller's call site — at a direct site that announced the caller (which then does not bind
+/// it), at a would-be certain site of a static caller, through a table of handlers, and into the C library
+/// (one call calling back). Regenerates exactly at -O0 and -O2, the counts equal edge mode's, and the
+/// activations are the hand-derived ones (the program's comment).
+#[test]
+fn tail_calls_regenerate_exactly() {
+    let procs = optimal_equals_naive("trace_musttail.c", &[], "complete");
+    let steps = &procs[0][0].3;
+    let entries = |name: &str| steps.iter().filter(|(f, b)| f == name && *b == 0).count();
+    for (f, n) in [
+        ("is_even", 501 + 6),
+        ("is_odd", 501 + 5),
+        ("op_inc", 9),
+        ("op_dbl", 9),
+        ("op_loop", 9),
+        ("op_halt", 1),
+        ("run_prog", 1),
+        ("wrap", 3),
+        ("twice", 3),
+        ("say", 2),
+        ("find", 1),
+    ] {
+        assert_eq!(entries(f), n, "{f}");
+    }
+    assert!(entries("cmp_int") >= 1, "bsearch called back into cmp_int");
+    // A tail callee runs after its caller's last block: op_halt right after op_loop's.
+    let halt = steps.iter().position(|(f, _)| f == "op_halt").unwrap();
+    assert_eq!(steps[halt - 1].0, "op_loop");
+    check_against_edge_mode("trace_musttail.c", "complete");
+}
+
 #[test]
 fn exceptions_regenerate_exactly() {
     // Throws caught several frames up, through a frame without landing pads (pass_through), a cleanup that

@@ -69,7 +69,7 @@ pub fn encode<S: SymbolSink>(program: &Program, events: &[Event], sink: &mut S) 
                 }
                 if let Some(top) = stack.last_mut() {
                     top.began = true;
-                    top.bound = announced == Some(f) && !t.may_resume();
+                    top.bound = announced == Some(f) && t.binds_its_site();
                 }
                 stack.push(Activation { func: f, vertex: t.entry, done: 0, began: false, bound: false });
             }

@@ -35,6 +35,8 @@ mod tests_paper;
 #[cfg(test)]
 mod tests_prop;
 #[cfg(test)]
+mod tests_tail_calls;
+#[cfg(test)]
 mod tests_unwind;
 
 crate::graph::typed_index!(

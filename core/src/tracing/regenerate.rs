@@ -59,7 +59,14 @@
 //! handler, entering traced code after it is an abnormal transfer the writer detects). The site's Done then
 //! follows without being written — unless the callee may end with `resume` ([`FuncTables::may_resume`]),
 //! which the reader takes for a return while the exception goes on to a landing pad whose marker the site
-//! must read. A direct call thus costs 1 bit, not 22.
+//! must read, or in a tail call ([`FuncTables::with_tail_calls`]), whose callee's activation comes next at the
+//! site. A direct call thus costs 1 bit, not 22.
+//!
+//! # Tail calls
+//! A `musttail` call ends its caller's activation: the caller's block that makes it is a return block (the
+//! walk takes its return edge), the writer puts the caller's call site back before the call, as a return
+//! would, and the callee runs as if the caller's caller had called it at that site — an activation of its own
+//! there if it is traced, the site's Done after it.
 //!
 //! # Implicit calls
 //! At a direct call site marked implicit ([`FuncTables::with_implicit_sites`]) the callee surely runs exactly
@@ -284,10 +291,11 @@ impl Frame {
 }
 
 /// Whether an activation of `g` beginning at a call site that announced `announced` binds the site: it is the
-/// announced callee, which cannot resume, so its return ends the site (module docs, "Direct calls").
+/// announced callee, which can neither resume nor tail-call, so its return ends the site (module docs, "Direct
+/// calls").
 #[inline]
 fn binds(program: &Program, announced: Option<FuncId>, g: FuncId) -> bool {
-    announced == Some(g) && program.func(g).is_some_and(|t| !t.may_resume())
+    announced == Some(g) && program.func(g).is_some_and(FuncTables::binds_its_site)
 }
 
 /// The call site `fr` waits at returned (its Done, or an abandon marker standing for it); whether its block

@@ -92,6 +92,8 @@ pub struct FuncTables {
     pub(crate) unwind: Vec<u32>,
     /// Some vertex has an unwind edge ([`FuncTables::may_resume`]).
     may_resume: bool,
+    /// An activation may end in a tail call ([`FuncTables::with_tail_calls`]).
+    tail_calls: bool,
     /// The writer's number of the function's first call site ([`FuncTables::with_first_site`]; [`NONE`]:
     /// unknown).
     first_site: u32,
@@ -213,6 +215,7 @@ impl FuncTables {
             .collect();
         Ok(FuncTables {
             may_resume: unwind.iter().any(|&e| e != NONE),
+            tail_calls: false,
             first_site: NONE,
             verts,
             trans,
@@ -283,10 +286,11 @@ impl FuncTables {
         }
     }
 
-    /// Whether an activation writes nothing at all: no call sites, no decision, no EOF — a function whose
-    /// entry determines its whole path (a straight-line leaf), which can be called implicitly.
+    /// Whether an activation writes nothing at all: no call sites, no decision, no EOF, no tail call — a
+    /// function whose entry determines its whole path (a straight-line leaf), which can be called implicitly.
     pub fn is_marker_free(&self) -> bool {
-        self.calls.iter().all(|&n| n == 0)
+        !self.tail_calls
+            && self.calls.iter().all(|&n| n == 0)
             && self.verts.iter().all(|v| v.kind & PRED == 0)
             && self.eof == NONE
             && self.edge_witness.iter().all(|&w| w == NONE)
@@ -320,6 +324,25 @@ impl FuncTables {
     #[inline]
     pub fn may_resume(&self) -> bool {
         self.may_resume
+    }
+
+    /// The same tables for a function whose activations may end in a tail call (a `musttail` call right before
+    /// a `ret`): the activation ends there — the walk takes the block's return edge — and the callee's
+    /// activation, if it is traced, follows at the caller's call site like a callback of an untraced callee.
+    /// So such a function never binds the site that announced it ([`FuncTables::binds_its_site`]) and is never
+    /// called implicitly ([`FuncTables::is_marker_free`]).
+    pub fn with_tail_calls(mut self, tail_calls: bool) -> FuncTables {
+        self.tail_calls = tail_calls;
+        self
+    }
+
+    /// Whether the function's announced activation at a direct call site is the only one there, so that its
+    /// return ends the site and the site's Done is implied ([`super::regenerate`], "Direct calls"): not when it
+    /// may end with `resume` (the exception goes on to a landing pad whose marker the site reads) or in a tail
+    /// call (the tail callee's activation comes next at the site).
+    #[inline]
+    pub fn binds_its_site(&self) -> bool {
+        !self.may_resume && !self.tail_calls
     }
 
     /// The traced function called directly at call site `call` of `v`, if any.
