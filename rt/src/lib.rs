@@ -31,9 +31,10 @@
 //! safe before `main`, from several shared objects and from concurrent `dlopen`s. The first registration
 //! installs the exit dump with `atexit` and a `pthread_atfork` child handler, once (an atomic flag guards it).
 //! The pass also emits a destructor calling [`__pathprof_unregister_module`], which merges the module's counts
-//! into the file and unlinks it — or, after the exit dump (destructors run after `atexit` handlers at exit),
-//! only unlinks it — so a `dlclose`d library keeps its counts and never leaves a dangling descriptor in a
-//! runtime copy it does not own.
+//! into the file and unlinks it, so a `dlclose`d library keeps its counts and never leaves a dangling descriptor
+//! in a runtime copy it does not own. At exit the destructors run after the `atexit` handlers, the pass's (at
+//! priority 1) after the program's own: its merge adds what the program's destructors counted after the exit
+//! dump (nothing new: nothing written).
 //!
 //! # Dumping
 //! [`__pathprof_dump`] (also the exit handler) *drains*: it merges the counts accumulated since the last dump or
@@ -265,9 +266,11 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
     if desc.is_null() || !modules().any(|m| m == desc) {
         return;
     }
-    // After the exit dump (module destructors run after it at exit) the counts are written: unlink only. If
-    // the exit dump failed, its warning was printed and retrying here would print another.
-    if !guard.state().exit_failed && !guard.state().exiting {
+    // At exit the module destructors run after the exit dump, and after the program's own destructors (theirs
+    // have the default priority, the pass's run last), whose counts the exit dump could not see: this dump
+    // merges them (a dump with nothing new writes nothing). If the exit dump failed, its warning was printed
+    // and retrying here would print another.
+    if !guard.state().exit_failed {
         let _ = dump::dump(guard.state(), dump::Scope::One(desc), Kind::Normal);
     }
     unlink(desc);

@@ -5,8 +5,9 @@
 //! [`__pathprof_trace_spill_word`] with every full 64-bit word. The runtime keeps, per thread, a fixed buffer of
 //! [`BUF_WORDS`] words (allocated once, with `mmap`, at the thread's first traced entry) and writes it as one
 //! `REC_DATA` record when full: memory is bounded and the hot path never allocates. At thread exit (a
-//! `pthread` key destructor) and at process exit (`atexit`) the thread's last bits and an `REC_END` record
-//! go out; a thread at its top level then gets its final `Done` and is marked complete.
+//! `pthread` key destructor) and at process exit — after the program's destructors, at the last module's
+//! destructor ([`exit_handler`]) — the thread's last bits and an `REC_END` record go out; a thread at its top
+//! level then gets its final `Done` and is marked complete.
 //!
 //! Modules register from constructors ([`__pathprof_trace_register`]), which opens the file and assigns each a
 //! range of trace ids from the file header's next id; their metadata goes into the file at once.
@@ -116,6 +117,8 @@ struct State {
     overflow: bool,
     /// The exit flush ran.
     closed: bool,
+    /// `exit` ran the `atexit` handlers: the threads end at the last module's unregistration ([`exit_handler`]).
+    exiting: bool,
     /// The modules write naive items (`DESC_NAIVE`); the first registration decides.
     naive: Option<bool>,
     /// Data bytes this process wrote to its file, and the cap (`PATHPROF_TRACE_MAX`).
@@ -149,6 +152,7 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     disabled: false,
     overflow: false,
     closed: false,
+    exiting: false,
     naive: None,
     data_bytes: 0,
     max_bytes: u64::MAX,
@@ -250,6 +254,11 @@ pub unsafe extern "C" fn __pathprof_trace_unregister(desc: *mut TraceModuleDesc)
             }
             at = &mut (**at).next;
         }
+    }
+    // At exit the pass's module destructors run last, after the program's own (see [`exit_handler`]).
+    let last = st.exiting && st.modules.is_null();
+    if last {
+        end_every_thread(g);
     }
 }
 
@@ -651,8 +660,32 @@ unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
     }
 }
 
+/// At `exit`, after the program's own `atexit` handlers: every thread's full words go out, and the threads go
+/// on. Their ends wait for the last module's destructor ([`__pathprof_trace_unregister`]): the program's
+/// destructors (`__attribute__((destructor))`, `.fini_array`) run after the `atexit` handlers and may run traced
+/// code, and the pass's destructors (priority 1) run after them. Ended here, a thread read back complete
+/// without its destructors' activations. Should the image end first (`_exit` in a destructor, a fatal signal),
+/// those paths end the threads, as anywhere else.
 extern "C" fn exit_handler() {
-    end_every_thread(lock());
+    let mut g = lock();
+    let st = g.state();
+    if st.closed {
+        return;
+    }
+    if st.modules.is_null() {
+        return end_every_thread(g);
+    }
+    st.exiting = true;
+    let mut t = st.threads;
+    while !t.is_null() {
+        // SAFETY: records on the list are live (their threads have not exited).
+        unsafe {
+            if !(*t).ring.on() && (*t).fill > 0 {
+                flush_data(st, &mut *t);
+            }
+            t = (*t).next;
+        }
+    }
 }
 
 /// Writes every thread's end ([`END_AT_EXIT`] unless at its top level) and closes the file.

@@ -703,6 +703,22 @@ fn tail_calls_regenerate_exactly() {
     check_against_edge_mode("trace_musttail.c", "complete");
 }
 
+/// The program's destructors run after the `atexit` handlers (destructors.c): the threads end at the last
+/// module destructor, so a trace holds what they ran and is complete — before, it read back complete without
+/// them. Returning from `main` and `exit` from a callee; the counts equal edge mode's, helper's entries as the
+/// program's comment derives them.
+#[test]
+fn what_destructors_run_is_in_the_trace() {
+    for (args, status) in [(&[][..], "complete"), (&["x"][..], "cut short")] {
+        let procs = optimal_equals_naive("destructors.c", args, status);
+        let steps = &procs[0][0].3;
+        let entries = |name: &str| steps.iter().filter(|(f, b)| f == name && *b == 0).count();
+        assert_eq!((entries("bye"), entries("helper"), entries("at_exit_fn")), (1, 10, 1), "{args:?}");
+        assert_eq!(steps.last().unwrap().0, "bye", "{args:?}: the destructor runs last");
+    }
+    check_against_edge_mode("destructors.c", "complete");
+}
+
 #[test]
 fn exceptions_regenerate_exactly() {
     // Throws caught several frames up, through a frame without landing pads (pass_through), a cleanup that
