@@ -544,6 +544,14 @@ pub fn run(args: &Args) -> Result<()> {
         out.flush()?;
         return Ok(());
     }
+    if file.threads.is_empty() && !args.json {
+        // An empty listing would not say why.
+        eprintln!(
+            "pathprof: note: no thread in {}: the traced code never ran, or the process ended without writing \
+             its trace (killed, or its image ended in untraced code)",
+            args.file.display()
+        );
+    }
     let names = Names::new(&file, &owner);
     let flat = Flat::new(&file, &owner, &names, &program);
     let mut totals =

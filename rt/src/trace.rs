@@ -495,7 +495,7 @@ fn install(st: &mut State) {
         libc::pthread_key_create(&mut st.key, Some(thread_exit));
         libc::atexit(exit_handler);
         libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
-        sys::at_quick_exit(exit_handler);
+        sys::at_quick_exit(quick_exit_handler);
     }
     if let Some(max) = sys::env(c"PATHPROF_TRACE_MAX").and_then(parse_size) {
         st.max_bytes = max;
@@ -686,6 +686,12 @@ extern "C" fn exit_handler() {
             t = (*t).next;
         }
     }
+}
+
+/// At `quick_exit`, after the program's own `at_quick_exit` handlers: no destructor runs after it, so every
+/// thread ends here.
+extern "C" fn quick_exit_handler() {
+    end_every_thread(lock());
 }
 
 /// Writes every thread's end ([`END_AT_EXIT`] unless at its top level) and closes the file.

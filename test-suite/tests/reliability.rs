@@ -578,22 +578,30 @@ fn a_program_that_used_up_its_descriptors_still_gets_its_profile() {
 /// What the program's destructors run is counted (destructors.c): they run after the `atexit` handlers, where
 /// the runtime writes the profile, so the pass's module destructor — the last to run — merges what they counted
 /// since. Before, `bye` and `helper` read back with no entries, and exact. Every counting mode, returning from
-/// `main` and calling `exit` from a callee; counts as the program's comment derives them.
+/// `main`, calling `exit` from a callee and `quick_exit` (no destructor runs); counts as the program's comment
+/// derives them.
 #[test]
 fn what_destructors_run_after_the_exit_dump_is_counted() {
     let dir = scratch("destructors");
     for mode in ["edge", "block", "path", "context", "piecewise"] {
         let exe = build(&dir, mode, &["../destructors.c"], "-O1", mode, false);
-        for (args, code) in [(&[][..], 0), (&["x"][..], 3)] {
-            let profile = dir.join(format!("{mode}-{}.pathprof", args.len()));
+        for (args, code) in [(&[][..], 0), (&["x"][..], 3), (&["q"][..], 4)] {
+            let quick = code == 4;
+            let profile = dir.join(format!("{mode}-{code}.pathprof"));
             let out = output_within(program(&exe, args, &dir, &profile), 60, "destructors");
             assert_eq!(ending(out.status), Ok(code), "{mode} {args:?}: {}", describe(&out));
             assert!(out.stderr.is_empty(), "{mode} {args:?}: {}", describe(&out));
             let show = show_json(&profile);
-            for (f, entries) in [("bye", 1), ("helper", 10), ("at_exit_fn", 1), ("main", 1)] {
+            let after = if quick { 0 } else { 1 };
+            for (f, entries) in
+                [("bye", after), ("helper", 10 * after), ("at_exit_fn", after), ("on_quick_exit", 1 - after)]
+            {
                 let f = function(&show, f);
                 assert_eq!(f["exact"], true, "{mode} {args:?}: {f}");
                 assert_eq!(f["entry_count"].as_u64(), Some(entries), "{mode} {args:?}: {f}");
+            }
+            if quick {
+                continue;
             }
             let counts = |name: &str| -> Vec<u64> {
                 let f = function(&show, name);

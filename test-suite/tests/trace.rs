@@ -217,6 +217,23 @@ fn tiny_program_regenerates_the_hand_derived_sequence() {
     assert!(steps.last().unwrap().2.contains(&7), "{steps:?}");
 }
 
+/// A process killed before its trace had a thread (trace_killed.c, SIGKILL): the listing would be empty, so
+/// `pathprof trace` says why on one line, and exits 0 (the file is sound).
+#[test]
+fn a_trace_without_threads_says_so() {
+    let dir = scratch("trace-killed");
+    let exe = build_with(&dir, "trace_killed.c", "killed", &[], "-O1");
+    let trace = dir.join("killed.pathtrace");
+    let status = Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap();
+    assert_eq!(status.signal(), Some(9));
+    let out = Command::new(dist().join("bin/pathprof")).arg("trace").arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no thread in") && err.contains("killed"), "{err}");
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let dir = scratch("trace-bad");
@@ -705,16 +722,17 @@ fn tail_calls_regenerate_exactly() {
 
 /// The program's destructors run after the `atexit` handlers (destructors.c): the threads end at the last
 /// module destructor, so a trace holds what they ran and is complete — before, it read back complete without
-/// them. Returning from `main` and `exit` from a callee; the counts equal edge mode's, helper's entries as the
-/// program's comment derives them.
+/// them. Returning from `main` and `exit` from a callee; `quick_exit` runs no destructor and ends the threads
+/// at once. The counts equal edge mode's, the entries as the program's comment derives them.
 #[test]
 fn what_destructors_run_is_in_the_trace() {
-    for (args, status) in [(&[][..], "complete"), (&["x"][..], "cut short")] {
+    for (args, status) in [(&[][..], "complete"), (&["x"][..], "cut short"), (&["q"][..], "cut short")] {
         let procs = optimal_equals_naive("destructors.c", args, status);
         let steps = &procs[0][0].3;
         let entries = |name: &str| steps.iter().filter(|(f, b)| f == name && *b == 0).count();
-        assert_eq!((entries("bye"), entries("helper"), entries("at_exit_fn")), (1, 10, 1), "{args:?}");
-        assert_eq!(steps.last().unwrap().0, "bye", "{args:?}: the destructor runs last");
+        let (last, want) = if args == ["q"] { ("on_quick_exit", (0, 0, 0)) } else { ("bye", (1, 10, 1)) };
+        assert_eq!((entries("bye"), entries("helper"), entries("at_exit_fn")), want, "{args:?}");
+        assert_eq!(steps.last().unwrap().0, last, "{args:?}: what runs last");
     }
     check_against_edge_mode("destructors.c", "complete");
 }
