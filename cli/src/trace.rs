@@ -861,6 +861,17 @@ fn regenerate_thread(
                 (format!("cut short: the thread ended{at}"), true)
             })
         }
+        // Still going round a loop that reads nothing when the stream ended: exact up to the loop, but how often it
+        // went round is not recorded, so the counts are not vouched for.
+        Err(RegenError::EndlessLoop { func, block }) => Ok((
+            format!(
+                "cut short inside {} at block {}, in a loop without decisions: its iterations after the last \
+                 decision are not recorded, so its counts are not exact",
+                names.name(func),
+                block.0
+            ),
+            false,
+        )),
         Err(e) => {
             let e = match e {
                 RegenError::Stream { func: Some(f), block: Some(b), .. } => {

@@ -217,6 +217,36 @@ fn tiny_program_regenerates_the_hand_derived_sequence() {
     assert!(steps.last().unwrap().2.contains(&7), "{steps:?}");
 }
 
+/// A thread still in a loop without decisions when the process exits (trace_inflight.c): the reader used to
+/// walk that loop forever (`pathprof trace` spun for minutes on QuickJS's worker threads). Now the thread reads
+/// back cut short inside the loop, its counts not vouched for, and the main thread complete; at -O0 and -O2.
+#[test]
+fn a_thread_left_in_a_loop_without_decisions_reads_back_cut_short() {
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("trace-inflight{opt}"));
+        let exe = build_with(&dir, "trace_inflight.c", "inflight", &[], opt);
+        let trace = dir.join("inflight.pathtrace");
+        assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
+        let out = Command::new("timeout")
+            .args(["60", dist().join("bin/pathprof").to_str().unwrap(), "trace", "--summary", "--json"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{opt}: {}", String::from_utf8_lossy(&out.stderr));
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let statuses: Vec<&str> =
+            json["threads"].as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
+        assert_eq!(statuses.len(), 2, "{opt}: {statuses:?}");
+        assert!(statuses.contains(&"complete"), "{opt}: {statuses:?}");
+        assert!(
+            statuses.iter().any(|s| s.contains("spin") && s.contains("loop without decisions")),
+            "{opt}: {statuses:?}"
+        );
+        let spin = json["functions"].as_array().unwrap().iter().find(|f| f["name"] == "spin").unwrap();
+        assert_eq!(spin["exact"], false, "{opt}: {spin}");
+    }
+}
+
 /// A process killed before its trace had a thread (trace_killed.c, SIGKILL): the listing would be empty, so
 /// `pathprof trace` says why on one line, and exits 0 (the file is sound).
 #[test]

@@ -31,6 +31,8 @@ pub mod view;
 #[cfg(test)]
 mod tests_abandon;
 #[cfg(test)]
+mod tests_endless_loop;
+#[cfg(test)]
 mod tests_paper;
 #[cfg(test)]
 mod tests_prop;

@@ -173,6 +173,16 @@ pub enum RegenError {
     /// More blocks than the caller allowed (a decision-free infinite loop, or a corrupt trace).
     #[error("more than {0} blocks")]
     BlockLimit(u64),
+    /// The walk went round a loop that reads nothing — no decision, no call site that reads a marker — so it
+    /// would never end: the thread was still in that loop when its stream ended (another thread's `exit`, a
+    /// kill). How many times it went round is not recorded.
+    #[error("{func} runs a loop without decisions at {block}: the trace ends inside it")]
+    EndlessLoop {
+        /// The function.
+        func: FuncId,
+        /// A block of the loop.
+        block: BlockId,
+    },
     /// A resync marker that fits no activation on the stack (a corrupt trace).
     #[error("resync marker {0:?} fits no activation")]
     BadResync(Resync),
@@ -568,6 +578,9 @@ fn walk<D: DecisionSource, S: StepSink>(
         *budget -= 1;
         Ok(())
     };
+    // Steps since the last read: without reads the walk's state is its vertex alone (the pending witness stays),
+    // so more steps than the function has vertices go round a loop that never ends.
+    let mut quiet = 0usize;
     // Whether v's own events (its call sites, or the return at EXIT) are still to be read.
     let mut arrived = match arrival {
         Arrival::Entered => {
@@ -583,6 +596,10 @@ fn walk<D: DecisionSource, S: StepSink>(
         Arrival::Resumed => false,
     };
     loop {
+        quiet += 1;
+        if quiet > t.verts.len() + 1 {
+            return Err(RegenError::EndlessLoop { func: f, block: v });
+        }
         let ve = &t.verts[v.index()];
         if arrived && ve.kind & SPECIAL != 0 {
             if v == t.exit {
@@ -612,6 +629,7 @@ fn walk<D: DecisionSource, S: StepSink>(
                     return Ok(Stop::Enter(g));
                 }
                 let announced = t.direct_callee(v, n - left);
+                quiet = 0;
                 match src.activation(announced, program.func_bits).map_err(|e| stream(e, v))? {
                     None => {
                         sink.site_done(f, v);
@@ -648,6 +666,7 @@ fn walk<D: DecisionSource, S: StepSink>(
             t.trans[ve.row as usize]
         } else {
             if pending == NONE {
+                quiet = 0;
                 pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
             }
             let i = pending.wrapping_sub(ve.lo);
@@ -662,6 +681,7 @@ fn walk<D: DecisionSource, S: StepSink>(
         };
         if tr.witness != NONE {
             if pending == NONE {
+                quiet = 0;
                 pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
             }
             if pending != tr.witness {
