@@ -111,10 +111,30 @@ def ensure_apt(manifest, projects):
     return updated
 
 
+def suite_apt_options(work, suite):
+    """apt options of a private apt state for another Debian suite's sources (`suite` in the manifest: a
+    package bookworm does not have). Nothing of the machine's apt configuration changes: its own lists stay
+    as they are; the one deb-src line uses the URI of debian.sources' first entry."""
+    base = work / f"apt-{suite}"
+    for d in ("lists/partial", "cache/archives/partial", "parts"):
+        (base / d).mkdir(parents=True, exist_ok=True)
+    uri = "http://deb.debian.org/debian"
+    src = Path("/etc/apt/sources.list.d/debian.sources")
+    if src.exists():
+        m = re.search(r"^URIs:\s*(\S+)", src.read_text(), re.M)
+        if m:
+            uri = m.group(1)
+    (base / "sources.list").write_text(f"deb-src {uri} {suite} main\n")
+    return ["-o", f"Dir::Etc::SourceList={base / 'sources.list'}", "-o", f"Dir::Etc::SourceParts={base / 'parts'}",
+            "-o", f"Dir::State::Lists={base / 'lists'}", "-o", f"Dir::Cache={base / 'cache'}"]
+
+
 def fetch_source(work, name, entry, apt_updated):
-    """Downloads the Debian source package (release suite) once; returns the upstream tarball."""
+    """Downloads the Debian source package (release suite, or the manifest's `suite`) once; returns the
+    upstream tarball."""
     dest = work / "sources" / entry["package"]
     dest.mkdir(parents=True, exist_ok=True)
+    suite = entry.get("suite", "bookworm")
 
     def tarball():
         found = [p for p in dest.glob("*.orig.tar.*") if not p.name.endswith(".asc")]
@@ -122,13 +142,14 @@ def fetch_source(work, name, entry, apt_updated):
 
     if tarball() is None:
         os.chmod(dest, 0o777)  # apt's _apt user downloads into it when it can
-        cmd = ["apt-get", "source", "--download-only", f"{entry['package']}/bookworm"]
+        opts = [] if suite == "bookworm" else suite_apt_options(work, suite)
+        cmd = ["apt-get", *opts, "source", "--download-only", f"{entry['package']}/{suite}"]
         r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
-        if r.returncode != 0 and not apt_updated:
-            subprocess.run(sudo() + ["apt-get", "update", "-qq"], check=False)
+        if r.returncode != 0 and (opts or not apt_updated):
+            subprocess.run(sudo() + ["apt-get", *opts, "update", "-qq"], check=False)
             r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
         if r.returncode != 0 or tarball() is None:
-            raise RuntimeError(f"apt-get source {entry['package']}/bookworm failed: {r.stderr.strip()[-400:]}")
+            raise RuntimeError(f"apt-get source {entry['package']}/{suite} failed: {r.stderr.strip()[-400:]}")
     return tarball()
 
 
