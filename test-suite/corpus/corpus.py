@@ -112,12 +112,16 @@ def ensure_apt(manifest, projects):
 
 
 def suite_apt_options(work, suite):
-    """apt options of a private apt state for another Debian suite's sources (`suite` in the manifest: a
-    package bookworm does not have). Nothing of the machine's apt configuration changes: its own lists stay
-    as they are; the one deb-src line uses the URI of debian.sources' first entry."""
+    """apt options and environment of a private apt state for another Debian suite's sources (`suite` in the
+    manifest: a package bookworm does not have). Nothing of the machine's apt configuration changes: its own
+    lists stay as they are; the one deb-src line uses the URI of debian.sources' first entry. TMPDIR is a
+    directory of the state's own that apt's unprivileged `_apt` user can write: the signature check writes a
+    temporary file there, and /tmp need not be world-writable (on this machine it was 0755 at times: "Couldn't
+    create temporary file /tmp/apt.conf.… for passing config to apt-key", then "not signed")."""
     base = work / f"apt-{suite}"
-    for d in ("lists/partial", "cache/archives/partial", "parts"):
+    for d in ("lists/partial", "cache/archives/partial", "parts", "tmp"):
         (base / d).mkdir(parents=True, exist_ok=True)
+    os.chmod(base / "tmp", 0o1777)
     uri = "http://deb.debian.org/debian"
     src = Path("/etc/apt/sources.list.d/debian.sources")
     if src.exists():
@@ -125,8 +129,9 @@ def suite_apt_options(work, suite):
         if m:
             uri = m.group(1)
     (base / "sources.list").write_text(f"deb-src {uri} {suite} main\n")
-    return ["-o", f"Dir::Etc::SourceList={base / 'sources.list'}", "-o", f"Dir::Etc::SourceParts={base / 'parts'}",
-            "-o", f"Dir::State::Lists={base / 'lists'}", "-o", f"Dir::Cache={base / 'cache'}"]
+    return (["-o", f"Dir::Etc::SourceList={base / 'sources.list'}", "-o", f"Dir::Etc::SourceParts={base / 'parts'}",
+             "-o", f"Dir::State::Lists={base / 'lists'}", "-o", f"Dir::Cache={base / 'cache'}"],
+            {**os.environ, "TMPDIR": str(base / "tmp")})
 
 
 def fetch_source(work, name, entry, apt_updated):
@@ -142,12 +147,13 @@ def fetch_source(work, name, entry, apt_updated):
 
     if tarball() is None:
         os.chmod(dest, 0o777)  # apt's _apt user downloads into it when it can
-        opts = [] if suite == "bookworm" else suite_apt_options(work, suite)
+        opts, env = ([], None) if suite == "bookworm" else suite_apt_options(work, suite)
         cmd = ["apt-get", *opts, "source", "--download-only", f"{entry['package']}/{suite}"]
-        r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
+        r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True, env=env)
         if r.returncode != 0 and (opts or not apt_updated):
-            subprocess.run(sudo() + ["apt-get", *opts, "update", "-qq"], check=False)
-            r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
+            update = sudo() + (["env", f"TMPDIR={env['TMPDIR']}"] if env and sudo() else []) + ["apt-get", *opts, "update", "-qq"]
+            subprocess.run(update, check=False, env=env)
+            r = subprocess.run(cmd, cwd=dest, capture_output=True, text=True, env=env)
         if r.returncode != 0 or tarball() is None:
             raise RuntimeError(f"apt-get source {entry['package']}/{suite} failed: {r.stderr.strip()[-400:]}")
     return tarball()
