@@ -1,4 +1,5 @@
-//! `pathprof merge A B... -o OUT`: add up profiles of the same binary.
+//! `pathprof merge A B... -o OUT`: add up profiles — of one binary, or of the programs of one build (a test
+//! suite's `%p` files, which share a library's modules): module by module, as one shared file would hold them.
 //!
 //! Thousands of inputs (a fleet's profiles, a test suite's `%p` files) are merged in parallel with bounded
 //! memory: the inputs are split into contiguous runs, one per worker thread (at most the number of CPUs); each
@@ -18,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Arguments of `pathprof merge`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Profiles of the same binary.
+    /// Profiles of one build (one binary, or several programs sharing modules).
     #[arg(required = true, value_name = "PROFILE")]
     inputs: Vec<PathBuf>,
     /// Where to write the sum (replaced atomically; may be one of the inputs).
@@ -95,11 +96,6 @@ fn describe(e: &MergeError, names: &[&Path]) -> String {
     let name =
         |i: usize| names.get(i.wrapping_sub(1)).map_or_else(|| format!("input {i}"), |p| p.display().to_string());
     let why = match e {
-        MergeError::ModuleMissing { module, present, missing } => format!(
-            "module {module} is in {} but not in {}: the profiles come from different binaries",
-            name(*present),
-            name(*missing)
-        ),
         MergeError::DuplicateModule { module, input } => format!("module {module} appears twice in {}", name(*input)),
         MergeError::CounterCountMismatch { module, first, other, input } => {
             format!("module {module} has {first} counters in {} but {other} in {}", name(1), name(*input))

@@ -384,16 +384,29 @@ fn merge_refuses_different_builds() {
     assert_eq!(e.to_string(), "different builds of module b.c: the profiles come from different binaries");
 }
 
+/// Profiles of different programs sharing modules (a test suite's `%p` files: one library, a `main` each) add up
+/// module by module, as the runtime's shared file would: a module only some inputs have is their sum.
 #[test]
-fn merge_refuses_different_module_sets() {
+fn merge_adds_up_profiles_with_different_module_sets() {
     let p = sample();
-    let mut q = sample();
-    q.modules.pop();
-    let e = merge(&[p.clone(), q.clone()]).unwrap_err();
-    assert_eq!(e, MergeError::ModuleMissing { module: "b.c".into(), present: 1, missing: 2 });
-    let e = merge(&[q, p]).unwrap_err();
-    assert_eq!(e, MergeError::ModuleMissing { module: "b.c".into(), present: 2, missing: 1 });
-    assert_eq!(e.to_string(), "module b.c is in input 2 but not in input 1: the profiles come from different binaries");
+    let mut only_a = sample();
+    only_a.modules.pop();
+    let mut only_b = sample();
+    only_b.modules.remove(0);
+    // a.c twice (p and only_a), b.c once (p): b.c comes after a.c, in order of first appearance.
+    let m = merge(&[only_a.clone(), p.clone()]).unwrap();
+    assert_eq!(m.modules.len(), 2);
+    assert_eq!((m.modules[0].meta.module_name.as_str(), m.modules[1].meta.module_name.as_str()), ("a.c", "b.c"));
+    assert_eq!(m.modules[0].counters, vec![6, 16, 4, 10, 8]);
+    assert_eq!(m.modules[0].runs, 2);
+    assert_eq!(m.modules[1], p.modules[1]);
+    // Disjoint inputs: each module kept as it was; and three inputs, b.c in the second and third only.
+    let m = merge(&[only_a.clone(), only_b.clone()]).unwrap();
+    assert_eq!(m, p);
+    let m = merge(&[only_a, only_b, p.clone()]).unwrap();
+    assert_eq!(m.modules[1].counters, vec![0, 0, 0, 2, 2]);
+    assert_eq!(m.modules[1].runs, 8);
+    assert_eq!(m.modules[1].sparse[0].count, 6);
 }
 
 #[test]

@@ -555,6 +555,62 @@ fn merge_of_many_runs_equals_the_one_shot_merge() {
     assert_eq!(p_runs(&out), 41);
 }
 
+/// Two programs of one build share a library's module and have a `main` each (a test suite's programs, Mbed
+/// TLS's 103): their `%p` files merge into what one shared file holds — module by module, the shared module's
+/// counts and runs summed. Before, `merge` refused them ("the profiles come from different binaries").
+#[test]
+fn merge_adds_up_the_programs_of_one_build() {
+    let dir = scratch("views-merge-programs");
+    std::fs::write(
+        dir.join("lib.c"),
+        "int lib_f(int x) { int s = 0; for (int i = 0; i < x; i++) s += (i & 1) ? i : 2 * i; return s; }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("a.c"), "int lib_f(int);\nint main(void) { return lib_f(10) == 0; }\n").unwrap();
+    std::fs::write(
+        dir.join("b.c"),
+        "int lib_f(int);\nstatic int g(int x) { return x > 3 ? lib_f(x) : 0; }\nint main(void) { return g(7) == 0; }\n",
+    )
+    .unwrap();
+    for mode in ["edge", "path", "context"] {
+        let objs: Vec<PathBuf> = ["lib", "a", "b"].iter().map(|n| dir.join(format!("{n}-{mode}.o"))).collect();
+        for (n, o) in ["lib", "a", "b"].iter().zip(&objs) {
+            run_ok(
+                wrapper(false)
+                    .arg(format!("--pathprof-mode={mode}"))
+                    .arg("-O1")
+                    .arg("-c")
+                    .arg(dir.join(format!("{n}.c")))
+                    .arg("-o")
+                    .arg(o),
+            );
+        }
+        let shared = dir.join(format!("shared-{mode}.pathprof"));
+        let mut apart = Vec::new();
+        for (name, main) in [("a", &objs[1]), ("b", &objs[2])] {
+            let exe = dir.join(format!("{name}-{mode}"));
+            run_ok(wrapper(false).arg(&objs[0]).arg(main).arg("-o").arg(&exe));
+            for file in [shared.clone(), dir.join(format!("{name}-{mode}.pathprof"))] {
+                let status = Command::new(&exe).env("PATHPROF_FILE", &file).status().unwrap();
+                assert_eq!(status.code(), Some(0), "{mode} {name}: lib_f(..) is not 0");
+            }
+            apart.push(dir.join(format!("{name}-{mode}.pathprof")));
+        }
+        let out = dir.join(format!("merged-{mode}.pathprof"));
+        run_ok(pathprof().arg("merge").args(&apart).arg("-o").arg(&out));
+        let read = |p: &Path| {
+            let mut m = profile::read(&std::fs::read(p).unwrap()).unwrap().modules;
+            m.sort_by_key(|m| m.meta_hash);
+            m
+        };
+        let (merged, one_file) = (read(&out), read(&shared));
+        assert_eq!(merged.len(), 3, "{mode}: lib.c, a.c and b.c");
+        assert_eq!(merged, one_file, "{mode}: the merge of the programs' files is the shared file");
+        let lib = merged.iter().find(|m| m.meta.module_name.ends_with("lib.c")).unwrap();
+        assert_eq!(lib.runs, 2, "{mode}: both programs ran lib.c");
+    }
+}
+
 /// The run count of a one-module profile.
 fn p_runs(p: &Path) -> u64 {
     profile::read(&std::fs::read(p).unwrap()).unwrap().modules[0].runs

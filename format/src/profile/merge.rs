@@ -1,4 +1,4 @@
-//! Adding up profiles of the same binary (several runs, several processes).
+//! Adding up profiles (several runs, several processes, several programs of one build).
 //!
 //! Edge-mode counters are unsigned counts: a sum above `u64::MAX` is an error, never a wrap. Path-mode counters
 //! are read as signed (`i64` in two's complement: profiles written before arrival counting,
@@ -21,18 +21,6 @@ pub enum MergeError {
     DifferentBuilds {
         /// The module ([`crate::meta::ModuleMeta::label`]).
         module: String,
-    },
-    /// One input has a module another lacks.
-    #[error(
-        "module {module} is in input {present} but not in input {missing}: the profiles come from different binaries"
-    )]
-    ModuleMissing {
-        /// The module ([`crate::meta::ModuleMeta::label`]).
-        module: String,
-        /// Input (1-based) that has it.
-        present: usize,
-        /// Input (1-based) that lacks it.
-        missing: usize,
     },
     /// One input has two records for the same module build.
     #[error("module {module} appears twice in input {input}")]
@@ -65,15 +53,18 @@ pub enum MergeError {
     },
 }
 
-/// Sums profiles of the same binary: per module (matched by `meta_hash`), counters and sparse path counts are
-/// added — with checked arithmetic in edge-mode modules, with wrapping (signed `i64`) arithmetic in path-mode
-/// modules — flags are ORed and runs added (checked). The result keeps the first input's module order;
-/// sparse entries keep first-appearance order.
+/// Sums profiles: per module (matched by `meta_hash`), counters and sparse path counts are added — with checked
+/// arithmetic in edge-mode modules, with wrapping (signed `i64`) arithmetic in path-mode modules — flags are
+/// ORed and runs added (checked). A module only some inputs have is kept with their sum, as the runtime keeps
+/// every program's records in one shared profile file: the `%p` files of a test suite's programs, which share a
+/// library's modules and each have their own `main`, add up to what one shared file would hold. The result keeps
+/// the modules in order of first appearance; sparse entries keep first-appearance order.
 ///
-/// Refuses inputs that are not profiles of one binary: a module name with two metadata hashes
-/// ([`MergeError::DifferentBuilds`]) or differing sets of modules ([`MergeError::ModuleMissing`]).
+/// Refuses a module name (and output) with two metadata hashes ([`MergeError::DifferentBuilds`]): two builds
+/// of one module, whose counts cannot be added.
 pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
     let first = profiles.first().ok_or(MergeError::NoInputs)?;
+    let mut out = first.clone();
 
     // Which build each module (name and output) belongs to, over all inputs: the most specific refusal comes
     // first.
@@ -99,20 +90,18 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
         }
         per_input.push(map);
     }
-    let first_set: HashSet<u64> = first.modules.iter().map(|m| m.meta_hash).collect();
+    // Every module once, in order of first appearance; each is the sum from the first input that has it on.
+    let mut seen: HashSet<u64> = first.modules.iter().map(|m| m.meta_hash).collect();
+    let mut first_input = vec![0usize; first.modules.len()];
     for (i, p) in profiles.iter().enumerate().skip(1) {
-        let input = i.saturating_add(1);
-        if let Some(m) = p.modules.iter().find(|m| !first_set.contains(&m.meta_hash)) {
-            return Err(MergeError::ModuleMissing { module: m.meta.label(), present: input, missing: 1 });
-        }
-        if let Some(m) = first.modules.iter().find(|m| !per_input.get(i).is_some_and(|s| s.contains_key(&m.meta_hash)))
-        {
-            return Err(MergeError::ModuleMissing { module: m.meta.label(), present: 1, missing: input });
+        for m in &p.modules {
+            if seen.insert(m.meta_hash) {
+                out.modules.push(m.clone());
+                first_input.push(i);
+            }
         }
     }
-
-    let mut out = first.clone();
-    for acc in &mut out.modules {
+    for (acc, &from) in out.modules.iter_mut().zip(&first_input) {
         let label = acc.meta.label();
         let module = || label.clone();
         let wrapping = !acc.meta.mode.counts_edges();
@@ -120,7 +109,7 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
         let mut sparse_index: HashMap<(u64, u128), usize> = HashMap::with_capacity(acc.sparse.len());
         let own = std::mem::take(&mut acc.sparse);
         add_sparse(&mut acc.sparse, &mut sparse_index, &own, &label, wrapping)?;
-        for (i, map) in per_input.iter().enumerate().skip(1) {
+        for (i, map) in per_input.iter().enumerate().skip(from + 1) {
             let input = i.saturating_add(1);
             let Some(m) = map.get(&acc.meta_hash) else { continue };
             if m.counters.len() != acc.counters.len() {
