@@ -109,7 +109,7 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
         let mut sparse_index: HashMap<(u64, u128), usize> = HashMap::with_capacity(acc.sparse.len());
         let own = std::mem::take(&mut acc.sparse);
         add_sparse(&mut acc.sparse, &mut sparse_index, &own, &label, wrapping)?;
-        for (i, map) in per_input.iter().enumerate().skip(from + 1) {
+        for (i, map) in per_input.iter().enumerate().skip(from.saturating_add(1)) {
             let input = i.saturating_add(1);
             let Some(m) = map.get(&acc.meta_hash) else { continue };
             if m.counters.len() != acc.counters.len() {
