@@ -125,9 +125,8 @@ pub(crate) fn dump(st: &mut State, scope: Scope, kind: Kind) -> Result<(), ()> {
     }
 
     let mut path = MVec::new();
-    // The descriptors held for this moment (the program may have used up the rest), then a new pair.
-    st.reserve.release();
     let result = run(st, scope, kind, pid, &mut path);
+    // A new pair when `run` freed the held one for its files (a no-op when nothing was written).
     st.reserve.hold(2);
     if result.is_err() && kind == Kind::Timer {
         if st.timer_warned {
@@ -217,6 +216,9 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
         // up to date (this is the common case for a destructor-time unregister after the exit dump).
         return Ok(());
     }
+    // The descriptors held for this moment (the program may have used up the rest): only now, so that a dump
+    // with nothing to write (every module destructor at exit) costs no new pipe.
+    st.reserve.release();
 
     // 2. File names.
     let mut host = [0u8; 256];

@@ -583,14 +583,8 @@ pub(crate) fn signal_flush(sig: libc::c_int) {
         return;
     }
     open(st);
-    let mut t = st.threads;
-    while !t.is_null() {
-        // SAFETY: records on the list are live.
-        unsafe {
-            finish(st, &mut *t, END_SIGNAL | ((sig as u64 & 0xff) << 32));
-            t = (*t).next;
-        }
-    }
+    // SAFETY (finish): the threads' own records and state.
+    each_thread(st, |st, t| unsafe { finish(st, t, END_SIGNAL | ((sig as u64 & 0xff) << 32)) });
     st.closed = true;
 }
 
@@ -626,16 +620,12 @@ pub(crate) fn exec_flush() {
         return;
     }
     open(st);
-    let mut t = st.threads;
-    while !t.is_null() {
-        // SAFETY: records on the list are live (their threads have not exited).
-        unsafe {
-            if !(*t).ring.on() {
-                finish(st, &mut *t, END_AT_EXIT | END_AT_EXEC);
-            }
-            t = (*t).next;
+    each_thread(st, |st, t| {
+        if !t.ring.on() {
+            // SAFETY: the thread's own record and state.
+            unsafe { finish(st, t, END_AT_EXIT | END_AT_EXEC) };
         }
-    }
+    });
 }
 
 /// The thread-exit destructor: the thread's last bits and its end.
@@ -676,22 +666,31 @@ extern "C" fn exit_handler() {
         return end_every_thread(g);
     }
     st.exiting = true;
-    let mut t = st.threads;
-    while !t.is_null() {
-        // SAFETY: records on the list are live (their threads have not exited).
-        unsafe {
-            if !(*t).ring.on() && (*t).fill > 0 {
-                flush_data(st, &mut *t);
-            }
-            t = (*t).next;
+    each_thread(st, |st, t| {
+        if !t.ring.on() && t.fill > 0 {
+            flush_data(st, t);
         }
-    }
+    });
 }
 
 /// At `quick_exit`, after the program's own `at_quick_exit` handlers: no destructor runs after it, so every
 /// thread ends here.
 extern "C" fn quick_exit_handler() {
     end_every_thread(lock());
+}
+
+/// Calls `f` with every thread record on the list; `f` unlinks none.
+fn each_thread(st: &mut State, mut f: impl FnMut(&mut State, &mut Thread)) {
+    let mut t = st.threads;
+    while !t.is_null() {
+        // SAFETY: records on the list are live (their threads have not exited: `thread_exit` unlinks its record
+        // under the lock), each its own allocation, apart from the state.
+        unsafe {
+            let next = (*t).next;
+            f(st, &mut *t);
+            t = next;
+        }
+    }
 }
 
 /// Writes every thread's end ([`END_AT_EXIT`] unless at its top level) and closes the file.
@@ -705,14 +704,8 @@ fn end_every_thread(mut g: Guard) {
         return;
     }
     open(st);
-    let mut t = st.threads;
-    while !t.is_null() {
-        // SAFETY: records on the list are live (their threads have not exited).
-        unsafe {
-            finish(st, &mut *t, END_AT_EXIT);
-            t = (*t).next;
-        }
-    }
+    // SAFETY (finish): the threads' own records and state.
+    each_thread(st, |st, t| unsafe { finish(st, t, END_AT_EXIT) });
     st.closed = true;
     if let Some((fd, _)) = st.fd.take() {
         release(fd, st.file);
