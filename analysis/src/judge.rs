@@ -9,7 +9,9 @@ use pathprof_core::numbering::NumberingError;
 use pathprof_core::propagate::PropagateError;
 use pathprof_core::regenerate::DecodeError;
 use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
-use pathprof_format::layout::{RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC};
+use pathprof_format::layout::{
+    RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC, RECORD_FLAG_THREADS_IN_FLIGHT,
+};
 use pathprof_format::meta::FunctionMeta;
 use pathprof_format::profile::ModuleProfile;
 use std::fmt;
@@ -98,6 +100,8 @@ pub enum InexactReason {
     ThreadedNonatomic,
     /// A signal handler did not return (`RECORD_FLAG_HANDLER_ESCAPED`).
     HandlerEscaped,
+    /// The process ended while another thread was running (`RECORD_FLAG_THREADS_IN_FLIGHT`).
+    ThreadsInFlight,
     /// The record carries flags this pathprof does not know.
     UnknownFlags(u64),
     /// A fork re-entry count is negative (only in a corrupt or inconsistently merged profile).
@@ -141,6 +145,10 @@ impl fmt::Display for InexactReason {
             InexactReason::HandlerEscaped => write!(
                 f,
                 "a signal handler did not return (longjmp or exit from a handler): the activations it interrupted are not counted exactly"
+            ),
+            InexactReason::ThreadsInFlight => write!(
+                f,
+                "the process ended while another thread was running: an activation it had in flight is not counted exactly"
             ),
             InexactReason::UnknownFlags(x) => write!(f, "the record has unknown flags {x:#x}"),
             InexactReason::NegativeReentry { block } => write!(f, "fork re-entries of {block} counted as negative"),
@@ -318,8 +326,14 @@ pub(crate) fn judge(
     if module.flags & RECORD_FLAG_HANDLER_ESCAPED != 0 {
         reasons.push(InexactReason::HandlerEscaped);
     }
-    let unknown =
-        module.flags & !(RECORD_FLAG_INCOMPLETE | RECORD_FLAG_THREADED_NONATOMIC | RECORD_FLAG_HANDLER_ESCAPED);
+    if module.flags & RECORD_FLAG_THREADS_IN_FLIGHT != 0 {
+        reasons.push(InexactReason::ThreadsInFlight);
+    }
+    let unknown = module.flags
+        & !(RECORD_FLAG_INCOMPLETE
+            | RECORD_FLAG_THREADED_NONATOMIC
+            | RECORD_FLAG_HANDLER_ESCAPED
+            | RECORD_FLAG_THREADS_IN_FLIGHT);
     if unknown != 0 {
         reasons.push(InexactReason::UnknownFlags(unknown));
     }

@@ -107,6 +107,7 @@ fn record_flags_make_counts_inexact() {
     m.flags = layout::RECORD_FLAG_INCOMPLETE
         | layout::RECORD_FLAG_THREADED_NONATOMIC
         | layout::RECORD_FLAG_HANDLER_ESCAPED
+        | layout::RECORD_FLAG_THREADS_IN_FLIGHT
         | (1 << 7);
     let c = function_edge_counts(&m, 0).unwrap();
     assert!(!c.exact);
@@ -116,6 +117,7 @@ fn record_flags_make_counts_inexact() {
             InexactReason::Incomplete,
             InexactReason::ThreadedNonatomic,
             InexactReason::HandlerEscaped,
+            InexactReason::ThreadsInFlight,
             InexactReason::UnknownFlags(0x80)
         ]
     );

@@ -53,6 +53,11 @@ pub const RECORD_FLAG_THREADED_NONATOMIC: u64 = 1 << 1;
 /// interrupted in the middle of a block, where no counter accounts for them. Readers without this flag see an
 /// unknown flag, which flags the counts too.
 pub const RECORD_FLAG_HANDLER_ESCAPED: u64 = 1 << 2;
+/// Record flag: the process ended (`exit`, `_exit`, `exec`) while another thread was running, so an activation
+/// it had in the middle of a block may be missing from the flow, where no counter accounts for it (a thread
+/// waiting inside a call is accounted for: the call has a termination edge). Readers without this flag see an
+/// unknown flag, which flags the counts too.
+pub const RECORD_FLAG_THREADS_IN_FLIGHT: u64 = 1 << 3;
 
 /// Sparse entry `function` flag: the entry counts *fork re-entries* — activations that a `fork()`ed child
 /// resumed after a call that was in flight at the fork (its counters started at zero, so they were never

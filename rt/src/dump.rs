@@ -28,23 +28,29 @@
 //! (see [`crate::threads`]). A fatal-signal flush ([`Kind::Fatal`], see [`crate::signals`]) writes even when
 //! nothing is new, flags every record it writes `RECORD_FLAG_INCOMPLETE`, runs without `malloc` (see
 //! [`crate::sys`]), and takes the file lock without waiting: if another process holds it, it writes this
-//! process's records alone to `FILE.<pid>.incomplete` instead of merging into `FILE`.
+//! process's records alone to `FILE.<pid>.incomplete` instead of merging into `FILE`. A dump at the process's
+//! end ([`Kind::End`]) flags its records `RECORD_FLAG_THREADS_IN_FLIGHT` when another thread was running around
+//! the drain (see [`crate::in_flight`]), and such a process writes apart from then on.
 
 use crate::diag::{pp_info, pp_warn, Dec, Hex};
 use crate::merge::{self, Existing, Group, Note, PathCount};
 use crate::path::{self, Vars};
 use crate::sys::{self, Errno, Fd, MVec};
-use crate::{counters, is_atomic, modules, reentry, table, State};
+use crate::{counters, in_flight, is_atomic, modules, reentry, table, State};
 use core::sync::atomic::Ordering;
 use pathprof_format::layout::{
     ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC,
+    RECORD_FLAG_THREADS_IN_FLIGHT,
 };
 
 /// Why a dump runs.
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// `__pathprof_dump`, exit, unregistration.
+    /// `__pathprof_dump`, a `dlclose`d module's unregistration.
     Normal,
+    /// The process ends right after it (the exit handler, `_exit`, `exec`, the module destructors after
+    /// exit): a thread still running then leaves its activations in flight (see [`crate::in_flight`]).
+    End,
     /// A `PATHPROF_DUMP_INTERVAL` tick: like `Normal`, but only its first failure is reported.
     Timer,
     /// The flush of a fatal-signal handler, for this signal number.
@@ -220,16 +226,21 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
     // with nothing to write (every module destructor at exit) costs no new pipe.
     st.reserve.release();
 
+    // Other threads, before the drain; looked at again after it. Taken here, where the held descriptors are free.
+    let census = (kind == Kind::End).then(in_flight::Census::take);
+    let threads_ran = census.as_ref().is_some_and(|c| c.running());
+
     // 2. File names.
     let mut host = [0u8; 256];
     let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
     let signature = st.signature.unwrap_or(0);
     let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature, start_dir: path::start_dir() };
     path::expand(path::profile_pattern(), &vars, path)?;
-    if crate::handlers::escaped() || st.apart {
-        // A signal handler of this process did not return: its records are flagged, and merged into FILE the
-        // flag would make every run's counts there inexact (a test suite's one stack overflow, every function
-        // of the program). This process's counts go to FILE.<pid>.incomplete instead, from now on.
+    if crate::handlers::escaped() || threads_ran || st.apart {
+        // A signal handler of this process did not return, or the process ends under a running thread: its
+        // records are flagged, and merged into FILE the flag would make every run's counts there inexact (a test
+        // suite's one stack overflow, every function of the program). This process's counts go to
+        // FILE.<pid>.incomplete instead, from now on.
         st.apart = true;
         let mut apart = MVec::new();
         path::sibling(path.as_slice(), b".", Some(pid as u64), &mut apart)?;
@@ -253,7 +264,7 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
             path::sibling(alone.as_slice(), b".incomplete", None, &mut named)?;
             let mut tmp = MVec::new();
             path::sibling(named.as_slice(), b".tmp", None, &mut tmp)?;
-            let result = locked(st, &mut taken, total, named.as_slice(), tmp.as_slice(), kind, false);
+            let result = locked(st, &mut taken, total, named.as_slice(), tmp.as_slice(), kind, None, false);
             if result.is_ok() {
                 pp_warn!(
                     "fatal signal ",
@@ -273,7 +284,7 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
     } else {
         flock(&lock, libc::LOCK_EX);
     }
-    let result = locked(st, &mut taken, total, path.as_slice(), tmp_path.as_slice(), kind, true);
+    let result = locked(st, &mut taken, total, path.as_slice(), tmp_path.as_slice(), kind, census.as_ref(), true);
     flock(&lock, libc::LOCK_UN);
     result
 }
@@ -316,7 +327,9 @@ fn flock(fd: &Fd, op: libc::c_int) {
     }
 }
 
-/// Steps 3–5, under the file lock (`merge`: read and merge the existing file; else write a fresh one).
+/// Steps 3–5, under the file lock (`merge`: read and merge the existing file; else write a fresh one). `census`:
+/// the other threads before the drain, at the process's end.
+#[allow(clippy::too_many_arguments)]
 fn locked(
     st: &mut State,
     taken: &mut MVec<Taken>,
@@ -324,6 +337,7 @@ fn locked(
     path: &[u8],
     tmp: &[u8],
     kind: Kind,
+    census: Option<&in_flight::Census>,
     merge: bool,
 ) -> Result<(), Fail> {
     let (old, mode) = if merge { read_existing(path)? } else { (Old::Absent, None) };
@@ -357,6 +371,9 @@ fn locked(
             }
             if crate::handlers::escaped() {
                 flags |= RECORD_FLAG_HANDLER_ESCAPED;
+            }
+            if census.is_some_and(in_flight::Census::ran_since) {
+                flags |= RECORD_FLAG_THREADS_IN_FLIGHT;
             }
             write_merged(st, taken, &snap, &paths, existing, path, tmp, mode, flags)
         }
@@ -429,7 +446,8 @@ fn write_merged(
         let d = desc(t.desc);
         let n = d.num_counters as usize;
         let values = snap.as_slice().get(t.snap_at..t.snap_at.saturating_add(n)).unwrap_or(&[]);
-        let mut flags = dump_flags & (RECORD_FLAG_INCOMPLETE | RECORD_FLAG_HANDLER_ESCAPED);
+        let mut flags =
+            dump_flags & (RECORD_FLAG_INCOMPLETE | RECORD_FLAG_HANDLER_ESCAPED | RECORD_FLAG_THREADS_IN_FLIGHT);
         if t.dropped {
             flags |= RECORD_FLAG_INCOMPLETE;
         }

@@ -61,8 +61,8 @@
 //! so what it runs before `exec`/`_exit` is counted in the parent's profile (the pass treats `vfork` as
 //! returning twice, like `setjmp`), and it never flushes on a fatal signal (only the installing process or a
 //! `fork()`ed child does); `posix_spawn` children run no instrumented code. Threads still running at exit keep
-//! incrementing counters that the exit dump has drained; in atomic mode their increments up to the swap are
-//! exact. The runtime functions serialise on an internal spin lock and are not async-signal-safe.
+//! incrementing counters that the exit dump has drained, and their activations are in flight: the dumps at the
+//! process's end flag their records when another thread was running (see `in_flight`). The runtime functions serialise on an internal spin lock and are not async-signal-safe.
 //!
 //! Records of modules built without `--pathprof-atomic` are flagged `RECORD_FLAG_THREADED_NONATOMIC` when the
 //! process has ever had more than one thread at a dump (sound detection, false positives allowed: see
@@ -106,6 +106,7 @@ mod diag;
 mod dump;
 mod fd_reserve;
 mod handlers;
+mod in_flight;
 mod merge;
 mod path;
 mod reentry;
@@ -271,7 +272,8 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
     // merges them (a dump with nothing new writes nothing). If the exit dump failed, its warning was printed
     // and retrying here would print another.
     if !guard.state().exit_failed {
-        let _ = dump::dump(guard.state(), dump::Scope::One(desc), Kind::Normal);
+        let kind = if guard.state().exiting { Kind::End } else { Kind::Normal };
+        let _ = dump::dump(guard.state(), dump::Scope::One(desc), kind);
     }
     unlink(desc);
     table::release(desc);
@@ -351,7 +353,7 @@ pub(crate) extern "C" fn image_end_of_this_copy(how: u32) {
         if !st.exiting {
             st.exiting = how != pathprof_format::symbols::IMAGE_END_EXEC;
             let _ctx = sys::SignalContext::enter();
-            let _ = dump::dump(st, dump::Scope::All, Kind::Normal);
+            let _ = dump::dump(st, dump::Scope::All, Kind::End);
         }
     }
     // SAFETY: as above.
@@ -361,7 +363,7 @@ pub(crate) extern "C" fn image_end_of_this_copy(how: u32) {
 extern "C" fn exit_handler() {
     let mut guard = lock();
     guard.state().exiting = true;
-    let failed = dump::dump(guard.state(), dump::Scope::All, Kind::Normal).is_err();
+    let failed = dump::dump(guard.state(), dump::Scope::All, Kind::End).is_err();
     guard.state().exit_failed = failed;
 }
 

@@ -81,6 +81,7 @@ pub(crate) fn start(value: &[u8]) {
 }
 
 extern "C" fn timer_main(arg: *mut c_void) -> *mut c_void {
+    crate::in_flight::note_timer_thread();
     let ns = arg as usize as u64;
     let mut next = crate::signals::now_ns();
     loop {

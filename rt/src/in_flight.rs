@@ -1,0 +1,290 @@
+//! Whether another thread may have had an activation in the middle of a block when the process ended.
+//!
+//! Counts are derived by flow conservation, which holds for an activation that has returned or that waits in
+//! a call the pass gave a termination edge (any call not known to return: a blocking system call, a condition
+//! wait, `exit` itself). `exit`, `_exit` and `exec` end every thread where it stands: a thread that is
+//! *running* then — a detached worker in a loop, a thread pool tearing down — leaves an activation inside a
+//! block, where no counter accounts for it, and edge and block mode would derive counts as if it had returned
+//! (QuickJS's workers: a function entered once read 0 entries, exact). Which activation that was is not known,
+//! so the dump at the process's end flags its records
+//! [`RECORD_FLAG_THREADS_IN_FLIGHT`](pathprof_format::layout::RECORD_FLAG_THREADS_IN_FLIGHT) (written apart,
+//! like a signal handler's escape).
+//!
+//! A thread counts as *parked* when the kernel has it asleep (`S` in `/proc/self/task/TID/status`) before the
+//! counters are drained and again after, without a context switch in between (`voluntary_ctxt_switches` and
+//! `nonvoluntary_ctxt_switches` unchanged): it stayed inside a system call the whole time. Every other state —
+//! running or runnable, uninterruptible sleep (a page fault), stopped, a thread that appeared or ended in
+//! between, an unreadable status — counts as running. A thread sleeping in a call known to return (under
+//! `--pathprof-lto`, `malloc` waiting for its arena lock) or in inline assembly is taken as parked: not covered.
+//! The runtime's own timer thread runs no instrumented code and is left out; so is the calling thread, whose
+//! activations wait in the call that ends the process.
+//!
+//! Async-signal-safe (system calls and stack buffers; [`MVec`] maps memory in a signal context).
+
+use crate::sys::{self, MVec};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// The timer thread's id (0: none), set by the thread itself.
+static TIMER_TID: AtomicU32 = AtomicU32::new(0);
+
+/// Called on the timer thread: it runs only the runtime's dumps, never an instrumented activation.
+pub(crate) fn note_timer_thread() {
+    TIMER_TID.store(sys::tid(), Ordering::Relaxed);
+}
+
+/// What the other threads were doing when the census was taken.
+pub(crate) struct Census {
+    /// Parked threads and their context-switch totals.
+    parked: MVec<(u32, u64)>,
+    /// A thread was running (or the census could not tell).
+    running: bool,
+}
+
+impl Census {
+    /// Looks at every other thread of the process.
+    pub(crate) fn take() -> Census {
+        let mut census = Census { parked: MVec::new(), running: false };
+        let complete = each_other_thread(|tid| {
+            match status(tid) {
+                Some(Status { asleep: true, switches }) => {
+                    if census.parked.push((tid, switches)).is_err() {
+                        census.running = true;
+                    }
+                }
+                _ => census.running = true,
+            }
+            !census.running
+        });
+        census.running |= !complete;
+        census
+    }
+
+    /// Whether a thread was running at [`Census::take`] (for the choice of file, before the drain).
+    pub(crate) fn running(&self) -> bool {
+        self.running
+    }
+
+    /// Whether some thread may have been inside a block at any moment between [`Census::take`] and now: it was
+    /// running then, or it has run since (it woke, ended, or a new thread appeared).
+    pub(crate) fn ran_since(&self) -> bool {
+        if self.running {
+            return true;
+        }
+        let mut seen = 0usize;
+        let complete = each_other_thread(|tid| {
+            let before = self.parked.as_slice().iter().find(|p| p.0 == tid).map(|p| p.1);
+            let same =
+                matches!((before, status(tid)), (Some(b), Some(Status { asleep: true, switches })) if b == switches);
+            seen += usize::from(same);
+            same
+        });
+        !complete || seen != self.parked.len()
+    }
+}
+
+/// Calls `f` with the id of every thread of the process but this one and the timer thread, while `f` returns
+/// true; false if it stopped early or the threads could not be listed.
+fn each_other_thread(mut f: impl FnMut(u32) -> bool) -> bool {
+    let me = sys::tid();
+    let timer = TIMER_TID.load(Ordering::Relaxed);
+    let Ok(dir) = sys::Fd::open(b"/proc/self/task\0", libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) else {
+        return false;
+    };
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: `buf` is writable for its length; getdents64 fills it with whole records.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir.raw(), buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
+        if n == 0 {
+            return true;
+        }
+        if n < 0 {
+            return false;
+        }
+        let mut at = 0usize;
+        let end = usize::try_from(n).unwrap_or(0).min(buf.len());
+        // Each record: d_ino (8), d_off (8), d_reclen (2), d_type (1), NUL-terminated name.
+        while at + 19 < end {
+            let Some(&[lo, hi]) = buf.get(at + 16..at + 18) else { return false };
+            let reclen = usize::from(u16::from_ne_bytes([lo, hi]));
+            let name = buf.get(at + 19..(at + reclen).min(end)).unwrap_or(&[]);
+            let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
+            if let Some(tid) = decimal(name) {
+                if tid != me && tid != timer && !f(tid) {
+                    return false;
+                }
+            }
+            if reclen == 0 {
+                return false;
+            }
+            at += reclen;
+        }
+    }
+}
+
+/// A thread's scheduling state, as far as the census needs it.
+struct Status {
+    /// `S`: sleeping in a system call, interruptibly.
+    asleep: bool,
+    /// Voluntary plus involuntary context switches so far.
+    switches: u64,
+}
+
+/// Reads `/proc/self/task/TID/status`; `None` if the thread is gone or the file unreadable.
+fn status(tid: u32) -> Option<Status> {
+    let mut path = [0u8; 48];
+    let prefix = b"/proc/self/task/";
+    path.get_mut(..prefix.len())?.copy_from_slice(prefix);
+    let mut len = prefix.len() + write_decimal(path.get_mut(prefix.len()..)?, tid);
+    for &c in b"/status\0" {
+        *path.get_mut(len)? = c;
+        len += 1;
+    }
+    let fd = sys::Fd::open(path.get(..len)?, libc::O_RDONLY | libc::O_CLOEXEC, 0).ok()?;
+    let mut buf = [0u8; 4096];
+    let mut got = 0usize;
+    loop {
+        let rest = buf.get_mut(got..).unwrap_or(&mut []);
+        if rest.is_empty() {
+            break;
+        }
+        // SAFETY: `rest` is writable for its length.
+        let n = unsafe { libc::read(fd.raw(), rest.as_mut_ptr().cast::<c_void>(), rest.len()) };
+        if n < 0 && sys::Errno::last().0 == libc::EINTR {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        got += n as usize;
+    }
+    parse_status(buf.get(..got)?)
+}
+
+/// The fields [`Status`] needs from a `status` file's text.
+fn parse_status(text: &[u8]) -> Option<Status> {
+    let (mut state, mut voluntary, mut involuntary) = (None, None, None);
+    for line in text.split(|&c| c == b'\n') {
+        let mut parts = line.splitn(2, |&c| c == b':');
+        let (Some(key), Some(value)) = (parts.next(), parts.next()) else { continue };
+        let value = value.trim_ascii();
+        match key {
+            b"State" => state = value.first().copied(),
+            b"voluntary_ctxt_switches" => voluntary = decimal(value),
+            b"nonvoluntary_ctxt_switches" => involuntary = decimal(value),
+            _ => {}
+        }
+    }
+    Some(Status { asleep: state? == b'S', switches: u64::from(voluntary?).saturating_add(u64::from(involuntary?)) })
+}
+
+/// A whole decimal number that fits in a u32.
+fn decimal(s: &[u8]) -> Option<u32> {
+    if s.is_empty() {
+        return None;
+    }
+    s.iter().try_fold(0u32, |acc, &c| {
+        if c.is_ascii_digit() {
+            acc.checked_mul(10)?.checked_add(u32::from(c - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
+/// Writes `v` in decimal at the start of `out`; returns the digits written.
+fn write_decimal(out: &mut [u8], v: u32) -> usize {
+    let mut digits = [0u8; 10];
+    let mut n = 0;
+    let mut v = v;
+    for slot in digits.iter_mut() {
+        *slot = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let digits = digits.get(..n).unwrap_or(&[]);
+    for (slot, &d) in out.iter_mut().zip(digits.iter().rev()) {
+        *slot = d;
+    }
+    n.min(out.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_fields() {
+        let text =
+            b"Name:\tx\nState:\tS (sleeping)\nTgid:\t5\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        let s = parse_status(text).unwrap();
+        assert!(s.asleep);
+        assert_eq!(s.switches, 15);
+        let running = b"State:\tR (running)\nvoluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n";
+        assert!(!parse_status(running).unwrap().asleep);
+        assert!(parse_status(b"State:\tS (sleeping)\n").is_none(), "switch counts missing");
+        assert_eq!(decimal(b"4294967295"), Some(u32::MAX));
+        assert_eq!(decimal(b"4294967296"), None);
+        assert_eq!(decimal(b"12a"), None);
+    }
+
+    /// The signs the census reads, on threads of known behaviour (the harness's other threads make a census
+    /// of this process meaningless here; `test-suite`'s `threads_at_exit.c` checks the census itself).
+    #[test]
+    fn a_sleeping_thread_reads_asleep_without_switches_and_a_spinning_one_does_not() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<u32>();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            tid_tx.send(sys::tid()).unwrap();
+            rx.recv().ok()
+        });
+        let sleeper_tid = tid_rx.recv().unwrap();
+        let asleep = || loop {
+            match status(sleeper_tid) {
+                Some(s) if s.asleep => return s.switches,
+                _ => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        };
+        let first = asleep();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let second = status(sleeper_tid).unwrap();
+        assert!(second.asleep);
+        assert_eq!(second.switches, first, "no switch while it sleeps");
+        tx.send(()).unwrap();
+        sleeper.join().unwrap();
+        assert!(status(sleeper_tid).is_none(), "an ended thread has no status");
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<u32>();
+        let spinner = std::thread::spawn(move || {
+            tid_tx.send(sys::tid()).unwrap();
+            while !flag.load(Ordering::Relaxed) {}
+        });
+        let spinner_tid = tid_rx.recv().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(!status(spinner_tid).unwrap().asleep, "a spinning thread is running or runnable");
+        stop.store(true, Ordering::Relaxed);
+        spinner.join().unwrap();
+        let mut listed = std::vec::Vec::new();
+        assert!(each_other_thread(|t| {
+            listed.push(t);
+            true
+        }));
+        assert!(!listed.contains(&sys::tid()), "the calling thread is left out");
+    }
+
+    #[test]
+    fn decimal_round_trip() {
+        for v in [0u32, 7, 10, 12345, u32::MAX] {
+            let mut out = [0u8; 10];
+            let n = write_decimal(&mut out, v);
+            assert_eq!(decimal(&out[..n]), Some(v));
+        }
+    }
+}

@@ -1,0 +1,89 @@
+/* A thread of the process when it ends. argv[1]:
+ *   "spin":    a detached worker goes round spin()'s loop when main returns (QuickJS's workers, found by the
+ *              corpus): an activation of spin() and one of worker() are in the middle of a block, where no
+ *              counter accounts for them. The dump cannot say which, so every record is flagged.
+ *   "spin_":   the same, ended by _exit (the write before it).
+ *   "parked":  the worker has stepped 10 times and sleeps in pause(), a call that may not return, when main
+ *              returns: its activations wait inside calls, accounted for exactly. main waits until the kernel
+ *              has it asleep (its /proc state 'S'). Counts: main 1, worker 1, park 1, step 10.
+ *   "joined":  the worker steps 10 times and returns; main joins it. Counts: main 1, worker 1, step 10.
+ * Exit status 0 in every case. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static volatile int inside;
+static volatile int worker_tid;
+static volatile unsigned long iterations;
+static volatile unsigned long sink;
+static int how_spin, how_park;
+
+__attribute__((noinline)) static void step(int k) {
+  if (k & 1)
+    sink += 3;
+  else
+    sink ^= 5;
+}
+
+__attribute__((noinline)) static void spin(void) {
+  inside = 1;
+  for (;;)
+    iterations++;
+}
+
+__attribute__((noinline)) static void park(void) {
+  for (;;)
+    pause();
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  worker_tid = (int)syscall(SYS_gettid);
+  if (how_spin)
+    spin();
+  for (int k = 0; k < 10; k++)
+    step(k);
+  if (how_park)
+    park();
+  return 0;
+}
+
+/* Whether the kernel has the worker asleep. */
+static int worker_asleep(void) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", worker_tid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *close = strrchr(buf, ')');
+  return close && close[1] == ' ' && close[2] == 'S';
+}
+
+int main(int argc, char **argv) {
+  const char *how = argc > 1 ? argv[1] : "joined";
+  how_spin = !strncmp(how, "spin", 4);
+  how_park = !strcmp(how, "parked");
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  if (strcmp(how, "joined"))
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_create(&t, &a, worker, 0);
+  if (how_spin) {
+    while (!inside)
+      ;
+    if (!strcmp(how, "spin_"))
+      _exit(0);
+  } else if (how_park) {
+    while (!worker_tid || !worker_asleep())
+      usleep(1000);
+  } else {
+    pthread_join(t, 0);
+  }
+  return 0;
+}
