@@ -33,6 +33,11 @@ pub(crate) fn note_timer_thread() {
     TIMER_TID.store(sys::tid(), Ordering::Relaxed);
 }
 
+/// In a `fork()`ed child: it has no timer thread (threads do not survive `fork`).
+pub(crate) fn fork_child() {
+    TIMER_TID.store(0, Ordering::Relaxed);
+}
+
 /// What the other threads were doing when the census was taken.
 pub(crate) struct Census {
     /// Parked threads and their context-switch totals.

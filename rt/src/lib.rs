@@ -430,6 +430,7 @@ unsafe extern "C" fn fork_child_handler() {
     reentry::fork_child(&mut st.reentries);
     LOCK.store(0, Ordering::Release);
     threads::fork_child();
+    in_flight::fork_child();
     signals::fork_child();
     // The parent reports everything counted before the fork.
     for m in modules() {
