@@ -491,14 +491,16 @@ fn threads_running_at_exit_do_not_break_the_dump() {
 /// accounts for them. Before, edge and block mode derived counts as if they had returned (`worker` and `spin`
 /// entered 0 times, exact) and the path modes read functions INEXACT in some runs. Now the dump at the end
 /// flags every record (which activations were in flight is not known) and writes it apart, at `exit` as at
-/// `_exit`; a thread asleep in a call that may not return (`pause`) leaves exact counts, as does a joined one.
+/// `_exit`; a thread asleep in a call that may not return (`pause`) leaves exact counts, as does a joined one
+/// and one asleep at exit's dump that the program's destructor wakes and joins (its last steps are counted by
+/// the module destructor's dump).
 /// Every counting mode, atomic counters (so that only the new flag is in play).
 #[test]
 fn a_thread_running_when_the_process_ends_flags_the_counts() {
     let dir = scratch("threads-at-exit");
     for mode in ["edge", "block", "path", "context", "piecewise"] {
         let exe = build(&dir, mode, &["threads_at_exit.c"], "-O1", mode, true);
-        for how in ["spin", "spin_", "parked", "joined"] {
+        for how in ["spin", "spin_", "parked", "joined", "woken"] {
             let flagged = how.starts_with("spin");
             let profile = dir.join(format!("{mode}-{how}.pathprof"));
             let out = output_within(program(&exe, &[how], &dir, &profile), 60, "threads_at_exit");
@@ -515,8 +517,17 @@ fn a_thread_running_when_the_process_ends_flags_the_counts() {
             }
             if !flagged {
                 let entries = entry_counts(&show);
-                let parked = u64::from(how == "parked");
-                for (f, n) in [("main", 1), ("worker", 1), ("step", 10), ("park", parked), ("spin", 0)] {
+                let (parked, woken) = (u64::from(how == "parked"), u64::from(how == "woken"));
+                for (f, n) in [
+                    ("main", 1),
+                    ("worker", 1),
+                    ("step", 10),
+                    ("park", parked),
+                    ("spin", 0),
+                    ("wait_for_stop", woken),
+                    ("finish", woken),
+                    ("join_worker", 1),
+                ] {
                     assert_eq!(entries[f], Some(n), "{mode} {how}: {f}");
                 }
             }

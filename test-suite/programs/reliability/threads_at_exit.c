@@ -7,7 +7,11 @@
  *              returns: its activations wait inside calls, accounted for exactly. main waits until the kernel
  *              has it asleep (its /proc state 'S'). Counts: main 1, worker 1, park 1, step 10.
  *   "joined":  the worker steps 10 times and returns; main joins it. Counts: main 1, worker 1, step 10.
- * Exit status 0 in every case. */
+ *   "woken":   the worker steps 10 times and waits on a condition variable when main returns; the program's
+ *              destructor (join_worker, after exit's dump) wakes it and joins it, so it runs wait_for_stop's
+ *              return and finish() after the exit dump, before the module destructor's: exact, counted.
+ *              Counts: main 1, worker 1, step 10, wait_for_stop 1, finish 1.
+ * join_worker runs once in every case (it joins only in "woken"). Exit status 0 in every case. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +22,11 @@ static volatile int inside;
 static volatile int worker_tid;
 static volatile unsigned long iterations;
 static volatile unsigned long sink;
-static int how_spin, how_park;
+static int how_spin, how_park, how_wait;
+static pthread_t thread;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int stop;
 
 __attribute__((noinline)) static void step(int k) {
   if (k & 1)
@@ -38,6 +46,25 @@ __attribute__((noinline)) static void park(void) {
     pause();
 }
 
+__attribute__((noinline)) static void wait_for_stop(void) {
+  pthread_mutex_lock(&mu);
+  while (!stop)
+    pthread_cond_wait(&cv, &mu);
+  pthread_mutex_unlock(&mu);
+}
+
+__attribute__((noinline)) static void finish(void) { sink += 7; }
+
+__attribute__((destructor)) static void join_worker(void) {
+  if (!how_wait)
+    return;
+  pthread_mutex_lock(&mu);
+  stop = 1;
+  pthread_cond_signal(&cv);
+  pthread_mutex_unlock(&mu);
+  pthread_join(thread, 0);
+}
+
 static void *worker(void *arg) {
   (void)arg;
   worker_tid = (int)syscall(SYS_gettid);
@@ -47,6 +74,10 @@ static void *worker(void *arg) {
     step(k);
   if (how_park)
     park();
+  if (how_wait) {
+    wait_for_stop();
+    finish();
+  }
   return 0;
 }
 
@@ -68,22 +99,22 @@ int main(int argc, char **argv) {
   const char *how = argc > 1 ? argv[1] : "joined";
   how_spin = !strncmp(how, "spin", 4);
   how_park = !strcmp(how, "parked");
-  pthread_t t;
+  how_wait = !strcmp(how, "woken");
   pthread_attr_t a;
   pthread_attr_init(&a);
-  if (strcmp(how, "joined"))
+  if (strcmp(how, "joined") && !how_wait)
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  pthread_create(&t, &a, worker, 0);
+  pthread_create(&thread, &a, worker, 0);
   if (how_spin) {
     while (!inside)
       ;
     if (!strcmp(how, "spin_"))
       _exit(0);
-  } else if (how_park) {
+  } else if (how_park || how_wait) {
     while (!worker_tid || !worker_asleep())
       usleep(1000);
   } else {
-    pthread_join(t, 0);
+    pthread_join(thread, 0);
   }
   return 0;
 }
