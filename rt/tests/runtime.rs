@@ -12,7 +12,7 @@ use pathprof_core::graph::test_cfg;
 use pathprof_format::layout::{
     fnv1a64, record_len, FileHeader, ModuleDesc, PathTable, RecordHeader, DESC_FLAG_ATOMIC, DESC_VERSION,
     FILE_HEADER_LEN, FILE_VERSION, PATH_HASH_MULTIPLIER, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC,
-    RECORD_HEADER_LEN, SPARSE_ENTRY_LEN, SPARSE_REENTRY, SPARSE_REENTRY_BLOCK,
+    RECORD_FLAG_THREADS_IN_FLIGHT, RECORD_HEADER_LEN, SPARSE_ENTRY_LEN, SPARSE_REENTRY, SPARSE_REENTRY_BLOCK,
 };
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
 use std::collections::BTreeMap;
@@ -854,8 +854,20 @@ int main(void) {
         assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
         assert!(out.stderr.is_empty(), "{}", describe(&out));
     }
-    let recs = read_profile(&prof);
-    assert_eq!(record(&recs, &m).h.runs, 5);
+    // Each run ended under running threads: written apart, one valid file per run, flagged.
+    assert!(!prof.exists());
+    let apart: Vec<PathBuf> = fs::read_dir(&dir.path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".incomplete"))
+        .collect();
+    assert_eq!(apart.len(), 5, "{apart:?}");
+    for file in &apart {
+        let recs = read_profile(file);
+        let r = record(&recs, &m);
+        assert_eq!(r.h.runs, 1);
+        assert_ne!(r.h.flags & RECORD_FLAG_THREADS_IN_FLIGHT, 0, "{}", file.display());
+    }
 }
 
 /// Runs a program that prints and exits with status 3 in a failing setting; asserts that its output and status
