@@ -66,6 +66,9 @@ pub const IMAGE_ENDERS: [(&str, u32); 12] = [
     ("_exit", IMAGE_END_EXIT),
     ("_Exit", IMAGE_END_EXIT),
 ];
+/// `_Fork` for instrumented code (the pass redirects the module's calls): the runtime runs its fork handlers,
+/// which `_Fork` skips, around it, so that a child's counts and trace stay exact.
+pub const FORK_RAW: &str = "__pathprof__Fork";
 /// `signal` for instrumented code, like [`SIGACTION`].
 pub const SIGNAL: &str = "__pathprof_signal";
 /// Runtime: `void __pathprof_trace_unregister(TraceModuleDesc *)`, a trace-mode module's destructor: makes sure
@@ -91,7 +94,8 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 21] = [
+pub const RUNTIME: [&str; 22] = [
+    FORK_RAW,
     DUMP,
     FORK_GEN,
     FORK_REENTRY,
@@ -228,11 +232,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 53] = {
-            let mut a = [""; 53];
-            a[..21].copy_from_slice(&RUNTIME);
-            a[21..52].copy_from_slice(&MODULE_LOCAL);
-            a[52] = TRACE_TLS;
+        let all: [&str; 54] = {
+            let mut a = [""; 54];
+            a[..22].copy_from_slice(&RUNTIME);
+            a[22..53].copy_from_slice(&MODULE_LOCAL);
+            a[53] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

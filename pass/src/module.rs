@@ -40,7 +40,8 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     // Counting modes only: trace mode notices a handler's abnormal entry itself (a per-thread call-site state).
     let watched = changed && config.mode != pathprof_format::meta::Mode::Trace && watch_signal_handlers(m);
     let written = changed && write_before_image_ends(m);
-    Ok(changed || dropped > 0 || watched || written)
+    let forks = changed && redirect(m, "_Fork", symbols::FORK_RAW);
+    Ok(changed || dropped > 0 || watched || written || forks)
 }
 
 /// Puts a call of the runtime's `symbols::IMAGE_END` right before every direct call of a function that ends the
@@ -90,24 +91,28 @@ fn write_before_image_ends(m: LLVMModuleRef) -> bool {
 /// accounts for — and then flags the counts (`rt/src/handlers.rs`). Declarations only: a module that defines
 /// its own `sigaction` is left alone. Whether anything changed.
 fn watch_signal_handlers(m: LLVMModuleRef) -> bool {
-    let mut changed = false;
-    for (libc_name, ours) in [("sigaction", symbols::SIGACTION), ("signal", symbols::SIGNAL)] {
-        let (libc_name, ours) = (CString::new(libc_name).unwrap_or_default(), CString::new(ours).unwrap_or_default());
-        // SAFETY: a valid module and NUL-terminated names.
-        unsafe {
-            let f = LLVMGetNamedFunction(m, libc_name.as_ptr());
-            if f.is_null() || !ir::is_declaration(f) || LLVMGetFirstUse(f).is_null() {
-                continue;
-            }
-            let mut g = LLVMGetNamedFunction(m, ours.as_ptr());
-            if g.is_null() {
-                g = LLVMAddFunction(m, ours.as_ptr(), LLVMGlobalGetValueType(f));
-            }
-            LLVMReplaceAllUsesWith(f, g);
+    let sigaction = redirect(m, "sigaction", symbols::SIGACTION);
+    redirect(m, "signal", symbols::SIGNAL) | sigaction
+}
+
+/// Sends every use of the C library function `libc_name`, declared (not defined) in `m`, to the runtime's
+/// `ours` (same type). `_Fork` goes to `symbols::FORK_RAW`, which runs the runtime's fork handlers around it
+/// (`rt/src/raw_fork.rs`). Whether anything changed.
+fn redirect(m: LLVMModuleRef, libc_name: &str, ours: &str) -> bool {
+    let (libc_name, ours) = (CString::new(libc_name).unwrap_or_default(), CString::new(ours).unwrap_or_default());
+    // SAFETY: a valid module and NUL-terminated names.
+    unsafe {
+        let f = LLVMGetNamedFunction(m, libc_name.as_ptr());
+        if f.is_null() || !ir::is_declaration(f) || LLVMGetFirstUse(f).is_null() {
+            return false;
         }
-        changed = true;
+        let mut g = LLVMGetNamedFunction(m, ours.as_ptr());
+        if g.is_null() {
+            g = LLVMAddFunction(m, ours.as_ptr(), LLVMGlobalGetValueType(f));
+        }
+        LLVMReplaceAllUsesWith(f, g);
     }
-    changed
+    true
 }
 
 /// Definitions we own or that will be discarded are left alone.

@@ -109,6 +109,7 @@ mod handlers;
 mod in_flight;
 mod merge;
 mod path;
+mod raw_fork;
 mod reentry;
 mod region;
 mod signals;
@@ -227,6 +228,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
             libc::pthread_atfork(None, None, Some(fork_child_handler));
         }
         threads::init();
+        raw_fork::init();
         lock().state().reserve.hold(2);
         let signals = sys::env(c"PATHPROF_SIGNALS").is_some_and(|v| v != b"0");
         let interval = sys::env(c"PATHPROF_DUMP_INTERVAL");
@@ -410,6 +412,14 @@ fn signal_flush(sig: core::ffi::c_int) {
         let _ = dump::dump(st, dump::Scope::All, Kind::Fatal(sig));
     }
     drop(guard);
+}
+
+/// In a `_Fork` child (`raw_fork`): what the fork handler does, if this copy has installed it.
+pub(crate) fn fork_child_of_raw_fork() {
+    if INSTALLED.load(Ordering::Acquire) {
+        // SAFETY: the child of a fork, single-threaded, before `_Fork` returns there.
+        unsafe { fork_child_handler() };
+    }
 }
 
 /// Runs in a `fork()`ed child, single-threaded, before `fork` returns there.

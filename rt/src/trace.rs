@@ -489,6 +489,7 @@ fn install(st: &mut State) {
     }
     st.installed = true;
     sys::note_owner();
+    crate::raw_fork::init();
     path::note_start_dir();
     // SAFETY: plain libc registration calls with valid function pointers.
     unsafe {
@@ -536,6 +537,30 @@ fn parse_size(v: &[u8]) -> Option<u64> {
         n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
     }
     n.checked_mul(unit)
+}
+
+/// `fork` calls `_Fork` (see `raw_fork`), with the trace runtime's fork handlers run around it when trace mode
+/// runs in this copy.
+pub(crate) fn around_raw_fork(fork: unsafe extern "C" fn() -> libc::pid_t) -> libc::pid_t {
+    let mut guard = lock();
+    if !guard.state().installed {
+        drop(guard);
+        // SAFETY: the C library's `_Fork`.
+        return unsafe { fork() };
+    }
+    // Held across the fork, as `fork_prepare` holds it; released by `fork_parent`, reset by `fork_child`.
+    core::mem::forget(guard);
+    // SAFETY: as above.
+    let pid = unsafe { fork() };
+    // SAFETY: the handlers' own contexts: the parent after the fork, the single-threaded child.
+    unsafe {
+        if pid == 0 {
+            fork_child();
+        } else {
+            fork_parent();
+        }
+    }
+    pid
 }
 
 /// Before `fork()`: holds the lock, so the child never inherits it held by a thread it does not have.

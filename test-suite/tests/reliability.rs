@@ -486,6 +486,29 @@ fn threads_running_at_exit_do_not_break_the_dump() {
     }
 }
 
+/// raw_fork.c (its comment gives the counts): `_Fork` runs no `pthread_atfork` handlers, so the child kept its
+/// parent's counts and, at its exit, wrote them a second time (`main` entered 2 times, exact). The pass sends
+/// `_Fork` to the runtime, which runs its fork handlers around it: every counting mode exact, one run per
+/// process.
+#[test]
+fn a_fork_without_handlers_counts_like_fork() {
+    let dir = scratch("raw-fork");
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let exe = build(&dir, mode, &["raw_fork.c"], "-O1", mode, false);
+        let profile = dir.join(format!("{mode}.pathprof"));
+        let out = output_within(program(&exe, &[], &dir, &profile), 60, "raw_fork");
+        assert_eq!(ending(out.status), Ok(0), "{mode}: {}", describe(&out));
+        assert!(out.stderr.is_empty(), "{mode}: {}", describe(&out));
+        assert_eq!(records(&profile), vec![(0, 2)], "{mode}: one record, the parent's run and the child's");
+        let show = show_json(&profile);
+        assert!(functions(&show).iter().all(|f| f["exact"] == true), "{mode}: {show}");
+        let entries = entry_counts(&show);
+        for (f, n) in [("main", 1), ("child_work", 1), ("parent_work", 1)] {
+            assert_eq!(entries[f], Some(n), "{mode}: {f}");
+        }
+    }
+}
+
 /// threads_at_exit.c (its comment gives the counts): a thread still running when the process ends — a
 /// detached worker in a loop, as QuickJS's are — leaves activations in the middle of a block, where no counter
 /// accounts for them. Before, edge and block mode derived counts as if they had returned (`worker` and `spin`
