@@ -12,7 +12,9 @@
 //!
 //! A thread counts as *parked* when the kernel has it asleep (`S` in `/proc/self/task/TID/status`) before the
 //! counters are drained and again after, without a context switch in between (`voluntary_ctxt_switches` and
-//! `nonvoluntary_ctxt_switches` unchanged): it stayed inside a system call the whole time. Every other state —
+//! `nonvoluntary_ctxt_switches` unchanged): it stayed inside a system call the whole time. A thread that has
+//! ended but is still listed (`Z`: the main thread after `pthread_exit`, while the others run on) has no
+//! activation left and counts as parked too. Every other state —
 //! running or runnable, uninterruptible sleep (a page fault), stopped, a thread that appeared or ended in
 //! between, an unreadable status — counts as running. A thread sleeping in a call known to return (under
 //! `--pathprof-lto`, `malloc` waiting for its arena lock) or in inline assembly is taken as parked: not covered.
@@ -129,7 +131,7 @@ fn each_other_thread(mut f: impl FnMut(u32) -> bool) -> bool {
 
 /// A thread's scheduling state, as far as the census needs it.
 struct Status {
-    /// `S`: sleeping in a system call, interruptibly.
+    /// `S`: sleeping in a system call, interruptibly; or `Z`/`X`: ended.
     asleep: bool,
     /// Voluntary plus involuntary context switches so far.
     switches: u64,
@@ -180,7 +182,10 @@ fn parse_status(text: &[u8]) -> Option<Status> {
             _ => {}
         }
     }
-    Some(Status { asleep: state? == b'S', switches: u64::from(voluntary?).saturating_add(u64::from(involuntary?)) })
+    Some(Status {
+        asleep: matches!(state?, b'S' | b'Z' | b'X'),
+        switches: u64::from(voluntary?).saturating_add(u64::from(involuntary?)),
+    })
 }
 
 /// A whole decimal number that fits in a u32.
@@ -230,6 +235,10 @@ mod tests {
         assert_eq!(s.switches, 15);
         let running = b"State:\tR (running)\nvoluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n";
         assert!(!parse_status(running).unwrap().asleep);
+        let ended = b"State:\tZ (zombie)\nvoluntary_ctxt_switches:\t4\nnonvoluntary_ctxt_switches:\t0\n";
+        assert!(parse_status(ended).unwrap().asleep, "a zombie main thread has no activation left");
+        let faulting = b"State:\tD (disk sleep)\nvoluntary_ctxt_switches:\t4\nnonvoluntary_ctxt_switches:\t0\n";
+        assert!(!parse_status(faulting).unwrap().asleep, "uninterruptible sleep may be a page fault mid-block");
         assert!(parse_status(b"State:\tS (sleeping)\n").is_none(), "switch counts missing");
         assert_eq!(decimal(b"4294967295"), Some(u32::MAX));
         assert_eq!(decimal(b"4294967296"), None);

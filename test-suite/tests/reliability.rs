@@ -516,14 +516,15 @@ fn a_fork_without_handlers_counts_like_fork() {
 /// flags every record (which activations were in flight is not known) and writes it apart, at `exit` as at
 /// `_exit`; a thread asleep in a call that may not return (`pause`) leaves exact counts, as does a joined one
 /// and one asleep at exit's dump that the program's destructor wakes and joins (its last steps are counted by
-/// the module destructor's dump).
+/// the module destructor's dump), and a main thread that `pthread_exit`ed before the last thread ended the
+/// process (a zombie, not a running thread).
 /// Every counting mode, atomic counters (so that only the new flag is in play).
 #[test]
 fn a_thread_running_when_the_process_ends_flags_the_counts() {
     let dir = scratch("threads-at-exit");
     for mode in ["edge", "block", "path", "context", "piecewise"] {
         let exe = build(&dir, mode, &["threads_at_exit.c"], "-O1", mode, true);
-        for how in ["spin", "spin_", "parked", "joined", "woken"] {
+        for how in ["spin", "spin_", "parked", "joined", "woken", "main_exits"] {
             let flagged = how.starts_with("spin");
             let profile = dir.join(format!("{mode}-{how}.pathprof"));
             let out = output_within(program(&exe, &[how], &dir, &profile), 60, "threads_at_exit");

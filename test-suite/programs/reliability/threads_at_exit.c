@@ -11,6 +11,9 @@
  *              destructor (join_worker, after exit's dump) wakes it and joins it, so it runs wait_for_stop's
  *              return and finish() after the exit dump, before the module destructor's: exact, counted.
  *              Counts: main 1, worker 1, step 10, wait_for_stop 1, finish 1.
+ *   "main_exits": main calls pthread_exit; the worker steps 10 times and returns, the last thread, which ends
+ *              the process (exit status 0): the main thread is listed as a zombie then, with no activation
+ *              left (the runtime took it for a running thread at first). Counts: main 1, worker 1, step 10.
  * join_worker runs once in every case (it joins only in "woken"). Exit status 0 in every case. */
 #include <pthread.h>
 #include <stdio.h>
@@ -22,11 +25,25 @@ static volatile int inside;
 static volatile int worker_tid;
 static volatile unsigned long iterations;
 static volatile unsigned long sink;
-static int how_spin, how_park, how_wait;
+static int how_spin, how_park, how_wait, how_main_exits;
 static pthread_t thread;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int stop;
+
+/* The kernel's state of thread `tid` ('R', 'S', 'Z', ...), 0 if unknown. */
+static char thread_state(int tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *close = strrchr(buf, ')');
+  return close && close[1] == ' ' ? close[2] : 0;
+}
 
 __attribute__((noinline)) static void step(int k) {
   if (k & 1)
@@ -68,6 +85,9 @@ __attribute__((destructor)) static void join_worker(void) {
 static void *worker(void *arg) {
   (void)arg;
   worker_tid = (int)syscall(SYS_gettid);
+  if (how_main_exits) /* the main thread's pthread_exit has left it a zombie */
+    while (thread_state(getpid()) != 'Z')
+      usleep(1000);
   if (how_spin)
     spin();
   for (int k = 0; k < 10; k++)
@@ -81,25 +101,12 @@ static void *worker(void *arg) {
   return 0;
 }
 
-/* Whether the kernel has the worker asleep. */
-static int worker_asleep(void) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/self/task/%d/stat", worker_tid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  char *close = strrchr(buf, ')');
-  return close && close[1] == ' ' && close[2] == 'S';
-}
-
 int main(int argc, char **argv) {
   const char *how = argc > 1 ? argv[1] : "joined";
   how_spin = !strncmp(how, "spin", 4);
   how_park = !strcmp(how, "parked");
   how_wait = !strcmp(how, "woken");
+  how_main_exits = !strcmp(how, "main_exits");
   pthread_attr_t a;
   pthread_attr_init(&a);
   if (strcmp(how, "joined") && !how_wait)
@@ -111,8 +118,10 @@ int main(int argc, char **argv) {
     if (!strcmp(how, "spin_"))
       _exit(0);
   } else if (how_park || how_wait) {
-    while (!worker_tid || !worker_asleep())
+    while (!worker_tid || thread_state(worker_tid) != 'S')
       usleep(1000);
+  } else if (how_main_exits) {
+    pthread_exit(0);
   } else {
     pthread_join(thread, 0);
   }
