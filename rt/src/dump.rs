@@ -58,6 +58,7 @@ pub(crate) enum Kind {
 }
 
 /// Which modules a dump covers.
+#[derive(Copy, Clone)]
 pub(crate) enum Scope {
     /// Every registered module (`__pathprof_dump`, exit).
     All,
@@ -71,6 +72,9 @@ enum Fail {
     Sys(Errno),
     /// `FILE` exists but is not a regular file (a device, a FIFO...): never replaced.
     NotRegular,
+    /// A dump at the process's end that was to merge into `FILE` found a thread running around its drain: the
+    /// counts are put back and [`run`] tries again, and writes apart after [`IN_FLIGHT_TRIES`] attempts.
+    InFlight,
 }
 
 impl From<Errno> for Fail {
@@ -84,6 +88,7 @@ impl crate::diag::Part for Fail {
         match self {
             Fail::Sys(e) => e.put(line),
             Fail::NotRegular => line.bytes(b"not a regular file"),
+            Fail::InFlight => line.bytes(b"a thread ran during the dump"),
         }
     }
 }
@@ -131,7 +136,7 @@ pub(crate) fn dump(st: &mut State, scope: Scope, kind: Kind) -> Result<(), ()> {
     }
 
     let mut path = MVec::new();
-    let result = run(st, scope, kind, pid, &mut path);
+    let result = run(st, scope, kind, pid, &mut path, 0);
     // A new pair when `run` freed the held one for its files (a no-op when nothing was written).
     st.reserve.hold(2);
     if result.is_err() && kind == Kind::Timer {
@@ -167,7 +172,9 @@ fn meta_of<'a>(d: *mut ModuleDesc) -> &'a [u8] {
     unsafe { core::slice::from_raw_parts(d.meta, d.meta_len as usize) }
 }
 
-fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) -> Result<(), Fail> {
+/// One dump; `tries`: the attempts to merge into `FILE` that found a thread running around their drain (see
+/// [`Fail::InFlight`]).
+fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, tries: u32) -> Result<(), Fail> {
     // 1. The modules, oldest first, grouped by build.
     let mut taken: MVec<Taken> = MVec::new();
     match scope {
@@ -226,21 +233,17 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
     // with nothing to write (every module destructor at exit) costs no new pipe.
     st.reserve.release();
 
-    // Other threads, before the drain; looked at again after it. Taken here, where the held descriptors are free.
-    let census = (kind == Kind::End).then(in_flight::Census::take);
-    let threads_ran = census.as_ref().is_some_and(|c| c.running());
-
     // 2. File names.
     let mut host = [0u8; 256];
     let tmpdir = sys::env(c"TMPDIR").unwrap_or(b"/tmp");
     let signature = st.signature.unwrap_or(0);
     let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature, start_dir: path::start_dir() };
     path::expand(path::profile_pattern(), &vars, path)?;
-    if crate::handlers::escaped() || threads_ran || st.apart {
-        // A signal handler of this process did not return, or the process ends under a running thread: its
-        // records are flagged, and merged into FILE the flag would make every run's counts there inexact (a test
-        // suite's one stack overflow, every function of the program). This process's counts go to
-        // FILE.<pid>.incomplete instead, from now on.
+    if crate::handlers::escaped() || st.apart {
+        // A signal handler of this process did not return, or the process ends under a running thread (see
+        // `locked`): its records are flagged, and merged into FILE the flag would make every run's counts there
+        // inexact (a test suite's one stack overflow, every function of the program). This process's counts go
+        // to FILE.<pid>.incomplete instead, from now on.
         st.apart = true;
         let mut apart = MVec::new();
         path::sibling(path.as_slice(), b".", Some(pid as u64), &mut apart)?;
@@ -264,7 +267,7 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
             path::sibling(alone.as_slice(), b".incomplete", None, &mut named)?;
             let mut tmp = MVec::new();
             path::sibling(named.as_slice(), b".tmp", None, &mut tmp)?;
-            let result = locked(st, &mut taken, total, named.as_slice(), tmp.as_slice(), kind, None, false);
+            let result = locked(st, &mut taken, total, named.as_slice(), tmp.as_slice(), kind, false);
             if result.is_ok() {
                 pp_warn!(
                     "fatal signal ",
@@ -284,8 +287,21 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>) 
     } else {
         flock(&lock, libc::LOCK_EX);
     }
-    let result = locked(st, &mut taken, total, path.as_slice(), tmp_path.as_slice(), kind, census.as_ref(), true);
+    let result = locked(st, &mut taken, total, path.as_slice(), tmp_path.as_slice(), kind, true);
     flock(&lock, libc::LOCK_UN);
+    if let Err(Fail::InFlight) = result {
+        // The counts are back in memory. A thread that only woke for a moment is likely asleep at the next
+        // attempt; one that keeps running makes the third write apart, flagged.
+        drop(lock);
+        path.clear();
+        if tries + 1 >= IN_FLIGHT_TRIES {
+            // Apart from now on, flagged: this attempt's drain may be consistent, but the run is not one piece
+            // anymore (a module destructor's counts after an exit dump merged into FILE).
+            st.apart = true;
+            st.threads_ran = true;
+        }
+        return run(st, scope, kind, pid, path, tries + 1);
+    }
     result
 }
 
@@ -327,9 +343,14 @@ fn flock(fd: &Fd, op: libc::c_int) {
     }
 }
 
-/// Steps 3–5, under the file lock (`merge`: read and merge the existing file; else write a fresh one). `census`:
-/// the other threads before the drain, at the process's end.
-#[allow(clippy::too_many_arguments)]
+/// Attempts to merge a dump at the process's end into `FILE` before it goes apart because a thread keeps
+/// running around the drain.
+const IN_FLIGHT_TRIES: u32 = 3;
+
+/// Steps 3–5, under the file lock (`merge`: read and merge the existing file; else write a fresh one). At the
+/// process's end ([`Kind::End`]) the other threads are looked at right before the drain and after it: if one
+/// ran, the records are flagged, and a dump into `FILE` itself gives up with [`Fail::InFlight`] (the counts put
+/// back) so that the flag never spreads to the runs merged there.
 fn locked(
     st: &mut State,
     taken: &mut MVec<Taken>,
@@ -337,7 +358,6 @@ fn locked(
     path: &[u8],
     tmp: &[u8],
     kind: Kind,
-    census: Option<&in_flight::Census>,
     merge: bool,
 ) -> Result<(), Fail> {
     let (old, mode) = if merge { read_existing(path)? } else { (Old::Absent, None) };
@@ -359,6 +379,7 @@ fn locked(
     // 4. Drain.
     let mut snap: MVec<u64> = MVec::new();
     snap.extend_fill(0, total)?;
+    let census = (kind == Kind::End).then(in_flight::Census::take);
     drain(taken, &mut snap);
     let mut paths: MVec<PathCount> = MVec::new();
     let lost = st.reentries_lost;
@@ -372,10 +393,14 @@ fn locked(
             if crate::handlers::escaped() {
                 flags |= RECORD_FLAG_HANDLER_ESCAPED;
             }
-            if census.is_some_and(in_flight::Census::ran_since) {
+            if census.as_ref().is_some_and(in_flight::Census::ran_since) || st.threads_ran {
                 flags |= RECORD_FLAG_THREADS_IN_FLIGHT;
             }
-            write_merged(st, taken, &snap, &paths, existing, path, tmp, mode, flags)
+            if flags & RECORD_FLAG_THREADS_IN_FLIGHT != 0 && !st.apart {
+                Err(Fail::InFlight)
+            } else {
+                write_merged(st, taken, &snap, &paths, existing, path, tmp, mode, flags)
+            }
         }
         Err(e) => Err(e.into()),
     };

@@ -67,11 +67,6 @@ impl Census {
         census
     }
 
-    /// Whether a thread was running at [`Census::take`] (for the choice of file, before the drain).
-    pub(crate) fn running(&self) -> bool {
-        self.running
-    }
-
     /// Whether some thread may have been inside a block at any moment between [`Census::take`] and now: it was
     /// running then, or it has run since (it woke, ended, or a new thread appeared).
     pub(crate) fn ran_since(&self) -> bool {

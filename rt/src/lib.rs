@@ -434,6 +434,7 @@ unsafe extern "C" fn fork_child_handler() {
     st.timer_warned = false;
     st.reentries_lost = false;
     st.apart = false;
+    st.threads_ran = false;
     sys::note_owner();
     handlers::fork_child();
     // Before `fork` returns here: every activation on this stack compares the generation after its call.
@@ -530,8 +531,12 @@ pub(crate) struct State {
     pub(crate) reentries: sys::MVec<reentry::Reentry>,
     /// A re-entry could not be recorded (out of memory): the next successful dump flags its records incomplete.
     pub(crate) reentries_lost: bool,
-    /// A signal handler of this process did not return: its dumps go to `FILE.<pid>.incomplete` (see `dump`).
+    /// A signal handler of this process did not return, or its end ran under another thread: its dumps go to
+    /// `FILE.<pid>.incomplete` (see `dump`).
     pub(crate) apart: bool,
+    /// Dumps at this process's end kept finding another thread running around their drain: what it writes from
+    /// then on is flagged `RECORD_FLAG_THREADS_IN_FLIGHT` (see `dump`, `in_flight`).
+    pub(crate) threads_ran: bool,
     /// Descriptors held for the dump (see `fd_reserve`).
     pub(crate) reserve: fd_reserve::Reserve,
 }
@@ -550,6 +555,7 @@ static STATE: Global<State> = Global(core::cell::UnsafeCell::new(State {
     reentries: sys::MVec::new(),
     reentries_lost: false,
     apart: false,
+    threads_ran: false,
     reserve: fd_reserve::Reserve::new(),
 }));
 

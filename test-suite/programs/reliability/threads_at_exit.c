@@ -14,18 +14,21 @@
  *   "main_exits": main calls pthread_exit; the worker steps 10 times and returns, the last thread, which ends
  *              the process (exit status 0): the main thread is listed as a zombie then, with no activation
  *              left (the runtime took it for a running thread at first). Counts: main 1, worker 1, step 10.
+ *   "naps":    the worker steps and sleeps 200 us in a loop that never ends, so it is asleep at some dumps
+ *              and wakes during others (the runtime merged such runs into the profile, flagged).
  * join_worker runs once in every case (it joins only in "woken"). Exit status 0 in every case. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile int inside;
 static volatile int worker_tid;
 static volatile unsigned long iterations;
 static volatile unsigned long sink;
-static int how_spin, how_park, how_wait, how_main_exits;
+static int how_spin, how_park, how_wait, how_main_exits, how_nap;
 static pthread_t thread;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -90,6 +93,13 @@ static void *worker(void *arg) {
       usleep(1000);
   if (how_spin)
     spin();
+  if (how_nap)
+    for (int k = 0;; k++) {
+      step(k);
+      inside = 1;
+      struct timespec nap = {0, 200000};
+      nanosleep(&nap, 0);
+    }
   for (int k = 0; k < 10; k++)
     step(k);
   if (how_park)
@@ -107,12 +117,13 @@ int main(int argc, char **argv) {
   how_park = !strcmp(how, "parked");
   how_wait = !strcmp(how, "woken");
   how_main_exits = !strcmp(how, "main_exits");
+  how_nap = !strcmp(how, "naps");
   pthread_attr_t a;
   pthread_attr_init(&a);
   if (strcmp(how, "joined") && !how_wait)
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   pthread_create(&thread, &a, worker, 0);
-  if (how_spin) {
+  if (how_spin || how_nap) {
     while (!inside)
       ;
     if (!strcmp(how, "spin_"))
