@@ -7,9 +7,22 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Reads and fully validates a profile; errors name the file.
+/// Reads and fully validates a profile; errors name the file. A profile that does not exist while runs were
+/// written apart next to it (every run so far) says so, naming them, rather than only "no such file".
 pub fn read_profile(path: &Path) -> Result<Profile> {
-    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = match fs::read(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !written_apart(path).is_empty() => {
+            let apart = written_apart_names(path);
+            anyhow::bail!(
+                "reading {}: no such file, but {} written apart next to it (every run so far: {}); read one, or \
+                 add them with `pathprof merge`",
+                path.display(),
+                if apart.len() == 1 { "1 run was".to_string() } else { format!("{} runs were", apart.len()) },
+                apart.join(", ")
+            )
+        }
+        read => read.with_context(|| format!("reading {}", path.display()))?,
+    };
     profile::read(&bytes).with_context(|| format!("reading {}", path.display()))
 }
 
@@ -50,8 +63,8 @@ pub fn read_trace(path: &Path) -> Result<TraceFile> {
 }
 
 /// The files the runtime wrote apart from `path` (`PATH.<pid>.incomplete`: a run whose signal handler did not
-/// return, or a fatal-signal flush that found the file locked), sorted: runs `path` does not hold, which a reader
-/// names so that their absence is never silent.
+/// return, that ended while another thread was running, or a fatal-signal flush that found the file locked),
+/// sorted: runs `path` does not hold, which a reader names so that their absence is never silent.
 pub fn written_apart(path: &Path) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Vec::new();
@@ -81,8 +94,9 @@ pub fn write_apart_note(out: &mut impl Write, apart: &[String]) -> std::io::Resu
     let n = apart.len();
     writeln!(
         out,
-        "NOTE: {n} file{} next to this profile hold{} runs it does not (a signal handler did not return, or a \
-         fatal signal found the file locked); `pathprof merge` adds them, flagged inexact:",
+        "NOTE: {n} file{} next to this profile hold{} runs it does not (a signal handler did not return, the \
+         process ended while another thread was running, or a fatal signal found the file locked); `pathprof \
+         merge` adds them, flagged inexact:",
         if n == 1 { "" } else { "s" },
         if n == 1 { "s" } else { "" }
     )?;

@@ -576,6 +576,15 @@ fn a_thread_running_when_the_process_ends_flags_the_counts() {
             assert_eq!(ending(out.status), Ok(0), "{mode} {how}: {}", describe(&out));
             assert!(out.stderr.is_empty(), "{mode} {how}: {}", describe(&out));
             let written = written_apart(&profile, flagged);
+            if flagged {
+                // The profile a user asks for does not exist: the reader says where the run went, on one line.
+                let out = Command::new(dist().join("bin/pathprof")).arg("show").arg(&profile).output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{mode} {how}: {err}");
+                assert_eq!(err.lines().count(), 1, "{mode} {how}: {err}");
+                assert!(err.contains("1 run was written apart"), "{mode} {how}: {err}");
+                assert!(err.contains(&*written.to_string_lossy()), "{mode} {how}: {err}");
+            }
             let flags: Vec<u64> = records(&written).iter().map(|r| r.0).collect();
             let expect = if flagged { RECORD_FLAG_THREADS_IN_FLIGHT } else { 0 };
             assert_eq!(flags, vec![expect], "{mode} {how}");
