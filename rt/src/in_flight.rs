@@ -19,7 +19,8 @@
 //! between, an unreadable status — counts as running. A thread sleeping in a call known to return (under
 //! `--pathprof-lto`, `malloc` waiting for its arena lock) or in inline assembly is taken as parked: not covered.
 //! The runtime's own timer thread runs no instrumented code and is left out; so is the calling thread, whose
-//! activations wait in the call that ends the process.
+//! activations wait in the call that ends the process. A process that has never had another thread (see
+//! [`crate::threads`]) needs no census; one that has and cannot list its threads (no `/proc`) is flagged.
 //!
 //! Async-signal-safe (system calls and stack buffers; [`MVec`] maps memory in a signal context).
 
@@ -42,6 +43,9 @@ pub(crate) fn fork_child() {
 
 /// What the other threads were doing when the census was taken.
 pub(crate) struct Census {
+    /// The process has never had another thread ([`crate::threads`]): nothing to look at, and nothing read from
+    /// `/proc`, which a chroot or sandbox may not have mounted.
+    alone: bool,
     /// Parked threads and their context-switch totals.
     parked: MVec<(u32, u64)>,
     /// A thread was running (or the census could not tell).
@@ -51,7 +55,10 @@ pub(crate) struct Census {
 impl Census {
     /// Looks at every other thread of the process.
     pub(crate) fn take() -> Census {
-        let mut census = Census { parked: MVec::new(), running: false };
+        let mut census = Census { alone: !crate::threads::probe(), parked: MVec::new(), running: false };
+        if census.alone {
+            return census;
+        }
         let complete = each_other_thread(|tid| {
             match status(tid) {
                 Some(Status { asleep: true, switches }) => {
@@ -70,6 +77,10 @@ impl Census {
     /// Whether some thread may have been inside a block at any moment between [`Census::take`] and now: it was
     /// running then, or it has run since (it woke, ended, or a new thread appeared).
     pub(crate) fn ran_since(&self) -> bool {
+        if self.alone {
+            // A thread that appeared since could only have been started by this one's signal handler.
+            return crate::threads::probe();
+        }
         if self.running {
             return true;
         }
