@@ -531,6 +531,33 @@ fn a_thread_that_wakes_during_the_dump_at_exit_never_flags_the_profile() {
     }
 }
 
+/// Without `/proc` (a chroot or sandbox that does not mount it) the census cannot list threads. A program that
+/// never had another thread needs none: its run merges into the profile, exact (the first version of the census
+/// wrote every run of every program apart there). One that had threads, even joined ones, cannot be vouched for
+/// and is written apart, flagged. Runs where a private mount namespace can hide `/proc` (`unshare -m`, as root).
+#[test]
+fn without_proc_only_a_program_that_had_threads_is_flagged() {
+    if !Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `unshare -m` is not permitted here");
+        return;
+    }
+    let dir = scratch("no-proc");
+    let threaded = build(&dir, "threaded", &["threads_at_exit.c"], "-O1", "edge", true);
+    let single = build(&dir, "single", &["../loops.c"], "-O1", "edge", true);
+    for (exe, args, how, threads) in [(&single, &[][..], "single", false), (&threaded, &["joined"][..], "joined", true)]
+    {
+        let profile = dir.join(format!("{how}.pathprof"));
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-m", "sh", "-c", "mount -t tmpfs none /proc && exec \"$0\" \"$@\""]).arg(exe).args(args);
+        cmd.current_dir(&dir).env("PATHPROF_FILE", &profile).stdin(Stdio::null());
+        let out = output_within(cmd, 60, "no /proc");
+        assert_eq!(ending(out.status), Ok(0), "{how}: {}", describe(&out));
+        let written = written_apart(&profile, threads);
+        let expect = if threads { RECORD_FLAG_THREADS_IN_FLIGHT } else { 0 };
+        assert_eq!(records(&written), vec![(expect, 1)], "{how}");
+    }
+}
+
 /// raw_fork.c (its comment gives the counts): `_Fork` runs no `pthread_atfork` handlers, so the child kept its
 /// parent's counts and, at its exit, wrote them a second time (`main` entered 2 times, exact). The pass sends
 /// `_Fork` to the runtime, which runs its fork handlers around it: every counting mode exact, one run per
