@@ -59,18 +59,19 @@ impl Census {
         if census.alone {
             return census;
         }
-        let complete = each_other_thread(|tid| {
+        let Some(tids) = other_threads() else {
+            census.running = true;
+            return census;
+        };
+        for &tid in tids.as_slice() {
             match status(tid) {
-                Some(Status { asleep: true, switches }) => {
-                    if census.parked.push((tid, switches)).is_err() {
-                        census.running = true;
-                    }
+                Some(Status { asleep: true, switches }) if census.parked.push((tid, switches)).is_ok() => {}
+                _ => {
+                    census.running = true;
+                    break;
                 }
-                _ => census.running = true,
             }
-            !census.running
-        });
-        census.running |= !complete;
+        }
         census
     }
 
@@ -84,51 +85,46 @@ impl Census {
         if self.running {
             return true;
         }
-        let mut seen = 0usize;
-        let complete = each_other_thread(|tid| {
-            let before = self.parked.as_slice().iter().find(|p| p.0 == tid).map(|p| p.1);
-            let same =
-                matches!((before, status(tid)), (Some(b), Some(Status { asleep: true, switches })) if b == switches);
-            seen += usize::from(same);
-            same
-        });
-        !complete || seen != self.parked.len()
+        let Some(tids) = other_threads() else { return true };
+        tids.len() != self.parked.len()
+            || tids.as_slice().iter().any(|&tid| {
+                let before = self.parked.as_slice().iter().find(|p| p.0 == tid).map(|p| p.1);
+                !matches!((before, status(tid)), (Some(b), Some(Status { asleep: true, switches })) if b == switches)
+            })
     }
 }
 
-/// Calls `f` with the id of every thread of the process but this one and the timer thread, while `f` returns
-/// true; false if it stopped early or the threads could not be listed.
-fn each_other_thread(mut f: impl FnMut(u32) -> bool) -> bool {
+/// The ids of the process's threads but this one and the timer thread; `None` if they cannot be listed. The
+/// directory is closed before any status is read: a dump at exit holds the lock file's descriptor, and a program
+/// that has used up its descriptors leaves the runtime only the two it holds for the dump (`fd_reserve`).
+fn other_threads() -> Option<MVec<u32>> {
     let me = sys::tid();
     let timer = TIMER_TID.load(Ordering::Relaxed);
-    let Ok(dir) = sys::Fd::open(b"/proc/self/task\0", libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) else {
-        return false;
-    };
+    let dir = sys::Fd::open(b"/proc/self/task\0", libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0).ok()?;
+    let mut tids = MVec::new();
     let mut buf = [0u8; 4096];
     loop {
         // SAFETY: `buf` is writable for its length; getdents64 fills it with whole records.
         let n = unsafe { libc::syscall(libc::SYS_getdents64, dir.raw(), buf.as_mut_ptr().cast::<c_void>(), buf.len()) };
         if n == 0 {
-            return true;
+            return Some(tids);
         }
         if n < 0 {
-            return false;
+            return None;
         }
         let mut at = 0usize;
         let end = usize::try_from(n).unwrap_or(0).min(buf.len());
         // Each record: d_ino (8), d_off (8), d_reclen (2), d_type (1), NUL-terminated name.
         while at + 19 < end {
-            let Some(&[lo, hi]) = buf.get(at + 16..at + 18) else { return false };
+            let &[lo, hi] = buf.get(at + 16..at + 18)? else { return None };
             let reclen = usize::from(u16::from_ne_bytes([lo, hi]));
             let name = buf.get(at + 19..(at + reclen).min(end)).unwrap_or(&[]);
             let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
-            if let Some(tid) = decimal(name) {
-                if tid != me && tid != timer && !f(tid) {
-                    return false;
-                }
+            if let Some(tid) = decimal(name).filter(|&t| t != me && t != timer) {
+                tids.push(tid).ok()?;
             }
             if reclen == 0 {
-                return false;
+                return None;
             }
             at += reclen;
         }
@@ -291,12 +287,8 @@ mod tests {
         assert!(!status(spinner_tid).unwrap().asleep, "a spinning thread is running or runnable");
         stop.store(true, Ordering::Relaxed);
         spinner.join().unwrap();
-        let mut listed = std::vec::Vec::new();
-        assert!(each_other_thread(|t| {
-            listed.push(t);
-            true
-        }));
-        assert!(!listed.contains(&sys::tid()), "the calling thread is left out");
+        let listed = other_threads().unwrap();
+        assert!(!listed.as_slice().contains(&sys::tid()), "the calling thread is left out");
     }
 
     #[test]

@@ -596,10 +596,17 @@ fn a_thread_running_when_the_process_ends_flags_the_counts() {
     let dir = scratch("threads-at-exit");
     for mode in ["edge", "block", "path", "context", "piecewise"] {
         let exe = build(&dir, mode, &["threads_at_exit.c"], "-O1", mode, true);
-        for how in ["spin", "spin_", "parked", "joined", "woken", "main_exits"] {
+        for how in ["spin", "spin_", "parked", "parked_nofd", "joined", "woken", "main_exits"] {
             let flagged = how.starts_with("spin");
             let profile = dir.join(format!("{mode}-{how}.pathprof"));
-            let out = output_within(program(&exe, &[how], &dir, &profile), 60, "threads_at_exit");
+            let exe_name = exe.to_string_lossy();
+            let cmd = if how == "parked_nofd" {
+                let limited = ["-c", "ulimit -n 256; exec \"$0\" \"$@\"", &exe_name, how];
+                program(Path::new("sh"), &limited, &dir, &profile)
+            } else {
+                program(&exe, &[how], &dir, &profile)
+            };
+            let out = output_within(cmd, 60, "threads_at_exit");
             assert_eq!(ending(out.status), Ok(0), "{mode} {how}: {}", describe(&out));
             assert!(out.stderr.is_empty(), "{mode} {how}: {}", describe(&out));
             let written = written_apart(&profile, flagged);
@@ -622,7 +629,7 @@ fn a_thread_running_when_the_process_ends_flags_the_counts() {
             }
             if !flagged {
                 let entries = entry_counts(&show);
-                let (parked, woken) = (u64::from(how == "parked"), u64::from(how == "woken"));
+                let (parked, woken) = (u64::from(how.starts_with("parked")), u64::from(how == "woken"));
                 for (f, n) in [
                     ("main", 1),
                     ("worker", 1),

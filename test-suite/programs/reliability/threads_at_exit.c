@@ -6,6 +6,8 @@
  *   "parked":  the worker has stepped 10 times and sleeps in pause(), a call that may not return, when main
  *              returns: its activations wait inside calls, accounted for exactly. main waits until the kernel
  *              has it asleep (its /proc state 'S'). Counts: main 1, worker 1, park 1, step 10.
+ *   "parked_nofd": the same, after main has opened /dev/null until no descriptor is left (run it under
+ *              `ulimit -n 256`): the runtime's census must make do with the descriptors it holds.
  *   "joined":  the worker steps 10 times and returns; main joins it. Counts: main 1, worker 1, step 10.
  *   "woken":   the worker steps 10 times and waits on a condition variable when main returns; the program's
  *              destructor (join_worker, after exit's dump) wakes it and joins it, so it runs wait_for_stop's
@@ -17,6 +19,7 @@
  *   "naps":    the worker steps and sleeps 200 us in a loop that never ends, so it is asleep at some dumps
  *              and wakes during others (the runtime merged such runs into the profile, flagged).
  * join_worker runs once in every case (it joins only in "woken"). Exit status 0 in every case. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -114,7 +117,7 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   const char *how = argc > 1 ? argv[1] : "joined";
   how_spin = !strncmp(how, "spin", 4);
-  how_park = !strcmp(how, "parked");
+  how_park = !strncmp(how, "parked", 6);
   how_wait = !strcmp(how, "woken");
   how_main_exits = !strcmp(how, "main_exits");
   how_nap = !strcmp(how, "naps");
@@ -131,6 +134,9 @@ int main(int argc, char **argv) {
   } else if (how_park || how_wait) {
     while (!worker_tid || thread_state(worker_tid) != 'S')
       usleep(1000);
+    if (!strcmp(how, "parked_nofd"))
+      while (open("/dev/null", O_RDONLY) >= 0)
+        ;
   } else if (how_main_exits) {
     pthread_exit(0);
   } else {
