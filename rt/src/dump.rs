@@ -29,8 +29,9 @@
 //! nothing is new, flags every record it writes `RECORD_FLAG_INCOMPLETE`, runs without `malloc` (see
 //! [`crate::sys`]), and takes the file lock without waiting: if another process holds it, it writes this
 //! process's records alone to `FILE.<pid>.incomplete` instead of merging into `FILE`. A dump at the process's
-//! end ([`Kind::End`]) flags its records `RECORD_FLAG_THREADS_IN_FLIGHT` when another thread was running around
-//! the drain (see [`crate::in_flight`]), and such a process writes apart from then on.
+//! end ([`Kind::End`]) flags its records `RECORD_FLAG_THREADS_IN_FLIGHT` when another thread ran around the
+//! drain (see [`crate::in_flight`]); such a dump never merges into `FILE`: it puts the counts back and tries
+//! again, and after [`IN_FLIGHT_TRIES`] attempts the process writes apart, flagged, from then on.
 
 use crate::diag::{pp_info, pp_warn, Dec, Hex};
 use crate::merge::{self, Existing, Group, Note, PathCount};
