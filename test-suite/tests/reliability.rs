@@ -474,11 +474,7 @@ fn threads_running_at_exit_do_not_break_the_dump() {
         assert!(out.stderr.is_empty(), "{}", describe(&out));
     }
     assert!(!prof.exists());
-    let apart: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".incomplete"))
-        .collect();
+    let apart = files_apart(&prof);
     assert_eq!(apart.len(), 3, "{apart:?}");
     for run in &apart {
         assert_eq!(records(run), vec![(RECORD_FLAG_THREADED_NONATOMIC | RECORD_FLAG_THREADS_IN_FLIGHT, 1)]);
@@ -504,15 +500,7 @@ fn a_thread_that_wakes_during_the_dump_at_exit_never_flags_the_profile() {
             assert_eq!(ending(out.status), Ok(0), "{mode}: {}", describe(&out));
             assert!(out.stderr.is_empty(), "{mode}: {}", describe(&out));
         }
-        let stem = format!("{mode}.pathprof.");
-        let apart: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                name.starts_with(&stem) && name.ends_with(".incomplete")
-            })
-            .collect();
+        let apart = files_apart(&profile);
         let merged = if profile.exists() {
             let recs = records(&profile);
             assert!(recs.iter().all(|r| r.0 == 0), "{mode}: a flagged run merged into the profile: {recs:?}");
@@ -1233,25 +1221,30 @@ fn interprocedural_profiles_with_any_bit_flipped_are_refused_or_analysed() {
     eprintln!("{checked} mutations, {analysed} read and analysed");
 }
 
-/// The file a run wrote: `profile`, or — when a signal handler of the run did not return (`apart`) — its
-/// `PROFILE.<pid>.incomplete`, the only one (merged into `profile`, the flag would make every run's counts
-/// there inexact).
+/// The file a run wrote: `profile`, or — when a signal handler of the run did not return, or it ended under a
+/// running thread (`apart`) — its `PROFILE.<pid>.incomplete`, the only one (merged into `profile`, the flag
+/// would make every run's counts there inexact).
 fn written_apart(profile: &Path, apart: bool) -> PathBuf {
     if !apart {
         return profile.to_path_buf();
     }
-    assert!(!profile.exists(), "{}: a run whose handler did not return merged into the profile", profile.display());
+    assert!(!profile.exists(), "{}: a run written apart merged into the profile", profile.display());
+    let found = files_apart(profile);
+    assert_eq!(found.len(), 1, "{}: {found:?}", profile.display());
+    found.into_iter().next().unwrap()
+}
+
+/// Every `PROFILE.<pid>.incomplete` next to `profile`.
+fn files_apart(profile: &Path) -> Vec<PathBuf> {
     let stem = format!("{}.", profile.file_name().unwrap().to_string_lossy());
-    let found: Vec<PathBuf> = std::fs::read_dir(profile.parent().unwrap())
+    std::fs::read_dir(profile.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             name.starts_with(&stem) && name.ends_with(".incomplete")
         })
-        .collect();
-    assert_eq!(found.len(), 1, "{}: {found:?}", profile.display());
-    found.into_iter().next().unwrap()
+        .collect()
 }
 
 /// Signal handlers the program installs with `sigaction` or `signal` run behind the runtime's trampoline
