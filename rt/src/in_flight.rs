@@ -13,8 +13,9 @@
 //! A thread counts as *parked* when the kernel has it asleep (`S` in `/proc/self/task/TID/status`) before the
 //! counters are drained and again after, without a context switch in between (`voluntary_ctxt_switches` and
 //! `nonvoluntary_ctxt_switches` unchanged): it stayed inside a system call the whole time. A thread that has
-//! ended but is still listed (`Z`: the main thread after `pthread_exit`, while the others run on) has no
-//! activation left and counts as parked too. Every other state —
+//! ended but is still listed (`Z`: the main thread after `pthread_exit`, while the others run on) or is exiting
+//! (`PF_EXITING` in `/proc/self/task/TID/stat`: a thread just joined, which the kernel lists for a moment more)
+//! has no activation left and does not count either. Every other state —
 //! running or runnable, uninterruptible sleep (a page fault), stopped, a thread that appeared or ended in
 //! between, an unreadable status — counts as running. A thread sleeping in a call known to return (under
 //! `--pathprof-lto`, `malloc` waiting for its arena lock) or in inline assembly is taken as parked: not covered.
@@ -48,6 +49,9 @@ pub(crate) struct Census {
     alone: bool,
     /// Parked threads and their context-switch totals.
     parked: MVec<(u32, u64)>,
+    /// Threads past their last user-space instruction for good (the kernel's `PF_EXITING`: a thread just
+    /// joined that the kernel has not released yet, or gone): they may vanish before the second look.
+    exiting: MVec<u32>,
     /// A thread was running (or the census could not tell).
     running: bool,
 }
@@ -55,7 +59,8 @@ pub(crate) struct Census {
 impl Census {
     /// Looks at every other thread of the process.
     pub(crate) fn take() -> Census {
-        let mut census = Census { alone: !crate::threads::probe(), parked: MVec::new(), running: false };
+        let alone = !crate::threads::probe();
+        let mut census = Census { alone, parked: MVec::new(), exiting: MVec::new(), running: false };
         if census.alone {
             return census;
         }
@@ -64,12 +69,13 @@ impl Census {
             return census;
         };
         for &tid in tids.as_slice() {
-            match status(tid) {
-                Some(Status { asleep: true, switches }) if census.parked.push((tid, switches)).is_ok() => {}
-                _ => {
-                    census.running = true;
-                    break;
-                }
+            let noted = match status(tid) {
+                Some(Status { asleep: true, switches }) => census.parked.push((tid, switches)).is_ok(),
+                _ => exiting(tid) && census.exiting.push(tid).is_ok(),
+            };
+            if !noted {
+                census.running = true;
+                break;
             }
         }
         census
@@ -86,11 +92,19 @@ impl Census {
             return true;
         }
         let Some(tids) = other_threads() else { return true };
-        tids.len() != self.parked.len()
-            || tids.as_slice().iter().any(|&tid| {
-                let before = self.parked.as_slice().iter().find(|p| p.0 == tid).map(|p| p.1);
-                !matches!((before, status(tid)), (Some(b), Some(Status { asleep: true, switches })) if b == switches)
-            })
+        let mut still = 0usize;
+        for &tid in tids.as_slice() {
+            if self.exiting.as_slice().contains(&tid) {
+                continue;
+            }
+            let before = self.parked.as_slice().iter().find(|p| p.0 == tid).map(|p| p.1);
+            match (before, status(tid)) {
+                (Some(b), Some(Status { asleep: true, switches })) if b == switches => still += 1,
+                _ => return true,
+            }
+        }
+        // A parked thread that is gone now ran to its end.
+        still != self.parked.len()
     }
 }
 
@@ -141,16 +155,41 @@ struct Status {
 
 /// Reads `/proc/self/task/TID/status`; `None` if the thread is gone or the file unreadable.
 fn status(tid: u32) -> Option<Status> {
+    let mut buf = [0u8; 4096];
+    parse_status(read_task_file(tid, b"/status\0", &mut buf).ok()?)
+}
+
+/// The kernel's `PF_EXITING` task flag: the thread has begun to exit.
+const PF_EXITING: u32 = 0x4;
+
+/// Whether thread `tid` is exiting (`PF_EXITING` in field 9 of `/proc/self/task/TID/stat`) or gone already.
+fn exiting(tid: u32) -> bool {
+    let mut buf = [0u8; 1024];
+    match read_task_file(tid, b"/stat\0", &mut buf) {
+        Ok(stat) => stat.is_empty() || stat_flags(stat).is_some_and(|f| f & PF_EXITING != 0),
+        Err(e) => e.0 == libc::ENOENT || e.0 == libc::ESRCH,
+    }
+}
+
+/// Field 9 (flags) of a `stat` line; the command name (field 2) may hold spaces and parentheses, so fields are
+/// counted after its last `)`.
+fn stat_flags(stat: &[u8]) -> Option<u32> {
+    let close = stat.iter().rposition(|&c| c == b')')?;
+    stat.get(close + 1..)?.split(|&c| c == b' ').filter(|f| !f.is_empty()).nth(6).and_then(decimal)
+}
+
+/// Reads `/proc/self/task/TID` + `name` (NUL-terminated) into `buf`; the bytes read.
+fn read_task_file<'b>(tid: u32, name: &[u8], buf: &'b mut [u8]) -> Result<&'b [u8], sys::Errno> {
     let mut path = [0u8; 48];
     let prefix = b"/proc/self/task/";
-    path.get_mut(..prefix.len())?.copy_from_slice(prefix);
-    let mut len = prefix.len() + write_decimal(path.get_mut(prefix.len()..)?, tid);
-    for &c in b"/status\0" {
-        *path.get_mut(len)? = c;
+    let too_long = sys::Errno(libc::ENAMETOOLONG);
+    path.get_mut(..prefix.len()).ok_or(too_long)?.copy_from_slice(prefix);
+    let mut len = prefix.len() + write_decimal(path.get_mut(prefix.len()..).ok_or(too_long)?, tid);
+    for &c in name {
+        *path.get_mut(len).ok_or(too_long)? = c;
         len += 1;
     }
-    let fd = sys::Fd::open(path.get(..len)?, libc::O_RDONLY | libc::O_CLOEXEC, 0).ok()?;
-    let mut buf = [0u8; 4096];
+    let fd = sys::Fd::open(path.get(..len).ok_or(too_long)?, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
     let mut got = 0usize;
     loop {
         let rest = buf.get_mut(got..).unwrap_or(&mut []);
@@ -167,7 +206,7 @@ fn status(tid: u32) -> Option<Status> {
         }
         got += n as usize;
     }
-    parse_status(buf.get(..got)?)
+    Ok(buf.get(..got).unwrap_or(&[]))
 }
 
 /// The fields [`Status`] needs from a `status` file's text.
@@ -271,9 +310,11 @@ mod tests {
         let second = status(sleeper_tid).unwrap();
         assert!(second.asleep);
         assert_eq!(second.switches, first, "no switch while it sleeps");
+        assert!(!exiting(sleeper_tid), "a sleeping thread is not exiting");
         tx.send(()).unwrap();
         sleeper.join().unwrap();
-        assert!(status(sleeper_tid).is_none(), "an ended thread has no status");
+        // Just joined: still listed for a moment with PF_EXITING set, or gone.
+        assert!(exiting(sleeper_tid), "a joined thread is exiting or gone");
 
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -289,6 +330,15 @@ mod tests {
         spinner.join().unwrap();
         let listed = other_threads().unwrap();
         assert!(!listed.as_slice().contains(&sys::tid()), "the calling thread is left out");
+    }
+
+    #[test]
+    fn stat_flags_field() {
+        let line = b"77 (a (b) c) R 1 77 77 0 -1 4194380 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0";
+        assert_eq!(stat_flags(line), Some(4194380));
+        assert_ne!(stat_flags(line).unwrap() & PF_EXITING, 0);
+        assert_eq!(stat_flags(b"1 (x) S 1"), None);
+        assert_eq!(stat_flags(b"no parenthesis"), None);
     }
 
     #[test]
