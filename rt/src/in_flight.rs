@@ -10,13 +10,14 @@
 //! [`RECORD_FLAG_THREADS_IN_FLIGHT`](pathprof_format::layout::RECORD_FLAG_THREADS_IN_FLIGHT) (written apart,
 //! like a signal handler's escape).
 //!
-//! A thread counts as *parked* when the kernel has it asleep (`S` in `/proc/self/task/TID/status`) before the
+//! A thread counts as *parked* when the kernel has it asleep (`S` in `/proc/self/task/TID/status`, or `D` inside
+//! a system call, which `/proc/self/task/TID/syscall` names) before the
 //! counters are drained and again after, without a context switch in between (`voluntary_ctxt_switches` and
 //! `nonvoluntary_ctxt_switches` unchanged): it stayed inside a system call the whole time. A thread that has
 //! ended but is still listed (`Z`: the main thread after `pthread_exit`, while the others run on) or is exiting
 //! (`PF_EXITING` in `/proc/self/task/TID/stat`: a thread just joined, which the kernel lists for a moment more)
 //! has no activation left and does not count either. Every other state —
-//! running or runnable, uninterruptible sleep (a page fault), stopped, a thread that appeared or ended in
+//! running or runnable, uninterruptible sleep in a page fault, stopped, a thread that appeared or ended in
 //! between, an unreadable status — counts as running. A thread sleeping in a call known to return (under
 //! `--pathprof-lto`, `malloc` waiting for its arena lock) or in inline assembly is taken as parked: not covered.
 //! The runtime's own timer thread runs no instrumented code and is left out; so is the calling thread, whose
@@ -70,7 +71,7 @@ impl Census {
         };
         for &tid in tids.as_slice() {
             let noted = match status(tid) {
-                Some(Status { asleep: true, switches }) => census.parked.push((tid, switches)).is_ok(),
+                Some(Status { asleep: true, switches, .. }) => census.parked.push((tid, switches)).is_ok(),
                 _ => exiting(tid) && census.exiting.push(tid).is_ok(),
             };
             if !noted {
@@ -99,7 +100,7 @@ impl Census {
             }
             let before = self.parked.as_slice().iter().find(|p| p.0 == tid).map(|p| p.1);
             match (before, status(tid)) {
-                (Some(b), Some(Status { asleep: true, switches })) if b == switches => still += 1,
+                (Some(b), Some(Status { asleep: true, switches, .. })) if b == switches => still += 1,
                 _ => return true,
             }
         }
@@ -147,16 +148,27 @@ fn other_threads() -> Option<MVec<u32>> {
 
 /// A thread's scheduling state, as far as the census needs it.
 struct Status {
-    /// `S`: sleeping in a system call, interruptibly; or `Z`/`X`: ended.
+    /// `S`: sleeping in a system call, interruptibly; or `Z`/`X`: ended; or (see [`status`]) `D` inside a
+    /// system call.
     asleep: bool,
+    /// `D`: uninterruptible sleep, in a system call (disk I/O) or in a page fault (in the middle of a block).
+    uninterruptible: bool,
     /// Voluntary plus involuntary context switches so far.
     switches: u64,
 }
 
-/// Reads `/proc/self/task/TID/status`; `None` if the thread is gone or the file unreadable.
+/// Reads `/proc/self/task/TID/status`; `None` if the thread is gone or the file unreadable. A thread in
+/// uninterruptible sleep counts as asleep when `/proc/self/task/TID/syscall` names a system call (a page fault
+/// reads `-1` there).
 fn status(tid: u32) -> Option<Status> {
     let mut buf = [0u8; 4096];
-    parse_status(read_task_file(tid, b"/status\0", &mut buf).ok()?)
+    let mut s = parse_status(read_task_file(tid, b"/status\0", &mut buf).ok()?)?;
+    if s.uninterruptible {
+        let mut call = [0u8; 256];
+        let first = read_task_file(tid, b"/syscall\0", &mut call).ok()?.split(|&c| c == b' ').next();
+        s.asleep = first.and_then(|f| decimal(f.trim_ascii())).is_some();
+    }
+    Some(s)
 }
 
 /// The kernel's `PF_EXITING` task flag: the thread has begun to exit.
@@ -225,6 +237,7 @@ fn parse_status(text: &[u8]) -> Option<Status> {
     }
     Some(Status {
         asleep: matches!(state?, b'S' | b'Z' | b'X'),
+        uninterruptible: state? == b'D',
         switches: u64::from(voluntary?).saturating_add(u64::from(involuntary?)),
     })
 }

@@ -575,7 +575,8 @@ fn a_fork_without_handlers_counts_like_fork() {
 /// entered 0 times, exact) and the path modes read functions INEXACT in some runs. Now the dump at the end
 /// flags every record (which activations were in flight is not known) and writes it apart, at `exit` as at
 /// `_exit`; a thread asleep in a call that may not return (`pause`) leaves exact counts, as does a joined one
-/// and one asleep at exit's dump that the program's destructor wakes and joins (its last steps are counted by
+/// one waiting in uninterruptible sleep inside a system call (`vfork`'s wait for its child), and one asleep at
+/// exit's dump that the program's destructor wakes and joins (its last steps are counted by
 /// the module destructor's dump), and a main thread that `pthread_exit`ed before the last thread ended the
 /// process (a zombie, not a running thread).
 /// Every counting mode, atomic counters (so that only the new flag is in play).
@@ -584,7 +585,7 @@ fn a_thread_running_when_the_process_ends_flags_the_counts() {
     let dir = scratch("threads-at-exit");
     for mode in ["edge", "block", "path", "context", "piecewise"] {
         let exe = build(&dir, mode, &["threads_at_exit.c"], "-O1", mode, true);
-        for how in ["spin", "spin_", "parked", "parked_nofd", "joined", "woken", "main_exits"] {
+        for how in ["spin", "spin_", "parked", "parked_nofd", "vforked", "joined", "woken", "main_exits"] {
             let flagged = how.starts_with("spin");
             let profile = dir.join(format!("{mode}-{how}.pathprof"));
             let exe_name = exe.to_string_lossy();

@@ -8,6 +8,10 @@
  *              has it asleep (its /proc state 'S'). Counts: main 1, worker 1, park 1, step 10.
  *   "parked_nofd": the same, after main has opened /dev/null until no descriptor is left (run it under
  *              `ulimit -n 256`): the runtime's census must make do with the descriptors it holds.
+ *   "vforked": the worker steps 10 times and vforks a child that sleeps 300 ms; main returns while the worker
+ *              waits for it in uninterruptible sleep (state 'D') inside the vfork system call: accounted for
+ *              (the census took 'D' for a page fault in the middle of a block at first). Counts: main 1,
+ *              worker 1, step 10.
  *   "joined":  the worker steps 10 times and returns; main joins it. Counts: main 1, worker 1, step 10.
  *   "woken":   the worker steps 10 times and waits on a condition variable when main returns; the program's
  *              destructor (join_worker, after exit's dump) wakes it and joins it, so it runs wait_for_stop's
@@ -31,7 +35,7 @@ static volatile int inside;
 static volatile int worker_tid;
 static volatile unsigned long iterations;
 static volatile unsigned long sink;
-static int how_spin, how_park, how_wait, how_main_exits, how_nap;
+static int how_spin, how_park, how_wait, how_main_exits, how_nap, how_vfork;
 static pthread_t thread;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -107,6 +111,11 @@ static void *worker(void *arg) {
     step(k);
   if (how_park)
     park();
+  if (how_vfork && vfork() == 0) {
+    struct timespec nap = {0, 300000000};
+    syscall(SYS_nanosleep, &nap, 0);
+    _exit(0);
+  }
   if (how_wait) {
     wait_for_stop();
     finish();
@@ -121,6 +130,7 @@ int main(int argc, char **argv) {
   how_wait = !strcmp(how, "woken");
   how_main_exits = !strcmp(how, "main_exits");
   how_nap = !strcmp(how, "naps");
+  how_vfork = !strcmp(how, "vforked");
   pthread_attr_t a;
   pthread_attr_init(&a);
   if (strcmp(how, "joined") && !how_wait)
@@ -131,8 +141,8 @@ int main(int argc, char **argv) {
       ;
     if (!strcmp(how, "spin_"))
       _exit(0);
-  } else if (how_park || how_wait) {
-    while (!worker_tid || thread_state(worker_tid) != 'S')
+  } else if (how_park || how_wait || how_vfork) {
+    while (!worker_tid || thread_state(worker_tid) != (how_vfork ? 'D' : 'S'))
       usleep(1000);
     if (!strcmp(how, "parked_nofd"))
       while (open("/dev/null", O_RDONLY) >= 0)
