@@ -10,19 +10,19 @@
 //! [`RECORD_FLAG_THREADS_IN_FLIGHT`](pathprof_format::layout::RECORD_FLAG_THREADS_IN_FLIGHT) (written apart,
 //! like a signal handler's escape).
 //!
-//! A thread counts as *parked* when the kernel has it asleep (`S` in `/proc/self/task/TID/status`, or `D` inside
-//! a system call, which `/proc/self/task/TID/syscall` names) before the
-//! counters are drained and again after, without a context switch in between (`voluntary_ctxt_switches` and
-//! `nonvoluntary_ctxt_switches` unchanged): it stayed inside a system call the whole time. A thread that has
-//! ended but is still listed (`Z`: the main thread after `pthread_exit`, while the others run on) or is exiting
-//! (`PF_EXITING` in `/proc/self/task/TID/stat`: a thread just joined, which the kernel lists for a moment more)
-//! has no activation left and does not count either. Every other state —
-//! running or runnable, uninterruptible sleep in a page fault, stopped, a thread that appeared or ended in
-//! between, an unreadable status — counts as running. A thread sleeping in a call known to return (under
-//! `--pathprof-lto`, `malloc` waiting for its arena lock) or in inline assembly is taken as parked: not covered.
-//! The runtime's own timer thread runs no instrumented code and is left out; so is the calling thread, whose
-//! activations wait in the call that ends the process. A process that has never had another thread (see
-//! [`crate::threads`]) needs no census; one that has and cannot list its threads (no `/proc`) is flagged.
+//! A thread counts as *parked* when the kernel has it asleep before the counters are drained and again after,
+//! without a context switch in between (`voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` unchanged):
+//! it stayed inside a system call the whole time. Asleep: `S` in `/proc/self/task/TID/status`, or `D` when
+//! `/proc/self/task/TID/syscall` names a system call (disk I/O, `vfork`'s wait) rather than a page fault. A
+//! thread that has ended but is still listed (`Z`: the main thread after `pthread_exit`, while the others run
+//! on) or is exiting (`PF_EXITING` in `/proc/self/task/TID/stat`: a thread just joined, which the kernel lists
+//! for a moment more) has no activation left and does not count either. Everything else — running or runnable,
+//! a page fault, stopped, a thread that appeared or ended in between, an unreadable status — counts as running.
+//! A thread sleeping in a call known to return (under `--pathprof-lto`, `malloc` waiting for its arena lock) or
+//! in inline assembly is taken as parked: not covered. The runtime's own timer thread runs no instrumented code
+//! and is left out; so is the calling thread, whose activations wait in the call that ends the process. A
+//! process that has never had another thread (see [`crate::threads`]) needs no census; one that has and cannot
+//! list its threads (no `/proc`) is flagged.
 //!
 //! Async-signal-safe (system calls and stack buffers; [`MVec`] maps memory in a signal context).
 
