@@ -62,7 +62,8 @@
 //! returning twice, like `setjmp`), and it never flushes on a fatal signal (only the installing process or a
 //! `fork()`ed child does); `posix_spawn` children run no instrumented code. Threads still running at exit keep
 //! incrementing counters that the exit dump has drained, and their activations are in flight: the dumps at the
-//! process's end flag their records when another thread was running (see `in_flight`). The runtime functions serialise on an internal spin lock and are not async-signal-safe.
+//! process's end flag their records when another thread was running (see `in_flight`). The runtime functions
+//! serialise on an internal spin lock and are not async-signal-safe.
 //!
 //! Records of modules built without `--pathprof-atomic` are flagged `RECORD_FLAG_THREADED_NONATOMIC` when the
 //! process has ever had more than one thread at a dump (sound detection, false positives allowed: see

@@ -31,12 +31,17 @@ pub(crate) fn init() {
 /// `_Fork()` with this runtime copy's fork handlers run around it.
 #[no_mangle]
 pub extern "C" fn __pathprof__Fork() -> libc::pid_t {
-    let f = FORK.load(Ordering::Acquire);
+    let mut f = FORK.load(Ordering::Acquire);
     if f == 0 {
-        // Only instrumented code that calls `_Fork` gets here, so the C library has it unless no module of this
-        // copy has registered yet (a constructor of another image): fork without handlers, as `_Fork` would.
-        // SAFETY: a raw fork system call; the child returns 0 as `_Fork`'s does.
-        return unsafe { libc::syscall(libc::SYS_fork) as libc::pid_t };
+        // No module of this copy has registered yet (a constructor of another image forks): look it up now.
+        init();
+        f = FORK.load(Ordering::Acquire);
+    }
+    if f == 0 {
+        // SAFETY: the calling thread's errno slot. (Only code that calls `_Fork` gets here, so the C library it
+        // linked against has one; this is for a library that lost it since.)
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        return -1;
     }
     // SAFETY: `f` is the C library's `_Fork`, which takes no arguments and returns a pid.
     let fork: unsafe extern "C" fn() -> libc::pid_t = unsafe { core::mem::transmute(f) };
