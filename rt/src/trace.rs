@@ -241,7 +241,9 @@ pub unsafe extern "C" fn __pathprof_trace_unregister(desc: *mut TraceModuleDesc)
     let mut g = lock();
     let st = g.state();
     // SAFETY: registered descriptors are valid until here.
-    if unsafe { (*desc).written } == 0 && open(st) {
+    let unwritten = || unsafe { (*desc).written } == 0;
+    // `open` writes every listed module's metadata into a file it opens, this one's included.
+    if unwritten() && open(st) && unwritten() {
         write_module(st, desc);
     }
     let mut at: *mut *mut TraceModuleDesc = &mut st.modules;
@@ -581,6 +583,16 @@ unsafe extern "C" fn fork_child() {
     let me = if st.installed { (unsafe { libc::pthread_getspecific(st.key) }) as *mut u64 } else { ptr::null_mut() };
     st.data_bytes = 0; // the child writes its own file
     sys::note_owner();
+    // Nor is any module's metadata in that file yet: a child that opens it only at its end, when the module
+    // destructors have unlisted their modules, must still write them (it wrote none: "unknown function").
+    let mut d = st.modules;
+    while !d.is_null() {
+        // SAFETY: listed descriptors are valid.
+        unsafe {
+            (*d).written = 0;
+            d = (*d).next;
+        }
+    }
     let mut t = st.threads;
     while !t.is_null() {
         // SAFETY: records on the list are live mappings (copied into the child).

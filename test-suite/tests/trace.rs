@@ -537,6 +537,18 @@ fn fork_child_and_parent_regenerate_exactly_and_sum_to_edge_mode() {
     fork_tree_sums_to_edge_mode("trace_fork.c", &[], 2);
 }
 
+/// trace_fork_main.c: a child forked before its parent's thread wrote a whole word opens its own file only at
+/// its end, after the module destructor has unlisted the module; the module's metadata, "written" in the
+/// parent's file, was in no file of the child ("corrupt trace: activation of unknown function 0"). Now a fork
+/// child writes every module's metadata into its own file.
+#[test]
+fn a_child_forked_before_any_word_was_written_regenerates() {
+    let procs = optimal_equals_naive("trace_fork_main.c", &[], "");
+    assert_eq!(procs.len(), 2, "parent and child");
+    assert!(procs[1][0].0.contains("fork child"), "{}", procs[1][0].0);
+    fork_tree_sums_to_edge_mode("trace_fork_main.c", &[], 2);
+}
+
 /// Runs `source args` in trace mode (one file per process) and in edge mode, at -O0 and -O2: `processes` trace
 /// files, every thread regenerated without a gap, and their counts summed (a fork child's only from the fork
 /// on) equal edge mode's. Returns the trace files of the -O2 run, in the order the processes started.
