@@ -567,6 +567,32 @@ fn a_fork_without_handlers_counts_like_fork() {
             assert_eq!(entries[f], Some(n), "{mode}: {f}");
         }
     }
+    // Trace mode: the child's trace continues its parent's from the fork, as after `fork`.
+    let exe = build(&dir, "trace", &["raw_fork.c"], "-O1", "trace", false);
+    let mut cmd = program(&exe, &[], &dir, &dir.join("unused.pathprof"));
+    cmd.env("PATHPROF_TRACE", dir.join("t-%p.pathtrace"));
+    let out = output_within(cmd, 60, "raw_fork trace");
+    assert_eq!(ending(out.status), Ok(0), "trace: {}", describe(&out));
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pathtrace"))
+        .collect();
+    traces.sort();
+    assert_eq!(traces.len(), 2, "{traces:?}");
+    let summaries: Vec<String> = traces
+        .iter()
+        .map(|t| {
+            String::from_utf8_lossy(
+                &run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(t)).stdout,
+            )
+            .into_owned()
+        })
+        .collect();
+    let child = summaries.iter().find(|s| s.contains("a fork child")).expect("the child's trace");
+    assert!(child.contains("child_work (") && child.contains("): 1 entries"), "{child}");
+    let parent = summaries.iter().find(|s| !s.contains("a fork child")).expect("the parent's trace");
+    assert!(parent.contains(", complete") && parent.contains("parent_work ("), "{parent}");
 }
 
 /// threads_at_exit.c (its comment gives the counts): a thread still running when the process ends — a
