@@ -292,9 +292,11 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, 
     flock(&lock, libc::LOCK_UN);
     if let Err(Fail::InFlight) = result {
         // The counts are back in memory. A thread that only woke for a moment is likely asleep at the next
-        // attempt; one that keeps running makes the third write apart, flagged.
+        // attempt; one that keeps running makes the third write apart, flagged. A pause lets a thread that was
+        // preempted on its way to a wait (a worker finishing its job on a loaded machine) get there first.
         drop(lock);
         path.clear();
+        pause(IN_FLIGHT_PAUSE_NS);
         if tries + 1 >= IN_FLIGHT_TRIES {
             // Apart from now on, flagged: this attempt's drain may be consistent, but the run is not one piece
             // anymore (a module destructor's counts after an exit dump merged into FILE).
@@ -347,6 +349,15 @@ fn flock(fd: &Fd, op: libc::c_int) {
 /// Attempts to merge a dump at the process's end into `FILE` before it goes apart because a thread keeps
 /// running around the drain.
 const IN_FLIGHT_TRIES: u32 = 3;
+/// The pause before another attempt, in nanoseconds.
+const IN_FLIGHT_PAUSE_NS: i64 = 1_000_000;
+
+/// Sleeps about `ns` nanoseconds (async-signal-safe; a signal only shortens it).
+fn pause(ns: i64) {
+    let ts = libc::timespec { tv_sec: 0, tv_nsec: ns as libc::c_long };
+    // SAFETY: a valid timespec; the remainder is not wanted.
+    unsafe { libc::nanosleep(&ts, core::ptr::null_mut()) };
+}
 
 /// Steps 3–5, under the file lock (`merge`: read and merge the existing file; else write a fresh one). At the
 /// process's end ([`Kind::End`]) the other threads are looked at right before the drain and after it: if one
