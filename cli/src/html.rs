@@ -62,12 +62,13 @@ pub fn run(args: &Args) -> Result<()> {
         by_file.entry(f.meta.file.as_str()).or_default().push(i);
     }
     let all = &functions;
+    let dirs = sources::ModuleDirs::new(all.iter().map(|f| (f.module.meta.module_name.as_str(), f.meta.file.as_str())));
     let pages: Vec<SourcePage> = by_file
         .into_iter()
         .enumerate()
         .map(|(n, (recorded, functions))| {
             let modules = functions.iter().map(|&i| all[i].module.meta.module_name.as_str());
-            let places = sources::candidates(recorded, modules, &args.source_roots);
+            let places = sources::candidates(recorded, modules, &dirs, &args.source_roots);
             let found = places.iter().find_map(|p| sources::read_lines(p).map(|lines| (p, lines)));
             let (location, lines) = match found {
                 Some((p, lines)) if !recorded.is_empty() => (p.clone(), Some(lines)),

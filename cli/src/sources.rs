@@ -4,7 +4,40 @@
 //! `--source-root` applied: `OLD=NEW` replaces a prefix, a bare `DIR` is where relative names are relative to;
 //! the first that matches, in the order given.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// Per module, the directories its functions' recorded names are relative to, as each name and the module's
+/// absolute name reveal them (`/src/proj/lib/x.c` and a function's `lib/x.c`: `/src/proj`). A file outside the
+/// compilation directory is recorded relative to such a directory too, not to the compilation directory: from
+/// `/src/proj/build`, clang records `/src/proj/lib/x.c` as `lib/x.c` and the header `/src/proj/lib/h.h` it
+/// includes as `lib/h.h`, whose own name no module ends with (libarchive's headers were not found).
+#[derive(Default)]
+pub struct ModuleDirs(BTreeMap<String, Vec<PathBuf>>);
+
+impl ModuleDirs {
+    /// From every (module name, recorded file name) pair of the profile's functions.
+    pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> ModuleDirs {
+        let mut dirs: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        for (module, file) in pairs {
+            let file = Path::new(file);
+            if file.as_os_str().is_empty() || !file.is_relative() {
+                continue;
+            }
+            if let Some(dir) = compilation_dir(Path::new(module), file) {
+                let known = dirs.entry(module.to_string()).or_default();
+                if !known.contains(&dir) {
+                    known.push(dir);
+                }
+            }
+        }
+        ModuleDirs(dirs)
+    }
+
+    fn of(&self, module: &str) -> &[PathBuf] {
+        self.0.get(module).map_or(&[], Vec::as_slice)
+    }
+}
 
 /// `--source-root OLD=NEW`: sources recorded under `OLD` are read from `NEW`; `--source-root DIR`: relative names
 /// are relative to `DIR` (an empty `OLD`, which is a prefix of every relative path and which joining leaves
@@ -28,8 +61,13 @@ pub fn parse_source_root(s: &str) -> Result<SourceRoot, String> {
 
 /// The first of `recorded`'s [`candidates`] that is a file, else the first candidate: the name to give tools
 /// that read the source themselves (genhtml).
-pub fn locate<'m>(recorded: &str, modules: impl IntoIterator<Item = &'m str>, roots: &[SourceRoot]) -> PathBuf {
-    let places = candidates(recorded, modules, roots);
+pub fn locate<'m>(
+    recorded: &str,
+    modules: impl IntoIterator<Item = &'m str>,
+    dirs: &ModuleDirs,
+    roots: &[SourceRoot],
+) -> PathBuf {
+    let places = candidates(recorded, modules, dirs, roots);
     places.iter().find(|p| p.is_file()).unwrap_or(&places[0]).clone()
 }
 
@@ -47,10 +85,12 @@ fn map(path: &Path, roots: &[SourceRoot]) -> PathBuf {
 /// the compilation directory, which the profile does not keep; a module named by its absolute source path that
 /// ends with `recorded` reveals it (`/src/proj/lib/x.c` and `lib/x.c`: `/src/proj`), so a relative name is
 /// first looked for under the compilation directories of `modules` (the names of the modules its functions
-/// are in), then where it was recorded (relative to the current directory).
+/// are in) and the directories their other functions' names reveal ([`ModuleDirs`]), then where it was recorded
+/// (relative to the current directory).
 pub fn candidates<'m>(
     recorded: &str,
     modules: impl IntoIterator<Item = &'m str>,
+    dirs: &ModuleDirs,
     roots: &[SourceRoot],
 ) -> Vec<PathBuf> {
     if recorded.is_empty() {
@@ -60,7 +100,7 @@ pub fn candidates<'m>(
     let mut out: Vec<PathBuf> = Vec::new();
     if path.is_relative() {
         for m in modules {
-            if let Some(dir) = compilation_dir(Path::new(m), path) {
+            for dir in compilation_dir(Path::new(m), path).iter().chain(dirs.of(m)) {
                 let c = map(&dir.join(path), roots);
                 if !out.contains(&c) {
                     out.push(c);
@@ -111,10 +151,22 @@ mod tests {
     #[test]
     fn relative_names_are_looked_for_under_the_compilation_directory_first() {
         let roots = [parse_source_root("/build=/home/me").unwrap()];
-        let found = candidates("lib/x.c", ["/build/proj/lib/x.c", "/build/proj/main.c", "lib/x.c"], &roots);
+        let none = ModuleDirs::default();
+        let found = candidates("lib/x.c", ["/build/proj/lib/x.c", "/build/proj/main.c", "lib/x.c"], &none, &roots);
         assert_eq!(found, [PathBuf::from("/home/me/proj/lib/x.c"), PathBuf::from("lib/x.c")]);
-        assert_eq!(candidates("/abs/x.c", ["/abs/x.c"], &[]), [PathBuf::from("/abs/x.c")]);
-        assert_eq!(candidates("x.c", ["/a/y.c"], &[]), [PathBuf::from("x.c")]);
+        assert_eq!(candidates("/abs/x.c", ["/abs/x.c"], &none, &[]), [PathBuf::from("/abs/x.c")]);
+        assert_eq!(candidates("x.c", ["/a/y.c"], &none, &[]), [PathBuf::from("x.c")]);
+    }
+
+    /// libarchive's layout: `/src/proj/lib/a.c` compiled from `/src/proj/build`, including `/src/proj/lib/h.h`;
+    /// clang records `lib/a.c` and `lib/h.h`, relative to `/src/proj`, which only `a.c`'s name reveals.
+    #[test]
+    fn a_header_is_looked_for_where_its_modules_other_names_are_relative_to() {
+        let dirs = ModuleDirs::new([("/src/proj/lib/a.c", "lib/a.c"), ("/src/proj/lib/a.c", "lib/h.h")]);
+        let found = candidates("lib/h.h", ["/src/proj/lib/a.c"], &dirs, &[]);
+        assert_eq!(found, [PathBuf::from("/src/proj/lib/h.h"), PathBuf::from("lib/h.h")]);
+        let none = ModuleDirs::default();
+        assert_eq!(candidates("lib/h.h", ["/src/proj/lib/a.c"], &none, &[]), [PathBuf::from("lib/h.h")]);
     }
 
     #[test]

@@ -345,6 +345,43 @@ fn coverage_counts_paths_lines_and_branches_in_every_mode() {
     }
 }
 
+/// libarchive's layout: `proj/lib/a.c` compiled by absolute path from `proj/build`, including `proj/lib/h.h`.
+/// clang records both names relative to `proj` (`lib/a.c`, `lib/h.h`); only `a.c`'s is revealed by the module's
+/// name, so the header was found neither by `coverage --lcov` nor by `report --html`, not even with the
+/// compilation directory as `--source-root`. Now a module's other names say where its relative names are.
+#[test]
+fn a_header_outside_the_compilation_directory_is_found() {
+    let dir = scratch("views-header");
+    let (lib, build) = (dir.join("proj/lib"), dir.join("proj/build"));
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::create_dir_all(&build).unwrap();
+    std::fs::write(lib.join("h.h"), "static int twice(int x) {\n  return x > 2 ? 2 * x : x;\n}\n").unwrap();
+    let body = "#include \"h.h\"\nint main(int argc, char **argv) {\n  (void)argv;\n  return twice(argc) - argc;\n}\n";
+    std::fs::write(lib.join("a.c"), body).unwrap();
+    let exe = build.join("a");
+    run_ok(
+        wrapper(false)
+            .current_dir(&build)
+            .args(["--pathprof-mode=edge", "-O0", "-g"])
+            .arg(lib.join("a.c"))
+            .arg("-I")
+            .arg(&lib)
+            .arg("-o")
+            .arg(&exe),
+    );
+    let prof = build.join("a.pathprof");
+    run_ok(Command::new(&exe).current_dir(&build).env("PATHPROF_FILE", &prof));
+    let info = dir.join("a.info");
+    run_ok(pathprof().current_dir(&dir).arg("coverage").arg(&prof).arg("--lcov").arg(&info));
+    let text = std::fs::read_to_string(&info).unwrap();
+    let mut named: Vec<PathBuf> = text.lines().filter_map(|l| l.strip_prefix("SF:")).map(PathBuf::from).collect();
+    named.sort();
+    assert_eq!(named, [lib.join("a.c"), lib.join("h.h")], "{text}");
+    let out = run_ok(pathprof().current_dir(&dir).args(["report", "--html", "-o"]).arg(dir.join("site")).arg(&prof));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not found"), "{err}");
+}
+
 #[test]
 fn lcov_tracefile_is_accepted_by_genhtml_with_the_same_counts() {
     let (a, _) = runs("edge");

@@ -19,9 +19,10 @@ pub(super) fn tracefile(functions: &[FunctionCoverage], roots: &[SourceRoot]) ->
     for f in functions.iter().filter(|f| f.exact && !f.file.is_empty()) {
         by_file.entry(f.file).or_default().push(f);
     }
+    let dirs = sources::ModuleDirs::new(functions.iter().map(|f| (f.module, f.file)));
     let mut out = String::new();
     for (file, fs) in by_file {
-        let file = sources::locate(file, fs.iter().map(|f| f.module), roots).display().to_string();
+        let file = sources::locate(file, fs.iter().map(|f| f.module), &dirs, roots).display().to_string();
         write_file(&mut out, &file, &fs);
     }
     out
