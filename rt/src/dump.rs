@@ -296,12 +296,13 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, 
         // preempted on its way to a wait (a worker finishing its job on a loaded machine) get there first.
         drop(lock);
         path.clear();
-        pause(IN_FLIGHT_PAUSE_NS);
         if tries + 1 >= IN_FLIGHT_TRIES {
             // Apart from now on, flagged: this attempt's drain may be consistent, but the run is not one piece
             // anymore (a module destructor's counts after an exit dump merged into FILE).
             st.apart = true;
             st.threads_ran = true;
+        } else {
+            pause(IN_FLIGHT_PAUSE_NS);
         }
         return run(st, scope, kind, pid, path, tries + 1);
     }
@@ -391,7 +392,8 @@ fn locked(
     // 4. Drain.
     let mut snap: MVec<u64> = MVec::new();
     snap.extend_fill(0, total)?;
-    let census = (kind == Kind::End).then(in_flight::Census::take);
+    // Once flagged for good (`threads_ran`), what the census would say no longer matters.
+    let census = (kind == Kind::End && !st.threads_ran).then(in_flight::Census::take);
     drain(taken, &mut snap);
     let mut paths: MVec<PathCount> = MVec::new();
     let lost = st.reentries_lost;

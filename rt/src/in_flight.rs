@@ -162,63 +162,34 @@ struct Status {
 /// reads `-1` there).
 fn status(tid: u32) -> Option<Status> {
     let mut buf = [0u8; 4096];
-    let mut s = parse_status(read_task_file(tid, b"/status\0", &mut buf).ok()?)?;
+    let mut s = parse_status(read_task_file(tid, b"/status", &mut buf).ok()?)?;
     if s.uninterruptible {
         let mut call = [0u8; 256];
-        let first = read_task_file(tid, b"/syscall\0", &mut call).ok()?.split(|&c| c == b' ').next();
+        let first = read_task_file(tid, b"/syscall", &mut call).ok()?.split(|&c| c == b' ').next();
         s.asleep = first.and_then(|f| decimal(f.trim_ascii())).is_some();
     }
     Some(s)
 }
 
 /// The kernel's `PF_EXITING` task flag: the thread has begun to exit.
-const PF_EXITING: u32 = 0x4;
+const PF_EXITING: u64 = 0x4;
 
 /// Whether thread `tid` is exiting (`PF_EXITING` in field 9 of `/proc/self/task/TID/stat`) or gone already.
 fn exiting(tid: u32) -> bool {
     let mut buf = [0u8; 1024];
-    match read_task_file(tid, b"/stat\0", &mut buf) {
-        Ok(stat) => stat.is_empty() || stat_flags(stat).is_some_and(|f| f & PF_EXITING != 0),
+    match read_task_file(tid, b"/stat", &mut buf) {
+        Ok(stat) => stat.is_empty() || crate::threads::stat_field(stat, 9).is_some_and(|f| f & PF_EXITING != 0),
         Err(e) => e.0 == libc::ENOENT || e.0 == libc::ESRCH,
     }
 }
 
-/// Field 9 (flags) of a `stat` line; the command name (field 2) may hold spaces and parentheses, so fields are
-/// counted after its last `)`.
-fn stat_flags(stat: &[u8]) -> Option<u32> {
-    let close = stat.iter().rposition(|&c| c == b')')?;
-    stat.get(close + 1..)?.split(|&c| c == b' ').filter(|f| !f.is_empty()).nth(6).and_then(decimal)
-}
-
-/// Reads `/proc/self/task/TID` + `name` (NUL-terminated) into `buf`; the bytes read.
+/// Reads `/proc/self/task/TID` + `name` into `buf`; the bytes read.
 fn read_task_file<'b>(tid: u32, name: &[u8], buf: &'b mut [u8]) -> Result<&'b [u8], sys::Errno> {
-    let mut path = [0u8; 48];
-    let prefix = b"/proc/self/task/";
-    let too_long = sys::Errno(libc::ENAMETOOLONG);
-    path.get_mut(..prefix.len()).ok_or(too_long)?.copy_from_slice(prefix);
-    let mut len = prefix.len() + write_decimal(path.get_mut(prefix.len()..).ok_or(too_long)?, tid);
-    for &c in name {
-        *path.get_mut(len).ok_or(too_long)? = c;
-        len += 1;
-    }
-    let fd = sys::Fd::open(path.get(..len).ok_or(too_long)?, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
-    let mut got = 0usize;
-    loop {
-        let rest = buf.get_mut(got..).unwrap_or(&mut []);
-        if rest.is_empty() {
-            break;
-        }
-        // SAFETY: `rest` is writable for its length.
-        let n = unsafe { libc::read(fd.raw(), rest.as_mut_ptr().cast::<c_void>(), rest.len()) };
-        if n < 0 && sys::Errno::last().0 == libc::EINTR {
-            continue;
-        }
-        if n <= 0 {
-            break;
-        }
-        got += n as usize;
-    }
-    Ok(buf.get(..got).unwrap_or(&[]))
+    let (mut task, mut path) = (MVec::new(), MVec::new());
+    crate::path::sibling(b"/proc/self/task/", b"", Some(u64::from(tid)), &mut task)?;
+    crate::path::sibling(task.as_slice(), name, None, &mut path)?;
+    let n = sys::read_small(path.as_slice(), buf)?;
+    Ok(buf.get(..n).unwrap_or(&[]))
 }
 
 /// The fields [`Status`] needs from a `status` file's text.
@@ -254,26 +225,6 @@ fn decimal(s: &[u8]) -> Option<u32> {
             None
         }
     })
-}
-
-/// Writes `v` in decimal at the start of `out`; returns the digits written.
-fn write_decimal(out: &mut [u8], v: u32) -> usize {
-    let mut digits = [0u8; 10];
-    let mut n = 0;
-    let mut v = v;
-    for slot in digits.iter_mut() {
-        *slot = b'0' + (v % 10) as u8;
-        n += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    let digits = digits.get(..n).unwrap_or(&[]);
-    for (slot, &d) in out.iter_mut().zip(digits.iter().rev()) {
-        *slot = d;
-    }
-    n.min(out.len())
 }
 
 #[cfg(test)]
@@ -348,18 +299,18 @@ mod tests {
     #[test]
     fn stat_flags_field() {
         let line = b"77 (a (b) c) R 1 77 77 0 -1 4194380 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0";
-        assert_eq!(stat_flags(line), Some(4194380));
-        assert_ne!(stat_flags(line).unwrap() & PF_EXITING, 0);
-        assert_eq!(stat_flags(b"1 (x) S 1"), None);
-        assert_eq!(stat_flags(b"no parenthesis"), None);
+        let flags = crate::threads::stat_field(line, 9);
+        assert_eq!(flags, Some(4194380));
+        assert_ne!(flags.unwrap() & PF_EXITING, 0);
+        assert_eq!(crate::threads::stat_field(b"1 (x) S 1", 9), None);
+        assert_eq!(crate::threads::stat_field(b"no parenthesis", 9), None);
     }
 
     #[test]
     fn decimal_round_trip() {
         for v in [0u32, 7, 10, 12345, u32::MAX] {
-            let mut out = [0u8; 10];
-            let n = write_decimal(&mut out, v);
-            assert_eq!(decimal(&out[..n]), Some(v));
+            let text = std::format!("{v}");
+            assert_eq!(decimal(text.as_bytes()), Some(v));
         }
     }
 }

@@ -451,6 +451,24 @@ pub(crate) fn env(name: &core::ffi::CStr) -> Option<&'static [u8]> {
     }
 }
 
+/// Reads the file at `path` (NUL-terminated) into `buf`, as much as fits (a `/proc` file: one read may return
+/// less than the whole); the bytes read.
+pub(crate) fn read_small(path: &[u8], buf: &mut [u8]) -> Result<usize, Errno> {
+    let fd = Fd::open(path, libc::O_RDONLY, 0)?;
+    let mut got = 0usize;
+    while let Some(rest) = buf.get_mut(got..).filter(|r| !r.is_empty()) {
+        // SAFETY: `rest` is writable for its length.
+        let n = unsafe { libc::read(fd.raw(), rest.as_mut_ptr().cast::<c_void>(), rest.len()) };
+        match moved(n) {
+            Ok(Some(n)) => got += n,
+            Ok(None) => continue,
+            Err(_) if got > 0 || n == 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// The calling thread's id in the operating system.
 pub(crate) fn tid() -> u32 {
     // SAFETY: gettid cannot fail.

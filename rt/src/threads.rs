@@ -26,7 +26,6 @@
 //! regions, path-table caches and the tables' plain fast path) are flagged. Everything here is
 //! async-signal-safe (system calls and loads only).
 
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// Sticky: the process has been seen with more than one thread.
@@ -69,42 +68,24 @@ fn glibc_says_threaded() -> bool {
 /// `num_threads` (field 20) of `/proc/self/stat`, or 0 if unavailable.
 fn proc_num_threads() -> u64 {
     let mut buf = [0u8; 1024];
-    // SAFETY: NUL-terminated literal path; the fd is closed below.
-    let fd = unsafe { libc::open(c"/proc/self/stat".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return 0;
-    }
-    let mut len = 0usize;
-    while len < buf.len() {
-        let rest = buf.get_mut(len..).unwrap_or(&mut []);
-        // SAFETY: `rest` is writable for its length.
-        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast::<c_void>(), rest.len()) };
-        if n < 0 && crate::sys::Errno::last().0 == libc::EINTR {
-            continue;
-        }
-        if n <= 0 {
-            break;
-        }
-        len += n as usize;
-    }
-    // SAFETY: our fd.
-    unsafe { libc::close(fd) };
+    let len = crate::sys::read_small(b"/proc/self/stat\0", &mut buf).unwrap_or(0);
     parse_num_threads(buf.get(..len).unwrap_or(&[]))
 }
 
-/// Field 20 of a `/proc/<pid>/stat` line; the command name (field 2) may contain spaces and parentheses, so
-/// counting starts after its last `)`.
+/// Field 20 of a `/proc/<pid>/stat` line, or 0.
 fn parse_num_threads(stat: &[u8]) -> u64 {
-    let Some(close) = stat.iter().rposition(|&c| c == b')') else { return 0 };
-    let after = stat.get(close + 1..).unwrap_or(&[]);
-    // Fields 3, 4, ... follow; field 20 is the 18th of them.
-    let Some(field) = after.split(|&c| c == b' ').filter(|f| !f.is_empty()).nth(17) else { return 0 };
-    field
-        .iter()
-        .try_fold(0u64, |acc, &c| {
-            c.is_ascii_digit().then(|| acc.saturating_mul(10).saturating_add(u64::from(c - b'0')))
-        })
-        .unwrap_or(0)
+    stat_field(stat, 20).unwrap_or(0)
+}
+
+/// Decimal field `n` (3 or more) of a `/proc/<pid>/stat` or `/proc/<pid>/task/<tid>/stat` line; the command
+/// name (field 2) may contain spaces and parentheses, so fields are counted after its last `)`.
+pub(crate) fn stat_field(stat: &[u8], n: usize) -> Option<u64> {
+    let close = stat.iter().rposition(|&c| c == b')')?;
+    let after = stat.get(close + 1..)?;
+    let field = after.split(|&c| c == b' ').filter(|f| !f.is_empty()).nth(n.checked_sub(3)?)?;
+    field.iter().try_fold(0u64, |acc, &c| {
+        c.is_ascii_digit().then(|| acc.saturating_mul(10).saturating_add(u64::from(c - b'0')))
+    })
 }
 
 /// Whether threads other than the calling one have used measurable CPU time (see the module docs).
