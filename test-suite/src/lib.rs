@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The built install tree (`dist/`); panics with instructions when it is missing, so a forgotten build fails
@@ -39,8 +40,9 @@ pub fn programs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("programs")
 }
 
-/// A fresh, unique scratch directory for one test (kept on failure for inspection).
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh, unique scratch directory for one test: removed when the test passes, kept when it fails (the
+/// directory is named in the panic's output, for inspection). Derefs to its path.
+pub fn scratch(name: &str) -> Scratch {
     static N: AtomicUsize = AtomicUsize::new(0);
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("work").join(format!(
         "{name}-{}-{}",
@@ -49,7 +51,76 @@ pub fn scratch(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("create scratch dir");
-    d
+    Scratch(d)
+}
+
+/// A test's scratch directory (see [`scratch`]): a test run used to leave every one behind, gigabytes a run.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl Scratch {
+    /// `path` (a file in this directory) with the directory kept alive as long as it is: for helpers that
+    /// build and run a program in a scratch directory and hand back its profile.
+    pub fn hold(self, path: PathBuf) -> InScratch {
+        Rc::new(self).hold_shared(path)
+    }
+
+    /// As [`Scratch::hold`], for several files of one directory.
+    pub fn hold_shared(self: &Rc<Self>, path: PathBuf) -> InScratch {
+        InScratch { path, _dir: Rc::clone(self) }
+    }
+}
+
+/// A file in a scratch directory that lives as long as the file's handle (see [`Scratch::hold`]). Derefs to
+/// the file's path.
+pub struct InScratch {
+    path: PathBuf,
+    _dir: Rc<Scratch>,
+}
+
+impl std::ops::Deref for InScratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for InScratch {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for InScratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
 }
 
 /// Runs a command, panicking with everything needed to debug it when it fails.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// Compiles `sources` in `mode` at `opt` (with `-g`), runs the program; returns the profile path.
-fn run_in_mode(name: &str, sources: &[&str], opt: &str, mode: &str) -> PathBuf {
+fn run_in_mode(name: &str, sources: &[&str], opt: &str, mode: &str) -> InScratch {
     let dir = scratch(name);
     let cxx = sources.iter().any(|s| s.ends_with(".cpp"));
     let exe = dir.join("prog");
@@ -17,7 +17,7 @@ fn run_in_mode(name: &str, sources: &[&str], opt: &str, mode: &str) -> PathBuf {
     let prof = dir.join("out.pathprof");
     let _ = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run program");
     assert!(prof.exists(), "{name}: no profile");
-    prof
+    dir.hold(prof)
 }
 
 /// Entry and block counts per function of the program's own sources, as "function entry" / "function bbN" ->
@@ -141,7 +141,8 @@ fn block_profiles_show_blocks_refuse_decode_and_export_like_edge_mode() {
 
     // Sample-profile line counts are block counts: the export is the same as edge mode's.
     let export = |prof: &PathBuf, name: &str| -> String {
-        let out_file = scratch(name).join("out.prof");
+        let dir = scratch(name);
+        let out_file = dir.join("out.prof");
         run_ok(pathprof().args(["export", "--format=sample-text"]).arg(prof).arg("-o").arg(&out_file));
         std::fs::read_to_string(&out_file).unwrap()
     };

@@ -350,7 +350,7 @@ fn promoted_counts_equal_unpromoted_counts() {
                     let prof = dir.join("out.pathprof");
                     let _ = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run program");
                     assert!(prof.exists(), "{name}: no profile");
-                    prof
+                    dir.hold(prof)
                 };
                 let (on, off) = (profile("1"), profile("0"));
                 let (on_json, off_json) = (show_json(&on), show_json(&off));
@@ -593,7 +593,7 @@ fn decode_json(profile: &std::path::Path) -> serde_json::Value {
 }
 
 /// Compiles and runs in the given mode; returns the profile path.
-fn run_in_mode(name: &str, sources: &[&str], opt: &str, mode: &str, extra: &[&str]) -> PathBuf {
+fn run_in_mode(name: &str, sources: &[&str], opt: &str, mode: &str, extra: &[&str]) -> InScratch {
     let dir = scratch(name);
     let cxx = sources.iter().any(|s| s.ends_with(".cpp"));
     let exe = dir.join("prog");
@@ -602,7 +602,7 @@ fn run_in_mode(name: &str, sources: &[&str], opt: &str, mode: &str, extra: &[&st
     let prof = dir.join("out.pathprof");
     let _ = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run program");
     assert!(prof.exists(), "{name}: no profile");
-    prof
+    dir.hold(prof)
 }
 
 /// Block and edge counts per function, as (function, block/edge key) -> count.

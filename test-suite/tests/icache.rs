@@ -436,7 +436,8 @@ fn plain_trace_files_and_binaries_without_a_block_map_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains(says) && err.lines().count() == 1, "{err}");
     }
-    let (_, icache_trace) = build(&scratch("icache-refuse-build"), "int main(void) { return 0; }\n", "-O0");
+    let build_dir = scratch("icache-refuse-build");
+    let (_, icache_trace) = build(&build_dir, "int main(void) { return 0; }\n", "-O0");
     let out = Command::new(dist().join("bin/pathprof"))
         .arg("icache")
         .arg(&icache_trace)

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// Compiles `sources` with the wrapper in `mode` at `opt`, runs the program (with `env`), returns the profile.
-fn run_in(name: &str, sources: &[&str], opt: &str, mode: &str, env: &[(&str, &str)]) -> PathBuf {
+fn run_in(name: &str, sources: &[&str], opt: &str, mode: &str, env: &[(&str, &str)]) -> InScratch {
     let dir = scratch(name);
     let cxx = sources.iter().any(|s| s.ends_with(".cpp"));
     let exe = dir.join("prog");
@@ -25,7 +25,7 @@ fn run_in(name: &str, sources: &[&str], opt: &str, mode: &str, env: &[(&str, &st
     let _ = std::fs::remove_file(&prof);
     let out = Command::new(&exe).env("PATHPROF_FILE", &prof).output().expect("run program");
     assert!(prof.exists(), "{name}: no profile; stderr: {}", String::from_utf8_lossy(&out.stderr));
-    prof
+    dir.hold(prof)
 }
 
 fn decode_json(profile: &std::path::Path) -> Value {

@@ -16,7 +16,7 @@ use std::process::Command;
 const SOURCES: [&str; 2] = ["left_out_main.c", "left_out_asm.c"];
 
 /// Builds the program in `mode` at -O2, runs it (as the plain build: "sum 12", exit 0), returns the profile.
-fn profile(mode: &str) -> PathBuf {
+fn profile(mode: &str) -> InScratch {
     let dir = scratch(&format!("left-out-{mode}"));
     let exe = dir.join("prog");
     let srcs: Vec<PathBuf> = SOURCES.iter().map(|s| programs().join(s)).collect();
@@ -25,7 +25,7 @@ fn profile(mode: &str) -> PathBuf {
     let _ = std::fs::remove_file(&prof);
     let out = run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 12\n", "{mode}");
-    prof
+    dir.hold(prof)
 }
 
 fn pathprof(args: &[&str], profile: &PathBuf) -> String {

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 
 /// Compiles `sources` at -O0 with -g in `mode` (plus `flags`), runs the program; returns the profile. Path mode
 /// without loop resets (`PATHPROF_LOOP_RESETS=0`): the hand-derived path executions below are Ball and Larus's.
-fn profile(name: &str, sources: &[&str], mode: &str, flags: &[&str]) -> PathBuf {
+fn profile(name: &str, sources: &[&str], mode: &str, flags: &[&str]) -> InScratch {
     let dir = scratch(name);
     let exe = dir.join("prog");
     let srcs: Vec<PathBuf> = sources.iter().map(|s| programs().join(s)).collect();
@@ -28,7 +28,7 @@ fn profile(name: &str, sources: &[&str], mode: &str, flags: &[&str]) -> PathBuf 
     );
     let prof = dir.join("out.pathprof");
     run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof));
-    prof
+    dir.hold(prof)
 }
 
 fn pathprof() -> Command {

@@ -7,6 +7,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::rc::Rc;
 
 /// Builds `source` (one file, or several separated by spaces) in `mode` at `opt` into `dir`, runs it; returns
 /// (exit code, output file).
@@ -552,14 +553,14 @@ fn a_child_forked_before_any_word_was_written_regenerates() {
 /// Runs `source args` in trace mode (one file per process) and in edge mode, at -O0 and -O2: `processes` trace
 /// files, every thread regenerated without a gap, and their counts summed (a fork child's only from the fork
 /// on) equal edge mode's. Returns the trace files of the -O2 run, in the order the processes started.
-fn fork_tree_sums_to_edge_mode(source: &str, args: &[&str], processes: usize) -> Vec<PathBuf> {
-    let mut files = Vec::new();
+fn fork_tree_sums_to_edge_mode(source: &str, args: &[&str], processes: usize) -> Vec<InScratch> {
+    let mut kept = Vec::new();
     for opt in ["-O0", "-O2"] {
-        let dir = scratch(&format!("trace-fork-sum-{source}{opt}"));
+        let dir = Rc::new(scratch(&format!("trace-fork-sum-{source}{opt}")));
         let exe = build_with(&dir, source, "optimal", &[], opt);
         let pattern = dir.join("t-%p.pathtrace");
         assert!(Command::new(&exe).args(args).env("PATHPROF_TRACE", &pattern).status().unwrap().success());
-        files = files_starting(&dir, "t-");
+        let mut files = files_starting(&dir, "t-");
         files.sort_by_key(|f| pid_of(f));
         assert_eq!(files.len(), processes, "{source} {opt}: trace files");
         let mut sum = Counts::new();
@@ -584,8 +585,9 @@ fn fork_tree_sums_to_edge_mode(source: &str, args: &[&str], processes: usize) ->
         // Functions a child never ran after the fork show zero counts in its summary: drop all-zero entries.
         sum.retain(|_, (b, _)| b.iter().any(|&n| n > 0));
         assert_eq!(sum, edge_counts(&show_json(&prof)), "{source} {opt}: summed trace counts differ from edge mode's");
+        kept = files.into_iter().map(|f| dir.hold_shared(f)).collect();
     }
-    files
+    kept
 }
 
 #[test]
@@ -1132,7 +1134,7 @@ fn bits_breakdown_sums_to_the_streams_and_names_the_costly_entries() {
 
 /// Builds `source` in trace mode at -O0 (bits there can be derived by hand) with `PATHPROF_STATS=1` and runs it
 /// once; returns the executable, its trace and the pass's statistics.
-fn traced_at_o0(source: &str, name: &str) -> (PathBuf, PathBuf, String) {
+fn traced_at_o0(source: &str, name: &str) -> (PathBuf, InScratch, String) {
     let dir = scratch(&format!("trace-{name}-bits"));
     let exe = dir.join(name);
     let out = run_ok(
@@ -1145,7 +1147,7 @@ fn traced_at_o0(source: &str, name: &str) -> (PathBuf, PathBuf, String) {
     );
     let trace = dir.join(format!("{name}.pathtrace"));
     assert!(Command::new(&exe).env("PATHPROF_TRACE", &trace).status().unwrap().success());
-    (exe, trace, String::from_utf8_lossy(&out.stderr).into_owned())
+    (exe, dir.hold(trace), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]

@@ -9,6 +9,7 @@ use pathprof_test_suite::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::rc::Rc;
 
 const SOURCE: &str = "spectra.c";
 
@@ -38,10 +39,10 @@ fn run(exe: &Path, dir: &Path, name: &str, args: &[&str]) -> PathBuf {
 }
 
 /// Runs A (no argument) and B (one argument) of spectra.c compiled in `mode` at -O0.
-fn runs(mode: &str) -> (PathBuf, PathBuf) {
-    let dir = scratch(&format!("views-{mode}"));
+fn runs(mode: &str) -> (InScratch, InScratch) {
+    let dir = Rc::new(scratch(&format!("views-{mode}")));
     let exe = build(&dir, mode, "-O0");
-    (run(&exe, &dir, "a.pathprof", &[]), run(&exe, &dir, "b.pathprof", &["x"]))
+    (dir.hold_shared(run(&exe, &dir, "a.pathprof", &[])), dir.hold_shared(run(&exe, &dir, "b.pathprof", &["x"])))
 }
 
 fn pathprof() -> Command {
@@ -528,7 +529,7 @@ fn bad_input_is_one_line_and_exit_2() {
     let truncated = dir.join("truncated.pathprof");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     let os = |s: &str| std::ffi::OsString::from(s);
-    let (a, edge, truncated) = (a.into_os_string(), edge.into_os_string(), truncated.into_os_string());
+    let (a, edge, truncated) = (a.as_os_str().to_owned(), edge.as_os_str().to_owned(), truncated.into_os_string());
     for cmd in ["top", "coverage"] {
         assert_fails(&[&os(cmd), &truncated], "truncated");
         assert_fails(&[&os(cmd), &os("/nonexistent.pathprof")], "missing");
