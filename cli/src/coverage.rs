@@ -132,6 +132,9 @@ pub(crate) struct FunctionCoverage<'a> {
     pub name: &'a str,
     pub display_name: &'a str,
     pub module: &'a str,
+    /// The module's `ModuleMeta::compilation_dir`, where the lcov file looks for a relative `file` first.
+    #[serde(skip)]
+    pub compilation_dir: &'a str,
     pub mode: &'static str,
     pub file: &'a str,
     pub start_line: u32,
@@ -272,6 +275,7 @@ fn function_coverage<'a>(
         name: &f.name,
         display_name: &f.display_name,
         module: &module.meta.module_name,
+        compilation_dir: &module.meta.compilation_dir,
         mode: mode.name(),
         file: &f.file,
         start_line: f.start_line,

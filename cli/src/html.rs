@@ -62,7 +62,10 @@ pub fn run(args: &Args) -> Result<()> {
         by_file.entry(f.meta.file.as_str()).or_default().push(i);
     }
     let all = &functions;
-    let dirs = sources::ModuleDirs::new(all.iter().map(|f| (f.module.meta.module_name.as_str(), f.meta.file.as_str())));
+    let dirs = sources::ModuleDirs::new(all.iter().map(|f| (f.module.meta.module_name.as_str(), f.meta.file.as_str())))
+        .with_compilation_dirs(
+            profile.modules.iter().map(|m| (m.meta.module_name.as_str(), m.meta.compilation_dir.as_str())),
+        );
     let pages: Vec<SourcePage> = by_file
         .into_iter()
         .enumerate()

@@ -34,6 +34,22 @@ impl ModuleDirs {
         ModuleDirs(dirs)
     }
 
+    /// Adds the directory each module was compiled in (`ModuleMeta::compilation_dir`, empty when unknown), looked
+    /// in before the directories the names reveal: a project compiled with relative names in each of its
+    /// directories (`cc -c adler32.c`) names no directory at all.
+    pub fn with_compilation_dirs<'a>(mut self, dirs: impl IntoIterator<Item = (&'a str, &'a str)>) -> ModuleDirs {
+        for (module, dir) in dirs {
+            if dir.is_empty() {
+                continue;
+            }
+            let known = self.0.entry(module.to_string()).or_default();
+            let dir = PathBuf::from(dir);
+            known.retain(|d| *d != dir);
+            known.insert(0, dir);
+        }
+        self
+    }
+
     fn of(&self, module: &str) -> &[PathBuf] {
         self.0.get(module).map_or(&[], Vec::as_slice)
     }
@@ -101,7 +117,7 @@ pub fn candidates<'m>(
     if path.is_relative() {
         for m in modules {
             for dir in compilation_dir(Path::new(m), path).iter().chain(dirs.of(m)) {
-                let c = map(&dir.join(path), roots);
+                let c = map(&joined(dir, path), roots);
                 if !out.contains(&c) {
                     out.push(c);
                 }
@@ -112,6 +128,14 @@ pub fn candidates<'m>(
     if !out.contains(&c) {
         out.push(c);
     }
+    out
+}
+
+/// `relative` under `dir`, without its `.` components: clang records an included `h.h` as `./h.h`, and lcov
+/// names one file one way.
+fn joined(dir: &Path, relative: &Path) -> PathBuf {
+    let mut out = dir.to_path_buf();
+    out.extend(relative.components().filter(|c| *c != std::path::Component::CurDir));
     out
 }
 
@@ -167,6 +191,28 @@ mod tests {
         assert_eq!(found, [PathBuf::from("/src/proj/lib/h.h"), PathBuf::from("lib/h.h")]);
         let none = ModuleDirs::default();
         assert_eq!(candidates("lib/h.h", ["/src/proj/lib/a.c"], &none, &[]), [PathBuf::from("lib/h.h")]);
+    }
+
+    /// zlib's make build: `cc -c adler32.c` in `/src/zlib`, so the module is `adler32.c` and names no directory;
+    /// the recorded compilation directory is looked in first, then the names' own directories, and `--source-root`
+    /// maps it like any other place.
+    #[test]
+    fn a_module_compiled_with_a_relative_name_is_found_in_its_compilation_directory() {
+        let none = ModuleDirs::default();
+        assert_eq!(candidates("adler32.c", ["adler32.c"], &none, &[]), [PathBuf::from("adler32.c")]);
+        let dirs = ModuleDirs::new([("adler32.c", "adler32.c"), ("adler32.c", "zutil.h")])
+            .with_compilation_dirs([("adler32.c", "/src/zlib"), ("other.c", "")]);
+        assert_eq!(
+            candidates("zutil.h", ["adler32.c"], &dirs, &[]),
+            [PathBuf::from("/src/zlib/zutil.h"), PathBuf::from("zutil.h")]
+        );
+        assert_eq!(candidates("./zutil.h", ["adler32.c"], &dirs, &[])[0], PathBuf::from("/src/zlib/zutil.h"));
+        let roots = [parse_source_root("/src=/home/me").unwrap()];
+        assert_eq!(
+            candidates("adler32.c", ["adler32.c"], &dirs, &roots),
+            [PathBuf::from("/home/me/zlib/adler32.c"), PathBuf::from("adler32.c")]
+        );
+        assert_eq!(candidates("x.c", ["other.c"], &dirs, &[]), [PathBuf::from("x.c")]);
     }
 
     #[test]

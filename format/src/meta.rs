@@ -14,9 +14,9 @@ pub const META_MAGIC: [u8; 4] = *b"PPMD";
 /// Version of the metadata schema below; readers also accept version 1 (no interprocedural program), version 2
 /// (truncated paths count net executions), version 3 (no module output), version 4 (no fork re-entries) and
 /// version 5 (no list of the functions left out, no cut vertices in interprocedural programs), versions 6 to 8 (no
-/// reset loops in interprocedural programs; 6 also no path-mode loop resets, 7 them as a `bool`) and version 9 (one
-/// storage unit per interprocedural program).
-pub const META_VERSION: u32 = 10;
+/// reset loops in interprocedural programs; 6 also no path-mode loop resets, 7 them as a `bool`), version 9 (one
+/// storage unit per interprocedural program) and version 10 (no compilation directory).
+pub const META_VERSION: u32 = 11;
 
 /// What the module's counters measure.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +104,11 @@ pub struct ModuleMeta {
     /// `PathDag::build_for_path_mode(…, path_loop_resets)`. `None` for profiles of metadata version ≤ 6 and
     /// builds with `PATHPROF_LOOP_RESETS=0`; `OnePath` for version 7 (whose `true` it was).
     pub path_loop_resets: ResetRule,
+    /// The directory the compiler (or, for a program merged by LTO, the linker) ran in, absolute: what a
+    /// relative source name in [`FunctionMeta::file`] is relative to, so that the views find the sources of a
+    /// project compiled with relative names (`cc -c adler32.c` in each directory of a make build) from anywhere.
+    /// Empty where unknown and in metadata before version 11.
+    pub compilation_dir: String,
 }
 
 /// A function compiled without instrumentation: it ran (or not) uncounted, and no count of the profile covers it.
@@ -377,7 +382,7 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Decodes a blob (magic, version 1 to 10, postcard, no trailing bytes) without [`ModuleMeta::validate`],
+    /// Decodes a blob (magic, version 1 to 11, postcard, no trailing bytes) without [`ModuleMeta::validate`],
     /// for readers that must check sizes against their input first; never panics.
     pub fn decode_unvalidated(bytes: &[u8]) -> Result<ModuleMeta, MetaError> {
         let magic = bytes.get(0..4).ok_or(MetaError::BadMagic)?;
@@ -390,7 +395,7 @@ impl ModuleMeta {
         let corrupt = |e: postcard::Error| MetaError::Corrupt(e.to_string());
         let (meta, rest): (ModuleMeta, &[u8]) = match ver {
             META_VERSION => postcard::take_from_bytes(payload).map_err(corrupt)?,
-            1..=9 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
+            1..=10 => ModuleMeta::take_older(ver, payload).map_err(corrupt)?,
             _ => return Err(MetaError::UnsupportedVersion(ver)),
         };
         if !rest.is_empty() {
@@ -399,12 +404,12 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Reads the body of metadata version 1 to 9: postcard writes a struct as its fields in order, so an older
+    /// Reads the body of metadata version 1 to 10: postcard writes a struct as its fields in order, so an older
     /// body is the current field sequence without the fields added since, each of which gets the value that
     /// describes the older profiles (see the field docs):
     /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out` and the
     /// procedures' `cut_vertices`, 7 `path_loop_resets` (a `bool`: loops of one path), 8 made it a [`ResetRule`],
-    /// 9 added the procedures' `reset_headers`, 10 the interprocedural storage `units`.
+    /// 9 added the procedures' `reset_headers`, 10 the interprocedural storage `units`, 11 `compilation_dir`.
     fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
         /// The next field, or `absent` in a version before `since`.
         fn field<T: serde::de::DeserializeOwned>(
@@ -425,7 +430,9 @@ impl ModuleMeta {
         let (weighting, rest) = postcard::take_from_bytes(rest)?;
         let (atomic, rest) = postcard::take_from_bytes(rest)?;
         let (functions, rest) = postcard::take_from_bytes(rest)?;
-        let (interproc, rest) = if ver == 9 {
+        let (interproc, rest) = if ver >= 10 {
+            postcard::take_from_bytes::<Option<InterprocMeta>>(rest)?
+        } else if ver == 9 {
             let (old, rest) = postcard::take_from_bytes::<Option<InterprocMetaV9>>(rest)?;
             (old.map(InterprocMeta::from), rest)
         } else if ver >= 6 {
@@ -457,6 +464,7 @@ impl ModuleMeta {
             fork_reentries,
             left_out,
             path_loop_resets,
+            compilation_dir: String::new(),
         };
         Ok((meta, rest))
     }

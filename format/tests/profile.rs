@@ -245,8 +245,10 @@ fn meta_and_name_hashes_are_checked() {
 
 #[test]
 fn nonzero_metadata_padding_is_refused() {
-    let m = module("a.c", vec![0; 5]);
-    assert_ne!(m.meta_bytes.len() % 8, 0, "fixture must need padding");
+    // A module name whose metadata is no multiple of 8 bytes long, so the record pads it.
+    let m =
+        ["a.c", "ab.c", "abc.c"].map(|name| module(name, vec![0; 5])).into_iter().find(|m| m.meta_bytes.len() % 8 != 0);
+    let m = m.expect("fixture must need padding");
     let mut b = write(&Profile { modules: vec![m.clone()] });
     b[FILE_HEADER_LEN + RECORD_HEADER_LEN + m.meta_bytes.len()] = 1;
     fix_checksum(&mut b);
@@ -499,16 +501,26 @@ proptest! {
 
 /// Metadata versions 1 (before the interprocedural modes), 2 (written before path mode counted arrivals, read as net counts), 3 (before modules
 /// recorded their output, read with an empty output), 4 (before fork re-entries) and 5 (before the list of functions
-/// left out), 6 (before path mode's loop resets, read without them), 7 (resets of one-path loops only) and 8 (before
-/// interprocedural reset loops) are still read; version 9 is written. Arrival
+/// left out), 6 (before path mode's loop resets, read without them), 7 (resets of one-path loops only), 8 (before
+/// interprocedural reset loops), 9 (one storage unit) and 10 (no compilation directory) are still read; version 11
+/// is written. Arrival
 /// counting belongs to the path-numbering modes (path, context, piecewise) only, and fork re-entries of paths to
 /// profiles that count arrivals.
 #[test]
 fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_modes() {
-    let meta = module_meta("m.c");
+    let mut meta = module_meta("m.c");
     assert_eq!(meta.path_loop_resets, ResetRule::None);
-    let v10 = meta.encode();
-    assert_eq!(v10[4..8], 10u32.to_le_bytes());
+    let mut placed = meta.clone();
+    placed.compilation_dir = "/src/proj".into();
+    let v11 = placed.encode();
+    assert_eq!(v11[4..8], 11u32.to_le_bytes());
+    assert_eq!(ModuleMeta::decode(&v11).unwrap(), placed);
+    // Version 10 is version 11 without the trailing `compilation_dir` (read as empty: unknown).
+    assert!(v11.ends_with(b"\x09/src/proj"));
+    let mut v10 = v11[..v11.len() - 10].to_vec();
+    v10[4..8].copy_from_slice(&10u32.to_le_bytes());
+    meta.compilation_dir = String::new();
+    assert_eq!(ModuleMeta::decode(&v10).unwrap(), meta);
     // Without an interprocedural program, versions 8 and 9 are version 10.
     let mut v9 = v10.clone();
     v9[4..8].copy_from_slice(&9u32.to_le_bytes());
@@ -518,7 +530,9 @@ fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_mode
     assert_eq!(ModuleMeta::decode(&v8).unwrap(), meta);
     let mut hoisted = meta.clone();
     hoisted.path_loop_resets = ResetRule::Hoisted;
-    let mut v8_hoisted = hoisted.encode();
+    let v11_hoisted = hoisted.encode();
+    assert_eq!(v11_hoisted.last(), Some(&0), "an empty compilation_dir is one zero length byte");
+    let mut v8_hoisted = v11_hoisted[..v11_hoisted.len() - 1].to_vec();
     v8_hoisted[4..8].copy_from_slice(&8u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v8_hoisted).unwrap(), hoisted);
     // Version 7 wrote a `bool` where version 8 writes the rule: false (0) is no resets, true (1) the one-path

@@ -32,6 +32,12 @@ pub struct ModuleIdentity {
 /// Deepest nesting of response files followed (lld's own limit is higher; real links use one level).
 const MAX_RESPONSE_DEPTH: u32 = 8;
 
+/// The directory this compiler (or linker) process runs in, which relative source names are relative to
+/// (`ModuleMeta::compilation_dir`); empty if it cannot be read.
+pub fn compilation_dir() -> String {
+    std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
 /// The identity of module `source` (LLVM's source file name of the module) in this process: a translation unit,
 /// or with `config.lto` the program lld is linking.
 pub fn of_module(source: &str, config: &Config) -> ModuleIdentity {

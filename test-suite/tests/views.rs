@@ -383,6 +383,35 @@ fn a_header_outside_the_compilation_directory_is_found() {
     assert!(!err.contains("not found"), "{err}");
 }
 
+/// A make build compiles each file by its relative name in its own directory (`cc -c a.c`, `cd sub && cc -c
+/// b.c`): the modules are `a.c` and `b.c`, debug info names `a.c`, `./h.h` and `b.c`, and nothing in the names
+/// says where they are. The recorded compilation directories do: the views find every source from elsewhere.
+#[test]
+fn sources_compiled_with_relative_names_are_found_from_anywhere() {
+    let dir = scratch("views-relative");
+    let (proj, sub) = (dir.join("proj"), dir.join("proj/sub"));
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(proj.join("h.h"), "static int twice(int x) {\n  return x > 2 ? 2 * x : x;\n}\n").unwrap();
+    let main = "#include \"h.h\"\nint b(int);\nint main(int argc, char **argv) {\n  (void)argv;\n  return twice(argc) - argc + b(argc);\n}\n";
+    std::fs::write(proj.join("a.c"), main).unwrap();
+    std::fs::write(sub.join("b.c"), "int b(int x) {\n  if (x > 5)\n    return 1;\n  return 0;\n}\n").unwrap();
+    for (cwd, source) in [(&proj, "a.c"), (&sub, "b.c")] {
+        run_ok(wrapper(false).current_dir(cwd).args(["--pathprof-mode=edge", "-O0", "-g", "-c", source]));
+    }
+    run_ok(wrapper(false).current_dir(&proj).args(["a.o", "sub/b.o", "-o", "prog"]));
+    let prof = proj.join("prog.pathprof");
+    run_ok(Command::new(proj.join("prog")).current_dir(&proj).env("PATHPROF_FILE", &prof));
+    let info = dir.join("p.info");
+    run_ok(pathprof().current_dir(&dir).arg("coverage").arg(&prof).arg("--lcov").arg(&info));
+    let text = std::fs::read_to_string(&info).unwrap();
+    let mut named: Vec<PathBuf> = text.lines().filter_map(|l| l.strip_prefix("SF:")).map(PathBuf::from).collect();
+    named.sort();
+    assert_eq!(named, [proj.join("a.c"), proj.join("h.h"), sub.join("b.c")], "{text}");
+    let out = run_ok(pathprof().current_dir(&dir).args(["report", "--html", "-o"]).arg(dir.join("site")).arg(&prof));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not found"), "{err}");
+}
+
 #[test]
 fn lcov_tracefile_is_accepted_by_genhtml_with_the_same_counts() {
     let (a, _) = runs("edge");
