@@ -31,8 +31,8 @@ import segments
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-MODES = ["edge", "block", "path", "context", "piecewise", "lto-edge", "lto", "trace"]
-QUICK_MODES = ["edge", "block", "path", "context", "piecewise", "lto", "trace"]
+MODES = ["edge", "block", "path", "context", "piecewise", "lto-edge", "lto", "trace", "icache", "use"]
+QUICK_MODES = ["edge", "block", "path", "context", "piecewise", "lto", "trace", "icache", "use"]
 # What each mode passes to the wrapper; lto is whole-program context mode. lto-edge (whole-program edge mode)
 # is only the baseline of lto's count check: the LTO pass sees the IR after the pre-link optimisations, so
 # per-translation-unit edge counts are not comparable with it.
@@ -45,12 +45,14 @@ MODE_FLAGS = {
     "lto-edge": ["--pathprof-mode=edge", "--pathprof-lto"],
     "lto": ["--pathprof-mode=context", "--pathprof-lto"],
     "trace": ["--pathprof-mode=trace"],
+    "icache": ["--pathprof-mode=icache"],
+    "use": [],  # --pathprof-use=<edge mode's profile of the test run>, added by run_variant
 }
 # Check (d) compares each mode's segment counts with those of its edge-mode baseline (block mode, which measures
 # block counts only: every block's count).
 BASELINE = {"block": "edge", "path": "edge", "context": "edge", "piecewise": "edge", "lto": "lto-edge",
-            "trace": "edge"}
-CHECKS = ["build", "tests", "exact", "tools", "counts"]
+            "trace": "edge", "use": "edge"}  # use: not a count baseline, the profile it builds with
+CHECKS = ["build", "tests", "exact", "tools", "counts", "use"]
 TRACE_MAX = "64M"  # trace mode: PATHPROF_TRACE_MAX of the test run (per process)
 TOOL_TIMEOUT = 1200
 
@@ -439,7 +441,19 @@ def run_variant(ctx, name, entry, variant):
         result["checks"]["build"] = {"ok": False, "why": str(e)}
         return result
     extract(tarball, tree)
-    env = build_env(make_compilers(pdir, dist, variant, entry.get("pathprof_flags", [])), ctx["jobs"])
+    extra = entry.get("pathprof_flags", [])
+    if variant == "use":
+        # Use mode optimises with edge mode's profile of this project's test run: the same sources and flags,
+        # so every function of the profile must match (none stale). The project's pathprof_flags are about
+        # instrumenting, which a use build does not do.
+        edge_profiles = test_profiles(pdir / "edge")
+        if not edge_profiles:
+            result["checks"]["build"] = {"ok": False, "why": "no edge-mode profile of the test run to use"}
+            return result
+        use_file = pdir / "use-input.pathprof"
+        shutil.copyfile(edge_profiles[-1], use_file)
+        extra = [f"--pathprof-use={use_file}"]
+    env = build_env(make_compilers(pdir, dist, variant, extra), ctx["jobs"])
     env["PATHPROF_FILE"] = str(vdir / "build.pathprof")  # instrumented programs run while building
     env["PATHPROF_TRACE"] = "/dev/null"  # trace mode: the build's runs of instrumented programs trace nowhere
     t0 = time.monotonic()
@@ -447,7 +461,10 @@ def run_variant(ctx, name, entry, variant):
         cmd = entry.get(step)
         if not cmd:
             continue
-        rc, _ = run_step(cmd, tree, env, vdir / f"{step}.log", entry.get("build_timeout", 1800))
+        # Use mode's summary per module (`pathprof: use: module=… annotated=… mismatched=…`), in the build's log
+        # only: configure scripts may take any compiler output for a failure.
+        step_env = {**env, "PATHPROF_STATS": "1"} if variant == "use" and step == "build" else env
+        rc, _ = run_step(cmd, tree, step_env, vdir / f"{step}.log", entry.get("build_timeout", 1800))
         if rc != 0:
             result["checks"]["build"] = {"ok": False, "why": f"{step} exited {rc} (see {vdir / (step + '.log')})"}
             result["build_s"] = round(time.monotonic() - t0, 1)
@@ -492,14 +509,18 @@ def run_variant(ctx, name, entry, variant):
     result["tests_summary"] = summarize_tests(status)
     save_test_logs(tree, vdir / "logs", entry.get("test_logs", []))
     (vdir / "tests.json").write_text(json.dumps(status, indent=1, sort_keys=True))
-    finish_tree(ctx, tree, pdir, variant)
+    profiles = [] if variant in ("plain", "trace", "icache", "use") else test_profiles(vdir)
+    if not profiles:
+        finish_tree(ctx, tree, pdir, variant)
     if variant == "plain":
         return result
-    if variant == "trace":
+    if variant in ("trace", "icache"):
         check_traces(ctx, name, entry, result, vdir, run_dir, tree)
         return result
+    if variant == "use":
+        check_use(result, vdir)
+        return result
 
-    profiles = test_profiles(vdir)
     if not profiles:
         result["checks"]["tools"] = {"ok": False, "why": "the test suite wrote no profile"}
         return result
@@ -533,11 +554,16 @@ def run_variant(ctx, name, entry, variant):
         times["export_s"] += secs
         if rc != 0:
             errors.append(f"export exited {rc}: {last_line(err)}")
+        errors += run_views(pp, prof, vdir, result)
+    # The views read the project's sources: the tree stays until they ran.
+    finish_tree(ctx, tree, pdir, variant)
     result["times"] = {k: (round(v, 2) if v is not None else None) for k, v in times.items()}
     result["checks"]["tools"] = {"ok": not errors, "why": "; ".join(dict.fromkeys(errors))}
     if not ctx["keep"]:
         show_json.unlink(missing_ok=True)
         (vdir / "sample.prof").unlink(missing_ok=True)
+        (vdir / "coverage.info").unlink(missing_ok=True)
+        shutil.rmtree(vdir / "report", ignore_errors=True)
     if not functions and errors:
         return result
     summary, agg = analyse_profile({"functions": functions}, tree)
@@ -565,6 +591,41 @@ def run_variant(ctx, name, entry, variant):
             if entry.get("deterministic", False):
                 result["checks"]["counts"] = counts_check(cmp_, BASELINE[variant])
     return result
+
+
+def run_views(pp, prof, vdir, result):
+    """The views users open first, on the real profile: `coverage --lcov` and `report --html` (both read the
+    sources, which are still in the tree). Returns their failures; how many of the project's own sources the
+    report could not find is recorded (`views.sources_not_found`), not a failure: some are generated and gone."""
+    errors, views = [], result.setdefault("views", {"seconds": 0.0, "sources_not_found": 0, "not_found": []})
+    for args in (["coverage", "--lcov", str(vdir / "coverage.info")], ["report", "--html", "-o", str(vdir / "report")]):
+        rc, secs, err = run_tool([pp, *args, str(prof)])
+        views["seconds"] = round(views["seconds"] + secs, 2)
+        if rc != 0:
+            errors.append(f"{args[0]} exited {rc}: {last_line(err)}")
+        m = re.search(r"warning: (\d+) source files? not found \(.*?\): (.*)", err)
+        if m and args[0] == "report":
+            views["sources_not_found"] += int(m.group(1))
+            views["not_found"] = (views["not_found"] + [m.group(2)[:300]])[:5]
+    return errors
+
+
+def check_use(result, vdir):
+    """Use mode's check: the build annotated functions and found none stale (its modules' summaries in the
+    build log), and the tests (checked above) behave as in the plain build."""
+    totals = {"modules": 0, "annotated": 0, "mismatched": 0, "missing": 0}
+    log_text = (vdir / "build.log").read_text(errors="replace")
+    for m in re.finditer(r"pathprof: use: module=\S* annotated=(\d+) mismatched=(\d+) missing=(\d+)", log_text):
+        totals["modules"] += 1
+        for k, v in zip(["annotated", "mismatched", "missing"], m.groups()):
+            totals[k] += int(v)
+    result["use"] = totals
+    why = []
+    if not totals["annotated"]:
+        why.append("no function annotated")
+    if totals["mismatched"]:
+        why.append(f"{totals['mismatched']} functions stale (their CFG differs from the profile's)")
+    result["checks"]["use"] = {"ok": not why, "why": "; ".join(why)}
 
 
 def read_trace(pp, f):
@@ -662,6 +723,9 @@ def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
     result["profile"] = {"functions": len(agg), "inexact": len(inexact), "reasons": {},
                          "inexact_functions": inexact[:200]}
     store_counts(vdir, agg)
+    if result["variant"] == "icache":
+        # Mode icache traces the optimised IR (after inlining): its counts have no baseline to equal.
+        return
     base_file = ctx["work"] / name / "edge" / "blocks.json.gz"
     result["counts_baseline"] = "edge"
     fresh = (name, "edge") in ctx["ran"] or ctx["partial"]
@@ -894,7 +958,8 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
           "compiled to other code than in the baseline; (nd): tests not deterministic, not a failure); show/decode: "
           "wall time of `pathprof show --json` / `pathprof decode` on the profile.", ""] + rows
     md += ["", "Summary (inexact / functions; **T** tests differ from plain, **C** counts differ from the edge baseline "
-           "on deterministic tests, **X** show/decode/export failed, **B** build failed; ✓ all checks pass):", ""]
+           "on deterministic tests, **X** show/decode/export failed, **B** build failed, **U** use mode found stale "
+           "functions or annotated none; ✓ all checks pass):", ""]
     variants = [m for m in MODES if any(r["variant"] == m for r in results)]
     md.append("| project | " + " | ".join(variants) + " |")
     md.append("|---|" + "---|" * len(variants))
@@ -907,7 +972,8 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
                 cells.append("–")
                 continue
             ch, prof = r["checks"], r.get("profile", {})
-            flags = "".join(f for c, f in [("build", "B"), ("tests", "T"), ("counts", "C"), ("tools", "X")]
+            flags = "".join(f for c, f in [("build", "B"), ("tests", "T"), ("counts", "C"), ("tools", "X"),
+                                           ("use", "U")]
                             if c in ch and not ch[c]["ok"])
             base = f"{prof['inexact']}/{prof['functions']}" if prof else "–"
             ok = not any(not c["ok"] for c in ch.values())
@@ -920,7 +986,7 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
             t = r.get("tests_summary", {})
             ts = " ".join(f"{k.lower()} {v}" for k, v in sorted(t.items())) or "–"
             md.append(f"| {r['project']} | {ts} | {r.get('build_s', '–')} s | {r.get('test_s', '–')} s |")
-    trace_rows = [r for r in results if r["variant"] == "trace" and r.get("trace")]
+    trace_rows = [r for r in results if r["variant"] in ("trace", "icache") and r.get("trace")]
     if trace_rows:
         md += ["", "Trace mode (one trace file per process; each read back with `pathprof trace --summary` and deleted; "
                "threads by status; files with an incomplete thread leave their functions out of the count check; bits "
@@ -931,7 +997,8 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
             t = r["trace"]
             th = ", ".join(f"{k} {v}" for k, v in sorted(t["threads"].items()))
             bpb = f"{t['bits'] / t['branches']:.2f}" if t.get("branches") else "–"
-            md.append(f"| {r['project']} | {t['files']} | {fmt_size(t['bytes'])} | {fmt_size(t['largest'])} | {th} | "
+            which = r["project"] + (" (icache)" if r["variant"] == "icache" else "")
+            md.append(f"| {which} | {t['files']} | {fmt_size(t['bytes'])} | {fmt_size(t['largest'])} | {th} | "
                       f"{t['inexact_files']} | {t['blocks']:,} | {bpb} | {t['read_s']} s |")
     md += ["", "## Failures", ""]
     any_fail = False
