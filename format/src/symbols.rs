@@ -69,6 +69,9 @@ pub const IMAGE_ENDERS: [(&str, u32); 12] = [
 /// `_Fork` for instrumented code (the pass redirects the module's calls): the runtime runs its fork handlers,
 /// which `_Fork` skips, around it, so that a child's counts and trace stay exact.
 pub const FORK_RAW: &str = "__pathprof__Fork";
+/// `clone` for instrumented code (the pass redirects the module's calls): a child that does not share its
+/// parent's memory (no `CLONE_VM`) is a fork child, whose counts must start at zero and be written when it ends.
+pub const CLONE: &str = "__pathprof_clone";
 /// `signal` for instrumented code, like [`SIGACTION`].
 pub const SIGNAL: &str = "__pathprof_signal";
 /// Runtime: `void __pathprof_trace_unregister(TraceModuleDesc *)`, a trace-mode module's destructor: makes sure
@@ -94,8 +97,9 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 22] = [
+pub const RUNTIME: [&str; 23] = [
     FORK_RAW,
+    CLONE,
     DUMP,
     FORK_GEN,
     FORK_REENTRY,
@@ -232,11 +236,11 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 54] = {
-            let mut a = [""; 54];
-            a[..22].copy_from_slice(&RUNTIME);
-            a[22..53].copy_from_slice(&MODULE_LOCAL);
-            a[53] = TRACE_TLS;
+        let all: [&str; 55] = {
+            let mut a = [""; 55];
+            a[..23].copy_from_slice(&RUNTIME);
+            a[23..54].copy_from_slice(&MODULE_LOCAL);
+            a[54] = TRACE_TLS;
             a
         };
         for (i, n) in all.iter().enumerate() {

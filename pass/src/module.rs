@@ -40,7 +40,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     // Counting modes only: trace mode notices a handler's abnormal entry itself (a per-thread call-site state).
     let watched = changed && config.mode != pathprof_format::meta::Mode::Trace && watch_signal_handlers(m);
     let written = changed && write_before_image_ends(m);
-    let forks = changed && redirect(m, "_Fork", symbols::FORK_RAW);
+    let forks = changed && (redirect(m, "_Fork", symbols::FORK_RAW) | redirect(m, "clone", symbols::CLONE));
     Ok(changed || dropped > 0 || watched || written || forks)
 }
 
@@ -96,8 +96,9 @@ fn watch_signal_handlers(m: LLVMModuleRef) -> bool {
 }
 
 /// Sends every use of the C library function `libc_name`, declared (not defined) in `m`, to the runtime's
-/// `ours` (same type). `_Fork` goes to `symbols::FORK_RAW`, which runs the runtime's fork handlers around it
-/// (`rt/src/raw_fork.rs`). Whether anything changed.
+/// `ours` (same type). `_Fork` goes to `symbols::FORK_RAW`, which runs the runtime's fork handlers around it,
+/// and `clone` to `symbols::CLONE`, which does for a child without `CLONE_VM` (`rt/src/raw_fork.rs`). Whether
+/// anything changed.
 fn redirect(m: LLVMModuleRef, libc_name: &str, ours: &str) -> bool {
     let (libc_name, ours) = (CString::new(libc_name).unwrap_or_default(), CString::new(ours).unwrap_or_default());
     // SAFETY: a valid module and NUL-terminated names.

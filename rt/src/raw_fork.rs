@@ -7,9 +7,10 @@
 //! exit, wrote its parent's counts a second time — `main` read 2 entries for one, exact. This wrapper calls
 //! `_Fork` and runs this runtime copy's handlers itself, in the parent and in the child.
 //!
-//! `_Fork` is looked up at the first registration (`dlsym` is not async-signal-safe, `_Fork` is). Not covered:
-//! other runtime copies of the process (an instrumented shared object with its own) run no handler, and raw
-//! `fork`/`clone` system calls are not seen at all.
+//! `_Fork` is looked up at the first registration (`dlsym` is not async-signal-safe, `_Fork` is). The C
+//! library's `clone` runs no handler either; [`__pathprof_clone`] does for a child without `CLONE_VM`. Not
+//! covered: other runtime copies of the process (an instrumented shared object with its own) run no handler,
+//! and raw `fork`/`clone` system calls are not seen at all.
 //!
 //! [`symbols::FORK_RAW`]: pathprof_format::symbols::FORK_RAW
 
@@ -45,9 +46,81 @@ pub extern "C" fn __pathprof__Fork() -> libc::pid_t {
     }
     // SAFETY: `f` is the C library's `_Fork`, which takes no arguments and returns a pid.
     let fork: unsafe extern "C" fn() -> libc::pid_t = unsafe { core::mem::transmute(f) };
-    let pid = crate::trace::around_raw_fork(fork);
+    let traced = crate::trace::before_raw_fork();
+    // SAFETY: as above.
+    let pid = unsafe { fork() };
     if pid == 0 {
+        if traced {
+            crate::trace::child_after_raw_fork();
+        }
         crate::fork_child_of_raw_fork();
+    } else if traced {
+        crate::trace::parent_after_raw_fork();
     }
     pid
+}
+
+/// What a `clone` child without `CLONE_VM` runs first: the function and argument the program gave `clone`.
+#[repr(C)]
+struct CloneStart {
+    run: unsafe extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+    traced: bool,
+}
+
+/// `clone(fn, stack, flags, arg, parent_tid, tls, child_tid)` for instrumented code (the pass redirects the
+/// variadic C library function here; on x86-64 a variadic call passes its arguments where this function reads
+/// them, and the C library's `clone` reads the last three registers whether they were passed or not, as this
+/// one does). A child that shares its parent's memory (`CLONE_VM`: a thread, or `posix_spawn`'s child) is left
+/// alone — its counts are the parent's. Any other child is a fork child that the C library runs no fork handler
+/// for: it would count on from its parent's counters and, if it called `exit`, write them a second time; it
+/// also ends, when its function returns, with the `exit` system call, which writes nothing — what it counted
+/// was lost. So the child first runs this runtime's fork handlers, then the function, then writes what `_exit`
+/// would have before the C library ends it with the function's result, as before.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_clone(
+    run: Option<unsafe extern "C" fn(*mut libc::c_void) -> libc::c_int>,
+    stack: *mut libc::c_void,
+    flags: libc::c_int,
+    arg: *mut libc::c_void,
+    parent_tid: *mut libc::pid_t,
+    tls: *mut libc::c_void,
+    child_tid: *mut libc::pid_t,
+) -> libc::c_int {
+    let Some(run) = run else {
+        // What the C library's `clone` does with a null function.
+        // SAFETY: the calling thread's errno slot.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        return -1;
+    };
+    if flags & libc::CLONE_VM != 0 {
+        // SAFETY: the program's own call, passed on unchanged (the function pointer only loses its `unsafe`).
+        let run: extern "C" fn(*mut libc::c_void) -> libc::c_int = unsafe { core::mem::transmute(run) };
+        // SAFETY: as above.
+        return unsafe { libc::clone(run, stack, flags, arg, parent_tid, tls, child_tid) };
+    }
+    let traced = crate::trace::before_raw_fork();
+    // Read by the child from its copy of this frame, which the clone copies while it is live.
+    let start = CloneStart { run, arg, traced };
+    let start_ptr = core::ptr::addr_of!(start) as *mut libc::c_void;
+    // SAFETY: the program's arguments, with the child's function and argument replaced by ours.
+    let pid = unsafe { libc::clone(clone_child, stack, flags, start_ptr, parent_tid, tls, child_tid) };
+    if traced {
+        crate::trace::parent_after_raw_fork();
+    }
+    pid
+}
+
+/// A `clone` child's first code (see [`__pathprof_clone`]).
+extern "C" fn clone_child(start: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `start` points at the parent's `CloneStart`, in this child's copy of its memory.
+    let start = unsafe { core::ptr::read(start as *const CloneStart) };
+    if start.traced {
+        crate::trace::child_after_raw_fork();
+    }
+    crate::fork_child_of_raw_fork();
+    // SAFETY: the program's function and argument, as it gave them to `clone`.
+    let status = unsafe { (start.run)(start.arg) };
+    crate::__pathprof_image_end(pathprof_format::symbols::IMAGE_END_EXIT);
+    status
 }

@@ -541,28 +541,29 @@ fn parse_size(v: &[u8]) -> Option<u64> {
     n.checked_mul(unit)
 }
 
-/// `fork` calls `_Fork` (see `raw_fork`), with the trace runtime's fork handlers run around it when trace mode
-/// runs in this copy.
-pub(crate) fn around_raw_fork(fork: unsafe extern "C" fn() -> libc::pid_t) -> libc::pid_t {
+/// Before a fork the C library runs no handlers for (`_Fork`, a `clone` without `CLONE_VM`; see `raw_fork`):
+/// what `fork_prepare` does, when trace mode runs in this copy. Whether it did: then the parent must call
+/// [`parent_after_raw_fork`] and the child [`child_after_raw_fork`].
+pub(crate) fn before_raw_fork() -> bool {
     let mut guard = lock();
     if !guard.state().installed {
-        drop(guard);
-        // SAFETY: the C library's `_Fork`.
-        return unsafe { fork() };
+        return false;
     }
     // Held across the fork, as `fork_prepare` holds it; released by `fork_parent`, reset by `fork_child`.
     core::mem::forget(guard);
-    // SAFETY: as above.
-    let pid = unsafe { fork() };
-    // SAFETY: the handlers' own contexts: the parent after the fork, the single-threaded child.
-    unsafe {
-        if pid == 0 {
-            fork_child();
-        } else {
-            fork_parent();
-        }
-    }
-    pid
+    true
+}
+
+/// In the parent, after a fork [`before_raw_fork`] prepared (also when it failed).
+pub(crate) fn parent_after_raw_fork() {
+    // SAFETY: the lock is held since `before_raw_fork`.
+    unsafe { fork_parent() }
+}
+
+/// In the single-threaded child of a fork [`before_raw_fork`] prepared.
+pub(crate) fn child_after_raw_fork() {
+    // SAFETY: the lock is held since `before_raw_fork` (copied into the child), which has one thread.
+    unsafe { fork_child() }
 }
 
 /// Before `fork()`: holds the lock, so the child never inherits it held by a thread it does not have.

@@ -595,6 +595,56 @@ fn a_fork_without_handlers_counts_like_fork() {
     assert!(parent.contains(", complete") && parent.contains("parent_work ("), "{parent}");
 }
 
+/// clone_child.c (its comment gives the counts): the C library's `clone` runs no fork handlers, and a child
+/// without `CLONE_VM` ends, when its function returns, with the exit system call. Before, such a child's counts
+/// were lost (`child_main` and `child_work` read 0 entries, exact), or, when it called `exit`, written on top of
+/// its parent's copy (`main` entered 2 times). The pass sends `clone` to the runtime, which runs the fork
+/// handlers in the child and writes its counts when its function returns: every counting mode exact, the parent's
+/// and the child's run merged; a `CLONE_VM` child counts in its parent's memory, as before.
+#[test]
+fn a_clone_child_counts_once_and_is_written() {
+    let dir = scratch("clone-child");
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let exe = build(&dir, mode, &["clone_child.c"], "-O1", mode, false);
+        for (how, runs) in [("return", 2), ("exit", 2), ("vm", 1)] {
+            let profile = dir.join(format!("{mode}-{how}.pathprof"));
+            let out = output_within(program(&exe, &[how], &dir, &profile), 60, "clone_child");
+            assert_eq!(ending(out.status), Ok(0), "{mode} {how}: {}", describe(&out));
+            assert!(out.stderr.is_empty(), "{mode} {how}: {}", describe(&out));
+            assert_eq!(records(&profile), vec![(0, runs)], "{mode} {how}: the runs merged");
+            let show = show_json(&profile);
+            assert!(functions(&show).iter().all(|f| f["exact"] == true), "{mode} {how}: {show}");
+            let entries = entry_counts(&show);
+            for f in ["main", "child_main", "child_work", "parent_work"] {
+                assert_eq!(entries[f], Some(1), "{mode} {how}: {f}");
+            }
+        }
+    }
+    // Trace mode: the child's trace goes on from its parent's at the clone, into its function.
+    let exe = build(&dir, "trace", &["clone_child.c"], "-O1", "trace", false);
+    for how in ["return", "exit"] {
+        let mut cmd = program(&exe, &[how], &dir, &dir.join("unused.pathprof"));
+        cmd.env("PATHPROF_TRACE", dir.join(format!("t-{how}-%p.pathtrace")));
+        let out = output_within(cmd, 60, "clone_child trace");
+        assert_eq!(ending(out.status), Ok(0), "trace {how}: {}", describe(&out));
+        let summaries: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("t-{how}-"))))
+            .map(|t| {
+                let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&t));
+                String::from_utf8_lossy(&out.stdout).into_owned()
+            })
+            .collect();
+        assert_eq!(summaries.len(), 2, "trace {how}: {summaries:?}");
+        let child = summaries.iter().find(|s| s.contains("a fork child")).expect("the child's trace");
+        assert!(child.contains("function child_work (") && child.contains("): 1 entries"), "{child}");
+        let parent = summaries.iter().find(|s| !s.contains("a fork child")).expect("the parent's trace");
+        assert!(parent.contains(", complete") && parent.contains("function parent_work ("), "{parent}");
+        assert!(!parent.contains("child_work"), "{parent}");
+    }
+}
+
 /// threads_at_exit.c (its comment gives the counts): a thread still running when the process ends — a
 /// detached worker in a loop, as QuickJS's are — leaves activations in the middle of a block, where no counter
 /// accounts for them. Before, edge and block mode derived counts as if they had returned (`worker` and `spin`
