@@ -7,14 +7,15 @@ use crate::config::Config;
 use crate::ir;
 use crate::names::{INSTRUMENTED_MARK, OWN_SYMBOL_PREFIX};
 use inkwell::llvm_sys::core::{
-    LLVMAddAttributeAtIndex, LLVMAddFunction, LLVMBuildCall2, LLVMConstInt, LLVMCreateBuilderInContext,
-    LLVMCreateEnumAttribute, LLVMDisposeBuilder, LLVMGetFirstUse, LLVMGetLinkage, LLVMGetModuleContext,
-    LLVMGetNamedFunction, LLVMGlobalGetValueType, LLVMInt32TypeInContext, LLVMPositionBuilderBefore,
+    LLVMAddAttributeAtIndex, LLVMAddFunction, LLVMBuildCall2, LLVMConstInt, LLVMCountParamTypes,
+    LLVMCreateBuilderInContext, LLVMCreateEnumAttribute, LLVMDisposeBuilder, LLVMGetFirstUse, LLVMGetIntTypeWidth,
+    LLVMGetLinkage, LLVMGetModuleContext, LLVMGetNamedFunction, LLVMGetParamTypes, LLVMGetReturnType, LLVMGetTypeKind,
+    LLVMGlobalGetValueType, LLVMInt32TypeInContext, LLVMIsFunctionVarArg, LLVMPositionBuilderBefore,
     LLVMReplaceAllUsesWith,
 };
 use inkwell::llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::LLVMLinkage;
+use inkwell::llvm_sys::{LLVMLinkage, LLVMTypeKind};
 use pathprof_format::symbols;
 use std::ffi::CString;
 use std::os::raw::c_void;
@@ -40,7 +41,9 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     // Counting modes only: trace mode notices a handler's abnormal entry itself (a per-thread call-site state).
     let watched = changed && config.mode != pathprof_format::meta::Mode::Trace && watch_signal_handlers(m);
     let written = changed && write_before_image_ends(m);
-    let forks = changed && (redirect(m, "_Fork", symbols::FORK_RAW) | redirect(m, "clone", symbols::CLONE));
+    let forks = changed
+        && (redirect(m, "_Fork", symbols::FORK_RAW, |_| true)
+            | redirect(m, "clone", symbols::CLONE, |ty| c_type(ty, Int32, &[Pointer, Pointer, Int32, Pointer], true)));
     Ok(changed || dropped > 0 || watched || written || forks)
 }
 
@@ -91,20 +94,23 @@ fn write_before_image_ends(m: LLVMModuleRef) -> bool {
 /// accounts for — and then flags the counts (`rt/src/handlers.rs`). Declarations only: a module that defines
 /// its own `sigaction` is left alone. Whether anything changed.
 fn watch_signal_handlers(m: LLVMModuleRef) -> bool {
-    let sigaction = redirect(m, "sigaction", symbols::SIGACTION);
-    redirect(m, "signal", symbols::SIGNAL) | sigaction
+    // Names the C standard reserves (a declaration without a prototype has another type, and is still theirs).
+    let sigaction = redirect(m, "sigaction", symbols::SIGACTION, |_| true);
+    redirect(m, "signal", symbols::SIGNAL, |_| true) | sigaction
 }
 
 /// Sends every use of the C library function `libc_name`, declared (not defined) in `m`, to the runtime's
 /// `ours` (same type). `_Fork` goes to `symbols::FORK_RAW`, which runs the runtime's fork handlers around it,
-/// and `clone` to `symbols::CLONE`, which does for a child without `CLONE_VM` (`rt/src/raw_fork.rs`). Whether
-/// anything changed.
-fn redirect(m: LLVMModuleRef, libc_name: &str, ours: &str) -> bool {
+/// and `clone` to `symbols::CLONE`, which does for a child without `CLONE_VM` (`rt/src/raw_fork.rs`). Only a
+/// declaration `is_libc` accepts is the C library's: `clone` is no reserved name, and a program may define a
+/// function of its own by that name elsewhere (`Node *clone(Node *)`). Whether anything changed.
+fn redirect(m: LLVMModuleRef, libc_name: &str, ours: &str, is_libc: impl Fn(LLVMTypeRef) -> bool) -> bool {
     let (libc_name, ours) = (CString::new(libc_name).unwrap_or_default(), CString::new(ours).unwrap_or_default());
     // SAFETY: a valid module and NUL-terminated names.
     unsafe {
         let f = LLVMGetNamedFunction(m, libc_name.as_ptr());
-        if f.is_null() || !ir::is_declaration(f) || LLVMGetFirstUse(f).is_null() {
+        if f.is_null() || !ir::is_declaration(f) || LLVMGetFirstUse(f).is_null() || !is_libc(LLVMGlobalGetValueType(f))
+        {
             return false;
         }
         let mut g = LLVMGetNamedFunction(m, ours.as_ptr());
@@ -114,6 +120,38 @@ fn redirect(m: LLVMModuleRef, libc_name: &str, ours: &str) -> bool {
         LLVMReplaceAllUsesWith(f, g);
     }
     true
+}
+
+/// The kinds of C types [`c_type`] tells apart: `int` and any pointer (all the C library's `clone` takes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CType {
+    Int32,
+    Pointer,
+}
+use CType::{Int32, Pointer};
+
+/// Whether function type `ty` returns `ret` and takes `params` (and more, when `variadic`).
+fn c_type(ty: LLVMTypeRef, ret: CType, params: &[CType], variadic: bool) -> bool {
+    let kind = |t: LLVMTypeRef| {
+        // SAFETY: a valid type.
+        match unsafe { LLVMGetTypeKind(t) } {
+            LLVMTypeKind::LLVMIntegerTypeKind if unsafe { LLVMGetIntTypeWidth(t) } == 32 => Some(Int32),
+            LLVMTypeKind::LLVMPointerTypeKind => Some(Pointer),
+            _ => None,
+        }
+    };
+    // SAFETY: a valid function type; `types` has room for each of its parameters.
+    unsafe {
+        if LLVMGetTypeKind(ty) != LLVMTypeKind::LLVMFunctionTypeKind
+            || (LLVMIsFunctionVarArg(ty) != 0) != variadic
+            || LLVMCountParamTypes(ty) as usize != params.len()
+        {
+            return false;
+        }
+        let mut types = vec![std::ptr::null_mut(); params.len()];
+        LLVMGetParamTypes(ty, types.as_mut_ptr());
+        kind(LLVMGetReturnType(ty)) == Some(ret) && types.iter().zip(params).all(|(&t, &p)| kind(t) == Some(p))
+    }
 }
 
 /// Definitions we own or that will be discarded are left alone.

@@ -7,6 +7,7 @@
 //! Programs: `test-suite/programs/reliability/`, with hand-derived `// expect: N` markers and comments giving
 //! the derivation of every other number checked here.
 
+use pathprof_format::symbols;
 use pathprof_test_suite::*;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -620,6 +621,21 @@ fn a_clone_child_counts_once_and_is_written() {
             }
         }
     }
+    // A program's own `clone` (own_clone.c declares it, own_clone_def.c defines it) is not the C library's: its
+    // calls stay its own. (Sent to the runtime, they reached it by chance here — the runtime's own call of
+    // `clone` binds to the program's — so the object is what tells.)
+    let obj = dir.join("own_clone.o");
+    run_ok(wrapper(false).args(["-O1", "-c"]).arg(src("own_clone.c")).arg("-o").arg(&obj));
+    let undefined = run_ok(Command::new("llvm-nm-19").arg("-u").arg(&obj)).stdout;
+    assert!(!String::from_utf8_lossy(&undefined).contains(symbols::CLONE), "{}", String::from_utf8_lossy(&undefined));
+    let exe = build(&dir, "own", &["own_clone.c", "own_clone_def.c"], "-O1", "path", false);
+    let out = output_within(program(&exe, &[], &dir, &dir.join("own.pathprof")), 60, "own_clone");
+    assert_eq!(
+        (ending(out.status), String::from_utf8_lossy(&out.stdout).as_ref()),
+        (Ok(0), "3 1\n"),
+        "{}",
+        describe(&out)
+    );
     // Trace mode: the child's trace goes on from its parent's at the clone, into its function.
     let exe = build(&dir, "trace", &["clone_child.c"], "-O1", "trace", false);
     for how in ["return", "exit"] {
