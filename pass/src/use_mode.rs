@@ -37,11 +37,13 @@ pub struct UseStats {
 /// Every profile module's functions are indexed by (name, branch shape), and the module being annotated finds its
 /// own record by identity ([`identity::own_module`]: same name, nearest output). Functions with internal linkage
 /// are looked up in that record only: two translation units (or two shared objects) may each have a `static`
-/// function of the same name and shape. So are all functions of a program merged by LTO: each executable or
-/// shared object is a module of its own, and a same-named function of another one is another function. Other
-/// functions of a translation unit are looked up by (name, branch shape), summed over the modules that define
-/// them: an inline (linkonce) function is defined in every module that uses it, but only the copy the linker kept
-/// ran, so the other modules' records hold zeros.
+/// function of the same name and shape. So are strong external definitions: one program links one, and a
+/// same-named one of another module is another program's (every program's `main`; bzip2recover's was taken for
+/// stale against bzip2's). So are all functions of a program merged by LTO: each executable or shared object is a
+/// module of its own, and a same-named function of another one is another function. Inline and template
+/// functions (`linkonce`, `weak`) are looked up by (name, branch shape), summed over the modules that define them:
+/// such a function is defined in every module that uses it, but only the copy the linker kept ran, so the other
+/// modules' records hold zeros.
 struct ProfileIndex {
     modules: Vec<ModuleIndex>,
     global: HashMap<(String, u64), Annotation>,
@@ -197,15 +199,21 @@ pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output:
             };
             let chains = Chains::of(&graph.cfg);
             let shape = branch_shape(&graph.cfg, &chains);
-            let is_local =
-                matches!(LLVMGetLinkage(f), LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage);
-            // A local function, or any function of an LTO program whose own record is known, is looked up in
-            // that record only; other functions over all modules.
+            // A function only this module defines — local, a strong definition (two in one program do not
+            // link; a same-named one in another module is another program's: each program's `main`), or any
+            // function of an LTO program — is looked up in the module's own record only, and is missing when
+            // the profile has no record of the module. Inline and template functions (`linkonce`, `weak`),
+            // defined in every module that uses them, over all modules.
+            let own_only = whole_output
+                || matches!(
+                    LLVMGetLinkage(f),
+                    LLVMLinkage::LLVMInternalLinkage
+                        | LLVMLinkage::LLVMPrivateLinkage
+                        | LLVMLinkage::LLVMExternalLinkage
+                );
             let (found, known) = match own {
-                Some(o) if is_local || whole_output => {
-                    (o.functions.get(&(name.clone(), shape)), o.names.contains(&name))
-                }
-                None if is_local => (None, false),
+                Some(o) if own_only => (o.functions.get(&(name.clone(), shape)), o.names.contains(&name)),
+                None if own_only => (None, false),
                 _ => (index.global.get(&(name.clone(), shape)), index.names.contains(&name)),
             };
             let Some(counts) = found else {

@@ -944,6 +944,19 @@ fn use_mode_attaches_exact_branch_weights() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("mismatched=1") && err.contains("stale profile"), "{err}");
+
+    // Another program of the build, one the training run never ran (bzip2recover beside bzip2): its `main` is
+    // not the trained program's `main` — missing from the profile, not stale.
+    let out = run_ok(
+        wrapper(false)
+            .args(["-O0", "-c", "--pathprof-stats"])
+            .arg(format!("--pathprof-use={}", prof.display()))
+            .arg(programs().join("switch.c"))
+            .arg("-o")
+            .arg(dir.join("switch.o")),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("annotated=0 mismatched=0 missing=4") && !err.contains("stale"), "{err}");
 }
 
 /// Use mode over two translation units: each TU's `static helper` gets its own entry count (3 and 5), and the
