@@ -601,6 +601,8 @@ unsafe extern "C" fn fork_child() {
             let next = (*t).next;
             if (*t).tls == me && !(*t).ended {
                 (*t).fork_at = (*t).spilled * 64 + pending_bits(me);
+                // The child's own thread: from here on the stream is its thread's, not the parent's.
+                (*t).tid = sys::tid();
             } else {
                 unlink(st, t);
                 free_thread(t);

@@ -646,6 +646,30 @@ fn fork_children_that_write_no_trace_are_named_in_the_parents() {
     }
 }
 
+/// A fork child's stream goes on from the fork in the child's own thread, so the thread id its `REC_END` names is
+/// the child's. It named the parent's thread (the id taken when the stream started, before the fork): found on
+/// the corpus, where ninja's `-t browse` child's trace read "process 10242, tid 10241". Each process here has one
+/// thread, its main thread, whose id is the process's id (the number in its file's name).
+#[test]
+fn a_fork_childs_thread_is_named_by_its_own_id() {
+    let dir = scratch("trace-fork-tid");
+    let exe = build_with(&dir, "trace_fork_late.c", "optimal", &[], "-O2");
+    let pattern = dir.join("t-%p.pathtrace");
+    assert!(Command::new(&exe).arg("1000").env("PATHPROF_TRACE", &pattern).status().unwrap().success());
+    let mut files = files_starting(&dir, "t-");
+    files.sort_by_key(|f| pid_of(f));
+    assert_eq!(files.len(), 3, "parent, child and grandchild: {files:?}");
+    for (i, f) in files.iter().enumerate() {
+        let summary = trace_json(f, &["--summary"]);
+        let threads = summary["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 1, "{}: {threads:?}", f.display());
+        let pid = u64::from(pid_of(f));
+        assert_eq!(threads[0]["pid"].as_u64(), Some(pid), "{}", f.display());
+        assert_eq!(threads[0]["tid"].as_u64(), Some(pid), "{}: {}", f.display(), threads[0]);
+        assert_eq!(threads[0]["status"].as_str().unwrap().contains("fork child"), i > 0, "{}", threads[0]);
+    }
+}
+
 #[test]
 fn a_late_fork_regenerates_exactly() {
     // The naive trace's 64 bits per block fill a buffer before each fork: the splice holds for naive items too.
