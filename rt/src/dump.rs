@@ -124,8 +124,13 @@ impl Taken {
     }
 }
 
-/// Dumps `scope`; call with the runtime lock held. Prints its own diagnostics.
+/// Dumps `scope`; call with the runtime lock held. Prints its own diagnostics. Runs on a stack of its own
+/// ([`sys::on_own_stack`]): it may be called on any of the program's stacks.
 pub(crate) fn dump(st: &mut State, scope: Scope, kind: Kind) -> Result<(), ()> {
+    sys::on_own_stack(|| dump_here(st, scope, kind))
+}
+
+fn dump_here(st: &mut State, scope: Scope, kind: Kind) -> Result<(), ()> {
     let pid = sys::pid();
     if st.counted_pid != pid {
         // First dump of this process (or of a forked child): nothing counted yet.

@@ -14,6 +14,7 @@
 //!
 //! [`symbols::FORK_RAW`]: pathprof_format::symbols::FORK_RAW
 
+use crate::sys;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The C library's `_Fork`, or 0 (not resolved yet, or a C library without it).
@@ -111,16 +112,20 @@ pub unsafe extern "C" fn __pathprof_clone(
     pid
 }
 
-/// A `clone` child's first code (see [`__pathprof_clone`]).
+/// A `clone` child's first code (see [`__pathprof_clone`]). It runs on the stack the program gave `clone`,
+/// which may be a few hundred bytes more than its function needs, so the runtime's own work — the fork handlers
+/// and the write — runs on a stack of its own ([`sys::on_own_stack`]).
 extern "C" fn clone_child(start: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `start` points at the parent's `CloneStart`, in this child's copy of its memory.
     let start = unsafe { core::ptr::read(start as *const CloneStart) };
-    if start.traced {
-        crate::trace::child_after_raw_fork();
-    }
-    crate::fork_child_of_raw_fork();
+    sys::on_own_stack(|| {
+        if start.traced {
+            crate::trace::child_after_raw_fork();
+        }
+        crate::fork_child_of_raw_fork();
+    });
     // SAFETY: the program's function and argument, as it gave them to `clone`.
     let status = unsafe { (start.run)(start.arg) };
-    crate::__pathprof_image_end(pathprof_format::symbols::IMAGE_END_EXIT);
+    sys::on_own_stack(|| crate::__pathprof_image_end(pathprof_format::symbols::IMAGE_END_EXIT));
     status
 }

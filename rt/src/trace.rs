@@ -235,33 +235,35 @@ pub unsafe extern "C" fn __pathprof_trace_register(desc: *mut TraceModuleDesc) {
 /// `desc` must be null or a descriptor passed to [`__pathprof_trace_register`].
 #[no_mangle]
 pub unsafe extern "C" fn __pathprof_trace_unregister(desc: *mut TraceModuleDesc) {
-    if desc.is_null() {
-        return;
-    }
-    let mut g = lock();
-    let st = g.state();
-    // SAFETY: registered descriptors are valid until here.
-    let unwritten = || unsafe { (*desc).written } == 0;
-    // `open` writes every listed module's metadata into a file it opens, this one's included.
-    if unwritten() && open(st) && unwritten() {
-        write_module(st, desc);
-    }
-    let mut at: *mut *mut TraceModuleDesc = &mut st.modules;
-    // SAFETY: the list holds valid descriptors.
-    unsafe {
-        while !(*at).is_null() {
-            if *at == desc {
-                *at = (*desc).next;
-                break;
-            }
-            at = &mut (**at).next;
+    sys::on_own_stack(|| {
+        if desc.is_null() {
+            return;
         }
-    }
-    // At exit the pass's module destructors run last, after the program's own (see [`exit_handler`]).
-    let last = st.exiting && st.modules.is_null();
-    if last {
-        end_every_thread(g);
-    }
+        let mut g = lock();
+        let st = g.state();
+        // SAFETY: registered descriptors are valid until here.
+        let unwritten = || unsafe { (*desc).written } == 0;
+        // `open` writes every listed module's metadata into a file it opens, this one's included.
+        if unwritten() && open(st) && unwritten() {
+            write_module(st, desc);
+        }
+        let mut at: *mut *mut TraceModuleDesc = &mut st.modules;
+        // SAFETY: the list holds valid descriptors.
+        unsafe {
+            while !(*at).is_null() {
+                if *at == desc {
+                    *at = (*desc).next;
+                    break;
+                }
+                at = &mut (**at).next;
+            }
+        }
+        // At exit the pass's module destructors run last, after the program's own (see [`exit_handler`]).
+        let last = st.exiting && st.modules.is_null();
+        if last {
+            end_every_thread(g);
+        }
+    })
 }
 
 /// [`Thread::busy`]: not inside the runtime.
@@ -345,8 +347,8 @@ pub unsafe extern "C" fn __pathprof_trace_spill_word(tls: *mut u64, word: u64, a
         unsafe { *tls.add(TLS_SHADOW) |= 1 };
     }
     if t.fill == BUF_WORDS {
-        let mut g = lock();
-        flush_data(g.state(), t);
+        // The first full buffer also opens the file: on a stack of the runtime's own, as every write.
+        sys::on_own_stack(|| flush_data(lock().state(), t));
     }
     // SAFETY: the caller's state.
     unsafe {
@@ -617,15 +619,17 @@ unsafe extern "C" fn fork_child() {
 /// every thread's bits so far, flagged [`END_SIGNAL`] with `sig`. Waits at most 2 s for the lock (a thread in
 /// the middle of a write); never writes twice.
 pub(crate) fn signal_flush(sig: libc::c_int) {
-    let Some(mut g) = lock_within_2s() else { return };
-    let st = g.state();
-    if st.closed || (st.threads.is_null() && st.modules.is_null()) {
-        return;
-    }
-    open(st);
-    // SAFETY (finish): the threads' own records and state.
-    each_thread(st, |st, t| unsafe { finish(st, t, END_SIGNAL | ((sig as u64 & 0xff) << 32)) });
-    st.closed = true;
+    sys::on_own_stack(|| {
+        let Some(mut g) = lock_within_2s() else { return };
+        let st = g.state();
+        if st.closed || (st.threads.is_null() && st.modules.is_null()) {
+            return;
+        }
+        open(st);
+        // SAFETY (finish): the threads' own records and state.
+        each_thread(st, |st, t| unsafe { finish(st, t, END_SIGNAL | ((sig as u64 & 0xff) << 32)) });
+        st.closed = true;
+    })
 }
 
 /// The lock, waiting at most 2 s for it (the flushes that may run in a signal handler, which may have
@@ -644,9 +648,11 @@ fn lock_within_2s() -> Option<Guard> {
 
 /// The process image ends without `atexit` handlers (`_exit`, `_Exit`): every thread's end, as at exit.
 pub(crate) fn image_end() {
-    if let Some(g) = lock_within_2s() {
-        end_every_thread(g);
-    }
+    sys::on_own_stack(|| {
+        if let Some(g) = lock_within_2s() {
+            end_every_thread(g);
+        }
+    })
 }
 
 /// Before an `exec`, which may fail and return: every thread's end so far, flagged [`END_AT_EXEC`] (with
@@ -654,40 +660,44 @@ pub(crate) fn image_end() {
 /// go on, and each one's next end replaces this provisional one (the reader takes the last). Flight
 /// recorders keep their window for their real end: an `exec` loses it.
 pub(crate) fn exec_flush() {
-    let Some(mut g) = lock_within_2s() else { return };
-    let st = g.state();
-    if st.closed || st.threads.is_null() {
-        return;
-    }
-    open(st);
-    each_thread(st, |st, t| {
-        if !t.ring.on() {
-            // SAFETY: the thread's own record and state.
-            unsafe { finish(st, t, END_AT_EXIT | END_AT_EXEC) };
+    sys::on_own_stack(|| {
+        let Some(mut g) = lock_within_2s() else { return };
+        let st = g.state();
+        if st.closed || st.threads.is_null() {
+            return;
         }
-    });
+        open(st);
+        each_thread(st, |st, t| {
+            if !t.ring.on() {
+                // SAFETY: the thread's own record and state.
+                unsafe { finish(st, t, END_AT_EXIT | END_AT_EXEC) };
+            }
+        });
+    })
 }
 
 /// The thread-exit destructor: the thread's last bits and its end.
 unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
-    let tls = tls as *mut u64;
-    let mut g = lock();
-    let st = g.state();
-    // SAFETY: the key holds the exiting thread's state.
-    let t = unsafe { *tls.add(TLS_THREAD) } as *mut Thread;
-    if t.is_null() || st.closed {
-        return;
-    }
-    // SAFETY: this thread's live record.
-    unsafe {
-        finish(st, &mut *t, 0);
-        unlink(st, t);
-        *tls.add(TLS_THREAD) = 0;
-        *tls.add(TLS_STATE) = 0;
-        *tls.add(TLS_ACC) = 0;
-        *tls.add(TLS_SHADOW) = 0;
-        free_thread(t);
-    }
+    sys::on_own_stack(|| {
+        let tls = tls as *mut u64;
+        let mut g = lock();
+        let st = g.state();
+        // SAFETY: the key holds the exiting thread's state.
+        let t = unsafe { *tls.add(TLS_THREAD) } as *mut Thread;
+        if t.is_null() || st.closed {
+            return;
+        }
+        // SAFETY: this thread's live record.
+        unsafe {
+            finish(st, &mut *t, 0);
+            unlink(st, t);
+            *tls.add(TLS_THREAD) = 0;
+            *tls.add(TLS_STATE) = 0;
+            *tls.add(TLS_ACC) = 0;
+            *tls.add(TLS_SHADOW) = 0;
+            free_thread(t);
+        }
+    })
 }
 
 /// At `exit`, after the program's own `atexit` handlers: every thread's full words go out, and the threads go
@@ -697,26 +707,30 @@ unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
 /// without its destructors' activations. Should the image end first (`_exit` in a destructor, a fatal signal),
 /// those paths end the threads, as anywhere else.
 extern "C" fn exit_handler() {
-    let mut g = lock();
-    let st = g.state();
-    if st.closed {
-        return;
-    }
-    if st.modules.is_null() {
-        return end_every_thread(g);
-    }
-    st.exiting = true;
-    each_thread(st, |st, t| {
-        if !t.ring.on() && t.fill > 0 {
-            flush_data(st, t);
+    sys::on_own_stack(|| {
+        let mut g = lock();
+        let st = g.state();
+        if st.closed {
+            return;
         }
-    });
+        if st.modules.is_null() {
+            return end_every_thread(g);
+        }
+        st.exiting = true;
+        each_thread(st, |st, t| {
+            if !t.ring.on() && t.fill > 0 {
+                flush_data(st, t);
+            }
+        });
+    })
 }
 
 /// At `quick_exit`, after the program's own `at_quick_exit` handlers: no destructor runs after it, so every
 /// thread ends here.
 extern "C" fn quick_exit_handler() {
-    end_every_thread(lock());
+    sys::on_own_stack(|| {
+        end_every_thread(lock());
+    })
 }
 
 /// Calls `f` with every thread record on the list; `f` unlinks none.

@@ -601,7 +601,8 @@ fn a_fork_without_handlers_counts_like_fork() {
 /// were lost (`child_main` and `child_work` read 0 entries, exact), or, when it called `exit`, written on top of
 /// its parent's copy (`main` entered 2 times). The pass sends `clone` to the runtime, which runs the fork
 /// handlers in the child and writes its counts when its function returns: every counting mode exact, the parent's
-/// and the child's run merged; a `CLONE_VM` child counts in its parent's memory, as before.
+/// and the child's run merged; a `CLONE_VM` child counts in its parent's memory, as before. The child's stack is 4
+/// KiB above a guard page: the runtime's work in the child, which needs more, runs on a stack of its own.
 #[test]
 fn a_clone_child_counts_once_and_is_written() {
     let dir = scratch("clone-child");
@@ -659,6 +660,37 @@ fn a_clone_child_counts_once_and_is_written() {
         assert!(parent.contains(", complete") && parent.contains("function parent_work ("), "{parent}");
         assert!(!parent.contains("child_work"), "{parent}");
     }
+}
+
+/// small_stack_exit.c (its comment gives the counts): a thread with a 16 KiB stack (`PTHREAD_STACK_MIN`) calls
+/// `exit`, so the write at exit runs on it. It took between 8 and 16 KiB of stack and crashed the program
+/// (SIGSEGV, every counting mode) where the plain build exits 0; the runtime now writes on a stack of its own,
+/// in every mode (atomic counting builds: the program has two threads).
+#[test]
+fn a_thread_with_the_smallest_stack_can_exit() {
+    let dir = scratch("small-stack-exit");
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let exe = build(&dir, mode, &["small_stack_exit.c"], "-O1", mode, true);
+        let profile = dir.join(format!("{mode}.pathprof"));
+        let out = output_within(program(&exe, &[], &dir, &profile), 60, "small_stack_exit");
+        assert_eq!(ending(out.status), Ok(0), "{mode}: {}", describe(&out));
+        let show = show_json(&profile);
+        assert!(functions(&show).iter().all(|f| f["exact"] == true), "{mode}: {show}");
+        let entries = entry_counts(&show);
+        for f in ["main", "worker", "work"] {
+            assert_eq!(entries[f], Some(1), "{mode}: {f}");
+        }
+    }
+    // Trace mode writes at exit on that thread too.
+    let exe = build(&dir, "trace", &["small_stack_exit.c"], "-O1", "trace", false);
+    let trace = dir.join("small.pathtrace");
+    let mut cmd = program(&exe, &[], &dir, &dir.join("unused.pathprof"));
+    cmd.env("PATHPROF_TRACE", &trace);
+    let out = output_within(cmd, 60, "small_stack_exit trace");
+    assert_eq!(ending(out.status), Ok(0), "trace: {}", describe(&out));
+    let summary = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&trace)).stdout;
+    let summary = String::from_utf8_lossy(&summary);
+    assert!(summary.contains("function work (") && summary.contains("): 1 entries"), "{summary}");
 }
 
 /// threads_at_exit.c (its comment gives the counts): a thread still running when the process ends — a
