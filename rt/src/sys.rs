@@ -1,15 +1,17 @@
 //! The few libc services the runtime needs, wrapped so that the rest of the crate never sees `errno` or a raw
-//! file descriptor: a malloc-backed vector, an owned fd, and EINTR-safe whole-buffer reads and writes.
+//! file descriptor: a growable vector in mapped memory, an owned fd, and EINTR-safe whole-buffer reads and writes.
 //!
 //! Nothing here allocates on the counting path; these are used only at dump time.
 //!
-//! # Allocation in a fatal-signal handler
-//! `malloc` is not async-signal-safe: a signal that interrupts the program inside `malloc` would deadlock a
-//! handler that calls it. While the fatal-signal flush runs ([`SignalContext`]), [`MVec`] therefore allocates
-//! with anonymous `mmap` instead (a plain system call, async-signal-safe in practice on Linux, though POSIX does
-//! not list it), frees such blocks with `munmap`, and never passes a `malloc` block to `free` or `realloc`:
-//! growing one copies it into a mapping and abandons the old block. Mapped vectors stay mapped afterwards (a
-//! program whose own handler recovers from the signal simply keeps using them).
+//! # Never the program's allocator, never the program's `getenv`
+//! `malloc`, `realloc`, `free` and `getenv` are interposable: a program that defines its own (bash's lib/malloc
+//! and lib/sh/getenv.c, a custom allocator) gets every runtime call of them, and when that code is instrumented
+//! too, the runtime's own allocations are counted as the program's — bash's `malloc` read 33 entries where the
+//! program made 5, "exact" — and the calls made during the exit dump leave new counts behind, so each such
+//! module's destructor wrote the whole profile again (6 writes of a 1.2 MB file per bash process). [`MVec`]
+//! therefore allocates with anonymous `mmap` (grown with `mremap`), always, and [`env`] reads `environ` itself.
+//! Both are plain system calls or memory reads, so they are also safe in a fatal-signal handler, where `malloc`
+//! could deadlock.
 
 use core::ffi::{c_char, c_int, c_void};
 use core::marker::PhantomData;
@@ -52,21 +54,24 @@ impl Errno {
     }
 }
 
-/// A growable array in `malloc` memory (or `mmap` memory, see the module docs) for plain-data `T` (never
-/// dropped element-wise).
+/// A growable array in anonymous mapped memory (see the module docs) for plain-data `T` (never dropped
+/// element-wise).
 pub(crate) struct MVec<T: Copy> {
     ptr: *mut T,
     len: usize,
     cap: usize,
-    /// `ptr` is an anonymous mapping of `cap * size_of::<T>()` bytes rather than a `malloc` block.
-    mapped: bool,
+    /// The mapping's length in bytes (a whole number of pages; 0 when nothing is mapped).
+    bytes: usize,
     _own: PhantomData<T>,
 }
+
+/// Mappings are made in whole pages: a vector's capacity is what its pages hold.
+const PAGE: usize = 4096;
 
 impl<T: Copy> MVec<T> {
     /// An empty vector; allocates nothing.
     pub(crate) const fn new() -> MVec<T> {
-        MVec { ptr: ptr::null_mut(), len: 0, cap: 0, mapped: false, _own: PhantomData }
+        MVec { ptr: ptr::null_mut(), len: 0, cap: 0, bytes: 0, _own: PhantomData }
     }
 
     /// Makes room for `extra` more elements.
@@ -75,52 +80,32 @@ impl<T: Copy> MVec<T> {
         if need <= self.cap {
             return Ok(());
         }
+        let size = mem::size_of::<T>().max(1);
         let cap = need.max(self.cap.saturating_mul(2)).max(8);
-        let bytes = cap.checked_mul(mem::size_of::<T>()).ok_or(Errno(libc::ENOMEM))?;
-        if self.mapped || in_signal() {
-            return self.remap(cap, bytes);
-        }
-        // SAFETY: `ptr` is null or a live malloc block owned by `self`; malloc alignment (16) suffices for the
-        // plain-data types used here (u8, u64, pointers, small structs of those).
-        let p = unsafe { libc::realloc(self.ptr.cast::<c_void>(), bytes) }.cast::<T>();
-        if p.is_null() {
-            return Err(Errno(libc::ENOMEM));
-        }
-        self.ptr = p;
-        self.cap = cap;
-        Ok(())
-    }
-
-    /// Moves the elements into a new anonymous mapping of `bytes` (= `cap` elements).
-    fn remap(&mut self, cap: usize, bytes: usize) -> Result<(), Errno> {
-        // SAFETY: an anonymous private mapping has no preconditions; the result is checked.
+        let bytes =
+            cap.checked_mul(size).and_then(|b| b.checked_add(PAGE - 1)).ok_or(Errno(libc::ENOMEM))? & !(PAGE - 1);
+        // SAFETY: `ptr` is null or our own mapping of `self.bytes` bytes; the results are checked.
         let p = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                bytes.max(1),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+            if self.ptr.is_null() {
+                libc::mmap(
+                    ptr::null_mut(),
+                    bytes,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            } else {
+                libc::mremap(self.ptr.cast::<c_void>(), self.bytes, bytes, libc::MREMAP_MAYMOVE)
+            }
         };
         if p == libc::MAP_FAILED {
             return Err(Errno(libc::ENOMEM));
         }
-        let p = p.cast::<T>();
-        if !self.ptr.is_null() {
-            // SAFETY: the new mapping holds `cap >= len` elements (page alignment suffices for any T used here);
-            // the old block holds `len` initialised ones; they do not overlap.
-            unsafe { ptr::copy_nonoverlapping(self.ptr, p, self.len) };
-            if self.mapped {
-                // SAFETY: our own mapping of exactly this size.
-                unsafe { libc::munmap(self.ptr.cast::<c_void>(), self.cap * mem::size_of::<T>()) };
-            }
-            // A malloc block is abandoned: `free` is not async-signal-safe.
-        }
-        self.ptr = p;
-        self.cap = cap;
-        self.mapped = true;
+        // Page alignment suffices for the plain-data types used here (u8, u64, pointers, small structs of those).
+        self.ptr = p.cast::<T>();
+        self.bytes = bytes;
+        self.cap = bytes / size;
         Ok(())
     }
 
@@ -181,8 +166,8 @@ impl<T: Copy> MVec<T> {
         self.len = self.len.min(len);
     }
 
-    /// Forgets the allocation without freeing it: used in a `fork()`ed child, where the block may be in the middle
-    /// of being reallocated by a thread that no longer exists.
+    /// Forgets the allocation without unmapping it: used in a `fork()`ed child, where the mapping may be in the
+    /// middle of being grown by a thread that no longer exists.
     pub(crate) fn leak(&mut self) {
         *self = MVec::new();
     }
@@ -208,14 +193,10 @@ impl<T: Copy> MVec<T> {
 
 impl<T: Copy> Drop for MVec<T> {
     fn drop(&mut self) {
-        if self.mapped {
+        if !self.ptr.is_null() {
             // SAFETY: our own mapping of exactly this size.
-            unsafe { libc::munmap(self.ptr.cast::<c_void>(), self.cap * mem::size_of::<T>()) };
-        } else if !in_signal() {
-            // SAFETY: `ptr` is null or our malloc block.
-            unsafe { libc::free(self.ptr.cast::<c_void>()) };
+            unsafe { libc::munmap(self.ptr.cast::<c_void>(), self.bytes) };
         }
-        // A malloc block dropped inside the signal handler is abandoned.
     }
 }
 
@@ -439,15 +420,33 @@ pub(crate) unsafe fn cstr_bytes<'a>(p: *const c_char) -> &'a [u8] {
     unsafe { slice::from_raw_parts(p.cast::<u8>(), libc::strlen(p)) }
 }
 
-/// A non-empty environment variable's value (an empty value counts as unset, as in compiler-rt).
+/// A non-empty environment variable's value (an empty value counts as unset, as in compiler-rt), read from
+/// `environ` itself: the program may define `getenv` (bash does, over its shell variables), and when that code is
+/// instrumented the runtime's lookups would be counted as the program's calls (see the module docs).
 pub(crate) fn env(name: &core::ffi::CStr) -> Option<&'static [u8]> {
-    // SAFETY: getenv returns null or a NUL-terminated string owned by the environment; the runtime never calls
-    // setenv, and the program changing the variable during a dump is its own race.
-    let v = unsafe { cstr_bytes(libc::getenv(name.as_ptr())) };
-    if v.is_empty() {
-        None
-    } else {
-        Some(v)
+    extern "C" {
+        static mut environ: *const *const c_char;
+    }
+    let name = name.to_bytes();
+    // SAFETY: `environ` is null or a null-terminated array of NUL-terminated strings owned by the environment;
+    // the runtime never changes it, and the program changing it during a dump is its own race.
+    let mut e = unsafe { ptr::addr_of!(environ).read() };
+    if e.is_null() {
+        return None;
+    }
+    loop {
+        // SAFETY: `e` points into the array, at or before its null terminator.
+        let entry = unsafe { e.read() };
+        if entry.is_null() {
+            return None;
+        }
+        // SAFETY: a NUL-terminated string of the environment.
+        let bytes = unsafe { cstr_bytes(entry) };
+        if let Some((&b'=', v)) = bytes.strip_prefix(name).and_then(|rest| rest.split_first()) {
+            return if v.is_empty() { None } else { Some(v) };
+        }
+        // SAFETY: the entry was not the terminator, so the next slot exists.
+        e = unsafe { e.add(1) };
     }
 }
 

@@ -859,6 +859,31 @@ fn a_program_that_used_up_its_descriptors_still_gets_its_profile() {
     assert!(trace.exists(), "{}", describe(&out));
 }
 
+/// A program that defines its own `malloc`, `realloc`, `free` and `getenv` (bash's lib/malloc and lib/sh/getenv.c),
+/// instrumented: the runtime calls none of them (its buffers are mapped, its variables read from `environ`), so
+/// their counts are the program's calls, as own_allocator.c derives them, in every counting mode. Before, the
+/// runtime's buffers and lookups ran through them (malloc 33 entries for the program's 5, getenv 8 for 1, all
+/// exact), and what they counted during the exit dump made each of their modules' destructors write the whole
+/// profile again (bash: six writes per process).
+#[test]
+fn a_program_with_its_own_malloc_and_getenv_counts_only_its_own_calls() {
+    let dir = scratch("own_allocator");
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let exe = build(&dir, mode, &["own_allocator.c"], "-O1", mode, false);
+        let profile = dir.join(format!("{mode}.pathprof"));
+        let _ = std::fs::remove_file(&profile);
+        let out = output_within(program(&exe, &[], &dir, &profile), 60, "own_allocator");
+        assert_eq!(ending(out.status), Ok(0), "{mode}: {}", describe(&out));
+        assert!(out.stderr.is_empty(), "{mode}: {}", describe(&out));
+        let show = show_json(&profile);
+        for (f, entries) in [("main", 1), ("malloc", 5), ("realloc", 2), ("free", 2), ("getenv", 1), ("calloc", 0)] {
+            let func = function(&show, f);
+            assert_eq!(func["exact"], true, "{mode}: {f}: {func}");
+            assert_eq!(func["entry_count"].as_u64(), Some(entries), "{mode}: {f}: {func}");
+        }
+    }
+}
+
 /// What the program's destructors run is counted (destructors.c): they run after the `atexit` handlers, where
 /// the runtime writes the profile, so the pass's module destructor — the last to run — merges what they counted
 /// since. Before, `bye` and `helper` read back with no entries, and exact. Every counting mode, returning from
