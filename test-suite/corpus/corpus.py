@@ -1052,6 +1052,13 @@ def report(results, manifest, known_hits, fixed_known, path_md, path_json, meta)
 
 
 def main():
+    # SIGTERM and SIGHUP end the run as Ctrl-C does, through run_step's `finally`, which kills the running step's
+    # process group: with their default actions Python died at once and left the step running (a bash test
+    # script of an edge build went on forking for minutes after `kill` of the corpus, writing into its profile).
+    # A signal the corpus was started with ignored (nohup) stays ignored.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, lambda s, _f: sys.exit(128 + s))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="only the projects marked quick in the manifest")
     ap.add_argument("--project", action="append", help="only this project (repeatable, or comma-separated)")
