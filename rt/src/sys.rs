@@ -84,22 +84,16 @@ impl<T: Copy> MVec<T> {
         let cap = need.max(self.cap.saturating_mul(2)).max(8);
         let bytes =
             cap.checked_mul(size).and_then(|b| b.checked_add(PAGE - 1)).ok_or(Errno(libc::ENOMEM))? & !(PAGE - 1);
-        // SAFETY: `ptr` is null or our own mapping of `self.bytes` bytes; the results are checked.
-        let p = unsafe {
-            if self.ptr.is_null() {
-                libc::mmap(
-                    ptr::null_mut(),
-                    bytes,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            } else {
-                libc::mremap(self.ptr.cast::<c_void>(), self.bytes, bytes, libc::MREMAP_MAYMOVE)
+        let p = if self.ptr.is_null() {
+            map_anonymous(bytes, 0)
+        } else {
+            // SAFETY: `ptr` is our own mapping of `self.bytes` bytes; the result is checked.
+            match unsafe { libc::mremap(self.ptr.cast::<c_void>(), self.bytes, bytes, libc::MREMAP_MAYMOVE) } {
+                libc::MAP_FAILED => ptr::null_mut(),
+                p => p,
             }
         };
-        if p == libc::MAP_FAILED {
+        if p.is_null() {
             return Err(Errno(libc::ENOMEM));
         }
         // Page alignment suffices for the plain-data types used here (u8, u64, pointers, small structs of those).
@@ -522,6 +516,29 @@ pub(crate) fn shares_parent_memory() -> bool {
     owner != 0 && owner != pid()
 }
 
+/// `bytes` bytes of fresh zeroed memory, an anonymous private mapping (with `extra` flags: `MAP_NORESERVE`,
+/// `MAP_STACK`), or null. All the runtime's memory comes from here, never from the program's heap: a program may
+/// define its own `malloc` (bash does), and one that reads memory it never initialised must see what its plain
+/// build sees (zlib's `slide_hash`).
+pub(crate) fn map_anonymous(bytes: usize, extra: c_int) -> *mut c_void {
+    // SAFETY: an anonymous private mapping has no preconditions; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        ptr::null_mut()
+    } else {
+        p
+    }
+}
+
 /// Bytes of the stack [`on_own_stack`] maps: a dump at exit, with the merge into an existing file, takes between
 /// 8 and 16 KiB of stack (measured); sixteen times that.
 const OWN_STACK: usize = 256 * 1024;
@@ -547,18 +564,8 @@ pub(crate) fn on_own_stack<F: FnOnce() -> R, R>(f: F) -> R {
     }
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: an anonymous private mapping has no preconditions; the result is checked.
-        let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                OWN_STACK,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if base != libc::MAP_FAILED {
+        let base = map_anonymous(OWN_STACK, libc::MAP_STACK);
+        if !base.is_null() {
             let mut call = Call { f: mem::ManuallyDrop::new(f), result: mem::MaybeUninit::uninit() };
             // SAFETY: `top` is the page-aligned end of a mapping of OWN_STACK bytes that nothing else uses;
             // `run` follows the C ABI (it keeps the callee-saved registers, `r12` among them, which holds the old

@@ -303,21 +303,10 @@ unsafe fn capacity_of(slots: *mut u64) -> u64 {
 fn alloc_pairs(capacity: u64) -> *mut u64 {
     // At most 2 × 2^CAP_LOG2 pairs of 16 bytes plus the header: no overflow anywhere.
     let bytes = (capacity as usize + 1) * 16;
-    // SAFETY: an anonymous private mapping has no preconditions; the result is checked.
-    let base = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return core::ptr::null_mut();
+    let base = crate::sys::map_anonymous(bytes, 0).cast::<u64>();
+    if base.is_null() {
+        return base;
     }
-    let base = base.cast::<u64>();
     // SAFETY: the mapping has 2 × (capacity + 1) zeroed words.
     unsafe {
         *base = capacity;

@@ -405,21 +405,10 @@ unsafe fn register_thread(tls: *mut u64) -> *mut Thread {
     if st.closed || st.disabled {
         return ptr::null_mut();
     }
-    // SAFETY: an anonymous private mapping of the record's size.
-    let mem = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            core::mem::size_of::<Thread>(),
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if mem == libc::MAP_FAILED {
-        return ptr::null_mut();
+    let t = sys::map_anonymous(core::mem::size_of::<Thread>(), 0).cast::<Thread>();
+    if t.is_null() {
+        return t;
     }
-    let t = mem as *mut Thread;
     // SAFETY: fresh zeroed memory of the right size; fields set before use.
     unsafe {
         (*t).tls = tls;
@@ -1104,22 +1093,7 @@ fn flush_data(st: &mut State, t: &mut Thread) {
 /// Maps a thread's shadow stack (reserved lazily: only the pages its depth touches are committed); null if
 /// mapping fails (then no sync points: the flight recorder keeps nothing regenerable, regions cannot start).
 fn map_shadow() -> *mut u64 {
-    // SAFETY: an anonymous private mapping.
-    let mem = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            (SHADOW_ENTRIES * 8) as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if mem == libc::MAP_FAILED {
-        ptr::null_mut()
-    } else {
-        mem as *mut u64
-    }
+    sys::map_anonymous((SHADOW_ENTRIES * 8) as usize, libc::MAP_NORESERVE).cast::<u64>()
 }
 
 /// Unmaps a thread's record, its ring and its shadow stack.

@@ -53,18 +53,8 @@ impl Ring {
         let n = 1u64 << (63 - words.leading_zeros());
         let pool_n = (n / 4).max(64);
         let len = ((n + pool_n) * 8) as usize;
-        // SAFETY: an anonymous private mapping.
-        let mem = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if mem == libc::MAP_FAILED {
+        let mem = crate::sys::map_anonymous(len, 0);
+        if mem.is_null() {
             return false;
         }
         self.words = mem as *mut u64;
