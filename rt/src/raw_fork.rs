@@ -51,14 +51,20 @@ pub extern "C" fn __pathprof__Fork() -> libc::pid_t {
     // SAFETY: as above.
     let pid = unsafe { fork() };
     if pid == 0 {
-        if traced {
-            crate::trace::child_after_raw_fork();
-        }
-        crate::fork_child_of_raw_fork();
+        in_the_child(traced);
     } else if traced {
         crate::trace::parent_after_raw_fork();
     }
     pid
+}
+
+/// In the child of a fork the C library ran no handlers for: this runtime copy's fork handlers, trace mode's
+/// too when `traced` ([`crate::trace::before_raw_fork`] prepared it).
+fn in_the_child(traced: bool) {
+    if traced {
+        crate::trace::child_after_raw_fork();
+    }
+    crate::fork_child_of_raw_fork();
 }
 
 /// What a `clone` child without `CLONE_VM` runs first: the function and argument the program gave `clone`.
@@ -118,12 +124,7 @@ pub unsafe extern "C" fn __pathprof_clone(
 extern "C" fn clone_child(start: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `start` points at the parent's `CloneStart`, in this child's copy of its memory.
     let start = unsafe { core::ptr::read(start as *const CloneStart) };
-    sys::on_own_stack(|| {
-        if start.traced {
-            crate::trace::child_after_raw_fork();
-        }
-        crate::fork_child_of_raw_fork();
-    });
+    sys::on_own_stack(|| in_the_child(start.traced));
     // SAFETY: the program's function and argument, as it gave them to `clone`.
     let status = unsafe { (start.run)(start.arg) };
     sys::on_own_stack(|| crate::__pathprof_image_end(pathprof_format::symbols::IMAGE_END_EXIT));
