@@ -77,8 +77,8 @@ struct CloneStart {
 
 /// `clone(fn, stack, flags, arg, parent_tid, tls, child_tid)` for instrumented code (the pass redirects the
 /// variadic C library function here; on x86-64 a variadic call passes its arguments where this function reads
-/// them, and the C library's `clone` reads the last three registers whether they were passed or not, as this
-/// one does). A child that shares its parent's memory (`CLONE_VM`: a thread, or `posix_spawn`'s child) is left
+/// them, and the C library's `clone` reads its last three — two registers and a stack slot — whether they were
+/// passed or not, as this one does). A child that shares its parent's memory (`CLONE_VM`: a thread, or `posix_spawn`'s child) is left
 /// alone — its counts are the parent's. Any other child is a fork child that the C library runs no fork handler
 /// for: it would count on from its parent's counters and, if it called `exit`, write them a second time; it
 /// also ends, when its function returns, with the `exit` system call, which writes nothing — what it counted
