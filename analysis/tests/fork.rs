@@ -38,7 +38,7 @@ fn meta(mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {
         fork_reentries: true,
         left_out: Vec::new(),
         path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
-        compilation_dir: String::new(),
+        compilation_dirs: Vec::new(),
     }
 }
 

@@ -54,7 +54,7 @@ fn module(mode: Mode, num_paths: u128, storage: PathStorage) -> ModuleMeta {
         fork_reentries: false,
         left_out: Vec::new(),
         path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
-        compilation_dir: String::new(),
+        compilation_dirs: Vec::new(),
     }
 }
 

@@ -132,9 +132,9 @@ pub(crate) struct FunctionCoverage<'a> {
     pub name: &'a str,
     pub display_name: &'a str,
     pub module: &'a str,
-    /// The module's `ModuleMeta::compilation_dir`, where the lcov file looks for a relative `file` first.
+    /// The module's `ModuleMeta::compilation_dirs`, where the lcov file looks for a relative `file` first.
     #[serde(skip)]
-    pub compilation_dir: &'a str,
+    pub compilation_dirs: &'a [String],
     pub mode: &'static str,
     pub file: &'a str,
     pub start_line: u32,
@@ -275,7 +275,7 @@ fn function_coverage<'a>(
         name: &f.name,
         display_name: &f.display_name,
         module: &module.meta.module_name,
-        compilation_dir: &module.meta.compilation_dir,
+        compilation_dirs: &module.meta.compilation_dirs,
         mode: mode.name(),
         file: &f.file,
         start_line: f.start_line,

@@ -64,7 +64,10 @@ pub fn run(args: &Args) -> Result<()> {
     let all = &functions;
     let dirs = sources::ModuleDirs::new(all.iter().map(|f| (f.module.meta.module_name.as_str(), f.meta.file.as_str())))
         .with_compilation_dirs(
-            profile.modules.iter().map(|m| (m.meta.module_name.as_str(), m.meta.compilation_dir.as_str())),
+            profile
+                .modules
+                .iter()
+                .flat_map(|m| m.meta.compilation_dirs.iter().map(|d| (m.meta.module_name.as_str(), d.as_str()))),
         );
     let pages: Vec<SourcePage> = by_file
         .into_iter()

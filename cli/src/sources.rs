@@ -34,18 +34,22 @@ impl ModuleDirs {
         ModuleDirs(dirs)
     }
 
-    /// Adds the directory each module was compiled in (`ModuleMeta::compilation_dir`, empty when unknown), looked
-    /// in before the directories the names reveal: a project compiled with relative names in each of its
+    /// Adds the directories each module's names are relative to (`ModuleMeta::compilation_dirs`, in their order),
+    /// looked in before the directories the names reveal: a project compiled with relative names in each of its
     /// directories (`cc -c adler32.c`) names no directory at all.
     pub fn with_compilation_dirs<'a>(mut self, dirs: impl IntoIterator<Item = (&'a str, &'a str)>) -> ModuleDirs {
-        for (module, dir) in dirs {
-            if dir.is_empty() {
-                continue;
+        let mut recorded: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        for (module, dir) in dirs.into_iter().filter(|(_, dir)| !dir.is_empty()) {
+            let list = recorded.entry(module.to_string()).or_default();
+            if !list.iter().any(|d| d.as_os_str() == dir) {
+                list.push(PathBuf::from(dir));
             }
-            let known = self.0.entry(module.to_string()).or_default();
-            let dir = PathBuf::from(dir);
-            known.retain(|d| *d != dir);
-            known.insert(0, dir);
+        }
+        for (module, mut list) in recorded {
+            let known = self.0.entry(module).or_default();
+            known.retain(|d| !list.contains(d));
+            list.append(known);
+            *known = list;
         }
         self
     }
@@ -213,6 +217,13 @@ mod tests {
             [PathBuf::from("/home/me/zlib/adler32.c"), PathBuf::from("adler32.c")]
         );
         assert_eq!(candidates("x.c", ["other.c"], &dirs, &[]), [PathBuf::from("x.c")]);
+        // A program merged by LTO: the link's directory, then each translation unit's, in their order.
+        let lto =
+            ModuleDirs::default().with_compilation_dirs([("prog", "/build"), ("prog", "/src/a"), ("prog", "/src/b")]);
+        assert_eq!(
+            candidates("b.c", ["prog"], &lto, &[]),
+            ["/build/b.c", "/src/a/b.c", "/src/b/b.c", "b.c"].map(PathBuf::from)
+        );
     }
 
     #[test]

@@ -104,11 +104,13 @@ pub struct ModuleMeta {
     /// `PathDag::build_for_path_mode(…, path_loop_resets)`. `None` for profiles of metadata version ≤ 6 and
     /// builds with `PATHPROF_LOOP_RESETS=0`; `OnePath` for version 7 (whose `true` it was).
     pub path_loop_resets: ResetRule,
-    /// The directory the compiler (or, for a program merged by LTO, the linker) ran in, absolute: what a
-    /// relative source name in [`FunctionMeta::file`] is relative to, so that the views find the sources of a
-    /// project compiled with relative names (`cc -c adler32.c` in each directory of a make build) from anywhere.
-    /// Empty where unknown and in metadata before version 11.
-    pub compilation_dir: String,
+    /// The directories a relative source name in [`FunctionMeta::file`] may be relative to, absolute, best first:
+    /// the directory the compiler (or, for a program merged by LTO, the linker) ran in, then every other
+    /// directory the functions' debug info names files relative to (an LTO program's translation units were
+    /// compiled in directories of their own). So the views find the sources of a project compiled with relative
+    /// names (`cc -c adler32.c` in each directory of a make build) from anywhere. Empty where unknown and in
+    /// metadata before version 11.
+    pub compilation_dirs: Vec<String>,
 }
 
 /// A function compiled without instrumentation: it ran (or not) uncounted, and no count of the profile covers it.
@@ -409,7 +411,7 @@ impl ModuleMeta {
     /// describes the older profiles (see the field docs):
     /// version 2 added `interproc`, 3 `path_arrivals`, 4 `output`, 5 `fork_reentries`, 6 `left_out` and the
     /// procedures' `cut_vertices`, 7 `path_loop_resets` (a `bool`: loops of one path), 8 made it a [`ResetRule`],
-    /// 9 added the procedures' `reset_headers`, 10 the interprocedural storage `units`, 11 `compilation_dir`.
+    /// 9 added the procedures' `reset_headers`, 10 the interprocedural storage `units`, 11 `compilation_dirs`.
     fn take_older(ver: u32, payload: &[u8]) -> postcard::Result<(ModuleMeta, &[u8])> {
         /// The next field, or `absent` in a version before `since`.
         fn field<T: serde::de::DeserializeOwned>(
@@ -464,7 +466,7 @@ impl ModuleMeta {
             fork_reentries,
             left_out,
             path_loop_resets,
-            compilation_dir: String::new(),
+            compilation_dirs: Vec::new(),
         };
         Ok((meta, rest))
     }

@@ -511,15 +511,15 @@ fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_mode
     let mut meta = module_meta("m.c");
     assert_eq!(meta.path_loop_resets, ResetRule::None);
     let mut placed = meta.clone();
-    placed.compilation_dir = "/src/proj".into();
+    placed.compilation_dirs = vec!["/src/proj".into()];
     let v11 = placed.encode();
     assert_eq!(v11[4..8], 11u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v11).unwrap(), placed);
-    // Version 10 is version 11 without the trailing `compilation_dir` (read as empty: unknown).
-    assert!(v11.ends_with(b"\x09/src/proj"));
-    let mut v10 = v11[..v11.len() - 10].to_vec();
+    // Version 10 is version 11 without the trailing `compilation_dirs` (read as empty: unknown).
+    assert!(v11.ends_with(b"\x01\x09/src/proj"));
+    let mut v10 = v11[..v11.len() - 11].to_vec();
     v10[4..8].copy_from_slice(&10u32.to_le_bytes());
-    meta.compilation_dir = String::new();
+    meta.compilation_dirs = Vec::new();
     assert_eq!(ModuleMeta::decode(&v10).unwrap(), meta);
     // Without an interprocedural program, versions 8 and 9 are version 10.
     let mut v9 = v10.clone();
@@ -531,7 +531,7 @@ fn older_metadata_versions_still_read_and_arrivals_belong_to_path_numbering_mode
     let mut hoisted = meta.clone();
     hoisted.path_loop_resets = ResetRule::Hoisted;
     let v11_hoisted = hoisted.encode();
-    assert_eq!(v11_hoisted.last(), Some(&0), "an empty compilation_dir is one zero length byte");
+    assert_eq!(v11_hoisted.last(), Some(&0), "no compilation_dirs is one zero length byte");
     let mut v8_hoisted = v11_hoisted[..v11_hoisted.len() - 1].to_vec();
     v8_hoisted[4..8].copy_from_slice(&8u32.to_le_bytes());
     assert_eq!(ModuleMeta::decode(&v8_hoisted).unwrap(), hoisted);

@@ -19,7 +19,7 @@ fn meta(optimizer_last: bool) -> TraceModuleMeta {
             fork_reentries: false,
             left_out: Vec::new(),
             path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
-            compilation_dir: String::new(),
+            compilation_dirs: Vec::new(),
         },
         calls: Vec::new(),
         optimizer_last,

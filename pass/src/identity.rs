@@ -16,6 +16,8 @@
 //! image's run-time path (`dladdr`) would not do: an uninstalled library and its installed copy are one build.
 
 use crate::config::Config;
+use crate::ir;
+use inkwell::llvm_sys::prelude::LLVMModuleRef;
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -32,10 +34,17 @@ pub struct ModuleIdentity {
 /// Deepest nesting of response files followed (lld's own limit is higher; real links use one level).
 const MAX_RESPONSE_DEPTH: u32 = 8;
 
-/// The directory this compiler (or linker) process runs in, which relative source names are relative to
-/// (`ModuleMeta::compilation_dir`); empty if it cannot be read.
-pub fn compilation_dir() -> String {
-    std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default()
+/// `ModuleMeta::compilation_dirs` of module `m`: the directory this compiler (or linker) process runs in, then
+/// each other absolute directory the debug info of `m`'s functions names files relative to, in module order.
+pub fn compilation_dirs(m: LLVMModuleRef) -> Vec<String> {
+    let mut dirs: Vec<String> = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).into_iter().collect();
+    for f in ir::functions(m) {
+        let dir = ir::subprogram_directory(f);
+        if dir.starts_with('/') && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs
 }
 
 /// The identity of module `source` (LLVM's source file name of the module) in this process: a translation unit,

@@ -239,6 +239,25 @@ pub fn subprogram_file_line(f: LLVMValueRef) -> (String, u32) {
     }
 }
 
+/// The directory a function's DISubprogram's file name is relative to (its DIFile's directory: the directory
+/// its translation unit was compiled in), empty without debug info.
+pub fn subprogram_directory(f: LLVMValueRef) -> String {
+    // SAFETY: a valid function; null debug-info handles are checked.
+    unsafe {
+        let sp = LLVMGetSubprogram(f);
+        if sp.is_null() {
+            return String::new();
+        }
+        let file = LLVMDIScopeGetFile(sp);
+        if file.is_null() {
+            return String::new();
+        }
+        let mut len = 0u32;
+        let p = LLVMDIFileGetDirectory(file, &mut len);
+        owned_string(p, len as usize)
+    }
+}
+
 /// The module's source file name (`source_filename`), used as the module's name in profiles.
 pub fn module_source_name(m: LLVMModuleRef) -> String {
     let mut len = 0usize;

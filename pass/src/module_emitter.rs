@@ -91,7 +91,7 @@ impl<'a> ModuleEmitter<'a> {
             fork_reentries: config.fork_checks,
             left_out: left_out.into_functions(),
             path_loop_resets: config.path_loop_resets(),
-            compilation_dir: crate::identity::compilation_dir(),
+            compilation_dirs: crate::identity::compilation_dirs(self.m),
         };
         self.storage.register(self.m, &meta);
         ir::add_named_metadata(self.m, INSTRUMENTED_MARK);

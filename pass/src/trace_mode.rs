@@ -291,7 +291,7 @@ pub fn instrument(
             fork_reentries: false,
             left_out: left_out.into_functions(),
             path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
-            compilation_dir: crate::identity::compilation_dir(),
+            compilation_dirs: crate::identity::compilation_dirs(m),
         },
         calls: planned.iter().map(|p| p.calls.iter().map(|c| c.len() as u32).collect()).collect(),
         optimizer_last: config.optimizer_last,

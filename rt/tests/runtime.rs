@@ -183,7 +183,7 @@ fn finish_module(
         atomic: false,
         functions,
         path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
-        compilation_dir: String::new(),
+        compilation_dirs: Vec::new(),
     };
     meta.validate().unwrap();
     let bytes = meta.encode();

@@ -385,7 +385,8 @@ fn a_header_outside_the_compilation_directory_is_found() {
 
 /// A make build compiles each file by its relative name in its own directory (`cc -c a.c`, `cd sub && cc -c
 /// b.c`): the modules are `a.c` and `b.c`, debug info names `a.c`, `./h.h` and `b.c`, and nothing in the names
-/// says where they are. The recorded compilation directories do: the views find every source from elsewhere.
+/// says where they are. The recorded compilation directories do: the views find every source from elsewhere,
+/// also for the program merged by LTO in yet another directory.
 #[test]
 fn sources_compiled_with_relative_names_are_found_from_anywhere() {
     let dir = scratch("views-relative");
@@ -395,21 +396,35 @@ fn sources_compiled_with_relative_names_are_found_from_anywhere() {
     let main = "#include \"h.h\"\nint b(int);\nint main(int argc, char **argv) {\n  (void)argv;\n  return twice(argc) - argc + b(argc);\n}\n";
     std::fs::write(proj.join("a.c"), main).unwrap();
     std::fs::write(sub.join("b.c"), "int b(int x) {\n  if (x > 5)\n    return 1;\n  return 0;\n}\n").unwrap();
-    for (cwd, source) in [(&proj, "a.c"), (&sub, "b.c")] {
-        run_ok(wrapper(false).current_dir(cwd).args(["--pathprof-mode=edge", "-O0", "-g", "-c", source]));
+    // Per translation unit, linked in `proj`; and whole program (`--pathprof-lto`), linked in `dir`, whose module
+    // is the program: its translation units' directories come from their debug info.
+    for (lto, link_dir) in [(&[][..], &proj), (&["--pathprof-lto"][..], &dir)] {
+        for (cwd, source) in [(&proj, "a.c"), (&sub, "b.c")] {
+            run_ok(wrapper(false).current_dir(cwd).args(["--pathprof-mode=edge", "-O0", "-g", "-c", source]).args(lto));
+        }
+        run_ok(
+            wrapper(false)
+                .current_dir(link_dir)
+                .args(lto)
+                .arg(proj.join("a.o"))
+                .arg(sub.join("b.o"))
+                .args(["-o", "prog"]),
+        );
+        let prof = link_dir.join("prog.pathprof");
+        let _ = std::fs::remove_file(&prof);
+        run_ok(Command::new(link_dir.join("prog")).current_dir(&proj).env("PATHPROF_FILE", &prof));
+        let elsewhere = scratch("views-relative-elsewhere");
+        let info = elsewhere.join("p.info");
+        run_ok(pathprof().current_dir(&elsewhere).arg("coverage").arg(&prof).arg("--lcov").arg(&info));
+        let text = std::fs::read_to_string(&info).unwrap();
+        let mut named: Vec<PathBuf> = text.lines().filter_map(|l| l.strip_prefix("SF:")).map(PathBuf::from).collect();
+        named.sort();
+        assert_eq!(named, [proj.join("a.c"), proj.join("h.h"), sub.join("b.c")], "lto {lto:?}: {text}");
+        let site = elsewhere.join("site");
+        let out = run_ok(pathprof().current_dir(&elsewhere).args(["report", "--html", "-o"]).arg(&site).arg(&prof));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("not found"), "lto {lto:?}: {err}");
     }
-    run_ok(wrapper(false).current_dir(&proj).args(["a.o", "sub/b.o", "-o", "prog"]));
-    let prof = proj.join("prog.pathprof");
-    run_ok(Command::new(proj.join("prog")).current_dir(&proj).env("PATHPROF_FILE", &prof));
-    let info = dir.join("p.info");
-    run_ok(pathprof().current_dir(&dir).arg("coverage").arg(&prof).arg("--lcov").arg(&info));
-    let text = std::fs::read_to_string(&info).unwrap();
-    let mut named: Vec<PathBuf> = text.lines().filter_map(|l| l.strip_prefix("SF:")).map(PathBuf::from).collect();
-    named.sort();
-    assert_eq!(named, [proj.join("a.c"), proj.join("h.h"), sub.join("b.c")], "{text}");
-    let out = run_ok(pathprof().current_dir(&dir).args(["report", "--html", "-o"]).arg(dir.join("site")).arg(&prof));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("not found"), "{err}");
 }
 
 #[test]

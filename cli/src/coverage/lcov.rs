@@ -19,8 +19,9 @@ pub(super) fn tracefile(functions: &[FunctionCoverage], roots: &[SourceRoot]) ->
     for f in functions.iter().filter(|f| f.exact && !f.file.is_empty()) {
         by_file.entry(f.file).or_default().push(f);
     }
-    let dirs = sources::ModuleDirs::new(functions.iter().map(|f| (f.module, f.file)))
-        .with_compilation_dirs(functions.iter().map(|f| (f.module, f.compilation_dir)));
+    let dirs = sources::ModuleDirs::new(functions.iter().map(|f| (f.module, f.file))).with_compilation_dirs(
+        functions.iter().flat_map(|f| f.compilation_dirs.iter().map(|d| (f.module, d.as_str()))),
+    );
     let mut out = String::new();
     for (file, fs) in by_file {
         let file = sources::locate(file, fs.iter().map(|f| f.module), &dirs, roots).display().to_string();
@@ -95,7 +96,7 @@ mod tests {
             name,
             display_name: name,
             module: "m.c",
-            compilation_dir: "",
+            compilation_dirs: &[],
             mode: "edge",
             file,
             start_line: lines.first().map_or(0, |l| l.0),

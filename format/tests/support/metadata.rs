@@ -17,7 +17,7 @@ pub fn module_meta(name: &str, mode: Mode, functions: Vec<FunctionMeta>) -> Modu
         fork_reentries: false,
         left_out: Vec::new(),
         path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
-        compilation_dir: String::new(),
+        compilation_dirs: Vec::new(),
         module_name: name.into(),
         output: String::new(),
         mode,

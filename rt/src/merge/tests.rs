@@ -314,7 +314,7 @@ fn files_the_reader_refuses_are_not_merged_into() {
         atomic: false,
         functions: vec![],
         path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
-        compilation_dir: std::string::String::new(),
+        compilation_dirs: std::vec::Vec::new(),
     }
     .encode();
     let (f, _, _) = image(None, &[group(&meta, b"m.c", &[], 0, 0)]);
