@@ -14,7 +14,6 @@
 //!
 //! [`symbols::FORK_RAW`]: pathprof_format::symbols::FORK_RAW
 
-use crate::sys;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The C library's `_Fork`, or 0 (not resolved yet, or a C library without it).
@@ -119,14 +118,14 @@ pub unsafe extern "C" fn __pathprof_clone(
 }
 
 /// A `clone` child's first code (see [`__pathprof_clone`]). It runs on the stack the program gave `clone`,
-/// which may be a few hundred bytes more than its function needs, so the runtime's own work — the fork handlers
-/// and the write — runs on a stack of its own ([`sys::on_own_stack`]).
+/// which may be a few hundred bytes more than its function needs: the fork handlers take little, and the write
+/// at the end runs on a stack of its own, as every write does (`sys::on_own_stack`).
 extern "C" fn clone_child(start: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `start` points at the parent's `CloneStart`, in this child's copy of its memory.
     let start = unsafe { core::ptr::read(start as *const CloneStart) };
-    sys::on_own_stack(|| in_the_child(start.traced));
+    in_the_child(start.traced);
     // SAFETY: the program's function and argument, as it gave them to `clone`.
     let status = unsafe { (start.run)(start.arg) };
-    sys::on_own_stack(|| crate::__pathprof_image_end(pathprof_format::symbols::IMAGE_END_EXIT));
+    crate::__pathprof_image_end(pathprof_format::symbols::IMAGE_END_EXIT);
     status
 }
