@@ -218,43 +218,41 @@ pub fn debug_line(inst: LLVMValueRef) -> u32 {
 
 /// File name and declaration line of a function from its DISubprogram (`("", 0)` without debug info).
 pub fn subprogram_file_line(f: LLVMValueRef) -> (String, u32) {
-    unsafe {
+    // SAFETY: a valid function; its subprogram is checked for null first.
+    let line = unsafe {
         let sp = LLVMGetSubprogram(f);
         if sp.is_null() {
             return (String::new(), 0);
         }
-        let line = LLVMDISubprogramGetLine(sp);
-        let file = LLVMDIScopeGetFile(sp);
-        if file.is_null() {
-            return (String::new(), line);
-        }
+        LLVMDISubprogramGetLine(sp)
+    };
+    // SAFETY: a DIFile of the function's subprogram.
+    let name = subprogram_file(f).map_or_else(String::new, |file| unsafe {
         let mut len = 0u32;
         let p = LLVMDIFileGetFilename(file, &mut len);
-        let name = if p.is_null() {
-            String::new()
-        } else {
-            String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len as usize)).into_owned()
-        };
-        (name, line)
-    }
+        owned_string(p, len as usize)
+    });
+    (name, line)
 }
 
 /// The directory a function's DISubprogram's file name is relative to (its DIFile's directory: the directory
 /// its translation unit was compiled in), empty without debug info.
 pub fn subprogram_directory(f: LLVMValueRef) -> String {
-    // SAFETY: a valid function; null debug-info handles are checked.
-    unsafe {
-        let sp = LLVMGetSubprogram(f);
-        if sp.is_null() {
-            return String::new();
-        }
-        let file = LLVMDIScopeGetFile(sp);
-        if file.is_null() {
-            return String::new();
-        }
+    // SAFETY: a DIFile of the function's subprogram.
+    subprogram_file(f).map_or_else(String::new, |file| unsafe {
         let mut len = 0u32;
         let p = LLVMDIFileGetDirectory(file, &mut len);
         owned_string(p, len as usize)
+    })
+}
+
+/// The DIFile of a function's DISubprogram, if it has both.
+fn subprogram_file(f: LLVMValueRef) -> Option<LLVMMetadataRef> {
+    // SAFETY: a valid function; null debug-info handles are checked.
+    unsafe {
+        let sp = LLVMGetSubprogram(f);
+        let file = if sp.is_null() { std::ptr::null_mut() } else { LLVMDIScopeGetFile(sp) };
+        (!file.is_null()).then_some(file)
     }
 }
 
