@@ -63,7 +63,8 @@ pub fn read_trace(path: &Path) -> Result<TraceFile> {
 }
 
 /// The files the runtime wrote apart from `path` (`PATH.<pid>.incomplete`: a run whose signal handler did not
-/// return, that ended while another thread was running, or a fatal-signal flush that found the file locked),
+/// return, that ended while another thread was running, that found the file locked by a stopped process, or a
+/// fatal-signal flush that found it locked),
 /// sorted: runs `path` does not hold, which a reader names so that their absence is never silent.
 pub fn written_apart(path: &Path) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
@@ -95,8 +96,8 @@ pub fn write_apart_note(out: &mut impl Write, apart: &[String]) -> std::io::Resu
     writeln!(
         out,
         "NOTE: {n} file{} next to this profile hold{} runs it does not (a signal handler did not return, the \
-         process ended while another thread was running, or a fatal signal found the file locked); `pathprof \
-         merge` adds them, flagged inexact:",
+         process ended while another thread was running, or the file was locked by a stopped process or at a fatal \
+         signal); `pathprof merge` adds them, flagged inexact where they are:",
         if n == 1 { "" } else { "s" },
         if n == 1 { "s" } else { "" }
     )?;

@@ -92,20 +92,7 @@ impl Part for &[u8] {
 
 impl Part for Dec {
     fn put(self, line: &mut Line) {
-        let mut digits = [0u8; 20];
-        let mut n = self.0;
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            if let Some(d) = digits.get_mut(i) {
-                *d = b'0' + (n % 10) as u8;
-            }
-            n /= 10;
-            if n == 0 || i == 0 {
-                break;
-            }
-        }
-        line.bytes(digits.get(i..).unwrap_or(&[]));
+        line.bytes(crate::sys::decimal(self.0, &mut [0; 20]));
     }
 }
 

@@ -3,10 +3,11 @@
 //! # Protocol
 //! 1. Expand the file name (see [`crate::path`]) to `FILE`.
 //! 2. Unless `FILE` exists and is not a regular file (a directory, a device: that fails here, before a lock
-//!    file appears next to it), open or create `FILE.lock` and take `flock(LOCK_EX)` (retried on `EINTR`).
-//!    Every writer of `FILE` — other processes, a `fork()`ed child, another runtime copy in the same process —
-//!    serialises here. (If the file system refuses locks the dump goes on unlocked, as compiler-rt does, with a
-//!    verbose note.) The lock file stays: removing it would let two writers lock different inodes.
+//!    file appears next to it), open or create `FILE.lock` and take its lock (see [`crate::lock`]: a holder
+//!    that is stopped, or that holds it for a minute, sends this process's counts apart instead). Every writer
+//!    of `FILE` — other processes, a `fork()`ed child, another runtime copy in the same process — serialises
+//!    here. (If the file system refuses locks the dump goes on unlocked, as compiler-rt does, with a verbose
+//!    note.) The lock file stays: removing it would let two writers lock different inodes.
 //! 3. Read `FILE` if it exists. It must be openable for writing (so a read-only profile is reported, not
 //!    silently replaced) and be a regular file. An empty file counts as absent; a file that fails validation
 //!    (magic, version, length, checksum, every record's length) is replaced, with one warning.
@@ -34,6 +35,7 @@
 //! again, and after [`IN_FLIGHT_TRIES`] attempts the process writes apart, flagged, from then on.
 
 use crate::diag::{pp_info, pp_warn, Dec, Hex};
+use crate::lock::{self, Acquired};
 use crate::merge::{self, Existing, Group, Note, PathCount};
 use crate::path::{self, Vars};
 use crate::sys::{self, Errno, Fd, MVec};
@@ -264,7 +266,7 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, 
     precheck_type(path.as_slice())?;
     let lock = Fd::open(lock_path.as_slice(), libc::O_RDWR | libc::O_CREAT, 0o666)?;
     if let Kind::Fatal(sig) = kind {
-        if !try_flock(&lock) {
+        if !lock::try_acquire(&lock, pid) {
             // Another process is writing FILE: do not wait in a dying process; write our records alone.
             drop(lock);
             let mut alone = MVec::new();
@@ -291,10 +293,23 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, 
             return result;
         }
     } else {
-        flock(&lock, libc::LOCK_EX);
+        match lock::acquire(&lock, pid) {
+            Acquired::Held => {}
+            why if !st.apart => {
+                // Waiting could last forever, or has lasted too long: this process's counts go apart, exact,
+                // from now on (see `lock`).
+                drop(lock);
+                pp_info!(path.as_slice(), " is locked by another process (", why.reason(), "); writing apart");
+                path.clear();
+                st.apart = true;
+                return run(st, scope, kind, pid, path, tries);
+            }
+            // FILE.<pid>.incomplete is this process's: only another runtime copy in it takes its lock.
+            _ => {}
+        }
     }
     let result = locked(st, &mut taken, total, path.as_slice(), tmp_path.as_slice(), kind, true);
-    flock(&lock, libc::LOCK_UN);
+    lock::release(&lock);
     if let Err(Fail::InFlight) = result {
         // The counts are back in memory. A thread that only woke for a moment is likely asleep at the next
         // attempt; one that keeps running makes the third write apart, flagged. A pause lets a thread that was
@@ -314,22 +329,6 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, 
     result
 }
 
-/// `flock(LOCK_EX | LOCK_NB)`; false only if another open file description holds the lock (a file system
-/// without locks counts as locked by us, as in [`flock`]).
-fn try_flock(fd: &Fd) -> bool {
-    loop {
-        // SAFETY: valid fd.
-        if unsafe { libc::flock(fd.raw(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return true;
-        }
-        match Errno::last().0 {
-            libc::EINTR => continue,
-            libc::EWOULDBLOCK => return false,
-            _ => return true,
-        }
-    }
-}
-
 /// Fails early if `path` exists and is not a regular file (checked again, on the open file, under the lock).
 fn precheck_type(path: &[u8]) -> Result<(), Fail> {
     // SAFETY: an all-zero `stat` is valid; `path` is NUL-terminated.
@@ -341,14 +340,6 @@ fn precheck_type(path: &[u8]) -> Result<(), Fail> {
         libc::S_IFREG => Ok(()),
         libc::S_IFDIR => Err(Errno(libc::EISDIR).into()),
         _ => Err(Fail::NotRegular),
-    }
-}
-
-fn flock(fd: &Fd, op: libc::c_int) {
-    if let Err(e) = fd.flock(op) {
-        if op == libc::LOCK_EX {
-            pp_info!("cannot lock the profile (", e, "); merging without a lock");
-        }
     }
 }
 

@@ -135,7 +135,7 @@ fn other_threads() -> Option<MVec<u32>> {
             let reclen = usize::from(u16::from_ne_bytes([lo, hi]));
             let name = buf.get(at + 19..(at + reclen).min(end)).unwrap_or(&[]);
             let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
-            if let Some(tid) = decimal(name).filter(|&t| t != me && t != timer) {
+            if let Some(tid) = sys::parse_decimal(name).filter(|&t| t != me && t != timer) {
                 tids.push(tid).ok()?;
             }
             if reclen == 0 {
@@ -166,7 +166,7 @@ fn status(tid: u32) -> Option<Status> {
     if s.uninterruptible {
         let mut call = [0u8; 256];
         let first = read_task_file(tid, b"/syscall", &mut call).ok()?.split(|&c| c == b' ').next();
-        s.asleep = first.and_then(|f| decimal(f.trim_ascii())).is_some();
+        s.asleep = first.and_then(|f| sys::parse_decimal(f.trim_ascii())).is_some();
     }
     Some(s)
 }
@@ -201,8 +201,8 @@ fn parse_status(text: &[u8]) -> Option<Status> {
         let value = value.trim_ascii();
         match key {
             b"State" => state = value.first().copied(),
-            b"voluntary_ctxt_switches" => voluntary = decimal(value),
-            b"nonvoluntary_ctxt_switches" => involuntary = decimal(value),
+            b"voluntary_ctxt_switches" => voluntary = sys::parse_decimal(value),
+            b"nonvoluntary_ctxt_switches" => involuntary = sys::parse_decimal(value),
             _ => {}
         }
     }
@@ -210,20 +210,6 @@ fn parse_status(text: &[u8]) -> Option<Status> {
         asleep: matches!(state?, b'S' | b'Z' | b'X'),
         uninterruptible: state? == b'D',
         switches: u64::from(voluntary?).saturating_add(u64::from(involuntary?)),
-    })
-}
-
-/// A whole decimal number that fits in a u32.
-fn decimal(s: &[u8]) -> Option<u32> {
-    if s.is_empty() {
-        return None;
-    }
-    s.iter().try_fold(0u32, |acc, &c| {
-        if c.is_ascii_digit() {
-            acc.checked_mul(10)?.checked_add(u32::from(c - b'0'))
-        } else {
-            None
-        }
     })
 }
 
@@ -245,9 +231,6 @@ mod tests {
         let faulting = b"State:\tD (disk sleep)\nvoluntary_ctxt_switches:\t4\nnonvoluntary_ctxt_switches:\t0\n";
         assert!(!parse_status(faulting).unwrap().asleep, "uninterruptible sleep may be a page fault mid-block");
         assert!(parse_status(b"State:\tS (sleeping)\n").is_none(), "switch counts missing");
-        assert_eq!(decimal(b"4294967295"), Some(u32::MAX));
-        assert_eq!(decimal(b"4294967296"), None);
-        assert_eq!(decimal(b"12a"), None);
     }
 
     /// The signs the census reads, on threads of known behaviour (the harness's other threads make a census
@@ -304,13 +287,5 @@ mod tests {
         assert_ne!(flags.unwrap() & PF_EXITING, 0);
         assert_eq!(crate::threads::stat_field(b"1 (x) S 1", 9), None);
         assert_eq!(crate::threads::stat_field(b"no parenthesis", 9), None);
-    }
-
-    #[test]
-    fn decimal_round_trip() {
-        for v in [0u32, 7, 10, 12345, u32::MAX] {
-            let text = std::format!("{v}");
-            assert_eq!(decimal(text.as_bytes()), Some(v));
-        }
     }
 }

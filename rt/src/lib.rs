@@ -108,6 +108,7 @@ mod dump;
 mod fd_reserve;
 mod handlers;
 mod in_flight;
+mod lock;
 mod merge;
 mod path;
 mod raw_fork;

@@ -193,23 +193,8 @@ pub(crate) fn sibling(base: &[u8], suffix: &[u8], num: Option<u64>, out: &mut MV
     out.push(0)
 }
 
-fn push_dec(out: &mut MVec<u8>, mut n: u64) -> Result<(), Errno> {
-    let mut digits = [0u8; 20];
-    let mut len = 0usize;
-    loop {
-        if let Some(d) = digits.get_mut(len) {
-            *d = b'0' + (n % 10) as u8;
-        }
-        len += 1;
-        n /= 10;
-        if n == 0 || len == digits.len() {
-            break;
-        }
-    }
-    for k in (0..len).rev() {
-        out.push(digits.get(k).copied().unwrap_or(b'0'))?;
-    }
-    Ok(())
+fn push_dec(out: &mut MVec<u8>, n: u64) -> Result<(), Errno> {
+    out.extend_from_slice(crate::sys::decimal(n, &mut [0; 20]))
 }
 
 /// The host name (empty if unavailable).

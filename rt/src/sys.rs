@@ -622,6 +622,34 @@ pub(crate) fn sort_by_key<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
     }
 }
 
+/// `n` in decimal, in the tail of `buf` (no indexing: the runtime has no panic paths, see rt/tests).
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+        at -= 1;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.get(at..).unwrap_or(&[])
+}
+
+/// A whole decimal number that fits in a u32 (`/proc`'s numbers; a pid in a lock file).
+pub(crate) fn parse_decimal(s: &[u8]) -> Option<u32> {
+    if s.is_empty() {
+        return None;
+    }
+    s.iter().try_fold(0u32, |acc, &c| {
+        if c.is_ascii_digit() {
+            acc.checked_mul(10)?.checked_add(u32::from(c - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,5 +664,18 @@ mod tests {
             sort_by_key(&mut v, |x| *x);
             assert_eq!(v, want);
         }
+    }
+
+    #[test]
+    fn decimal_round_trip() {
+        for v in [0u32, 7, 10, 12345, u32::MAX] {
+            let text = std::format!("{v}");
+            assert_eq!(decimal(u64::from(v), &mut [0; 20]), text.as_bytes());
+            assert_eq!(parse_decimal(text.as_bytes()), Some(v));
+        }
+        assert_eq!(decimal(u64::MAX, &mut [0; 20]), b"18446744073709551615");
+        assert_eq!(parse_decimal(b"4294967296"), None);
+        assert_eq!(parse_decimal(b"12a"), None);
+        assert_eq!(parse_decimal(b""), None);
     }
 }

@@ -1201,20 +1201,8 @@ fn join(name: &mut MVec<u8>, per_process: bool, ids_used: u32) -> Result<(Fd, u3
             None if n < 10_000 => {
                 n += 1;
                 name.truncate(base);
-                let mut digits = [0u8; 10];
-                let mut at = digits.len();
-                let mut v = n;
-                // No indexing: the runtime has no panic paths (rt/tests: no panic symbols in the archive).
-                for slot in digits.iter_mut().rev() {
-                    *slot = b'0' + (v % 10) as u8;
-                    v /= 10;
-                    at -= 1;
-                    if v == 0 {
-                        break;
-                    }
-                }
                 name.push(b'.')?;
-                name.extend_from_slice(digits.get(at..).unwrap_or(&[]))?;
+                name.extend_from_slice(sys::decimal(u64::from(n), &mut [0; 20]))?;
                 name.push(0)?;
             }
             None => return Err(sys::Errno(libc::EEXIST)),

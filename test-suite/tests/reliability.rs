@@ -313,6 +313,61 @@ fn fatal_flush_never_waits_for_another_process_lock() {
     assert_incomplete_profile(&alone[0], &src("crash.c"), "FILE.<pid>.incomplete");
 }
 
+/// A process that holds the profile's lock records its pid in `FILE.lock`. A writer that finds the lock held
+/// waits while the holder runs and merges once it is released; when the holder is stopped (`SIGSTOP`: a shell's
+/// job control, which may wait for this very writer before it continues the holder) it does not wait forever
+/// but writes its exact counts apart, to `FILE.<pid>.incomplete`, silently and with its exit status unchanged.
+#[test]
+fn a_stopped_lock_holder_never_blocks_a_write() {
+    let dir = scratch("stopped-holder");
+    let exe = build(&dir, "crash", &["crash.c"], "-O1", "edge", false);
+    let prof = dir.join("held.pathprof");
+    let out = output_within(program(&exe, &["exit"], &dir, &prof), 30, "first run");
+    assert_eq!(ending(out.status), Ok(0), "{}", describe(&out));
+    let lock_text = std::fs::read_to_string(dir.join("held.pathprof.lock")).unwrap();
+    assert!(lock_text.trim().parse::<u32>().is_ok_and(|p| p > 1), "lock file names its last holder: {lock_text:?}");
+
+    // sh holds the lock, writes its pid as the runtime does, says so, and then sleeps (running) or stops.
+    let hold = |then: &str| {
+        let script = format!("exec 9<>\"$0.lock\"; flock 9 || exit 1; printf '%-11s\\n' $$ >&9; echo locked; {then}");
+        let mut holder =
+            Command::new("sh").arg("-c").arg(script).arg(&prof).stdout(Stdio::piped()).spawn().expect("spawn holder");
+        let mut line = String::new();
+        BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        (holder, line == "locked\n")
+    };
+
+    // Running: the write waits for the holder's release, then merges into FILE.
+    let (mut holder, locked) = hold("sleep 1");
+    if !locked {
+        let _ = holder.kill();
+        let _ = holder.wait();
+        eprintln!("skipping: flock(1) is not available");
+        return;
+    }
+    let started = Instant::now();
+    let out = output_within(program(&exe, &["exit"], &dir, &prof), 30, "run behind a running holder");
+    let _ = holder.wait();
+    assert_eq!(ending(out.status), Ok(0), "{}", describe(&out));
+    assert!(started.elapsed() >= Duration::from_millis(500), "the write did not wait for the lock");
+    assert!(files_apart(&prof).is_empty(), "written apart behind a running holder");
+    assert_eq!(function(&show_json(&prof), "work")["entry_count"], 200, "both runs merged");
+
+    // Stopped: the write goes apart at once, exact.
+    let (mut holder, _) = hold("kill -STOP $$; sleep 60");
+    let out = output_within(program(&exe, &["exit"], &dir, &prof), 30, "run behind a stopped holder");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(ending(out.status), Ok(0), "{}", describe(&out));
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
+    let apart = files_apart(&prof);
+    assert_eq!(apart.len(), 1, "{apart:?}");
+    let show = show_json(&apart[0]);
+    assert!(functions(&show).iter().all(|f| f["exact"] == true), "{show}");
+    assert_eq!(function(&show, "work")["entry_count"], 100);
+    assert_eq!(function(&show_json(&prof), "work")["entry_count"], 200, "FILE unchanged");
+}
+
 /// server.c: `__pathprof_reset()` after the warm-up, then a `__pathprof_dump()` after every 400 requests. Each
 /// kept snapshot n holds exactly the work done so far: handle() entered 400 n times, 100 n of them with
 /// `req % 4 == 0` (requests 0..400n-1), 300 n without; the warm-up never appears. A single-threaded run of a
