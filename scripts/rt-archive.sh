@@ -19,9 +19,17 @@ entries=$("$llvm/llvm-nm" -g --defined-only --format=just-symbols "$raw" 2>/dev/
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The C library functions the runtime brings itself (rt/src/own_libc.rs: a program may define its own memcpy or
+# clock_gettime): every reference to NAME in the archive goes to the runtime's pathprof_libc_NAME.
+renames=()
+for s in $("$llvm/llvm-nm" -g --defined-only --format=just-symbols "$raw" 2>/dev/null | grep '^pathprof_libc_' | sort -u); do
+  renames+=(--redefine-sym "${s#pathprof_libc_}=$s")
+done
+[ ${#renames[@]} -gt 0 ] || { echo "rt-archive: $raw defines no pathprof_libc_ function" >&2; exit 1; }
+"$llvm/llvm-objcopy" "${renames[@]}" "$raw" "$tmp/renamed.a"
 undefs=()
 for s in $entries; do undefs+=(-u "$s"); done
-"$llvm/ld.lld" -r "${undefs[@]}" "$raw" -o "$tmp/pathprof_rt.o"
+"$llvm/ld.lld" -r "${undefs[@]}" "$tmp/renamed.a" -o "$tmp/pathprof_rt.o"
 "$llvm/llvm-objcopy" --wildcard --keep-global-symbol='__pathprof_*' "$tmp/pathprof_rt.o"
 rm -f "$out.tmp"
 "$llvm/llvm-ar" rcsD "$out.tmp" "$tmp/pathprof_rt.o"

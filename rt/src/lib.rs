@@ -110,6 +110,7 @@ mod handlers;
 mod in_flight;
 mod lock;
 mod merge;
+mod own_libc;
 mod path;
 mod raw_fork;
 mod reentry;

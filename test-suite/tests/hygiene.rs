@@ -70,7 +70,7 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         names.extend(runtime_references(&obj));
         check_module_locals(&obj);
     }
-    // A program that forks (fork checks), one that calls `_Fork` and one `clone` (their calls go to the
+    // A program that forks (fork checks), one that calls `_Fork`, and one `clone` (their calls go to the
     // runtime's), one that installs signal handlers (its `sigaction` and `signal` calls too), and one that ends
     // its image without exit handlers (`exec`, `_exit`).
     for (name, source) in [
@@ -149,6 +149,62 @@ fn archive_needs_only_the_c_library() {
             .arg(&exe),
     );
     run_ok(&mut Command::new(&exe));
+}
+
+/// The C library functions a program may define itself that the runtime must not call (rt/src/own_libc.rs): the
+/// archive references none of them, whoever's call it was (the runtime's own, or the compiler's `memcpy` for a
+/// struct copy), and still uses the C library for what it does not bring (threads, signals, the loader).
+#[test]
+fn archive_calls_no_library_function_a_program_may_replace() {
+    let out = run_ok(Command::new("llvm-nm-19").args(["-u", "--format=just-symbols"]).arg(runtime()));
+    let undefined: BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    let replaceable = [
+        "memcpy",
+        "memmove",
+        "memset",
+        "memcmp",
+        "bcmp",
+        "strlen",
+        "read",
+        "write",
+        "pread",
+        "pread64",
+        "pwrite",
+        "pwrite64",
+        "open",
+        "open64",
+        "close",
+        "stat",
+        "fstat",
+        "unlink",
+        "rename",
+        "getcwd",
+        "gethostname",
+        "flock",
+        "fsync",
+        "ftruncate",
+        "fcntl",
+        "mmap",
+        "munmap",
+        "mremap",
+        "getpid",
+        "nanosleep",
+        "clock_gettime",
+        "clock_nanosleep",
+        "malloc",
+        "free",
+        "realloc",
+        "calloc",
+        "getenv",
+    ];
+    let called: Vec<_> = replaceable.iter().filter(|f| undefined.contains(**f)).collect();
+    assert!(called.is_empty(), "the runtime calls {called:?}, which a program may define: {undefined:?}");
+    assert!(undefined.contains("pthread_create") && undefined.contains("sigaction"), "{undefined:?}");
 }
 
 /// Whether `cc` links `source` with `libs` (the outcome a configure check reads).
