@@ -74,6 +74,9 @@ pub const FORK_RAW: &str = "__pathprof__Fork";
 pub const CLONE: &str = "__pathprof_clone";
 /// `signal` for instrumented code, like [`SIGACTION`].
 pub const SIGNAL: &str = "__pathprof_signal";
+/// `syscall` for instrumented code (the pass redirects the module's calls): a `fork`, `clone` or `clone3`
+/// system call whose child does not share its parent's memory gets the runtime's fork handlers, as [`CLONE`].
+pub const SYSCALL: &str = "__pathprof_syscall";
 /// Runtime: `void __pathprof_trace_unregister(TraceModuleDesc *)`, a trace-mode module's destructor: makes sure
 /// its metadata is in the trace before the image goes away.
 pub const TRACE_UNREGISTER: &str = "__pathprof_trace_unregister";
@@ -97,7 +100,7 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 23] = [
+pub const RUNTIME: [&str; 24] = [
     FORK_RAW,
     CLONE,
     DUMP,
@@ -112,6 +115,7 @@ pub const RUNTIME: [&str; 23] = [
     RESET,
     SIGACTION,
     SIGNAL,
+    SYSCALL,
     TRACE_ABNORMAL,
     TRACE_FIRST,
     TRACE_REGISTER,

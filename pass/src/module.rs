@@ -43,7 +43,8 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     let written = changed && write_before_image_ends(m);
     let forks = changed
         && (redirect(m, "_Fork", symbols::FORK_RAW, |_| true)
-            | redirect(m, "clone", symbols::CLONE, |ty| c_type(ty, Int32, &[Pointer, Pointer, Int32, Pointer], true)));
+            | redirect(m, "clone", symbols::CLONE, |ty| c_type(ty, Int32, &[Pointer, Pointer, Int32, Pointer], true))
+            | redirect(m, "syscall", symbols::SYSCALL, |ty| c_type(ty, Int64, &[Int64], true)));
     Ok(changed || dropped > 0 || watched || written || forks)
 }
 
@@ -101,7 +102,8 @@ fn watch_signal_handlers(m: LLVMModuleRef) -> bool {
 
 /// Sends every use of the C library function `libc_name`, declared (not defined) in `m`, to the runtime's
 /// `ours` (same type). `_Fork` goes to `symbols::FORK_RAW`, which runs the runtime's fork handlers around it,
-/// and `clone` to `symbols::CLONE`, which does for a child without `CLONE_VM` (`rt/src/raw_fork.rs`). Only a
+/// `clone` to `symbols::CLONE`, which does for a child without `CLONE_VM`, and `syscall` to `symbols::SYSCALL`,
+/// which does for a `fork`, `clone` or `clone3` system call's child without it (`rt/src/raw_fork.rs`). Only a
 /// declaration `is_libc` accepts is the C library's: `clone` is no reserved name, and a program may define a
 /// function of its own by that name elsewhere (`Node *clone(Node *)`). Whether anything changed.
 fn redirect(m: LLVMModuleRef, libc_name: &str, ours: &str, is_libc: impl Fn(LLVMTypeRef) -> bool) -> bool {
@@ -122,13 +124,14 @@ fn redirect(m: LLVMModuleRef, libc_name: &str, ours: &str, is_libc: impl Fn(LLVM
     true
 }
 
-/// The kinds of C types [`c_type`] tells apart: `int` and any pointer (all the C library's `clone` takes).
+/// The kinds of C types [`c_type`] tells apart: `int`, `long` and any pointer (what `clone` and `syscall` take).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum CType {
     Int32,
+    Int64,
     Pointer,
 }
-use CType::{Int32, Pointer};
+use CType::{Int32, Int64, Pointer};
 
 /// Whether function type `ty` returns `ret` and takes `params` (and more, when `variadic`).
 fn c_type(ty: LLVMTypeRef, ret: CType, params: &[CType], variadic: bool) -> bool {
@@ -136,6 +139,7 @@ fn c_type(ty: LLVMTypeRef, ret: CType, params: &[CType], variadic: bool) -> bool
         // SAFETY: a valid type.
         match unsafe { LLVMGetTypeKind(t) } {
             LLVMTypeKind::LLVMIntegerTypeKind if unsafe { LLVMGetIntTypeWidth(t) } == 32 => Some(Int32),
+            LLVMTypeKind::LLVMIntegerTypeKind if unsafe { LLVMGetIntTypeWidth(t) } == 64 => Some(Int64),
             LLVMTypeKind::LLVMPointerTypeKind => Some(Pointer),
             _ => None,
         }

@@ -8,9 +8,10 @@
 //! `_Fork` and runs this runtime copy's handlers itself, in the parent and in the child.
 //!
 //! `_Fork` is looked up at the first registration (`dlsym` is not async-signal-safe, `_Fork` is). The C
-//! library's `clone` runs no handler either; [`__pathprof_clone`] does for a child without `CLONE_VM`. Not
-//! covered: other runtime copies of the process (an instrumented shared object with its own) run no handler,
-//! and raw `fork`/`clone` system calls are not seen at all.
+//! library's `clone` runs no handler either; [`__pathprof_clone`] does for a child without `CLONE_VM`, and
+//! [`__pathprof_syscall`] for the child of a `fork`, `clone` or `clone3` system call made through `syscall(2)`.
+//! Not covered: other runtime copies of the process (an instrumented shared object with its own) run no
+//! handler, and system calls the program makes without the C library (inline assembly) are not seen at all.
 //!
 //! [`symbols::FORK_RAW`]: pathprof_format::symbols::FORK_RAW
 
@@ -128,4 +129,50 @@ extern "C" fn clone_child(start: *mut libc::c_void) -> libc::c_int {
     let status = unsafe { (start.run)(start.arg) };
     crate::__pathprof_image_end(pathprof_format::symbols::IMAGE_END_EXIT);
     status
+}
+
+/// `syscall(n, …)` for instrumented code (the pass redirects the variadic C library function here; on x86-64
+/// a variadic call passes its arguments where this function reads them, and the C library's `syscall` reads
+/// six whether they were passed or not, as this one does). A `fork`, or a `clone`/`clone3` without `CLONE_VM`,
+/// makes a child with a copy of its parent's counters that the C library runs no fork handler for: it counted
+/// on from them and wrote them a second time at its exit (`main` 2 entries for one, exact). Such a call gets
+/// this runtime copy's fork handlers, as `_Fork` does; every other system call (a `vfork` or a `CLONE_VM`
+/// child, which counts in its parent's memory, included) is passed on unchanged.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_syscall(
+    n: libc::c_long,
+    a1: libc::c_long,
+    a2: libc::c_long,
+    a3: libc::c_long,
+    a4: libc::c_long,
+    a5: libc::c_long,
+    a6: libc::c_long,
+) -> libc::c_long {
+    let vm = libc::CLONE_VM as u64;
+    let forks = match n {
+        libc::SYS_fork => true,
+        libc::SYS_clone => (a1 as u64) & vm == 0,
+        // `struct clone_args` starts with its 64-bit flags; a call too short to hold them fails in the kernel.
+        libc::SYS_clone3 => {
+            a1 != 0 && a2 >= 8 && {
+                // SAFETY: the program's argument, which the kernel reads the same way.
+                let flags = unsafe { core::ptr::read_unaligned(a1 as *const u64) };
+                flags & vm == 0
+            }
+        }
+        _ => false,
+    };
+    if !forks {
+        // SAFETY: the program's own call, passed on unchanged.
+        return unsafe { libc::syscall(n, a1, a2, a3, a4, a5, a6) };
+    }
+    let traced = crate::trace::before_raw_fork();
+    // SAFETY: as above.
+    let pid = unsafe { libc::syscall(n, a1, a2, a3, a4, a5, a6) };
+    if pid == 0 {
+        in_the_child(traced);
+    } else if traced {
+        crate::trace::parent_after_raw_fork();
+    }
+    pid
 }

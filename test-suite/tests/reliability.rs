@@ -651,6 +651,56 @@ fn a_fork_without_handlers_counts_like_fork() {
     assert!(parent.contains(", complete") && parent.contains("parent_work ("), "{parent}");
 }
 
+/// syscall_fork.c (its comment gives the counts): a `fork`, `clone` or `clone3` system call made through
+/// `syscall(2)` runs no fork handlers, so the child kept its parent's counts and wrote them a second time at its
+/// exit (`main` entered 2 times, `work` 25 for 15 in a program of this kind, all exact). The pass sends
+/// `syscall` to the runtime, which runs its fork handlers around such a call: every counting mode exact, one run
+/// per process; the other system calls pass through.
+#[test]
+fn a_fork_through_syscall_counts_like_fork() {
+    let dir = scratch("syscall-fork");
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let exe = build(&dir, mode, &["syscall_fork.c"], "-O1", mode, false);
+        for how in ["fork", "clone", "clone3"] {
+            let profile = dir.join(format!("{mode}-{how}.pathprof"));
+            let out = output_within(program(&exe, &[how], &dir, &profile), 60, "syscall_fork");
+            if how == "clone3" && ending(out.status) == Ok(4) {
+                eprintln!("skipping clone3: the kernel has none");
+                continue;
+            }
+            assert_eq!(ending(out.status), Ok(0), "{mode} {how}: {}", describe(&out));
+            assert!(out.stderr.is_empty(), "{mode} {how}: {}", describe(&out));
+            assert_eq!(records(&profile), vec![(0, 2)], "{mode} {how}: one record, the parent's run and the child's");
+            let show = show_json(&profile);
+            assert!(functions(&show).iter().all(|f| f["exact"] == true), "{mode} {how}: {show}");
+            let entries = entry_counts(&show);
+            for (f, n) in [("main", 1), ("child_work", 1), ("parent_work", 1)] {
+                assert_eq!(entries[f], Some(n), "{mode} {how}: {f}");
+            }
+        }
+    }
+    // Trace mode: the child's trace continues its parent's from the fork, as after `fork`.
+    let exe = build(&dir, "trace", &["syscall_fork.c"], "-O1", "trace", false);
+    let mut cmd = program(&exe, &["clone"], &dir, &dir.join("unused.pathprof"));
+    cmd.env("PATHPROF_TRACE", dir.join("t-%p.pathtrace"));
+    let out = output_within(cmd, 60, "syscall_fork trace");
+    assert_eq!(ending(out.status), Ok(0), "trace: {}", describe(&out));
+    let summaries: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pathtrace"))
+        .map(|t| {
+            let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&t));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .collect();
+    assert_eq!(summaries.len(), 2, "{summaries:?}");
+    let child = summaries.iter().find(|s| s.contains("a fork child")).expect("the child's trace");
+    assert!(child.contains("child_work (") && child.contains("): 1 entries"), "{child}");
+    let parent = summaries.iter().find(|s| !s.contains("a fork child")).expect("the parent's trace");
+    assert!(parent.contains(", complete") && parent.contains("parent_work ("), "{parent}");
+}
+
 /// clone_child.c (its comment gives the counts): the C library's `clone` runs no fork handlers, and a child
 /// without `CLONE_VM` ends, when its function returns, with the exit system call. Before, such a child's counts
 /// were lost (`child_main` and `child_work` read 0 entries, exact), or, when it called `exit`, written on top of
