@@ -1411,35 +1411,55 @@ fn sqlite3_compiles_at_every_level_in_both_modes() {
     }
 }
 
-/// A full disk (simulated with a 512-byte file-size limit, `ulimit -f 1`, SIGXFSZ ignored so the write fails
-/// with EFBIG instead of killing the process): the program's output and exit status are unchanged, stderr is
-/// exactly one warning line, and no file that looks like a profile is left behind.
+/// A full disk, simulated with a file size limit (`ulimit -f 1`, as test suites set it to check how a program
+/// handles write errors): the program's output and exit status are unchanged, stderr is exactly one warning
+/// line, and no file that looks like a profile is left behind — with `SIGXFSZ` ignored (the write fails with
+/// `EFBIG`) and with its default action, which killed the program at exit before the runtime wrote with the
+/// signal blocked (exit status 153, its buffered output lost). Path mode and trace mode.
 #[test]
 fn full_disk_leaves_output_status_and_no_partial_profile() {
     let dir = scratch("full-disk");
-    let exe = build(&dir, "cxx_mix", &["../cxx_mix.cpp"], "-O2", "path", false);
-    let reference = run_ok(Command::new(&exe).env("PATHPROF_FILE", dir.join("ok.pathprof")));
-    let profile = dir.join("full.pathprof");
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 1; exec \"$0\"")
-        .arg(&exe)
-        .env("PATHPROF_FILE", &profile)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    assert_eq!(out.stdout, reference.stdout, "the program's output changed");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("pathprof: warning: cannot write profile") && err.contains("File too large"), "{err}");
-    assert!(!profile.exists(), "a partial profile was left behind");
-    let leftovers: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("full.pathprof") && !n.ends_with(".lock"))
-        .collect();
-    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    for mode in ["path", "trace"] {
+        let exe = build(&dir, mode, &["../cxx_mix.cpp"], "-O2", mode, false);
+        let reference = run_ok(
+            Command::new(&exe)
+                .env("PATHPROF_FILE", dir.join(format!("ok-{mode}.pathprof")))
+                .env("PATHPROF_TRACE", dir.join(format!("ok-{mode}.pathtrace"))),
+        );
+        for (signal, trap) in [("ignored", "trap '' XFSZ; "), ("default", "")] {
+            let what = format!("{mode}, SIGXFSZ {signal}");
+            let (profile, trace) = (dir.join("full.pathprof"), dir.join("full.pathtrace"));
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!("{trap}ulimit -f 1; exec \"$0\""))
+                .arg(&exe)
+                .env("PATHPROF_FILE", &profile)
+                .env("PATHPROF_TRACE", &trace)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", describe(&out));
+            assert_eq!(out.stdout, reference.stdout, "{what}: the program's output changed");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.lines().count(), 1, "{what}: {err}");
+            if mode == "trace" {
+                assert!(err.starts_with("pathprof: warning: writing the trace failed"), "{what}: {err}");
+                let _ = std::fs::remove_file(&trace);
+                continue;
+            }
+            assert!(
+                err.starts_with("pathprof: warning: cannot write profile") && err.contains("File too large"),
+                "{what}: {err}"
+            );
+            assert!(!profile.exists(), "{what}: a partial profile was left behind");
+            let leftovers: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("full.pathprof") && !n.ends_with(".lock"))
+                .collect();
+            assert!(leftovers.is_empty(), "{what}: temporary files left: {leftovers:?}");
+        }
+    }
 }
 
 /// Every way a real profile (written by an instrumented program, edge and path mode, with sparse path entries)
