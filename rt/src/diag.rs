@@ -69,7 +69,7 @@ impl Line {
         }
         let out = self.buf.get(..self.len).unwrap_or(&[]);
         // SAFETY: `out` is a valid buffer; a short or failed write of a diagnostic is deliberately ignored.
-        crate::sys::without_size_signal(|| unsafe { libc::write(2, out.as_ptr().cast(), out.len()) });
+        crate::sys::without_write_signals(|| unsafe { libc::write(2, out.as_ptr().cast(), out.len()) });
     }
 }
 

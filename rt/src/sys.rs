@@ -346,7 +346,7 @@ impl Fd {
             }
             let at = offset.checked_add(done as u64).ok_or(Errno(libc::EIO))?;
             // SAFETY: `rest` is a valid readable buffer.
-            let n = without_size_signal(|| unsafe {
+            let n = without_write_signals(|| unsafe {
                 libc::pwrite(self.0, rest.as_ptr().cast::<c_void>(), rest.len(), at as libc::off_t)
             });
             if let Some(n) = moved(n)? {
@@ -364,7 +364,8 @@ impl Fd {
                 break;
             }
             // SAFETY: `rest` is a valid readable buffer.
-            let n = without_size_signal(|| unsafe { libc::write(self.0, rest.as_ptr().cast::<c_void>(), rest.len()) });
+            let n =
+                without_write_signals(|| unsafe { libc::write(self.0, rest.as_ptr().cast::<c_void>(), rest.len()) });
             if let Some(n) = moved(n)? {
                 done += n;
             }
@@ -395,29 +396,39 @@ impl Drop for Fd {
     }
 }
 
-/// Runs `write`, a system call that may extend a file, with `SIGXFSZ` blocked for the calling thread. Past the
-/// program's file size limit (`ulimit -f`, which test suites set to check how a program handles write errors)
-/// the call then fails with `EFBIG`, and the signal the kernel queued with the error is taken back: unblocked,
-/// its default action killed the program at exit, before the C library flushed its output (exit status 153
-/// instead of 0, the output lost). A `SIGXFSZ` already pending for the program is left to it.
-pub(crate) fn without_size_signal(write: impl FnOnce() -> isize) -> isize {
+/// Runs `write`, a system call that may extend a file or fill a pipe, with `SIGXFSZ` and `SIGPIPE` blocked for
+/// the calling thread, so that it fails with `EFBIG` or `EPIPE` instead of killing the program, and takes back
+/// the signal the kernel queued with the error. Past the program's file size limit (`ulimit -f`, which test
+/// suites set to check how a program handles write errors) the profile write killed the program at exit, before
+/// the C library flushed its output (exit status 153 instead of 0, the output lost); a warning to a stderr whose
+/// reader has gone would have killed it with `SIGPIPE`. A signal already pending for the program is left to it.
+pub(crate) fn without_write_signals(write: impl FnOnce() -> isize) -> isize {
     // SAFETY: all-zero signal sets are valid and then initialised by sigemptyset; the calls have valid pointers.
     unsafe {
-        let mut only: libc::sigset_t = mem::zeroed();
+        let mut blocked: libc::sigset_t = mem::zeroed();
         let mut old: libc::sigset_t = mem::zeroed();
         let mut pending: libc::sigset_t = mem::zeroed();
-        libc::sigemptyset(&mut only);
-        libc::sigaddset(&mut only, libc::SIGXFSZ);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &only, &mut old);
-        let was_pending = libc::sigpending(&mut pending) == 0 && libc::sigismember(&pending, libc::SIGXFSZ) == 1;
+        libc::sigemptyset(&mut blocked);
+        libc::sigaddset(&mut blocked, libc::SIGXFSZ);
+        libc::sigaddset(&mut blocked, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut old);
+        let got_pending = libc::sigpending(&mut pending) == 0;
         let n = write();
-        if n < 0 && !was_pending {
+        if n < 0 {
             let e = *libc::__errno_location();
-            if e == libc::EFBIG {
+            let signal = match e {
+                libc::EFBIG => libc::SIGXFSZ,
+                libc::EPIPE => libc::SIGPIPE,
+                _ => 0,
+            };
+            if signal != 0 && got_pending && libc::sigismember(&pending, signal) == 0 {
+                let mut only: libc::sigset_t = mem::zeroed();
+                libc::sigemptyset(&mut only);
+                libc::sigaddset(&mut only, signal);
                 let now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
                 libc::sigtimedwait(&only, ptr::null_mut(), &now);
-                *libc::__errno_location() = e;
             }
+            *libc::__errno_location() = e;
         }
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut());
         n

@@ -1462,6 +1462,28 @@ fn full_disk_leaves_output_status_and_no_partial_profile() {
     }
 }
 
+/// A warning to a stderr whose reader has gone (a pipeline's reader exited) fails with `EPIPE` instead of
+/// killing the program with `SIGPIPE` at exit: the exit status is the plain run's. (The profile cannot be written
+/// here, so the runtime has a warning to print.)
+#[test]
+fn a_warning_to_a_closed_pipe_never_kills_the_program() {
+    let dir = scratch("closed-pipe");
+    let exe = build(&dir, "crash", &["crash.c"], "-O1", "edge", false);
+    let status = dir.join("status");
+    // The reader (`true`) is gone before the program starts; the program's own output goes to a file.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg("{ sleep 0.3; \"$0\" exit >\"$1\"; echo $? >\"$2\"; } 2>&1 | true")
+        .arg(&exe)
+        .arg(dir.join("stdout"))
+        .arg(&status)
+        .env("PATHPROF_FILE", dir.join("missing/dir/p.pathprof"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(std::fs::read_to_string(&status).unwrap(), "0\n", "killed by SIGPIPE (141) or otherwise");
+}
+
 /// Every way a real profile (written by an instrumented program, edge and path mode, with sparse path entries)
 /// can be cut short or bit-flipped is refused by the reader; through the CLI each is one line and exit 2.
 #[test]
