@@ -72,6 +72,10 @@ pub const FORK_RAW: &str = "__pathprof__Fork";
 /// `clone` for instrumented code (the pass redirects the module's calls): a child that does not share its
 /// parent's memory (no `CLONE_VM`) is a fork child, whose counts must start at zero and be written when it ends.
 pub const CLONE: &str = "__pathprof_clone";
+/// Runtime: `void __pathprof_confine(int64_t what, int64_t mode)`, called right before each call of `prctl`
+/// (`what`, `mode`: its first two arguments) and of libseccomp's `seccomp_load` (`what` = -1): a call that puts
+/// the process in a seccomp sandbox gets the counts written first, since no write can follow it.
+pub const CONFINE: &str = "__pathprof_confine";
 /// `signal` for instrumented code, like [`SIGACTION`].
 pub const SIGNAL: &str = "__pathprof_signal";
 /// `syscall` for instrumented code (the pass redirects the module's calls): a `fork`, `clone` or `clone3`
@@ -100,9 +104,10 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 24] = [
+pub const RUNTIME: [&str; 25] = [
     FORK_RAW,
     CLONE,
+    CONFINE,
     DUMP,
     FORK_GEN,
     FORK_REENTRY,

@@ -7,11 +7,12 @@ use crate::config::Config;
 use crate::ir;
 use crate::names::{INSTRUMENTED_MARK, OWN_SYMBOL_PREFIX};
 use inkwell::llvm_sys::core::{
-    LLVMAddAttributeAtIndex, LLVMAddFunction, LLVMBuildCall2, LLVMConstInt, LLVMCountParamTypes,
-    LLVMCreateBuilderInContext, LLVMCreateEnumAttribute, LLVMDisposeBuilder, LLVMGetFirstUse, LLVMGetIntTypeWidth,
-    LLVMGetLinkage, LLVMGetModuleContext, LLVMGetNamedFunction, LLVMGetParamTypes, LLVMGetReturnType, LLVMGetTypeKind,
-    LLVMGlobalGetValueType, LLVMInt32TypeInContext, LLVMIsFunctionVarArg, LLVMPositionBuilderBefore,
-    LLVMReplaceAllUsesWith,
+    LLVMAddAttributeAtIndex, LLVMAddFunction, LLVMBuildCall2, LLVMBuildPtrToInt, LLVMBuildSExtOrBitCast, LLVMConstInt,
+    LLVMCountParamTypes, LLVMCreateBuilderInContext, LLVMCreateEnumAttribute, LLVMDisposeBuilder, LLVMFunctionType,
+    LLVMGetFirstUse, LLVMGetIntTypeWidth, LLVMGetLinkage, LLVMGetModuleContext, LLVMGetNamedFunction,
+    LLVMGetNumOperands, LLVMGetOperand, LLVMGetParamTypes, LLVMGetReturnType, LLVMGetTypeKind, LLVMGlobalGetValueType,
+    LLVMInt32TypeInContext, LLVMInt64TypeInContext, LLVMIsFunctionVarArg, LLVMPositionBuilderBefore,
+    LLVMReplaceAllUsesWith, LLVMTypeOf, LLVMVoidTypeInContext,
 };
 use inkwell::llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
 use inkwell::llvm_sys::prelude::*;
@@ -41,11 +42,12 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     // Counting modes only: trace mode notices a handler's abnormal entry itself (a per-thread call-site state).
     let watched = changed && config.mode != pathprof_format::meta::Mode::Trace && watch_signal_handlers(m);
     let written = changed && write_before_image_ends(m);
+    let confined = changed && config.mode != pathprof_format::meta::Mode::Trace && write_before_confinement(m);
     let forks = changed
         && (redirect(m, "_Fork", symbols::FORK_RAW, |_| true)
             | redirect(m, "clone", symbols::CLONE, |ty| c_type(ty, Int32, &[Pointer, Pointer, Int32, Pointer], true))
             | redirect(m, "syscall", symbols::SYSCALL, |ty| c_type(ty, Int64, &[Int64], true)));
-    Ok(changed || dropped > 0 || watched || written || forks)
+    Ok(changed || dropped > 0 || watched || written || confined || forks)
 }
 
 /// Puts a call of the runtime's `symbols::IMAGE_END` right before every direct call of a function that ends the
@@ -79,6 +81,64 @@ fn write_before_image_ends(m: LLVMModuleRef) -> bool {
             let mut args = [LLVMConstInt(i32t, u64::from(how), 0)];
             let c = LLVMBuildCall2(b, LLVMGlobalGetValueType(runtime), runtime, args.as_mut_ptr(), 1, c"".as_ptr());
             // Inlined code needs a location in a function with debug info.
+            let loc = LLVMInstructionGetDebugLoc(call);
+            if !loc.is_null() {
+                LLVMInstructionSetDebugLoc(c, loc);
+            }
+        }
+        LLVMDisposeBuilder(b);
+    }
+    true
+}
+
+/// Puts a call of the runtime's `symbols::CONFINE` right before every direct call of `prctl` (with its option and
+/// second argument) and of libseccomp's `seccomp_load` (-1, 0): a call that puts the process in a seccomp sandbox,
+/// which forbids the system calls of a profile write, gets the counts written first (`rt/src/sandbox.rs`).
+/// Declarations only. Whether anything changed.
+fn write_before_confinement(m: LLVMModuleRef) -> bool {
+    let calls: Vec<(LLVMValueRef, bool)> = [("prctl", true), ("seccomp_load", false)]
+        .into_iter()
+        .filter_map(|(name, with_arguments)| {
+            let name = CString::new(name).unwrap_or_default();
+            // SAFETY: a valid module and a NUL-terminated name.
+            let f = unsafe { LLVMGetNamedFunction(m, name.as_ptr()) };
+            (!f.is_null() && ir::is_declaration(f))
+                .then(|| ir::calls_of(f).into_iter().map(move |c| (c, with_arguments)))
+        })
+        .flatten()
+        .collect();
+    if calls.is_empty() {
+        return false;
+    }
+    // SAFETY: a valid module; the builder is disposed below; each call instruction is live, its operands valid.
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let i64t = LLVMInt64TypeInContext(ctx);
+        let runtime = crate::globals::function_once(m, symbols::CONFINE, |c| {
+            let mut params = [i64t, i64t];
+            let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 2, 0);
+            LLVMAddFunction(m, c.as_ptr(), fty)
+        });
+        LLVMAddAttributeAtIndex(runtime, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind("nounwind"), 0));
+        let b = LLVMCreateBuilderInContext(ctx);
+        for (call, with_arguments) in calls {
+            LLVMPositionBuilderBefore(b, call);
+            let argument = |i: u32| {
+                if !with_arguments || i + 1 >= LLVMGetNumOperands(call) as u32 {
+                    return LLVMConstInt(i64t, if with_arguments { 0 } else { u64::MAX }, 1);
+                }
+                let v = LLVMGetOperand(call, i);
+                match LLVMGetTypeKind(LLVMTypeOf(v)) {
+                    LLVMTypeKind::LLVMIntegerTypeKind => LLVMBuildSExtOrBitCast(b, v, i64t, c"".as_ptr()),
+                    LLVMTypeKind::LLVMPointerTypeKind => LLVMBuildPtrToInt(b, v, i64t, c"".as_ptr()),
+                    _ => LLVMConstInt(i64t, 0, 0),
+                }
+            };
+            let mut args = [argument(0), argument(1)];
+            if !with_arguments {
+                args[1] = LLVMConstInt(i64t, 0, 0);
+            }
+            let c = LLVMBuildCall2(b, LLVMGlobalGetValueType(runtime), runtime, args.as_mut_ptr(), 2, c"".as_ptr());
             let loc = LLVMInstructionGetDebugLoc(call);
             if !loc.is_null() {
                 LLVMInstructionSetDebugLoc(c, loc);

@@ -58,6 +58,9 @@ pub(crate) enum Kind {
     Timer,
     /// The flush of a fatal-signal handler, for this signal number.
     Fatal(libc::c_int),
+    /// Right before the program confines itself in a seccomp sandbox (see [`crate::sandbox`]): the last write,
+    /// apart and flagged incomplete.
+    Confinement,
 }
 
 /// Which modules a dump covers.
@@ -247,7 +250,7 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, 
     let signature = st.signature.unwrap_or(0);
     let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature, start_dir: path::start_dir() };
     path::expand(path::profile_pattern(), &vars, path)?;
-    if crate::handlers::escaped() || st.apart {
+    if crate::handlers::escaped() || st.apart || kind == Kind::Confinement {
         // A signal handler of this process did not return, or the process ends under a running thread (see
         // `locked`): its records are flagged, and merged into FILE the flag would make every run's counts there
         // inexact (a test suite's one stack overflow, every function of the program). This process's counts go
@@ -397,7 +400,7 @@ fn locked(
         Ok(()) => {
             // Sampled after the drain: every thread that could have contributed to these counts existed by now.
             let mut flags = if crate::threads::probe() { RECORD_FLAG_THREADED_NONATOMIC } else { 0 };
-            if matches!(kind, Kind::Fatal(_)) || lost {
+            if matches!(kind, Kind::Fatal(_) | Kind::Confinement) || lost {
                 flags |= RECORD_FLAG_INCOMPLETE;
             }
             if crate::handlers::escaped() {

@@ -115,6 +115,7 @@ mod path;
 mod raw_fork;
 mod reentry;
 mod region;
+mod sandbox;
 mod signals;
 mod sys;
 mod table;
@@ -268,6 +269,9 @@ fn pin_image() {
 /// are ignored).
 #[no_mangle]
 pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
+    if sandbox::confined() {
+        return; // no system call in a sandbox (see `sandbox`)
+    }
     let mut guard = lock();
     if desc.is_null() || !modules().any(|m| m == desc) {
         return;
@@ -289,6 +293,9 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
 /// Returns 0 on success, -1 on failure (after one warning line on stderr). See `include/pathprof.h`.
 #[no_mangle]
 pub extern "C" fn __pathprof_dump() -> i32 {
+    if sandbox::confined() {
+        return -1; // no system call in a sandbox (see `sandbox`)
+    }
     let mut guard = lock();
     match dump::dump(guard.state(), dump::Scope::All, Kind::Normal) {
         Ok(()) => 0,
@@ -328,7 +335,7 @@ pub extern "C" fn __pathprof_reset() {
 /// [`symbols::IMAGE_END_EXIT`]: pathprof_format::symbols::IMAGE_END_EXIT
 #[no_mangle]
 pub extern "C" fn __pathprof_image_end(how: u32) {
-    if sys::shares_parent_memory() {
+    if sys::shares_parent_memory() || sandbox::confined() {
         return;
     }
     // SAFETY: the calling thread's errno slot.
@@ -342,7 +349,7 @@ pub extern "C" fn __pathprof_image_end(how: u32) {
 /// [`__pathprof_image_end`]'s work for this runtime copy's modules and trace; what other copies call through
 /// the ELF note `copies` defines.
 pub(crate) extern "C" fn image_end_of_this_copy(how: u32) {
-    if sys::shares_parent_memory() {
+    if sys::shares_parent_memory() || sandbox::confined() {
         return;
     }
     // SAFETY: the calling thread's errno slot.
@@ -366,6 +373,9 @@ pub(crate) extern "C" fn image_end_of_this_copy(how: u32) {
 }
 
 extern "C" fn exit_handler() {
+    if sandbox::confined() {
+        return; // no system call in a sandbox (see `sandbox`)
+    }
     let mut guard = lock();
     guard.state().exiting = true;
     let failed = dump::dump(guard.state(), dump::Scope::All, Kind::End).is_err();
@@ -374,6 +384,9 @@ extern "C" fn exit_handler() {
 
 /// One `PATHPROF_DUMP_INTERVAL` tick (on the timer thread); false once the process is exiting.
 fn timer_tick() -> bool {
+    if sandbox::confined() {
+        return false;
+    }
     let mut guard = lock();
     if guard.state().exiting {
         return false;
@@ -386,6 +399,9 @@ fn timer_tick() -> bool {
 /// incomplete, without `malloc`. Gives up (one warning line) if another thread's dump holds the runtime lock
 /// for more than 2 s.
 fn signal_flush(sig: core::ffi::c_int) {
+    if sandbox::confined() {
+        return;
+    }
     trace::signal_flush(sig);
     if HEAD.load(Ordering::Acquire).is_null() {
         return; // no profile-mode module (a trace-mode program): no profile to write
@@ -415,6 +431,16 @@ fn signal_flush(sig: core::ffi::c_int) {
         let _ = dump::dump(st, dump::Scope::All, Kind::Fatal(sig));
     }
     drop(guard);
+}
+
+/// Right before the program confines itself in a seccomp sandbox (see `sandbox`): everything counted so far,
+/// apart and flagged incomplete, with the process's last write.
+pub(crate) fn dump_before_confinement() {
+    if HEAD.load(Ordering::Acquire).is_null() {
+        return;
+    }
+    let mut guard = lock();
+    let _ = dump::dump(guard.state(), dump::Scope::All, Kind::Confinement);
 }
 
 /// In a `_Fork` child (`raw_fork`): what the fork handler does, if this copy has installed it.

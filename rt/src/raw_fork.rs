@@ -136,8 +136,9 @@ extern "C" fn clone_child(start: *mut libc::c_void) -> libc::c_int {
 /// six whether they were passed or not, as this one does). A `fork`, or a `clone`/`clone3` without `CLONE_VM`,
 /// makes a child with a copy of its parent's counters that the C library runs no fork handler for: it counted
 /// on from them and wrote them a second time at its exit (`main` 2 entries for one, exact). Such a call gets
-/// this runtime copy's fork handlers, as `_Fork` does; every other system call (a `vfork` or a `CLONE_VM`
-/// child, which counts in its parent's memory, included) is passed on unchanged.
+/// this runtime copy's fork handlers, as `_Fork` does; a `seccomp` call that installs a sandbox first writes the
+/// counts (`crate::sandbox`); every other system call (a `vfork` or a `CLONE_VM` child, which counts in its
+/// parent's memory, included) is passed on unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn __pathprof_syscall(
     n: libc::c_long,
@@ -148,6 +149,9 @@ pub unsafe extern "C" fn __pathprof_syscall(
     a5: libc::c_long,
     a6: libc::c_long,
 ) -> libc::c_long {
+    if n == libc::SYS_seccomp {
+        crate::sandbox::before_seccomp_syscall(a1);
+    }
     let vm = libc::CLONE_VM as u64;
     let forks = match n {
         libc::SYS_fork => true,

@@ -70,14 +70,15 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         names.extend(runtime_references(&obj));
         check_module_locals(&obj);
     }
-    // A program that forks (fork checks), one that calls `_Fork`, one `clone` and one `syscall` (their calls go to the
-    // runtime's), one that installs signal handlers (its `sigaction` and `signal` calls too), and one that ends
-    // its image without exit handlers (`exec`, `_exit`).
+    // A program that forks (fork checks), one that calls `_Fork`, one `clone`, one `syscall` (their calls go to the
+    // runtime's), one that confines itself (`prctl`), one that installs signal handlers (its `sigaction` and
+    // `signal` calls too), and one that ends its image without exit handlers (`exec`, `_exit`).
     for (name, source) in [
         ("forking.o", "fork_main.c"),
         ("raw_fork.o", "reliability/raw_fork.c"),
         ("clone.o", "reliability/clone_child.c"),
         ("syscall.o", "reliability/syscall_fork.c"),
+        ("sandboxed.o", "reliability/sandboxed.c"),
         ("handlers.o", "reliability/handler_escape.c"),
         ("image_end.o", "reliability/image_end.c"),
     ] {

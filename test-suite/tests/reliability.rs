@@ -701,6 +701,34 @@ fn a_fork_through_syscall_counts_like_fork() {
     assert!(parent.contains(", complete") && parent.contains("parent_work ("), "{parent}");
 }
 
+/// sandboxed.c (its comment gives the counts): a program that confines itself in a seccomp sandbox, which kills
+/// it at any system call but write and exit, runs as its plain build does (before, the profile write at exit
+/// killed it with SIGSYS, status 159). The runtime writes what it counted before the sandbox closed, apart and
+/// flagged incomplete (what runs after cannot be written), and nothing after: before() 3 entries, after() none.
+#[test]
+fn a_program_in_a_seccomp_sandbox_ends_as_its_plain_build() {
+    let dir = scratch("sandboxed");
+    for mode in ["edge", "path", "context"] {
+        let exe = build(&dir, mode, &["sandboxed.c"], "-O1", mode, false);
+        let profile = dir.join(format!("{mode}.pathprof"));
+        let out = output_within(program(&exe, &[], &dir, &profile), 60, "sandboxed");
+        assert_eq!(ending(out.status), Ok(0), "{mode}: {}", describe(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "sandboxed 15\n", "{mode}: {}", describe(&out));
+        assert!(out.stderr.is_empty(), "{mode}: {}", describe(&out));
+        let written = written_apart(&profile, true);
+        assert!(
+            records(&written).iter().all(|(f, _)| f & RECORD_FLAG_INCOMPLETE != 0),
+            "{mode}: {:?}",
+            records(&written)
+        );
+        let show = show_json(&written);
+        let entries = entry_counts(&show);
+        assert_eq!(entries["before"], Some(3), "{mode}");
+        assert!(matches!(entries.get("after"), None | Some(None) | Some(Some(0))), "{mode}: {entries:?}");
+        assert_eq!(function(&show, "main")["exact"], false, "{mode}");
+    }
+}
+
 /// clone_child.c (its comment gives the counts): the C library's `clone` runs no fork handlers, and a child
 /// without `CLONE_VM` ends, when its function returns, with the exit system call. Before, such a child's counts
 /// were lost (`child_main` and `child_work` read 0 entries, exact), or, when it called `exit`, written on top of

@@ -1,0 +1,55 @@
+//! Seccomp sandboxes. A program that confines itself — `prctl(PR_SET_SECCOMP)`, `seccomp(2)`, libseccomp's
+//! `seccomp_load` (Debian's `file` does, to parse untrusted input) — forbids most of the system calls a profile
+//! write makes (`openat`, `flock`, `rename`, `mmap`), and the kernel kills a process that makes one: at exit
+//! the instrumented build died of `SIGSYS` where its plain build exited normally. The pass puts a call of
+//! [`__pathprof_confine`] before each such call (`syscall(SYS_seccomp)` reaches it through
+//! `raw_fork::__pathprof_syscall`). Right before the sandbox closes, the runtime writes what it counted so far,
+//! apart (`FILE.<pid>.incomplete`), flagged incomplete — the program goes on, and what it counts from then on
+//! cannot be written — and from then on it writes nothing and makes no system call at exit. Not covered: trace
+//! mode (its buffers are written while the program runs), and a sandbox that also confines the interval timer's
+//! thread (`SECCOMP_FILTER_FLAG_TSYNC` with `PATHPROF_DUMP_INTERVAL`).
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once the program has asked for a sandbox (inherited by its `fork` children, which inherit the sandbox).
+static CONFINED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process is (or is about to be) in a seccomp sandbox: nothing is written any more.
+pub(crate) fn confined() -> bool {
+    CONFINED.load(Ordering::Acquire)
+}
+
+/// [`__pathprof_confine`]'s `what` for a call of libseccomp's `seccomp_load`, which always loads a filter.
+const SECCOMP_LOAD: i64 = -1;
+/// `prctl` options and modes (linux/prctl.h, linux/seccomp.h), and `seccomp(2)`'s operations.
+const PR_SET_SECCOMP: i64 = 22;
+const SECCOMP_MODE_STRICT: i64 = 1;
+const SECCOMP_MODE_FILTER: i64 = 2;
+const SECCOMP_SET_MODE_STRICT: i64 = 0;
+const SECCOMP_SET_MODE_FILTER: i64 = 1;
+
+/// Called by instrumented code right before a call that may confine the process: `prctl(what, mode, …)`, or
+/// `seccomp_load` (`what` = -1). Writes the counts so far if the call installs a sandbox.
+#[no_mangle]
+pub extern "C" fn __pathprof_confine(what: i64, mode: i64) {
+    let confines =
+        what == SECCOMP_LOAD || (what == PR_SET_SECCOMP && matches!(mode, SECCOMP_MODE_STRICT | SECCOMP_MODE_FILTER));
+    if confines {
+        confine();
+    }
+}
+
+/// For `syscall(SYS_seccomp, operation, …)`.
+pub(crate) fn before_seccomp_syscall(operation: i64) {
+    if matches!(operation, SECCOMP_SET_MODE_STRICT | SECCOMP_SET_MODE_FILTER) {
+        confine();
+    }
+}
+
+fn confine() {
+    if confined() {
+        return;
+    }
+    crate::dump_before_confinement();
+    CONFINED.store(true, Ordering::Release);
+}
