@@ -46,10 +46,15 @@ pub(crate) fn before_seccomp_syscall(operation: i64) {
     }
 }
 
+/// Keeps `errno`: the program's call comes next, and its own `errno` is what the program reads after it.
 fn confine() {
     if confined() {
         return;
     }
+    // SAFETY: the calling thread's errno slot.
+    let errno = unsafe { *libc::__errno_location() };
     crate::dump_before_confinement();
     CONFINED.store(true, Ordering::Release);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
 }
