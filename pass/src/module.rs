@@ -56,37 +56,16 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
 /// then writes what `exit` would have. Without it a `fork()`ed child that `exec`s or `_exit`s loses what it
 /// counted, silently. Declarations only, as for the signal functions. Whether anything changed.
 fn write_before_image_ends(m: LLVMModuleRef) -> bool {
-    let calls: Vec<(LLVMValueRef, u32)> = symbols::IMAGE_ENDERS
-        .iter()
-        .filter_map(|&(libc_name, how)| {
-            let libc_name = CString::new(libc_name).unwrap_or_default();
-            // SAFETY: a valid module and a NUL-terminated name.
-            let f = unsafe { LLVMGetNamedFunction(m, libc_name.as_ptr()) };
-            (!f.is_null() && ir::is_declaration(f)).then(|| ir::calls_of(f).into_iter().map(move |c| (c, how)))
-        })
-        .flatten()
-        .collect();
+    let calls = calls_of_declared(m, &symbols::IMAGE_ENDERS);
     if calls.is_empty() {
         return false;
     }
-    // SAFETY: a valid module; the builder is disposed below; each call instruction is live.
+    // SAFETY: a valid module; every call in `calls` is live.
     unsafe {
         let ctx = LLVMGetModuleContext(m);
         let i32t = LLVMInt32TypeInContext(ctx);
         let runtime = crate::globals::runtime_function(m, symbols::IMAGE_END, i32t);
-        LLVMAddAttributeAtIndex(runtime, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind("nounwind"), 0));
-        let b = LLVMCreateBuilderInContext(ctx);
-        for (call, how) in calls {
-            LLVMPositionBuilderBefore(b, call);
-            let mut args = [LLVMConstInt(i32t, u64::from(how), 0)];
-            let c = LLVMBuildCall2(b, LLVMGlobalGetValueType(runtime), runtime, args.as_mut_ptr(), 1, c"".as_ptr());
-            // Inlined code needs a location in a function with debug info.
-            let loc = LLVMInstructionGetDebugLoc(call);
-            if !loc.is_null() {
-                LLVMInstructionSetDebugLoc(c, loc);
-            }
-        }
-        LLVMDisposeBuilder(b);
+        call_before(m, runtime, &calls, |_, _, how| vec![LLVMConstInt(i32t, u64::from(how), 0)]);
     }
     true
 }
@@ -96,21 +75,11 @@ fn write_before_image_ends(m: LLVMModuleRef) -> bool {
 /// which forbids the system calls of a profile write, gets the counts written first (`rt/src/sandbox.rs`).
 /// Declarations only. Whether anything changed.
 fn write_before_confinement(m: LLVMModuleRef) -> bool {
-    let calls: Vec<(LLVMValueRef, bool)> = [("prctl", true), ("seccomp_load", false)]
-        .into_iter()
-        .filter_map(|(name, with_arguments)| {
-            let name = CString::new(name).unwrap_or_default();
-            // SAFETY: a valid module and a NUL-terminated name.
-            let f = unsafe { LLVMGetNamedFunction(m, name.as_ptr()) };
-            (!f.is_null() && ir::is_declaration(f))
-                .then(|| ir::calls_of(f).into_iter().map(move |c| (c, with_arguments)))
-        })
-        .flatten()
-        .collect();
+    let calls = calls_of_declared(m, &[("prctl", true), ("seccomp_load", false)]);
     if calls.is_empty() {
         return false;
     }
-    // SAFETY: a valid module; the builder is disposed below; each call instruction is live, its operands valid.
+    // SAFETY: a valid module; every call in `calls` is live, its operands valid.
     unsafe {
         let ctx = LLVMGetModuleContext(m);
         let i64t = LLVMInt64TypeInContext(ctx);
@@ -119,13 +88,14 @@ fn write_before_confinement(m: LLVMModuleRef) -> bool {
             let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 2, 0);
             LLVMAddFunction(m, c.as_ptr(), fty)
         });
-        LLVMAddAttributeAtIndex(runtime, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind("nounwind"), 0));
-        let b = LLVMCreateBuilderInContext(ctx);
-        for (call, with_arguments) in calls {
-            LLVMPositionBuilderBefore(b, call);
+        call_before(m, runtime, &calls, |b, call, is_prctl| {
+            if !is_prctl {
+                return vec![LLVMConstInt(i64t, u64::MAX, 1), LLVMConstInt(i64t, 0, 0)];
+            }
+            // prctl's option and second argument as 64-bit integers (0 for one the call does not pass).
             let argument = |i: u32| {
-                if !with_arguments || i + 1 >= LLVMGetNumOperands(call) as u32 {
-                    return LLVMConstInt(i64t, if with_arguments { 0 } else { u64::MAX }, 1);
+                if i + 1 >= LLVMGetNumOperands(call) as u32 {
+                    return LLVMConstInt(i64t, 0, 0);
                 }
                 let v = LLVMGetOperand(call, i);
                 match LLVMGetTypeKind(LLVMTypeOf(v)) {
@@ -134,19 +104,57 @@ fn write_before_confinement(m: LLVMModuleRef) -> bool {
                     _ => LLVMConstInt(i64t, 0, 0),
                 }
             };
-            let mut args = [argument(0), argument(1)];
-            if !with_arguments {
-                args[1] = LLVMConstInt(i64t, 0, 0);
-            }
-            let c = LLVMBuildCall2(b, LLVMGlobalGetValueType(runtime), runtime, args.as_mut_ptr(), 2, c"".as_ptr());
-            let loc = LLVMInstructionGetDebugLoc(call);
-            if !loc.is_null() {
-                LLVMInstructionSetDebugLoc(c, loc);
-            }
-        }
-        LLVMDisposeBuilder(b);
+            vec![argument(0), argument(1)]
+        });
     }
     true
+}
+
+/// The direct calls in `m` of the functions `names` declares (not defined in `m`), each with its name's tag.
+fn calls_of_declared<T: Copy>(m: LLVMModuleRef, names: &[(&str, T)]) -> Vec<(LLVMValueRef, T)> {
+    names
+        .iter()
+        .filter_map(|&(name, tag)| {
+            let name = CString::new(name).unwrap_or_default();
+            // SAFETY: a valid module and a NUL-terminated name.
+            let f = unsafe { LLVMGetNamedFunction(m, name.as_ptr()) };
+            (!f.is_null() && ir::is_declaration(f)).then(|| ir::calls_of(f).into_iter().map(move |c| (c, tag)))
+        })
+        .flatten()
+        .collect()
+}
+
+/// Puts a call of `runtime` (marked `nounwind`) with `arguments(builder, call, tag)` right before each call, with
+/// the call's debug location (inlined code needs one in a function with debug info).
+///
+/// # Safety
+/// `m` is a valid module holding `runtime` and every call.
+unsafe fn call_before<T: Copy>(
+    m: LLVMModuleRef,
+    runtime: LLVMValueRef,
+    calls: &[(LLVMValueRef, T)],
+    mut arguments: impl FnMut(LLVMBuilderRef, LLVMValueRef, T) -> Vec<LLVMValueRef>,
+) {
+    let ctx = LLVMGetModuleContext(m);
+    LLVMAddAttributeAtIndex(runtime, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind("nounwind"), 0));
+    let b = LLVMCreateBuilderInContext(ctx);
+    for &(call, tag) in calls {
+        LLVMPositionBuilderBefore(b, call);
+        let mut args = arguments(b, call, tag);
+        let c = LLVMBuildCall2(
+            b,
+            LLVMGlobalGetValueType(runtime),
+            runtime,
+            args.as_mut_ptr(),
+            args.len() as u32,
+            c"".as_ptr(),
+        );
+        let loc = LLVMInstructionGetDebugLoc(call);
+        if !loc.is_null() {
+            LLVMInstructionSetDebugLoc(c, loc);
+        }
+    }
+    LLVMDisposeBuilder(b);
 }
 
 /// Sends the module's calls of `sigaction` and `signal` to the runtime's (`symbols::SIGACTION`,

@@ -219,12 +219,7 @@ pub unsafe extern "C" fn pathprof_libc_mmap(
     fd: c_int,
     off: i64,
 ) -> *mut c_void {
-    let r = sys(libc::SYS_mmap, [addr as usize, len, prot as usize, flags as usize, fd as usize, off as usize]);
-    if r == -1 {
-        libc::MAP_FAILED
-    } else {
-        r as *mut c_void
-    }
+    mapping(sys(libc::SYS_mmap, [addr as usize, len, prot as usize, flags as usize, fd as usize, off as usize]))
 }
 
 #[no_mangle]
@@ -235,7 +230,11 @@ pub unsafe extern "C" fn pathprof_libc_mremap(
     flags: c_int,
     new_addr: *mut c_void,
 ) -> *mut c_void {
-    let r = sys(libc::SYS_mremap, [old as usize, old_len, new_len, flags as usize, new_addr as usize, 0]);
+    mapping(sys(libc::SYS_mremap, [old as usize, old_len, new_len, flags as usize, new_addr as usize, 0]))
+}
+
+/// A mapping call's address, or `MAP_FAILED` (`errno` set).
+fn mapping(r: c_long) -> *mut c_void {
     if r == -1 {
         libc::MAP_FAILED
     } else {
