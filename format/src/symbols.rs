@@ -245,13 +245,7 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_distinct_and_runtime_sorted() {
-        let all: [&str; 55] = {
-            let mut a = [""; 55];
-            a[..23].copy_from_slice(&RUNTIME);
-            a[23..54].copy_from_slice(&MODULE_LOCAL);
-            a[54] = TRACE_TLS;
-            a
-        };
+        let all: Vec<&str> = RUNTIME.iter().chain(MODULE_LOCAL.iter()).chain([&TRACE_TLS]).copied().collect();
         for (i, n) in all.iter().enumerate() {
             assert!(n.starts_with(PREFIX) && n.len() > PREFIX.len(), "{n}");
             assert!(!all[..i].contains(n), "{n} twice");
