@@ -251,10 +251,10 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, 
     let vars = Vars { pid, host: path::hostname(&mut host), tmpdir, signature, start_dir: path::start_dir() };
     path::expand(path::profile_pattern(), &vars, path)?;
     if crate::handlers::escaped() || st.apart || kind == Kind::Confinement {
-        // A signal handler of this process did not return, or the process ends under a running thread (see
-        // `locked`): its records are flagged, and merged into FILE the flag would make every run's counts there
-        // inexact (a test suite's one stack overflow, every function of the program). This process's counts go
-        // to FILE.<pid>.incomplete instead, from now on.
+        // A signal handler of this process did not return, the process ends under a running thread (see
+        // `locked`) or it is about to confine itself (see `sandbox`): its records are flagged, and merged into
+        // FILE the flag would make every run's counts there inexact (a test suite's one stack overflow, every
+        // function of the program). This process's counts go to FILE.<pid>.incomplete instead, from now on.
         st.apart = true;
         let mut apart = MVec::new();
         path::sibling(path.as_slice(), b".", Some(pid as u64), &mut apart)?;
