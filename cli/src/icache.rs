@@ -517,7 +517,11 @@ struct JsonCache {
 
 #[derive(Serialize)]
 struct JsonFunction {
+    /// The linkage name (the binary's symbol), as the other commands' `name`.
     name: String,
+    /// The source-level name (C++: without scope or parameters, so overloads and members of several classes
+    /// share it), as the other commands' `display_name`.
+    display_name: String,
     simulated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
@@ -689,6 +693,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut status = Vec::with_capacity(owner.len());
     let mut address = Vec::with_capacity(owner.len());
     let mut names = Vec::with_capacity(owner.len());
+    let mut symbols = Vec::with_capacity(owner.len());
     let mut real = Vec::with_capacity(owner.len());
     let mut ir_calls: Vec<&[u32]> = Vec::with_capacity(owner.len());
     let mut identity = 0;
@@ -700,10 +705,12 @@ pub fn run(args: &Args) -> Result<()> {
             status.push(Status::Refused("none", "no such function".into()));
             address.push(None);
             names.push(String::new());
+            symbols.push(String::new());
             continue;
         };
         let meta = &file.modules[&base].module.functions[i];
         names.push(if meta.display_name.is_empty() { meta.name.clone() } else { meta.display_name.clone() });
+        symbols.push(meta.name.clone());
         match bin.functions.get(&meta.name) {
             None => {
                 status.push(Status::Refused("not-in-binary", "not in the binary's block map".into()));
@@ -883,7 +890,8 @@ pub fn run(args: &Args) -> Result<()> {
             _ => None,
         };
         functions.push(JsonFunction {
-            name: names[i].clone(),
+            name: symbols[i].clone(),
+            display_name: names[i].clone(),
             simulated: reason.is_none(),
             reason,
             accesses: t.accesses,
@@ -944,6 +952,15 @@ pub fn run(args: &Args) -> Result<()> {
             "accesses", "misses", "miss%", "a-hit", "a-miss", "f-miss", "confl"
         )?;
         let pct = |n: u64, d: u64| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
+        // As `text::function_header`: the source name, and the symbol when it differs (C++ overloads and
+        // members of several classes share a source name).
+        let shown = |f: &JsonFunction| {
+            if f.display_name == f.name || f.name.is_empty() {
+                f.display_name.clone()
+            } else {
+                format!("{} [{}]", f.display_name, f.name)
+            }
+        };
         for f in &functions {
             if f.simulated {
                 let c = &f.categories;
@@ -957,7 +974,7 @@ pub fn run(args: &Args) -> Result<()> {
                     pct(c.always_miss, f.accesses),
                     pct(c.first_miss, f.accesses),
                     pct(c.conflict, f.accesses),
-                    f.name
+                    shown(f)
                 )?;
             } else {
                 writeln!(
@@ -967,7 +984,7 @@ pub fn run(args: &Args) -> Result<()> {
                     "-",
                     "",
                     "",
-                    f.name,
+                    shown(f),
                     f.reason.as_deref().unwrap_or(""),
                     f.blocks_not_simulated
                 )?;

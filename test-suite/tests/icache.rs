@@ -56,13 +56,19 @@ int main(void) {
 
 /// Builds `source` plain and in icache mode with `opt`, runs both; returns (plain binary, trace).
 fn build(dir: &Path, source: &str, opt: &str) -> (PathBuf, PathBuf) {
-    let src = dir.join("prog.c");
+    build_as(dir, source, opt, false)
+}
+
+/// `build` for C (`cxx` false) or C++.
+fn build_as(dir: &Path, source: &str, opt: &str, cxx: bool) -> (PathBuf, PathBuf) {
+    let src = dir.join(if cxx { "prog.cc" } else { "prog.c" });
     std::fs::write(&src, source).unwrap();
     let flags = [opt, "-no-pie", "-gdwarf-4", "-falign-functions=64"];
     let plain = dir.join("plain");
-    run_ok(Command::new("clang-19").args(flags).arg("-fbasic-block-address-map").arg(&src).arg("-o").arg(&plain));
+    let clang = if cxx { "clang++-19" } else { "clang-19" };
+    run_ok(Command::new(clang).args(flags).arg("-fbasic-block-address-map").arg(&src).arg("-o").arg(&plain));
     let icache = dir.join("icache");
-    run_ok(wrapper(false).arg("--pathprof-mode=icache").args(flags).arg(&src).arg("-o").arg(&icache));
+    run_ok(wrapper(cxx).arg("--pathprof-mode=icache").args(flags).arg(&src).arg("-o").arg(&icache));
     let trace = dir.join("out.pathtrace");
     let a = Command::new(&plain).output().unwrap();
     let b = Command::new(&icache).env("PATHPROF_TRACE", &trace).output().unwrap();
@@ -130,7 +136,9 @@ fn cachegrind(dir: &Path, plain: &Path, geometry: &str) -> BTreeMap<String, (u64
     let out = dir.join(format!("cg.{}", geometry.replace(',', "_")));
     Command::new("valgrind")
         // Without guest chasing: valgrind 3.19's cachegrind over-counts Ir when superblocks chase across jumps.
-        .args(["--tool=cachegrind", "--cache-sim=yes", "--vex-guest-chase=no", &format!("--I1={geometry}")])
+        // Symbols as the binary names them (C++: mangled), as `pathprof icache --json`'s `name`.
+        .args(["--tool=cachegrind", "--cache-sim=yes", "--vex-guest-chase=no", "--demangle=no"])
+        .arg(format!("--I1={geometry}"))
         .arg(format!("--cachegrind-out-file={}", out.display()))
         .arg(plain)
         .output()
@@ -376,6 +384,52 @@ fn activations_a_longjmp_drops_and_resumes_equal_cachegrind() {
             }
         }
     }
+}
+
+/// Two overloads and a member function that share the source name `f`, each run a different number of times.
+const OVERLOADS: &str = r#"
+int __attribute__((noinline)) f(int x) { return x * 3 + 1; }
+int __attribute__((noinline)) f(double x) { return (int)(x * 0.5); }
+struct S {
+  int v;
+  int __attribute__((noinline)) f() { return v ^ 5; }
+};
+int main(int argc, char **) {
+  S s{argc};
+  int t = 0;
+  for (int i = 0; i < 10; i++) t += f(i);
+  for (int i = 0; i < 20; i++) t += f((double)i);
+  for (int i = 0; i < 30; i++) t += s.f();
+  return t & 0x7f;
+}
+"#;
+
+#[test]
+fn cxx_functions_sharing_a_source_name_are_told_apart_by_symbol() {
+    // Found on tinyxml2's xmltest (three `ParseDeep`s, four `Alloc`s): the report named each function by its
+    // source name only, so the JSON rows of overloads and of members of several classes could not be told
+    // apart nor matched with cachegrind's. `name` is now the symbol (as in the other commands' JSON), and
+    // `display_name` the source name.
+    let dir = scratch("icache-overloads");
+    let (plain, trace) = build_as(&dir, OVERLOADS, "-O2", true);
+    let g = "32768,8,64";
+    let v = simulate(&trace, &plain, g);
+    let cg = cachegrind(&dir, &plain, g);
+    for symbol in ["_Z1fi", "_Z1fd", "_ZN1S1fEv"] {
+        let f = v["functions"].as_array().unwrap().iter().find(|f| f["name"] == symbol);
+        let f = f.unwrap_or_else(|| panic!("{symbol} listed: {v}"));
+        assert_eq!(f["display_name"], "f", "{f}");
+        assert!(f["simulated"].as_bool().unwrap(), "{f}");
+        let ours = (f["accesses"].as_u64().unwrap(), f["misses"].as_u64().unwrap());
+        assert_eq!(Some(&ours), cg.get(symbol), "{symbol}: pathprof vs cachegrind");
+    }
+    // The text report shows the source name with the symbol.
+    let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["icache", "--binary"]).arg(&plain).arg(&trace));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for symbol in ["f [_Z1fi]", "f [_Z1fd]", "f [_ZN1S1fEv]"] {
+        assert!(text.contains(symbol), "{symbol} in\n{text}");
+    }
+    assert!(text.contains("  main") && !text.contains("main ["), "main's symbol is its name, shown once:\n{text}");
 }
 
 #[test]
