@@ -5,8 +5,10 @@
 //! otherwise block every sibling forever — and a shell that stopped one job and waits for another (bash's own
 //! job-control tests) never continues it. A waiter polls the lock (from 50 µs up to 5 ms apart), and gives up
 //! when the recorded holder is stopped (`T` or `t` in `/proc/PID/stat`) or after [`PATIENCE_NS`]: its caller
-//! then writes apart. A holder whose pid the waiter cannot see (another pid namespace; the moment between
-//! `flock` and the pid's write, when the file still names the previous holder) only costs the patience.
+//! then writes apart. A holder is taken for stopped only when two attempts in a row see it so: between a new
+//! holder's `flock` and its pid's write (microseconds) the file still names the previous holder, which may be
+//! stopped by then (a shell's job, after it wrote its profile). A holder whose pid the waiter cannot see
+//! (another pid namespace) only costs the patience.
 
 use crate::sys::{self, Errno, Fd};
 
@@ -47,13 +49,18 @@ const PID_FIELD: usize = 12;
 pub(crate) fn acquire(fd: &Fd, pid: u32) -> Acquired {
     let start = crate::signals::now_ns();
     let mut pause = FIRST_PAUSE_NS;
+    // The holder seen stopped at the previous attempt: only a second sighting counts, so that a previous
+    // holder still named in the file by a new one that has not written its pid yet is not taken for it.
+    let mut seen_stopped = None;
     loop {
         if try_acquire(fd, pid) {
             return Acquired::Held;
         }
-        if let Some(holder) = holder(fd).filter(|&h| h != pid && is_stopped(h)) {
-            return Acquired::HolderStopped(holder);
+        let stopped = holder(fd).filter(|&h| h != pid && is_stopped(h));
+        if let Some(h) = stopped.filter(|&h| seen_stopped == Some(h)) {
+            return Acquired::HolderStopped(h);
         }
+        seen_stopped = stopped;
         if crate::signals::now_ns().saturating_sub(start) >= PATIENCE_NS {
             return Acquired::TimedOut;
         }
