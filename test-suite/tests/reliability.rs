@@ -602,6 +602,43 @@ fn without_proc_only_a_program_that_had_threads_is_flagged() {
     }
 }
 
+/// A profile of one run of a program that forks once without handlers (raw_fork.c, syscall_fork.c): one
+/// record holding the parent's run and the child's, every function exact, main, child_work and parent_work
+/// entered once each.
+fn assert_one_fork(profile: &Path, what: &str) {
+    assert_eq!(records(profile), vec![(0, 2)], "{what}: one record, the parent's run and the child's");
+    let show = show_json(profile);
+    assert!(functions(&show).iter().all(|f| f["exact"] == true), "{what}: {show}");
+    let entries = entry_counts(&show);
+    for (f, n) in [("main", 1), ("child_work", 1), ("parent_work", 1)] {
+        assert_eq!(entries[f], Some(n), "{what}: {f}");
+    }
+}
+
+/// Trace mode on such a program (`source` run with `args`): two traces, the child's going on from its parent's
+/// at the fork, into child_work, the parent's complete — as after `fork`.
+fn assert_fork_traces(dir: &Path, source: &str, args: &[&str]) {
+    let exe = build(dir, "trace", &[source], "-O1", "trace", false);
+    let mut cmd = program(&exe, args, dir, &dir.join("unused.pathprof"));
+    cmd.env("PATHPROF_TRACE", dir.join("t-%p.pathtrace"));
+    let out = output_within(cmd, 60, &format!("{source} trace"));
+    assert_eq!(ending(out.status), Ok(0), "trace: {}", describe(&out));
+    let summaries: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pathtrace"))
+        .map(|t| {
+            let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&t));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .collect();
+    assert_eq!(summaries.len(), 2, "{summaries:?}");
+    let child = summaries.iter().find(|s| s.contains("a fork child")).expect("the child's trace");
+    assert!(child.contains("child_work (") && child.contains("): 1 entries"), "{child}");
+    let parent = summaries.iter().find(|s| !s.contains("a fork child")).expect("the parent's trace");
+    assert!(parent.contains(", complete") && parent.contains("parent_work ("), "{parent}");
+}
+
 /// raw_fork.c (its comment gives the counts): `_Fork` runs no `pthread_atfork` handlers, so the child kept its
 /// parent's counts and, at its exit, wrote them a second time (`main` entered 2 times, exact). The pass sends
 /// `_Fork` to the runtime, which runs its fork handlers around it: every counting mode exact, one run per
@@ -615,40 +652,9 @@ fn a_fork_without_handlers_counts_like_fork() {
         let out = output_within(program(&exe, &[], &dir, &profile), 60, "raw_fork");
         assert_eq!(ending(out.status), Ok(0), "{mode}: {}", describe(&out));
         assert!(out.stderr.is_empty(), "{mode}: {}", describe(&out));
-        assert_eq!(records(&profile), vec![(0, 2)], "{mode}: one record, the parent's run and the child's");
-        let show = show_json(&profile);
-        assert!(functions(&show).iter().all(|f| f["exact"] == true), "{mode}: {show}");
-        let entries = entry_counts(&show);
-        for (f, n) in [("main", 1), ("child_work", 1), ("parent_work", 1)] {
-            assert_eq!(entries[f], Some(n), "{mode}: {f}");
-        }
+        assert_one_fork(&profile, mode);
     }
-    // Trace mode: the child's trace continues its parent's from the fork, as after `fork`.
-    let exe = build(&dir, "trace", &["raw_fork.c"], "-O1", "trace", false);
-    let mut cmd = program(&exe, &[], &dir, &dir.join("unused.pathprof"));
-    cmd.env("PATHPROF_TRACE", dir.join("t-%p.pathtrace"));
-    let out = output_within(cmd, 60, "raw_fork trace");
-    assert_eq!(ending(out.status), Ok(0), "trace: {}", describe(&out));
-    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pathtrace"))
-        .collect();
-    traces.sort();
-    assert_eq!(traces.len(), 2, "{traces:?}");
-    let summaries: Vec<String> = traces
-        .iter()
-        .map(|t| {
-            String::from_utf8_lossy(
-                &run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(t)).stdout,
-            )
-            .into_owned()
-        })
-        .collect();
-    let child = summaries.iter().find(|s| s.contains("a fork child")).expect("the child's trace");
-    assert!(child.contains("child_work (") && child.contains("): 1 entries"), "{child}");
-    let parent = summaries.iter().find(|s| !s.contains("a fork child")).expect("the parent's trace");
-    assert!(parent.contains(", complete") && parent.contains("parent_work ("), "{parent}");
+    assert_fork_traces(&dir, "raw_fork.c", &[]);
 }
 
 /// syscall_fork.c (its comment gives the counts): a `fork`, `clone` or `clone3` system call made through
@@ -670,35 +676,10 @@ fn a_fork_through_syscall_counts_like_fork() {
             }
             assert_eq!(ending(out.status), Ok(0), "{mode} {how}: {}", describe(&out));
             assert!(out.stderr.is_empty(), "{mode} {how}: {}", describe(&out));
-            assert_eq!(records(&profile), vec![(0, 2)], "{mode} {how}: one record, the parent's run and the child's");
-            let show = show_json(&profile);
-            assert!(functions(&show).iter().all(|f| f["exact"] == true), "{mode} {how}: {show}");
-            let entries = entry_counts(&show);
-            for (f, n) in [("main", 1), ("child_work", 1), ("parent_work", 1)] {
-                assert_eq!(entries[f], Some(n), "{mode} {how}: {f}");
-            }
+            assert_one_fork(&profile, &format!("{mode} {how}"));
         }
     }
-    // Trace mode: the child's trace continues its parent's from the fork, as after `fork`.
-    let exe = build(&dir, "trace", &["syscall_fork.c"], "-O1", "trace", false);
-    let mut cmd = program(&exe, &["clone"], &dir, &dir.join("unused.pathprof"));
-    cmd.env("PATHPROF_TRACE", dir.join("t-%p.pathtrace"));
-    let out = output_within(cmd, 60, "syscall_fork trace");
-    assert_eq!(ending(out.status), Ok(0), "trace: {}", describe(&out));
-    let summaries: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pathtrace"))
-        .map(|t| {
-            let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&t));
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        })
-        .collect();
-    assert_eq!(summaries.len(), 2, "{summaries:?}");
-    let child = summaries.iter().find(|s| s.contains("a fork child")).expect("the child's trace");
-    assert!(child.contains("child_work (") && child.contains("): 1 entries"), "{child}");
-    let parent = summaries.iter().find(|s| !s.contains("a fork child")).expect("the parent's trace");
-    assert!(parent.contains(", complete") && parent.contains("parent_work ("), "{parent}");
+    assert_fork_traces(&dir, "syscall_fork.c", &["clone"]);
 }
 
 /// sandboxed.c (its comment gives the counts): a program that confines itself in a seccomp sandbox, which kills
