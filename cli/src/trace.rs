@@ -512,6 +512,15 @@ struct JsonReport<'a> {
 /// What a summary of windows says about its counts.
 const WINDOW_NOTE: &str = "the counts cover only the recorded windows (flight recorder or regions), not the whole run";
 
+/// Why a thread's bits are only a prefix of what it ran.
+fn prefix_reason(t: &pathprof_format::trace::ThreadTrace) -> &'static str {
+    if t.confined {
+        "the program confined itself in a seccomp sandbox, after which nothing is traced"
+    } else {
+        "the trace reached its size limit (PATHPROF_TRACE_MAX)"
+    }
+}
+
 /// Why a thread's records have a gap, for its status.
 fn missing_records(t: &pathprof_format::trace::ThreadTrace) -> String {
     match &t.inherited_missing {
@@ -839,7 +848,7 @@ fn regenerate_thread(
                 (format!("incomplete: {}{at}", missing_records(t)), false)
             } else if t.truncated {
                 // Exact up to the cut, but not the whole run: its counts are no run's counts.
-                (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
+                (format!("cut short: {}{at}", prefix_reason(t)), false)
             } else if let Some(sig) = t.signal {
                 let at = if trimmed {
                     "; the blocks after its last decision are left out (the fault came in one of them)".to_string()
@@ -951,7 +960,7 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Re
     } else if t.gap {
         (format!("incomplete: {}{at}", missing_records(t)), false)
     } else if t.truncated {
-        (format!("cut short: the trace reached its size limit (PATHPROF_TRACE_MAX){at}"), false)
+        (format!("cut short: {}{at}", prefix_reason(t)), false)
     } else if t.complete {
         ("complete".into(), true)
     } else if t.window.as_ref().is_some_and(|w| w.stopped) {

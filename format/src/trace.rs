@@ -289,8 +289,11 @@ pub struct ThreadTrace {
     /// The signal came in a function's body (a fault), not inside a call: where in the blocks after the last
     /// decision is unknown.
     pub in_body: bool,
-    /// The file reached its size limit (`PATHPROF_TRACE_MAX`): the bits are a prefix of the thread's run.
+    /// The bits are a prefix of the thread's run: the file reached its size limit (`PATHPROF_TRACE_MAX`), or
+    /// the program confined itself in a seccomp sandbox ([`ThreadTrace::confined`]).
     pub truncated: bool,
+    /// The program confined itself in a seccomp sandbox: nothing after is in the file.
+    pub confined: bool,
     /// A window of the thread's stream (flight recorder, region): where it starts; `None` for a whole stream.
     pub window: Option<Window>,
 }
@@ -730,7 +733,8 @@ fn apply_end(t: &mut ThreadTrace, end: Option<[u64; 6]>, first: u64) -> Result<(
                 t.signal = Some(((flags >> 32) & 0xff) as u32);
                 t.in_body = flags & END_IN_BODY != 0;
             }
-            t.truncated = flags & END_TRUNCATED != 0;
+            t.confined = flags & END_CONFINED != 0;
+            t.truncated = flags & (END_TRUNCATED | END_CONFINED) != 0;
         }
         _ => {
             t.gap = true;

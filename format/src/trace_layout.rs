@@ -195,6 +195,10 @@ pub const END_STOPPED: u64 = 512;
 /// `REC_END` flag (with [`END_AT_EXIT`]): written before an `exec` (or `daemon`), provisionally: if the `exec`
 /// fails (in `daemon`'s child) the thread's stream goes on and a later `REC_END` of the thread replaces this one.
 pub const END_AT_EXEC: u64 = 1024;
+/// `REC_END` flag: written when the program confined itself in a seccomp sandbox, after which the runtime writes
+/// nothing; the thread's bits stop there (a prefix of what it ran, exact but not the whole run, as
+/// [`END_TRUNCATED`]'s).
+pub const END_CONFINED: u64 = 2048;
 /// A sync point's resume point.
 pub const REC_SYNC: u32 = 4;
 /// A region's end.

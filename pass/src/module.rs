@@ -42,7 +42,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     // Counting modes only: trace mode notices a handler's abnormal entry itself (a per-thread call-site state).
     let watched = changed && config.mode != pathprof_format::meta::Mode::Trace && watch_signal_handlers(m);
     let written = changed && write_before_image_ends(m);
-    let confined = changed && config.mode != pathprof_format::meta::Mode::Trace && write_before_confinement(m);
+    let confined = changed && write_before_confinement(m);
     let forks = changed
         && (redirect(m, "_Fork", symbols::FORK_RAW, |_| true)
             | redirect(m, "clone", symbols::CLONE, |ty| c_type(ty, Int32, &[Pointer, Pointer, Int32, Pointer], true))

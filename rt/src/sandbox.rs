@@ -1,12 +1,13 @@
 //! Seccomp sandboxes. A program that confines itself — `prctl(PR_SET_SECCOMP)`, `seccomp(2)`, libseccomp's
 //! `seccomp_load` (Debian's `file` does, to parse untrusted input) — forbids most of the system calls a profile
-//! write makes (`openat`, `flock`, `rename`, `mmap`), and the kernel kills a process that makes one: at exit
-//! the instrumented build died of `SIGSYS` where its plain build exited normally. The pass puts a call of
+//! or trace write makes (`openat`, `flock`, `rename`, `mmap`), and the kernel kills a process that makes one: at
+//! exit the instrumented build died of `SIGSYS` where its plain build exited normally. The pass puts a call of
 //! [`__pathprof_confine`] before each such call (`syscall(SYS_seccomp)` reaches it through
 //! `raw_fork::__pathprof_syscall`). Right before the sandbox closes, the runtime writes what it counted so far,
-//! apart (`FILE.<pid>.incomplete`), flagged incomplete — the program goes on, and what it counts from then on
-//! cannot be written — and from then on it writes nothing and makes no system call at exit. Not covered: trace
-//! mode (its buffers are written while the program runs), and a sandbox that also confines the interval timer's
+//! apart (`FILE.<pid>.incomplete`) and flagged incomplete, and ends every thread's trace with `END_CONFINED` —
+//! the program goes on, and what it runs from then on cannot be written — and from then on it makes no system
+//! call of its own: no write, no mapping (`sys::on_own_stack` stays on the caller's stack). Not covered: path
+//! tables that need memory after the sandbox closes, and a sandbox that also confines the interval timer's
 //! thread (`SECCOMP_FILTER_FLAG_TSYNC` with `PATHPROF_DUMP_INTERVAL`).
 
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +54,7 @@ fn confine() {
     }
     // SAFETY: the calling thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
+    crate::trace::confinement_flush();
     crate::dump_before_confinement();
     CONFINED.store(true, Ordering::Release);
     // SAFETY: as above.

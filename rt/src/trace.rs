@@ -621,6 +621,23 @@ pub(crate) fn signal_flush(sig: libc::c_int) {
     })
 }
 
+/// Right before the program confines itself in a seccomp sandbox (see [`crate::sandbox`]): every thread's bits
+/// so far, ended with [`END_CONFINED`]; then the trace is closed, so that nothing after makes a system call.
+pub(crate) fn confinement_flush() {
+    sys::on_own_stack(|| {
+        let mut g = lock();
+        let st = g.state();
+        if st.closed || (st.threads.is_null() && st.modules.is_null()) {
+            st.closed = true;
+            return;
+        }
+        open(st);
+        // SAFETY (finish): the threads' own records and state.
+        each_thread(st, |st, t| unsafe { finish(st, t, END_CONFINED) });
+        st.closed = true;
+    })
+}
+
 /// The lock, waiting at most 2 s for it (the flushes that may run in a signal handler, which may have
 /// interrupted this thread in the middle of a write).
 fn lock_within_2s() -> Option<Guard> {

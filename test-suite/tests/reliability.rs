@@ -686,6 +686,7 @@ fn a_fork_through_syscall_counts_like_fork() {
 /// it at any system call but write and exit, runs as its plain build does (before, the profile write at exit
 /// killed it with SIGSYS, status 159). The runtime writes what it counted before the sandbox closed, apart and
 /// flagged incomplete (what runs after cannot be written), and nothing after: before() 3 entries, after() none.
+/// Trace mode ends every thread's trace there, cut short with the reason.
 #[test]
 fn a_program_in_a_seccomp_sandbox_ends_as_its_plain_build() {
     let dir = scratch("sandboxed");
@@ -708,6 +709,20 @@ fn a_program_in_a_seccomp_sandbox_ends_as_its_plain_build() {
         assert!(matches!(entries.get("after"), None | Some(None) | Some(Some(0))), "{mode}: {entries:?}");
         assert_eq!(function(&show, "main")["exact"], false, "{mode}");
     }
+    // Trace mode: the trace ends where the sandbox closes, cut short, and says why.
+    let exe = build(&dir, "trace", &["sandboxed.c"], "-O1", "trace", false);
+    let trace = dir.join("sandboxed.pathtrace");
+    let mut cmd = program(&exe, &[], &dir, &dir.join("unused.pathprof"));
+    cmd.env("PATHPROF_TRACE", &trace);
+    let out = output_within(cmd, 60, "sandboxed trace");
+    assert_eq!(ending(out.status), Ok(0), "trace: {}", describe(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "sandboxed 15\n", "trace: {}", describe(&out));
+    assert!(out.stderr.is_empty(), "trace: {}", describe(&out));
+    let summary = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&trace)).stdout;
+    let summary = String::from_utf8_lossy(&summary);
+    assert!(summary.contains("cut short: the program confined itself in a seccomp sandbox"), "{summary}");
+    assert!(summary.contains("function before (") && summary.contains("): 3 entries"), "{summary}");
+    assert!(!summary.contains("function after ("), "{summary}");
 }
 
 /// clone_child.c (its comment gives the counts): the C library's `clone` runs no fork handlers, and a child
