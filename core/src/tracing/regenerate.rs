@@ -276,9 +276,6 @@ struct Frame {
     /// The activation that began at the current call site is its announced callee, which cannot resume: its
     /// return ends the site (module docs, "Direct calls").
     bound: bool,
-    /// An activation began at the current call site (not fresh), and the site's Done follows its return
-    /// unread: the site is bound, or its call is implicit. Kept here so that a return needs no table lookup.
-    done_follows: bool,
 }
 
 impl Frame {
@@ -319,7 +316,6 @@ fn site_returned<S: StepSink>(fr: &mut Frame, sink: &mut S) -> bool {
     fr.calls_left -= 1;
     fr.fresh = true;
     fr.bound = false;
-    fr.done_follows = false;
     fr.calls_left > 0
 }
 
@@ -336,7 +332,6 @@ enum Arrival {
 
 /// Where a walk stopped.
 enum Stop {
-    /// An activation returned to a call site whose Done is read, or to the top level.
     Returned,
     /// At a call site, an activation of this function begins; the frame waits with its call sites left.
     Enter(FuncId),
@@ -401,18 +396,14 @@ pub fn regenerate_from<D: DecisionSource, S: StepSink>(
         match calls {
             // A sync point is never taken at a fresh direct call site: the activations above it began (at an
             // implicit site, a certain call's callee, which takes sync points like any activation).
-            Some(n) if w.call < n => {
-                let implicit = t.and_then(|t| t.implicit_callee(w.block, w.call)).is_some();
-                stack.push(Frame {
-                    func: w.func,
-                    vertex: w.block,
-                    pending: NONE,
-                    calls_left: n - w.call,
-                    fresh: false,
-                    bound: w.bound,
-                    done_follows: w.bound || implicit,
-                })
-            }
+            Some(n) if w.call < n => stack.push(Frame {
+                func: w.func,
+                vertex: w.block,
+                pending: NONE,
+                calls_left: n - w.call,
+                fresh: false,
+                bound: w.bound,
+            }),
             _ => return Err(BadResume(i)),
         }
     }
@@ -434,11 +425,11 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
     loop {
         let next = match start.take() {
             Some(f) => Some(f),
-            None => match stack.last().map(|top| (top.fresh, top.done_follows, top.implicit_callee(program))) {
-                // An implicit call begins (walked without reading), or the callee of an implicit call or of a
-                // bound site returned (its Done follows unread).
+            None => match stack.last().map(|top| (top.fresh, top.bound, top.implicit_callee(program))) {
+                // An implicit call begins (walked without reading), or its callee returned (no Done to read);
+                // the announced callee of a bound site returned (its Done follows).
                 Some((true, _, Some(g))) => Some(g),
-                Some((false, true, _)) => None,
+                Some((false, _, Some(_))) | Some((false, true, None)) => None,
                 _ => {
                     let announced = stack.last().and_then(|f| f.announced(program));
                     let a = src.activation(announced, program.func_bits).map_err(|error| {
@@ -473,7 +464,6 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 fr.calls_left = program.funcs[m.func.index()].calls[m.block.index()] - m.call - 1;
                 fr.fresh = true;
                 fr.bound = false;
-                fr.done_follows = false;
                 if fr.calls_left > 0 {
                     stack.push(fr);
                     continue;
@@ -499,7 +489,6 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 fr.pending = NONE;
                 fr.calls_left = 0;
                 fr.bound = false;
-                fr.done_follows = false;
                 (fr, Arrival::Crossed(edge))
             }
             Some(a) if Some(a) == program.abandon => {
@@ -536,18 +525,9 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 let t = program.func(f).ok_or(RegenError::UnknownFunction(f.0))?;
                 if let Some(waiting) = stack.last_mut() {
                     waiting.fresh = false; // an activation began at its call site
-                    waiting.done_follows = waiting.bound || waiting.implicit_callee(program).is_some();
                 }
                 (
-                    Frame {
-                        func: f,
-                        vertex: t.entry,
-                        pending: NONE,
-                        calls_left: 0,
-                        fresh: true,
-                        bound: false,
-                        done_follows: false,
-                    },
+                    Frame { func: f, vertex: t.entry, pending: NONE, calls_left: 0, fresh: true, bound: false },
                     Arrival::Entered,
                 )
             }
@@ -560,7 +540,8 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
                 (fr, Arrival::Resumed)
             }
         };
-        let stop = walk(program, &mut stack, &mut frame, arrival, src, sink, &mut budget).map_err(|e| match e {
+        let t = &program.funcs[frame.func.index()];
+        let stop = walk(program, t, &mut frame, arrival, src, sink, &mut budget).map_err(|e| match e {
             RegenError::BlockLimit(_) => RegenError::BlockLimit(max_blocks),
             e => e,
         })?;
@@ -572,30 +553,24 @@ fn regenerate_stack<D: DecisionSource, S: StepSink>(
     }
 }
 
-/// Walks the thread from `frame`'s activation (its vertex written first unless `arrival` resumes it) until
-/// something only [`regenerate_stack`] handles comes: a return to a call site whose Done is read (or to the top
-/// level), or, at a call site, an activation that is a marker or no function of the program. Everything else
-/// stays in this loop, the hot loop of the reader: one row lookup and one sink step per block, and a call or a
-/// return switches the activation in place — a callee the reader knows (an implicit call, or an id read at
-/// the site) is entered with its caller pushed on `stack`, and a return whose site's Done follows unread (an
-/// implicit or bound site) pops it and goes on. Call sites whose callees are all done (the common case of a
-/// call into untraced code) are passed without switching. On [`Stop::Enter`], `frame` is the activation that
-/// waits at the site.
+/// Walks `frame`'s function from its vertex (written first unless `arrival` resumes it) until it returns or
+/// enters a callee at a call site (call sites whose callees are all done — the common case of a call into
+/// untraced code — are passed without leaving the loop). The hot loop: one row lookup and one sink step per
+/// block.
 #[inline]
 fn walk<D: DecisionSource, S: StepSink>(
     program: &Program,
-    stack: &mut Vec<Frame>,
+    t: &FuncTables,
     frame: &mut Frame,
     arrival: Arrival,
     src: &mut D,
     sink: &mut S,
     budget: &mut u64,
 ) -> Result<Stop, RegenError> {
-    let mut f = frame.func;
-    let mut t = &program.funcs[f.index()];
+    let f = frame.func;
     let mut v = frame.vertex;
     let mut pending = frame.pending;
-    let stream = |error, f, v| RegenError::Stream { error, func: Some(f), block: Some(v) };
+    let stream = |error, v| RegenError::Stream { error, func: Some(f), block: Some(v) };
     let spend = |budget: &mut u64| {
         if *budget == 0 {
             return Err(RegenError::BlockLimit(0));
@@ -620,9 +595,7 @@ fn walk<D: DecisionSource, S: StepSink>(
         }
         Arrival::Resumed => false,
     };
-    // After a callee returned to a block with call sites left: how many (the others are done).
-    let mut sites_left: Option<u32> = None;
-    'walk: loop {
+    loop {
         quiet += 1;
         if quiet > t.verts.len() + 1 {
             return Err(RegenError::EndlessLoop { func: f, block: v });
@@ -632,7 +605,7 @@ fn walk<D: DecisionSource, S: StepSink>(
             if v == t.exit {
                 if t.eof != NONE {
                     if pending == NONE {
-                        pending = src.witness(f, v, ve.width).map_err(|e| stream(e, f, v))?;
+                        pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
                     }
                     if pending != t.eof {
                         return Err(RegenError::BadWitness { func: f, block: v, value: pending });
@@ -640,63 +613,36 @@ fn walk<D: DecisionSource, S: StepSink>(
                 } else if pending != NONE {
                     return Err(RegenError::BadWitness { func: f, block: v, value: pending });
                 }
-                // The caller's site: after an implicit call, or the announced callee of a bound site, its Done
-                // follows unread (module docs, "Direct calls", "Implicit calls").
-                if !stack.last().is_some_and(|top| !top.fresh && top.done_follows) {
-                    return Ok(Stop::Returned);
-                }
-                let mut caller = stack.pop().expect("a caller waits");
-                let more = site_returned(&mut caller, sink);
-                (f, v, pending) = (caller.func, caller.vertex, caller.pending);
-                t = &program.funcs[f.index()];
-                quiet = 0;
-                arrived = more;
-                sites_left = more.then_some(caller.calls_left);
-                continue;
+                return Ok(Stop::Returned);
             }
             let n = t.calls[v.index()];
-            let mut left = sites_left.take().unwrap_or(n);
+            let mut left = n;
             if left > 0 && pending != NONE {
                 return Err(RegenError::BadWitness { func: f, block: v, value: pending });
             }
             while left > 0 {
-                let call = n - left;
-                let (g, bound, implicit) = match t.implicit_callee(v, call) {
+                if let Some(g) = t.implicit_callee(v, n - left) {
                     // Walked without reading (the module docs, "Implicit calls").
-                    Some(g) => (g, false, true),
-                    None => {
-                        let announced = t.direct_callee(v, call);
-                        quiet = 0;
-                        match src.activation(announced, program.func_bits).map_err(|e| stream(e, f, v))? {
-                            None => {
-                                sink.site_done(f, v);
-                                left -= 1;
-                                continue;
-                            }
-                            Some(g) => (g, binds(program, announced, g), false),
-                        }
-                    }
-                };
-                let caller = Frame {
-                    func: f,
-                    vertex: v,
-                    pending: NONE,
-                    calls_left: left,
-                    fresh: false,
-                    bound,
-                    done_follows: bound || implicit,
-                };
-                let Some(callee) = program.func(g) else {
-                    // A marker, or an id no function has: the dispatcher's.
-                    *frame = caller;
+                    frame.vertex = v;
+                    frame.pending = NONE;
+                    frame.calls_left = left;
                     return Ok(Stop::Enter(g));
-                };
-                stack.push(caller);
-                (f, t, v, pending) = (g, callee, callee.entry, NONE);
+                }
+                let announced = t.direct_callee(v, n - left);
                 quiet = 0;
-                spend(budget)?;
-                sink.block(f, v);
-                continue 'walk;
+                match src.activation(announced, program.func_bits).map_err(|e| stream(e, v))? {
+                    None => {
+                        sink.site_done(f, v);
+                        left -= 1
+                    }
+                    Some(g) => {
+                        frame.vertex = v;
+                        frame.pending = NONE;
+                        frame.calls_left = left;
+                        frame.bound = binds(program, announced, g);
+                        return Ok(Stop::Enter(g));
+                    }
+                }
             }
         }
         arrived = true;
@@ -721,7 +667,7 @@ fn walk<D: DecisionSource, S: StepSink>(
         } else {
             if pending == NONE {
                 quiet = 0;
-                pending = src.witness(f, v, ve.width).map_err(|e| stream(e, f, v))?;
+                pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
             }
             let i = pending.wrapping_sub(ve.lo);
             if i >= ve.len {
@@ -736,7 +682,7 @@ fn walk<D: DecisionSource, S: StepSink>(
         if tr.witness != NONE {
             if pending == NONE {
                 quiet = 0;
-                pending = src.witness(f, v, ve.width).map_err(|e| stream(e, f, v))?;
+                pending = src.witness(f, v, ve.width).map_err(|e| stream(e, v))?;
             }
             if pending != tr.witness {
                 return Err(RegenError::BadWitness { func: f, block: v, value: pending });
