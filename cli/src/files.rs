@@ -28,8 +28,8 @@ pub fn read_profile(path: &Path) -> Result<Profile> {
 
 /// Reads a trace file, with what its fork children's threads inherited from their parents' files. A parent's
 /// file is looked for where the runtime wrote it and, failing that, beside `path` under the same name (trace
-/// files moved together to another directory). Warns (one line each) of processes left out of the file and of
-/// fork children that wrote no trace.
+/// files moved together to another directory). Warns (one line each) of processes left out of the file, of
+/// fork children that wrote no trace, and of a file that ends inside a record.
 pub fn read_trace(path: &Path) -> Result<TraceFile> {
     let what = || format!("reading {}", path.display());
     let bytes = fs::read(path).with_context(what)?;
@@ -47,6 +47,13 @@ pub fn read_trace(path: &Path) -> Result<TraceFile> {
             path.display(),
             pids.join(", "),
             file.pid
+        );
+    }
+    if let Some(at) = file.cut_at {
+        eprintln!(
+            "pathprof: warning: {}: the file ends inside a record at byte {at} (a write failed part-way, as on a \
+             full disk, or the file was cut short): its threads are read up to there",
+            path.display()
         );
     }
     if let n @ 1.. = file.untraced_forks.len() {

@@ -525,7 +525,9 @@ fn prefix_reason(t: &pathprof_format::trace::ThreadTrace) -> &'static str {
 fn missing_records(t: &pathprof_format::trace::ThreadTrace) -> String {
     match &t.inherited_missing {
         Some(why) => format!("a fork child's thread, and {why}"),
-        None => "records are missing (the process was killed, or a fork child's file names no parent)".into(),
+        None => "records are missing (the process was killed, the file was cut short, or a fork child's file names \
+                 no parent)"
+            .into(),
     }
 }
 
@@ -798,9 +800,10 @@ fn regenerate_thread(
     let fork_at = t.fork_at.unwrap_or(0);
     let mut trimmed = false;
     let mut limit = u64::MAX;
-    if t.truncated || (t.signal.is_some() && t.in_body) || t.abnormal_at.is_some() {
-        // A fault in a body, or an abnormal transfer (a signal handler's entry, say, in a body or at a call
-        // site): a first walk finds the last block that certainly ran before it; the second stops there.
+    if t.truncated || t.gap || (t.signal.is_some() && t.in_body) || t.abnormal_at.is_some() {
+        // A prefix (a size limit, a file cut short or missing its later records), a fault in a body, or an
+        // abnormal transfer (a signal handler's entry, say, in a body or at a call site): a first walk finds
+        // the last block that certainly ran before it; the second stops there.
         let (probed, counting) = (Cell::new(0), Cell::new(true));
         let mut src =
             Gated { reader: reader(), bits, fork_at, counting: &counting, emitted: &probed, certain: &certain };

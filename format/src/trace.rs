@@ -394,6 +394,7 @@ struct Records {
     others: std::collections::BTreeSet<u32>,
     parents: BTreeMap<u32, ForkParent>,
     untraced_forks: std::collections::BTreeSet<u32>,
+    cut_at: Option<u64>,
 }
 
 /// Reads a fork parent's file by the path its child recorded (`None`: not found).
@@ -427,6 +428,10 @@ pub struct TraceFile {
     /// Fork children of the file's process that ran traced code but wrote no trace (a name without `%p`): what
     /// they ran after the fork is in no trace.
     pub untraced_forks: Vec<u32>,
+    /// The file ends inside the record that starts at this byte: a write failed part-way (a full disk: the
+    /// runtime then writes nothing more) or the file was cut short. The records before it are read, and the
+    /// whole words of a cut data record; every thread whose end record is missing has a gap.
+    pub cut_at: Option<u64>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -470,9 +475,14 @@ impl Records {
         let mut parents = BTreeMap::new();
         let mut others = std::collections::BTreeSet::new();
         let mut untraced_forks = std::collections::BTreeSet::new();
+        let mut cut_at = None;
         let mut at = FILE_HEADER;
         while at < bytes.len() {
             let corrupt = TraceError::Corrupt(at);
+            if bytes.len() - at < RECORD_HEADER {
+                cut_at = Some(at as u64);
+                break;
+            }
             let kind = u32_at(bytes, at).ok_or(TraceError::Corrupt(at))?;
             let pid = u32_at(bytes, at + 4).ok_or(TraceError::Corrupt(at))?;
             let thread = u32_at(bytes, at + 8).ok_or(TraceError::Corrupt(at))?;
@@ -480,7 +490,19 @@ impl Records {
             let len = u64_at(bytes, at + 16).ok_or(TraceError::Corrupt(at))?;
             let start = at + RECORD_HEADER;
             let end = usize::try_from(len).ok().and_then(|l| start.checked_add(l)).ok_or(TraceError::Corrupt(at))?;
-            let payload = bytes.get(start..end).ok_or(TraceError::Corrupt(at))?;
+            let payload = match bytes.get(start..end) {
+                Some(payload) => payload,
+                None => {
+                    // The file ends inside this record. Of a data record, its whole words are the thread's
+                    // bits as written; any other record is left out.
+                    cut_at = Some(at as u64);
+                    let whole = 8 + (bytes.len() - start).saturating_sub(8) / 8 * 8;
+                    match bytes.get(start..start + whole) {
+                        Some(words) if kind == REC_DATA && whole > 8 => words,
+                        _ => break,
+                    }
+                }
+            };
             if kind == REC_UNTRACED_FORK {
                 // A fork child of the file's process, which wrote no trace.
                 untraced_forks.insert(pid);
@@ -575,7 +597,7 @@ impl Records {
             }
             at = end;
         }
-        Ok(Records { header, modules, threads, images, others, parents, untraced_forks })
+        Ok(Records { header, modules, threads, images, others, parents, untraced_forks, cut_at })
     }
 
     /// Splices into every fork child's thread the words it inherited already written, from its parent's file
@@ -627,7 +649,7 @@ impl Records {
 
     /// The file's threads, assembled from their records.
     fn assemble(self, mut missing: BTreeMap<(u32, u32), String>) -> Result<TraceFile, TraceError> {
-        let Records { header, modules, threads, mut images, others, parents, untraced_forks } = self;
+        let Records { header, modules, threads, mut images, others, parents, untraced_forks, cut_at } = self;
         // Module ids must not overlap.
         let mut next = 0u64;
         for (&base, m) in &modules {
@@ -661,7 +683,7 @@ impl Records {
         }
         let other_processes = others.into_iter().collect();
         let untraced_forks = untraced_forks.into_iter().collect();
-        Ok(TraceFile { modules, threads: out, naive, pid, images, parents, other_processes, untraced_forks })
+        Ok(TraceFile { modules, threads: out, naive, pid, images, parents, other_processes, untraced_forks, cut_at })
     }
 }
 

@@ -278,15 +278,69 @@ fn bad_input_is_one_line_and_exit_2() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{name}: {err}");
     }
-    // A real trace with one bit flipped in its data: an error or a different but well-formed answer, never a panic.
-    let (_, trace) = build_and_run(&dir, "trace_tiny.c", "trace", "-O0");
-    let mut bytes = std::fs::read(&trace).unwrap();
-    let n = bytes.len();
-    bytes.truncate(n - 40); // cut into the end record
-    let f = dir.join("cut");
-    std::fs::write(&f, &bytes).unwrap();
-    let out = Command::new(dist().join("bin/pathprof")).arg("trace").arg(&f).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+}
+
+/// The records of a trace file: (kind, offset of the record header, payload length).
+fn records(bytes: &[u8]) -> Vec<(u32, usize, usize)> {
+    use pathprof_format::trace_layout::{FILE_HEADER, RECORD_HEADER};
+    let mut out = Vec::new();
+    let mut at = FILE_HEADER;
+    while at + RECORD_HEADER <= bytes.len() {
+        let kind = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let len = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().unwrap()) as usize;
+        out.push((kind, at, len));
+        at += RECORD_HEADER + len;
+    }
+    out
+}
+
+/// A trace file that ends inside a record — a write that failed part-way (a full disk: the runtime then writes
+/// nothing more), or a copy cut short — reads up to there: the records before the cut, and the whole words of
+/// a cut data record, the thread incomplete (no end record), with one warning. The second method is the
+/// runtime's own prefix: the same run capped by PATHPROF_TRACE_MAX after its first 512 KiB data record. Cut in
+/// the header of the next data record, the file holds exactly that prefix, and regenerates into exactly as many
+/// blocks; cut 64 KiB into that record's payload, into more, and fewer than the whole run. Before, every cut
+/// file was an error.
+#[test]
+fn a_trace_cut_inside_a_record_reads_up_to_the_cut() {
+    use pathprof_format::trace_layout::{REC_DATA, REC_END};
+    let dir = scratch("trace-cut");
+    let exe = build_with(&dir, "trace_long.c", "long", &[], "-O1");
+    let (whole, capped) = (dir.join("whole.pathtrace"), dir.join("capped.pathtrace"));
+    assert!(Command::new(&exe).env("PATHPROF_TRACE", &whole).output().unwrap().status.success());
+    let out = Command::new(&exe).env("PATHPROF_TRACE", &capped).env("PATHPROF_TRACE_MAX", "600K").output().unwrap();
+    assert!(out.status.success());
+    let blocks = |json: &Value| json["threads"][0]["blocks"].as_u64().unwrap();
+    let (all, prefix) = (blocks(&trace_json(&whole, &["--summary"])), blocks(&trace_json(&capped, &["--summary"])));
+    assert!(prefix > 0 && prefix < all, "{prefix} of {all}");
+
+    let bytes = std::fs::read(&whole).unwrap();
+    let recs = records(&bytes);
+    let data: Vec<_> = recs.iter().filter(|r| r.0 == REC_DATA).collect();
+    assert!(data.len() >= 2, "two data records at least: {recs:?}");
+    let end = recs.iter().find(|r| r.0 == REC_END).expect("an end record");
+    let second = data[1].1;
+    let read_cut = |name: &str, len: usize| {
+        let f = dir.join(name);
+        std::fs::write(&f, &bytes[..len]).unwrap();
+        let out =
+            Command::new(dist().join("bin/pathprof")).args(["trace", "--summary", "--json"]).arg(&f).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.contains("ends inside a record"), "{name}: {err}");
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let status = json["threads"][0]["status"].as_str().unwrap().to_string();
+        assert!(status.starts_with("incomplete: records are missing"), "{name}: {status}");
+        assert!(json["functions"].as_array().unwrap().iter().all(|f| f["exact"] == false), "{name}");
+        blocks(&json)
+    };
+    assert_eq!(read_cut("in-header", second + 10), prefix, "cut in the second data record's header");
+    let more = read_cut("in-payload", second + 24 + 65536 + 5);
+    assert!(more > prefix && more < all, "{prefix} < {more} < {all}");
+    // Cut into the end record: every data word is there; only the end's partial word is not.
+    let nearly = read_cut("in-end", end.1 + 30);
+    assert!(nearly >= more && nearly <= all, "{more} <= {nearly} <= {all}");
 }
 
 // ---------------------------------------------------------------------------------------------------------

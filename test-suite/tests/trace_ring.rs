@@ -216,21 +216,40 @@ fn expected_main_region() -> (usize, usize) {
     (fibs, churns)
 }
 
-/// A ring trace cut short (a crash while writing, a partial copy) is one error line and exit 2.
+/// A ring trace cut short (a crash while writing, a partial copy) reads up to the cut with one warning: the
+/// window's thread is incomplete (its end record is gone), and holds no more blocks than the whole file's.
+/// A file cut inside its header is one error line and exit 2.
 #[test]
-fn truncated_ring_trace_is_one_line_and_exit_2() {
+fn truncated_ring_trace_reads_up_to_the_cut_with_a_warning() {
     let dir = scratch("trace-ring-bad");
     let exe = build(&dir, "trace_ring_crash.c", "optimal", "optimal", "-O0");
     let (_, ring) = run(&exe, &[], &[("PATHPROF_TRACE_RING", "4K")], "ring.pathtrace");
     let bytes = std::fs::read(&ring).unwrap();
+    let blocks = |f: &std::path::Path| {
+        let out =
+            Command::new(dist().join("bin/pathprof")).args(["trace", "--summary", "--json"]).arg(f).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), out.stdout)
+    };
+    let (code, _, whole) = blocks(&ring);
+    assert_eq!(code, Some(0));
+    let whole: serde_json::Value = serde_json::from_slice(&whole).unwrap();
+    let all = whole["threads"][0]["blocks"].as_u64().unwrap();
     for cut in [bytes.len() - 40, bytes.len() - 3000, bytes.len() / 2] {
         let f = dir.join(format!("cut{cut}"));
         std::fs::write(&f, &bytes[..cut]).unwrap();
-        let out = Command::new(dist().join("bin/pathprof")).arg("trace").arg(&f).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "cut at {cut}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (code, err, out) = blocks(&f);
+        assert_eq!(code, Some(0), "cut at {cut}: {err}");
         assert_eq!(err.lines().count(), 1, "cut at {cut}: {err}");
+        assert!(err.contains("ends inside a record"), "cut at {cut}: {err}");
+        let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let t = &json["threads"][0];
+        assert!(t["status"].as_str().unwrap().contains("incomplete: records are missing"), "cut at {cut}: {t}");
+        assert!(t["blocks"].as_u64().unwrap() <= all, "cut at {cut}: {t}");
     }
+    let f = dir.join("cut-header");
+    std::fs::write(&f, &bytes[..20]).unwrap();
+    let (code, err, _) = blocks(&f);
+    assert_eq!((code, err.lines().count()), (Some(2), 1), "{err}");
     // A file of the previous layout version is refused in one line.
     let mut old = bytes.clone();
     old[4] = 3;
