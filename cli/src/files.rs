@@ -28,9 +28,10 @@ pub fn read_profile(path: &Path) -> Result<Profile> {
 
 /// Reads a trace file, with what its fork children's threads inherited from their parents' files. A parent's
 /// file is looked for where the runtime wrote it and, failing that, beside `path` under the same name (trace
-/// files moved together to another directory). Warns (one line each) of processes left out of the file, of
-/// fork children that wrote no trace, and of a file that ends inside a record.
-pub fn read_trace(path: &Path) -> Result<TraceFile> {
+/// files moved together to another directory). Also returns the warnings to give (one line each): processes
+/// left out of the file, fork children that wrote no trace, a file that ends inside a record — for
+/// [`with_warnings`], so that a command failing later still says everything on its one error line.
+pub fn read_trace(path: &Path) -> Result<(TraceFile, Vec<String>)> {
     let what = || format!("reading {}", path.display());
     let bytes = fs::read(path).with_context(what)?;
     let beside = path.parent().unwrap_or(Path::new("."));
@@ -39,34 +40,49 @@ pub fn read_trace(path: &Path) -> Result<TraceFile> {
         fs::read(recorded).ok().or_else(|| fs::read(beside.join(recorded.file_name()?)).ok())
     };
     let file = TraceFile::parse_with_parents(&bytes, &mut load).with_context(what)?;
+    let mut warnings = Vec::new();
     if !file.other_processes.is_empty() {
         let pids: Vec<String> = file.other_processes.iter().map(u32::to_string).collect();
-        eprintln!(
-            "pathprof: warning: {}: left out the records of process {}, which wrote this file while process {} \
-             started it anew (its trace was cut); give each process its own file with %p in PATHPROF_TRACE",
+        warnings.push(format!(
+            "{}: left out the records of process {}, which wrote this file while process {} started it anew (its \
+             trace was cut); give each process its own file with %p in PATHPROF_TRACE",
             path.display(),
             pids.join(", "),
             file.pid
-        );
+        ));
     }
     if let Some(at) = file.cut_at {
-        eprintln!(
-            "pathprof: warning: {}: the file ends inside a record at byte {at} (a write failed part-way, as on a \
-             full disk, or the file was cut short): its threads are read up to there",
+        warnings.push(format!(
+            "{}: the file ends inside a record at byte {at} (a write failed part-way, as on a full disk, or the \
+             file was cut short): its threads are read up to there",
             path.display()
-        );
+        ));
     }
     if let n @ 1.. = file.untraced_forks.len() {
-        eprintln!(
-            "pathprof: warning: {}: {n} {} forked from process {} (or from its forked children) ran traced code but \
-             wrote no trace (PATHPROF_TRACE has no %p): what {} after the fork is in no trace",
+        warnings.push(format!(
+            "{}: {n} {} forked from process {} (or from its forked children) ran traced code but wrote no trace \
+             (PATHPROF_TRACE has no %p): what {} after the fork is in no trace",
             path.display(),
             if n == 1 { "process" } else { "processes" },
             file.pid,
             if n == 1 { "it ran" } else { "they ran" },
-        );
+        ));
     }
-    Ok(file)
+    Ok((file, warnings))
+}
+
+/// Gives `warnings` (one line each) once `result` succeeded; a failure carries them on its one error line.
+pub fn with_warnings(result: Result<()>, warnings: Vec<String>) -> Result<()> {
+    match result {
+        Ok(()) => {
+            for w in warnings {
+                eprintln!("pathprof: warning: {w}");
+            }
+            Ok(())
+        }
+        Err(e) if warnings.is_empty() => Err(e),
+        Err(e) => Err(e.context(warnings.join("; "))),
+    }
 }
 
 /// The files the runtime wrote apart from `path` (`PATH.<pid>.incomplete`: a run whose signal handler did not

@@ -658,8 +658,12 @@ pub fn run(args: &Args) -> Result<()> {
     let geometry = Geometry::parse(&args.i1).map_err(|_| {
         anyhow::anyhow!("invalid --I1 '{}' (expected SIZE,ASSOC,LINE with a power-of-two LINE)", args.i1)
     })?;
+    let (file, warnings) = crate::files::read_trace(&args.file)?;
+    crate::files::with_warnings(run_file(args, geometry, &file), warnings)
+}
+
+fn run_file(args: &Args, geometry: Geometry, file: &TraceFile) -> Result<()> {
     let what = || format!("reading {}", args.file.display());
-    let file = crate::files::read_trace(&args.file)?;
     if file.modules.values().any(|m| !m.optimizer_last) {
         bail!("{}: recorded by trace mode, not icache mode (build with --pathprof-mode=icache)", args.file.display());
     }
@@ -774,7 +778,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut failed = vec![None; owner.len()];
     let outside = loop {
         let mut sim = new_sim(&failed, None, None);
-        run_threads(&file, &program, &mut sim)?;
+        run_threads(file, &program, &mut sim)?;
         if sim.failed == failed {
             break sim.outside;
         }
@@ -809,7 +813,7 @@ pub fn run(args: &Args) -> Result<()> {
         classification.first_miss_lines = plan.first_miss_lines;
         let run = StaticRun::new(plan);
         let mut sim = new_sim(&failed, None, Some(Statics { model, run, broken: None, dangling: false }));
-        let incomplete = run_threads(&file, &program, &mut sim)?;
+        let incomplete = run_threads(file, &program, &mut sim)?;
         let st = sim.statics.take().expect("set above");
         let (per, _) = st.run.report();
         let mut broken = st.broken;
@@ -842,7 +846,7 @@ pub fn run(args: &Args) -> Result<()> {
     let full = if by_statics.is_none() || args.verify {
         let mut sim = new_sim(&failed, Some(LruCache::new(geometry)), None);
         sim.per_insn = std::env::var_os("PATHPROF_ICACHE_DUMP").map(|_| Default::default());
-        let incomplete = run_threads(&file, &program, &mut sim)?;
+        let incomplete = run_threads(file, &program, &mut sim)?;
         if let Some(per) = &sim.per_insn {
             for (a, n) in per {
                 eprintln!("fetch {a:#x} {n}");

@@ -545,13 +545,17 @@ fn window_status(w: &pathprof_format::trace::Window, status: String) -> String {
 
 /// Runs `pathprof trace`.
 pub fn run(args: &Args) -> Result<()> {
+    let (file, warnings) = crate::files::read_trace(&args.file)?;
+    crate::files::with_warnings(run_file(args, &file), warnings)
+}
+
+fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
     let what = || format!("reading {}", args.file.display());
-    let file = crate::files::read_trace(&args.file)?;
     let (program, owner) = file.program().with_context(what)?;
     if args.bits {
         let stdout = io::stdout();
         let mut out = BufWriter::new(stdout.lock());
-        bits::run(&file, &owner, args.json, &mut out).with_context(what)?;
+        bits::run(file, &owner, args.json, &mut out).with_context(what)?;
         out.flush()?;
         return Ok(());
     }
@@ -563,8 +567,8 @@ pub fn run(args: &Args) -> Result<()> {
             args.file.display()
         );
     }
-    let names = Names::new(&file, &owner);
-    let flat = Flat::new(&file, &owner, &names, &program);
+    let names = Names::new(file, &owner);
+    let flat = Flat::new(file, &owner, &names, &program);
     let mut totals =
         args.summary.then(|| Counts { blocks: vec![0; flat.num_vertices()], edges: vec![0; flat.num_edges()] });
     let mut listing = Listing::new(&flat, &names);
