@@ -23,7 +23,7 @@ use pathprof_core::cache::lru::LruCache;
 use pathprof_core::cache::machine_map::{align_blocks, map_blocks, map_predicted_blocks, BlockMapping, IrTarget};
 use pathprof_core::cache::program::Geometry;
 use pathprof_core::cache::replay::{Activation, StaticRun};
-use pathprof_core::tracing::{regenerate, FuncId, StepSink};
+use pathprof_core::tracing::{regenerate, FuncId, ResumePoint, StepSink};
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::trace::TraceFile;
 use serde::Serialize;
@@ -592,6 +592,9 @@ struct JsonTotal {
     /// Threads whose trace stops early (an abnormal transfer — signal handler, longjmp, exception — or lost
     /// records): the counts cover what they ran up to there only.
     incomplete_threads: usize,
+    /// Threads traced in windows only (a flight recorder's ring, regions): not simulated — a window starts
+    /// inside activations whose fetches before it are unknown.
+    windowed_threads: usize,
     /// Processes in the trace (each simulated with its own cold cache would differ: they share one here).
     processes: usize,
 }
@@ -623,6 +626,38 @@ struct JsonReport {
     total: JsonTotal,
 }
 
+/// The simulator fed the first `limit` blocks of a walk only (EXIT blocks included, as
+/// [`crate::trace::certain_blocks`] counts them): those that certainly ran.
+struct UpTo<'s, 'a, 'b> {
+    sim: &'s mut Simulator<'a, 'b>,
+    limit: u64,
+    emitted: u64,
+}
+
+impl StepSink for UpTo<'_, '_, '_> {
+    fn block(&mut self, f: FuncId, b: BlockId) {
+        self.emitted += 1;
+        if self.emitted <= self.limit {
+            self.sim.block(f, b);
+        }
+    }
+    fn edge(&mut self, f: FuncId, e: EdgeId) {
+        if self.emitted < self.limit {
+            self.sim.edge(f, e);
+        }
+    }
+    fn site_done(&mut self, f: FuncId, b: BlockId) {
+        if self.emitted < self.limit {
+            self.sim.site_done(f, b);
+        }
+    }
+    fn cut_to(&mut self, depth: usize, resume: Option<(BlockId, u32)>) {
+        if self.emitted < self.limit {
+            self.sim.cut_to(depth, resume);
+        }
+    }
+}
+
 /// Runs the whole trace through `sim`; returns how many threads end before their trace does (an abnormal
 /// transfer or lost records): what ran after that point is not counted.
 fn run_threads(
@@ -632,15 +667,22 @@ fn run_threads(
 ) -> Result<usize> {
     let mut incomplete = 0;
     for t in &file.threads {
+        if t.window.is_some() {
+            // A flight recorder's or a region's window starts inside the run, with activations the simulator
+            // never saw enter (reported as `windowed_threads`).
+            continue;
+        }
         let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
         let mut reader = t.reader(bits);
         sim.thread_boundary();
         sim.stepping = false;
-        match regenerate(program, &mut reader, sim, u64::MAX) {
+        // Where the stream ends before the thread did, only the blocks that certainly ran are fetched.
+        let limit = crate::trace::certain_blocks(program, &ResumePoint::default(), t).map_or(u64::MAX, |c| c.certain);
+        match regenerate(program, &mut reader, &mut UpTo { sim: &mut *sim, limit, emitted: 0 }, u64::MAX) {
             Ok(_) => {}
             // A thread cut short (exit inside a function) or an abnormal transfer: the blocks before are exact.
             Err(pathprof_core::tracing::RegenError::Stream { .. }) => {
-                if t.at_exit && t.abnormal_at.is_none() && !t.gap {
+                if t.at_exit && t.abnormal_at.is_none() && !t.gap && !t.truncated {
                     sim.exited();
                 } else {
                     incomplete += 1;
@@ -920,6 +962,7 @@ fn run_file(args: &Args, geometry: Geometry, file: &TraceFile) -> Result<()> {
         functions_not_simulated: functions.len() - simulated.len(),
         blocks_not_simulated: functions.iter().map(|f| f.blocks_not_simulated).sum(),
         incomplete_threads: incomplete,
+        windowed_threads: file.threads.iter().filter(|t| t.window.is_some()).count(),
         processes: file.threads.iter().map(|t| t.pid).collect::<std::collections::BTreeSet<_>>().len(),
     };
     let mut mapping = JsonMapping { predicted: by_prediction, identity, ..JsonMapping::default() };
@@ -1000,6 +1043,14 @@ fn run_file(args: &Args, geometry: Geometry, file: &TraceFile) -> Result<()> {
                 "warning: {} threads stop being traced early (an abnormal transfer or lost records): what they ran \
                  after that is not counted",
                 total.incomplete_threads
+            )?;
+        }
+        if total.windowed_threads > 0 {
+            writeln!(
+                out,
+                "warning: {} threads were traced in windows only (PATHPROF_TRACE_RING or regions): not simulated, \
+                 their fetches are in no count",
+                total.windowed_threads
             )?;
         }
         if total.processes > 1 {

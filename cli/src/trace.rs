@@ -794,27 +794,13 @@ fn regenerate_thread(
     c: &mut Tally<'_>,
 ) -> Result<(String, bool)> {
     let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
-    let certain = Cell::new(0);
-    let start = t.window.as_ref().map_or(0, |w| w.start);
-    let reader = || {
-        let mut r = t.reader(bits);
-        r.skip(start);
-        r
-    };
+    let reader = || thread_reader(t);
     let fork_at = t.fork_at.unwrap_or(0);
-    let mut trimmed = false;
-    let mut limit = u64::MAX;
-    if t.truncated || t.gap || (t.signal.is_some() && t.in_body) || t.abnormal_at.is_some() {
-        // A prefix (a size limit, a file cut short or missing its later records), a fault in a body, or an
-        // abnormal transfer (a signal handler's entry, say, in a body or at a call site): a first walk finds
-        // the last block that certainly ran before it; the second stops there.
-        let (probed, counting) = (Cell::new(0), Cell::new(true));
-        let mut src =
-            Gated { reader: reader(), bits, fork_at, counting: &counting, emitted: &probed, certain: &certain };
-        let _ = regenerate_from(program, resume, &mut src, &mut Probe(&probed), u64::MAX);
-        limit = certain.get();
-        trimmed = probed.get() > limit;
-    }
+    let (limit, trimmed) = match certain_blocks(program, resume, t) {
+        Some(c) => (c.certain, c.walked > c.certain),
+        None => (u64::MAX, false),
+    };
+    let certain = Cell::new(0);
     let (counting, emitted) = (Cell::new(fork_at == 0), Cell::new(0));
     let thread = t.label();
     let gated = fork_at > 0 || limit != u64::MAX;
@@ -904,6 +890,43 @@ fn regenerate_thread(
             bail!("{thread}: corrupt trace: {e}")
         }
     }
+}
+
+/// The reader of thread `t`'s stream: up to an abnormal transfer, from its window's start.
+fn thread_reader(t: &ThreadTrace) -> BitReader<'_> {
+    let mut r = t.reader(t.abnormal_at.unwrap_or(t.bits).min(t.bits));
+    r.skip(t.window.as_ref().map_or(0, |w| w.start));
+    r
+}
+
+/// Of a walk over a thread's stream: the blocks regenerated and, of those, the ones that certainly ran
+/// (EXIT blocks included in both).
+pub(crate) struct CertainBlocks {
+    pub walked: u64,
+    pub certain: u64,
+}
+
+/// For a thread whose stream ends before the thread did — a prefix (a size limit, a file cut short or missing
+/// its later records), a fault in a body, an abnormal transfer (a signal handler's entry, say, in a body or at
+/// a call site) — a first walk finds the last block that certainly ran: the walk goes on past it through
+/// blocks that need no bits, which may not have run. `None` when every block the walk regenerates ran.
+/// Every consumer of regenerated blocks that must not count such blocks (the counts, the listing, the cache
+/// simulation) stops there.
+pub(crate) fn certain_blocks(
+    program: &pathprof_core::tracing::Program,
+    resume: &ResumePoint,
+    t: &ThreadTrace,
+) -> Option<CertainBlocks> {
+    if !(t.truncated || t.gap || (t.signal.is_some() && t.in_body) || t.abnormal_at.is_some()) {
+        return None;
+    }
+    let bits = t.abnormal_at.unwrap_or(t.bits).min(t.bits);
+    let fork_at = t.fork_at.unwrap_or(0);
+    let (probed, counting, certain) = (Cell::new(0), Cell::new(true), Cell::new(0));
+    let mut src =
+        Gated { reader: thread_reader(t), bits, fork_at, counting: &counting, emitted: &probed, certain: &certain };
+    let _ = regenerate_from(program, resume, &mut src, &mut Probe(&probed), u64::MAX);
+    Some(CertainBlocks { walked: probed.get(), certain: certain.get() })
 }
 
 /// Counts the blocks a walk regenerates (the first pass over a trace ended by a fault).

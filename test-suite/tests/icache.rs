@@ -503,3 +503,65 @@ fn plain_trace_files_and_binaries_without_a_block_map_are_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("-fbasic-block-address-map"), "{err}");
 }
+
+/// Builds `source` plain and in icache mode at `opt` and runs both with `env` (the traced build's trace to
+/// `out.pathtrace`); returns (plain binary, trace) after checking both ended alike (a signal included).
+fn build_and_run_with(dir: &Path, source: &str, opt: &str, env: &[(&str, &str)]) -> (PathBuf, PathBuf) {
+    let src = dir.join("prog.c");
+    std::fs::write(&src, source).unwrap();
+    let flags = [opt, "-no-pie", "-gdwarf-4", "-falign-functions=64"];
+    let plain = dir.join("plain");
+    run_ok(Command::new("clang-19").args(flags).arg("-fbasic-block-address-map").arg(&src).arg("-o").arg(&plain));
+    let icache = dir.join("icache");
+    run_ok(wrapper(false).arg("--pathprof-mode=icache").args(flags).arg(&src).arg("-o").arg(&icache));
+    let trace = dir.join("out.pathtrace");
+    let a = Command::new(&plain).output().unwrap();
+    let b = Command::new(&icache).env("PATHPROF_TRACE", &trace).envs(env.iter().copied()).output().unwrap();
+    assert_eq!(format!("{:?}", a.status), format!("{:?}", b.status), "the traced build must end as the plain one");
+    assert!(trace.exists(), "no trace written");
+    (plain, trace)
+}
+
+#[test]
+fn a_crash_fetches_only_the_blocks_that_certainly_ran_and_equals_cachegrind() {
+    // A fault in a function's body ends the trace after the last decision; the regenerator walks on through
+    // the blocks that need no bits (the faulting block's return, each caller's rest after its call, main's
+    // loop) — which never ran. `pathprof trace` stopped at the last certain block; `pathprof icache` fetched
+    // them all: `down` 196 and `main` 49 instructions at -O0 where the plain program ran 172 and 43.
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("icache-crash{opt}"));
+        let source = include_str!("../programs/trace_crash.c");
+        let (plain, trace) = build_and_run_with(&dir, source, opt, &[("PATHPROF_SIGNALS", "1")]);
+        for g in GEOMETRIES {
+            let ours = simulate_with(&trace, &plain, g, &["--verify"]);
+            assert_eq!(ours["total"]["incomplete_threads"], 1, "{opt} {g}: {ours}");
+            let sim = simulated(&ours);
+            if opt == "-O0" {
+                assert!(sim.contains_key("down") && sim.contains_key("main"), "{opt}: {ours}");
+            }
+            let cg = cachegrind(&dir, &plain, g);
+            for (f, v) in &sim {
+                // The faulting block's fetches are not charged: how far into it the fault came is unknown;
+                // cachegrind does not count the faulting superblock either.
+                assert_eq!(Some(v.0), cg.get(f).map(|c| c.0), "{opt} {g} {f}: accesses vs cachegrind's Ir");
+            }
+        }
+    }
+}
+
+#[test]
+fn threads_traced_in_windows_only_are_reported_not_simulated() {
+    // A flight recorder's window starts inside activations the simulator never saw enter: before, such a
+    // thread was replayed from the window's first word as if it were the thread's start and came out as no
+    // fetch at all, silently.
+    let source = SIEVE.replace("r < 30", "r < 3000").replace("4000 - r", "40 + (r & 7)");
+    let dir = scratch("icache-window");
+    let (plain, trace) = build_and_run_with(&dir, &source, "-O0", &[("PATHPROF_TRACE_RING", "1024")]);
+    let listing = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&trace));
+    assert!(String::from_utf8_lossy(&listing.stdout).contains("partial from sync point"), "a window survived");
+    let ours = simulate(&trace, &plain, GEOMETRIES[1]);
+    assert_eq!(ours["total"]["windowed_threads"], 1, "{ours}");
+    assert_eq!(ours["total"]["accesses"], 0, "{ours}");
+    let text = run_ok(Command::new(dist().join("bin/pathprof")).args(["icache", "--binary"]).arg(&plain).arg(&trace));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("1 threads were traced in windows only"), "{text:?}");
+}
