@@ -93,6 +93,10 @@ pub const fn reentry_word(packed: u64) -> Option<u64> {
 pub const DESC_VERSION: u32 = 5;
 /// Descriptor flag: counters are updated with atomic read-modify-write.
 pub const DESC_FLAG_ATOMIC: u32 = 1 << 0;
+/// Descriptor flag owned by the runtime (the pass emits it clear): the descriptor is on the runtime's list. A
+/// second registration while it is — a constructor run again — is ignored instead of linking the list into a
+/// cycle (found by a function the optimiser emptied, which ran on into the module constructor).
+pub const DESC_FLAG_REGISTERED: u32 = 1 << 31;
 
 /// Per-module registration record. The pass emits one as a mutable global and passes its address to
 /// `__pathprof_register_module` from a constructor; the runtime links descriptors through `next` without

@@ -226,6 +226,10 @@ pub const fn shadow_entry(saved: u64, body: u64, id: u64) -> u64 {
 pub const END_PAYLOAD: usize = 48;
 /// [`TraceModuleDesc::flags`]: the module writes naive items (one per block), not bit tracing.
 pub const DESC_NAIVE: u32 = 1;
+/// [`TraceModuleDesc::flags`], owned by the runtime (the pass emits it clear): the module is on the runtime's
+/// list, so a second registration (a constructor run again) is ignored — it would give the module's functions
+/// a second range of ids and link the list into a cycle.
+pub const DESC_REGISTERED: u32 = 1 << 31;
 
 /// Bits of a function id after an `Enter` marker's 1 bit (ids are assigned at run time as modules register).
 pub const FUNC_ID_BITS: u8 = 20;

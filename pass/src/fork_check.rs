@@ -265,6 +265,7 @@ impl ForkChecks {
             let record_name = CString::new(symbols::FORK_REENTRY_HERE).expect("no NUL");
             let record = LLVMAddFunction(m, record_name.as_ptr(), fty);
             LLVMSetLinkage(record, inkwell::llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+            crate::ir::place_apart(m, record);
             attrs(record);
             let b = LLVMCreateBuilderInContext(ctx);
             LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, record, c"entry".as_ptr()));

@@ -70,6 +70,7 @@ fn hand_over_swap(m: LLVMModuleRef) -> Option<LLVMValueRef> {
         let ty = LLVMFunctionType(voidt, params.as_mut_ptr(), 1, 0);
         let f = LLVMAddFunction(m, cstr(symbols::IP_SWAP).as_ptr(), ty);
         LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+        ir::place_apart(m, f);
         for a in ["nounwind", "noinline", "noprofile"] {
             let kind = ir::attr_kind(a);
             LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, kind, 0));
@@ -138,7 +139,7 @@ pub fn register_module(
         LLVMSetInitializer(desc, desc_init);
 
         let register = runtime_function(m, symbols::REGISTER_MODULE, ptrt);
-        let ctor = internal_void_function(m, symbols::MODULE_CTOR);
+        let ctor = module_init_function(m, symbols::MODULE_CTOR, InitKind::Constructor);
         let builder = LLVMCreateBuilderInContext(ctx);
         let entry = LLVMAppendBasicBlockInContext(ctx, ctor, cstr("entry").as_ptr());
         LLVMPositionBuilderAtEnd(builder, entry);
@@ -149,7 +150,7 @@ pub fn register_module(
         // wrote them): a `dlclose`d image must not stay on the list of a runtime copy that outlives it (the
         // program's exported copy, when the object was linked without `--exclude-libs`).
         let unregister = runtime_function(m, symbols::UNREGISTER_MODULE, ptrt);
-        let dtor = internal_void_function(m, symbols::MODULE_DTOR);
+        let dtor = module_init_function(m, symbols::MODULE_DTOR, InitKind::Destructor);
         let entry = LLVMAppendBasicBlockInContext(ctx, dtor, cstr("entry").as_ptr());
         LLVMPositionBuilderAtEnd(builder, entry);
         let mut args = [desc];
@@ -270,12 +271,31 @@ pub(crate) unsafe fn runtime_function(m: LLVMModuleRef, name: &str, ptrt: LLVMTy
     })
 }
 
-/// Adds an internal `void name()` function (LLVM renames it on collision).
-pub(crate) unsafe fn internal_void_function(m: LLVMModuleRef, name: &str) -> LLVMValueRef {
+/// Where a module constructor or destructor goes: [`module_init_function`].
+#[derive(Clone, Copy)]
+pub(crate) enum InitKind {
+    Constructor,
+    Destructor,
+}
+
+/// Adds the module's internal `void name()` constructor or destructor (LLVM renames it on collision), in the
+/// section clang gives its own static initialisers on ELF (`.text.startup`; destructors `.text.exit`, as GCC's),
+/// away from the program's functions. In `.text` it followed the module's last function, and a function whose
+/// body the optimiser proved unreachable (undefined behaviour: cmocka's test of a null-pointer store) is
+/// empty, so a call of it ran on into the constructor — which registered the module a second time — where the
+/// plain build runs on into the next object's code.
+pub(crate) unsafe fn module_init_function(m: LLVMModuleRef, name: &str, kind: InitKind) -> LLVMValueRef {
     let ctx = LLVMGetModuleContext(m);
     let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), std::ptr::null_mut(), 0, 0);
     let f = LLVMAddFunction(m, cstr(name).as_ptr(), fty);
     LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+    if crate::ir::is_elf(m) {
+        let section = match kind {
+            InitKind::Constructor => c".text.startup",
+            InitKind::Destructor => c".text.exit",
+        };
+        LLVMSetSection(f, section.as_ptr());
+    }
     f
 }
 

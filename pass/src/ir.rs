@@ -417,3 +417,25 @@ pub fn withdraw_memory_promises(call: LLVMValueRef) {
 fn opcode_of_value(v: LLVMValueRef) -> Option<LLVMOpcode> {
     unsafe { (!LLVMIsAInstruction(v).is_null()).then(|| LLVMGetInstructionOpcode(v)) }
 }
+
+/// Whether `m` targets an ELF platform (its triple names none of the others), where section names such as
+/// `.text.startup` mean what the linker scripts make of them.
+pub fn is_elf(m: LLVMModuleRef) -> bool {
+    let triple = unsafe { CStr::from_ptr(LLVMGetTarget(m)) }.to_string_lossy().to_ascii_lowercase();
+    !triple.is_empty()
+        && !["apple", "darwin", "macos", "ios", "windows", "win32", "cygwin", "mingw", "aix", "zos"]
+            .iter()
+            .any(|os| triple.contains(os))
+}
+
+/// Puts a function the pass defines for its own use (a shared slow path, a thunk) into `.text.unlikely.pathprof`,
+/// which linkers group apart from the program's functions (with the other cold code), so that every function
+/// of the program keeps the plain build's neighbour. An optimiser that proves a function's end unreachable
+/// (undefined behaviour) leaves it without a return, and a call of it runs on into the next function: the
+/// plain build's, not a helper of pathprof's given arguments it never passed (cmocka's test of a null-pointer
+/// store hung in trace mode, running on into an entry helper).
+pub fn place_apart(m: LLVMModuleRef, f: LLVMValueRef) {
+    if is_elf(m) {
+        unsafe { LLVMSetSection(f, c".text.unlikely.pathprof".as_ptr()) };
+    }
+}

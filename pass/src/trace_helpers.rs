@@ -623,6 +623,9 @@ unsafe fn internal_function(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef, attr
     for attr in attrs.iter().chain(&["nounwind"]) {
         LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind(attr), 0));
     }
+    if attrs.contains(&"noinline") {
+        ir::place_apart(m, f);
+    }
     f
 }
 

@@ -59,7 +59,7 @@
 
 use crate::cfg_build::{self, CallFacts, FunctionGraph};
 use crate::config::Config;
-use crate::globals::{append_to_global_list, internal_void_function, metadata_blob, runtime_function};
+use crate::globals::{append_to_global_list, metadata_blob, module_init_function, runtime_function, InitKind};
 use crate::identity::ModuleIdentity;
 use crate::ir;
 use crate::module_emitter::{function_meta, LeftOut};
@@ -662,12 +662,12 @@ impl Emitter {
         LLVMSetInitializer(desc, LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0));
         LLVMSetLinkage(desc, LLVMLinkage::LLVMInternalLinkage);
         LLVMSetAlignment(desc, 8);
-        for (fname, list, sym) in [
-            (symbols::MODULE_CTOR, "llvm.global_ctors", symbols::TRACE_REGISTER),
-            (symbols::MODULE_DTOR, "llvm.global_dtors", symbols::TRACE_UNREGISTER),
+        for (fname, list, sym, kind) in [
+            (symbols::MODULE_CTOR, "llvm.global_ctors", symbols::TRACE_REGISTER, InitKind::Constructor),
+            (symbols::MODULE_DTOR, "llvm.global_dtors", symbols::TRACE_UNREGISTER, InitKind::Destructor),
         ] {
             let callee = runtime_function(m, sym, ptrt);
-            let f = internal_void_function(m, fname);
+            let f = module_init_function(m, fname, kind);
             LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr()));
             let mut args = [desc];
             LLVMBuildCall2(b, LLVMGlobalGetValueType(callee), callee, args.as_mut_ptr(), 1, c"".as_ptr());

@@ -125,10 +125,12 @@ mod trace;
 mod trace_ring;
 
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use diag::{pp_info, pp_warn, Dec};
 use dump::Kind;
-use pathprof_format::layout::{ModuleDesc, PathTable, SparseRegion, DESC_FLAG_ATOMIC, DESC_VERSION};
+use pathprof_format::layout::{
+    ModuleDesc, PathTable, SparseRegion, DESC_FLAG_ATOMIC, DESC_FLAG_REGISTERED, DESC_VERSION,
+};
 
 #[cfg(panic = "abort")]
 #[panic_handler]
@@ -201,14 +203,14 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
         pp_warn!("ignoring an instrumented module with a malformed descriptor (counters, tables, regions or metadata)");
         return;
     }
-    let mut head = HEAD.load(Ordering::Acquire);
-    // A constructor that runs twice in a row is caught here in O(1). Registering one descriptor twice with others
-    // in between is a contract violation (it would link the list into a cycle); it is not searched for, because a
-    // full list scan per registration is quadratic in the number of translation units at start-up.
-    if head == desc {
+    // A constructor run again (a call of a function the optimiser emptied runs on into whatever follows it)
+    // must not link the list into a cycle: the flag tells in O(1), where a list scan per registration would be
+    // quadratic in the number of translation units at start-up.
+    if flags_of(desc).fetch_or(DESC_FLAG_REGISTERED, Ordering::AcqRel) & DESC_FLAG_REGISTERED != 0 {
         pp_info!("module registered twice; ignoring the second registration");
         return;
     }
+    let mut head = HEAD.load(Ordering::Acquire);
     loop {
         // SAFETY: `desc` is not in the list yet, so we are the only writer of its link.
         unsafe { next_of(desc).store(head, Ordering::Relaxed) };
@@ -517,12 +519,24 @@ fn counters<'a>(d: *mut ModuleDesc) -> impl Iterator<Item = &'a AtomicU64> {
 
 /// Whether the module asked for atomic counter updates.
 pub(crate) fn is_atomic(d: *mut ModuleDesc) -> bool {
-    // SAFETY: live descriptor.
-    unsafe { (*d).flags & DESC_FLAG_ATOMIC != 0 }
+    flags_of(d).load(Ordering::Relaxed) & DESC_FLAG_ATOMIC != 0
+}
+
+/// The descriptor's flags, accessed atomically (the runtime owns [`DESC_FLAG_REGISTERED`] and sets it while
+/// other threads may read the others).
+fn flags_of<'a>(d: *mut ModuleDesc) -> &'a AtomicU32 {
+    // SAFETY: `d` is a live descriptor; its flags are an aligned u32 that, after emission, only the runtime
+    // writes, always through this atomic view.
+    unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!((*d).flags)) }
 }
 
 /// Removes `desc` from the list; call with the lock held.
 fn unlink(desc: *mut ModuleDesc) {
+    unlink_from_list(desc);
+    flags_of(desc).fetch_and(!DESC_FLAG_REGISTERED, Ordering::AcqRel);
+}
+
+fn unlink_from_list(desc: *mut ModuleDesc) {
     // SAFETY: `desc` is linked and valid; only lock holders unlink, so the only concurrent change is a
     // registration replacing the head.
     let after = unsafe { next_of(desc) }.load(Ordering::Acquire);

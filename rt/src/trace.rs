@@ -205,6 +205,11 @@ pub unsafe extern "C" fn __pathprof_trace_register(desc: *mut TraceModuleDesc) {
         pp_warn!("ignoring a trace-mode module built for another pathprof version; rebuild it");
         return;
     }
+    if d.flags & DESC_REGISTERED != 0 {
+        // A constructor run again (a call of a function the optimiser emptied runs on into whatever follows):
+        // a second range of ids would split the module's functions, a second link would make the list a cycle.
+        return;
+    }
     let naive = d.flags & DESC_NAIVE != 0;
     if *st.naive.get_or_insert(naive) != naive {
         // Bit tracing and naive items in one thread's stream could not be told apart: trace nothing.
@@ -221,6 +226,7 @@ pub unsafe extern "C" fn __pathprof_trace_register(desc: *mut TraceModuleDesc) {
         }
     }
     d.next = st.modules;
+    d.flags |= DESC_REGISTERED;
     st.modules = desc;
     if let Some((_, pid)) = &st.fd {
         if *pid == sys::pid() {
@@ -253,6 +259,7 @@ pub unsafe extern "C" fn __pathprof_trace_unregister(desc: *mut TraceModuleDesc)
             while !(*at).is_null() {
                 if *at == desc {
                     *at = (*desc).next;
+                    (*desc).flags &= !DESC_REGISTERED;
                     break;
                 }
                 at = &mut (**at).next;

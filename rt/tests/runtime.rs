@@ -570,6 +570,26 @@ fn single_run_writes_exact_counts() {
 }
 
 #[test]
+fn a_module_registered_again_behind_another_is_ignored() {
+    // A constructor run a second time after another module's (a function the optimiser emptied, called, runs
+    // on into whatever code follows it: cmocka's test of a null-pointer store ran on into the module
+    // constructor) linked the list into a cycle: the exit dump then never ended.
+    let dir = Dir::new("registered-again");
+    let (a, b) = (module("a.c", 0), module("b.c", 0));
+    let main = COUNT_MAIN.replace("long n =", "__pathprof_register_module(&desc0);\n  long n =");
+    let exe = compile(&dir, "prog", &c_source(&[&a, &b], &main), &[]);
+    let prof = dir.join("p.pathprof");
+    let mut c = command(Path::new("timeout"), &["20"], &prof);
+    c.arg(&exe).arg("2").current_dir(&dir.path);
+    let out = ok(c.output().unwrap());
+    assert_eq!(out.stdout, b"counted 2\n");
+    let recs = read_profile(&prof);
+    assert_eq!(recs.len(), 2, "each module once");
+    assert_eq!(record(&recs, &a).counters, vec![10, 14, 0]);
+    assert_eq!(record(&recs, &b).counters, vec![0, 0, 0]);
+}
+
+#[test]
 fn default_file_name_is_default_pathprof() {
     let dir = Dir::new("default-name");
     let m = module("d.c", 0);

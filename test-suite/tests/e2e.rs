@@ -1023,3 +1023,47 @@ fn path_tables_leave_the_heap_alone() {
         }
     }
 }
+
+/// `emptied`'s end is unreachable (undefined behaviour, proved by the optimiser), so it compiles to no code at
+/// all and a call of it runs on into whatever follows: in the plain build the next object's first function
+/// (clang emits a static function after the function that first refers to it, so `emptied` is the object's last).
+const EMPTIED_MAIN: &str = r#"
+extern int landed;
+static void __attribute__((noinline)) emptied(void) { __builtin_unreachable(); }
+static void (*volatile call_it)(void);
+int main(void) {
+  call_it = emptied;
+  call_it();
+  return landed ? 0 : 1;
+}
+"#;
+const EMPTIED_NEXT: &str = r#"
+int landed;
+void landing(void) { landed = 1; }
+"#;
+
+#[test]
+fn a_function_emptied_by_the_optimiser_runs_on_into_the_code_the_plain_build_has_there() {
+    // Found on cmocka (its test of a null-pointer store): the call ran on into the module constructor the pass
+    // had appended after the module's last function, which registered the module again and returned; the
+    // list of modules became a cycle and the exit dump never ended. The pass's own functions now sit apart
+    // (`.text.startup`, `.text.exit`, `.text.unlikely.pathprof`), so every function keeps its plain neighbour.
+    let dir = scratch("emptied");
+    let (a, b) = (dir.join("a.c"), dir.join("b.c"));
+    std::fs::write(&a, EMPTIED_MAIN).unwrap();
+    std::fs::write(&b, EMPTIED_NEXT).unwrap();
+    let plain = dir.join("plain");
+    run_ok(Command::new("clang-19").args(["-O2"]).arg(&a).arg(&b).arg("-o").arg(&plain));
+    let expected = Command::new(&plain).status().unwrap().code();
+    assert_eq!(expected, Some(0), "the plain build runs on into `landing`");
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        let exe = dir.join(format!("prog-{mode}"));
+        run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).arg("-O2").arg(&a).arg(&b).arg("-o").arg(&exe));
+        let profile = dir.join(format!("{mode}.pathprof"));
+        let out = Command::new("timeout").arg("20").arg(&exe).env("PATHPROF_FILE", &profile).output().unwrap();
+        assert_eq!(out.status.code(), expected, "{mode}: the program must end as the plain build does: {out:?}");
+        let entries = entry_counts(&show_json(&profile));
+        assert_eq!(entries.get("landing"), Some(&Some(1)), "{mode}: {entries:?}");
+        assert_eq!(entries.get("main"), Some(&Some(1)), "{mode}: {entries:?}");
+    }
+}
