@@ -226,6 +226,13 @@ pub const NO_PROFILE: &str = "marked no_profile_instrument_function";
 /// registers and stack slots its assembly owns (piecewise mode at -O0 changed a program's output).
 pub const NAKED: &str = "a naked function: its body is assembly only, and nothing may be added to it";
 
+/// Why a function no defined execution can run is left uninstrumented: its entry block ends in `unreachable`
+/// with nothing before it that could leave it (`__builtin_unreachable()`, or a null-pointer store the optimiser
+/// turned into one before mode icache instruments). It compiles to no code at all, and a call of it runs on into
+/// whatever follows; instrumented, it would run pathprof's entry code and then something else than the plain
+/// build runs (cmocka's `test_exception_handler` looped in mode icache). Listed, without a warning.
+pub const NO_DEFINED_EXECUTION: &str = "no defined execution runs its body (it ends in `unreachable` from its entry)";
+
 /// Builds the graph of `f`, or says why `f` cannot be instrumented.
 pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupported> {
     let blocks = ir::blocks(f);
@@ -246,7 +253,10 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     }
     let index: HashMap<LLVMBasicBlockRef, u32> = blocks.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
     let exit = BlockId(n as u32);
-    let dead = dead_blocks(&blocks, &index, facts);
+    let (dead, dead_entry) = dead_blocks(&blocks, &index, facts);
+    if dead_entry {
+        return Err(Unsupported(NO_DEFINED_EXECUTION.into()));
+    }
     let mut edges = Vec::new();
     let mut block_lines = Vec::with_capacity(n);
     let mut reentry_blocks = Vec::new();
@@ -348,30 +358,52 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
 /// the end of the function. So they get no edges and no code; the counts they would carry are zero in every
 /// defined execution. The entry block is never dead (a function must have a path to EXIT), nor is a block a live
 /// block cannot avoid.
-fn dead_blocks(blocks: &[LLVMBasicBlockRef], index: &HashMap<LLVMBasicBlockRef, u32>, facts: &CallFacts) -> Vec<bool> {
-    let transfers: Vec<bool> = blocks
+/// Per block: every instruction before its terminator surely passes control on.
+fn transfers_on(blocks: &[LLVMBasicBlockRef], facts: &CallFacts) -> Vec<bool> {
+    blocks
         .iter()
         .map(|&bb| {
             let insts = ir::instructions(bb);
             insts[..insts.len().saturating_sub(1)].iter().all(|&i| facts.surely_transfers(i))
         })
-        .collect();
+        .collect()
+}
+
+/// Whether block `bi` has no defined execution, given which blocks are known to have none: it passes control
+/// on to its terminator (`transfers`), and that is `unreachable` or branches only into such blocks.
+fn block_is_dead(
+    blocks: &[LLVMBasicBlockRef],
+    bi: usize,
+    index: &HashMap<LLVMBasicBlockRef, u32>,
+    transfers: &[bool],
+    dead: &[bool],
+) -> bool {
+    if !transfers[bi] {
+        return false;
+    }
+    let Some(term) = ir::terminator(blocks[bi]) else { return false };
+    match ir::opcode(term) {
+        LLVMOpcode::LLVMUnreachable => true,
+        LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {
+            ir::successors(term).iter().all(|s| index.get(s).is_some_and(|&t| dead[t as usize]))
+        }
+        _ => false,
+    }
+}
+
+/// Which blocks have no defined execution (the entry never: [`build`] leaves a function whose entry has none
+/// out), and whether the entry has none ([`NO_DEFINED_EXECUTION`]).
+fn dead_blocks(
+    blocks: &[LLVMBasicBlockRef],
+    index: &HashMap<LLVMBasicBlockRef, u32>,
+    facts: &CallFacts,
+) -> (Vec<bool>, bool) {
+    let transfers = transfers_on(blocks, facts);
     let mut dead = vec![false; blocks.len()];
     loop {
         let mut changed = false;
-        for (bi, &bb) in blocks.iter().enumerate().skip(1) {
-            if dead[bi] || !transfers[bi] {
-                continue;
-            }
-            let Some(term) = ir::terminator(bb) else { continue };
-            let now_dead = match ir::opcode(term) {
-                LLVMOpcode::LLVMUnreachable => true,
-                LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => {
-                    ir::successors(term).iter().all(|s| index.get(s).is_some_and(|&t| dead[t as usize]))
-                }
-                _ => false,
-            };
-            if now_dead {
+        for bi in 1..blocks.len() {
+            if !dead[bi] && block_is_dead(blocks, bi, index, &transfers, &dead) {
                 dead[bi] = true;
                 changed = true;
             }
@@ -379,6 +411,9 @@ fn dead_blocks(blocks: &[LLVMBasicBlockRef], index: &HashMap<LLVMBasicBlockRef, 
         if !changed {
             break;
         }
+    }
+    if !blocks.is_empty() && block_is_dead(blocks, 0, index, &transfers, &dead) {
+        return (dead, true);
     }
     // A live block whose successors are all dead is left by a call that does not return (a `noreturn` call
     // split from its `unreachable`, as the interprocedural modes split call blocks): the way on stays an ordinary
@@ -400,7 +435,7 @@ fn dead_blocks(blocks: &[LLVMBasicBlockRef], index: &HashMap<LLVMBasicBlockRef, 
             }
         }
         if !revived {
-            return dead;
+            return (dead, false);
         }
     }
 }

@@ -128,7 +128,7 @@ impl LeftOut {
     /// Leaves function `f` of `module` out (it keeps its code) because of `why`.
     pub fn record(&mut self, module: &str, f: LLVMValueRef, why: &str) {
         let name = ir::name(f);
-        if why != crate::cfg_build::NO_PROFILE {
+        if why != crate::cfg_build::NO_PROFILE && why != crate::cfg_build::NO_DEFINED_EXECUTION {
             eprintln!("pathprof: warning: {module}: leaving `{name}` uninstrumented: {why}");
         }
         let (file, start_line) = ir::subprogram_file_line(f);

@@ -1062,8 +1062,37 @@ fn a_function_emptied_by_the_optimiser_runs_on_into_the_code_the_plain_build_has
         let profile = dir.join(format!("{mode}.pathprof"));
         let out = Command::new("timeout").arg("20").arg(&exe).env("PATHPROF_FILE", &profile).output().unwrap();
         assert_eq!(out.status.code(), expected, "{mode}: the program must end as the plain build does: {out:?}");
-        let entries = entry_counts(&show_json(&profile));
+        let show = show_json(&profile);
+        let entries = entry_counts(&show);
         assert_eq!(entries.get("landing"), Some(&Some(1)), "{mode}: {entries:?}");
         assert_eq!(entries.get("main"), Some(&Some(1)), "{mode}: {entries:?}");
+        assert_not_profiled_for_no_defined_execution(&show["not_profiled"], mode);
     }
+    // Trace and icache modes write a function's entry before its body: `emptied` must stay out (and empty), or
+    // the call would run the entry code and then whatever codegen laid out after it (cmocka's test looped).
+    for mode in ["trace", "icache"] {
+        let exe = dir.join(format!("prog-{mode}"));
+        run_ok(wrapper(false).arg(format!("--pathprof-mode={mode}")).arg("-O2").arg(&a).arg(&b).arg("-o").arg(&exe));
+        let trace = dir.join(format!("{mode}.pathtrace"));
+        let out = Command::new("timeout").arg("20").arg(&exe).env("PATHPROF_TRACE", &trace).output().unwrap();
+        assert_eq!(out.status.code(), expected, "{mode}: the program must end as the plain build does: {out:?}");
+        let summary =
+            run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary", "--json"]).arg(&trace));
+        let v: serde_json::Value = serde_json::from_slice(&summary.stdout).unwrap();
+        assert_not_profiled_for_no_defined_execution(&v["not_traced"], mode);
+    }
+}
+
+/// `emptied` is listed as left out, for the reason that no defined execution runs it.
+fn assert_not_profiled_for_no_defined_execution(list: &serde_json::Value, mode: &str) {
+    let left_out: Vec<(&str, &str)> = list
+        .as_array()
+        .unwrap_or_else(|| panic!("{mode}: no list of left-out functions: {list}"))
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap(), f["reason"].as_str().unwrap()))
+        .collect();
+    assert!(
+        left_out.iter().any(|(n, why)| *n == "emptied" && why.contains("no defined execution")),
+        "{mode}: {left_out:?}"
+    );
 }
