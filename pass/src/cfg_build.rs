@@ -348,16 +348,6 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     Ok(FunctionGraph { cfg, blocks, sites, block_lines, reentry_blocks, returns_twice_calls, abnormal_calls })
 }
 
-/// Blocks that no defined execution reaches: a block that ends in `unreachable` with nothing before it that could
-/// keep control from getting there (no call but side-effect-free intrinsics, no volatile store) — what
-/// `__builtin_unreachable()`, gnulib's `assume`, or a switch's impossible default compile to — and, transitively,
-/// a branching block all of whose successors are such blocks. The optimiser deletes these blocks and folds the
-/// branches into them, and a program that breaks the promise keeps running on the folded code. Code of ours in
-/// them (a volatile counter update) would keep them alive: a program that reaches them — undefined behaviour
-/// that its plain build survives, like sed's regex inserting an element already present — would then fall off
-/// the end of the function. So they get no edges and no code; the counts they would carry are zero in every
-/// defined execution. The entry block is never dead (a function must have a path to EXIT), nor is a block a live
-/// block cannot avoid.
 /// Per block: every instruction before its terminator surely passes control on.
 fn transfers_on(blocks: &[LLVMBasicBlockRef], facts: &CallFacts) -> Vec<bool> {
     blocks
@@ -391,8 +381,17 @@ fn block_is_dead(
     }
 }
 
-/// Which blocks have no defined execution (the entry never: [`build`] leaves a function whose entry has none
-/// out), and whether the entry has none ([`NO_DEFINED_EXECUTION`]).
+/// Blocks that no defined execution reaches: a block that ends in `unreachable` with nothing before it that could
+/// keep control from getting there (no call but side-effect-free intrinsics, no volatile store) — what
+/// `__builtin_unreachable()`, gnulib's `assume`, or a switch's impossible default compile to — and, transitively,
+/// a branching block all of whose successors are such blocks. The optimiser deletes these blocks and folds the
+/// branches into them, and a program that breaks the promise keeps running on the folded code. Code of ours in
+/// them (a volatile counter update) would keep them alive: a program that reaches them — undefined behaviour
+/// that its plain build survives, like sed's regex inserting an element already present — would then fall off
+/// the end of the function. So they get no edges and no code; the counts they would carry are zero in every
+/// defined execution. The entry block is never dead here (a function must have a path to EXIT: when the entry
+/// has no defined execution, the second value says so and [`build`] leaves the function out,
+/// [`NO_DEFINED_EXECUTION`]), nor is a block a live block cannot avoid.
 fn dead_blocks(
     blocks: &[LLVMBasicBlockRef],
     index: &HashMap<LLVMBasicBlockRef, u32>,
