@@ -42,7 +42,7 @@ use crate::sys::{self, Fd, MVec};
 use crate::trace_ring::{Ring, SyncPoint};
 use crate::{diag::pp_warn, path};
 use core::ptr;
-use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU8, Ordering};
 use pathprof_format::trace_layout::*;
 
 /// Words of a thread's buffer (512 KiB): one `REC_DATA` record.
@@ -280,6 +280,9 @@ const IDLE: u8 = 0;
 const SPILLING: u8 = 1;
 /// [`Thread::busy`]: inside another entry point that updates the record (a sync point, a region's start or stop).
 const BUSY: u8 = 2;
+/// [`Thread::busy`]: another thread's exit flush ended this thread's stream while it was still running, outside
+/// the runtime ([`end_running`]): its later words are dropped and it never touches its record again.
+const ENDED: u8 = 3;
 
 /// [`TLS_THREAD`] while the thread's first entry registers it (the lock is held: a signal handler entering
 /// instrumented code then must not take it).
@@ -312,16 +315,30 @@ unsafe fn pending_bits(tls: *mut u64) -> u64 {
     acc_len(unsafe { ptr::read_volatile(tls.add(TLS_ACC)) })
 }
 
+/// [`Thread::busy`] as an atomic: the thread and its signal handlers change it, and another thread's exit flush
+/// claims an idle thread's record through it ([`ENDED`]).
+fn busy_cell(t: &Thread) -> &AtomicU8 {
+    // SAFETY: a byte of a live record, accessed only through this view.
+    unsafe { AtomicU8::from_ptr(ptr::addr_of!(t.busy).cast_mut()) }
+}
+
 fn set_busy(t: &mut Thread, what: u8) {
     compiler_fence(Ordering::SeqCst);
-    // SAFETY: a field of a live record.
-    unsafe { ptr::write_volatile(&mut t.busy, what) };
+    busy_cell(t).store(what, Ordering::Release);
     compiler_fence(Ordering::SeqCst);
 }
 
 fn busy(t: &Thread) -> u8 {
-    // SAFETY: a field of a live record.
-    unsafe { ptr::read_volatile(&t.busy) }
+    busy_cell(t).load(Ordering::Acquire)
+}
+
+/// The thread enters the runtime for `what` ([`SPILLING`], [`BUSY`]) if it is idle; false if another thread's
+/// exit flush has ended its stream since it last looked ([`ENDED`]).
+fn enter_runtime(t: &mut Thread, what: u8) -> bool {
+    compiler_fence(Ordering::SeqCst);
+    let entered = busy_cell(t).compare_exchange(IDLE, what, Ordering::AcqRel, Ordering::Acquire).is_ok();
+    compiler_fence(Ordering::SeqCst);
+    entered
 }
 
 /// A full word of the thread's bits (in the accumulator's order, first bit highest, as the file keeps it:
@@ -340,15 +357,28 @@ pub unsafe extern "C" fn __pathprof_trace_spill_word(tls: *mut u64, word: u64, a
     if t.ended {
         return;
     }
-    if busy(t) != IDLE {
-        // A signal handler's word while its thread is inside the runtime.
-        // SAFETY: the caller's state.
-        unsafe { mark_abnormal(tls, t) };
-        return;
+    match busy(t) {
+        IDLE => {}
+        ENDED => {
+            // SAFETY: the caller's state; the word goes nowhere (the stream has ended).
+            unsafe { ptr::write_volatile(tls.add(TLS_ACC), acc) };
+            return;
+        }
+        _ => {
+            // A signal handler's word while its thread is inside the runtime.
+            // SAFETY: the caller's state.
+            unsafe { mark_abnormal(tls, t) };
+            return;
+        }
     }
     // SAFETY: the caller's state: its accumulator is still the one before this word.
     t.spill_bit = t.spilled * 64 + unsafe { pending_bits(tls) };
-    set_busy(t, SPILLING);
+    if !enter_runtime(t, SPILLING) {
+        // Another thread's exit flush ended the stream since: the word goes nowhere.
+        // SAFETY: the caller's state.
+        unsafe { ptr::write_volatile(tls.add(TLS_ACC), acc) };
+        return;
+    }
     if push_word(t, word) && !t.shadow.is_null() {
         // SAFETY: the thread's own state; a sync point is due at its next entry.
         unsafe { *tls.add(TLS_SHADOW) |= 1 };
@@ -579,7 +609,7 @@ unsafe extern "C" fn fork_parent() {
 unsafe extern "C" fn fork_child() {
     // SAFETY: the lock is held since fork_prepare; the child has one thread.
     let st = unsafe { &mut *STATE.0.get() };
-    let me = if st.installed { (unsafe { libc::pthread_getspecific(st.key) }) as *mut u64 } else { ptr::null_mut() };
+    let me = calling_tls(st);
     st.data_bytes = 0; // the child writes its own file
     sys::note_owner();
     // Nor is any module's metadata in that file yet: a child that opens it only at its end, when the module
@@ -730,8 +760,12 @@ extern "C" fn exit_handler() {
             return end_every_thread(g);
         }
         st.exiting = true;
+        // Only the calling thread's: another thread may be filling its buffer right now (a flush that read the
+        // buffer while its thread refilled it wrote one word under the next one's index and lost the first —
+        // liburcu's fork test, whose children exit while their call_rcu threads run).
+        let me = calling_tls(st);
         each_thread(st, |st, t| {
-            if !t.ring.on() && t.fill > 0 {
+            if t.tls == me && !t.ring.on() && t.fill > 0 {
                 flush_data(st, t);
             }
         });
@@ -771,18 +805,90 @@ fn end_every_thread(mut g: Guard) {
         return;
     }
     open(st);
-    // SAFETY (finish): the threads' own records and state.
-    each_thread(st, |st, t| unsafe { finish(st, t, END_AT_EXIT) });
+    // Every thread but the calling one may still be running.
+    let me = calling_tls(st);
+    each_thread(st, |st, t| {
+        if t.tls == me || t.ended {
+            // SAFETY (finish): the calling thread's own record and state.
+            unsafe { finish(st, t, END_AT_EXIT) }
+        } else {
+            end_running(st, t, END_AT_EXIT)
+        }
+    });
     st.closed = true;
     if let Some((fd, _)) = st.fd.take() {
         release(fd, st.file);
     }
 }
 
+/// The calling thread's trace-state words (null if it never ran traced code).
+fn calling_tls(st: &State) -> *mut u64 {
+    if st.installed {
+        // SAFETY: a plain key read.
+        (unsafe { libc::pthread_getspecific(st.key) }) as *mut u64
+    } else {
+        ptr::null_mut()
+    }
+}
+
+/// Ends the stream of a thread other than the caller, which may still be running (a process ends under its
+/// running threads). Outside the runtime, the thread is claimed ([`ENDED`]): it never touches its record again,
+/// so its buffer or ring is written as it stands. Its state words keep changing while it runs: read before and
+/// after the claim, they are used when they did not change (a thread blocked or idle ends exactly where it is,
+/// as before); otherwise the stream ends at its last full word, an exact prefix of what it ran. Inside the
+/// runtime (a spill or a sync point, perhaps waiting for the lock the caller holds), its buffer is being
+/// changed: the stream ends with the words already in the file.
+fn end_running(st: &mut State, t: &mut Thread, why: u64) {
+    let tls = t.tls;
+    // SAFETY: the thread's state words, live while its record is listed; plain aligned word reads.
+    let snapshot = |t: &Thread| unsafe {
+        (ptr::read_volatile(&t.spilled), ptr::read_volatile(tls.add(TLS_STATE)), ptr::read_volatile(tls.add(TLS_ACC)))
+    };
+    let before = snapshot(t);
+    if t.off {
+        // Stopped (`__pathprof_trace_stop`): nothing it does is kept; the stop is its end.
+        // SAFETY: a stopped thread's kept state changes only under the lock, which the caller holds.
+        return unsafe { finish(st, t, why) };
+    }
+    if busy_cell(t).compare_exchange(IDLE, ENDED, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        let flags = why | if t.stop != u64::MAX { END_ABNORMAL } else { 0 };
+        write_end(st, t, t.written_hi * 64, 0, flags);
+        t.ended = true;
+        return;
+    }
+    let (_, state, acc) = before;
+    // Still running (its words changed): its stream up to its last full word, not at its top level.
+    let words = if snapshot(t) == before { (state, acc) } else { (0, ACC_EMPTY) };
+    // SAFETY: the record is the caller's now ([`ENDED`]); the state words are given.
+    unsafe { finish_with(st, t, why, Some(words)) };
+}
+
+/// Writes a thread's `REC_END`: `total` bits, the partial word `partial`, `flags`.
+fn write_end(st: &mut State, t: &Thread, total: u64, partial: u64, flags: u64) {
+    if !open(st) {
+        return;
+    }
+    let end = [total, partial, flags, t.stop, t.fork_at, u64::from(t.tid)];
+    let head = record_header(REC_END, sys::pid(), st.copy, t.serial, END_PAYLOAD as u64);
+    let mut rec = [0u8; RECORD_HEADER + END_PAYLOAD];
+    let (h, body) = rec.split_at_mut(RECORD_HEADER);
+    h.copy_from_slice(&head);
+    for (chunk, w) in body.chunks_exact_mut(8).zip(end) {
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    write(st, &rec);
+}
+
 /// Ends a thread's stream: its final `Done` if at its top level (bit tracing), the remaining words (a flight
 /// recorder's window), and `REC_END`; `why` are the flags of an end that is not the thread's own (process
 /// exit, a fatal signal). With [`END_AT_EXEC`] the end is provisional: no final `Done`, and the stream goes on.
 unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
+    // SAFETY: the caller's.
+    unsafe { finish_with(st, t, why, None) }
+}
+
+/// [`finish`], with the thread's state and accumulator words given ([`end_running`]) or read (`None`).
+unsafe fn finish_with(st: &mut State, t: &mut Thread, why: u64, words: Option<(u64, u64)>) {
     if t.ended {
         return;
     }
@@ -795,7 +901,9 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     }
     let tls = t.tls;
     // SAFETY: the thread's state (its own, or a live thread's at exit).
-    let (state, (mut acc, mut n)) = unsafe { (*tls.add(TLS_STATE), acc_bits(ptr::read_volatile(tls.add(TLS_ACC)))) };
+    // SAFETY: the thread's state (its own, or a live thread's at exit).
+    let (state, raw) = words.unwrap_or_else(|| unsafe { (*tls.add(TLS_STATE), ptr::read_volatile(tls.add(TLS_ACC))) });
+    let (mut acc, mut n) = acc_bits(raw);
     let mut flags = 0;
     if t.off {
         flags |= END_STOPPED | why;
@@ -847,20 +955,10 @@ unsafe fn finish(st: &mut State, t: &mut Thread, why: u64) {
     } else {
         flush_data(st, t);
     }
-    if open(st) {
-        let end = if t.truncated {
-            [t.written_hi * 64, 0, flags, t.stop, t.fork_at, u64::from(t.tid)]
-        } else {
-            [total, partial, flags, t.stop, t.fork_at, u64::from(t.tid)]
-        };
-        let head = record_header(REC_END, sys::pid(), st.copy, t.serial, END_PAYLOAD as u64);
-        let mut rec = [0u8; RECORD_HEADER + END_PAYLOAD];
-        let (h, body) = rec.split_at_mut(RECORD_HEADER);
-        h.copy_from_slice(&head);
-        for (chunk, w) in body.chunks_exact_mut(8).zip(end) {
-            chunk.copy_from_slice(&w.to_le_bytes());
-        }
-        write(st, &rec);
+    if t.truncated {
+        write_end(st, t, t.written_hi * 64, 0, flags);
+    } else {
+        write_end(st, t, total, partial, flags);
     }
     t.ended = !provisional;
 }
@@ -951,7 +1049,9 @@ pub unsafe extern "C" fn __pathprof_trace_sync(tls: *mut u64) {
     }
     let p = SyncPoint { bit: t.spilled * 64 + nacc, kind: SYNC_AT_ENTRY, state, depth, ..Default::default() };
     let shadow = t.shadow;
-    set_busy(t, BUSY);
+    if !enter_runtime(t, BUSY) {
+        return; // another thread's exit flush ended the stream
+    }
     t.ring.record(p, |k| shadow_entry_at(shadow, k));
     set_busy(t, IDLE);
 }
@@ -1139,7 +1239,8 @@ unsafe fn free_thread(t: *mut Thread) {
 /// opened; then this copy's image and every registered module); false if the trace cannot or must not be
 /// written.
 fn open(st: &mut State) -> bool {
-    if st.disabled {
+    if st.disabled || st.closed {
+        // Closed: nothing more is written (a thread still running after the exit flush ended its stream).
         return false;
     }
     let pid = sys::pid();
