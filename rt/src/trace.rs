@@ -900,8 +900,7 @@ unsafe fn finish_with(st: &mut State, t: &mut Thread, why: u64, words: Option<(u
         t.stop = t.stop.min(t.spill_bit);
     }
     let tls = t.tls;
-    // SAFETY: the thread's state (its own, or a live thread's at exit).
-    // SAFETY: the thread's state (its own, or a live thread's at exit).
+    // SAFETY: the thread's state (its own, or a live thread's at a fatal signal or an exec); none read when `words` are given.
     let (state, raw) = words.unwrap_or_else(|| unsafe { (*tls.add(TLS_STATE), ptr::read_volatile(tls.add(TLS_ACC))) });
     let (mut acc, mut n) = acc_bits(raw);
     let mut flags = 0;
