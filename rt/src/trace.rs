@@ -652,8 +652,7 @@ pub(crate) fn signal_flush(sig: libc::c_int) {
             return;
         }
         open(st);
-        // SAFETY (finish): the threads' own records and state.
-        each_thread(st, |st, t| unsafe { finish(st, t, END_SIGNAL | ((sig as u64 & 0xff) << 32)) });
+        end_all(st, END_SIGNAL | ((sig as u64 & 0xff) << 32));
         st.closed = true;
     })
 }
@@ -669,8 +668,7 @@ pub(crate) fn confinement_flush() {
             return;
         }
         open(st);
-        // SAFETY (finish): the threads' own records and state.
-        each_thread(st, |st, t| unsafe { finish(st, t, END_CONFINED) });
+        end_all(st, END_CONFINED);
         st.closed = true;
     })
 }
@@ -805,20 +803,27 @@ fn end_every_thread(mut g: Guard) {
         return;
     }
     open(st);
-    // Every thread but the calling one may still be running.
-    let me = calling_tls(st);
-    each_thread(st, |st, t| {
-        if t.tls == me || t.ended {
-            // SAFETY (finish): the calling thread's own record and state.
-            unsafe { finish(st, t, END_AT_EXIT) }
-        } else {
-            end_running(st, t, END_AT_EXIT)
-        }
-    });
+    end_all(st, END_AT_EXIT);
     st.closed = true;
     if let Some((fd, _)) = st.fd.take() {
         release(fd, st.file);
     }
+}
+
+/// Ends every thread's stream for the end of the process (`why`: exit, a fatal signal, a sandbox): the calling
+/// thread's as it stands, every other one — which may still be running — with [`end_running`]. (A fatal
+/// signal's flush ended running threads' streams the way the exit did: 73 of 300 crashes of a program whose
+/// other threads spin gave traces the reader refused.)
+fn end_all(st: &mut State, why: u64) {
+    let me = calling_tls(st);
+    each_thread(st, |st, t| {
+        if t.tls == me || t.ended {
+            // SAFETY (finish): the calling thread's own record and state.
+            unsafe { finish(st, t, why) }
+        } else {
+            end_running(st, t, why)
+        }
+    });
 }
 
 /// The calling thread's trace-state words (null if it never ran traced code).
