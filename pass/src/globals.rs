@@ -289,13 +289,11 @@ pub(crate) unsafe fn module_init_function(m: LLVMModuleRef, name: &str, kind: In
     let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), std::ptr::null_mut(), 0, 0);
     let f = LLVMAddFunction(m, cstr(name).as_ptr(), fty);
     LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-    if crate::ir::is_elf(m) {
-        let section = match kind {
-            InitKind::Constructor => c".text.startup",
-            InitKind::Destructor => c".text.exit",
-        };
-        LLVMSetSection(f, section.as_ptr());
-    }
+    let section = match kind {
+        InitKind::Constructor => c".text.startup",
+        InitKind::Destructor => c".text.exit",
+    };
+    ir::set_elf_section(m, f, section);
     f
 }
 

@@ -420,7 +420,7 @@ fn opcode_of_value(v: LLVMValueRef) -> Option<LLVMOpcode> {
 
 /// Whether `m` targets an ELF platform (its triple names none of the others), where section names such as
 /// `.text.startup` mean what the linker scripts make of them.
-pub fn is_elf(m: LLVMModuleRef) -> bool {
+fn is_elf(m: LLVMModuleRef) -> bool {
     let triple = unsafe { CStr::from_ptr(LLVMGetTarget(m)) }.to_string_lossy().to_ascii_lowercase();
     !triple.is_empty()
         && !["apple", "darwin", "macos", "ios", "windows", "win32", "cygwin", "mingw", "aix", "zos"]
@@ -435,7 +435,12 @@ pub fn is_elf(m: LLVMModuleRef) -> bool {
 /// plain build's, not a helper of pathprof's given arguments it never passed (cmocka's test of a null-pointer
 /// store hung in trace mode, running on into an entry helper).
 pub fn place_apart(m: LLVMModuleRef, f: LLVMValueRef) {
+    set_elf_section(m, f, c".text.unlikely.pathprof");
+}
+
+/// Puts function `f` of `m` into `section` on ELF targets (elsewhere the name would mean nothing to the linker).
+pub fn set_elf_section(m: LLVMModuleRef, f: LLVMValueRef, section: &CStr) {
     if is_elf(m) {
-        unsafe { LLVMSetSection(f, c".text.unlikely.pathprof".as_ptr()) };
+        unsafe { LLVMSetSection(f, section.as_ptr()) };
     }
 }

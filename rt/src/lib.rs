@@ -536,6 +536,7 @@ fn unlink(desc: *mut ModuleDesc) {
     flags_of(desc).fetch_and(!DESC_FLAG_REGISTERED, Ordering::AcqRel);
 }
 
+/// [`unlink`]'s list part: `desc` out of the chain, its flags left to the caller.
 fn unlink_from_list(desc: *mut ModuleDesc) {
     // SAFETY: `desc` is linked and valid; only lock holders unlink, so the only concurrent change is a
     // registration replacing the head.

@@ -844,17 +844,17 @@ fn calling_tls(st: &State) -> *mut u64 {
 /// runtime (a spill or a sync point, perhaps waiting for the lock the caller holds), its buffer is being
 /// changed: the stream ends with the words already in the file.
 fn end_running(st: &mut State, t: &mut Thread, why: u64) {
+    if t.off {
+        // Stopped (`__pathprof_trace_stop`): nothing it does is kept; the stop is its end.
+        // SAFETY: a stopped thread's kept state changes only under the lock, which the caller holds.
+        return unsafe { finish(st, t, why) };
+    }
     let tls = t.tls;
     // SAFETY: the thread's state words, live while its record is listed; plain aligned word reads.
     let snapshot = |t: &Thread| unsafe {
         (ptr::read_volatile(&t.spilled), ptr::read_volatile(tls.add(TLS_STATE)), ptr::read_volatile(tls.add(TLS_ACC)))
     };
     let before = snapshot(t);
-    if t.off {
-        // Stopped (`__pathprof_trace_stop`): nothing it does is kept; the stop is its end.
-        // SAFETY: a stopped thread's kept state changes only under the lock, which the caller holds.
-        return unsafe { finish(st, t, why) };
-    }
     if busy_cell(t).compare_exchange(IDLE, ENDED, Ordering::AcqRel, Ordering::Acquire).is_err() {
         let flags = why | if t.stop != u64::MAX { END_ABNORMAL } else { 0 };
         write_end(st, t, t.written_hi * 64, 0, flags);
@@ -905,7 +905,7 @@ unsafe fn finish_with(st: &mut State, t: &mut Thread, why: u64, words: Option<(u
         t.stop = t.stop.min(t.spill_bit);
     }
     let tls = t.tls;
-    // SAFETY: the thread's state (its own, or a live thread's at a fatal signal or an exec); none read when `words` are given.
+    // SAFETY: the thread's state (its own, or a live thread's at an exec); none read when `words` are given.
     let (state, raw) = words.unwrap_or_else(|| unsafe { (*tls.add(TLS_STATE), ptr::read_volatile(tls.add(TLS_ACC))) });
     let (mut acc, mut n) = acc_bits(raw);
     let mut flags = 0;
