@@ -438,6 +438,9 @@ struct JsonThread {
     image: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
+    /// A handler stream: the thread (number) whose signal handlers it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    handlers_of: Option<u32>,
     status: String,
     blocks: u64,
     /// Bits of the thread's stream (naive: 64 per block).
@@ -635,6 +638,7 @@ fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
                 copy: t.copy,
                 image: file.images.get(&t.copy).cloned().unwrap_or_default(),
                 tid: t.tid,
+                handlers_of: t.handlers_of,
                 status,
                 blocks: c.blocks(),
                 bits: t.bits - t.window.as_ref().map_or(0, |w| w.start.min(t.bits)),
@@ -642,19 +646,20 @@ fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
                 steps,
             });
         } else {
+            let handlers = t.handlers_of.map_or(String::new(), |h| format!("signal handlers of thread {h}, "));
             if file.images.len() > 1 {
                 // Several runtime copies: say whose stream (the image's functions only) and which OS thread.
                 let image = file.images.get(&t.copy).map_or("", String::as_str);
                 let tid = t.tid.map_or(String::new(), |n| format!(", tid {n}"));
                 writeln!(
                     out,
-                    "thread {} of {image} (process {}{tid}): {} blocks, {status}",
+                    "thread {} of {image} ({handlers}process {}{tid}): {} blocks, {status}",
                     t.thread,
                     t.pid,
                     c.blocks()
                 )?;
             } else {
-                writeln!(out, "thread {} (process {}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
+                writeln!(out, "thread {} ({handlers}process {}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
             }
             for &v in &c.steps {
                 out.write_all(listing.line(v))?;

@@ -93,6 +93,10 @@ pub const TRACE_FIRST: &str = "__pathprof_trace_first";
 /// Runtime: `void __pathprof_trace_abnormal(uint64_t *tls)`, a call site returned to a state not its own
 /// (`longjmp`, an exception): the trace is regenerable only up to here.
 pub const TRACE_ABNORMAL: &str = "__pathprof_trace_abnormal";
+/// Runtime: `void __pathprof_trace_landing(uint64_t *tls, uint64_t state, uint64_t sp)`, a `longjmp` came back
+/// to a `setjmp` of state `state` in a frame whose stack pointer is `sp`: when that frame belongs to a stream a
+/// signal handler interrupted (the handler left through `siglongjmp`), the thread gets that stream back.
+pub const TRACE_LANDING: &str = "__pathprof_trace_landing";
 /// Runtime: `void __pathprof_trace_sync(uint64_t *tls)`, an entry found a sync wanted (flight recorder): the
 /// runtime records where the stream can be read from, with the thread's shadow stack.
 pub const TRACE_SYNC: &str = "__pathprof_trace_sync";
@@ -104,7 +108,7 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 25] = [
+pub const RUNTIME: [&str; 26] = [
     FORK_RAW,
     CLONE,
     CONFINE,
@@ -123,6 +127,7 @@ pub const RUNTIME: [&str; 25] = [
     SYSCALL,
     TRACE_ABNORMAL,
     TRACE_FIRST,
+    TRACE_LANDING,
     TRACE_REGISTER,
     TRACE_SPILL,
     TRACE_START,

@@ -296,6 +296,9 @@ pub struct ThreadTrace {
     pub confined: bool,
     /// A window of the thread's stream (flight recorder, region): where it starts; `None` for a whole stream.
     pub window: Option<Window>,
+    /// A handler stream (`trace_layout`'s `REC_HANDLERS`): the signal handlers run on this thread number of
+    /// the same copy, one after another.
+    pub handlers_of: Option<u32>,
 }
 
 impl ThreadTrace {
@@ -307,9 +310,10 @@ impl ThreadTrace {
 
     /// Names the stream in messages: thread, copy (when not the first) and process.
     pub fn label(&self) -> String {
+        let handlers = self.handlers_of.map_or(String::new(), |h| format!(" (signal handlers of thread {h})"));
         match self.copy {
-            0 => format!("thread {} of process {}", self.thread, self.pid),
-            c => format!("thread {} of runtime copy {c} of process {}", self.thread, self.pid),
+            0 => format!("thread {}{handlers} of process {}", self.thread, self.pid),
+            c => format!("thread {}{handlers} of runtime copy {c} of process {}", self.thread, self.pid),
         }
     }
 }
@@ -348,6 +352,7 @@ struct RawThread {
     end: Option<[u64; 6]>,
     syncs: Vec<RawSync>,
     stops: Vec<(u64, u64)>,
+    handlers_of: Option<u32>,
 }
 
 impl RawThread {
@@ -582,6 +587,13 @@ impl Records {
                 REC_IMAGE => {
                     images.insert(copy, String::from_utf8_lossy(payload).into_owned());
                 }
+                REC_HANDLERS => {
+                    let (Some(host), 8) = (u32_at(payload, 0), payload.len()) else { return Err(corrupt) };
+                    let t = threads.entry((copy, thread)).or_default();
+                    if host == thread || t.handlers_of.replace(host).is_some_and(|h| h != host) {
+                        return Err(corrupt);
+                    }
+                }
                 REC_PARENT => {
                     let (Some(pid), Some(from), Some(token)) =
                         (u32_at(payload, 0), u32_at(payload, 4), u64_at(payload, 8))
@@ -664,7 +676,8 @@ impl Records {
             images.entry(copy).or_default();
             let tid = raw.end.map(|e| e[5] as u32);
             let inherited_missing = missing.remove(&(copy, thread));
-            let key = ThreadTrace { pid, thread, copy, tid, inherited_missing, ..Default::default() };
+            let handlers_of = raw.handlers_of;
+            let key = ThreadTrace { pid, thread, copy, tid, inherited_missing, handlers_of, ..Default::default() };
             if raw.windowed() {
                 out.extend(windows(&key, &raw)?);
                 continue;

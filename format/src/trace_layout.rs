@@ -87,6 +87,12 @@
 //! - [`REC_UNTRACED_FORK`] (no payload; the record's pid is the child's, not the file's): a `fork()`ed child
 //!   that writes no trace of its own (a name without `%p`) appends it to the file it inherited, once per
 //!   runtime copy: what it ran after the fork is in no trace.
+//! - [`REC_HANDLERS`]: `u32` host, `u32` zero: the record's thread number names a *handler stream*, the signal
+//!   handlers the runtime's trampoline ran on thread `host` (of the same copy), one after another at the
+//!   stream's top level, as if the stream's thread called them. The trampoline sets the interrupted stream's
+//!   state words aside for each handler and puts them back when it returns, so neither stream sees the other;
+//!   a handler interrupted by a signal gets a handler stream of its own. Written once, before or after the
+//!   stream's other records.
 //!
 //! # Naive tracing ([`DESC_NAIVE`], the second method)
 //! A module built with `PATHPROF_TRACE_NAIVE=1` writes, at the entry of every block it runs, one 64-bit item:
@@ -104,8 +110,9 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// 6: the file header with runtime copies, records' copy numbers, image records, the end record's thread id;
 /// 7: the entry cache; 8: abandon markers, [`ABANDON_ID`] reserved; 9: [`TLS_ACC`] holds its bits under a
 /// marker bit, instrumented code of version 8 would corrupt it — the file's bits are as in version 8;
-/// 10: [`REC_PARENT`] and [`REC_UNTRACED_FORK`] records, which a version-9 reader would call corrupt).
-pub const TRACE_VERSION: u32 = 10;
+/// 10: [`REC_PARENT`] and [`REC_UNTRACED_FORK`] records, which a version-9 reader would call corrupt;
+/// 11: [`REC_HANDLERS`] records).
+pub const TRACE_VERSION: u32 = 11;
 /// The oldest file version this reader reads: the stream has not changed since.
 pub const TRACE_READS_SINCE: u32 = 8;
 /// The first version whose [`REC_DATA`] words hold their first bit highest.
@@ -209,6 +216,9 @@ pub const REC_IMAGE: u32 = 6;
 pub const REC_PARENT: u32 = 7;
 /// A fork child that writes no trace (the file's name has no `%p`).
 pub const REC_UNTRACED_FORK: u32 = 8;
+/// The record's thread is the stream of the signal handlers run on another thread's (payload: `u32` that
+/// thread's number in the same runtime copy, `u32` zero).
+pub const REC_HANDLERS: u32 = 9;
 /// `REC_SYNC` kind: right after an `Enter` marker.
 pub const SYNC_AT_ENTRY: u64 = 0;
 /// `REC_SYNC` kind: at a call site (or at the thread's top level).

@@ -1,7 +1,8 @@
 //! A fork child's trace file starts its threads' streams where its parent had written up to at the fork; its
 //! `REC_PARENT` record names the parent's file, and `TraceFile::parse_with_parents` splices the inherited words
-//! in — through any number of generations, and never from a file that is no longer the parent's. Files built
-//! by hand here: the words' values are arbitrary, only where they end up matters.
+//! in — through any number of generations, and never from a file that is no longer the parent's. Also the other
+//! record that relates one stream to another: a handler stream's `REC_HANDLERS`. Files built by hand here: the
+//! words' values are arbitrary, only where they end up matters.
 
 use pathprof_format::trace::TraceFile;
 use pathprof_format::trace_layout::*;
@@ -139,5 +140,32 @@ fn fork_children_that_wrote_no_trace_are_listed_not_taken_for_other_processes() 
         let f = TraceFile::parse(&bytes).unwrap();
         assert_eq!((f.untraced_forks.as_slice(), f.other_processes.as_slice()), (&[8, 9][..], &[][..]));
         assert_eq!(f.threads.len(), 1);
+    }
+}
+
+/// A handler stream (`REC_HANDLERS`: the signal handlers run on another thread) is a thread of its own that names
+/// the thread it serves; one naming itself, two different threads, or with a short payload is corrupt.
+#[test]
+fn a_handler_stream_names_the_thread_it_serves() {
+    let handlers = |thread: u32, host: u32| {
+        let payload = [host.to_le_bytes(), 0u32.to_le_bytes()].concat();
+        record(REC_HANDLERS, 7, thread, &payload)
+    };
+    let two = |thread: u32| {
+        let fields = [64, 0, END_COMPLETE, u64::MAX, 0, 99];
+        let end = record(REC_END, 7, thread, &fields.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>());
+        let words = [0u64.to_le_bytes(), 5u64.to_le_bytes()].concat();
+        [record(REC_DATA, 7, thread, &words), end]
+    };
+    let [d1, e1] = two(1);
+    let [d2, e2] = two(2);
+    let f = TraceFile::parse(&file(7, &[d1, e1, handlers(2, 1), d2, e2, handlers(2, 1)])).unwrap();
+    let serves: Vec<(u32, Option<u32>)> = f.threads.iter().map(|t| (t.thread, t.handlers_of)).collect();
+    assert_eq!(serves, [(1, None), (2, Some(1))]);
+    assert_eq!(f.threads[1].label(), "thread 2 (signal handlers of thread 1) of process 7");
+    for bad in
+        [vec![handlers(2, 2)], vec![handlers(2, 1), handlers(2, 3)], vec![record(REC_HANDLERS, 7, 2, &[1, 0, 0])]]
+    {
+        assert!(TraceFile::parse(&file(7, &bad)).is_err());
     }
 }

@@ -39,8 +39,7 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
     } else {
         crate::intraproc_mode::instrument(m, &candidates, fam, config, identity)
     }?;
-    // Counting modes only: trace mode notices a handler's abnormal entry itself (a per-thread call-site state).
-    let watched = changed && config.mode != pathprof_format::meta::Mode::Trace && watch_signal_handlers(m);
+    let watched = changed && watch_signal_handlers(m);
     let written = changed && write_before_image_ends(m);
     let confined = changed && write_before_confinement(m);
     let forks = changed
@@ -158,10 +157,11 @@ unsafe fn call_before<T: Copy>(
 }
 
 /// Sends the module's calls of `sigaction` and `signal` to the runtime's (`symbols::SIGACTION`,
-/// `symbols::SIGNAL`), which install the program's handler behind a trampoline that notices a handler that
-/// never returns — it `longjmp`s or exits out of the activations it interrupted mid-block, which no counter
-/// accounts for — and then flags the counts (`rt/src/handlers.rs`). Declarations only: a module that defines
-/// its own `sigaction` is left alone. Whether anything changed.
+/// `symbols::SIGNAL`), which install the program's handler behind a trampoline (`rt/src/handlers.rs`). In the
+/// counting modes it notices a handler that never returns — it `longjmp`s or exits out of the activations it
+/// interrupted mid-block, which no counter accounts for — and then flags the counts; in trace mode it runs each
+/// handler in a trace stream of its own, so the interrupted stream stays whole. Declarations only: a module
+/// that defines its own `sigaction` is left alone. Whether anything changed.
 fn watch_signal_handlers(m: LLVMModuleRef) -> bool {
     // Names the C standard reserves (a declaration without a prototype has another type, and is still theirs).
     let sigaction = redirect(m, "sigaction", symbols::SIGACTION, |_| true);

@@ -9,6 +9,8 @@
 //! [`RECORD_FLAG_HANDLER_ESCAPED`](pathprof_format::layout::RECORD_FLAG_HANDLER_ESCAPED) and written apart, to
 //! `FILE.<pid>.incomplete` (`dump`), so that the flag does not spread to the other runs merged into FILE.
 //!
+//! In trace mode each handler runs in a trace stream of its own (`trace::with_handler_stream`).
+//!
 //! The pass sends the instrumented code's `sigaction` and `signal` calls here ([`__pathprof_sigaction`],
 //! [`__pathprof_signal`]; `pathprof_format::symbols`). A handler is installed behind a trampoline that counts
 //! its entries and returns; everything else is the program's: the mask and flags it asked for, the handler it
@@ -62,16 +64,18 @@ unsafe extern "C" fn trampoline(sig: c_int, info: *mut libc::siginfo_t, context:
     }
     ENTERED.fetch_add(1, Ordering::AcqRel);
     with_hand_overs_set_aside(&mut crate::modules(), &mut || {
-        if flags & libc::SA_SIGINFO as u64 != 0 {
-            // SAFETY: the program installed this address as an SA_SIGINFO handler.
-            let f: unsafe extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-                unsafe { core::mem::transmute(handler) };
-            unsafe { f(sig, info, context) };
-        } else {
-            // SAFETY: the program installed this address as a plain handler.
-            let f: unsafe extern "C" fn(c_int) = unsafe { core::mem::transmute(handler) };
-            unsafe { f(sig) };
-        }
+        crate::trace::with_handler_stream(context, &mut || {
+            if flags & libc::SA_SIGINFO as u64 != 0 {
+                // SAFETY: the program installed this address as an SA_SIGINFO handler.
+                let f: unsafe extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                    unsafe { core::mem::transmute(handler) };
+                unsafe { f(sig, info, context) };
+            } else {
+                // SAFETY: the program installed this address as a plain handler.
+                let f: unsafe extern "C" fn(c_int) = unsafe { core::mem::transmute(handler) };
+                unsafe { f(sig) };
+            }
+        })
     });
     RETURNED.fetch_add(1, Ordering::AcqRel);
 }

@@ -435,6 +435,33 @@ pub(crate) fn without_write_signals(write: impl FnOnce() -> isize) -> isize {
     }
 }
 
+/// Blocks every signal on the calling thread; the mask before, for [`set_signal_mask`]. For the runtime's own
+/// bookkeeping, which a signal handler on the same thread must not find half done.
+pub(crate) fn block_all_signals() -> libc::sigset_t {
+    // SAFETY: all-zero signal sets are valid, then filled; the call has valid pointers.
+    unsafe {
+        let mut all: libc::sigset_t = mem::zeroed();
+        let mut old: libc::sigset_t = mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        old
+    }
+}
+
+/// Restores a mask [`block_all_signals`] returned.
+pub(crate) fn set_signal_mask(mask: &libc::sigset_t) {
+    // SAFETY: a valid mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, mask, ptr::null_mut()) };
+}
+
+/// Runs `f` with every signal blocked on the calling thread, then restores its mask.
+pub(crate) fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
+    let old = block_all_signals();
+    let r = f();
+    set_signal_mask(&old);
+    r
+}
+
 /// The pointer of a path buffer that the caller built with a trailing NUL (every path in this crate is built by
 /// [`crate::path`], which guarantees it). A buffer without one yields the empty string rather than an overrun.
 pub(crate) fn cstr(path: &[u8]) -> *const c_char {

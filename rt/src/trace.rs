@@ -18,8 +18,9 @@
 //! the header, so one reader regenerates every copy's streams with one id space. A copy's records carry its
 //! number and its image's path (`REC_IMAGE`).
 //!
-//! Abnormal transfers (an entry in a function body — a signal handler —, a call site returning to a state not
-//! its own — `longjmp`, exceptions) are recorded as the bit where the thread's trace stops being regenerable.
+//! Abnormal transfers (an entry in a function body — a signal handler the runtime does not watch —, a call site
+//! returning to a state not its own — `longjmp`, exceptions) are recorded as the bit where the thread's trace
+//! stops being regenerable.
 //! A `fork()`ed child writes its own file only when the name has `%p` (otherwise it would clobber the
 //! parent's). In the child (a `pthread_atfork` handler) the records of the parent's other threads are dropped
 //! (they never ran there) and the forking thread's stream goes on from the fork: its `REC_END` carries the
@@ -35,24 +36,32 @@
 //!
 //! With `PATHPROF_SIGNALS=1` a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM) flushes every
 //! thread's bits, flagged with the signal, before the signal takes its course (`signals`): the crashing
-//! thread's trace is exact up to the crash. All entry points serialise on one spin lock and are not
-//! async-signal-safe, except the flush, which waits at most 2 s for the lock.
+//! thread's trace is exact up to the crash. All entry points serialise on one spin lock, held with the thread's
+//! signals blocked, and are not async-signal-safe, except the flush, which waits at most 2 s for the lock.
+//!
+//! The program's signal handlers (installed through the runtime's `sigaction`, `handlers`) run in *handler
+//! streams* of their own, so that the stream they interrupt stays regenerable ([`handler_streams`]).
 
 use crate::sys::{self, Fd, MVec};
 use crate::trace_ring::{Ring, SyncPoint};
 use crate::{diag::pp_warn, path};
 use core::ptr;
-use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU8, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use pathprof_format::trace_layout::*;
+
+mod handler_streams;
+pub(crate) use handler_streams::with_handler_stream;
 
 /// Words of a thread's buffer (512 KiB): one `REC_DATA` record.
 const BUF_WORDS: usize = 1 << 16;
 /// Words in front of the buffer for the record header and the first word's index (one `write` per record).
 const HEAD_WORDS: usize = (RECORD_HEADER + 8) / 8;
 
-/// One traced thread (in an anonymous mapping).
+/// One traced thread's stream, or a handler stream (in an anonymous mapping).
 #[repr(C)]
 struct Thread {
+    /// The stream's trace-state words: the thread's thread-local words, or [`Thread::parked`] while another
+    /// stream has those (a handler stream between handlers, a thread while a handler runs on it).
     tls: *mut u64,
     next: *mut Thread,
     serial: u32,
@@ -90,6 +99,24 @@ struct Thread {
     /// While [`SPILLING`]: the bit where the word being spilled starts plus the bits before its new ones
     /// (the thread's position when the spill began).
     spill_bit: u64,
+    /// The stream of the signal handlers run on this one ([`handler_streams`]), made at the first; null before.
+    handlers: *mut Thread,
+    /// For a handler stream: the stream its handlers interrupt (null for a thread's own stream), and how many
+    /// handler streams deep it is.
+    host: *mut Thread,
+    depth: u32,
+    /// A handler the trampoline ran on this stream has not returned to it (yet: it runs, or it left through
+    /// `siglongjmp` or `exit`); the stream's words are parked in the meantime.
+    in_handler: bool,
+    /// The handler stream's `REC_HANDLERS` record is in the file.
+    announced: bool,
+    /// While [`Thread::in_handler`]: the interrupted code's stack pointer (0: unknown) and whether it was on
+    /// the signal stack — a `longjmp` that lands at or above it, on the same stack, left the handler.
+    parked_sp: usize,
+    parked_on_alt: bool,
+    /// The stream's trace-state words while another stream has the thread's ([`handler_streams`]): [`Thread::tls`]
+    /// points here then.
+    parked: [u64; TLS_WORDS],
     /// The entry cache instrumented code reaches through `TLS_CACHE` (none with a flight recorder, whose
     /// file keeps only the oldest surviving sync point: a reader could not empty its copy where this one was).
     cache: [u32; ENTRY_CACHE_SLOTS],
@@ -164,9 +191,20 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     spare: crate::fd_reserve::Reserve::new(),
 }));
 static LOCK: AtomicBool = AtomicBool::new(false);
+/// The thread holding [`LOCK`] (`pthread_self`; 0: none), so that a signal handler of that thread never waits
+/// for it.
+static LOCK_OWNER: AtomicUsize = AtomicUsize::new(0);
 static SERIAL: AtomicU32 = AtomicU32::new(0);
+/// 1 + the thread-state key once [`install`]ed (0 before): a signal handler reads it without the lock.
+static KEY: AtomicUsize = AtomicUsize::new(0);
 
-struct Guard;
+/// The lock, held with every signal of the thread blocked: a signal handler then never finds its own thread
+/// holding it, so it can trace into a handler stream of its own ([`handler_streams`]) instead of the
+/// interrupted one (whose spill may be flushing under the lock). Signals wait until the guard goes. Not once
+/// the program confined itself in a seccomp sandbox ([`CONFINED`]), where changing the mask is not allowed.
+struct Guard {
+    mask: Option<libc::sigset_t>,
+}
 impl Guard {
     fn state(&mut self) -> &mut State {
         // SAFETY: the lock is held for the guard's lifetime.
@@ -175,15 +213,50 @@ impl Guard {
 }
 impl Drop for Guard {
     fn drop(&mut self) {
-        LOCK.store(false, Ordering::Release);
+        release_lock();
+        if let Some(mask) = &self.mask {
+            sys::set_signal_mask(mask);
+        }
     }
 }
 fn lock() -> Guard {
+    let mask = block_signals();
+    take_lock();
+    Guard { mask }
+}
+
+/// The program confined itself in a seccomp sandbox ([`confinement_flush`]): the runtime makes no more system
+/// calls (not even to change a signal mask).
+static CONFINED: AtomicBool = AtomicBool::new(false);
+
+/// Blocks every signal unless [`CONFINED`]; the mask before.
+fn block_signals() -> Option<libc::sigset_t> {
+    (!CONFINED.load(Ordering::Acquire)).then(sys::block_all_signals)
+}
+
+/// Spins until the calling thread holds the lock (without a guard: the fork handlers hold it across `fork`).
+fn take_lock() {
     while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
         // SAFETY: no preconditions.
         unsafe { libc::sched_yield() };
     }
-    Guard
+    note_lock_owner();
+}
+
+fn note_lock_owner() {
+    // SAFETY: no preconditions.
+    LOCK_OWNER.store(unsafe { libc::pthread_self() } as usize, Ordering::Relaxed);
+}
+
+fn release_lock() {
+    LOCK_OWNER.store(0, Ordering::Relaxed);
+    LOCK.store(false, Ordering::Release);
+}
+
+/// Whether the calling thread holds the lock (a signal handler that interrupted it there).
+fn lock_held_here() -> bool {
+    // SAFETY: no preconditions.
+    LOCK.load(Ordering::Acquire) && LOCK_OWNER.load(Ordering::Relaxed) == unsafe { libc::pthread_self() } as usize
 }
 
 /// Registers a trace-mode module: assigns its trace ids; writes its metadata if the file is open.
@@ -439,6 +512,25 @@ pub unsafe extern "C" fn __pathprof_trace_first(tls: *mut u64) -> u64 {
 unsafe fn register_thread(tls: *mut u64) -> *mut Thread {
     let mut g = lock();
     let st = g.state();
+    // SAFETY: a plain key read.
+    let early = unsafe { !libc::pthread_getspecific(st.early_key).is_null() };
+    // SAFETY: the caller's state.
+    let t = unsafe { new_record(st, tls, early) };
+    if !t.is_null() {
+        // SAFETY: a plain key write.
+        unsafe { libc::pthread_setspecific(st.key, tls as *const libc::c_void) };
+    }
+    t
+}
+
+/// A new stream's record, put on the list (null when nothing is traced): its shadow stack, entry cache, ring
+/// and first window as the modes want, their addresses stored in the state words `words` — the thread's
+/// (`tls`), or the record's own parked words for a handler stream (a null `tls`). `early`: the thread called
+/// `__pathprof_trace_start` before (region mode).
+///
+/// # Safety
+/// `tls` is null or the calling thread's trace state.
+unsafe fn new_record(st: &mut State, tls: *mut u64, early: bool) -> *mut Thread {
     if st.closed || st.disabled {
         return ptr::null_mut();
     }
@@ -448,23 +540,23 @@ unsafe fn register_thread(tls: *mut u64) -> *mut Thread {
     }
     // SAFETY: fresh zeroed memory of the right size; fields set before use.
     unsafe {
-        (*t).tls = tls;
+        let words = if tls.is_null() { (*t).parked.as_mut_ptr() } else { tls };
+        (*t).tls = words;
         (*t).serial = SERIAL.fetch_add(1, Ordering::Relaxed) + 1;
         (*t).tid = sys::tid();
         (*t).stop = if st.overflow { 0 } else { u64::MAX };
         (*t).fork_at = u64::MAX;
         if st.naive != Some(true) {
             (*t).shadow = map_shadow();
-            *tls.add(TLS_SHADOW) = (*t).shadow as u64;
+            *words.add(TLS_SHADOW) = (*t).shadow as u64;
         }
         if st.ring_bytes > 0 && !(*t).ring.allocate(st.ring_bytes) {
             pp_warn!("cannot map the flight recorder's ring; this thread is traced whole");
         }
         if st.naive != Some(true) && !(*t).ring.on() {
             (*t).cache.fill(u32::MAX);
-            *tls.add(TLS_CACHE) = (*t).cache.as_mut_ptr() as u64;
+            *words.add(TLS_CACHE) = (*t).cache.as_mut_ptr() as u64;
         }
-        let early = !libc::pthread_getspecific(st.early_key).is_null();
         if st.region && !early {
             (*t).off = true;
         } else if (*t).ring.on() {
@@ -477,9 +569,18 @@ unsafe fn register_thread(tls: *mut u64) -> *mut Thread {
         }
         (*t).next = st.threads;
         st.threads = t;
-        libc::pthread_setspecific(st.key, tls as *const libc::c_void);
     }
     t
+}
+
+/// A `longjmp` came back to a `setjmp` (`symbols::TRACE_LANDING`).
+///
+/// # Safety
+/// `tls` is the calling thread's trace state.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_trace_landing(tls: *mut u64, state: u64, sp: u64) {
+    // SAFETY: the caller's.
+    unsafe { handler_streams::landing(tls, state, sp as usize) }
 }
 
 /// A call site returned to a state not its own.
@@ -524,6 +625,7 @@ fn install(st: &mut State) {
     // SAFETY: plain libc registration calls with valid function pointers.
     unsafe {
         libc::pthread_key_create(&mut st.key, Some(thread_exit));
+        KEY.store(st.key as usize + 1, Ordering::Release);
         libc::atexit(exit_handler);
         libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
         sys::at_quick_exit(quick_exit_handler);
@@ -573,13 +675,14 @@ fn parse_size(v: &[u8]) -> Option<u64> {
 /// what `fork_prepare` does, when trace mode runs in this copy. Whether it did: then the parent must call
 /// [`parent_after_raw_fork`] and the child [`child_after_raw_fork`].
 pub(crate) fn before_raw_fork() -> bool {
-    let mut guard = lock();
-    if !guard.state().installed {
-        return false;
-    }
     // Held across the fork, as `fork_prepare` holds it; released by `fork_parent`, reset by `fork_child`.
-    core::mem::forget(guard);
-    true
+    take_lock();
+    // SAFETY: the lock is held.
+    let installed = unsafe { (*STATE.0.get()).installed };
+    if !installed {
+        release_lock();
+    }
+    installed
 }
 
 /// In the parent, after a fork [`before_raw_fork`] prepared (also when it failed).
@@ -596,12 +699,12 @@ pub(crate) fn child_after_raw_fork() {
 
 /// Before `fork()`: holds the lock, so the child never inherits it held by a thread it does not have.
 unsafe extern "C" fn fork_prepare() {
-    core::mem::forget(lock());
+    take_lock();
 }
 
 /// After `fork()`, in the parent.
 unsafe extern "C" fn fork_parent() {
-    LOCK.store(false, Ordering::Release);
+    release_lock();
 }
 
 /// After `fork()`, in the child (single-threaded): drops the records of the parent's other threads and marks
@@ -622,15 +725,27 @@ unsafe extern "C" fn fork_child() {
             d = (*d).next;
         }
     }
+    // The forking thread's streams go on in the child: the one its words are in (a handler stream when it
+    // forked in a signal handler) and the streams whose handlers that one interrupts; the rest never ran here.
+    let mut active = st.threads;
+    // SAFETY (both loops): records on the list are live mappings (copied into the child).
+    unsafe {
+        while !active.is_null() && ((*active).tls != me || (*active).ended) {
+            active = (*active).next;
+        }
+        if !active.is_null() {
+            (*active).handlers = ptr::null_mut();
+        }
+    }
     let mut t = st.threads;
     while !t.is_null() {
-        // SAFETY: records on the list are live mappings (copied into the child).
         unsafe {
             let next = (*t).next;
-            if (*t).tls == me && !(*t).ended {
-                (*t).fork_at = (*t).spilled * 64 + pending_bits(me);
+            if handler_streams::hosts_or_is(active, t) {
+                (*t).fork_at = (*t).spilled * 64 + pending_bits((*t).tls);
                 // The child's own thread: from here on the stream is its thread's, not the parent's.
                 (*t).tid = sys::tid();
+                (*t).announced = false;
             } else {
                 unlink(st, t);
                 free_thread(t);
@@ -638,7 +753,7 @@ unsafe extern "C" fn fork_child() {
             t = next;
         }
     }
-    LOCK.store(false, Ordering::Release);
+    release_lock();
 }
 
 /// The fatal-signal flush (`PATHPROF_SIGNALS=1`, called by `signals` before the signal takes its course):
@@ -662,6 +777,8 @@ pub(crate) fn signal_flush(sig: libc::c_int) {
 pub(crate) fn confinement_flush() {
     sys::on_own_stack(|| {
         let mut g = lock();
+        // From here on (the guard's mask goes back before the sandbox starts).
+        CONFINED.store(true, Ordering::Release);
         let st = g.state();
         if st.closed || (st.threads.is_null() && st.modules.is_null()) {
             st.closed = true;
@@ -676,15 +793,20 @@ pub(crate) fn confinement_flush() {
 /// The lock, waiting at most 2 s for it (the flushes that may run in a signal handler, which may have
 /// interrupted this thread in the middle of a write).
 fn lock_within_2s() -> Option<Guard> {
+    let mask = block_signals();
     let deadline = crate::signals::now_ns().saturating_add(2_000_000_000);
     while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
         if crate::signals::now_ns() > deadline {
+            if let Some(mask) = &mask {
+                sys::set_signal_mask(mask);
+            }
             return None;
         }
         // SAFETY: no preconditions.
         unsafe { libc::sched_yield() };
     }
-    Some(Guard)
+    note_lock_owner();
+    Some(Guard { mask })
 }
 
 /// The process image ends without `atexit` handlers (`_exit`, `_Exit`): every thread's end, as at exit.
@@ -728,15 +850,13 @@ unsafe extern "C" fn thread_exit(tls: *mut libc::c_void) {
         if t.is_null() || st.closed {
             return;
         }
-        // SAFETY: this thread's live record.
+        // SAFETY: this thread's live records: its own stream and its handler streams.
         unsafe {
-            finish(st, &mut *t, 0);
-            unlink(st, t);
+            handler_streams::end_and_free(st, handler_streams::own_stream(t));
             *tls.add(TLS_THREAD) = 0;
             *tls.add(TLS_STATE) = 0;
             *tls.add(TLS_ACC) = 0;
             *tls.add(TLS_SHADOW) = 0;
-            free_thread(t);
         }
     })
 }
@@ -849,10 +969,12 @@ fn end_running(st: &mut State, t: &mut Thread, why: u64) {
         // SAFETY: a stopped thread's kept state changes only under the lock, which the caller holds.
         return unsafe { finish(st, t, why) };
     }
-    let tls = t.tls;
-    // SAFETY: the thread's state words, live while its record is listed; plain aligned word reads.
+    // SAFETY: the stream's state words (the thread's, or parked in the record while a handler stream has the
+    // thread's: the pointer is part of the snapshot), live while its record is listed; plain aligned reads.
     let snapshot = |t: &Thread| unsafe {
-        (ptr::read_volatile(&t.spilled), ptr::read_volatile(tls.add(TLS_STATE)), ptr::read_volatile(tls.add(TLS_ACC)))
+        let tls = ptr::read_volatile(&t.tls);
+        let words = (ptr::read_volatile(tls.add(TLS_STATE)), ptr::read_volatile(tls.add(TLS_ACC)));
+        (ptr::read_volatile(&t.spilled), tls, words)
     };
     let before = snapshot(t);
     if busy_cell(t).compare_exchange(IDLE, ENDED, Ordering::AcqRel, Ordering::Acquire).is_err() {
@@ -861,7 +983,7 @@ fn end_running(st: &mut State, t: &mut Thread, why: u64) {
         t.ended = true;
         return;
     }
-    let (_, state, acc) = before;
+    let (_, _, (state, acc)) = before;
     // Still running (its words changed): its stream up to its last full word, not at its top level.
     let words = if snapshot(t) == before { (state, acc) } else { (0, ACC_EMPTY) };
     // SAFETY: the record is the caller's now ([`ENDED`]); the state words are given.
@@ -869,10 +991,11 @@ fn end_running(st: &mut State, t: &mut Thread, why: u64) {
 }
 
 /// Writes a thread's `REC_END`: `total` bits, the partial word `partial`, `flags`.
-fn write_end(st: &mut State, t: &Thread, total: u64, partial: u64, flags: u64) {
+fn write_end(st: &mut State, t: &mut Thread, total: u64, partial: u64, flags: u64) {
     if !open(st) {
         return;
     }
+    handler_streams::announce(st, t);
     let end = [total, partial, flags, t.stop, t.fork_at, u64::from(t.tid)];
     let head = record_header(REC_END, sys::pid(), st.copy, t.serial, END_PAYLOAD as u64);
     let mut rec = [0u8; RECORD_HEADER + END_PAYLOAD];
@@ -939,6 +1062,11 @@ unsafe fn finish_with(st: &mut State, t: &mut Thread, why: u64, words: Option<(u
     }
     if st.overflow {
         t.stop = 0;
+    }
+    if t.in_handler && !t.off && flags & END_COMPLETE == 0 {
+        // A handler ran on the stream and never came back to it (`siglongjmp` out of it, or `exit` in it): the
+        // thread left the stream where it parked it.
+        t.stop = t.stop.min(t.spilled * 64 + n);
     }
     if t.stop != u64::MAX {
         flags |= END_ABNORMAL;
@@ -1200,6 +1328,7 @@ fn flush_data(st: &mut State, t: &mut Thread) {
     if !open(st) {
         return;
     }
+    handler_streams::announce(st, t);
     st.data_bytes += 8 * n as u64;
     t.kept += n as u64;
     t.written_hi = t.buf_first + n as u64;

@@ -72,18 +72,21 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
     }
     // A program that forks (fork checks), one that calls `_Fork`, one `clone`, one `syscall` (their calls go to the
     // runtime's), one that confines itself (`prctl`), one that installs signal handlers (its `sigaction` and
-    // `signal` calls too), and one that ends its image without exit handlers (`exec`, `_exit`).
-    for (name, source) in [
-        ("forking.o", "fork_main.c"),
-        ("raw_fork.o", "reliability/raw_fork.c"),
-        ("clone.o", "reliability/clone_child.c"),
-        ("syscall.o", "reliability/syscall_fork.c"),
-        ("sandboxed.o", "reliability/sandboxed.c"),
-        ("handlers.o", "reliability/handler_escape.c"),
-        ("image_end.o", "reliability/image_end.c"),
+    // `signal` calls too), one that ends its image without exit handlers (`exec`, `_exit`), and in trace mode one
+    // whose `setjmp` returns again (its landing).
+    for (name, source, mode) in [
+        ("forking.o", "fork_main.c", "path"),
+        ("raw_fork.o", "reliability/raw_fork.c", "path"),
+        ("clone.o", "reliability/clone_child.c", "path"),
+        ("syscall.o", "reliability/syscall_fork.c", "path"),
+        ("sandboxed.o", "reliability/sandboxed.c", "path"),
+        ("handlers.o", "reliability/handler_escape.c", "path"),
+        ("image_end.o", "reliability/image_end.c", "path"),
+        ("landing.o", "trace_handlers.c", "trace"),
     ] {
         let obj = dir.join(name);
-        run_ok(wrapper(false).args(["-O1", "-c"]).arg(programs().join(source)).arg("-o").arg(&obj));
+        let mode = format!("--pathprof-mode={mode}");
+        run_ok(wrapper(false).args([mode.as_str(), "-O1", "-c"]).arg(programs().join(source)).arg("-o").arg(&obj));
         names.extend(runtime_references(&obj));
         check_module_locals(&obj);
     }

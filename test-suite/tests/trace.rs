@@ -518,13 +518,13 @@ fn threads_regenerate_exactly() {
 }
 
 /// A handler that runs traced code on the thread it interrupts, 200,000 times, anywhere — inside a spill of a
-/// full word, inside a buffer's flush, between a spill and the store of the bits after it: the stream stays
-/// readable, and its regenerated prefix (up to the first handler, the abnormal transfer) is main's own run.
-/// Before the runtime guarded its spills, 6 of 13 runs of this program gave unreadable traces ("bad bit
-/// count", "activation of unknown function"). Not deterministic, so checked by the prefix's own consistency:
-/// one `work` entry per iteration of main's loop body (one fewer when the stop came between the body and the
-/// call's entry), plus 100 per handler run the prefix shows whole (a handler that enters between a call site's
-/// announcement and its callee's entry is not an abnormal transfer: its blocks are part of the prefix).
+/// full word, inside a buffer's flush, between a spill and the store of the bits after it, between a call
+/// site's announcement and its callee's entry. Each handler runs in the thread's handler stream, so main's
+/// stream stays whole: both streams are complete, main's loop body runs 20,000,000 times, and `work` is entered
+/// once per iteration and 100 times per handler run. Before
+/// handler streams, main's trace stopped at the first handler (an abnormal transfer); before the runtime
+/// guarded its spills, 6 of 13 runs gave unreadable traces ("bad bit count", "activation of unknown
+/// function").
 #[test]
 fn a_signal_handler_never_corrupts_the_interrupted_threads_trace() {
     let source = "signal_handover.c";
@@ -538,30 +538,91 @@ fn a_signal_handler_never_corrupts_the_interrupted_threads_trace() {
                 let trace = dir.join(format!("{name}-{run}.pathtrace"));
                 let out = Command::new(&exe).env("PATHPROF_TRACE", &trace).output().expect("run program");
                 assert!(out.status.success(), "{name} {opt} run {run}: {:?}", out.status);
-                let json = trace_json(&trace, &[]);
-                let main_thread = json["threads"]
-                    .as_array()
-                    .unwrap()
+                let json = trace_json(&trace, &["--summary"]);
+                let threads = json["threads"].as_array().unwrap();
+                // main's stream (thread 1, the first to run traced code), the killer's, main's handler stream.
+                let serving: Vec<Option<u64>> = threads.iter().map(|t| t["handlers_of"].as_u64()).collect();
+                assert!(serving.iter().all(|h| h.is_none() || *h == Some(1)), "{name} {opt} run {run}: {serving:?}");
+                assert_eq!(serving.iter().filter(|h| h.is_none()).count(), 2, "{name} {opt} run {run}: {serving:?}");
+                for t in threads {
+                    assert_eq!(t["status"], "complete", "{name} {opt} run {run}");
+                }
+                let functions = json["functions"].as_array().unwrap();
+                let blocks = |f: &str| {
+                    let f = functions.iter().find(|g| g["function"] == f);
+                    f.map_or(vec![], |f| f["blocks"].as_array().unwrap().clone())
+                };
+                let entries = |f: &str| blocks(f).first().map_or(0, |b| b["count"].as_u64().unwrap());
+                let bodies: u64 = blocks("main")
                     .iter()
-                    .find(|t| t["steps"][0]["function"] == "main")
-                    .expect("main's thread");
-                let status = main_thread["status"].as_str().unwrap();
-                assert!(status.starts_with("incomplete: an abnormal transfer"), "{name} {opt} run {run}: {status}");
-                let steps = main_thread["steps"].as_array().unwrap();
-                let in_fn = |f: &'static str| steps.iter().filter(move |s| s["function"] == f);
-                let handlers = in_fn("handler").filter(|s| s["block"] == 0).count();
-                let bodies = in_fn("main")
-                    .filter(|s| s["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(call_line)))
-                    .count();
-                let entries = in_fn("work").filter(|s| s["block"] == 0).count() - 100 * handlers;
-                assert!(
-                    entries == bodies || entries + 1 == bodies,
-                    "{name} {opt} run {run}: {entries} entries of work from main for {bodies} loop bodies \
-                     ({handlers} handler runs)"
-                );
+                    .filter(|b| b["lines"].as_array().unwrap().iter().any(|l| l.as_u64() == Some(call_line)))
+                    .map(|b| b["count"].as_u64().unwrap())
+                    .sum();
+                assert_eq!(bodies, 20_000_000, "{name} {opt} run {run}");
+                assert_eq!(entries("work"), 20_000_000 + 100 * entries("handler"), "{name} {opt} run {run}");
                 std::fs::remove_file(&trace).unwrap();
             }
         }
+    }
+}
+
+/// Signal handlers that run traced code in the middle of traced bodies (trace_handlers.c: page faults whose
+/// handler maps the page and returns, one nested in a handler, a raised signal whose handler raises another)
+/// run in handler streams of their own: every stream is complete, regenerates exactly the naive trace at -O0
+/// and -O2, and the counts equal edge mode's. By hand (see the program): `work` runs 1,185 times, the SIGSEGV
+/// handler 5 times; the streams are main's, its handlers', and the nested handler's (a handler stream of the
+/// handler stream).
+#[test]
+fn signal_handlers_run_in_streams_of_their_own_and_regenerate_exactly() {
+    let procs = optimal_equals_naive("trace_handlers.c", &[], "complete");
+    let threads = &procs[0];
+    assert_eq!(threads.len(), 3, "main, its handlers, the nested handler");
+    let entries = |f: &str| threads.iter().flat_map(|t| &t.3).filter(|(g, b)| g == f && *b == 0).count();
+    assert_eq!((entries("work"), entries("on_segv"), entries("on_usr1"), entries("on_usr2")), (1185, 5, 10, 10));
+    check_against_edge_mode("trace_handlers.c", "complete");
+    let dir = scratch("trace-handler-streams");
+    let (_, trace) = build_and_run(&dir, "trace_handlers.c", "trace", "-O2");
+    let json = trace_json(&trace, &["--summary"]);
+    let serves: Vec<(u64, Option<u64>)> = json["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["thread"].as_u64().unwrap(), t["handlers_of"].as_u64()))
+        .collect();
+    assert_eq!(serves, [(1, None), (2, Some(1)), (3, Some(2))]);
+    let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&trace));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("thread 3 (signal handlers of thread 2, process "), "{text}");
+}
+
+/// A SIGSEGV handler that leaves through `siglongjmp` (trace_handlers.c with an argument, as libsigsegv's
+/// stack-overflow continuation): main's stream is regenerable up to the fault and the handler stream up to the
+/// `siglongjmp`, both marked incomplete there — each a prefix of the naive trace's stream, which goes on whole
+/// (its items need no regeneration: the landing gives the thread main's stream back). The naive run counts the
+/// five `work` calls after the landing (1,185 + 3 + 5); the bit trace shows the handler's three and stops.
+#[test]
+fn a_handler_left_through_siglongjmp_ends_the_streams_where_they_were_left() {
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("trace-handler-escape{opt}"));
+        let optimal = build_with(&dir, "trace_handlers.c", "optimal", &[], opt);
+        let naive = build_with(&dir, "trace_handlers.c", "naive", &["--pathprof-trace-naive"], opt);
+        let (s1, o) = run_traced(&optimal, &["escape"]);
+        let (s2, n) = run_traced(&naive, &["escape"]);
+        assert!(s1.success() && s2.success(), "{opt}: {s1:?} {s2:?}");
+        let (o, n) = (&o[0], &n[0]);
+        assert_eq!((o.len(), n.len()), (3, 3), "{opt}");
+        let work = |ts: &Threads| ts.iter().flat_map(|t| &t.3).filter(|(f, b)| f == "work" && *b == 0).count();
+        assert_eq!((work(o), work(n)), (1188, 1193), "{opt}");
+        let mut left = 0;
+        for (a, b) in o.iter().zip(n) {
+            assert!(b.3.starts_with(&a.3), "{opt}: an optimal stream is not a prefix of the naive one");
+            if a.0.starts_with("incomplete: an abnormal transfer") {
+                left += 1;
+            } else {
+                assert_eq!((a.0.as_str(), &a.3), ("complete", &b.3), "{opt}");
+            }
+        }
+        assert_eq!(left, 2, "{opt}: main's stream and its handler stream end where they were left");
     }
 }
 
