@@ -441,6 +441,9 @@ struct JsonThread {
     /// A handler stream: the thread (number) whose signal handlers it holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     handlers_of: Option<u32>,
+    /// A stream a thread went on in after a signal handler's `siglongjmp`: the thread number it continues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resumes: Option<u32>,
     status: String,
     blocks: u64,
     /// Bits of the thread's stream (naive: 64 per block).
@@ -513,7 +516,8 @@ struct JsonReport<'a> {
 }
 
 /// What a summary of windows says about its counts.
-const WINDOW_NOTE: &str = "the counts cover only the recorded windows (flight recorder or regions), not the whole run";
+const WINDOW_NOTE: &str = "the counts cover only the recorded windows (flight recorder, regions, or where a thread \
+                           went on after a signal handler left it through siglongjmp), not the whole run";
 
 /// Why a thread's bits are only a prefix of what it ran.
 fn prefix_reason(t: &pathprof_format::trace::ThreadTrace) -> &'static str {
@@ -535,9 +539,15 @@ fn missing_records(t: &pathprof_format::trace::ThreadTrace) -> String {
 }
 
 /// A window's status: where it starts, then how it ends.
-fn window_status(w: &pathprof_format::trace::Window, status: String) -> String {
+fn window_status(
+    t: &pathprof_format::trace::ThreadTrace,
+    w: &pathprof_format::trace::Window,
+    status: String,
+) -> String {
     let status = if status == "complete" { "ran to the thread's end".to_string() } else { status };
-    if w.ring && w.at == 0 && w.entries.is_empty() {
+    if let Some(from) = t.resumes {
+        format!("thread {from} going on where a signal handler left it through siglongjmp; {status}")
+    } else if w.ring && w.at == 0 && w.entries.is_empty() {
         format!("whole (the flight recorder's ring kept the thread from its start); {status}")
     } else if w.ring {
         format!("partial from sync point at bit {} (flight recorder: what ran before is not recorded); {status}", w.at)
@@ -604,10 +614,10 @@ fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
                 };
                 match &t.window {
                     // A flight recorder that kept the thread from its start: the whole stream.
-                    Some(w) if w.ring && w.at == 0 && w.entries.is_empty() => (window_status(w, status), vouched),
+                    Some(w) if w.ring && w.at == 0 && w.entries.is_empty() => (window_status(t, w, status), vouched),
                     Some(w) => {
                         windowed = true;
-                        (window_status(w, status), false)
+                        (window_status(t, w, status), false)
                     }
                     None => (status, vouched),
                 }
@@ -639,6 +649,7 @@ fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
                 image: file.images.get(&t.copy).cloned().unwrap_or_default(),
                 tid: t.tid,
                 handlers_of: t.handlers_of,
+                resumes: t.resumes,
                 status,
                 blocks: c.blocks(),
                 bits: t.bits - t.window.as_ref().map_or(0, |w| w.start.min(t.bits)),

@@ -299,6 +299,9 @@ pub struct ThreadTrace {
     /// A handler stream (`trace_layout`'s `REC_HANDLERS`): the signal handlers run on this thread number of
     /// the same copy, one after another.
     pub handlers_of: Option<u32>,
+    /// Where this thread number's stream goes on after a signal handler left it through `siglongjmp`
+    /// (`trace_layout`'s `REC_RESUMED`): a window from the landing.
+    pub resumes: Option<u32>,
 }
 
 impl ThreadTrace {
@@ -353,6 +356,7 @@ struct RawThread {
     syncs: Vec<RawSync>,
     stops: Vec<(u64, u64)>,
     handlers_of: Option<u32>,
+    resumes: Option<u32>,
 }
 
 impl RawThread {
@@ -587,10 +591,11 @@ impl Records {
                 REC_IMAGE => {
                     images.insert(copy, String::from_utf8_lossy(payload).into_owned());
                 }
-                REC_HANDLERS => {
-                    let (Some(host), 8) = (u32_at(payload, 0), payload.len()) else { return Err(corrupt) };
+                REC_HANDLERS | REC_RESUMED => {
+                    let (Some(other), 8) = (u32_at(payload, 0), payload.len()) else { return Err(corrupt) };
                     let t = threads.entry((copy, thread)).or_default();
-                    if host == thread || t.handlers_of.replace(host).is_some_and(|h| h != host) {
+                    let field = if kind == REC_HANDLERS { &mut t.handlers_of } else { &mut t.resumes };
+                    if other == thread || field.replace(other).is_some_and(|h| h != other) {
                         return Err(corrupt);
                     }
                 }
@@ -676,8 +681,9 @@ impl Records {
             images.entry(copy).or_default();
             let tid = raw.end.map(|e| e[5] as u32);
             let inherited_missing = missing.remove(&(copy, thread));
-            let handlers_of = raw.handlers_of;
-            let key = ThreadTrace { pid, thread, copy, tid, inherited_missing, handlers_of, ..Default::default() };
+            let (handlers_of, resumes) = (raw.handlers_of, raw.resumes);
+            let key =
+                ThreadTrace { pid, thread, copy, tid, inherited_missing, handlers_of, resumes, ..Default::default() };
             if raw.windowed() {
                 out.extend(windows(&key, &raw)?);
                 continue;

@@ -93,6 +93,11 @@
 //!   state words aside for each handler and puts them back when it returns, so neither stream sees the other;
 //!   a handler interrupted by a signal gets a handler stream of its own. Written once, before or after the
 //!   stream's other records.
+//! - [`REC_RESUMED`]: `u32` from, `u32` zero: a signal handler left stream `from` through `siglongjmp` to a
+//!   `setjmp` of one of its activations; `from` ends where the signal came (abnormal: it was left in the middle
+//!   of a body), and the thread goes on in the record's thread, whose stream is read from a `REC_SYNC` at its
+//!   bit 0 — the activations up to the `setjmp`'s, which waits at the `setjmp` call site — so it is a window
+//!   ([`END_WINDOW`]). Written with that sync record.
 //!
 //! # Naive tracing ([`DESC_NAIVE`], the second method)
 //! A module built with `PATHPROF_TRACE_NAIVE=1` writes, at the entry of every block it runs, one 64-bit item:
@@ -111,7 +116,7 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// 7: the entry cache; 8: abandon markers, [`ABANDON_ID`] reserved; 9: [`TLS_ACC`] holds its bits under a
 /// marker bit, instrumented code of version 8 would corrupt it — the file's bits are as in version 8;
 /// 10: [`REC_PARENT`] and [`REC_UNTRACED_FORK`] records, which a version-9 reader would call corrupt;
-/// 11: [`REC_HANDLERS`] records).
+/// 11: [`REC_HANDLERS`] and [`REC_RESUMED`] records).
 pub const TRACE_VERSION: u32 = 11;
 /// The oldest file version this reader reads: the stream has not changed since.
 pub const TRACE_READS_SINCE: u32 = 8;
@@ -219,6 +224,9 @@ pub const REC_UNTRACED_FORK: u32 = 8;
 /// The record's thread is the stream of the signal handlers run on another thread's (payload: `u32` that
 /// thread's number in the same runtime copy, `u32` zero).
 pub const REC_HANDLERS: u32 = 9;
+/// The record's thread is where another stream goes on after a signal handler left it through `siglongjmp`
+/// (payload: `u32` that stream's thread number in the same runtime copy, `u32` zero).
+pub const REC_RESUMED: u32 = 10;
 /// `REC_SYNC` kind: right after an `Enter` marker.
 pub const SYNC_AT_ENTRY: u64 = 0;
 /// `REC_SYNC` kind: at a call site (or at the thread's top level).

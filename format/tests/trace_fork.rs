@@ -144,7 +144,8 @@ fn fork_children_that_wrote_no_trace_are_listed_not_taken_for_other_processes() 
 }
 
 /// A handler stream (`REC_HANDLERS`: the signal handlers run on another thread) is a thread of its own that names
-/// the thread it serves; one naming itself, two different threads, or with a short payload is corrupt.
+/// the thread it serves, as a stream a thread went on in after a handler's `siglongjmp` (`REC_RESUMED`) names
+/// the one it continues; one naming itself, two different threads, or with a short payload is corrupt.
 #[test]
 fn a_handler_stream_names_the_thread_it_serves() {
     let handlers = |thread: u32, host: u32| {
@@ -159,6 +160,12 @@ fn a_handler_stream_names_the_thread_it_serves() {
     };
     let [d1, e1] = two(1);
     let [d2, e2] = two(2);
+    let resumed = record(REC_RESUMED, 7, 2, &[1u32.to_le_bytes(), 0u32.to_le_bytes()].concat());
+    let f = TraceFile::parse(&file(7, &[d1.clone(), e1.clone(), resumed, d2.clone(), e2.clone()])).unwrap();
+    assert_eq!(
+        f.threads.iter().map(|t| (t.resumes, t.handlers_of)).collect::<Vec<_>>(),
+        [(None, None), (Some(1), None)]
+    );
     let f = TraceFile::parse(&file(7, &[d1, e1, handlers(2, 1), d2, e2, handlers(2, 1)])).unwrap();
     let serves: Vec<(u32, Option<u32>)> = f.threads.iter().map(|t| (t.thread, t.handlers_of)).collect();
     assert_eq!(serves, [(1, None), (2, Some(1))]);

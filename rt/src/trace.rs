@@ -578,9 +578,9 @@ unsafe fn new_record(st: &mut State, tls: *mut u64, early: bool) -> *mut Thread 
 /// # Safety
 /// `tls` is the calling thread's trace state.
 #[no_mangle]
-pub unsafe extern "C" fn __pathprof_trace_landing(tls: *mut u64, state: u64, sp: u64) {
+pub unsafe extern "C" fn __pathprof_trace_landing(tls: *mut u64, site: u64, body: u64, sp: u64) {
     // SAFETY: the caller's.
-    unsafe { handler_streams::landing(tls, state, sp as usize) }
+    unsafe { handler_streams::landing(tls, site, body, sp as usize) }
 }
 
 /// A call site returned to a state not its own.

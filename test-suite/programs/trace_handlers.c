@@ -23,12 +23,16 @@ static sigjmp_buf escape;
 static volatile int nested_done;
 
 __attribute__((noinline)) static void work(unsigned long i) {
-    if (i % 3 == 0)
+    switch (i % 4) {
+    case 0:
         sink += i;
-    else if (i % 5 == 0)
-        sink -= i;
-    else
-        sink ^= i;
+        break;
+    case 1:
+        sink *= 3;
+        break;
+    default:
+        sink ^= i << 1;
+    }
 }
 
 static void protect(int k, int prot) {

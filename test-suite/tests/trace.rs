@@ -597,11 +597,12 @@ fn signal_handlers_run_in_streams_of_their_own_and_regenerate_exactly() {
 
 /// A SIGSEGV handler that leaves through `siglongjmp` (trace_handlers.c with an argument, as libsigsegv's
 /// stack-overflow continuation): main's stream is regenerable up to the fault and the handler stream up to the
-/// `siglongjmp`, both marked incomplete there — each a prefix of the naive trace's stream, which goes on whole
-/// (its items need no regeneration: the landing gives the thread main's stream back). The naive run counts the
-/// five `work` calls after the landing (1,185 + 3 + 5); the bit trace shows the handler's three and stops.
+/// `siglongjmp`, both marked incomplete there — each a prefix of the naive trace's stream — and the thread goes
+/// on in a stream read from a sync point at the landing, whose blocks are the end of the naive trace's main
+/// stream (naive items need no regeneration: the landing gives the thread main's stream back). Both methods
+/// count the three `work` calls of the handler that left and the five after the landing: 1,185 + 3 + 5.
 #[test]
-fn a_handler_left_through_siglongjmp_ends_the_streams_where_they_were_left() {
+fn a_handler_left_through_siglongjmp_ends_the_streams_where_they_were_left_and_the_thread_goes_on() {
     for opt in ["-O0", "-O2"] {
         let dir = scratch(&format!("trace-handler-escape{opt}"));
         let optimal = build_with(&dir, "trace_handlers.c", "optimal", &[], opt);
@@ -610,11 +611,16 @@ fn a_handler_left_through_siglongjmp_ends_the_streams_where_they_were_left() {
         let (s2, n) = run_traced(&naive, &["escape"]);
         assert!(s1.success() && s2.success(), "{opt}: {s1:?} {s2:?}");
         let (o, n) = (&o[0], &n[0]);
-        assert_eq!((o.len(), n.len()), (3, 3), "{opt}");
         let work = |ts: &Threads| ts.iter().flat_map(|t| &t.3).filter(|(f, b)| f == "work" && *b == 0).count();
-        assert_eq!((work(o), work(n)), (1188, 1193), "{opt}");
+        assert_eq!((work(o), work(n)), (1193, 1193), "{opt}");
+        let (resumed, streams): (Vec<_>, Vec<_>) = o.iter().partition(|t| t.0.starts_with("thread 1 going on"));
+        assert_eq!((resumed.len(), streams.len(), n.len()), (1, 3, 3), "{opt}");
+        assert!(resumed[0].0.ends_with("ran to the thread's end"), "{opt}: {}", resumed[0].0);
+        let main_naive = &n.iter().find(|t| t.3[0].0 == "main").unwrap().3;
+        assert!(main_naive.ends_with(&resumed[0].3), "{opt}: the resumed stream is not how main's naive one ends");
+        assert!(resumed[0].3.iter().filter(|(f, b)| f == "work" && *b == 0).count() == 5, "{opt}");
         let mut left = 0;
-        for (a, b) in o.iter().zip(n) {
+        for (a, b) in streams.iter().zip(n) {
             assert!(b.3.starts_with(&a.3), "{opt}: an optimal stream is not a prefix of the naive one");
             if a.0.starts_with("incomplete: an abnormal transfer") {
                 left += 1;

@@ -11,14 +11,15 @@
 //! handler stream serves (`trace_layout`'s `REC_HANDLERS`).
 //!
 //! A handler that leaves through `siglongjmp` to a traced `setjmp` (libsigsegv's stack-overflow continuation)
-//! gives the thread back to the interrupted stream at the landing ([`landing`]), and the handler stream ends
-//! there, marked abnormal (its activations were left); the next handler gets a new one. The interrupted stream
-//! was left in the middle of a body, where no reader can expect a marker: it is marked abnormal where the signal
-//! came (what it ran up to there is exact), and what the thread runs after the landing is not regenerable.
-//! Which stream a landing belongs to is told by the stack: the interrupted code's stack pointer (from the
-//! signal's context) and whether it was on the signal stack; handler frames lie below it, past the red zone
-//! and the kernel's signal frame. A handler that leaves otherwise (`exit`, a `longjmp` to untraced code) leaves
-//! the interrupted stream parked, and its end is marked abnormal where it was parked.
+//! is caught at the landing ([`landing`]): the handler stream ends there, marked abnormal (its activations were
+//! left), and so does the interrupted stream, where the signal came — it was left in the middle of a body,
+//! where no reader can expect a marker; what it ran up to there is exact. The thread goes on in a new stream
+//! read from a sync point at the landing ([`resume_at_landing`]: the activations up to the `setjmp`'s, from the
+//! shadow stack), so what it runs from there on is regenerable too (`REC_RESUMED`); the next handler gets a
+//! new handler stream. Which stream a landing belongs to is told by the stack: the interrupted code's stack
+//! pointer (from the signal's context) and whether it was on the signal stack; handler frames lie below it,
+//! past the red zone and the kernel's signal frame. A handler that leaves otherwise (`exit`, a `longjmp` to
+//! untraced code) leaves the interrupted stream parked, and its end is marked abnormal where it was parked.
 //!
 //! A signal in a handler gets a handler stream of the handler stream, up to [`MAX_DEPTH`] deep. The record is
 //! made in the handler, under the lock (whose holders block signals, so the thread never holds it here);
@@ -26,9 +27,11 @@
 //! words when the handler has put them back. Handler streams are per thread and per runtime copy: code of
 //! another image the handler calls, with its own copy, still finds that copy's stream in a body.
 
-use super::{acc_len, CONFINED, ENDED, KEY, RECORD_HEADER, REC_HANDLERS, TLS_ACC, TLS_STATE, TLS_THREAD, TLS_WORDS};
+use super::{acc_len, CONFINED, ENDED, KEY, RECORD_HEADER, REC_HANDLERS, REC_RESUMED, SYNC_AT_SITE};
 use super::{busy, finish, lock, lock_held_here, new_record, open, pending_bits, record_header, thread_record};
-use super::{free_thread, unlink, write, State, Thread};
+use super::{free_thread, shadow_entry_at, shadow_ok, unlink, write, write_sync, State, Thread};
+use super::{TLS_ACC, TLS_CACHE, TLS_CALLEE};
+use super::{TLS_STATE, TLS_THREAD, TLS_WORDS};
 use crate::sys;
 use core::ffi::c_void;
 use core::ptr;
@@ -137,15 +140,17 @@ unsafe fn leave(tls: *mut u64, host: *mut Thread) {
     }
 }
 
-/// A `longjmp` came back to a `setjmp` whose state is `state`, in a frame whose stack pointer is `sp`. When the
+/// A `longjmp` came back to a `setjmp` whose call site's state is `site` and activation's body state `state`,
+/// in a frame whose stack pointer is `sp`. When the
 /// thread runs a handler stream and the frame belongs to a stream that stream's handlers interrupted (the
 /// outermost whose parked stack pointer is at most `sp`, on the same stack), the handler streams below it end —
-/// abnormal where they are when their activations were left — and the thread gets that stream back, its state
-/// the landing's. The caller then writes the resync marker into it.
+/// abnormal where they are when their activations were left —, that stream too, and the thread goes on in its
+/// place in a stream that starts at the landing ([`resume_at_landing`]; naive items go on in that stream
+/// itself), its state the landing's. The caller then writes the resync marker there.
 ///
 /// # Safety
 /// `tls` is the calling thread's state words.
-pub(super) unsafe fn landing(tls: *mut u64, state: u64, sp: usize) {
+pub(super) unsafe fn landing(tls: *mut u64, site: u64, state: u64, sp: usize) {
     // SAFETY: the caller's.
     let Some(current) = (unsafe { thread_record(tls) }) else { return };
     if current.host.is_null() {
@@ -185,20 +190,72 @@ pub(super) unsafe fn landing(tls: *mut u64, state: u64, sp: usize) {
             // those below the running one (between handlers).
             end_and_free(st, (*target).handlers);
             let t = &mut *target;
-            // The stream was left in the middle of a body, where its reader cannot find a marker: it is
-            // regenerable up to where the signal came (its blocks after the last decision are uncertain).
-            if bits {
-                t.stop = t.stop.min(t.spilled * 64 + acc_len(t.parked[TLS_ACC]));
-            }
             t.handlers = ptr::null_mut();
-            t.in_handler = false;
-            for (i, w) in t.parked.iter().enumerate() {
+            let mut words = t.parked;
+            let resumed = if bits { resume_at_landing(st, t, site) } else { ptr::null_mut() };
+            if resumed.is_null() {
+                if bits {
+                    // Left in the middle of a body, where its reader cannot find a marker: regenerable up to
+                    // where the signal came (its blocks after the last decision are uncertain), no further.
+                    t.stop = t.stop.min(t.spilled * 64 + acc_len(t.parked[TLS_ACC]));
+                }
+                t.in_handler = false;
+                ptr::write_volatile(&mut t.tls, tls);
+            } else {
+                // The stream ends where the signal came (`in_handler`); the thread goes on in `resumed`.
+                finish(st, t, 0);
+                unlink(st, target);
+                free_thread(target);
+                let r = &mut *resumed;
+                words[TLS_ACC] = super::ACC_EMPTY;
+                words[TLS_THREAD] = resumed as u64;
+                words[TLS_CACHE] = r.parked[TLS_CACHE];
+                words[TLS_CALLEE] = 0; // the setjmp site's: it called no traced function
+                ptr::write_volatile(&mut r.tls, tls);
+            }
+            words[TLS_STATE] = state;
+            for (i, w) in words.iter().enumerate() {
                 ptr::write_volatile(tls.add(i), *w);
             }
-            ptr::write_volatile(tls.add(TLS_STATE), state);
-            ptr::write_volatile(&mut t.tls, tls);
         }
     });
+}
+
+/// A new stream for the thread a handler left through `siglongjmp` for `t`, read from a sync point at the
+/// landing (`REC_SYNC` at its bit 0: the activations on `t`'s shadow stack up to the `setjmp`'s, which waits at
+/// the `setjmp` call site, whose state is `site`), so that what the thread runs from there on is regenerable; it takes
+/// over `t`'s shadow stack (and `t`'s place among the handler streams). Null (the thread goes on in `t`,
+/// abnormal) for a flight recorder's or a region's stream, or without a shadow stack that holds those
+/// activations.
+///
+/// # Safety
+/// `t` is the calling thread's record, parked; the lock is held.
+unsafe fn resume_at_landing(st: &mut State, t: &mut Thread, site: u64) -> *mut Thread {
+    let depth = (site & 0xffff_ffff) >> 1;
+    if st.region || t.ring.on() || !shadow_ok(t, depth) {
+        return ptr::null_mut();
+    }
+    // SAFETY: a null `tls`: the record's own words.
+    let r = unsafe { new_record(st, ptr::null_mut(), false) };
+    if r.is_null() {
+        return r;
+    }
+    // SAFETY: the new record, listed, used by this thread only.
+    let r_ref = unsafe { &mut *r };
+    core::mem::swap(&mut r_ref.shadow, &mut t.shadow);
+    // A handler stream's continuation serves the same thread.
+    r_ref.host = t.host;
+    r_ref.depth = t.depth;
+    if !t.host.is_null() {
+        // SAFETY: a live record's host is a live record.
+        unsafe { (*t.host).handlers = r };
+    }
+    r_ref.window = true;
+    r_ref.syncs = 1;
+    let shadow = r_ref.shadow;
+    write_sync(st, r_ref.serial, 0, SYNC_AT_SITE, site, depth, |k| shadow_entry_at(shadow, k));
+    write_relation(st, REC_RESUMED, r_ref.serial, t.serial);
+    r
 }
 
 /// Ends the stream `first` and the handler streams below it, and frees their records.
@@ -303,9 +360,18 @@ pub(super) fn announce(st: &mut State, t: &mut Thread) {
     t.announced = true;
     // SAFETY: a live record's host is a live record.
     let host = unsafe { (*t.host).serial };
+    write_relation(st, REC_HANDLERS, t.serial, host);
+}
+
+/// Writes a record of `kind` ([`REC_HANDLERS`], [`REC_RESUMED`]) that relates thread `serial`'s stream to
+/// thread `other`'s.
+fn write_relation(st: &mut State, kind: u32, serial: u32, other: u32) {
+    if !open(st) {
+        return;
+    }
     let mut rec = [0u8; RECORD_HEADER + 8];
     let (h, body) = rec.split_at_mut(RECORD_HEADER);
-    h.copy_from_slice(&record_header(REC_HANDLERS, sys::pid(), st.copy, t.serial, 8));
-    body[..4].copy_from_slice(&host.to_le_bytes());
+    h.copy_from_slice(&record_header(kind, sys::pid(), st.copy, serial, 8));
+    body[..4].copy_from_slice(&other.to_le_bytes());
     write(st, &rec);
 }
