@@ -4,7 +4,7 @@
 # PATHPROF_PATH_ARRAY_MAX=1, and atomic, and the interprocedural context and piecewise modes, whose truncated
 # paths count arrivals), plus a two-module profile; and small trace files (`--pathprof-mode=trace`, for the
 # `trace` target): straight calls, a loop with a switch, threads, longjmp, exceptions, a region, a flight
-# recorder's window ended by SIGSEGV, and naive items. Needs dist/ (scripts/build.sh), or PATHPROF_DIST.
+# recorder's window ended by SIGSEGV, naive items, and signal handlers' streams. Needs dist/ (scripts/build.sh), or PATHPROF_DIST.
 #   fuzz/make-seeds.sh [profiles|traces|all]    (default all)
 # The checked-in corpus (fuzz/corpus/<target>/) was started from these seeds and minimised with
 # `cargo fuzz cmin`; rerun this script only to regenerate seeds.
@@ -28,17 +28,20 @@ build_run() { # name mode extra-env... -- sources...
   (cd "$work" && PATHPROF_FILE="$work/$name.pathprof" "./$name" >/dev/null 2>&1 || true)
   cp "$work/$name.pathprof" "$out/$name.seed"
 }
-trace_run() { # name extra-env... -- compile-flags-and-sources...
+trace_run() { # name extra-env-or-ARGS=program-arguments... -- compile-flags-and-sources...
   local name=$1; shift
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  local envs=() args=()
+  while [ "$1" != "--" ]; do
+    case "$1" in ARGS=*) read -r -a args <<<"${1#ARGS=}" ;; *) envs+=("$1") ;; esac
+    shift
+  done
   shift
   local cc="$dist/bin/pathprof-clang"
   case "$*" in *.cpp*) cc="$dist/bin/pathprof-clang++" ;; esac
   "$cc" --pathprof-mode=trace -O1 -I "$dist/include" "$@" -o "$work/$name" -pthread
   # PATHPROF_TRACE_MAX bounds a runaway trace; these programs write a few hundred bytes to a few KB.
   (cd "$work" && env PATHPROF_TRACE_MAX=64M PATHPROF_TRACE="$work/$name.pathtrace" "${envs[@]}" "./$name" \
-    >/dev/null 2>&1 || true)
+    "${args[@]}" >/dev/null 2>&1 || true)
   cp "$work/$name.pathtrace" "$out/$name.seed"
 }
 if [ "$what" != traces ]; then
@@ -72,5 +75,8 @@ if [ "$what" != profiles ]; then
   trace_run trace_tiny-naive -- --pathprof-trace-naive "$progs/trace_tiny.c"
   # Mode icache (the later flag wins): recorded at OptimizerLast, with the predicted machine ids in the metadata.
   trace_run loops-icache -- --pathprof-mode=icache "$progs/loops.c"
+  # Signal handlers in handler streams (REC_HANDLERS, one nested), the last left through siglongjmp: the thread
+  # goes on in a stream read from a sync point at the landing (REC_RESUMED).
+  trace_run trace_handlers-trace ARGS=escape -- "$progs/trace_handlers.c"
 fi
 ls -l "$out"

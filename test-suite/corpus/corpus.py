@@ -651,6 +651,9 @@ def trace_status_class(status):
         return "complete"
     if status.startswith("cut short"):
         return "cut short"
+    if "going on where a signal handler left it through siglongjmp" in status:
+        # A window from the landing (README, Tracing: signal handlers); how it ended follows the ';'.
+        return "resumed after a signal handler's siglongjmp"
     return "incomplete: " + reason_class(status.split(";")[0].split(" inside ")[0].removeprefix("incomplete: "))
 
 
