@@ -311,9 +311,13 @@ impl ThreadTrace {
         BitReader::over(&self.bytes, bits).with_entry_cache(ENTRY_CACHE_BITS)
     }
 
-    /// Names the stream in messages: thread, copy (when not the first) and process.
+    /// Names the stream in messages: thread, what it is to another stream (handlers, a resumption), copy (when
+    /// not the first) and process.
     pub fn label(&self) -> String {
-        let handlers = self.handlers_of.map_or(String::new(), |h| format!(" (signal handlers of thread {h})"));
+        let mut handlers = self.handlers_of.map_or(String::new(), |h| format!(" (signal handlers of thread {h})"));
+        if let Some(from) = self.resumes {
+            handlers += &format!(" (thread {from} going on after a signal handler's siglongjmp)");
+        }
         match self.copy {
             0 => format!("thread {}{handlers} of process {}", self.thread, self.pid),
             c => format!("thread {}{handlers} of runtime copy {c} of process {}", self.thread, self.pid),
