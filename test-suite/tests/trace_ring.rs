@@ -259,3 +259,33 @@ fn truncated_ring_trace_reads_up_to_the_cut_with_a_warning() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("layout version 3"));
 }
+
+/// Signal handlers under a flight recorder and in region mode (trace_handlers.c, its last handler leaving
+/// through `siglongjmp`): each handler stream gets a ring of its own, large enough here to keep every stream
+/// whole — each equal, block for block, to the naive trace's stream of the same thread or handlers — and in
+/// region mode, where no region is started, every stream (handler streams start stopped, like threads) holds
+/// nothing and none is called abnormal, although the landing ended two of them.
+#[test]
+fn handler_streams_get_rings_of_their_own_and_start_stopped_in_region_mode() {
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("ring-handlers{opt}"));
+        let optimal = build(&dir, "trace_handlers.c", "optimal", "optimal", opt);
+        let naive = build(&dir, "trace_handlers.c", "naive", "naive", opt);
+        let (s1, ring) = run(&optimal, &[], &[("PATHPROF_TRACE_RING", "1M")], "ring.pathtrace");
+        let (s2, whole) = run(&naive, &[], &[], "naive.pathtrace");
+        assert!(s1.success() && s2.success(), "{opt}");
+        let (mut ring, mut whole) = (threads(&trace_json(&ring, &[])), threads(&trace_json(&whole, &[])));
+        ring.sort_by(|a, b| a.1.cmp(&b.1));
+        whole.sort_by(|a, b| a.1.cmp(&b.1));
+        assert_eq!(ring.len(), 3, "{opt}: main's stream, its handlers', the nested handler's");
+        for ((status, steps), (_, want)) in ring.iter().zip(&whole) {
+            assert!(status.starts_with("whole (the flight recorder's ring kept"), "{opt}: {status}");
+            assert_eq!(steps, want, "{opt}");
+        }
+        let (s3, region) = run(&optimal, &["escape"], &[("PATHPROF_TRACE_REGION", "1")], "region.pathtrace");
+        assert!(s3.success(), "{opt}");
+        for (status, steps) in threads(&trace_json(&region, &[])) {
+            assert!(steps.is_empty() && status.starts_with("cut short"), "{opt}: {status}");
+        }
+    }
+}

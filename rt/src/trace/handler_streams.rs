@@ -180,10 +180,10 @@ pub(super) unsafe fn landing(tls: *mut u64, site: u64, state: u64, sp: usize) {
         let st = g.state();
         // SAFETY: the thread's own records, from the running stream up its hosts to `target`; the lock is held.
         unsafe {
-            // Naive items describe themselves: the streams go on whole.
+            // Naive items describe themselves: the streams go on whole. A stopped stream (regions) keeps nothing.
             let bits = st.naive != Some(true);
             let c = &mut *current;
-            if bits {
+            if bits && !c.off {
                 c.stop = c.stop.min(c.spilled * 64 + pending_bits(tls));
             }
             // The streams below `target`: the running one, those between (parked in their handlers), and
@@ -194,7 +194,7 @@ pub(super) unsafe fn landing(tls: *mut u64, site: u64, state: u64, sp: usize) {
             let mut words = t.parked;
             let resumed = if bits { resume_at_landing(st, t, site) } else { ptr::null_mut() };
             if resumed.is_null() {
-                if bits {
+                if bits && !t.off {
                     // Left in the middle of a body, where its reader cannot find a marker: regenerable up to
                     // where the signal came (its blocks after the last decision are uncertain), no further.
                     t.stop = t.stop.min(t.spilled * 64 + acc_len(t.parked[TLS_ACC]));
