@@ -608,6 +608,8 @@ struct Emitter {
     put_ty: LLVMTypeRef,
     /// Naive tracing: block items instead of decisions and markers.
     naive: bool,
+    /// The optimiser runs after the instrumentation (it is not at OptimizerLast): see [`Emitter::fence_after`].
+    optimised_after: bool,
 }
 
 impl Drop for Emitter {
@@ -694,6 +696,21 @@ impl Emitter {
             desc_ty,
             put_ty: h.put_ty,
             naive,
+            optimised_after: !meta.optimizer_last,
+        }
+    }
+
+    /// Before the code after call site `call`: a signal fence (a compiler barrier, no instruction) when the call
+    /// is to a declaration. The optimiser takes a declaration with a C library name for that function (LLVM's
+    /// `inferattrs`: `getenv`, `strlen` only read memory), and would carry the thread state's words across the
+    /// call, from the stores before it to the loads after it — but a program may define the function itself,
+    /// traced (bash's `getenv`), whose entry writes those words: every bash trace was corrupt (the caller's
+    /// Done went on from the accumulator before the call, its callee's bits lost). The fence makes the loads
+    /// read memory. Not needed when the instrumentation runs after the optimiser.
+    unsafe fn fence_after(&self, call: LLVMValueRef) {
+        let declared = ir::called_function(call).is_some_and(|f| LLVMIsDeclaration(f) != 0);
+        if self.optimised_after && declared {
+            LLVMBuildFence(self.builder, LLVMAtomicOrdering::LLVMAtomicOrderingSequentiallyConsistent, 1, c"".as_ptr());
         }
     }
 
@@ -826,6 +843,7 @@ impl Emitter {
             let Some(&inst) = calls.last().filter(|&&i| ir::opcode(i) == LLVMOpcode::LLVMInvoke) else { continue };
             let (at, _) = on_edge(inst, 0);
             LLVMPositionBuilderBefore(b, at);
+            self.fence_after(inst);
             let expect_here = LLVMBuildAdd(b, d, site_state(numbered), c"".as_ptr());
             match id {
                 Some(id) if p.twice[bi][calls.len() - 1] => {
@@ -888,6 +906,7 @@ impl Emitter {
                 }
                 let next = LLVMGetNextInstruction(inst);
                 LLVMPositionBuilderBefore(b, next);
+                self.fence_after(inst);
                 match id {
                     Some(id) if p.twice[bi][ci] => {
                         call(self.resync, &mut [expect_here, d, id, c(bi as u64), c(ci as u64)]);
