@@ -56,12 +56,10 @@ pub(crate) fn start(value: &[u8]) {
         );
         return;
     };
-    // SAFETY: plain pthread calls on local, initialised values; every result is checked.
-    unsafe {
-        let mut all: libc::sigset_t = core::mem::zeroed();
-        let mut old: libc::sigset_t = core::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    // The thread starts with every signal blocked (it inherits the mask it is created under), so the program's
+    // signals never run their handlers on it.
+    // SAFETY: plain pthread calls on local, initialised values; the result is checked.
+    let rc = crate::sys::with_signals_blocked(|| unsafe {
         let mut attr: libc::pthread_attr_t = core::mem::zeroed();
         libc::pthread_attr_init(&mut attr);
         libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
@@ -69,14 +67,10 @@ pub(crate) fn start(value: &[u8]) {
         let mut tid: libc::pthread_t = core::mem::zeroed();
         let rc = libc::pthread_create(&mut tid, &attr, timer_main, ns as usize as *mut c_void);
         libc::pthread_attr_destroy(&mut attr);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
-        if rc != 0 {
-            pp_warn!(
-                "cannot start the PATHPROF_DUMP_INTERVAL thread (",
-                crate::sys::Errno(rc),
-                "); dumping at exit only"
-            );
-        }
+        rc
+    });
+    if rc != 0 {
+        pp_warn!("cannot start the PATHPROF_DUMP_INTERVAL thread (", crate::sys::Errno(rc), "); dumping at exit only");
     }
 }
 
