@@ -677,7 +677,7 @@ def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
     sizes = {f: f.stat().st_size for f in files}
     info["bytes"] = sum(sizes.values())
     info["largest"] = max(sizes.values())
-    errors, functions, traced, unvouched, kept = [], [], set(), set(), set()
+    errors, traced, unvouched, kept, agg = [], set(), set(), set(), {}
     prefix = str(tree) + "/"
 
     def one(f):
@@ -708,7 +708,7 @@ def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
                 unvouched |= file_traced
             for fn in fs:
                 fn["entry_count"] = fn.get("entries")
-            functions += fs
+            segments.aggregate(fs, prefix, agg)
     if not ctx["keep"]:
         for f in files:
             f.unlink(missing_ok=True)
@@ -719,7 +719,6 @@ def check_traces(ctx, name, entry, result, vdir, run_dir, tree):
     result["profile_bytes"] = info["bytes"]
     result["times"] = {"show_s": info["read_s"], "decode_s": None, "export_s": None}
     result["checks"]["tools"] = {"ok": not errors, "why": "; ".join(errors[:6]) + (" …" if len(errors) > 6 else "")}
-    agg = segments.aggregate(functions, prefix)
     for k in unvouched:
         agg.setdefault(k, {"exact": True, "entry": 0, "copies": {}})["exact"] = False
     inexact = sorted(k for k, a in agg.items() if not a["exact"])

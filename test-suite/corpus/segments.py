@@ -76,11 +76,13 @@ def segments(f):
              "lines": sorted({ln for b in s for ln in blocks[b].get("lines", [])})} for s in out]
 
 
-def aggregate(functions, tree_prefix=""):
+def aggregate(functions, tree_prefix="", agg=None):
     """Per function key (`FILE::NAME`, the file relative to the build tree): its segments per copy, keyed by the
     module's output (the object file, or the program under LTO; inline functions have one copy per module).
-    A key with an inexact copy is `exact: false`."""
-    agg = {}
+    A key with an inexact copy is `exact: false`. Adds to `agg` when given, so the profiles of many processes
+    sum up one at a time (bash's test run writes ~10,000 traces; holding all their summaries at once ran the
+    machine out of memory)."""
+    agg = {} if agg is None else agg
     for f in functions:
         key = f"{(f.get('file') or '').replace(tree_prefix, '')}::{f.get('name')}"
         a = agg.setdefault(key, {"exact": True, "entry": 0, "copies": {}})

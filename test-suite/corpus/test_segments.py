@@ -143,6 +143,16 @@ class Copies(unittest.TestCase):
         self.assertEqual((r["mismatched"], r["equal_as_sum"], r["samples"][0]["copy"]), (1, 0, "f.o"))
 
 
+    def test_profiles_summed_one_at_a_time_equal_their_sum(self):
+        # Two processes of one binary (one module): summed file by file into one aggregate, as the trace check
+        # does, they equal the two summed at once: 20 entries, 9 down the then-branch.
+        acc = segments.aggregate([diamond(7, 3)])
+        self.assertIs(segments.aggregate([diamond(2, 8)], "", acc), acc)
+        self.assertEqual(acc, segments.aggregate([diamond(7, 3), diamond(2, 8)]))
+        self.assertEqual((acc["f.c::f"]["entry"], acc["f.c::f"]["copies"]["f.o"]["blocks"]), (20, [20, 9, 11, 20]))
+        r = segments.compare(acc, segments.aggregate([diamond(7, 3), diamond(3, 7)]))
+        self.assertEqual(r["mismatched"], 1)
+
     def test_copies_that_never_ran_do_not_block_the_sum(self):
         # Trace mode names only f.o's copy; edge mode has g.o's and h.o's too, compiled to other code (the
         # branch folded away), never run. The copies that ran are compared by their sum.
