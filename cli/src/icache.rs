@@ -680,9 +680,10 @@ fn run_threads(
         let limit = crate::trace::certain_blocks(program, &ResumePoint::default(), t).map_or(u64::MAX, |c| c.certain);
         match regenerate(program, &mut reader, &mut UpTo { sim: &mut *sim, limit, emitted: 0 }, u64::MAX) {
             Ok(_) => {}
-            // A thread cut short (exit inside a function) or an abnormal transfer: the blocks before are exact.
+            // A thread cut short (exit inside a function, a user context never resumed) or an abnormal transfer:
+            // the blocks before are exact.
             Err(pathprof_core::tracing::RegenError::Stream { .. }) => {
-                if t.at_exit && t.abnormal_at.is_none() && !t.gap && !t.truncated {
+                if (t.at_exit || t.suspended) && t.abnormal_at.is_none() && !t.gap && !t.truncated {
                     sim.exited();
                 } else {
                     incomplete += 1;

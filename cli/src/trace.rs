@@ -444,6 +444,9 @@ struct JsonThread {
     /// A stream a thread went on in after a signal handler's `siglongjmp`: the thread number it continues.
     #[serde(skip_serializing_if = "Option::is_none")]
     resumes: Option<u32>,
+    /// A user context's stream: the thread number of the stream that made it (`makecontext`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_of: Option<u32>,
     status: String,
     blocks: u64,
     /// Bits of the thread's stream (naive: 64 per block).
@@ -650,6 +653,7 @@ fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
                 tid: t.tid,
                 handlers_of: t.handlers_of,
                 resumes: t.resumes,
+                context_of: t.context_of,
                 status,
                 blocks: c.blocks(),
                 bits: t.bits - t.window.as_ref().map_or(0, |w| w.start.min(t.bits)),
@@ -657,7 +661,11 @@ fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
                 steps,
             });
         } else {
-            let handlers = t.handlers_of.map_or(String::new(), |h| format!("signal handlers of thread {h}, "));
+            let handlers = match (t.handlers_of, t.context_of) {
+                (Some(h), _) => format!("signal handlers of thread {h}, "),
+                (None, Some(m)) => format!("a user context thread {m} made, "),
+                (None, None) => String::new(),
+            };
             if file.images.len() > 1 {
                 // Several runtime copies: say whose stream (the image's functions only) and which OS thread.
                 let image = file.images.get(&t.copy).map_or("", String::as_str);
@@ -800,6 +808,15 @@ fn summary(names: &Names<'_>, flat: &Flat, c: &Counts, exact: bool, with_edges: 
     out
 }
 
+/// Why a user context's stream ends where it does (`END_SUSPENDED`): all the context ran, exact.
+fn suspended_reason(t: &ThreadTrace) -> &'static str {
+    if t.at_exit {
+        "suspended in a user context when the process ended"
+    } else {
+        "suspended in a user context the program never switched back to"
+    }
+}
+
 /// Regenerates one thread into `c`; returns its status and whether its blocks are all the thread ran up to
 /// its end (complete or cut short), or an error for a corrupt trace.
 fn regenerate_thread(
@@ -867,6 +884,8 @@ fn regenerate_thread(
                 (format!("cut short: fatal signal {sig}{at}"), true)
             } else if t.window.as_ref().is_some_and(|w| w.stopped) {
                 (format!("region stopped{at}"), true)
+            } else if t.suspended {
+                (format!("cut short: {}{at}", suspended_reason(t)), true)
             } else if t.at_exit {
                 (
                     format!(
@@ -1013,6 +1032,8 @@ fn naive_thread(t: &ThreadTrace, names: &Names<'_>, tally: &mut Tally<'_>) -> Re
         (format!("region stopped{at}"), true)
     } else if let Some(sig) = t.signal {
         (format!("cut short: fatal signal {sig}{at}"), true)
+    } else if t.suspended {
+        (format!("cut short: {}{at}", suspended_reason(t)), true)
     } else if t.at_exit {
         (
             format!("cut short: the process {}{at}", if t.at_exec { "exec'd (or became a daemon)" } else { "exited" }),

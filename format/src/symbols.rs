@@ -101,6 +101,15 @@ pub const TRACE_LANDING: &str = "__pathprof_trace_landing";
 /// Runtime: `void __pathprof_trace_sync(uint64_t *tls)`, an entry found a sync wanted (flight recorder): the
 /// runtime records where the stream can be read from, with the thread's shadow stack.
 pub const TRACE_SYNC: &str = "__pathprof_trace_sync";
+/// `swapcontext` for instrumented code in trace mode (the pass redirects the module's calls): the runtime sets
+/// the running stream aside under the context it saves and gives the thread the target context's stream, so a
+/// coroutine switch never mixes two stacks' activations in one stream (`trace_layout`'s `REC_CONTEXT`).
+pub const SWAPCONTEXT: &str = "__pathprof_swapcontext";
+/// `setcontext` for instrumented code in trace mode, like [`SWAPCONTEXT`]; the stream switched away from ends.
+pub const SETCONTEXT: &str = "__pathprof_setcontext";
+/// Runtime: `void __pathprof_trace_made_context(ucontext_t *ucp)`, called right after every call of
+/// `makecontext` in trace mode: the next switch to `ucp` starts a stream of its own at its top level.
+pub const TRACE_MADE_CONTEXT: &str = "__pathprof_trace_made_context";
 /// Runtime and public API (`pathprof.h`): `void __pathprof_trace_start(void)`, the calling thread's trace
 /// (re)starts here, with a sync record.
 pub const TRACE_START: &str = "__pathprof_trace_start";
@@ -109,7 +118,7 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 26] = [
+pub const RUNTIME: [&str; 29] = [
     FORK_RAW,
     CLONE,
     CONFINE,
@@ -123,12 +132,15 @@ pub const RUNTIME: [&str; 26] = [
     PATH_CACHE_MISS,
     REGISTER_MODULE,
     RESET,
+    SETCONTEXT,
     SIGACTION,
     SIGNAL,
+    SWAPCONTEXT,
     SYSCALL,
     TRACE_ABNORMAL,
     TRACE_FIRST,
     TRACE_LANDING,
+    TRACE_MADE_CONTEXT,
     TRACE_REGISTER,
     TRACE_SPILL,
     TRACE_START,

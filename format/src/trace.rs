@@ -275,6 +275,9 @@ pub struct ThreadTrace {
     pub at_exit: bool,
     /// With `at_exit`: the process image was replaced (`exec`).
     pub at_exec: bool,
+    /// The stream ended suspended in a user context the program never switched back to (`trace_layout`'s
+    /// `END_SUSPENDED`): exact, all the context ran.
+    pub suspended: bool,
     /// Where the trace stops being regenerable (an abnormal transfer: signal handler, longjmp, exception).
     pub abnormal_at: Option<u64>,
     /// Data records are missing (a gap in sequence numbers, or no end record: the process was killed).
@@ -302,6 +305,9 @@ pub struct ThreadTrace {
     /// Where this thread number's stream goes on after a signal handler left it through `siglongjmp`
     /// (`trace_layout`'s `REC_RESUMED`): a window from the landing.
     pub resumes: Option<u32>,
+    /// A user context's stream (`trace_layout`'s `REC_CONTEXT`): the thread number of the stream that made it
+    /// with `makecontext`.
+    pub context_of: Option<u32>,
 }
 
 impl ThreadTrace {
@@ -317,6 +323,9 @@ impl ThreadTrace {
         let mut handlers = self.handlers_of.map_or(String::new(), |h| format!(" (signal handlers of thread {h})"));
         if let Some(from) = self.resumes {
             handlers += &format!(" (thread {from} going on after a signal handler's siglongjmp)");
+        }
+        if let Some(maker) = self.context_of {
+            handlers += &format!(" (a user context thread {maker} made)");
         }
         match self.copy {
             0 => format!("thread {}{handlers} of process {}", self.thread, self.pid),
@@ -361,6 +370,7 @@ struct RawThread {
     stops: Vec<(u64, u64)>,
     handlers_of: Option<u32>,
     resumes: Option<u32>,
+    context_of: Option<u32>,
 }
 
 impl RawThread {
@@ -595,10 +605,14 @@ impl Records {
                 REC_IMAGE => {
                     images.insert(copy, String::from_utf8_lossy(payload).into_owned());
                 }
-                REC_HANDLERS | REC_RESUMED => {
+                REC_HANDLERS | REC_RESUMED | REC_CONTEXT => {
                     let (Some(other), 8) = (u32_at(payload, 0), payload.len()) else { return Err(corrupt) };
                     let t = threads.entry((copy, thread)).or_default();
-                    let field = if kind == REC_HANDLERS { &mut t.handlers_of } else { &mut t.resumes };
+                    let field = match kind {
+                        REC_HANDLERS => &mut t.handlers_of,
+                        REC_RESUMED => &mut t.resumes,
+                        _ => &mut t.context_of,
+                    };
                     if other == thread || field.replace(other).is_some_and(|h| h != other) {
                         return Err(corrupt);
                     }
@@ -685,9 +699,18 @@ impl Records {
             images.entry(copy).or_default();
             let tid = raw.end.map(|e| e[5] as u32);
             let inherited_missing = missing.remove(&(copy, thread));
-            let (handlers_of, resumes) = (raw.handlers_of, raw.resumes);
-            let key =
-                ThreadTrace { pid, thread, copy, tid, inherited_missing, handlers_of, resumes, ..Default::default() };
+            let (handlers_of, resumes, context_of) = (raw.handlers_of, raw.resumes, raw.context_of);
+            let key = ThreadTrace {
+                pid,
+                thread,
+                copy,
+                tid,
+                inherited_missing,
+                handlers_of,
+                resumes,
+                context_of,
+                ..Default::default()
+            };
             if raw.windowed() {
                 out.extend(windows(&key, &raw)?);
                 continue;
@@ -766,6 +789,7 @@ fn apply_end(t: &mut ThreadTrace, end: Option<[u64; 6]>, first: u64) -> Result<(
             t.complete = flags & END_COMPLETE != 0;
             t.at_exit = flags & END_AT_EXIT != 0;
             t.at_exec = flags & END_AT_EXEC != 0;
+            t.suspended = flags & END_SUSPENDED != 0;
             let start = t.window.as_ref().map_or(0, |w| w.start);
             if flags & END_ABNORMAL != 0 {
                 // An abnormal transfer before the window's sync point: nothing in it is vouched for.

@@ -98,6 +98,14 @@
 //!   of a body), and the thread goes on in the record's thread, whose stream is read from a `REC_SYNC` at its
 //!   bit 0 — the activations up to the `setjmp`'s, which waits at the `setjmp` call site — so it is a window
 //!   ([`END_WINDOW`]). Written with that sync record.
+//! - [`REC_CONTEXT`]: `u32` maker, `u32` zero: the record's thread number names the stream of a *user context*
+//!   that stream `maker` made with `makecontext`. Coroutine libraries switch between contexts with
+//!   `swapcontext`, each on a stack of its own, so a call returns into another context's frames: the runtime
+//!   (its `swapcontext` and `setcontext` for instrumented code) sets the running stream's state words aside in
+//!   its record, keyed by the context it saves, and gives the thread the target context's — a new stream at
+//!   its top level for a context `makecontext` made, whose function is an ordinary top-level activation.
+//!   Each context's stream stays whole; one the program never switches back to ends [`END_SUSPENDED`].
+//!   Written when the stream begins.
 //!
 //! # Naive tracing ([`DESC_NAIVE`], the second method)
 //! A module built with `PATHPROF_TRACE_NAIVE=1` writes, at the entry of every block it runs, one 64-bit item:
@@ -116,8 +124,8 @@ pub const TRACE_MAGIC: [u8; 4] = *b"PPTR";
 /// 7: the entry cache; 8: abandon markers, [`ABANDON_ID`] reserved; 9: [`TLS_ACC`] holds its bits under a
 /// marker bit, instrumented code of version 8 would corrupt it — the file's bits are as in version 8;
 /// 10: [`REC_PARENT`] and [`REC_UNTRACED_FORK`] records, which a version-9 reader would call corrupt;
-/// 11: [`REC_HANDLERS`] and [`REC_RESUMED`] records).
-pub const TRACE_VERSION: u32 = 11;
+/// 11: [`REC_HANDLERS`] and [`REC_RESUMED`] records; 12: [`REC_CONTEXT`] records and [`END_SUSPENDED`]).
+pub const TRACE_VERSION: u32 = 12;
 /// The oldest file version this reader reads: the stream has not changed since.
 pub const TRACE_READS_SINCE: u32 = 8;
 /// The first version whose [`REC_DATA`] words hold their first bit highest.
@@ -211,6 +219,10 @@ pub const END_AT_EXEC: u64 = 1024;
 /// nothing; the thread's bits stop there (a prefix of what it ran, exact but not the whole run, as
 /// [`END_TRUNCATED`]'s).
 pub const END_CONFINED: u64 = 2048;
+/// `REC_END` flag: the stream ended suspended in a user context (`swapcontext` or `setcontext` to another
+/// context): the program never switched back to it — it made that context anew, switched away for good, or
+/// exited ([`END_AT_EXIT`] too) — so the stream is all the context ran, exact, up to its suspension.
+pub const END_SUSPENDED: u64 = 4096;
 /// A sync point's resume point.
 pub const REC_SYNC: u32 = 4;
 /// A region's end.
@@ -227,6 +239,9 @@ pub const REC_HANDLERS: u32 = 9;
 /// The record's thread is where another stream goes on after a signal handler left it through `siglongjmp`
 /// (payload: `u32` that stream's thread number in the same runtime copy, `u32` zero).
 pub const REC_RESUMED: u32 = 10;
+/// The record's thread is the stream of a user context (`makecontext`) made by another stream (payload: `u32`
+/// that stream's thread number in the same runtime copy, `u32` zero).
+pub const REC_CONTEXT: u32 = 11;
 /// `REC_SYNC` kind: right after an `Enter` marker.
 pub const SYNC_AT_ENTRY: u64 = 0;
 /// `REC_SYNC` kind: at a call site (or at the thread's top level).

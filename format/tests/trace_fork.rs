@@ -1,8 +1,8 @@
 //! A fork child's trace file starts its threads' streams where its parent had written up to at the fork; its
 //! `REC_PARENT` record names the parent's file, and `TraceFile::parse_with_parents` splices the inherited words
 //! in — through any number of generations, and never from a file that is no longer the parent's. Also the other
-//! record that relates one stream to another: a handler stream's `REC_HANDLERS`. Files built by hand here: the
-//! words' values are arbitrary, only where they end up matters.
+//! records that relate one stream to another: a handler stream's `REC_HANDLERS`, a user context's `REC_CONTEXT`.
+//! Files built by hand here: the words' values are arbitrary, only where they end up matters.
 
 use pathprof_format::trace::TraceFile;
 use pathprof_format::trace_layout::*;
@@ -173,6 +173,33 @@ fn a_handler_stream_names_the_thread_it_serves() {
     for bad in
         [vec![handlers(2, 2)], vec![handlers(2, 1), handlers(2, 3)], vec![record(REC_HANDLERS, 7, 2, &[1, 0, 0])]]
     {
+        assert!(TraceFile::parse(&file(7, &bad)).is_err());
+    }
+}
+
+/// A user context's stream (`REC_CONTEXT`) names the stream that made it; its end with `END_SUSPENDED` (a
+/// context the program never switched back to) reads as a suspended stream, not a complete one. One naming
+/// itself, two makers, or a short payload is corrupt.
+#[test]
+fn a_context_stream_names_its_maker_and_may_end_suspended() {
+    let context = |thread: u32, maker: u32| record(REC_CONTEXT, 7, thread, &[maker.to_le_bytes(), [0; 4]].concat());
+    let stream = |thread: u32, flags: u64| {
+        let fields = [64, 0, flags, u64::MAX, 0, 99];
+        let end = record(REC_END, 7, thread, &fields.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>());
+        let words = [0u64.to_le_bytes(), 5u64.to_le_bytes()].concat();
+        [record(REC_DATA, 7, thread, &words), end]
+    };
+    let [d1, e1] = stream(1, END_COMPLETE);
+    let [d2, e2] = stream(2, END_SUSPENDED);
+    let [d3, e3] = stream(3, END_SUSPENDED | END_AT_EXIT);
+    let f = TraceFile::parse(&file(7, &[d1, e1, context(2, 1), d2, e2, context(3, 2), d3, e3])).unwrap();
+    let made: Vec<_> = f.threads.iter().map(|t| (t.thread, t.context_of, t.complete, t.suspended, t.at_exit)).collect();
+    assert_eq!(
+        made,
+        [(1, None, true, false, false), (2, Some(1), false, true, false), (3, Some(2), false, true, true)]
+    );
+    assert_eq!(f.threads[1].label(), "thread 2 (a user context thread 1 made) of process 7");
+    for bad in [vec![context(2, 2)], vec![context(2, 1), context(2, 3)], vec![record(REC_CONTEXT, 7, 2, &[1, 0])]] {
         assert!(TraceFile::parse(&file(7, &bad)).is_err());
     }
 }

@@ -94,9 +94,10 @@ fn a_file_of_the_previous_layout_is_refused_not_misread() {
     // a version 7 one could name a function with the id version 8 reserves). Version 9 stores data words
     // first bit highest, its stream is version 8's: both are read (`a_trace_of_the_previous_layout_reads_the_same`
     // in the test suite); version 10 adds parent records to version 9, whose files read the same; version 11
-    // adds handler-stream records to version 10; version 12 is not known yet.
-    assert_eq!((TRACE_READS_SINCE, TRACE_VERSION), (8, 11));
-    for previous in [2u32, 3, 4, 5, 6, 7, 12] {
+    // adds handler-stream records to version 10, version 12 user-context records to version 11; version 13 is
+    // not known yet.
+    assert_eq!((TRACE_READS_SINCE, TRACE_VERSION), (8, 12));
+    for previous in [2u32, 3, 4, 5, 6, 7, 13] {
         let mut old = TRACE_MAGIC.to_vec();
         old.extend_from_slice(&previous.to_le_bytes());
         assert!(matches!(TraceFile::parse(&old), Err(TraceError::Version(v)) if v == previous));

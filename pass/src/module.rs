@@ -10,13 +10,14 @@ use inkwell::llvm_sys::core::{
     LLVMAddAttributeAtIndex, LLVMAddFunction, LLVMBuildCall2, LLVMBuildPtrToInt, LLVMBuildSExtOrBitCast, LLVMConstInt,
     LLVMCountParamTypes, LLVMCreateBuilderInContext, LLVMCreateEnumAttribute, LLVMDisposeBuilder, LLVMFunctionType,
     LLVMGetFirstUse, LLVMGetIntTypeWidth, LLVMGetLinkage, LLVMGetModuleContext, LLVMGetNamedFunction,
-    LLVMGetNumOperands, LLVMGetOperand, LLVMGetParamTypes, LLVMGetReturnType, LLVMGetTypeKind, LLVMGlobalGetValueType,
-    LLVMInt32TypeInContext, LLVMInt64TypeInContext, LLVMIsFunctionVarArg, LLVMPositionBuilderBefore,
-    LLVMReplaceAllUsesWith, LLVMTypeOf, LLVMVoidTypeInContext,
+    LLVMGetNextInstruction, LLVMGetNumArgOperands, LLVMGetNumOperands, LLVMGetOperand, LLVMGetParamTypes,
+    LLVMGetReturnType, LLVMGetTypeKind, LLVMGlobalGetValueType, LLVMInt32TypeInContext, LLVMInt64TypeInContext,
+    LLVMIsFunctionVarArg, LLVMPointerTypeInContext, LLVMPositionBuilderBefore, LLVMReplaceAllUsesWith, LLVMTypeOf,
+    LLVMVoidTypeInContext,
 };
 use inkwell::llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMLinkage, LLVMTypeKind};
+use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode, LLVMTypeKind};
 use pathprof_format::symbols;
 use std::ffi::CString;
 use std::os::raw::c_void;
@@ -40,13 +41,14 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         crate::intraproc_mode::instrument(m, &candidates, fam, config, identity)
     }?;
     let watched = changed && watch_signal_handlers(m);
+    let contexts = changed && config.mode == pathprof_format::meta::Mode::Trace && trace_user_contexts(m);
     let written = changed && write_before_image_ends(m);
     let confined = changed && write_before_confinement(m);
     let forks = changed
         && (redirect(m, "_Fork", symbols::FORK_RAW, |_| true)
             | redirect(m, "clone", symbols::CLONE, |ty| c_type(ty, Int32, &[Pointer, Pointer, Int32, Pointer], true))
             | redirect(m, "syscall", symbols::SYSCALL, |ty| c_type(ty, Int64, &[Int64], true)));
-    Ok(changed || dropped > 0 || watched || written || confined || forks)
+    Ok(changed || dropped > 0 || watched || contexts || written || confined || forks)
 }
 
 /// Puts a call of the runtime's `symbols::IMAGE_END` right before every direct call of a function that ends the
@@ -166,6 +168,49 @@ fn watch_signal_handlers(m: LLVMModuleRef) -> bool {
     // Names the C standard reserves (a declaration without a prototype has another type, and is still theirs).
     let sigaction = redirect(m, "sigaction", symbols::SIGACTION, |_| true);
     redirect(m, "signal", symbols::SIGNAL, |_| true) | sigaction
+}
+
+/// Trace mode: sends the module's calls of `swapcontext` and `setcontext` to the runtime's
+/// (`symbols::SWAPCONTEXT`, `symbols::SETCONTEXT`) and calls `symbols::TRACE_MADE_CONTEXT` with the context
+/// right after every call of `makecontext`, so that each user context a coroutine library switches between is
+/// traced in a stream of its own (`rt/src/trace/context_streams.rs`). Declarations only, as for the signal
+/// functions (`makecontext` through `invoke` is left alone: its context's switches are traced in place).
+/// Whether anything changed.
+fn trace_user_contexts(m: LLVMModuleRef) -> bool {
+    let swaps = redirect(m, "swapcontext", symbols::SWAPCONTEXT, |ty| c_type(ty, Int32, &[Pointer, Pointer], false));
+    let sets = redirect(m, "setcontext", symbols::SETCONTEXT, |ty| c_type(ty, Int32, &[Pointer], false));
+    let made: Vec<LLVMValueRef> = calls_of_declared(m, &[("makecontext", ())])
+        .into_iter()
+        .map(|(c, ())| c)
+        // SAFETY: live calls.
+        .filter(|&c| ir::opcode(c) == LLVMOpcode::LLVMCall && unsafe { LLVMGetNumArgOperands(c) } >= 1)
+        .collect();
+    if made.is_empty() {
+        return swaps | sets;
+    }
+    // SAFETY: a valid module; every call in `made` is a live `call` (never a terminator) with a first argument.
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let ptr_t = LLVMPointerTypeInContext(ctx, 0);
+        let runtime = crate::globals::function_once(m, symbols::TRACE_MADE_CONTEXT, |c| {
+            let mut params = [ptr_t];
+            let fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 1, 0);
+            LLVMAddFunction(m, c.as_ptr(), fty)
+        });
+        LLVMAddAttributeAtIndex(runtime, u32::MAX, LLVMCreateEnumAttribute(ctx, ir::attr_kind("nounwind"), 0));
+        let b = LLVMCreateBuilderInContext(ctx);
+        for call in made {
+            LLVMPositionBuilderBefore(b, LLVMGetNextInstruction(call));
+            let mut args = [LLVMGetOperand(call, 0)];
+            let c = LLVMBuildCall2(b, LLVMGlobalGetValueType(runtime), runtime, args.as_mut_ptr(), 1, c"".as_ptr());
+            let loc = LLVMInstructionGetDebugLoc(call);
+            if !loc.is_null() {
+                LLVMInstructionSetDebugLoc(c, loc);
+            }
+        }
+        LLVMDisposeBuilder(b);
+    }
+    true
 }
 
 /// Sends every use of the C library function `libc_name`, declared (not defined) in `m`, to the runtime's

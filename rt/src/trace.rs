@@ -40,7 +40,8 @@
 //! signals blocked, and are not async-signal-safe, except the flush, which waits at most 2 s for the lock.
 //!
 //! The program's signal handlers (installed through the runtime's `sigaction`, `handlers`) run in *handler
-//! streams* of their own, so that the stream they interrupt stays regenerable ([`handler_streams`]).
+//! streams* of their own, so that the stream they interrupt stays regenerable ([`handler_streams`]); so do the
+//! user contexts a coroutine library switches between with `swapcontext` ([`context_streams`]).
 
 use crate::sys::{self, Fd, MVec};
 use crate::trace_ring::{Ring, SyncPoint};
@@ -49,6 +50,7 @@ use core::ptr;
 use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use pathprof_format::trace_layout::*;
 
+mod context_streams;
 mod handler_streams;
 pub(crate) use handler_streams::with_handler_stream;
 
@@ -114,6 +116,9 @@ struct Thread {
     /// the signal stack — a `longjmp` that lands at or above it, on the same stack, left the handler.
     parked_sp: usize,
     parked_on_alt: bool,
+    /// The user context the stream is parked in (`swapcontext` saved it there: [`context_streams`]); 0 while
+    /// it runs, or for a stream that no context holds.
+    parked_ctx: usize,
     /// The stream's trace-state words while another stream has the thread's ([`handler_streams`]): [`Thread::tls`]
     /// points here then.
     parked: [u64; TLS_WORDS],
@@ -162,6 +167,8 @@ struct State {
     /// One descriptor held besides the file, so that a program has as many left as under the counting
     /// runtime (`fd_reserve`).
     spare: crate::fd_reserve::Reserve,
+    /// Contexts `makecontext` made that no switch has reached yet ([`context_streams`]).
+    fresh: MVec<context_streams::FreshContext>,
 }
 
 struct Global(core::cell::UnsafeCell<State>);
@@ -189,6 +196,7 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     region: false,
     early_key: 0,
     spare: crate::fd_reserve::Reserve::new(),
+    fresh: MVec::new(),
 }));
 static LOCK: AtomicBool = AtomicBool::new(false);
 /// The thread holding [`LOCK`] (`pthread_self`; 0: none), so that a signal handler of that thread never waits
@@ -741,7 +749,8 @@ unsafe extern "C" fn fork_child() {
     while !t.is_null() {
         unsafe {
             let next = (*t).next;
-            if handler_streams::hosts_or_is(active, t) {
+            // A stream parked in a user context goes on too: the child may switch to that context.
+            if handler_streams::hosts_or_is(active, t) || (*t).parked_ctx != 0 {
                 (*t).fork_at = (*t).spilled * 64 + pending_bits((*t).tls);
                 // The child's own thread: from here on the stream is its thread's, not the parent's.
                 (*t).tid = sys::tid();
@@ -1067,6 +1076,10 @@ unsafe fn finish_with(st: &mut State, t: &mut Thread, why: u64, words: Option<(u
         // A handler ran on the stream and never came back to it (`siglongjmp` out of it, or `exit` in it): the
         // thread left the stream where it parked it.
         t.stop = t.stop.min(t.spilled * 64 + n);
+    }
+    if t.parked_ctx != 0 && flags & END_COMPLETE == 0 {
+        // Parked in a user context when the process ended: suspended there, exact up to it.
+        flags |= END_SUSPENDED;
     }
     if t.stop != u64::MAX {
         flags |= END_ABNORMAL;

@@ -608,6 +608,49 @@ fn signal_handlers_run_in_streams_of_their_own_and_regenerate_exactly() {
     assert!(text.contains("thread 3 (signal handlers of thread 2, process "), "{text}");
 }
 
+/// User contexts, switched as coroutine libraries switch them (trace_contexts.c: generators that yield with
+/// `swapcontext` and return through `uc_link`, a switch from four activations deep, a context abandoned when
+/// its `ucontext_t` is made anew, one left with `setcontext`, one still suspended at exit): each context is a
+/// stream of its own, and every stream regenerates exactly the naive trace's at -O0 and -O2 — before, main's
+/// stream was incomplete at its first switch and nothing after it was shown. The streams of contexts never
+/// switched back to end exact ("cut short"), so the counts equal edge mode's; `work` runs 10 times (by hand,
+/// see the program).
+#[test]
+fn user_contexts_run_in_streams_of_their_own_and_regenerate_exactly() {
+    let procs = optimal_equals_naive("trace_contexts.c", &[], "");
+    let threads = &procs[0];
+    let statuses = |prefix: &str| threads.iter().filter(|t| t.0.starts_with(prefix)).count();
+    assert_eq!(
+        (
+            threads.len(),
+            statuses("complete"),
+            statuses("cut short: suspended in a user context the program never switched back to"),
+            statuses("cut short: suspended in a user context when the process ended"),
+        ),
+        (7, 4, 2, 1),
+        "{:?}",
+        threads.iter().map(|t| &t.0).collect::<Vec<_>>()
+    );
+    let work = threads.iter().flat_map(|t| &t.3).filter(|(f, b)| f == "work" && *b == 0).count();
+    assert_eq!(work, 10);
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("trace-contexts{opt}"));
+        let (rc_trace, trace) = build_and_run(&dir, "trace_contexts.c", "trace", opt);
+        let (rc_edge, prof) = build_and_run(&dir, "trace_contexts.c", "edge", opt);
+        assert_eq!((rc_trace, rc_edge), (0, 0), "{opt}");
+        let summary = trace_json(&trace, &["--summary"]);
+        assert_eq!(trace_counts(&summary), edge_counts(&show_json(&prof)), "{opt}: trace-derived counts differ");
+        let made: Vec<(u64, Option<u64>)> = summary["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["thread"].as_u64().unwrap(), t["context_of"].as_u64()))
+            .collect();
+        let want: Vec<(u64, Option<u64>)> = (1..=7).map(|n| (n, (n > 1).then_some(1))).collect();
+        assert_eq!(made, want, "{opt}: every context is made by main's stream");
+    }
+}
+
 /// A SIGSEGV handler that leaves through `siglongjmp` (trace_handlers.c with an argument, as libsigsegv's
 /// stack-overflow continuation): main's stream is regenerable up to the fault and the handler stream up to the
 /// `siglongjmp`, both marked incomplete there — each a prefix of the naive trace's stream — and the thread goes

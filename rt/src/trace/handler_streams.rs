@@ -315,7 +315,7 @@ fn on_signal_stack() -> bool {
 ///
 /// # Safety
 /// `tls` is the calling thread's state words, holding `t`'s state.
-unsafe fn park(tls: *mut u64, t: &mut Thread) {
+pub(super) unsafe fn park(tls: *mut u64, t: &mut Thread) {
     for i in 0..TLS_WORDS {
         // SAFETY: the caller's.
         t.parked[i] = unsafe { ptr::read_volatile(tls.add(i)) };
