@@ -49,11 +49,7 @@ pub(super) struct FreshContext {
 pub unsafe extern "C" fn __pathprof_swapcontext(from: *mut libc::ucontext_t, to: *const libc::ucontext_t) -> i32 {
     let tls = calling_state();
     // SAFETY: the calling thread's state words (or null).
-    let parked = if tls.is_null() {
-        None
-    } else {
-        sys::with_signals_blocked(|| unsafe { switch(tls, Some(from as usize), to as usize) })
-    };
+    let parked = if tls.is_null() { None } else { unsafe { switch(tls, Some(from as usize), to as usize) } };
     // SAFETY: the caller's.
     let rc = unsafe { libc::swapcontext(from, to) };
     if let Some(own) = parked {
@@ -61,7 +57,7 @@ pub unsafe extern "C" fn __pathprof_swapcontext(from: *mut libc::ucontext_t, to:
         let tls = calling_state();
         if !tls.is_null() {
             // SAFETY: as above; `own` is the record `switch` parked under `from`.
-            sys::with_signals_blocked(|| unsafe { resumed(tls, own, from as usize) });
+            unsafe { resumed(tls, own, from as usize) };
         }
     }
     rc
@@ -76,7 +72,7 @@ pub unsafe extern "C" fn __pathprof_setcontext(to: *const libc::ucontext_t) -> i
     let tls = calling_state();
     if !tls.is_null() {
         // SAFETY: the calling thread's state words.
-        sys::with_signals_blocked(|| unsafe { switch(tls, None, to as usize) });
+        unsafe { switch(tls, None, to as usize) };
     }
     // SAFETY: the caller's.
     unsafe { libc::setcontext(to) }
@@ -93,20 +89,18 @@ pub unsafe extern "C" fn __pathprof_trace_made_context(ucp: *mut libc::ucontext_
     if tls.is_null() {
         return;
     }
-    sys::with_signals_blocked(|| {
-        if lock_held_here() {
-            return;
-        }
-        // SAFETY: the calling thread's state words.
-        let Some(maker) = (unsafe { thread_record(tls) }) else { return };
-        let (maker, traced) = (maker.serial, !maker.off);
-        let mut g = lock();
-        let st = g.state();
-        forget(st, ucp as usize);
-        if st.fresh.push(FreshContext { ucp: ucp as usize, maker, traced }).is_err() {
-            crate::diag::pp_warn!("cannot note a context makecontext made; its switches are traced in place");
-        }
-    });
+    if lock_held_here() {
+        return;
+    }
+    // SAFETY: the calling thread's state words.
+    let Some(maker) = (unsafe { thread_record(tls) }) else { return };
+    let (maker, traced) = (maker.serial, !maker.off);
+    let mut g = lock();
+    let st = g.state();
+    forget(st, ucp as usize);
+    if st.fresh.push(FreshContext { ucp: ucp as usize, maker, traced }).is_err() {
+        crate::diag::pp_warn!("cannot note a context makecontext made; its switches are traced in place");
+    }
 }
 
 /// The calling thread's trace-state words; null when it has none (no traced code ran on it), or in a seccomp
@@ -123,17 +117,25 @@ fn calling_state() -> *mut u64 {
 /// Parks the running stream (under `from`; for `setcontext`, `None`: it ends) and gives the thread the words of
 /// the stream of context `to`. The parked record, or `None` when the switch is traced in place.
 ///
+/// The lock, held with every signal blocked, covers the switch of words: a signal handler that comes before
+/// finds the running stream as it is (a handler puts back the words it found), one that comes after finds the
+/// target's.
+///
 /// # Safety
-/// `tls` is the calling thread's state words; signals are blocked.
+/// `tls` is the calling thread's state words.
 unsafe fn switch(tls: *mut u64, from: Option<usize>, to: usize) -> Option<*mut Thread> {
+    if lock_held_here() {
+        return None;
+    }
+    let mut g = lock();
+    let st = g.state();
     // SAFETY: the caller's.
     let own = unsafe { thread_record(tls) }?;
-    if own.ended || !own.host.is_null() || own.in_handler || busy(own) == ENDED || lock_held_here() {
+    // Another thread's exit flush may have ended the stream (its record stays listed until the process ends).
+    if own.ended || !own.host.is_null() || own.in_handler || busy(own) == ENDED {
         return None;
     }
     let own: *mut Thread = own;
-    let mut g = lock();
-    let st = g.state();
     // SAFETY (the block): records on the list are live; `own` is the calling thread's running record.
     unsafe {
         let target = match parked_in(st, to) {
@@ -169,15 +171,20 @@ unsafe fn switch(tls: *mut u64, from: Option<usize>, to: usize) -> Option<*mut T
 /// `own`'s words come back.
 ///
 /// # Safety
-/// `tls` is the calling thread's state words; signals are blocked; `own` was parked by [`switch`].
+/// `tls` is the calling thread's state words; `own` was parked by [`switch`].
 unsafe fn resumed(tls: *mut u64, own: *mut Thread, from: usize) {
-    // SAFETY: the caller's.
-    let running = unsafe { thread_record(tls) }.map(|t| t as *mut Thread);
-    if running == Some(own) || lock_held_here() {
+    // SAFETY: the caller's. Read again under the lock: a handler may have run in between (it puts back what
+    // it found).
+    if unsafe { thread_record(tls) }.map(|t| t as *mut Thread) == Some(own) || lock_held_here() {
         return;
     }
     let mut g = lock();
     let st = g.state();
+    // SAFETY: as above.
+    let running = unsafe { thread_record(tls) }.map(|t| t as *mut Thread);
+    if running == Some(own) {
+        return;
+    }
     // SAFETY: `own` is live while it is parked under `from` (ended and freed records are never parked).
     if parked_in(st, from) != Some(own) {
         return;
