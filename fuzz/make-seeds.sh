@@ -78,5 +78,7 @@ if [ "$what" != profiles ]; then
   # Signal handlers in handler streams (REC_HANDLERS, one nested), the last left through siglongjmp: the thread
   # goes on in a stream read from a sync point at the landing (REC_RESUMED).
   trace_run trace_handlers-trace ARGS=escape -- "$progs/trace_handlers.c"
+  # User contexts in streams of their own (REC_CONTEXT), three ending suspended (END_SUSPENDED).
+  trace_run trace_contexts-trace -- "$progs/trace_contexts.c"
 fi
 ls -l "$out"

@@ -93,10 +93,12 @@ pub const TRACE_FIRST: &str = "__pathprof_trace_first";
 /// Runtime: `void __pathprof_trace_abnormal(uint64_t *tls)`, a call site returned to a state not its own
 /// (`longjmp`, an exception): the trace is regenerable only up to here.
 pub const TRACE_ABNORMAL: &str = "__pathprof_trace_abnormal";
-/// Runtime: `void __pathprof_trace_landing(uint64_t *tls, uint64_t site, uint64_t body, uint64_t sp)`, a
-/// `longjmp` came back to a `setjmp` whose call site's state is `site` (its activation's body state `body`) in a
-/// frame whose stack pointer is `sp`: when that frame belongs to a stream a signal handler interrupted (the
-/// handler left through `siglongjmp`), the thread goes on in that stream's place.
+/// Runtime: `void __pathprof_trace_landing(uint64_t *tls, uint64_t site, uint64_t body, uint64_t sp, uint64_t
+/// id, uint64_t from)`, a `longjmp` came back to a `setjmp` whose call site's state is `site` (its activation's
+/// body state `body`, its function's trace id `id`) in a frame whose stack pointer is `sp`, from a thread state
+/// `from`: when that frame belongs to a stream a signal handler interrupted (the handler left through
+/// `siglongjmp`), the thread goes on in that stream's place; when it is none of the running stream's
+/// activations (a `longjmp` to another stack), the stream is abnormal there.
 pub const TRACE_LANDING: &str = "__pathprof_trace_landing";
 /// Runtime: `void __pathprof_trace_sync(uint64_t *tls)`, an entry found a sync wanted (flight recorder): the
 /// runtime records where the stream can be read from, with the thread's shadow stack.

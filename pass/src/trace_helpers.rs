@@ -472,15 +472,17 @@ pub(crate) unsafe fn build(
     }
     // resync(expect, d, id, block, call): the setjmp call's state still there is its first return (Done);
     // otherwise a longjmp came back: a resync marker (RESYNC_ID, id, depth, block, call) replaces the Done.
-    // resync_again(d, id, block, call, expect): the resync marker after a longjmp came back (naive items need
-    // none), in the stream of the activation it came back to: the runtime's landing
-    // (`__pathprof_trace_landing(tls, expect, d, sp)`, with the setjmp site's state and the caller's stack
-    // pointer) first gives the thread back the stream a signal handler interrupted, when the longjmp left the
-    // handler for it.
-    let mut params = [i64t, i64t, i64t, i64t, i64t];
-    let resync_again = cold_helper(m, symbols::TRACE_RESYNC_AGAIN, LLVMFunctionType(voidt, params.as_mut_ptr(), 5, 0));
-    let mut landing_params = [ptrt, i64t, i64t, i64t];
-    let landing = runtime(m, symbols::TRACE_LANDING, LLVMFunctionType(voidt, landing_params.as_mut_ptr(), 4, 0));
+    // resync_again(d, id, block, call, expect, from): the resync marker after a longjmp came back (naive items
+    // need none), in the stream of the activation it came back to: the runtime's landing
+    // (`__pathprof_trace_landing(tls, expect, d, sp, id, from)`, with the setjmp site's state, the caller's stack
+    // pointer, its function and the state the longjmp left) first gives the thread back the stream a signal
+    // handler interrupted, when the longjmp left the handler for it, and marks the stream abnormal when the
+    // marker would fit none of its activations (a longjmp to another stack's frame: coroutines switched with
+    // setjmp/longjmp).
+    let mut params = [i64t, i64t, i64t, i64t, i64t, i64t];
+    let resync_again = cold_helper(m, symbols::TRACE_RESYNC_AGAIN, LLVMFunctionType(voidt, params.as_mut_ptr(), 6, 0));
+    let mut landing_params = [ptrt, i64t, i64t, i64t, i64t, i64t];
+    let landing = runtime(m, symbols::TRACE_LANDING, LLVMFunctionType(voidt, landing_params.as_mut_ptr(), 6, 0));
     {
         let p = |i| LLVMGetParam(resync_again, i);
         LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, resync_again, c"entry".as_ptr()));
@@ -490,8 +492,8 @@ pub(crate) unsafe fn build(
         // The caller's stack pointer at the call: just above the return address's slot.
         let slot = LLVMBuildPtrToInt(b, slot, i64t, c"".as_ptr());
         let sp = LLVMBuildAdd(b, slot, c(8), c"".as_ptr());
-        let mut args = [tls, p(4), p(0), sp];
-        LLVMBuildCall2(b, LLVMGlobalGetValueType(landing), landing, args.as_mut_ptr(), 4, c"".as_ptr());
+        let mut args = [tls, p(4), p(0), sp, p(1), p(5)];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(landing), landing, args.as_mut_ptr(), 6, c"".as_ptr());
         if !naive {
             let depth = LLVMBuildLShr(b, p(0), c(1), c"".as_ptr());
             let fb = u64::from(FUNC_ID_BITS);
@@ -522,8 +524,8 @@ pub(crate) unsafe fn build(
         }
         LLVMBuildRetVoid(b);
         LLVMPositionBuilderAtEnd(b, again);
-        let mut args = [p(1), p(2), p(3), p(4), p(0)];
-        LLVMBuildCall2(b, LLVMGlobalGetValueType(resync_again), resync_again, args.as_mut_ptr(), 5, c"".as_ptr());
+        let mut args = [p(1), p(2), p(3), p(4), p(0), s];
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(resync_again), resync_again, args.as_mut_ptr(), 6, c"".as_ptr());
         LLVMBuildRetVoid(b);
     }
     // unwind(d, id): a landing pad's start: the activation's body state back (the exception left deeper

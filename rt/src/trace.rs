@@ -586,9 +586,33 @@ unsafe fn new_record(st: &mut State, tls: *mut u64, early: bool) -> *mut Thread 
 /// # Safety
 /// `tls` is the calling thread's trace state.
 #[no_mangle]
-pub unsafe extern "C" fn __pathprof_trace_landing(tls: *mut u64, site: u64, body: u64, sp: u64) {
-    // SAFETY: the caller's.
-    unsafe { handler_streams::landing(tls, site, body, sp as usize) }
+pub unsafe extern "C" fn __pathprof_trace_landing(tls: *mut u64, site: u64, body: u64, sp: u64, id: u64, from: u64) {
+    // SAFETY (the block): the caller's.
+    unsafe {
+        let before = thread_record(tls).map(|t| t as *mut Thread);
+        handler_streams::landing(tls, site, body, sp as usize);
+        let Some(t) = thread_record(tls) else { return };
+        // A handler left through `siglongjmp`: the thread goes on in a stream that starts at the landing.
+        if before == Some(t as *mut Thread) && !lands_in(t, site, id, from) {
+            mark_abnormal(tls, t);
+        }
+    }
+}
+
+/// Whether a `longjmp` from thread state `from` that came back to the `setjmp` call site `site` of function `id`
+/// lands in an activation of `t`'s stream: the site's depth at most the depth it left, and the shadow stack's
+/// live entry there that function's. A `longjmp` to another stack's frame — coroutines switched with
+/// setjmp/longjmp (GNU Pth's sjlj machine contexts) — does not: its resync marker would fit none of the
+/// reader's activations (a corrupt trace, the whole file refused), so the stream is abnormal there instead, and
+/// reads back `incomplete`, exact up to the jump. (A frame of the same function at the same depth of another
+/// stack is not told apart: the reader regenerates what the bits say.)
+fn lands_in(t: &Thread, site: u64, id: u64, from: u64) -> bool {
+    if t.shadow.is_null() {
+        return true; // naive items describe themselves
+    }
+    let (depth, left) = ((site & 0xffff_ffff) >> 1, (from & 0xffff_ffff) >> 1);
+    let id_mask = (1u64 << FUNC_ID_BITS) - 1;
+    (1..=left).contains(&depth) && shadow_ok(t, depth) && shadow_entry_at(t.shadow, depth) & id_mask == id
 }
 
 /// A call site returned to a state not its own.

@@ -651,6 +651,28 @@ fn user_contexts_run_in_streams_of_their_own_and_regenerate_exactly() {
     }
 }
 
+/// A `longjmp` from one stack to another (trace_jump_stacks.c: a context's function jumps back into main's
+/// frame, as coroutines switched with setjmp/longjmp do): the landing is none of the jumping stream's
+/// activations, so the stream is `incomplete` at the jump — before, the resync marker fit no activation and the
+/// reader refused the whole file as corrupt. Main's stream, parked in its context, ends suspended; the counts
+/// are not vouched for (`exact` false).
+#[test]
+fn a_longjmp_to_another_stacks_frame_leaves_the_stream_incomplete_not_corrupt() {
+    for opt in ["-O0", "-O2"] {
+        let dir = scratch(&format!("trace-jump-stacks{opt}"));
+        let (rc, trace) = build_and_run(&dir, "trace_jump_stacks.c", "trace", opt);
+        assert_eq!(rc, 0, "{opt}");
+        let summary = trace_json(&trace, &["--summary"]);
+        let statuses: Vec<&str> =
+            summary["threads"].as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
+        assert_eq!(statuses.len(), 2, "{opt}: {statuses:?}");
+        assert!(statuses[0].starts_with("cut short: suspended in a user context when the process ended"), "{opt}");
+        assert!(statuses[1].starts_with("incomplete: an abnormal transfer") && statuses[1].contains("inside co"));
+        let functions = summary["functions"].as_array().unwrap();
+        assert!(!functions.is_empty() && functions.iter().all(|f| f["exact"] == false), "{opt}: {functions:?}");
+    }
+}
+
 /// A SIGSEGV handler that leaves through `siglongjmp` (trace_handlers.c with an argument, as libsigsegv's
 /// stack-overflow continuation): main's stream is regenerable up to the fault and the handler stream up to the
 /// `siglongjmp`, both marked incomplete there — each a prefix of the naive trace's stream — and the thread goes
