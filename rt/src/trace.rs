@@ -50,6 +50,7 @@ use core::ptr;
 use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use pathprof_format::trace_layout::*;
 
+mod context_index;
 mod context_streams;
 mod handler_streams;
 pub(crate) use handler_streams::with_handler_stream;
@@ -167,8 +168,9 @@ struct State {
     /// One descriptor held besides the file, so that a program has as many left as under the counting
     /// runtime (`fd_reserve`).
     spare: crate::fd_reserve::Reserve,
-    /// Contexts `makecontext` made that no switch has reached yet ([`context_streams`]).
-    fresh: MVec<context_streams::FreshContext>,
+    /// The user contexts the runtime knows ([`context_streams`]): those a stream is parked in, and those
+    /// `makecontext` made that no switch has reached yet.
+    contexts: context_index::ContextIndex,
 }
 
 struct Global(core::cell::UnsafeCell<State>);
@@ -196,7 +198,7 @@ static STATE: Global = Global(core::cell::UnsafeCell::new(State {
     region: false,
     early_key: 0,
     spare: crate::fd_reserve::Reserve::new(),
-    fresh: MVec::new(),
+    contexts: context_index::ContextIndex::new(),
 }));
 static LOCK: AtomicBool = AtomicBool::new(false);
 /// The thread holding [`LOCK`] (`pthread_self`; 0: none), so that a signal handler of that thread never waits

@@ -22,6 +22,7 @@
 //! did not see made or saved (`getcontext` alone, a switch in untraced code, another runtime copy's), a switch
 //! in a signal handler's stream. A context may resume on another thread: its stream goes with it.
 
+use super::context_index::Known;
 use super::handler_streams::{end_and_free, park};
 use super::{busy, finish, lock, lock_held_here, new_record, open, record_header, thread_record, write};
 use super::{State, Thread, CONFINED, ENDED, KEY};
@@ -29,17 +30,6 @@ use super::{END_SUSPENDED, RECORD_HEADER, REC_CONTEXT, TLS_ACC, TLS_STATE, TLS_T
 use crate::sys;
 use core::ptr;
 use core::sync::atomic::Ordering;
-
-/// A context `makecontext` made that no switch has reached yet: its stream is made at the first
-/// (a context made and never run writes nothing).
-#[derive(Clone, Copy)]
-pub(super) struct FreshContext {
-    ucp: usize,
-    /// The stream that made it (its thread number), for `REC_CONTEXT`.
-    maker: u32,
-    /// Region mode: the maker was tracing, so the context starts traced too.
-    traced: bool,
-}
 
 /// `swapcontext(3)` for instrumented code (`symbols::SWAPCONTEXT`).
 ///
@@ -98,7 +88,7 @@ pub unsafe extern "C" fn __pathprof_trace_made_context(ucp: *mut libc::ucontext_
     let mut g = lock();
     let st = g.state();
     forget(st, ucp as usize);
-    if st.fresh.push(FreshContext { ucp: ucp as usize, maker, traced }).is_err() {
+    if !st.contexts.put(ucp as usize, Known::Fresh { maker, traced }) {
         crate::diag::pp_warn!("cannot note a context makecontext made; its switches are traced in place");
     }
 }
@@ -124,7 +114,7 @@ fn calling_state() -> *mut u64 {
 /// # Safety
 /// `tls` is the calling thread's state words.
 unsafe fn switch(tls: *mut u64, from: Option<usize>, to: usize) -> Option<*mut Thread> {
-    if lock_held_here() {
+    if lock_held_here() || from == Some(to) {
         return None;
     }
     let mut g = lock();
@@ -136,11 +126,22 @@ unsafe fn switch(tls: *mut u64, from: Option<usize>, to: usize) -> Option<*mut T
         return None;
     }
     let own: *mut Thread = own;
+    // Room to park `own` first: past this point the switch cannot fail.
+    if !st.contexts.reserve() {
+        return None;
+    }
     // SAFETY (the block): records on the list are live; `own` is the calling thread's running record.
     unsafe {
-        let target = match parked_in(st, to) {
-            Some(t) => t,
-            None => fresh_stream(st, to)?,
+        let target = match st.contexts.get(to) {
+            Some(Known::Parked(t)) if !(*t).ended => {
+                st.contexts.take(to);
+                t
+            }
+            Some(Known::Fresh { maker, traced }) => {
+                st.contexts.take(to);
+                fresh_stream(st, maker, traced)?
+            }
+            _ => return None,
         };
         let t = &mut *target;
         match from {
@@ -148,6 +149,7 @@ unsafe fn switch(tls: *mut u64, from: Option<usize>, to: usize) -> Option<*mut T
                 forget(st, from);
                 park(tls, &mut *own);
                 (*own).parked_ctx = from;
+                st.contexts.put(from, Known::Parked(own));
             }
             None => {
                 // Switched away for good: what the stream ran is all it runs.
@@ -185,10 +187,11 @@ unsafe fn resumed(tls: *mut u64, own: *mut Thread, from: usize) {
     if running == Some(own) {
         return;
     }
-    // SAFETY: `own` is live while it is parked under `from` (ended and freed records are never parked).
-    if parked_in(st, from) != Some(own) {
+    // `own` is live while it is parked under `from` (ended and freed records are never parked).
+    if st.contexts.get(from) != Some(Known::Parked(own)) {
         return;
     }
+    st.contexts.take(from);
     // SAFETY (the block): `running` is the calling thread's record; `own` a parked, live record.
     unsafe {
         if let Some(r) = running {
@@ -208,33 +211,14 @@ unsafe fn resumed(tls: *mut u64, own: *mut Thread, from: usize) {
     }
 }
 
-/// The live stream parked in context `ucp`.
-fn parked_in(st: &mut State, ucp: usize) -> Option<*mut Thread> {
-    let mut t = st.threads;
-    while !t.is_null() {
-        // SAFETY: records on the list are live.
-        unsafe {
-            if (*t).parked_ctx == ucp && !(*t).ended {
-                return Some(t);
-            }
-            t = (*t).next;
-        }
-    }
-    None
-}
-
-/// A new stream for a context `makecontext` made (`None` for any other context: traced in place).
+/// A new stream for a context `makecontext` made, by stream `maker` (traced then, in region mode: `traced`);
+/// `None` when no record can be made (the switch is traced in place).
 ///
 /// # Safety
 /// The lock is held.
-unsafe fn fresh_stream(st: &mut State, ucp: usize) -> Option<*mut Thread> {
-    let i = st.fresh.as_slice().iter().position(|f| f.ucp == ucp)?;
-    let made = st.fresh.as_slice()[i];
-    let last = st.fresh.len() - 1;
-    st.fresh.as_mut_slice().swap(i, last);
-    st.fresh.truncate(last);
+unsafe fn fresh_stream(st: &mut State, maker: u32, traced: bool) -> Option<*mut Thread> {
     // SAFETY: a null `tls`: the record's own words.
-    let t = unsafe { new_record(st, ptr::null_mut(), made.traced) };
+    let t = unsafe { new_record(st, ptr::null_mut(), traced) };
     if t.is_null() {
         return None;
     }
@@ -247,7 +231,7 @@ unsafe fn fresh_stream(st: &mut State, ucp: usize) -> Option<*mut Thread> {
         let mut rec = [0u8; RECORD_HEADER + 8];
         let (h, body) = rec.split_at_mut(RECORD_HEADER);
         h.copy_from_slice(&record_header(REC_CONTEXT, sys::pid(), st.copy, r.serial, 8));
-        body[..4].copy_from_slice(&made.maker.to_le_bytes());
+        body[..4].copy_from_slice(&maker.to_le_bytes());
         write(st, &rec);
     }
     Some(t)
@@ -256,17 +240,14 @@ unsafe fn fresh_stream(st: &mut State, ucp: usize) -> Option<*mut Thread> {
 /// Context `ucp` is saved or made anew: a stream parked in it can never run again (it ends, suspended), and a
 /// made context not yet run is gone.
 fn forget(st: &mut State, ucp: usize) {
-    if let Some(i) = st.fresh.as_slice().iter().position(|f| f.ucp == ucp) {
-        let last = st.fresh.len() - 1;
-        st.fresh.as_mut_slice().swap(i, last);
-        st.fresh.truncate(last);
-    }
-    if let Some(stale) = parked_in(st, ucp) {
-        // SAFETY: a live, parked record that nothing runs.
+    if let Some(Known::Parked(stale)) = st.contexts.take(ucp) {
+        // SAFETY: a live, parked record that nothing runs (ended: the process is ending, it stays listed).
         unsafe {
-            (*stale).parked_ctx = 0;
-            finish(st, &mut *stale, END_SUSPENDED);
-            end_and_free(st, stale);
+            if !(*stale).ended {
+                (*stale).parked_ctx = 0;
+                finish(st, &mut *stale, END_SUSPENDED);
+                end_and_free(st, stale);
+            }
         }
     }
 }
