@@ -5,8 +5,9 @@
 //! Traced into one stream per thread, the first switch is an abnormal transfer (a call site returning to a state
 //! not its own), and nothing of the thread after it is regenerable. So, as signal handlers get handler streams
 //! ([`super::handler_streams`]), each context gets a *context stream*: the runtime's `swapcontext` (the pass sends
-//! instrumented code's calls here) parks the running stream's state words in its record, keyed by the context
-//! it saves (`parked_ctx`), and gives the thread the target context's words — a parked stream's, exactly as they
+//! instrumented code's calls here) parks the running stream's state words in its record, found again through
+//! the context it saves (`context_index`, a hash table: a switch costs the same with thousands of contexts), and
+//! gives the thread the target context's words — a parked stream's, exactly as they
 //! were, or, for a context `makecontext` made ([`__pathprof_trace_made_context`], called after each of its calls),
 //! a new stream at its top level, whose function is an ordinary top-level activation. When it resumes, the
 //! caller's words are back and instrumented code goes on unaware.
