@@ -349,6 +349,13 @@ fn a_trace_cut_inside_a_record_reads_up_to_the_cut() {
 /// One process's trace: per thread (status, bits, branches, steps as (function, block)).
 type Threads = Vec<(String, u64, u64, Vec<(String, u64)>)>;
 
+/// Each thread of `trace --json` output with the thread number its `relation` names (`handlers_of`,
+/// `context_of`), if any.
+fn related_threads(json: &Value, relation: &str) -> Vec<(u64, Option<u64>)> {
+    let threads = json["threads"].as_array().unwrap();
+    threads.iter().map(|t| (t["thread"].as_u64().unwrap(), t[relation].as_u64())).collect()
+}
+
 /// Builds `source` at `opt` with `flags` (plus trace mode) as `dir/name`.
 fn build_with(dir: &Path, source: &str, name: &str, flags: &[&str], opt: &str) -> PathBuf {
     let exe = dir.join(name);
@@ -596,13 +603,7 @@ fn signal_handlers_run_in_streams_of_their_own_and_regenerate_exactly() {
     let dir = scratch("trace-handler-streams");
     let (_, trace) = build_and_run(&dir, "trace_handlers.c", "trace", "-O2");
     let json = trace_json(&trace, &["--summary"]);
-    let serves: Vec<(u64, Option<u64>)> = json["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["thread"].as_u64().unwrap(), t["handlers_of"].as_u64()))
-        .collect();
-    assert_eq!(serves, [(1, None), (2, Some(1)), (3, Some(2))]);
+    assert_eq!(related_threads(&json, "handlers_of"), [(1, None), (2, Some(1)), (3, Some(2))]);
     let out = run_ok(Command::new(dist().join("bin/pathprof")).args(["trace", "--summary"]).arg(&trace));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("thread 3 (signal handlers of thread 2, process "), "{text}");
@@ -640,14 +641,8 @@ fn user_contexts_run_in_streams_of_their_own_and_regenerate_exactly() {
         assert_eq!((rc_trace, rc_edge), (0, 0), "{opt}");
         let summary = trace_json(&trace, &["--summary"]);
         assert_eq!(trace_counts(&summary), edge_counts(&show_json(&prof)), "{opt}: trace-derived counts differ");
-        let made: Vec<(u64, Option<u64>)> = summary["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| (t["thread"].as_u64().unwrap(), t["context_of"].as_u64()))
-            .collect();
         let want: Vec<(u64, Option<u64>)> = (1..=7).map(|n| (n, (n > 1).then_some(1))).collect();
-        assert_eq!(made, want, "{opt}: every context is made by main's stream");
+        assert_eq!(related_threads(&summary, "context_of"), want, "{opt}: every context is made by main's stream");
     }
 }
 

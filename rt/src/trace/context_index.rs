@@ -42,28 +42,35 @@ impl ContextIndex {
 
     /// What is known of context `ucp`.
     pub(super) fn get(&self, ucp: usize) -> Option<Known> {
-        self.find(ucp).map(|i| self.slots.as_slice()[i].known)
+        let i = self.find(ucp)?;
+        self.slots.as_slice().get(i).map(|s| s.known)
     }
 
     /// What was known of context `ucp`, now forgotten.
     pub(super) fn take(&mut self, ucp: usize) -> Option<Known> {
         let i = self.find(ucp)?;
-        let slot = &mut self.slots.as_mut_slice()[i];
+        let slot = self.slots.as_mut_slice().get_mut(i)?;
         slot.ucp = REMOVED;
         Some(slot.known)
     }
 
     /// Records `known` for context `ucp` (replacing what was); false when no memory is left.
     pub(super) fn put(&mut self, ucp: usize, known: Known) -> bool {
-        if let Some(i) = self.find(ucp) {
-            self.slots.as_mut_slice()[i].known = known;
+        if ucp <= REMOVED {
+            return false;
+        }
+        if let Some(slot) = self.find(ucp).and_then(|i| self.slots.as_mut_slice().get_mut(i)) {
+            slot.known = known;
             return true;
         }
         if !self.reserve() {
             return false;
         }
-        let i = self.probe(ucp, |s| s.ucp == EMPTY || s.ucp == REMOVED);
-        let slot = &mut self.slots.as_mut_slice()[i];
+        let Some(slot) =
+            self.probe(ucp, |s| s.ucp == EMPTY || s.ucp == REMOVED).and_then(|i| self.slots.as_mut_slice().get_mut(i))
+        else {
+            return false;
+        };
         if slot.ucp == EMPTY {
             self.used += 1;
         }
@@ -77,7 +84,7 @@ impl ContextIndex {
         if size > 0 && (self.used + 1) * 4 < size * 3 {
             return true;
         }
-        let live: usize = self.slots.as_slice().iter().filter(|s| s.ucp > REMOVED).count();
+        let live = self.slots.as_slice().iter().filter(|s| s.ucp > REMOVED).count();
         let mut new = ContextIndex::new();
         // At most half full after: the removed slots go, and the table grows when the live ones need it.
         let slots = ((live + 1) * 2).next_power_of_two().max(FIRST_SLOTS);
@@ -85,8 +92,10 @@ impl ContextIndex {
             return false;
         }
         for s in self.slots.as_slice().iter().filter(|s| s.ucp > REMOVED) {
-            let i = new.probe(s.ucp, |n| n.ucp == EMPTY);
-            new.slots.as_mut_slice()[i] = *s;
+            match new.probe(s.ucp, |n| n.ucp == EMPTY).and_then(|i| new.slots.as_mut_slice().get_mut(i)) {
+                Some(n) => *n = *s,
+                None => return false,
+            }
             new.used += 1;
         }
         *self = new;
@@ -94,23 +103,27 @@ impl ContextIndex {
     }
 
     fn find(&self, ucp: usize) -> Option<usize> {
-        if self.slots.len() == 0 || ucp <= REMOVED {
+        if ucp <= REMOVED {
             return None;
         }
-        let i = self.probe(ucp, |s| s.ucp == ucp || s.ucp == EMPTY);
-        (self.slots.as_slice()[i].ucp == ucp).then_some(i)
+        let i = self.probe(ucp, |s| s.ucp == ucp || s.ucp == EMPTY)?;
+        (self.slots.as_slice().get(i)?.ucp == ucp).then_some(i)
     }
 
-    /// The first slot from `ucp`'s home on that `stop` accepts (the table always has an empty slot).
-    fn probe(&self, ucp: usize, stop: impl Fn(&Slot) -> bool) -> usize {
+    /// The first slot from `ucp`'s home on that `stop` accepts (`None` in an empty table; a table always has an
+    /// empty slot otherwise). Indexes with `get`: the runtime has no panic path.
+    fn probe(&self, ucp: usize, stop: impl Fn(&Slot) -> bool) -> Option<usize> {
         let slots = self.slots.as_slice();
-        let mask = slots.len() - 1;
+        let mask = slots.len().checked_sub(1)?;
         // Fibonacci hashing of the address without its alignment bits.
         let mut i = ((ucp >> 4) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(32) as usize & mask;
-        while !stop(&slots[i]) {
+        for _ in 0..slots.len() {
+            if stop(slots.get(i)?) {
+                return Some(i);
+            }
             i = (i + 1) & mask;
         }
-        i
+        None
     }
 }
 
