@@ -1068,7 +1068,10 @@ unsafe fn finish_with(st: &mut State, t: &mut Thread, why: u64, words: Option<(u
     let (mut acc, mut n) = acc_bits(raw);
     let mut flags = 0;
     if t.off {
-        flags |= END_STOPPED | why;
+        // A stopped stream's state still follows the thread: one at its top level was not suspended inside a
+        // context (a context's function that returned, in region mode).
+        let top = state & 0xffff_ffff == 1;
+        flags |= END_STOPPED | if top { why & !END_SUSPENDED } else { why };
     } else if state & 0xffff_ffff == 1 && !provisional && !interrupted {
         if st.naive != Some(true) {
             // Done of the top level: one 0 bit (a full word goes in the accumulator's order).

@@ -643,6 +643,20 @@ fn user_contexts_run_in_streams_of_their_own_and_regenerate_exactly() {
         assert_eq!(trace_counts(&summary), edge_counts(&show_json(&prof)), "{opt}: trace-derived counts differ");
         let want: Vec<(u64, Option<u64>)> = (1..=7).map(|n| (n, (n > 1).then_some(1))).collect();
         assert_eq!(related_threads(&summary, "context_of"), want, "{opt}: every context is made by main's stream");
+        // Region mode without a region: nothing is kept, and only the three contexts left inside their function
+        // say they were suspended (those whose function returned are not).
+        let regions = dir.join("regions.pathtrace");
+        let out = Command::new(dir.join("prog-trace"))
+            .env("PATHPROF_TRACE", &regions)
+            .env("PATHPROF_TRACE_REGION", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{opt}");
+        let json = trace_json(&regions, &["--summary"]);
+        let threads = json["threads"].as_array().unwrap();
+        let suspended = threads.iter().filter(|t| t["status"].as_str().unwrap().contains("suspended")).count();
+        assert_eq!((threads.len(), suspended), (7, 3), "{opt}: {threads:?}");
+        assert!(threads.iter().all(|t| t["blocks"] == 0), "{opt}");
     }
 }
 
