@@ -254,6 +254,9 @@ AUTOMAKE = re.compile(r"^(PASS|FAIL|XFAIL|XPASS|SKIP|ERROR): (\S.*?)\s*$")
 CTEST = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(\*\*\*)?(Passed|Failed|Skipped|Not Run|Timeout|Exception|"
                    r"\*\*\*\w+)?")
 TAP = re.compile(r"^(not ok|ok) \d+ - (.*?)(?:\s+#\s*(SKIP|TODO)\b.*)?$")
+# GNU autotest's summary lines: "  7: name of the test   ok", "skipped (why)", "FAILED (file:line)",
+# "expected failure (…)", "UNEXPECTED PASS".
+AUTOTEST = re.compile(r"^\s*(\d+): (.*?)\s+(ok|skipped|FAILED|expected failure|UNEXPECTED PASS)(?: \(.*\))?\s*$")
 
 
 def parse_results(kind, text, tree, entry, rc):
@@ -290,6 +293,11 @@ def parse_results(kind, text, tree, entry, rc):
                 section = None
         for name, status in listed.items():
             add(f"checks/{name[2:]}", status)
+    elif kind == "autotest":
+        for line in text.splitlines():
+            m = AUTOTEST.match(line)
+            if m:
+                add(f"{m.group(1)} {m.group(2)}", m.group(3).upper())
     elif kind == "ctest":
         for line in text.splitlines():
             m = CTEST.search(line)

@@ -300,5 +300,22 @@ class BlockMode(unittest.TestCase):
         self.assertEqual((r["compared"], r["not_comparable"]), (0, 1))
 
 
+
+
+class TestLogs(unittest.TestCase):
+    """The test-log readers (corpus.parse_results), on lines as the harnesses print them."""
+
+    def test_autotest_summary_lines_give_one_result_per_case(self):
+        log = ("## Running the tests. ##\n"
+               "  1: gdbm version                                    ok\n"
+               " 12: reorganize                                      skipped (reorg.at:17)\n"
+               "123: dump and load                                   FAILED (dump.at:40)\n"
+               "  4: known bug                                       expected failure (bug.at:3)\n"
+               "All 3 tests were successful.\n")
+        r = corpus.parse_results("autotest", log, None, {}, 0)
+        self.assertEqual(r, {"1 gdbm version": "OK", "12 reorganize": "SKIPPED", "123 dump and load": "FAILED",
+                             "4 known bug": "EXPECTED FAILURE"})
+
+
 if __name__ == "__main__":
     unittest.main()
