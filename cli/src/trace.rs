@@ -661,7 +661,7 @@ fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
                 steps,
             });
         } else {
-            let handlers = match (t.handlers_of, t.context_of) {
+            let relation = match (t.handlers_of, t.context_of) {
                 (Some(h), _) => format!("signal handlers of thread {h}, "),
                 (None, Some(m)) => format!("a user context thread {m} made, "),
                 (None, None) => String::new(),
@@ -672,13 +672,13 @@ fn run_file(args: &Args, file: &TraceFile) -> Result<()> {
                 let tid = t.tid.map_or(String::new(), |n| format!(", tid {n}"));
                 writeln!(
                     out,
-                    "thread {} of {image} ({handlers}process {}{tid}): {} blocks, {status}",
+                    "thread {} of {image} ({relation}process {}{tid}): {} blocks, {status}",
                     t.thread,
                     t.pid,
                     c.blocks()
                 )?;
             } else {
-                writeln!(out, "thread {} ({handlers}process {}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
+                writeln!(out, "thread {} ({relation}process {}): {} blocks, {status}", t.thread, t.pid, c.blocks())?;
             }
             for &v in &c.steps {
                 out.write_all(listing.line(v))?;

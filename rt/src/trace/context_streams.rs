@@ -24,10 +24,10 @@
 //! in a signal handler's stream. A context may resume on another thread: its stream goes with it.
 
 use super::context_index::Known;
-use super::handler_streams::{end_and_free, park};
-use super::{busy, finish, lock, lock_held_here, new_record, open, record_header, thread_record, write};
+use super::handler_streams::{end_and_free, park, parked_top_level, unpark, write_relation};
+use super::{busy, finish, lock, lock_held_here, thread_record};
 use super::{State, Thread, CONFINED, ENDED, KEY};
-use super::{END_SUSPENDED, RECORD_HEADER, REC_CONTEXT, TLS_ACC, TLS_STATE, TLS_THREAD};
+use super::{END_SUSPENDED, REC_CONTEXT};
 use crate::sys;
 use core::ptr;
 use core::sync::atomic::Ordering;
@@ -161,10 +161,7 @@ unsafe fn switch(tls: *mut u64, from: Option<usize>, to: usize) -> Option<*mut T
         }
         t.parked_ctx = 0;
         t.tid = sys::tid();
-        for (i, w) in t.parked.iter().enumerate() {
-            ptr::write_volatile(tls.add(i), *w);
-        }
-        ptr::write_volatile(&mut t.tls, tls);
+        unpark(tls, t);
         from.map(|_| own)
     }
 }
@@ -205,10 +202,7 @@ unsafe fn resumed(tls: *mut u64, own: *mut Thread, from: usize) {
         let o = &mut *own;
         o.parked_ctx = 0;
         o.tid = sys::tid();
-        for (i, w) in o.parked.iter().enumerate() {
-            ptr::write_volatile(tls.add(i), *w);
-        }
-        ptr::write_volatile(&mut o.tls, tls);
+        unpark(tls, o);
     }
 }
 
@@ -218,23 +212,13 @@ unsafe fn resumed(tls: *mut u64, own: *mut Thread, from: usize) {
 /// # Safety
 /// The lock is held.
 unsafe fn fresh_stream(st: &mut State, maker: u32, traced: bool) -> Option<*mut Thread> {
-    // SAFETY: a null `tls`: the record's own words.
-    let t = unsafe { new_record(st, ptr::null_mut(), traced) };
+    // SAFETY: the caller's.
+    let t = unsafe { parked_top_level(st, traced) };
     if t.is_null() {
         return None;
     }
-    // SAFETY: the new record, listed, not yet run.
-    let r = unsafe { &mut *t };
-    r.parked[TLS_ACC] = super::ACC_EMPTY;
-    r.parked[TLS_STATE] = 1; // the top level
-    r.parked[TLS_THREAD] = t as u64;
-    if open(st) {
-        let mut rec = [0u8; RECORD_HEADER + 8];
-        let (h, body) = rec.split_at_mut(RECORD_HEADER);
-        h.copy_from_slice(&record_header(REC_CONTEXT, sys::pid(), st.copy, r.serial, 8));
-        body[..4].copy_from_slice(&maker.to_le_bytes());
-        write(st, &rec);
-    }
+    // SAFETY: the new record.
+    write_relation(st, REC_CONTEXT, unsafe { (*t).serial }, maker);
     Some(t)
 }
 

@@ -86,8 +86,8 @@ unsafe fn enter(tls: *mut u64, context: *mut c_void) -> Option<*mut Thread> {
     }
     if host.handlers.is_null() {
         let mut g = lock();
-        // SAFETY: a null `tls`: the record's own words.
-        let h = unsafe { new_record(g.state(), ptr::null_mut(), false) };
+        // SAFETY: the lock is held.
+        let h = unsafe { parked_top_level(g.state(), false) };
         if h.is_null() {
             return None;
         }
@@ -95,9 +95,6 @@ unsafe fn enter(tls: *mut u64, context: *mut c_void) -> Option<*mut Thread> {
         unsafe {
             (*h).host = host;
             (*h).depth = host.depth + 1;
-            (*h).parked[TLS_ACC] = super::ACC_EMPTY;
-            (*h).parked[TLS_STATE] = 1; // the top level
-            (*h).parked[TLS_THREAD] = h as u64;
         }
         host.handlers = h;
     }
@@ -109,10 +106,7 @@ unsafe fn enter(tls: *mut u64, context: *mut c_void) -> Option<*mut Thread> {
     // SAFETY: the caller's state words and the two records' parked words.
     unsafe {
         park(tls, host);
-        for (i, w) in h.parked.iter().enumerate() {
-            ptr::write_volatile(tls.add(i), *w);
-        }
-        ptr::write_volatile(&mut h.tls, tls);
+        unpark(tls, h);
     }
     host.in_handler = true;
     // SAFETY: the caller's.
@@ -132,10 +126,7 @@ unsafe fn leave(tls: *mut u64, host: *mut Thread) {
             park(tls, current);
         }
         let host = &mut *host;
-        for (i, w) in host.parked.iter().enumerate() {
-            ptr::write_volatile(tls.add(i), *w);
-        }
-        ptr::write_volatile(&mut host.tls, tls);
+        unpark(tls, host);
         host.in_handler = false;
     }
 }
@@ -325,6 +316,38 @@ pub(super) unsafe fn park(tls: *mut u64, t: &mut Thread) {
     unsafe { ptr::write_volatile(&mut t.tls, t.parked.as_mut_ptr()) };
 }
 
+/// Gives the thread `t`'s parked state words and points `t` at the thread's: the reverse of [`park`].
+///
+/// # Safety
+/// `tls` is the calling thread's state words, already parked in the record of the stream they held.
+pub(super) unsafe fn unpark(tls: *mut u64, t: &mut Thread) {
+    for (i, w) in t.parked.iter().enumerate() {
+        // SAFETY: the caller's.
+        unsafe { ptr::write_volatile(tls.add(i), *w) };
+    }
+    // SAFETY: a field of a live record.
+    unsafe { ptr::write_volatile(&mut t.tls, tls) };
+}
+
+/// A new stream's record whose parked words are at its top level, not yet run: a handler stream, or a user
+/// context's (`context_streams`). Null when nothing is traced. `early` as for [`new_record`].
+///
+/// # Safety
+/// The lock is held.
+pub(super) unsafe fn parked_top_level(st: &mut State, early: bool) -> *mut Thread {
+    // SAFETY: a null `tls`: the record's own words.
+    let t = unsafe { new_record(st, ptr::null_mut(), early) };
+    if !t.is_null() {
+        // SAFETY: the new record, listed, not yet run.
+        unsafe {
+            (*t).parked[TLS_ACC] = super::ACC_EMPTY;
+            (*t).parked[TLS_STATE] = 1; // the top level
+            (*t).parked[TLS_THREAD] = t as u64;
+        }
+    }
+    t
+}
+
 /// Whether `t` is `active` or a stream whose handlers `active` (a chain of handler streams) runs in.
 pub(super) fn hosts_or_is(active: *mut Thread, t: *mut Thread) -> bool {
     let mut k = active;
@@ -363,9 +386,9 @@ pub(super) fn announce(st: &mut State, t: &mut Thread) {
     write_relation(st, REC_HANDLERS, t.serial, host);
 }
 
-/// Writes a record of `kind` ([`REC_HANDLERS`], [`REC_RESUMED`]) that relates thread `serial`'s stream to
+/// Writes a record of `kind` ([`REC_HANDLERS`], [`REC_RESUMED`], `REC_CONTEXT`) that relates thread `serial`'s stream to
 /// thread `other`'s.
-fn write_relation(st: &mut State, kind: u32, serial: u32, other: u32) {
+pub(super) fn write_relation(st: &mut State, kind: u32, serial: u32, other: u32) {
     if !open(st) {
         return;
     }
