@@ -90,7 +90,7 @@ pub const fn reentry_word(packed: u64) -> Option<u64> {
 }
 
 /// Version of [`ModuleDesc`]; the runtime ignores (with a warning) descriptors of another version.
-pub const DESC_VERSION: u32 = 5;
+pub const DESC_VERSION: u32 = 6;
 /// Descriptor flag: counters are updated with atomic read-modify-write.
 pub const DESC_FLAG_ATOMIC: u32 = 1 << 0;
 /// Descriptor flag owned by the runtime (the pass emits it clear): the descriptor is on the runtime's list. A
@@ -139,15 +139,19 @@ pub struct ModuleDesc {
 }
 
 /// One function's own zero-initialised counter array, indexed by path number like a dense array but too large
-/// to write whole: the pass places it in `.bss`, page-aligned, so only the pages of executed paths are ever
-/// committed, and the runtime writes its nonzero counts as sparse entries (finding the touched pages with
-/// `mincore`). LLVM type `{ i64, ptr, i64 }`.
+/// to write whole. The runtime maps it (anonymous, private, not reserved) when the module registers, so only the
+/// pages of executed paths are ever committed, and writes its nonzero counts as sparse entries (finding the
+/// touched pages with `mincore`). It is not in the image's `.bss` (before descriptor version 6 it was): a
+/// conservative garbage collector scans every writable segment of the image as roots, and megabytes of counters
+/// there made the Boehm collector's every collection slower and its pacing different (libgc's own test_cpp
+/// failed). Instrumented code reads the array's address from `cell` at function entry, and asks the runtime
+/// for it (`__pathprof_region_counters`) when it runs before registration. LLVM type `{ i64, ptr, i64 }`.
 #[repr(C)]
 pub struct SparseRegion {
     /// The function's index in the module metadata (the `function` of the sparse entries it produces).
     pub function: u64,
-    /// The counters, page-aligned.
-    pub counters: *mut u64,
+    /// The module's word holding the counters' address: null until the runtime maps them.
+    pub cell: *mut *mut u64,
     /// Number of counters (the function's number of paths).
     pub len: u64,
 }

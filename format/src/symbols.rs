@@ -27,6 +27,9 @@ pub const PATH_CACHE_MISS: &str = "__pathprof_path_cache_miss";
 /// Runtime: `void __pathprof_path_cache_claim(PathTable *, uint64_t path, int64_t delta)`, called by an atomic
 /// build's inlined cache update ([`CACHED_ADD_ATOMIC`]) when the cache pair does not hold the path.
 pub const PATH_CACHE_CLAIM: &str = "__pathprof_path_cache_claim";
+/// Runtime: `uint64_t *__pathprof_region_counters(uint64_t **cell, uint64_t len)`, a sparse region's counters,
+/// mapped now when instrumented code runs before its module registered (`SparseRegion`).
+pub const REGION_COUNTERS: &str = "__pathprof_region_counters";
 /// Runtime variable: `uint64_t __pathprof_fork_gen`, the process's fork generation, moved on in each `fork()`ed
 /// child; instrumented code compares it before and after calls that may fork.
 pub const FORK_GEN: &str = "__pathprof_fork_gen";
@@ -120,7 +123,7 @@ pub const TRACE_START: &str = "__pathprof_trace_start";
 pub const TRACE_STOP: &str = "__pathprof_trace_stop";
 
 /// Every symbol the runtime archive defines, sorted: its whole ABI with instrumented code and programs.
-pub const RUNTIME: [&str; 29] = [
+pub const RUNTIME: [&str; 30] = [
     FORK_RAW,
     CLONE,
     CONFINE,
@@ -132,6 +135,7 @@ pub const RUNTIME: [&str; 29] = [
     PATH_ADD_PLAIN,
     PATH_CACHE_CLAIM,
     PATH_CACHE_MISS,
+    REGION_COUNTERS,
     REGISTER_MODULE,
     RESET,
     SETCONTEXT,
@@ -163,7 +167,8 @@ pub const MODULE_CTOR: &str = "__pathprof_module_ctor";
 /// Module-local: the destructor that calls [`UNREGISTER_MODULE`], so an image that goes away (`dlclose`) never
 /// leaves its descriptor on a runtime copy that outlives it.
 pub const MODULE_DTOR: &str = "__pathprof_module_dtor";
-/// Module-local: one page-aligned counter region of a sparse function (LLVM numbers the copies).
+/// Module-local: the word holding the address of a sparse function's counters, which the runtime maps (LLVM
+/// numbers the copies).
 pub const REGION: &str = "__pathprof_region";
 /// Module-local: the array of [`SparseRegion`](crate::layout::SparseRegion)s the descriptor points to.
 pub const REGIONS: &str = "__pathprof_regions";

@@ -11,6 +11,7 @@ use inkwell::llvm_sys::core::*;
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMAtomicOrdering, LLVMAtomicRMWBinOp, LLVMIntPredicate};
 use pathprof_core::{EdgeId, EdgeKind};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// How counter updates are emitted: one setting per module, derived from the mode and `--pathprof-atomic`.
@@ -49,6 +50,17 @@ pub struct Counters {
     updates: CounterUpdates,
     /// A slot no function owns, for PHI entries of edges that are not counted there.
     pub scratch: u64,
+    /// For an array the runtime maps (a sparse region): `global` is the word holding its address.
+    indirect: Option<Indirect>,
+}
+
+/// A counter array whose address the runtime stores in a word of the module (`SparseRegion::cell`): each
+/// function that counts in it reads the word once, at its entry ([`Counters::finish_indirect`] adds the call
+/// that maps the array when the function runs before the module registered).
+struct Indirect {
+    len: u64,
+    /// Per function, the load of the word at the top of its entry block.
+    bases: RefCell<Vec<(LLVMValueRef, LLVMValueRef)>>,
 }
 
 /// What happened while instrumenting one function, for statistics.
@@ -73,8 +85,120 @@ impl Counters {
                 global,
                 updates,
                 scratch,
+                indirect: None,
             }
         }
+    }
+
+    /// Wraps a pointer global `cell` that holds the address of `len` counters the runtime maps (a sparse
+    /// region's, `pathprof_format::layout::SparseRegion`).
+    pub fn indirect(m: LLVMModuleRef, cell: LLVMValueRef, len: u64, updates: CounterUpdates) -> Counters {
+        let mut c = Counters::new(m, cell, len, updates, 0);
+        c.indirect = Some(Indirect { len, bases: RefCell::new(Vec::new()) });
+        c
+    }
+
+    /// Whether slots have addresses only inside functions (no constant addresses: [`Counters::indirect`]).
+    pub fn is_indirect(&self) -> bool {
+        self.indirect.is_some()
+    }
+
+    /// The address of slot `idx` (an i64 value), built before `before`.
+    fn element(&self, before: LLVMValueRef, idx: LLVMValueRef, name: &std::ffi::CStr) -> LLVMValueRef {
+        match &self.indirect {
+            None => unsafe {
+                LLVMPositionBuilderBefore(self.builder, before);
+                let mut ix = [self.const_index(0), idx];
+                LLVMBuildInBoundsGEP2(self.builder, self.array_ty, self.global, ix.as_mut_ptr(), 2, name.as_ptr())
+            },
+            Some(ind) => {
+                let base = self.base_in(ind, before);
+                unsafe {
+                    LLVMPositionBuilderBefore(self.builder, before);
+                    let mut ix = [idx];
+                    LLVMBuildInBoundsGEP2(self.builder, self.i64t, base, ix.as_mut_ptr(), 1, name.as_ptr())
+                }
+            }
+        }
+    }
+
+    /// The load of the array's address at the top of the entry block of `before`'s function (made once).
+    fn base_in(&self, ind: &Indirect, before: LLVMValueRef) -> LLVMValueRef {
+        let f = unsafe { LLVMGetBasicBlockParent(LLVMGetInstructionParent(before)) };
+        if let Some(&(_, base)) = ind.bases.borrow().iter().find(|(g, _)| *g == f) {
+            return base;
+        }
+        let base = unsafe {
+            let entry = LLVMGetEntryBasicBlock(f);
+            let first = LLVMGetFirstInstruction(entry);
+            LLVMPositionBuilderBeforeInstrAndDbgRecords(self.builder, first);
+            let ptrt = LLVMPointerTypeInContext(LLVMGetModuleContext(LLVMGetGlobalParent(f)), 0);
+            let load = LLVMBuildLoad2(self.builder, ptrt, self.global, c"pathprof.region".as_ptr());
+            LLVMSetAlignment(load, 8);
+            load
+        };
+        ind.bases.borrow_mut().push((f, base));
+        base
+    }
+
+    /// Completes every function that counts in an indirect array: its static `alloca`s go back above the
+    /// address load (they must stay at the top of the entry block for SROA), and a null address — the function
+    /// ran before its module registered — is replaced by the runtime's mapping of the array
+    /// (`__pathprof_region_counters(cell, len)`, on a cold branch). Call after each function's emitter, before
+    /// anything copies the function (the interprocedural modes' root copies).
+    pub fn finish_indirect(&self, m: LLVMModuleRef) {
+        let Some(ind) = &self.indirect else { return };
+        for &(_, base) in ind.bases.borrow().iter() {
+            unsafe { self.finish_base(m, ind.len, base) };
+        }
+        ind.bases.borrow_mut().clear();
+    }
+
+    unsafe fn finish_base(&self, m: LLVMModuleRef, len: u64, base: LLVMValueRef) {
+        let entry = LLVMGetInstructionParent(base);
+        let mut i = LLVMGetNextInstruction(base);
+        while !i.is_null() {
+            let next = LLVMGetNextInstruction(i);
+            if !LLVMIsAAllocaInst(i).is_null() {
+                LLVMInstructionRemoveFromParent(i);
+                LLVMPositionBuilderBefore(self.builder, base);
+                LLVMInsertIntoBuilder(self.builder, i);
+            }
+            i = next;
+        }
+        let ctx = LLVMGetModuleContext(m);
+        let ptrt = LLVMPointerTypeInContext(ctx, 0);
+        let rest = LLVMGetNextInstruction(base);
+        LLVMPositionBuilderBefore(self.builder, rest);
+        let null = LLVMBuildICmp(
+            self.builder,
+            LLVMIntPredicate::LLVMIntEQ,
+            base,
+            LLVMConstNull(ptrt),
+            c"pathprof.region.unmapped".as_ptr(),
+        );
+        let rest = LLVMGetNextInstruction(null);
+        let then_term = shim::pathprof_shim_if_then_cold(null, rest);
+        let then_block = LLVMGetInstructionParent(then_term);
+        LLVMPositionBuilderBefore(self.builder, then_term);
+        let map = crate::globals::region_counters_function(m);
+        let mut args = [self.global, self.const_index(len)];
+        let mapped = LLVMBuildCall2(
+            self.builder,
+            LLVMGlobalGetValueType(map),
+            map,
+            args.as_mut_ptr(),
+            2,
+            c"pathprof.region.mapped".as_ptr(),
+        );
+        let tail = LLVMGetInstructionParent(rest);
+        LLVMPositionBuilderBefore(self.builder, LLVMGetFirstInstruction(tail));
+        let phi = LLVMBuildPhi(self.builder, ptrt, c"pathprof.region.base".as_ptr());
+        LLVMReplaceAllUsesWith(base, phi);
+        LLVMSetOperand(null, 0, base);
+        let mut vals = [base, mapped];
+        let mut blocks = [entry, then_block];
+        LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 2);
     }
 
     /// An i64 constant.
@@ -116,18 +240,7 @@ impl Counters {
     /// The address of `counters[idx]` (an i64 value), built before `before` — in the function's entry block,
     /// where [`crate::promote`] takes it for loop-invariant (a constant `idx` folds to a constant address).
     pub fn address_before(&self, before: LLVMValueRef, idx: LLVMValueRef) -> LLVMValueRef {
-        unsafe {
-            LLVMPositionBuilderBefore(self.builder, before);
-            let mut ix = [self.const_index(0), idx];
-            LLVMBuildInBoundsGEP2(
-                self.builder,
-                self.array_ty,
-                self.global,
-                ix.as_mut_ptr(),
-                2,
-                c"pathprof.hot.slot".as_ptr(),
-            )
-        }
+        self.element(before, idx, c"pathprof.hot.slot")
     }
 
     /// Counts `value` (a slot number) before `before` when it is likely one of `hot`, as (slot number, its
@@ -181,16 +294,12 @@ impl Counters {
     }
 
     fn update_before(&self, before: LLVMValueRef, idx: Result<u64, LLVMValueRef>, delta: LLVMValueRef, volatile: bool) {
-        let ptr = unsafe {
-            LLVMPositionBuilderBefore(self.builder, before);
-            match idx {
-                Ok(c) => self.slot(c),
-                Err(v) => {
-                    let mut ix = [self.const_index(0), v];
-                    LLVMBuildInBoundsGEP2(self.builder, self.array_ty, self.global, ix.as_mut_ptr(), 2, c"".as_ptr())
-                }
-            }
+        let ptr = match idx {
+            Ok(c) if self.indirect.is_none() => self.slot(c),
+            Ok(c) => self.element(before, self.const_index(c), c""),
+            Err(v) => self.element(before, v, c""),
         };
+        unsafe { LLVMPositionBuilderBefore(self.builder, before) };
         self.update_at(ptr, delta, volatile)
     }
 

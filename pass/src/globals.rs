@@ -192,25 +192,51 @@ pub fn descriptor(m: LLVMModuleRef) -> LLVMValueRef {
     }
 }
 
-/// A path-mode function's own counter array (`pathprof_format::layout::SparseRegion`): zero-initialised, so
-/// it lands in `.bss` and only the pages of executed paths are ever committed; page-aligned for `mincore`.
+/// A function's own counter array too large for the dense array (`pathprof_format::layout::SparseRegion`): the
+/// runtime maps it, and the module holds only the word with its address (null until then).
 pub struct Region {
     /// The function's index in the module metadata.
     pub function: u64,
-    /// The `[len x i64]` global.
-    pub global: LLVMValueRef,
+    /// The pointer global holding the counters' address.
+    pub cell: LLVMValueRef,
     /// Number of counters.
     pub len: u64,
 }
 
 impl Region {
-    /// Emits the array for `function` with `len` counters.
+    /// Emits the cell for `function` with `len` counters.
     pub fn new(m: LLVMModuleRef, function: u64, len: u64) -> Region {
-        Region { function, global: zeroed_words(m, symbols::REGION, len, 4096), len }
+        unsafe {
+            let ctx = LLVMGetModuleContext(m);
+            let ptrt = LLVMPointerTypeInContext(ctx, 0);
+            let cell = LLVMAddGlobal(m, ptrt, cstr(symbols::REGION).as_ptr());
+            LLVMSetInitializer(cell, LLVMConstNull(ptrt));
+            LLVMSetLinkage(cell, LLVMLinkage::LLVMInternalLinkage);
+            LLVMSetAlignment(cell, 8);
+            Region { function, cell, len }
+        }
     }
 }
 
-/// The `{ i64 function, ptr counters, i64 len }` array of the regions (a null pointer when there are none).
+/// Declares (or finds) `ptr __pathprof_region_counters(ptr cell, i64 len)`: the runtime maps a region asked
+/// for before its module registered.
+pub(crate) fn region_counters_function(m: LLVMModuleRef) -> LLVMValueRef {
+    function_once(m, symbols::REGION_COUNTERS, |c| unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let ptrt = LLVMPointerTypeInContext(ctx, 0);
+        let mut params = [ptrt, LLVMInt64TypeInContext(ctx)];
+        let fty = LLVMFunctionType(ptrt, params.as_mut_ptr(), 2, 0);
+        let f = LLVMAddFunction(m, c.as_ptr(), fty);
+        for attr in ["nounwind", "cold"] {
+            LLVMAddAttributeAtIndex(f, u32::MAX, LLVMCreateEnumAttribute(ctx, crate::ir::attr_kind(attr), 0));
+        }
+        // It returns (or ends the process without a profile): loops around it may keep counts in registers.
+        crate::ir::add_string_attr(f, crate::cfg_build::RETURNS);
+        f
+    })
+}
+
+/// The `{ i64 function, ptr cell, i64 len }` array of the regions (a null pointer when there are none).
 unsafe fn region_array(m: LLVMModuleRef, regions: &[Region]) -> LLVMValueRef {
     let ctx = LLVMGetModuleContext(m);
     let i64t = LLVMInt64TypeInContext(ctx);
@@ -223,7 +249,7 @@ unsafe fn region_array(m: LLVMModuleRef, regions: &[Region]) -> LLVMValueRef {
     let mut elems: Vec<LLVMValueRef> = regions
         .iter()
         .map(|r| {
-            let mut v = [LLVMConstInt(i64t, r.function, 0), r.global, LLVMConstInt(i64t, r.len, 0)];
+            let mut v = [LLVMConstInt(i64t, r.function, 0), r.cell, LLVMConstInt(i64t, r.len, 0)];
             LLVMConstStructInContext(ctx, v.as_mut_ptr(), 3, 0)
         })
         .collect();

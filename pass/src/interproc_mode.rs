@@ -74,6 +74,7 @@ pub fn instrument(
         tree_placed += usize::from(phi.iter().any(|&x| x != pathprof_core::interproc::potentials::Shift::ZERO));
         let sink = &sinks[num.unit_of(ProcId::from_index(i))];
         let emitted = FnEmitter::emit(&tls, sink, &num, &functions, ProcId::from_index(i), p, config.promote, phi);
+        sink.counters().finish_indirect(m); // before promotion and root copies see the function
         let guards = fork_guards(&num, ProcId::from_index(i), p, &emitted.arrival_keys, module.fork_checks());
         module.function_done(p.f, guards);
         local_counts += emitted.local_counts.len();

@@ -147,6 +147,7 @@ pub fn instrument(
             Plan::Path(pp) => {
                 let sink = module.sink(pp.meta.storage, p.meta.counter_base);
                 let emitted = path_mode::emit(pp, &sink);
+                sink.counters().finish_indirect(m);
                 let keys = emitted.arrival_keys;
                 stats.paths += pp.num_paths;
                 stats.chords += pp.incs.chords().filter(|&d| pp.incs.inc(d) != 0).count();

@@ -256,6 +256,8 @@ impl Emitter<'_> {
     fn count_tested(&self, before: LLVMValueRef, path: LLVMValueRef, tested: &[u128]) {
         let counters = self.sink.counters();
         let rest = match (self.sink, &self.locals) {
+            // A sparse region has no constant addresses (and tests nothing: see above).
+            (Sink::Dense { counters, .. }, _) if counters.is_indirect() => before,
             (Sink::Dense { base, .. }, _) => {
                 let hot: Vec<_> = tested
                     .iter()

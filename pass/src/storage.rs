@@ -129,7 +129,7 @@ impl CounterStorage {
             .filter(|(_, u)| matches!(u.storage, PathStorage::Sparse { .. }))
             .map(|(i, u)| Region::new(m, i as u64, u.slots))
             .collect();
-        let region_counters = regions.iter().map(|r| Counters::new(m, r.global, r.len, updates, 0)).collect();
+        let region_counters = regions.iter().map(|r| Counters::indirect(m, r.cell, r.len, updates)).collect();
         CounterStorage { array, array_len, counters, tables, regions, region_counters, updates }
     }
 
@@ -150,8 +150,12 @@ impl CounterStorage {
         }
     }
 
-    /// Emits the metadata blob, the runtime descriptor naming these globals, and its registering constructor.
+    /// Completes the functions counting in sparse regions ([`Counters::finish_indirect`]), then emits the metadata
+    /// blob, the runtime descriptor naming these globals, and its registering constructor.
     pub fn register(&self, m: LLVMModuleRef, meta: &ModuleMeta) {
+        for counters in &self.region_counters {
+            counters.finish_indirect(m);
+        }
         let atomic = self.updates == CounterUpdates::Atomic;
         globals::register_module(m, meta, self.array, self.array_len, atomic, &self.tables, &self.regions);
     }

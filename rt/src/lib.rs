@@ -195,9 +195,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
         && (0..d.num_regions as usize).all(|i| {
             // SAFETY: `regions` holds `num_regions` entries (checked just above).
             let r = unsafe { &*d.regions.add(i) };
-            !r.counters.is_null()
-                && (r.counters as usize).is_multiple_of(4096)
-                && r.len.checked_mul(8).is_some_and(|b| b <= isize::MAX as u64)
+            !r.cell.is_null() && r.cell.is_aligned() && r.len.checked_mul(8).is_some_and(|b| b <= isize::MAX as u64)
         });
     if !counters_ok || !meta_ok || !tables_ok || !regions_ok {
         pp_warn!("ignoring an instrumented module with a malformed descriptor (counters, tables, regions or metadata)");
@@ -210,6 +208,7 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
         pp_info!("module registered twice; ignoring the second registration");
         return;
     }
+    region::map_all(desc);
     let mut head = HEAD.load(Ordering::Acquire);
     loop {
         // SAFETY: `desc` is not in the list yet, so we are the only writer of its link.

@@ -1,8 +1,10 @@
-//! Sparse regions: path-mode functions whose counters live in a large, page-aligned `.bss` array of their own.
+//! Sparse regions: path-mode functions whose counters live in a large, page-aligned array of their own, which
+//! the runtime maps when the module registers ([`map`]; not in `.bss`, where a conservative garbage collector
+//! would scan it as roots: see `SparseRegion`).
 //!
-//! Instrumented code updates a region exactly like the dense counter array (one indexed add, atomic in atomic
-//! mode), so the fast path is the same as for small functions; the difference is only in what the runtime
-//! writes: a region can span megabytes of which a run touches a few pages, so its nonzero counts are written
+//! Instrumented code updates a region like the dense counter array (one indexed add, atomic in atomic mode,
+//! from an address it reads once per activation), so the fast path is the same as for small functions; the
+//! difference is in what the runtime writes: a region can span megabytes of which a run touches a few pages, so its nonzero counts are written
 //! as sparse entries (like a path table's) instead of the whole array. The pages a run never wrote are never
 //! committed by the kernel; `mincore` tells which pages are resident, and only those are scanned (all of them
 //! if `mincore` fails). A page that is resident but only read holds zeros and costs a scan, nothing more.
@@ -10,10 +12,11 @@
 //! Counts are drained by atomic swaps to 0 (another thread may be updating the region), put back by atomic adds
 //! after a failed write, zeroed by resets and in `fork()` children.
 
+use crate::diag::{pp_warn, Dec};
 use crate::merge::PathCount;
-use crate::sys::{Errno, MVec};
+use crate::sys::{self, Errno, MVec};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use pathprof_format::layout::{ModuleDesc, SparseRegion};
 
 /// Counters per 4 KiB page.
@@ -27,13 +30,77 @@ fn regions(d: *mut ModuleDesc) -> impl Iterator<Item = *mut SparseRegion> {
     (0..n).map(move |i| unsafe { base.add(i) })
 }
 
+/// The counters of `r`: null while unmapped.
+///
+/// # Safety
+/// `r` must be a region of a registered module.
+unsafe fn counters(r: *mut SparseRegion) -> *mut u64 {
+    // SAFETY: caller contract; registration checked that `cell` is non-null and aligned.
+    unsafe { AtomicPtr::from_ptr((*r).cell) }.load(Ordering::Acquire)
+}
+
+/// The counters `cell` names, mapped now when they are not yet: `len` zeroed, page-aligned words that only
+/// touched pages commit. Two threads racing here keep the first mapping. When no memory can be mapped (the
+/// address space is exhausted: a build with the array in `.bss` would not even have loaded), the process
+/// cannot count and ends with one line and status 127 — never a write through a null address.
+///
+/// # Safety
+/// `cell` is a region's cell of an instrumented module and `len` its number of counters.
+unsafe fn map(cell: *mut *mut u64, len: u64) -> *mut u64 {
+    // SAFETY: caller contract: an aligned, live pointer word.
+    let slot = unsafe { AtomicPtr::from_ptr(cell) };
+    let now = slot.load(Ordering::Acquire);
+    if !now.is_null() {
+        return now;
+    }
+    let bytes = (len as usize).saturating_mul(8).max(8);
+    let fresh = sys::map_anonymous(bytes, libc::MAP_NORESERVE).cast::<u64>();
+    if fresh.is_null() {
+        pp_warn!(
+            "cannot map ",
+            Dec(bytes as u64 >> 20),
+            " MiB for the path counters of a large function; ending the process"
+        );
+        // SAFETY: no precondition. (The status a shell gives a program that could not be loaded.)
+        unsafe { libc::_exit(127) };
+    }
+    match slot.compare_exchange(core::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => fresh,
+        Err(first) => {
+            // SAFETY: our own mapping, never published.
+            unsafe { libc::munmap(fresh.cast::<c_void>(), bytes) };
+            first
+        }
+    }
+}
+
+/// Maps the regions of a module being registered.
+pub(crate) fn map_all(d: *mut ModuleDesc) {
+    for r in regions(d) {
+        // SAFETY: the regions of a module whose descriptor registration checked.
+        unsafe { map((*r).cell, (*r).len) };
+    }
+}
+
+/// The counters of a region whose module is not registered yet (instrumented code running before the module's
+/// constructor: another image's constructor, an `ifunc` resolver); instrumented code calls it when the cell it
+/// read at entry was null.
+///
+/// # Safety
+/// As [`map`]; instrumented code passes its own module's cell and length.
+#[no_mangle]
+pub unsafe extern "C" fn __pathprof_region_counters(cell: *mut *mut u64, len: u64) -> *mut u64 {
+    // SAFETY: caller contract.
+    unsafe { map(cell, len) }
+}
+
 /// The counters of `r` on page `page` (atomically: instrumented code updates them concurrently).
 ///
 /// # Safety
 /// `r` must be a region of a registered module.
 unsafe fn page_counters<'a>(r: *mut SparseRegion, page: usize) -> impl Iterator<Item = (usize, &'a AtomicU64)> {
-    // SAFETY: caller contract; registration checked `counters`/`len`.
-    let (base, len) = unsafe { ((*r).counters, (*r).len as usize) };
+    // SAFETY: caller contract; registration checked `len`; `for_each_touched_page` saw the counters mapped.
+    let (base, len) = unsafe { (counters(r), (*r).len as usize) };
     let start = page * PER_PAGE;
     let end = (start + PER_PAGE).min(len);
     // SAFETY: start..end is within the array; u64 counters are aligned and only accessed atomically here.
@@ -46,11 +113,14 @@ unsafe fn page_counters<'a>(r: *mut SparseRegion, page: usize) -> impl Iterator<
 /// `r` must be a region of a registered module.
 unsafe fn for_each_touched_page(r: *mut SparseRegion, mut f: impl FnMut(usize)) {
     // SAFETY: caller contract.
-    let (base, len) = unsafe { ((*r).counters, (*r).len as usize) };
+    let (base, len) = unsafe { (counters(r), (*r).len as usize) };
+    if base.is_null() {
+        return; // never mapped: no count
+    }
     let pages = len.div_ceil(PER_PAGE);
     let mut residency: MVec<u8> = MVec::new();
     let resident = residency.extend_fill(0, pages).is_ok() && {
-        // SAFETY: the region is page-aligned (the pass aligns it to 4096) and has room for one byte per page.
+        // SAFETY: the mapping is page-aligned and has room for one byte per page.
         let r = unsafe { libc::mincore(base.cast::<c_void>(), len * 8, residency.as_mut_slice().as_mut_ptr()) };
         r == 0
     };

@@ -898,6 +898,50 @@ fn hashed_path_storage_matches_dense_storage() {
     }
 }
 
+/// Sparse regions are mapped by the runtime, not placed in the image: a conservative garbage collector scans every
+/// writable segment of an image as roots, and libgc's test_cpp failed (its collections paced by 32 MiB of
+/// regions in `.bss`). early_sparse.c's `wide` (2^20 paths) runs 8 times before any constructor (from
+/// `.preinit_array`: its module has not registered, its region is not mapped) and 24 times from `main`: `wide`
+/// is entered 32 times, and each of its counts equals edge mode's, in each path-numbering mode.
+#[test]
+fn sparse_regions_are_mapped_at_run_time_and_count_calls_before_registration() {
+    let edge = run_in_mode("early-sparse-edge", &["early_sparse.c"], "-O2", "edge", &[]);
+    // Only `wide`'s: the interprocedural modes cut their callers' blocks at call sites.
+    let of_wide = |p: &std::path::Path| {
+        let mut c = counts_of(&show_json(p));
+        c.retain(|k, _| k.starts_with("wide "));
+        c
+    };
+    let edge_counts = of_wide(&edge);
+    assert_eq!(edge_counts.get("wide entry"), Some(&Some(32)), "edge mode: hand-derived entries of wide");
+    for mode in ["path", "context", "piecewise"] {
+        let dir = scratch(&format!("early-sparse-{mode}"));
+        let exe = dir.join("prog");
+        let out = run_ok(
+            wrapper(false)
+                .args(["-O2", "--pathprof-stats"])
+                .arg(programs().join("early_sparse.c"))
+                .arg("-o")
+                .arg(&exe)
+                .env("PATHPROF_MODE", mode)
+                .env("PATHPROF_PATH_SPARSE_MAX", "67108864"),
+        );
+        let stats = String::from_utf8_lossy(&out.stderr);
+        assert!(stats.contains("sparse_functions=1") || stats.contains("sparse_units=1"), "{mode}: no region: {stats}");
+        let segments = run_ok(Command::new("llvm-readelf-19").arg("-lW").arg(&exe));
+        let writable: u64 = String::from_utf8_lossy(&segments.stdout)
+            .lines()
+            .filter(|l| l.trim_start().starts_with("LOAD") && l.contains(" RW "))
+            .map(|l| u64::from_str_radix(l.split_whitespace().nth(5).unwrap().trim_start_matches("0x"), 16).unwrap())
+            .sum();
+        assert!(writable < 1 << 20, "{mode}: {writable} bytes of writable segments: the 8 MiB region is in the image");
+        let prof = dir.join("out.pathprof");
+        let run = Command::new(&exe).env("PATHPROF_FILE", &prof).output().unwrap();
+        assert!(run.status.success(), "{mode}: {run:?}");
+        assert_eq!(of_wide(&prof), edge_counts, "{mode}: counts differ from edge mode's");
+    }
+}
+
 /// `PATHPROF_USE`: branch weights and entry counts attached at the same pipeline point equal the exact counts
 /// (hand-derived for loops.c), every function of an unchanged program is annotated, and a profile from a
 /// different CFG (another -O level changes clang's CFG) is skipped with a warning, never applied.

@@ -72,7 +72,8 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
     }
     // A program that forks (fork checks), one that calls `_Fork`, one `clone`, one `syscall` (their calls go to the
     // runtime's), one that confines itself (`prctl`), one that installs signal handlers (its `sigaction` and
-    // `signal` calls too), one that ends its image without exit handlers (`exec`, `_exit`), and in trace mode one
+    // `signal` calls too), one that ends its image without exit handlers (`exec`, `_exit`), one with a sparse region
+    // (the mapping asked for before registration), and in trace mode one
     // whose `setjmp` returns again (its landing) and one that switches user contexts (`makecontext`,
     // `swapcontext`, `setcontext`).
     for (name, source, mode) in [
@@ -83,6 +84,7 @@ fn entry_points(dir: &Path) -> BTreeSet<String> {
         ("sandboxed.o", "reliability/sandboxed.c", "path"),
         ("handlers.o", "reliability/handler_escape.c", "path"),
         ("image_end.o", "reliability/image_end.c", "path"),
+        ("sparse.o", "early_sparse.c", "path"),
         ("landing.o", "trace_handlers.c", "trace"),
         ("contexts.o", "trace_contexts.c", "trace"),
     ] {
