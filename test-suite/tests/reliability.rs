@@ -1917,3 +1917,25 @@ fn a_handler_update_of_a_table_its_thread_is_updating_is_counted() {
     assert_eq!(function(&show, "g")["entry_count"], 11);
     assert!(functions(&show).iter().all(|f| f["exact"] == true), "{show}");
 }
+
+/// The runtime writes profiles and traces on a stack of its own; a signal that came while the thread was there
+/// ran the program's handler on that stack, which the Boehm collector's suspend handler records as the thread's
+/// stack pointer: the collector then scanned from it up to the thread's real stack top, across unmapped memory
+/// (libgc's gctest in trace mode and threadkey_test in the LTO builds crashed in about one run of ten).
+/// signal_stack.c dumps its profile 200 times and runs a branchy loop while another thread sends it SIGUSR1
+/// as fast as it can; its handler counts the times its frame is off the main thread's stack: never.
+#[test]
+fn signal_handlers_run_on_the_programs_stack_never_the_runtimes() {
+    let dir = scratch("signal-stack");
+    for mode in ["edge", "path", "trace"] {
+        let exe = build(&dir, &format!("prog-{mode}"), &["signal_stack.c"], "-O2", mode, false);
+        let profile = dir.join(format!("{mode}.pathprof"));
+        let mut cmd = program(&exe, &["200"], &dir, &profile);
+        cmd.env("PATHPROF_TRACE", dir.join(format!("{mode}.pathtrace")));
+        let out = wait_within(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap(), 120, mode);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let handled: u64 = text.split_whitespace().nth(1).and_then(|n| n.trim_end_matches(',').parse().ok()).unwrap();
+        assert!(handled > 0, "{mode}: {text}");
+        assert!(text.contains("off the thread's stack 0\n") && out.status.success(), "{mode}: {text}");
+    }
+}
