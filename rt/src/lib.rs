@@ -287,6 +287,11 @@ pub unsafe extern "C" fn __pathprof_unregister_module(desc: *mut ModuleDesc) {
     }
     unlink(desc);
     table::release(desc);
+    if !guard.state().exiting {
+        // An image going away (`dlclose`): its regions go with it, or each load of it would leak them. At exit
+        // they stay: a thread still running the module's code must not fault.
+        region::unmap_all(desc);
+    }
     reentry::forget(&mut guard.state().reentries, desc);
 }
 

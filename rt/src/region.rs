@@ -82,6 +82,20 @@ pub(crate) fn map_all(d: *mut ModuleDesc) {
     }
 }
 
+/// Unmaps the regions of a module being unregistered while the process goes on (its image is unloaded).
+pub(crate) fn unmap_all(d: *mut ModuleDesc) {
+    for r in regions(d) {
+        // SAFETY: the regions of a module that was registered; its image is still mapped (its destructor runs).
+        let (cell, len) = unsafe { ((*r).cell, (*r).len) };
+        // SAFETY: as above.
+        let mapped = unsafe { AtomicPtr::from_ptr(cell) }.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !mapped.is_null() {
+            // SAFETY: the mapping `map` made with this length.
+            unsafe { libc::munmap(mapped.cast::<c_void>(), (len as usize).saturating_mul(8).max(8)) };
+        }
+    }
+}
+
 /// The counters of a region whose module is not registered yet (instrumented code running before the module's
 /// constructor: another image's constructor, an `ifunc` resolver); instrumented code calls it when the cell it
 /// read at entry was null.

@@ -380,8 +380,10 @@ fn dlclosed_library_sharing_the_program_runtime() {
     let dir = scratch("dl-shared-runtime");
     let plugin = format!("-fpass-plugin={}", dist().join("lib/libpathprof.so").display());
     let rt = dist().join("lib/libpathprof_rt.a");
-    for mode in ["edge", "path", "context"] {
+    // path+sparse: `work` counts in a sparse region, which each dlopen maps and each dlclose unmaps.
+    for mode in ["edge", "path", "context", "path+sparse"] {
         let lib = dir.join("libdl_lib.so");
+        let (mode, array_max) = mode.split_once('+').map_or((mode, "4096"), |(m, _)| (m, "1"));
         run_ok(
             Command::new("clang-19")
                 .args(["-O1", "-g", "-fPIC", "-shared", &plugin])
@@ -391,7 +393,8 @@ fn dlclosed_library_sharing_the_program_runtime() {
                 .arg("-Wl,--no-whole-archive")
                 .arg("-o")
                 .arg(&lib)
-                .env("PATHPROF_MODE", mode),
+                .env("PATHPROF_MODE", mode)
+                .env("PATHPROF_PATH_ARRAY_MAX", array_max),
         );
         let exe = dir.join("prog");
         run_ok(
