@@ -159,7 +159,8 @@ impl Counters {
         let mut i = LLVMGetNextInstruction(base);
         while !i.is_null() {
             let next = LLVMGetNextInstruction(i);
-            if !LLVMIsAAllocaInst(i).is_null() {
+            // Static allocas only: a variable-length array's size is computed after the load.
+            if !LLVMIsAAllocaInst(i).is_null() && !LLVMIsAConstant(LLVMGetOperand(i, 0)).is_null() {
                 LLVMInstructionRemoveFromParent(i);
                 LLVMPositionBuilderBefore(self.builder, base);
                 LLVMInsertIntoBuilder(self.builder, i);

@@ -905,7 +905,9 @@ fn hashed_path_storage_matches_dense_storage() {
 /// writable segment of an image as roots, and libgc's test_cpp failed (its collections paced by 32 MiB of
 /// regions in `.bss`). early_sparse.c's `wide` (2^20 paths) runs 8 times before any constructor (from
 /// `.preinit_array`: its module has not registered, its region is not mapped) and 24 times from `main`: `wide`
-/// is entered 32 times, and each of its counts equals edge mode's, in each path-numbering mode.
+/// is entered 32 times, and each of its counts equals edge mode's, in each path-numbering mode. sparse_vla.c's
+/// `wide` allocates a variable-length array in its entry block, whose `alloca` the region's entry code must
+/// leave after the size it takes (moved with the static ones, it broke the IR and crashed clang at -O2).
 #[test]
 fn sparse_regions_are_mapped_at_run_time_and_count_calls_before_registration() {
     let edge = run_in_mode("early-sparse-edge", &["early_sparse.c"], "-O2", "edge", &[]);
@@ -942,6 +944,17 @@ fn sparse_regions_are_mapped_at_run_time_and_count_calls_before_registration() {
         let run = Command::new(&exe).env("PATHPROF_FILE", &prof).output().unwrap();
         assert!(run.status.success(), "{mode}: {run:?}");
         assert_eq!(of_wide(&prof), edge_counts, "{mode}: counts differ from edge mode's");
+    }
+    let edge = run_in_mode("sparse-vla-edge", &["sparse_vla.c"], "-O2", "edge", &[]);
+    let edge_counts = of_wide(&edge);
+    assert_eq!(edge_counts.get("wide entry"), Some(&Some(100)), "sparse_vla.c, edge mode: hand-derived entries");
+    for opt in ["-O0", "-O2"] {
+        let path = run_in_mode(&format!("sparse-vla{opt}"), &["sparse_vla.c"], opt, "path", &[]);
+        let counts = of_wide(&path);
+        assert_eq!(counts.get("wide entry"), Some(&Some(100)), "sparse_vla.c {opt}");
+        if opt == "-O2" {
+            assert_eq!(counts, edge_counts, "sparse_vla.c: counts differ from edge mode's");
+        }
     }
 }
 
