@@ -381,9 +381,9 @@ fn dlclosed_library_sharing_the_program_runtime() {
     let plugin = format!("-fpass-plugin={}", dist().join("lib/libpathprof.so").display());
     let rt = dist().join("lib/libpathprof_rt.a");
     // path+sparse: `work` counts in a sparse region, which each dlopen maps and each dlclose unmaps.
-    for mode in ["edge", "path", "context", "path+sparse"] {
+    for label in ["edge", "path", "context", "path+sparse"] {
         let lib = dir.join("libdl_lib.so");
-        let (mode, array_max) = mode.split_once('+').map_or((mode, "4096"), |(m, _)| (m, "1"));
+        let (mode, array_max) = label.split_once('+').map_or((label, "4096"), |(m, _)| (m, "1"));
         run_ok(
             Command::new("clang-19")
                 .args(["-O1", "-g", "-fPIC", "-shared", &plugin])
@@ -406,11 +406,11 @@ fn dlclosed_library_sharing_the_program_runtime() {
                 .arg(&exe)
                 .env("PATHPROF_MODE", mode),
         );
-        let prof = dir.join(format!("{mode}.pathprof"));
+        let prof = dir.join(format!("{label}.pathprof"));
         let out = Command::new(&exe).current_dir(&dir).env("PATHPROF_FILE", &prof).output().expect("run");
-        assert_eq!(out.status.code(), Some(0), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{label}: {}", String::from_utf8_lossy(&out.stderr));
         let show = show_json(&prof);
-        assert_eq!(entry_counts(&show).get("work"), Some(&Some(2)), "{mode}");
+        assert_eq!(entry_counts(&show).get("work"), Some(&Some(2)), "{label}");
         for src in ["dl_lib.c", "dl_main.c"] {
             assert_markers(&show, &programs().join(src));
         }
