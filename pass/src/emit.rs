@@ -233,8 +233,10 @@ impl Counters {
         self.add_value_before(before, idx, self.const_index(delta as u64))
     }
 
-    /// The constant address of `counters[slot]`, as [`Counters::count_if_hot`] takes it.
+    /// The constant address of `counters[slot]`, as [`Counters::count_if_hot`] takes it (an array in the
+    /// module only: an indirect one has no constant addresses).
     pub fn constant_address(&self, slot: u64) -> LLVMValueRef {
+        debug_assert!(self.indirect.is_none(), "a runtime-mapped array has no constant address");
         self.slot(slot)
     }
 

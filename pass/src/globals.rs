@@ -39,7 +39,7 @@ pub fn counter_array(m: LLVMModuleRef, len: u64) -> LLVMValueRef {
 }
 
 /// A module-local, zero-initialised `[len x i64]` global (it lands in `.bss`) aligned to `align` bytes: the
-/// counter array, sparse regions and table caches.
+/// counter array and table caches (sparse regions are mapped by the runtime: `Region`).
 fn zeroed_words(m: LLVMModuleRef, name: &str, len: u64, align: u32) -> LLVMValueRef {
     unsafe {
         let ctx = LLVMGetModuleContext(m);

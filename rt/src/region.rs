@@ -4,8 +4,8 @@
 //!
 //! Instrumented code updates a region like the dense counter array (one indexed add, atomic in atomic mode,
 //! from an address it reads once per activation), so the fast path is the same as for small functions; the
-//! difference is in what the runtime writes: a region can span megabytes of which a run touches a few pages, so its nonzero counts are written
-//! as sparse entries (like a path table's) instead of the whole array. The pages a run never wrote are never
+//! difference is in what the runtime writes: a region can span megabytes of which a run touches a few pages,
+//! so its nonzero counts are written as sparse entries (like a path table's) instead of the whole array. The pages a run never wrote are never
 //! committed by the kernel; `mincore` tells which pages are resident, and only those are scanned (all of them
 //! if `mincore` fails). A page that is resident but only read holds zeros and costs a scan, nothing more.
 //!
