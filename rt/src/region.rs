@@ -53,7 +53,7 @@ unsafe fn map(cell: *mut *mut u64, len: u64) -> *mut u64 {
     if !now.is_null() {
         return now;
     }
-    let bytes = (len as usize).saturating_mul(8).max(8);
+    let bytes = mapping_bytes(len);
     let fresh = sys::map_anonymous(bytes, libc::MAP_NORESERVE).cast::<u64>();
     if fresh.is_null() {
         pp_warn!(
@@ -74,6 +74,11 @@ unsafe fn map(cell: *mut *mut u64, len: u64) -> *mut u64 {
     }
 }
 
+/// Bytes of the mapping of a region of `len` counters (never empty), for `mmap` and `munmap` alike.
+fn mapping_bytes(len: u64) -> usize {
+    (len as usize).saturating_mul(8).max(8)
+}
+
 /// Maps the regions of a module being registered.
 pub(crate) fn map_all(d: *mut ModuleDesc) {
     for r in regions(d) {
@@ -91,7 +96,7 @@ pub(crate) fn unmap_all(d: *mut ModuleDesc) {
         let mapped = unsafe { AtomicPtr::from_ptr(cell) }.swap(core::ptr::null_mut(), Ordering::AcqRel);
         if !mapped.is_null() {
             // SAFETY: the mapping `map` made with this length.
-            unsafe { libc::munmap(mapped.cast::<c_void>(), (len as usize).saturating_mul(8).max(8)) };
+            unsafe { libc::munmap(mapped.cast::<c_void>(), mapping_bytes(len)) };
         }
     }
 }

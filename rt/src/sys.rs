@@ -650,8 +650,7 @@ pub(crate) fn on_own_stack<F: FnOnce() -> R, R>(f: F) -> R {
             // `run` follows the C ABI (it keeps the callee-saved registers, `r12` among them, which holds the old
             // stack pointer), and the `call` leaves the stack as the ABI wants it at a function's entry. `run`
             // has written the result when it returns.
-            let mask = block_all_signals();
-            unsafe {
+            with_signals_blocked(|| unsafe {
                 let top = base.cast::<u8>().add(OWN_STACK);
                 core::arch::asm!(
                     "mov r12, rsp",
@@ -664,7 +663,9 @@ pub(crate) fn on_own_stack<F: FnOnce() -> R, R>(f: F) -> R {
                     out("r12") _,
                     clobber_abi("C"),
                 );
-                set_signal_mask(&mask);
+            });
+            // SAFETY: our own mapping, no longer used; `run` has written the result.
+            unsafe {
                 libc::munmap(base, OWN_STACK);
                 return call.result.assume_init();
             }
