@@ -97,10 +97,17 @@ pub extern "C" fn pathprof_instrument_module(m: LLVMModuleRef, fam: *mut c_void,
                         stats.mismatched
                     );
                 }
+                if stats.inexact > 0 {
+                    eprintln!(
+                        "pathprof: warning: {name}: {} functions not annotated: their counts in the profile are not \
+                         exact (`pathprof show` gives the reason)",
+                        stats.inexact
+                    );
+                }
                 if config.stats {
                     eprintln!(
-                        "pathprof: use: module={name} annotated={} mismatched={} missing={}",
-                        stats.annotated, stats.mismatched, stats.missing
+                        "pathprof: use: module={name} annotated={} mismatched={} missing={} inexact={}",
+                        stats.annotated, stats.mismatched, stats.missing, stats.inexact
                     );
                 }
                 Ok(stats.annotated > 0)

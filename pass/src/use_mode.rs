@@ -28,8 +28,12 @@ pub struct UseStats {
     pub annotated: usize,
     /// Functions whose name is in the profile but whose CFG differs (stale profile).
     pub mismatched: usize,
-    /// Functions absent from the profile (or whose counts were not exact).
+    /// Functions absent from the profile.
     pub missing: usize,
+    /// Functions the profile has, with this CFG, but whose counts it does not vouch for (threads without atomic
+    /// counters, an abnormal end): told apart from stale ones, whose remedy — a new profile of the current
+    /// sources — would not help.
+    pub inexact: usize,
 }
 
 /// Exact branch counts; names alone detect stale functions.
@@ -47,13 +51,15 @@ pub struct UseStats {
 struct ProfileIndex {
     modules: Vec<ModuleIndex>,
     global: HashMap<(String, u64), Annotation>,
+    global_inexact: HashSet<(String, u64)>,
     names: HashSet<String>,
 }
 
-/// One profile module's exact functions and the names of all its functions.
+/// One profile module's exact functions, its functions whose counts are not exact, and the names of all.
 struct ModuleIndex {
     identity: ModuleIdentity,
     functions: HashMap<(String, u64), Annotation>,
+    inexact: HashSet<(String, u64)>,
     names: HashSet<String>,
 }
 
@@ -128,11 +134,13 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
     let prof = profile::read(&bytes).map_err(|e| format!("PATHPROF_USE profile {path}: {e}"))?;
     let mut modules = Vec::with_capacity(prof.modules.len());
     let mut global: HashMap<(String, u64), Annotation> = HashMap::new();
+    let mut global_inexact = HashSet::new();
     let mut names = HashSet::new();
     for module in &prof.modules {
         let module_counts = ModuleCounts::new(module);
         let identity = ModuleIdentity { name: module.meta.module_name.clone(), output: module.meta.output.clone() };
-        let mut own = ModuleIndex { identity, functions: HashMap::new(), names: HashSet::new() };
+        let mut own =
+            ModuleIndex { identity, functions: HashMap::new(), inexact: HashSet::new(), names: HashSet::new() };
         for (i, f) in module.meta.functions.iter().enumerate() {
             names.insert(f.name.clone());
             own.names.insert(f.name.clone());
@@ -144,9 +152,12 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
                     .iter()
                     .zip(&c.edges)
                     .all(|(e, n)| !matches!(e.kind, EdgeKind::Branch { .. }) || n.is_some());
-                if c.exact && branches_known {
-                    let chains = Chains::of(&f.cfg);
-                    let shape = branch_shape(&f.cfg, &chains);
+                let chains = Chains::of(&f.cfg);
+                let shape = branch_shape(&f.cfg, &chains);
+                if !c.exact {
+                    global_inexact.insert((f.name.clone(), shape));
+                    own.inexact.insert((f.name.clone(), shape));
+                } else if branches_known {
                     let a = annotation(&f.cfg, &chains, &c);
                     match global.get_mut(&(f.name.clone(), shape)) {
                         Some(g) => g.add(&a),
@@ -160,7 +171,7 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
         }
         modules.push(own);
     }
-    Ok(ProfileIndex { modules, global, names })
+    Ok(ProfileIndex { modules, global, global_inexact, names })
 }
 
 /// Scales counts into LLVM's 32-bit branch weights the way LLVM's PGO does (one common divisor).
@@ -211,13 +222,18 @@ pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output:
                         | LLVMLinkage::LLVMPrivateLinkage
                         | LLVMLinkage::LLVMExternalLinkage
                 );
-            let (found, known) = match own {
-                Some(o) if own_only => (o.functions.get(&(name.clone(), shape)), o.names.contains(&name)),
-                None if own_only => (None, false),
-                _ => (index.global.get(&(name.clone(), shape)), index.names.contains(&name)),
+            let key = (name.clone(), shape);
+            let (found, inexact, known) = match own {
+                Some(o) if own_only => (o.functions.get(&key), o.inexact.contains(&key), o.names.contains(&name)),
+                None if own_only => (None, false, false),
+                // One copy without exact counts leaves the sum over the copies unvouched for.
+                _ if index.global_inexact.contains(&key) => (None, true, true),
+                _ => (index.global.get(&key), false, index.names.contains(&name)),
             };
             let Some(counts) = found else {
-                if known {
+                if inexact {
+                    stats.inexact += 1;
+                } else if known {
                     stats.mismatched += 1;
                 } else {
                     stats.missing += 1;

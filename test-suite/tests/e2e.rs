@@ -1019,6 +1019,44 @@ fn use_mode_attaches_exact_branch_weights() {
     assert!(err.contains("annotated=0 mismatched=0 missing=4") && !err.contains("stale"), "{err}");
 }
 
+/// Use mode with a profile whose counts are not exact (threads.c's four threads on non-atomic counters): the
+/// functions are skipped as not exact — same sources, so not stale, which would send the user to retrain for
+/// nothing — and with a profile of atomic counters every function is annotated.
+#[test]
+fn use_mode_tells_inexact_counts_from_a_stale_profile() {
+    let dir = scratch("use-inexact");
+    for (name, extra, want) in [
+        ("nonatomic", &[][..], None),
+        ("atomic", &["--pathprof-atomic"][..], Some("annotated=3 mismatched=0 missing=0 inexact=0")),
+    ] {
+        let prof = run_in_mode(&format!("use-inexact-train-{name}"), &["threads.c"], "-O0", "edge", extra);
+        let show = show_json(&prof);
+        let exact: Vec<bool> = show["functions"].as_array().unwrap().iter().map(|f| f["exact"] == true).collect();
+        let out = run_ok(
+            wrapper(false)
+                .args(["-O0", "-c", "--pathprof-stats"])
+                .arg(format!("--pathprof-use={}", prof.display()))
+                .arg(programs().join("threads.c"))
+                .arg("-o")
+                .arg(dir.join(format!("{name}.o"))),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("stale"), "{name}: {err}");
+        match want {
+            Some(line) => {
+                assert!(exact.iter().all(|&e| e), "{name}: {show}");
+                assert!(err.contains(line), "{name}: {err}");
+            }
+            None => {
+                let inexact = exact.iter().filter(|&&e| !e).count();
+                assert!(inexact >= 2, "{name}: run() and work() ran in four threads: {show}");
+                let line = format!("annotated={} mismatched=0 missing=0 inexact={inexact}", 3 - inexact);
+                assert!(err.contains(&line) && err.contains("not exact"), "{name}: want {line}: {err}");
+            }
+        }
+    }
+}
+
 /// Use mode over two translation units: each TU's `static helper` gets its own entry count (3 and 5), and the
 /// inline `twice` — defined in both modules, run through the one copy the linker kept — gets the total (8) in
 /// both, not the zeros of the discarded copy.
