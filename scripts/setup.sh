@@ -19,6 +19,8 @@ command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 command -v dot >/dev/null 2>&1 || need_pkgs+=(graphviz)
 # The icache check (test-suite/tests/icache.rs) compares with cachegrind.
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
+# The OpenMP test (test-suite/tests/reliability.rs) links LLVM's OpenMP runtime, whose workers idle at exit.
+[ -e /usr/lib/llvm-19/lib/libomp.so ] || need_pkgs+=(libomp-19-dev)
 # The certain-call test (test-suite/tests/trace.rs) enters traced code from gdb where a signal handler could.
 command -v gdb >/dev/null 2>&1 || need_pkgs+=(gdb)
 

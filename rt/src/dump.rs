@@ -325,7 +325,7 @@ fn run(st: &mut State, scope: Scope, kind: Kind, pid: u32, path: &mut MVec<u8>, 
             st.apart = true;
             st.threads_ran = true;
         } else {
-            pause(IN_FLIGHT_PAUSE_NS);
+            sys::sleep_ns(IN_FLIGHT_PAUSE_NS);
         }
         return run(st, scope, kind, pid, path, tries + 1);
     }
@@ -350,14 +350,7 @@ fn precheck_type(path: &[u8]) -> Result<(), Fail> {
 /// running around the drain.
 const IN_FLIGHT_TRIES: u32 = 3;
 /// The pause before another attempt, in nanoseconds.
-const IN_FLIGHT_PAUSE_NS: i64 = 1_000_000;
-
-/// Sleeps about `ns` nanoseconds (async-signal-safe; a signal only shortens it).
-fn pause(ns: i64) {
-    let ts = libc::timespec { tv_sec: 0, tv_nsec: ns as libc::c_long };
-    // SAFETY: a valid timespec; the remainder is not wanted.
-    unsafe { libc::nanosleep(&ts, core::ptr::null_mut()) };
-}
+const IN_FLIGHT_PAUSE_NS: u64 = 1_000_000;
 
 /// Steps 3–5, under the file lock (`merge`: read and merge the existing file; else write a fresh one). At the
 /// process's end ([`Kind::End`]) the other threads are looked at right before the drain and after it: if one

@@ -109,6 +109,50 @@ impl Census {
     }
 }
 
+/// How long the dump at the process's end waits, at most, for the other threads to fall asleep
+/// (`PATHPROF_EXIT_WAIT`, seconds; `0`: not at all). Above the 200 ms that LLVM's OpenMP runtime spins after each
+/// parallel region (`KMP_BLOCKTIME`).
+const EXIT_WAIT_NS: u64 = 300_000_000;
+
+/// Before the dump at the process's end (not holding the runtime lock, so the others can finish what they
+/// are doing with it): gives running threads a moment to park. Thread pools spin before they sleep, LLVM's
+/// OpenMP workers for 200 ms after every parallel region, so a program that ended right after its last one
+/// found every worker running, and every run of it was written apart, flagged (`FILE.<pid>.incomplete`).
+/// Returns at once when the process never had another thread or every other one is asleep; otherwise polls
+/// until they are or the time is up, and the census decides as before. A thread that keeps running delays the
+/// end by that time; what it does meanwhile it could have done before a slower `exit`.
+pub(crate) fn wait_for_others_to_park() {
+    if !crate::threads::probe() {
+        return;
+    }
+    let limit_ns = match sys::env(c"PATHPROF_EXIT_WAIT") {
+        None => EXIT_WAIT_NS,
+        Some(b"0") => 0,
+        Some(v) => crate::timer::parse_interval(v).unwrap_or_else(|| {
+            crate::diag::pp_warn!(
+                "ignoring PATHPROF_EXIT_WAIT='",
+                v,
+                "': expected a number of seconds (0 to not wait, e.g. 0.3 or 2)"
+            );
+            EXIT_WAIT_NS
+        }),
+    };
+    let mut waited_ns = 0u64;
+    let mut pause_ns = 100_000u64;
+    while waited_ns < limit_ns && !others_asleep() {
+        sys::sleep_ns(pause_ns);
+        waited_ns = waited_ns.saturating_add(pause_ns);
+        pause_ns = pause_ns.saturating_mul(2).min(5_000_000);
+    }
+}
+
+/// Whether every other thread is asleep in a system call or ending (as [`Census::take`] would note it); false
+/// when they cannot be listed.
+fn others_asleep() -> bool {
+    let Some(tids) = other_threads() else { return false };
+    tids.as_slice().iter().all(|&tid| matches!(status(tid), Some(Status { asleep: true, .. })) || exiting(tid))
+}
+
 /// The ids of the process's threads but this one and the timer thread; `None` if they cannot be listed. The
 /// directory is closed before any status is read: a dump at exit holds the lock file's descriptor, and a program
 /// that has used up its descriptors leaves the runtime only the two it holds for the dump (`fd_reserve`).

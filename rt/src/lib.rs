@@ -366,6 +366,7 @@ pub(crate) extern "C" fn image_end_of_this_copy(how: u32) {
         trace::image_end();
     }
     if !HEAD.load(Ordering::Acquire).is_null() && LOCK.load(Ordering::Relaxed) != owner_id() {
+        in_flight::wait_for_others_to_park();
         let mut guard = lock();
         let st = guard.state();
         if !st.exiting {
@@ -381,6 +382,9 @@ pub(crate) extern "C" fn image_end_of_this_copy(how: u32) {
 extern "C" fn exit_handler() {
     if sandbox::confined() {
         return; // no system call in a sandbox (see `sandbox`)
+    }
+    if !HEAD.load(Ordering::Acquire).is_null() {
+        in_flight::wait_for_others_to_park();
     }
     let mut guard = lock();
     guard.state().exiting = true;

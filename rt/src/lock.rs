@@ -64,7 +64,7 @@ pub(crate) fn acquire(fd: &Fd, pid: u32) -> Acquired {
         if crate::signals::now_ns().saturating_sub(start) >= PATIENCE_NS {
             return Acquired::TimedOut;
         }
-        sleep_ns(pause);
+        sys::sleep_ns(pause);
         pause = (pause * 2).min(LONGEST_PAUSE_NS);
     }
 }
@@ -133,13 +133,6 @@ fn is_stopped(pid: u32) -> bool {
 fn state_of(stat: &[u8]) -> Option<u8> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     stat.get(close + 1..)?.iter().copied().find(|&b| b != b' ')
-}
-
-/// Sleeps about `ns` nanoseconds (a signal only shortens it).
-fn sleep_ns(ns: u64) {
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as _ };
-    // SAFETY: a valid timespec; the remainder is not wanted.
-    unsafe { libc::nanosleep(&ts, core::ptr::null_mut()) };
 }
 
 #[cfg(test)]

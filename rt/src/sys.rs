@@ -718,6 +718,13 @@ pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     buf.get(at..).unwrap_or(&[])
 }
 
+/// Sleeps about `ns` nanoseconds (async-signal-safe; a signal only shortens it).
+pub(crate) fn sleep_ns(ns: u64) {
+    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as _ };
+    // SAFETY: a valid timespec; the remainder is not wanted.
+    unsafe { libc::nanosleep(&ts, core::ptr::null_mut()) };
+}
+
 /// A whole decimal number that fits in a u32 (`/proc`'s numbers; a pid in a lock file).
 pub(crate) fn parse_decimal(s: &[u8]) -> Option<u32> {
     if s.is_empty() {

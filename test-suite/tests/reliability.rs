@@ -55,7 +55,13 @@ fn program(exe: &Path, args: &[&str], dir: &Path, profile: &Path) -> Command {
     let mut c = Command::new("sh");
     c.arg("-c").arg("ulimit -c 0; exec \"$0\" \"$@\"").arg(exe).args(args).current_dir(dir);
     c.env("PATHPROF_FILE", profile);
-    for v in ["PATHPROF_SIGNALS", "PATHPROF_DUMP_INTERVAL", "PATHPROF_VERBOSE", "PATHPROF_TABLE_CAP_LOG2"] {
+    for v in [
+        "PATHPROF_SIGNALS",
+        "PATHPROF_DUMP_INTERVAL",
+        "PATHPROF_VERBOSE",
+        "PATHPROF_TABLE_CAP_LOG2",
+        "PATHPROF_EXIT_WAIT",
+    ] {
         c.env_remove(v);
     }
     c.stdin(Stdio::null());
@@ -516,6 +522,42 @@ fn eight_threads_nonatomic_are_flagged_and_never_negative() {
     }
 }
 
+/// openmp_pool.c: an OpenMP program that returns right after its parallel loop, while libomp's workers spin
+/// (200 ms, `KMP_BLOCKTIME`) in the runtime's own code before they sleep. The dump at the end waits for them
+/// to fall asleep: one exact run merged into the profile, counts as the program says (before, every run was
+/// written apart, flagged: the workers were running). Every counting mode, -O0 and -O2, atomic counters.
+#[test]
+fn openmp_workers_idling_at_exit_leave_an_exact_profile() {
+    let dir = scratch("openmp");
+    for mode in ["edge", "block", "path", "context", "piecewise"] {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("{mode}{opt}");
+            let exe = dir.join(&name);
+            run_ok(
+                wrapper(false)
+                    .arg(opt)
+                    .arg(format!("--pathprof-mode={mode}"))
+                    .args(["--pathprof-atomic", "-fopenmp"])
+                    .arg(src("openmp_pool.c"))
+                    .arg("-o")
+                    .arg(&exe),
+            );
+            let profile = dir.join(format!("{name}.pathprof"));
+            let out = output_within(program(&exe, &[], &dir, &profile), 60, "openmp_pool");
+            assert_eq!(ending(out.status), Ok(0), "{name}: {}", describe(&out));
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "426\n", "{name}");
+            assert!(out.stderr.is_empty(), "{name}: {}", describe(&out));
+            assert!(files_apart(&profile).is_empty(), "{name}: written apart");
+            assert_eq!(records(&profile), vec![(0, 1)], "{name}");
+            let show = show_json(&profile);
+            assert!(functions(&show).iter().all(|f| f["exact"] == true), "{name}: {show}");
+            let entries = entry_counts(&show);
+            assert_eq!(entries["main"], Some(1), "{name}");
+            assert_eq!(entries["work"], Some(1000), "{name}");
+        }
+    }
+}
+
 /// stress.c "leave": main returns (status 3) while 8 threads keep incrementing; the exit dump neither crashes
 /// nor changes the status. Each run's records are flagged — non-atomic updates by several threads, and threads
 /// running when the process ended — and written apart, one file per run, so nothing is merged into the profile.
@@ -831,20 +873,29 @@ fn a_thread_with_the_smallest_stack_can_exit() {
 /// one waiting in uninterruptible sleep inside a system call (`vfork`'s wait for its child), and one asleep at
 /// exit's dump that the program's destructor wakes and joins (its last steps are counted by
 /// the module destructor's dump), and a main thread that `pthread_exit`ed before the last thread ended the
-/// process (a zombie, not a running thread).
+/// process (a zombie, not a running thread), and a pool worker that spins in uninstrumented code for 100 ms
+/// before it sleeps, as OpenMP's do after every parallel region (the dump at the end waits for it to fall
+/// asleep, `PATHPROF_EXIT_WAIT`; every such run was written apart, flagged, before), unless told not to wait
+/// (`PATHPROF_EXIT_WAIT=0`: flagged).
 /// Every counting mode, atomic counters (so that only the new flag is in play).
 #[test]
 fn a_thread_running_when_the_process_ends_flags_the_counts() {
     let dir = scratch("threads-at-exit");
     for mode in ["edge", "block", "path", "context", "piecewise"] {
         let exe = build(&dir, mode, &["threads_at_exit.c"], "-O1", mode, true);
-        for how in ["spin", "spin_", "parked", "parked_nofd", "vforked", "joined", "woken", "main_exits"] {
-            let flagged = how.starts_with("spin");
+        let hows = ["spin", "spin_", "parked", "parked_nofd", "vforked", "joined", "woken", "main_exits", "pooled"];
+        let hows = hows.iter().chain(&["pooled_", "pooled-nowait"]);
+        for &how in hows {
+            let flagged = how.starts_with("spin") || how == "pooled-nowait";
             let profile = dir.join(format!("{mode}-{how}.pathprof"));
             let exe_name = exe.to_string_lossy();
             let cmd = if how == "parked_nofd" {
                 let limited = ["-c", "ulimit -n 256; exec \"$0\" \"$@\"", &exe_name, how];
                 program(Path::new("sh"), &limited, &dir, &profile)
+            } else if how == "pooled-nowait" {
+                let mut cmd = program(&exe, &["pooled"], &dir, &profile);
+                cmd.env("PATHPROF_EXIT_WAIT", "0");
+                cmd
             } else {
                 program(&exe, &[how], &dir, &profile)
             };
@@ -880,7 +931,7 @@ fn a_thread_running_when_the_process_ends_flags_the_counts() {
                     ("spin", 0),
                     ("wait_for_stop", woken),
                     ("finish", woken),
-                    ("join_worker", 1),
+                    ("join_worker", u64::from(!how.ends_with('_'))), // _exit runs no destructor
                 ] {
                     assert_eq!(entries[f], Some(n), "{mode} {how}: {f}");
                 }

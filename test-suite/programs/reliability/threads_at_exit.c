@@ -22,6 +22,12 @@
  *              left (the runtime took it for a running thread at first). Counts: main 1, worker 1, step 10.
  *   "naps":    the worker steps and sleeps 200 us in a loop that never ends, so it is asleep at some dumps
  *              and wakes during others (the runtime merged such runs into the profile, flagged).
+ *   "pooled":  the worker steps 10 times and goes idle the way a thread pool's worker does (LLVM's OpenMP
+ *              runtime after every parallel region): it spins for 100 ms in code that is not instrumented,
+ *              then sleeps in pause(). main returns while it spins: no activation is in the middle of a block
+ *              (worker's waits in the call of idle()), and the dump at the end waits for the spinning thread
+ *              to fall asleep instead of flagging every run. Counts: main 1, worker 1, step 10.
+ *   "pooled_": the same, ended by _exit.
  * join_worker runs once in every case (it joins only in "woken"). Exit status 0 in every case. */
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,7 +41,7 @@ static volatile int inside;
 static volatile int worker_tid;
 static volatile unsigned long iterations;
 static volatile unsigned long sink;
-static int how_spin, how_park, how_wait, how_main_exits, how_nap, how_vfork;
+static int how_spin, how_park, how_wait, how_main_exits, how_nap, how_vfork, how_pool;
 static pthread_t thread;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -69,6 +75,19 @@ __attribute__((noinline)) static void spin(void) {
 }
 
 __attribute__((noinline)) static void park(void) {
+  for (;;)
+    pause();
+}
+
+/* A pool worker's idling, not instrumented (as in a thread library): spin 100 ms, then sleep for good. */
+__attribute__((no_profile_instrument_function, noinline)) static void idle(void) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  inside = 1;
+  do {
+    iterations++;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 100000000L);
   for (;;)
     pause();
 }
@@ -111,6 +130,8 @@ static void *worker(void *arg) {
     step(k);
   if (how_park)
     park();
+  if (how_pool)
+    idle();
   if (how_vfork && vfork() == 0) {
     struct timespec nap = {0, 300000000};
     syscall(SYS_nanosleep, &nap, 0);
@@ -131,15 +152,16 @@ int main(int argc, char **argv) {
   how_main_exits = !strcmp(how, "main_exits");
   how_nap = !strcmp(how, "naps");
   how_vfork = !strcmp(how, "vforked");
+  how_pool = !strncmp(how, "pooled", 6);
   pthread_attr_t a;
   pthread_attr_init(&a);
   if (strcmp(how, "joined") && !how_wait)
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   pthread_create(&thread, &a, worker, 0);
-  if (how_spin || how_nap) {
+  if (how_spin || how_nap || how_pool) {
     while (!inside)
       ;
-    if (!strcmp(how, "spin_"))
+    if (!strcmp(how, "spin_") || !strcmp(how, "pooled_"))
       _exit(0);
   } else if (how_park || how_wait || how_vfork) {
     while (!worker_tid || thread_state(worker_tid) != (how_vfork ? 'D' : 'S'))
