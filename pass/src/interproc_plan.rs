@@ -2,9 +2,9 @@
 //! sites are, and how many call sites the budget policy (§8) must cut.
 //!
 //! Scope (§8 hybrid profiling, per translation unit): the program is the module's instrumentable functions.
-//! A direct `call` (not `invoke`, not `musttail`) of one of them is a call site: the pass splits its block
-//! right after the call, so the call ends the *call block* whose only successor is the new *return-site block*
-//! (`pathprof_core::interproc::program`). Calls to anything else (other modules, libraries, function
+//! A direct `call` (not `invoke`, not `musttail`) of one of them that makes no `musttail` call itself is a call
+//! site: the pass splits its block right after the call, so the call ends the *call block* whose only successor
+//! is the new *return-site block* (`pathprof_core::interproc::program`). Calls to anything else (other modules, libraries, function
 //! pointers) are ordinary instructions: their callees run outside the program, and if they call back into it,
 //! the function entered is a root. Recursive sites become summary edges in the core (Transformation 3).
 //!
@@ -110,13 +110,17 @@ pub fn plan(
     if members.is_empty() {
         return Ok(None);
     }
-    let member_set: HashSet<LLVMValueRef> = members.iter().copied().collect();
+    // A member that ends some activations with a `musttail` call is entered as a root only: entered through a
+    // call site, it would hand its path back before the tail call, and the code that runs before the chain of
+    // tail calls returns to the caller may store another (a root activation's return, a site call's
+    // announcement), which the caller would read as its callee's — counts wrong and reported exact.
+    let site_callees: HashSet<LLVMValueRef> = members.iter().copied().filter(|&f| !ir::has_musttail_call(f)).collect();
 
     // Call sites: direct plain calls of members.
     let mut site_calls: HashMap<LLVMValueRef, Vec<LLVMValueRef>> = HashMap::new();
     for &f in &members {
         let calls: Vec<LLVMValueRef> =
-            ir::blocks(f).into_iter().flat_map(ir::instructions).filter(|&i| is_site_call(i, &member_set)).collect();
+            ir::blocks(f).into_iter().flat_map(ir::instructions).filter(|&i| is_site_call(i, &site_callees)).collect();
         site_calls.insert(f, calls);
     }
     let all_site_calls: HashSet<LLVMValueRef> = site_calls.values().flatten().copied().collect();
@@ -387,15 +391,15 @@ fn abnormal_call_before(call: LLVMValueRef, facts: &CallFacts) -> Option<LLVMVal
     None
 }
 
-/// A direct plain call of a program function (the shape of a call site) whose callee is sure to be this
-/// module's copy: the caller hands its path to the callee through this module's thread-locals, so a callee
+/// A direct plain call of a program function that may be entered through call sites (the shape of a call
+/// site: `site_callees`, the members without a `musttail` call) whose callee is sure to be this module's copy: the caller hands its path to the callee through this module's thread-locals, so a callee
 /// the linker may take from another module (an inline function's ODR copy, an interposable definition) would
 /// leave the handoff unread and the caller's path would silently go on without the callee's part.
-fn is_site_call(i: LLVMValueRef, members: &HashSet<LLVMValueRef>) -> bool {
+fn is_site_call(i: LLVMValueRef, site_callees: &HashSet<LLVMValueRef>) -> bool {
     ir::opcode(i) == LLVMOpcode::LLVMCall
         && !ir::is_musttail(i)
         && !ir::calls_inline_asm(i)
-        && ir::called_function(i).is_some_and(|f| members.contains(&f) && ir::runs_own_definition(f))
+        && ir::called_function(i).is_some_and(|f| site_callees.contains(&f) && ir::runs_own_definition(f))
         && unsafe {
             // The callee must not also be passed as an argument (then it escapes).
             let n = LLVMGetNumArgOperands(i);

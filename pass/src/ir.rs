@@ -200,6 +200,12 @@ pub fn intrinsic_is_call_site(f: LLVMValueRef) -> bool {
     intrinsic_runs_program_code(f) || is_builtin_setjmp(f) || is_builtin_longjmp(f)
 }
 
+/// Whether some activation of `f` may end in a `musttail` call (another function's activation then returns
+/// to `f`'s caller in its place).
+pub fn has_musttail_call(f: LLVMValueRef) -> bool {
+    blocks(f).into_iter().flat_map(instructions).any(|i| opcode(i) == LLVMOpcode::LLVMCall && is_musttail(i))
+}
+
 /// Whether a `call` is `musttail` (must stay immediately before its `ret`).
 pub fn is_musttail(call: LLVMValueRef) -> bool {
     unsafe { LLVMGetTailCallKind(call) == inkwell::llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail }

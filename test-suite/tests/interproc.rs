@@ -303,6 +303,10 @@ fn interprocedural_counts_equal_edge_mode_counts() {
         ("unbalanced_overflow", &["unbalanced_overflow.c"]),
         // Functions that call only themselves: their returns' code runs before the recursive calls.
         ("self_recursion", &["self_recursion.c"]),
+        // Mutual `musttail` recursion entered through a call: its functions are entered as roots only.
+        ("mr_musttail", &["mr_musttail.c"]),
+        // Tail-calling interpreter handlers and 1,000-deep mutual tail recursion (the trace test's program).
+        ("trace_musttail", &["trace_musttail.c"]),
     ];
     let programs = interprocedural.iter().map(|&(name, srcs)| (name, srcs.to_vec()));
     for (name, srcs) in programs.chain(single_source_programs(SHAPE_PROGRAMS)) {
@@ -638,6 +642,33 @@ fn inline_function_copies_of_other_modules_are_not_call_sites() {
                 assert_eq!(Some(v), e.get(k), "{opt} {mode}: {k}");
             }
         }
+    }
+}
+
+/// mr_musttail.c: a chain of `musttail` calls entered through main's call returns to main from another
+/// activation than the one main entered, after other activations used the handoff slot. Its functions are
+/// entered as roots only, so every count is the hand-derived one (before: after_chain 24 or 26 of 200, exact),
+/// per translation unit at -O0 and -O2 and whole program.
+#[test]
+fn a_musttail_chain_entered_through_a_call_counts_exactly() {
+    let want = [("main", 1), ("tail_a", 940), ("tail_b", 834), ("step", 740), ("after_chain", 200)];
+    let check = |show: &serde_json::Value, what: &str| {
+        let entries = entry_counts(show);
+        for (f, n) in want {
+            assert_eq!(entries.get(f), Some(&Some(n)), "{what}: {f}: {entries:?}");
+        }
+        for f in show["functions"].as_array().unwrap() {
+            assert_eq!(f["exact"], true, "{what}: {} not exact: {}", f["name"], f["inexact_reasons"]);
+        }
+    };
+    for mode in ["context", "piecewise"] {
+        for opt in ["-O0", "-O2"] {
+            let show = show_json(&run_in(&format!("ip-musttail-{mode}{opt}"), &["mr_musttail.c"], opt, mode, &[]));
+            check(&show, &format!("{mode} {opt}"));
+        }
+        let src = programs().join("mr_musttail.c");
+        let show = whole_program_o2(&format!("ip-musttail-lto-{mode}"), false, mode, std::slice::from_ref(&src));
+        check(&show, &format!("{mode} whole program"));
     }
 }
 
