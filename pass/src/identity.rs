@@ -197,9 +197,16 @@ pub fn closeness(a: &str, b: &str) -> (usize, bool) {
 /// Which of a profile's `modules` is `me`'s own: among those of `me`'s name, the one whose output is nearest
 /// ([`closeness`]) if no other is as near. A whole output (LTO) that no module is named after takes the
 /// profile's only module when it has one (an executable linked under another name); a translation unit never
-/// takes another's.
+/// takes another's, nor one written to another file of its own directory: that is another compile of the same
+/// source in this build (e2fsprogs compiles `ismounted.c` into the library's `ismounted.o` and again, with
+/// `-DDEBUG`, into the test program `tst_ismounted`), whose counts are not this compile's.
 pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIdentity]) -> Option<usize> {
-    let named: Vec<usize> = (0..modules.len()).filter(|&i| modules[i].name == me.name).collect();
+    let sibling = |other: &ModuleIdentity| {
+        let (mine, theirs) = (me.output.rsplit_once('/'), other.output.rsplit_once('/'));
+        matches!((mine, theirs), (Some((d1, f1)), Some((d2, f2))) if d1 == d2 && !f1.is_empty() && !f2.is_empty() && f1 != f2)
+    };
+    let named: Vec<usize> =
+        (0..modules.len()).filter(|&i| modules[i].name == me.name && (whole_output || !sibling(&modules[i]))).collect();
     if named.is_empty() {
         return (whole_output && modules.len() == 1).then_some(0);
     }
@@ -329,5 +336,12 @@ mod tests {
         assert_eq!(own_module(&id("prog", "/b2/prog"), true, &one), Some(0));
         assert_eq!(own_module(&id("other.c", "/b2/other.o"), false, &[id("util.c", "/b1/util.o")]), None);
         assert_eq!(own_module(&id("renamed", "/b2/renamed"), true, &profile), None);
+        // Another output of the same directory is another compile of the source, not this one's record; in
+        // another directory it is the nearest there is (a profile from another tree, an `-S -emit-llvm` look).
+        let lib = [id("ismounted.c", "/b1/lib/ismounted.o")];
+        assert_eq!(own_module(&id("ismounted.c", "/b1/lib/tst_ismounted"), false, &lib), None);
+        assert_eq!(own_module(&id("ismounted.c", "/b1/lib/ismounted.o"), false, &lib), Some(0));
+        assert_eq!(own_module(&id("ismounted.c", "/b2/lib/ismounted.ll"), false, &lib), Some(0));
+        assert_eq!(own_module(&id("ismounted.c", "/b1/lib/"), false, &lib), Some(0));
     }
 }
