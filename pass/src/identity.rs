@@ -201,9 +201,12 @@ pub fn closeness(a: &str, b: &str) -> (usize, bool) {
 /// source in this build (e2fsprogs compiles `ismounted.c` into the library's `ismounted.o` and again, with
 /// `-DDEBUG`, into the test program `tst_ismounted`), whose counts are not this compile's.
 pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIdentity]) -> Option<usize> {
-    let sibling = |other: &ModuleIdentity| {
-        let (mine, theirs) = (me.output.rsplit_once('/'), other.output.rsplit_once('/'));
-        matches!((mine, theirs), (Some((d1, f1)), Some((d2, f2))) if d1 == d2 && !f1.is_empty() && !f2.is_empty() && f1 != f2)
+    // Another file of my output's directory (both with a file name).
+    let sibling = |other: &ModuleIdentity| match (me.output.rsplit_once('/'), other.output.rsplit_once('/')) {
+        (Some((my_dir, my_file)), Some((dir, file))) => {
+            my_dir == dir && !my_file.is_empty() && !file.is_empty() && my_file != file
+        }
+        _ => false,
     };
     let named: Vec<usize> =
         (0..modules.len()).filter(|&i| modules[i].name == me.name && (whole_output || !sibling(&modules[i]))).collect();

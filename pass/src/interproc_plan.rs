@@ -4,9 +4,10 @@
 //! Scope (§8 hybrid profiling, per translation unit): the program is the module's instrumentable functions.
 //! A direct `call` (not `invoke`, not `musttail`) of one of them that makes no `musttail` call itself is a call
 //! site: the pass splits its block right after the call, so the call ends the *call block* whose only successor
-//! is the new *return-site block* (`pathprof_core::interproc::program`). Calls to anything else (other modules, libraries, function
-//! pointers) are ordinary instructions: their callees run outside the program, and if they call back into it,
-//! the function entered is a root. Recursive sites become summary edges in the core (Transformation 3).
+//! is the new *return-site block* (`pathprof_core::interproc::program`). Calls to anything else (other modules,
+//! libraries, function pointers) are ordinary instructions: their callees run outside the program, and if they
+//! call back into it, the function entered is a root. Recursive sites become summary edges in the core
+//! (Transformation 3).
 //!
 //! A function is *externally entered* (a root) unless it has internal linkage and every use of it is the
 //! callee of one of our call sites; such functions are only ever entered through a call site, so their entry
@@ -391,10 +392,11 @@ fn abnormal_call_before(call: LLVMValueRef, facts: &CallFacts) -> Option<LLVMVal
     None
 }
 
-/// A direct plain call of a program function that may be entered through call sites (the shape of a call
-/// site: `site_callees`, the members without a `musttail` call) whose callee is sure to be this module's copy: the caller hands its path to the callee through this module's thread-locals, so a callee
-/// the linker may take from another module (an inline function's ODR copy, an interposable definition) would
-/// leave the handoff unread and the caller's path would silently go on without the callee's part.
+/// A direct plain call of a program function that may be entered through call sites (`site_callees`: the
+/// members without a `musttail` call) whose callee is sure to be this module's copy: the caller hands its path
+/// to the callee through this module's thread-locals, so a callee the linker may take from another module (an
+/// inline function's ODR copy, an interposable definition) would leave the handoff unread and the caller's path
+/// would silently go on without the callee's part.
 fn is_site_call(i: LLVMValueRef, site_callees: &HashSet<LLVMValueRef>) -> bool {
     ir::opcode(i) == LLVMOpcode::LLVMCall
         && !ir::is_musttail(i)
