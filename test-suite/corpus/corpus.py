@@ -256,8 +256,11 @@ CTEST = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(\*\*\*)?(Passed|Failed|Skipped|No
 TAP = re.compile(r"^(not ok|ok) \d+ - (.*?)(?:\s+#\s*(SKIP|TODO)\b.*)?$")
 # GNU autotest's summary lines: "  7: name of the test   ok", "skipped (why)", "FAILED (file:line)",
 # "expected failure (…)", "UNEXPECTED PASS".
-E2FSPROGS = re.compile(r"(?<![\w/.-])([a-z]_[A-Za-z0-9_]+): (?:.*: )?(ok|failed|skip)")
 AUTOTEST = re.compile(r"^\s*(\d+): (.*?)\s+(ok|skipped|FAILED|expected failure|UNEXPECTED PASS)(?: \(.*\))?\s*$")
+# e2fsprogs' tests: "NAME: DESCRIPTION: ok", ": failed", ": skipped (why)" (a few without the description, one
+# "…: skip"), run in parallel, so a line may follow another test's progress output (mke2fs's, ending in
+# backspaces): searched, not matched at the line's start.
+E2FSPROGS = re.compile(r"(?<![\w/.-])([a-z]_[A-Za-z0-9_]+): (?:.*: )?(ok|failed|skip)")
 
 
 def parse_results(kind, text, tree, entry, rc):
@@ -328,8 +331,6 @@ def parse_results(kind, text, tree, entry, rc):
         for n in sorted(failed - set(names)):
             add(n, "FAIL")
     elif kind == "e2fsprogs":
-        # e2fsprogs' tests print "NAME: DESCRIPTION: ok", ": failed" or ": skipped (WHY)" per test (a few
-        # without the description, one "…: skip"), in parallel: a line may follow another test's progress output (mke2fs's, ending in backspaces).
         for line in text.splitlines():
             m = E2FSPROGS.search(line)
             if m:

@@ -883,9 +883,20 @@ fn a_thread_running_when_the_process_ends_flags_the_counts() {
     let dir = scratch("threads-at-exit");
     for mode in ["edge", "block", "path", "context", "piecewise"] {
         let exe = build(&dir, mode, &["threads_at_exit.c"], "-O1", mode, true);
-        let hows = ["spin", "spin_", "parked", "parked_nofd", "vforked", "joined", "woken", "main_exits", "pooled"];
-        let hows = hows.iter().chain(&["pooled_", "pooled-nowait"]);
-        for &how in hows {
+        let hows = [
+            "spin",
+            "spin_",
+            "parked",
+            "parked_nofd",
+            "vforked",
+            "joined",
+            "woken",
+            "main_exits",
+            "pooled",
+            "pooled_",
+            "pooled-nowait",
+        ];
+        for how in hows {
             let flagged = how.starts_with("spin") || how == "pooled-nowait";
             let profile = dir.join(format!("{mode}-{how}.pathprof"));
             let exe_name = exe.to_string_lossy();
