@@ -18,17 +18,51 @@
 use crate::config::Config;
 use crate::ir;
 use inkwell::llvm_sys::prelude::LLVMModuleRef;
+use pathprof_format::meta::ModuleMeta;
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-/// A module's name and output, as recorded in its metadata.
+/// A module's name and output, as recorded in its metadata, and for a translation unit its source file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModuleIdentity {
     /// `ModuleMeta::module_name`.
     pub name: String,
     /// `ModuleMeta::output`.
     pub output: String,
+    /// A translation unit's source file as an absolute path (`name` in the directory the compiler ran in,
+    /// `ModuleMeta::compilation_dirs[0]`, cleaned lexically): two sources of one file name in two directories
+    /// (e2fsprogs' `misc/ismounted.c` and `lib/ext2fs/ismounted.c`) are two modules whatever their outputs.
+    /// Empty for a whole output (LTO) and when the directory is not known (metadata before version 11).
+    pub source: String,
+}
+
+impl ModuleIdentity {
+    /// The identity a profile module was recorded with.
+    pub fn of_meta(meta: &ModuleMeta) -> ModuleIdentity {
+        let whole_output = meta.module_name == "ld-temp.o" || meta.output.rsplit('/').next() == Some(&meta.module_name);
+        let source = match meta.compilation_dirs.first() {
+            Some(dir) if !whole_output => source_path(Path::new(dir), &meta.module_name),
+            _ => String::new(),
+        };
+        ModuleIdentity { name: meta.module_name.clone(), output: meta.output.clone(), source }
+    }
+}
+
+/// Source file `name` as given to a compiler that ran in `cwd`, as an absolute path cleaned lexically (`.` gone,
+/// `..` taking off the directory before it: the compiler's directory is a physical one).
+fn source_path(cwd: &Path, name: &str) -> String {
+    let mut clean = PathBuf::new();
+    for c in cwd.join(name).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => clean.push(other),
+        }
+    }
+    clean.to_string_lossy().into_owned()
 }
 
 /// Deepest nesting of response files followed (lld's own limit is higher; real links use one level).
@@ -63,6 +97,10 @@ pub fn of_module(source: &str, config: &Config) -> ModuleIdentity {
 /// The identity of module `source` (a whole output when `whole_output`) written to `output` (as the command
 /// gave it, relative to `cwd`), if known.
 pub fn identify(source: &str, whole_output: bool, output: Option<OsString>, cwd: Option<&Path>) -> ModuleIdentity {
+    let source_file = match cwd {
+        Some(d) if !whole_output => source_path(d, source),
+        _ => String::new(),
+    };
     match output {
         Some(out) => {
             let abs = absolute(cwd, Path::new(&out));
@@ -70,7 +108,7 @@ pub fn identify(source: &str, whole_output: bool, output: Option<OsString>, cwd:
                 Some(f) if whole_output => f.to_string_lossy().into_owned(),
                 _ => source.to_string(),
             };
-            ModuleIdentity { name, output: abs.to_string_lossy().into_owned() }
+            ModuleIdentity { name, output: abs.to_string_lossy().into_owned(), source: source_file }
         }
         None => {
             let output = cwd.map_or_else(String::new, |d| {
@@ -81,7 +119,7 @@ pub fn identify(source: &str, whole_output: bool, output: Option<OsString>, cwd:
                     format!("{d}/")
                 }
             });
-            ModuleIdentity { name: source.to_string(), output }
+            ModuleIdentity { name: source.to_string(), output, source: source_file }
         }
     }
 }
@@ -196,10 +234,11 @@ pub fn closeness(a: &str, b: &str) -> (usize, bool) {
 
 /// Which of a profile's `modules` is `me`'s own: among those of `me`'s name, the one whose output is nearest
 /// ([`closeness`]) if no other is as near. A whole output (LTO) that no module is named after takes the
-/// profile's only module when it has one (an executable linked under another name); a translation unit never
-/// takes another's, nor one written to another file of its own directory: that is another compile of the same
-/// source in this build (e2fsprogs compiles `ismounted.c` into the library's `ismounted.o` and again, with
-/// `-DDEBUG`, into the test program `tst_ismounted`), whose counts are not this compile's.
+/// profile's only module when it has one (an executable linked under another name). A translation unit never
+/// takes another's, nor one of another source file ([`same_source`]), nor one written to another file of its own
+/// directory: that is another compile of the same source in this build (e2fsprogs compiles `ismounted.c` into
+/// the library's `ismounted.o` and again, with `-DDEBUG`, into the test program `tst_ismounted`), whose counts are
+/// not this compile's.
 pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIdentity]) -> Option<usize> {
     // Another file of my output's directory (both with a file name).
     let sibling = |other: &ModuleIdentity| match (me.output.rsplit_once('/'), other.output.rsplit_once('/')) {
@@ -208,8 +247,11 @@ pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIden
         }
         _ => false,
     };
-    let named: Vec<usize> =
-        (0..modules.len()).filter(|&i| modules[i].name == me.name && (whole_output || !sibling(&modules[i]))).collect();
+    let root = source_root(modules);
+    let mine = |other: &ModuleIdentity| {
+        other.name == me.name && (whole_output || (!sibling(other) && same_source(me, other, &root)))
+    };
+    let named: Vec<usize> = (0..modules.len()).filter(|&i| mine(&modules[i])).collect();
     if named.is_empty() {
         return (whole_output && modules.len() == 1).then_some(0);
     }
@@ -222,6 +264,35 @@ pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIden
     }
 }
 
+/// The deepest directory every known source file of a profile's `modules` is in, ending in `/`: the tree the
+/// profile was taken in (`/` for a profile of several trees).
+fn source_root(modules: &[ModuleIdentity]) -> String {
+    let mut root: Option<Vec<&str>> = None;
+    for m in modules.iter().filter(|m| !m.source.is_empty()) {
+        let dir = m.source.rsplit_once('/').map_or("", |(d, _)| d);
+        let dir: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
+        root = Some(match root {
+            None => dir,
+            Some(r) => r.iter().zip(&dir).take_while(|(a, b)| a == b).map(|(a, _)| *a).collect(),
+        });
+    }
+    root.map_or_else(|| "/".to_string(), |r| r.iter().map(|c| format!("/{c}")).collect::<String>() + "/")
+}
+
+/// Whether profile module `other` was compiled from `me`'s source file: the same file; or, when `me` is outside
+/// the tree the profile was taken in (`root`, a PGO build of a copy of the tree), the file at the same place
+/// under `root`. A source file in the profile's own tree that is not `me`'s is another file of the same name.
+/// Unknown sources (a profile before version 11) match.
+fn same_source(me: &ModuleIdentity, other: &ModuleIdentity, root: &str) -> bool {
+    if me.source.is_empty() || other.source.is_empty() || me.source == other.source {
+        return true;
+    }
+    if me.source.starts_with(root) {
+        return false;
+    }
+    other.source.strip_prefix(root).is_some_and(|rel| me.source.ends_with(&format!("/{rel}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,7 +302,12 @@ mod tests {
     }
 
     fn id(name: &str, output: &str) -> ModuleIdentity {
-        ModuleIdentity { name: name.into(), output: output.into() }
+        ModuleIdentity { name: name.into(), output: output.into(), source: String::new() }
+    }
+
+    /// A translation unit compiled from `source`.
+    fn tu(name: &str, output: &str, source: &str) -> ModuleIdentity {
+        ModuleIdentity { source: source.into(), ..id(name, output) }
     }
 
     /// A scratch directory with `sub` and a symbolic link `link` -> `sub`.
@@ -272,11 +348,14 @@ mod tests {
         // The same source compiled twice (say with different -D) into two objects: two modules.
         let a = identify("util.c", false, Some("sub/a.o".into()), Some(&d));
         let b = identify("util.c", false, Some("sub/.libs/a.o".into()), Some(&d));
-        assert_eq!(a, id("util.c", &format!("{}/sub/a.o", d.display())));
+        assert_eq!(a, tu("util.c", &format!("{}/sub/a.o", d.display()), &format!("{}/util.c", d.display())));
         assert_ne!(a.output, b.output);
         // No output known: `util.c` compiled in two directories (a recursive make) stays two modules.
         let here = identify("util.c", false, None, Some(&d.join("sub")));
-        assert_eq!(here, id("util.c", &format!("{}/sub/", d.display())));
+        assert_eq!(here, tu("util.c", &format!("{}/sub/", d.display()), &format!("{}/sub/util.c", d.display())));
+        // The source as given, relative to the compiler's directory.
+        let up = identify("./../sub/./x.c", false, Some("o/x.o".into()), Some(&d.join("sub")));
+        assert_eq!(up.source, format!("{}/sub/x.c", d.display()));
         assert_ne!(here, identify("util.c", false, None, Some(&d)));
         // Nothing known at all: the name alone (the identity of profiles before outputs were recorded).
         assert_eq!(identify("ld-temp.o", true, None, None), id("ld-temp.o", ""));
@@ -346,5 +425,71 @@ mod tests {
         assert_eq!(own_module(&id("ismounted.c", "/b1/lib/ismounted.o"), false, &lib), Some(0));
         assert_eq!(own_module(&id("ismounted.c", "/b2/lib/ismounted.ll"), false, &lib), Some(0));
         assert_eq!(own_module(&id("ismounted.c", "/b1/lib/"), false, &lib), Some(0));
+    }
+
+    #[test]
+    fn a_translation_unit_takes_only_the_record_of_its_own_source_file() {
+        // e2fsprogs: two sources named ismounted.c in one tree; only the library's ran.
+        let b1 = [
+            tu("ismounted.c", "/b1/lib/ext2fs/ismounted.o", "/b1/lib/ext2fs/ismounted.c"),
+            tu("closefs.c", "/b1/lib/ext2fs/closefs.o", "/b1/lib/ext2fs/closefs.c"),
+            tu("fsck.c", "/b1/misc/fsck.o", "/b1/misc/fsck.c"),
+        ];
+        assert_eq!(source_root(&b1), "/b1/");
+        let misc = tu("ismounted.c", "/b1/misc/ismounted.o", "/b1/misc/ismounted.c");
+        assert_eq!(own_module(&misc, false, &b1), None);
+        let lib = tu("ismounted.c", "/b1/lib/ext2fs/ismounted.o", "/b1/lib/ext2fs/ismounted.c");
+        assert_eq!(own_module(&lib, false, &b1), Some(0));
+        // The same source built into another build directory (an out-of-tree PGO build): its own record.
+        let out_of_tree = tu("ismounted.c", "/opt/lib/ext2fs/ismounted.o", "/b1/lib/ext2fs/ismounted.c");
+        assert_eq!(own_module(&out_of_tree, false, &b1), Some(0));
+        // A copy of the tree elsewhere, however its root is named: the file at the same place, not the other.
+        for root in ["/b2", "/home/u/e2fsprogs-copy"] {
+            let lib =
+                tu("ismounted.c", &format!("{root}/lib/ext2fs/ismounted.o"), &format!("{root}/lib/ext2fs/ismounted.c"));
+            let misc = tu("ismounted.c", &format!("{root}/misc/ismounted.o"), &format!("{root}/misc/ismounted.c"));
+            assert_eq!(own_module(&lib, false, &b1), Some(0), "{root}");
+            assert_eq!(own_module(&misc, false, &b1), None, "{root}");
+        }
+        // A flat project copied to a renamed directory.
+        let flat = [tu("main.c", "/w/proj1/main.o", "/w/proj1/main.c")];
+        assert_eq!(source_root(&flat), "/w/proj1/");
+        assert_eq!(own_module(&tu("main.c", "/w/proj2/main.o", "/w/proj2/main.c"), false, &flat), Some(0));
+        // A profile of two trees has no common root but `/`: only the very file matches.
+        let two = [tu("a.c", "/x/a.o", "/x/a.c"), tu("a.c", "/y/a.o", "/y/a.c")];
+        assert_eq!(source_root(&two), "/");
+        assert_eq!(own_module(&tu("a.c", "/z/a.o", "/z/a.c"), false, &two), None);
+        assert_eq!(own_module(&tu("a.c", "/z/a.o", "/y/a.c"), false, &two), Some(1));
+        // Sources not known (a profile before metadata version 11, or this compile's): names and outputs decide.
+        let old = [id("ismounted.c", "/b1/lib/ext2fs/ismounted.o")];
+        assert_eq!(own_module(&misc, false, &old), Some(0));
+        assert_eq!(own_module(&id("ismounted.c", "/b1/misc/ismounted.o"), false, &b1), Some(0));
+        // A whole output is matched by its output, whatever sources its profile's modules had.
+        assert_eq!(own_module(&id("prog", "/b2/prog"), true, &[id("prog", "/b1/prog")]), Some(0));
+    }
+
+    #[test]
+    fn profile_modules_know_their_source_unless_they_are_a_whole_output() {
+        let meta = |name: &str, output: &str, dirs: &[&str]| ModuleMeta {
+            module_name: name.into(),
+            output: output.into(),
+            mode: pathprof_format::meta::Mode::Edge,
+            weighting: "uniform".into(),
+            atomic: false,
+            functions: Vec::new(),
+            interproc: None,
+            path_arrivals: true,
+            fork_reentries: true,
+            left_out: Vec::new(),
+            path_loop_resets: pathprof_core::ball_larus::ResetRule::None,
+            compilation_dirs: dirs.iter().map(|d| d.to_string()).collect(),
+        };
+        assert_eq!(
+            ModuleIdentity::of_meta(&meta("../lib/x.c", "/b/misc/x.o", &["/b/misc", "/e"])).source,
+            "/b/lib/x.c"
+        );
+        assert_eq!(ModuleIdentity::of_meta(&meta("../lib/x.c", "/b/misc/x.o", &[])).source, "");
+        assert_eq!(ModuleIdentity::of_meta(&meta("prog", "/b/prog", &["/b"])), id("prog", "/b/prog"));
+        assert_eq!(ModuleIdentity::of_meta(&meta("ld-temp.o", "", &["/b"])), id("ld-temp.o", ""));
     }
 }

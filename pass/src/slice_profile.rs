@@ -57,7 +57,7 @@ impl ProfileRuns {
         let mut modules = Vec::new();
         for module in &prof.modules {
             let counts = ModuleCounts::new(module);
-            let identity = ModuleIdentity { name: module.meta.module_name.clone(), output: module.meta.output.clone() };
+            let identity = ModuleIdentity::of_meta(&module.meta);
             let mut functions: HashMap<String, Vec<Counts>> = HashMap::new();
             for (i, f) in module.meta.functions.iter().enumerate() {
                 let Ok(c) = counts.function(i) else { continue };

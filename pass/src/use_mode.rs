@@ -138,7 +138,7 @@ fn load(path: &str) -> Result<ProfileIndex, String> {
     let mut names = HashSet::new();
     for module in &prof.modules {
         let module_counts = ModuleCounts::new(module);
-        let identity = ModuleIdentity { name: module.meta.module_name.clone(), output: module.meta.output.clone() };
+        let identity = ModuleIdentity::of_meta(&module.meta);
         let mut own =
             ModuleIndex { identity, functions: HashMap::new(), inexact: HashSet::new(), names: HashSet::new() };
         for (i, f) in module.meta.functions.iter().enumerate() {

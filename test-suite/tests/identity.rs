@@ -306,3 +306,60 @@ fn branch_weights_ids(ir: &str, weights: &str) -> Vec<String> {
         .filter_map(|l| l.strip_prefix('!')?.split(' ').next().map(str::to_string))
         .collect()
 }
+
+/// Use mode, two sources of one file name in one tree (e2fsprogs' `lib/ext2fs/ismounted.c` and
+/// `misc/ismounted.c`): each has a `static int pick` of the same branch shape, and only the program of `a/util.c`
+/// ran. A compile of `b/util.c` is missing from the profile — before sources were compared it took `a/util.c`'s
+/// record and annotated its `pick` with the other file's counts — while `a/util.c` is annotated in its own tree
+/// and in a copy of the tree under another name, whose `b/util.c` still is not.
+#[test]
+fn use_mode_takes_no_counts_of_another_source_of_the_same_name() {
+    let dir = scratch("identity-sources");
+    let util = |name: &str, m: u32| {
+        format!(
+            "static int pick(int x) {{\n    if (x % {m} == 0)\n        return 1;\n    return 2;\n}}\n\
+             int {name}(int n) {{\n    int s = 0;\n    for (int i = 0; i < n; i++)\n        s += pick(i);\n    \
+             return s;\n}}\n"
+        )
+    };
+    for (sub, name, m) in [("a", "ua", 3), ("b", "ub", 5)] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::write(dir.join(sub).join("util.c"), util(name, m)).unwrap();
+    }
+    std::fs::write(
+        dir.join("main.c"),
+        "#include <stdio.h>\nint ua(int);\nint main(void) { printf(\"%d\\n\", ua(30)); return 0; }\n",
+    )
+    .unwrap();
+    let cc = |tree: &Path, sub: &str, extra: &[String]| {
+        let out = run_ok(
+            wrapper(false)
+                .current_dir(tree.join(sub))
+                .args(["-O0", "-c", "--pathprof-stats", "util.c", "-o", "util.o"])
+                .args(extra),
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let edge = ["--pathprof-mode=edge".to_string()];
+    cc(&dir, "a", &edge);
+    cc(&dir, "b", &edge);
+    run_ok(wrapper(false).current_dir(&dir).args(["--pathprof-mode=edge", "-O0", "main.c", "a/util.o", "-o", "prog"]));
+    let prof = dir.join("out.pathprof");
+    let out = Command::new(dir.join("prog")).env("PATHPROF_FILE", &prof).output().unwrap();
+    // ua(30): pick(i) is 1 for the 10 multiples of 3 below 30, else 2.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "50\n");
+    let names: Vec<String> = read_profile(&prof).modules.iter().map(|m| m.meta.module_name.clone()).collect();
+    assert_eq!(names.iter().filter(|n| *n == "util.c").count(), 1, "{names:?}");
+
+    let copy = dir.parent().unwrap().join(format!("{}-copy", dir.file_name().unwrap().to_string_lossy()));
+    let _ = std::fs::remove_dir_all(&copy);
+    run_ok(Command::new("cp").arg("-r").arg(&*dir).arg(&copy));
+    let use_ = [format!("--pathprof-use={}", prof.display())];
+    for tree in [dir.to_path_buf(), copy.clone()] {
+        let a = cc(&tree, "a", &use_);
+        assert!(a.contains("annotated=2 mismatched=0 missing=0"), "{}: {a}", tree.display());
+        let b = cc(&tree, "b", &use_);
+        assert!(b.contains("annotated=0 mismatched=0 missing=2"), "{}: {b}", tree.display());
+    }
+    std::fs::remove_dir_all(&copy).unwrap();
+}
