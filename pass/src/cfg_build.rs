@@ -79,6 +79,9 @@ pub struct Unsupported(pub String);
 pub struct CallFacts {
     nounwind: u32,
     willreturn: u32,
+    /// Why C++20 coroutines are left out, in modes that leave them out; `None`: a coroutine before its split is
+    /// a graph like any function's ([`Self::returns_twice`]).
+    coroutines_left_out: Option<&'static str>,
     /// Functions defined in this module, whose definition is the one that runs, that can neither unwind nor
     /// end the program nor longjmp (transitively): calls to them need no termination edge.
     safe: HashSet<LLVMValueRef>,
@@ -90,6 +93,7 @@ impl CallFacts {
         let mut facts = CallFacts {
             nounwind: ir::attr_kind("nounwind"),
             willreturn: ir::attr_kind("willreturn"),
+            coroutines_left_out: None,
             safe: HashSet::new(),
         };
         facts.safe = facts.infer_safe_functions(m);
@@ -102,7 +106,17 @@ impl CallFacts {
     /// functions. LLVM itself never infers `willreturn` for them: their `volatile` counter updates may trap,
     /// as far as LangRef is concerned.
     pub fn from_attributes() -> CallFacts {
-        CallFacts { nounwind: ir::attr_kind("nounwind"), willreturn: ir::attr_kind("willreturn"), safe: HashSet::new() }
+        CallFacts {
+            nounwind: ir::attr_kind("nounwind"),
+            willreturn: ir::attr_kind("willreturn"),
+            coroutines_left_out: None,
+            safe: HashSet::new(),
+        }
+    }
+
+    /// The same facts for a mode that leaves C++20 coroutines uninstrumented, for the reason `why`.
+    pub fn without_coroutines(self, why: &'static str) -> CallFacts {
+        CallFacts { coroutines_left_out: Some(why), ..self }
     }
 
     /// Marks every safe function with [`RETURNS`], for [`Self::from_attributes`] later in the pipeline. The
@@ -168,12 +182,14 @@ impl CallFacts {
             if ir::intrinsic_id(f) != 0 {
                 let n = ir::name(f);
                 // Traps end the program, `__builtin_longjmp` leaves the frame, a coroutine's resumption runs its
-                // code; every other intrinsic returns.
+                // code, and a coroutine's `llvm.coro.end` returns from the resume and destroy functions CoroSplit
+                // makes (only the ramp goes on past it); every other intrinsic returns.
                 return n.starts_with("llvm.trap")
                     || n.starts_with("llvm.debugtrap")
                     || n.starts_with("llvm.ubsantrap")
                     || ir::intrinsic_runs_program_code(f)
-                    || ir::is_builtin_longjmp(f);
+                    || ir::is_builtin_longjmp(f)
+                    || (self.coroutines_left_out.is_none() && n.starts_with("llvm.coro.end"));
             }
             if safe.contains(&f) || ir::fn_has_string_attr(f, RETURNS) {
                 return false;
@@ -203,9 +219,14 @@ impl CallFacts {
         }
     }
 
-    /// setjmp-like calls return a second time, re-entering their block.
+    /// setjmp-like calls return a second time, re-entering their block. So, in effect, does a C++20
+    /// coroutine's suspension (`llvm.coro.suspend`, before CoroSplit): the activation goes on past it to the
+    /// suspend edge of the switch on its result and returns, and each resumption (or destruction) of the
+    /// coroutine — a call of its resume (destroy) function, which CoroSplit makes of a copy of this body —
+    /// enters right after the call, at the same switch. Every edge's code runs where the edge is taken, in
+    /// whichever copy; the block's extra exits are netted like a `longjmp`'s re-entries.
     pub fn returns_twice(&self, call: LLVMValueRef) -> bool {
-        ir::returns_twice(call)
+        ir::returns_twice(call) || (self.coroutines_left_out.is_none() && ir::is_coro_suspend(call))
     }
 }
 
@@ -213,9 +234,20 @@ impl CallFacts {
 /// ([`CallFacts::mark_safe_functions`]).
 pub const RETURNS: &str = "pathprof.returns";
 
-/// Why a C++20 coroutine (a function LLVM splits after the pass ran) is left uninstrumented.
-pub const COROUTINE: &str = "a C++20 coroutine: LLVM splits it into ramp, resume and destroy functions after \
-                             instrumentation, and each resumption would enter its graph in the middle";
+/// Why mode trace leaves a C++20 coroutine (a function LLVM splits after the pass ran) uninstrumented.
+pub const COROUTINE_TRACED: &str = "a C++20 coroutine: LLVM splits it into ramp, resume and destroy functions \
+                                    after instrumentation, and each resumption would enter its graph in the middle";
+
+/// Why path, context and piecewise modes leave a C++20 coroutine uninstrumented: their per-activation path
+/// state would cross each suspension in the coroutine's frame, and code after the `await_suspend` call would read
+/// it there — where the coroutine, resumed by `await_suspend` itself or by another thread meanwhile, may have
+/// changed it or freed the frame. Edge and block modes keep no state across a suspension.
+pub const COROUTINE_PATHS: &str = "a C++20 coroutine: its path state would live in the coroutine frame, which a \
+                                   resumption may change or free before the suspending code is done with it \
+                                   (edge and block modes count it)";
+
+/// Why a coroutine of another lowering than C++'s (Swift's `retcon` and `async`) is left uninstrumented.
+pub const COROUTINE_ABI: &str = "a coroutine of a lowering other than C++'s (`llvm.coro.id`)";
 
 /// Why a function marked `__attribute__((no_profile_instrument_function))` (LLVM's `noprofile`, or
 /// `skipprofile`) is left uninstrumented, as LLVM's own instrumentation leaves it: the user asked (code that
@@ -246,10 +278,15 @@ pub fn build(f: LLVMValueRef, facts: &CallFacts) -> Result<FunctionGraph, Unsupp
     if ir::fn_has_attr(f, ir::attr_kind("naked")) {
         return Err(Unsupported(NAKED.into()));
     }
-    if ir::fn_has_attr(f, ir::attr_kind("presplitcoroutine")) {
-        // CoroSplit later cuts the body into a ramp, a resume and a destroy function: each resumption would
-        // enter this graph in the middle of a block, which no counter placement accounts for.
-        return Err(Unsupported(COROUTINE.into()));
+    if ir::is_presplit_coroutine(f) {
+        // CoroSplit later cuts the body into a ramp, a resume and a destroy function; each resumption enters
+        // right after a suspension ([`CallFacts::returns_twice`]).
+        if let Some(why) = facts.coroutines_left_out {
+            return Err(Unsupported(why.into()));
+        }
+        if !ir::is_switch_lowered_coroutine(f) {
+            return Err(Unsupported(COROUTINE_ABI.into()));
+        }
     }
     let index: HashMap<LLVMBasicBlockRef, u32> = blocks.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
     let exit = BlockId(n as u32);

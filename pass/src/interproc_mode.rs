@@ -29,7 +29,7 @@ pub fn instrument(
     identity: ModuleIdentity,
 ) -> Result<bool, String> {
     let module_name = identity.name.clone();
-    let facts = CallFacts::new(m);
+    let facts = CallFacts::new(m).without_coroutines(crate::cfg_build::COROUTINE_PATHS);
     facts.mark_safe_functions();
     let mode = if config.mode == Mode::Piecewise { IpMode::Piecewise } else { IpMode::Context };
     let mut not_admitted = Vec::new();

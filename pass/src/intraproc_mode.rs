@@ -94,7 +94,10 @@ pub fn instrument(
         Weighting::Profile(path) => Some(ProfileWeights::load(path)?),
         _ => None,
     };
-    let facts = CallFacts::new(m);
+    let facts = match config.mode {
+        Mode::Path => CallFacts::new(m).without_coroutines(crate::cfg_build::COROUTINE_PATHS),
+        _ => CallFacts::new(m),
+    };
     facts.mark_safe_functions();
     let module_name = identity.name.clone();
     let mut stats = Stats::default();

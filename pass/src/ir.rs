@@ -179,7 +179,31 @@ pub fn calls_of(f: LLVMValueRef) -> Vec<LLVMValueRef> {
 /// or fork. Every other intrinsic runs no program code.
 pub fn intrinsic_runs_program_code(f: LLVMValueRef) -> bool {
     let n = name(f);
-    n == "llvm.coro.resume" || n == "llvm.coro.destroy"
+    n == "llvm.coro.resume" || n == "llvm.coro.destroy" || n.starts_with("llvm.coro.await.suspend.")
+}
+
+/// Whether `call` suspends a C++20 coroutine (`llvm.coro.suspend`, switch lowering).
+pub fn is_coro_suspend(call: LLVMValueRef) -> bool {
+    called_function(call).is_some_and(|f| name(f) == "llvm.coro.suspend")
+}
+
+/// Whether `f` is a coroutine CoroSplit has yet to split.
+pub fn is_presplit_coroutine(f: LLVMValueRef) -> bool {
+    fn_has_attr(f, attr_kind("presplitcoroutine"))
+}
+
+/// Whether coroutine `f` is lowered the way C++'s are (`llvm.coro.id`: a resume and a destroy function that
+/// enter at the suspension they left), not as Swift's (`llvm.coro.id.retcon`, `llvm.coro.id.async`).
+pub fn is_switch_lowered_coroutine(f: LLVMValueRef) -> bool {
+    let ids: Vec<String> = blocks(f)
+        .into_iter()
+        .flat_map(instructions)
+        .filter(|&i| opcode(i) == LLVMOpcode::LLVMCall)
+        .filter_map(called_function)
+        .map(name)
+        .filter(|n| n.starts_with("llvm.coro.id"))
+        .collect();
+    !ids.is_empty() && ids.iter().all(|n| n == "llvm.coro.id")
 }
 
 /// Whether intrinsic `f` is `__builtin_setjmp` (`llvm.eh.sjlj.setjmp`): it returns a second time when

@@ -249,7 +249,7 @@ pub fn instrument(
             crate::branch_split::split_merged_conditions(f);
         }
     }
-    let facts = CallFacts::new(m);
+    let facts = CallFacts::new(m).without_coroutines(crate::cfg_build::COROUTINE_TRACED);
     let mut planned = Vec::new();
     let mut left_out = LeftOut::default();
     let loading = run_while_loading(m);

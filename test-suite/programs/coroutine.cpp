@@ -1,8 +1,11 @@
-/* A C++20 generator: LLVM splits a coroutine into ramp, resume and destroy functions after the pass has run,
- * so the pass leaves `numbers` uninstrumented (listed as not profiled, with the reason) and profiles the rest
- * exactly. With argc 1, rounds make numbers(8), numbers(9), numbers(10): 27 values, of which 30, 60 (twice)
- * and 90 are >= 10 — classify runs 27 times, 7 of them returning 2; round 1 also abandons numbers(5) after its
- * first value (destroyed while suspended). Prints 456. */
+/* A C++20 generator. LLVM splits a coroutine into ramp, resume and destroy functions after the pass has run:
+ * each resumption enters the body right after the suspension it left. Edge and block modes count it (every
+ * edge's counter runs in whichever part takes the edge); path, context, piecewise and trace modes leave
+ * `numbers` uninstrumented (listed as not profiled, with the reason) and profile the rest exactly. With argc 1,
+ * rounds make numbers(8), numbers(9), numbers(10): 27 values, of which 30, 60 (twice) and 90 are >= 10 —
+ * classify runs 27 times, 7 of them returning 2; round 1 also abandons numbers(5) after its first value
+ * (destroyed while suspended). numbers' loop test runs 9 + 10 + 11 + 1 times, its body 28 times: 11 values
+ * i * 10 (i = 0, 3, 6 in each run, 9 in the last, 0 in the abandoned one) and 17 others. Prints 456. */
 #include <coroutine>
 #include <cstdio>
 #include <exception>
@@ -26,11 +29,11 @@ struct Gen {
 };
 
 __attribute__((noinline)) Gen numbers(int n) {
-    for (int i = 0; i < n; i++) {
-        if (i % 3 == 0)
-            co_yield i * 10;
+    for (int i = 0; i < n; i++) { // expect: 31
+        if (i % 3 == 0) // expect: 28
+            co_yield i * 10; // expect: 11
         else
-            co_yield i;
+            co_yield i; // expect: 17
     }
 }
 
