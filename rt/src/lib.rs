@@ -250,8 +250,21 @@ pub unsafe extern "C" fn __pathprof_register_module(desc: *mut ModuleDesc) {
     }
 }
 
-/// Keeps this image mapped for the life of the process (`RTLD_NODELETE`); a no-op for the main executable.
+// The runtime's reference to `dlopen` is weak: a static program that does not use `dlopen` itself links
+// without it — and without glibc's link-time warning that a static `dlopen` needs the shared libraries at run
+// time, which every static link of an instrumented program printed. A static program is one image, never
+// unloaded: nothing to pin.
+core::arch::global_asm!(".weak dlopen");
+
+/// Keeps this image mapped for the life of the process (`RTLD_NODELETE`); a no-op for the main executable and in
+/// a static program.
 fn pin_image() {
+    let dlopen: unsafe extern "C" fn(*const core::ffi::c_char, core::ffi::c_int) -> *mut core::ffi::c_void =
+        libc::dlopen;
+    // A weak symbol left undefined has address 0, which the compiler would assume no function has.
+    if core::hint::black_box(dlopen as usize) == 0 {
+        return;
+    }
     // SAFETY: dladdr on an address inside this image, dlopen of the name it reports with RTLD_NOLOAD (it is
     // loaded: we are running its code); the handle is deliberately never closed.
     unsafe {

@@ -160,6 +160,38 @@ fn archive_needs_only_the_c_library() {
     run_ok(&mut Command::new(&exe));
 }
 
+/// A static program links without a word from the linker in every mode, and still writes its profile or trace
+/// when its runtime pins its image (`PATHPROF_SIGNALS=1`): the runtime's `dlopen` is a weak reference, so glibc's
+/// static `dlopen` — and its warning that it needs the shared libraries at run time, which every static link
+/// printed — stays out.
+#[test]
+fn a_static_program_links_without_warnings() {
+    let dir = scratch("hygiene-static");
+    let main = dir.join("main.c");
+    std::fs::write(
+        &main,
+        "#include <stdio.h>\nint main(int argc, char **argv) {\n    if (argc > 1)\n        \
+                           puts(argv[1]);\n    return 0;\n}\n",
+    )
+    .unwrap();
+    for mode in ["edge", "path", "context", "trace"] {
+        let exe = dir.join(format!("static-{mode}"));
+        let out =
+            run_ok(wrapper(false).args(["-O2", "-static"]).arg(&main).arg("-o").arg(&exe).env("PATHPROF_MODE", mode));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{mode}");
+        let (prof, trace) = (dir.join(format!("{mode}.pathprof")), dir.join(format!("{mode}.pathtrace")));
+        let ran = run_ok(
+            Command::new(&exe)
+                .arg("hi")
+                .env("PATHPROF_FILE", &prof)
+                .env("PATHPROF_TRACE", &trace)
+                .env("PATHPROF_SIGNALS", "1"),
+        );
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "hi\n", "{mode}");
+        assert!(if mode == "trace" { trace.exists() } else { prof.exists() }, "{mode}: nothing written");
+    }
+}
+
 /// The C library functions a program may define itself that the runtime must not call (rt/src/own_libc.rs): the
 /// archive references none of them, whoever's call it was (the runtime's own, or the compiler's `memcpy` for a
 /// struct copy), and still uses the C library for what it does not bring (threads, signals, the loader).
