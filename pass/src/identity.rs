@@ -264,6 +264,29 @@ pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIden
     }
 }
 
+/// A record of another compile of `me`'s very source (known, equal) into another file of `me`'s output's
+/// directory, if exactly one: a translation unit's second-best record, when it has none of its own
+/// ([`own_module`] never takes it).
+pub fn sibling_module(me: &ModuleIdentity, modules: &[ModuleIdentity]) -> Option<usize> {
+    let (my_dir, my_file) = me.output.rsplit_once('/')?;
+    if my_file.is_empty() || me.source.is_empty() {
+        return None;
+    }
+    let mut found = (0..modules.len()).filter(|&i| {
+        let other = &modules[i];
+        other.name == me.name
+            && other.source == me.source
+            && other
+                .output
+                .rsplit_once('/')
+                .is_some_and(|(dir, file)| dir == my_dir && !file.is_empty() && file != my_file)
+    });
+    match (found.next(), found.next()) {
+        (Some(i), None) => Some(i),
+        _ => None,
+    }
+}
+
 /// The deepest directory every known source file of a profile's `modules` is in, ending in `/`: the tree the
 /// profile was taken in (`/` for a profile of several trees).
 fn source_root(modules: &[ModuleIdentity]) -> String {
@@ -464,6 +487,15 @@ mod tests {
         let old = [id("ismounted.c", "/b1/lib/ext2fs/ismounted.o")];
         assert_eq!(own_module(&misc, false, &old), Some(0));
         assert_eq!(own_module(&id("ismounted.c", "/b1/misc/ismounted.o"), false, &b1), Some(0));
+        // Another compile of the same source into the same directory is no record of mine, but a sibling.
+        let tst = tu("ismounted.c", "/b1/lib/ext2fs/tst_ismounted", "/b1/lib/ext2fs/ismounted.c");
+        assert_eq!(own_module(&tst, false, &b1), None);
+        assert_eq!(sibling_module(&tst, &b1), Some(0));
+        assert_eq!(sibling_module(&lib, &b1), None, "its own output is no sibling");
+        assert_eq!(sibling_module(&tu("ismounted.c", "/b1/misc/tst", "/b1/misc/ismounted.c"), &b1), None);
+        assert_eq!(sibling_module(&id("ismounted.c", "/b1/lib/ext2fs/tst_ismounted"), &b1), None, "source unknown");
+        let two = [b1[0].clone(), tu("ismounted.c", "/b1/lib/ext2fs/other", "/b1/lib/ext2fs/ismounted.c")];
+        assert_eq!(sibling_module(&tst, &two), None, "two siblings: neither");
         // A whole output is matched by its output, whatever sources its profile's modules had.
         assert_eq!(own_module(&id("prog", "/b2/prog"), true, &[id("prog", "/b1/prog")]), Some(0));
     }

@@ -363,3 +363,36 @@ fn use_mode_takes_no_counts_of_another_source_of_the_same_name() {
     }
     std::fs::remove_dir_all(&copy).unwrap();
 }
+
+/// The workflow PGO tutorials teach: the instrumented program and the optimised one built from the same source
+/// into one directory (`app-prof`, then `app`). The use build has no record of its own, and takes the other
+/// compile's as a weaker match: every function of the same CFG annotated (`main` included; before, the rule
+/// that another output of the directory is another compile left all but inline functions missing), and
+/// one whose CFG differs because that compile had other flags (`-DDEBUG`, as e2fsprogs' `tst_ismounted`) is
+/// missing, not stale.
+#[test]
+fn a_use_build_beside_the_instrumented_one_takes_its_record() {
+    let dir = scratch("identity-beside");
+    let src = "#include <stdio.h>\nstatic int pick(int x) {\n#ifdef DEBUG\n    if (x == 7)\n        \
+               printf(\"seven\\n\");\n#endif\n    if (x % 3 == 0)\n        return 1;\n    return 2;\n}\n\
+               int main(void) {\n    int s = 0;\n    for (int i = 0; i < 30; i++)\n        s += pick(i);\n    \
+               printf(\"%d\\n\", s);\n    return 0;\n}\n";
+    std::fs::write(dir.join("app.c"), src).unwrap();
+    let cc = |args: &[&str]| {
+        let out = run_ok(wrapper(false).current_dir(&*dir).args(["-O0", "--pathprof-stats", "app.c"]).args(args));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    cc(&["--pathprof-mode=edge", "-o", "app-prof"]);
+    let prof = dir.join("app.pathprof");
+    let out = Command::new(dir.join("app-prof")).env("PATHPROF_FILE", &prof).output().unwrap();
+    // pick(i) is 1 for the 10 multiples of 3 below 30, else 2.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "50\n");
+    let use_ = format!("--pathprof-use={}", prof.display());
+    let same = cc(&[&use_, "-o", "app"]);
+    assert!(same.contains("annotated=2 mismatched=0 missing=0"), "{same}");
+    let debug = cc(&[&use_, "-DDEBUG", "-o", "app-debug"]);
+    assert!(debug.contains("annotated=1 mismatched=0 missing=1"), "{debug}");
+    // The instrumented program rebuilt in place has its own record, and a stale function is stale there.
+    let own = cc(&[&use_, "-DDEBUG", "-o", "app-prof"]);
+    assert!(own.contains("annotated=1 mismatched=1 missing=0"), "{own}");
+}
