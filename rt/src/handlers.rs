@@ -9,6 +9,15 @@
 //! [`RECORD_FLAG_HANDLER_ESCAPED`](pathprof_format::layout::RECORD_FLAG_HANDLER_ESCAPED) and written apart, to
 //! `FILE.<pid>.incomplete` (`dump`), so that the flag does not spread to the other runs merged into FILE.
 //!
+//! A handler run is not counted when the thread sent the signal to itself from a call — `raise`, `abort`,
+//! `kill(getpid(), …)` in a process that has only ever had one thread, delivered right after the system call in
+//! the C library that sent it: every instrumented activation of the thread is then at a call to a function
+//! that may not return in the pass's graphs, and the termination edge of that call accounts for each activation
+//! the handler's `siglongjmp` or `exit` abandons, exactly as if the C library function had called them itself
+//! (MPFR's and libsodium's abort tests end in a SIGABRT handler that exits). A signal from elsewhere can find
+//! the thread anywhere, even inside a C library function the pass counts as always returning (`memcpy`, which
+//! a fault can leave): those handler runs must return.
+//!
 //! In trace mode each handler runs in a trace stream of its own (`trace::with_handler_stream`).
 //!
 //! The pass sends the instrumented code's `sigaction` and `signal` calls here ([`__pathprof_sigaction`],
@@ -46,6 +55,79 @@ pub(crate) fn fork_child() {
     RETURNED.store(ENTERED.load(Ordering::Acquire), Ordering::Release);
 }
 
+/// The C library's code: the executable segment of the loaded object named `libc.so*` (`[start, end)`; `0, 0`
+/// until a handler is installed, and in a static program). By name, not by the address of one of its
+/// functions: a program may define its own `raise`.
+static LIBC_TEXT: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// Finds [`LIBC_TEXT`], once; outside signal context (it walks the loader's list of objects).
+fn locate_libc_text() {
+    if LIBC_TEXT[1].load(Ordering::Acquire) != 0 {
+        return;
+    }
+    unsafe extern "C" fn segment_of(info: *mut libc::dl_phdr_info, _size: usize, _data: *mut c_void) -> c_int {
+        // SAFETY: the loader passes a valid `dl_phdr_info` whose name (null or a C string) and program headers
+        // it has mapped.
+        let info = unsafe { &*info };
+        if info.dlpi_name.is_null() || !is_libc(unsafe { core::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes()) {
+            return 0;
+        }
+        for i in 0..info.dlpi_phnum as usize {
+            // SAFETY: `dlpi_phnum` headers start at `dlpi_phdr`.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
+                let start = (info.dlpi_addr as usize).wrapping_add(ph.p_vaddr as usize);
+                LIBC_TEXT[0].store(start, Ordering::Release);
+                LIBC_TEXT[1].store(start.wrapping_add(ph.p_memsz as usize), Ordering::Release);
+                return 1;
+            }
+        }
+        0
+    }
+    // SAFETY: a callback of the right type, which uses no data.
+    unsafe { libc::dl_iterate_phdr(Some(segment_of), core::ptr::null_mut()) };
+}
+
+/// Whether a loaded object's path names the C library (`…/libc.so.6`).
+fn is_libc(path: &[u8]) -> bool {
+    let file = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
+    file.starts_with(b"libc.so")
+}
+
+/// Whether the thread sent the signal to itself from a call (see the module's documentation): `info` says this
+/// process sent it (`kill`, `tgkill`, `sigqueue`), no other thread has ever run that could have, and the
+/// interrupted context (`context`) is in the C library right after a `syscall` instruction — the call that
+/// sent it, not a later point where a blocked signal was let through.
+fn sent_to_itself_from_a_call(info: *const libc::siginfo_t, context: *mut c_void) -> bool {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        if info.is_null() || context.is_null() {
+            return false;
+        }
+        // SAFETY: the kernel passes a valid `siginfo_t` and `ucontext_t` to an SA_SIGINFO handler; `si_pid` is
+        // the sender's for these codes.
+        let (code, pid, pc) = unsafe {
+            let info = &*info;
+            let pc = (*context.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RIP as usize] as usize;
+            (info.si_code, info.si_pid() as u32, pc)
+        };
+        if !matches!(code, libc::SI_USER | libc::SI_TKILL | libc::SI_QUEUE) || pid != crate::sys::pid() {
+            return false;
+        }
+        let (start, end) = (LIBC_TEXT[0].load(Ordering::Acquire), LIBC_TEXT[1].load(Ordering::Acquire));
+        if pc < start.saturating_add(2) || pc >= end || crate::threads::probe() {
+            return false;
+        }
+        // SAFETY: the two bytes before `pc` are in the same executable (readable) segment of the C library.
+        unsafe { core::ptr::read_volatile((pc - 2) as *const [u8; 2]) == [0x0f, 0x05] }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        let _ = (info, context);
+        false
+    }
+}
+
 fn trampoline_address() -> usize {
     trampoline as unsafe extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize
 }
@@ -62,7 +144,11 @@ unsafe extern "C" fn trampoline(sig: c_int, info: *mut libc::siginfo_t, context:
     if handler == 0 {
         return; // replaced by SIG_DFL or SIG_IGN while this delivery was on its way
     }
-    ENTERED.fetch_add(1, Ordering::AcqRel);
+    // A handler run for a signal the thread sent itself from a call may leave as it likes.
+    let watched = !sent_to_itself_from_a_call(info, context);
+    if watched {
+        ENTERED.fetch_add(1, Ordering::AcqRel);
+    }
     with_hand_overs_set_aside(&mut crate::modules(), &mut || {
         crate::trace::with_handler_stream(context, &mut || {
             if flags & libc::SA_SIGINFO as u64 != 0 {
@@ -77,7 +163,9 @@ unsafe extern "C" fn trampoline(sig: c_int, info: *mut libc::siginfo_t, context:
             }
         })
     });
-    RETURNED.fetch_add(1, Ordering::AcqRel);
+    if watched {
+        RETURNED.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// Runs `handler` with this thread's caller/callee hand-over of every module in `modules` that has one (context
@@ -144,6 +232,7 @@ pub unsafe extern "C" fn __pathprof_sigaction(
             r
         }
         Some(a) => {
+            locate_libc_text();
             let mut ours = *a;
             ours.sa_sigaction = trampoline_address();
             ours.sa_flags |= libc::SA_SIGINFO;

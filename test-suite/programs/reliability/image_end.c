@@ -10,8 +10,8 @@
  *                more (odd): tick 5 (3 odd).
  *   daemon       tick() 2 times, daemon() (its parent _exits inside the C library), then the daemon ticks
  *                3 times and returns: two runs, tick 5 (2 odd), main 1 (resumed once by the forked child).
- *   handler      a SIGUSR1 handler calls _exit(0) from inside the loop's 3rd tick: the activations it
- *                interrupted never end, so every count is flagged.
+ *   handler      a SIGUSR1 handler calls _exit(0) from inside the loop's 3rd tick, which raised the signal:
+ *                every activation it interrupted is at a call that may not return, so the counts are exact.
  * Exit status 0 in every case (the exec of a missing file must fail with ENOENT, errno kept). */
 #include <errno.h>
 #include <signal.h>
