@@ -201,12 +201,13 @@ fn left_out_in(
 /// suspension it left — a second return of the suspension, as of a `setjmp`. Edge and block modes count them:
 /// none left out, every function exact, the hand counts of the markers, at -O0 and -O2 (before, edge mode left
 /// them out too). Path, context, piecewise and trace modes leave the coroutines out with the reason, and the rest
-/// is exact (trace: complete). Output as the plain build's.
+/// is exact (trace: complete). Output as the plain build's. Use mode annotates every function, coroutines
+/// included, from the edge profile.
 #[test]
 fn coroutines_are_counted_in_edge_and_block_modes() {
-    let programs =
+    let cases =
         [("coroutine.cpp", "456\n", &["numbers"][..]), ("coroutine_task.cpp", "5477\n", &["leaf", "middle", "top"])];
-    for (source, stdout, coroutines) in programs {
+    for (source, stdout, coroutines) in cases {
         for opt in ["-O0", "-O2"] {
             for mode in ["edge", "block", "path", "context", "piecewise", "trace"] {
                 let counted = matches!(mode, "edge" | "block");
@@ -222,6 +223,22 @@ fn coroutines_are_counted_in_edge_and_block_modes() {
                 assert!(left.iter().all(|l| l[2].contains("C++20 coroutine")), "{what}");
             }
         }
+        // Use mode takes the edge profile's counts for every function, the coroutines included.
+        let dir = scratch("coroutine-use");
+        let (exe, prof) = (dir.join("prof"), dir.join("edge.pathprof"));
+        let src = programs().join(source);
+        run_ok(wrapper(true).args(["-O2", "-std=c++20", "--pathprof-mode=edge"]).arg(&src).arg("-o").arg(&exe));
+        run_ok(Command::new(&exe).env("PATHPROF_FILE", &prof));
+        let built = run_ok(
+            wrapper(true)
+                .args(["-O2", "-std=c++20", "-c", "--pathprof-stats"])
+                .arg(format!("--pathprof-use={}", prof.display()))
+                .arg(&src)
+                .arg("-o")
+                .arg(dir.join("use.o")),
+        );
+        let err = String::from_utf8_lossy(&built.stderr);
+        assert!(err.contains("mismatched=0 missing=0 inexact=0") && !err.contains("annotated=0"), "{source}: {err}");
     }
 }
 
