@@ -232,8 +232,8 @@ pub fn closeness(a: &str, b: &str) -> (usize, bool) {
     (common, !fa.is_empty() && fa == fb)
 }
 
-/// Which of a profile's `modules` is `me`'s own: among those of `me`'s name, the one whose output is nearest
-/// ([`closeness`]) if no other is as near. A whole output (LTO) that no module is named after takes the
+/// Which of a profile's `modules` is `me`'s own: among those of `me`'s source file (or name), the one whose
+/// output is nearest ([`closeness`]) if no other is as near. A whole output (LTO) that no module is named after takes the
 /// profile's only module when it has one (an executable linked under another name). A translation unit never
 /// takes another's, nor one of another source file ([`same_source`]), nor one written to another file of its own
 /// directory: that is another compile of the same source in this build (e2fsprogs compiles `ismounted.c` into
@@ -248,8 +248,15 @@ pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIden
         _ => false,
     };
     let root = source_root(modules);
+    // A translation unit is its source file where both are known (the name is that file as the compiler was
+    // given it: CMake's absolute paths name another tree's copy differently, `cd src && cc -c a.c` and
+    // `cc -c src/a.c` the same file differently); else, and for a whole output, its name.
     let mine = |other: &ModuleIdentity| {
-        other.name == me.name && (whole_output || (!sibling(other) && same_source(me, other, &root)))
+        if whole_output {
+            return other.name == me.name;
+        }
+        let by_source = !me.source.is_empty() && !other.source.is_empty();
+        !sibling(other) && if by_source { same_source(me, other, &root) } else { other.name == me.name }
     };
     let named: Vec<usize> = (0..modules.len()).filter(|&i| mine(&modules[i])).collect();
     if named.is_empty() {
@@ -264,7 +271,7 @@ pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIden
     }
 }
 
-/// A record of another compile of `me`'s very source (known, equal) into another file of `me`'s output's
+/// A record of another compile of `me`'s very source file (known, equal) into another file of `me`'s output's
 /// directory, if exactly one: a translation unit's second-best record, when it has none of its own
 /// ([`own_module`] never takes it).
 pub fn sibling_module(me: &ModuleIdentity, modules: &[ModuleIdentity]) -> Option<usize> {
@@ -274,8 +281,7 @@ pub fn sibling_module(me: &ModuleIdentity, modules: &[ModuleIdentity]) -> Option
     }
     let mut found = (0..modules.len()).filter(|&i| {
         let other = &modules[i];
-        other.name == me.name
-            && other.source == me.source
+        other.source == me.source
             && other
                 .output
                 .rsplit_once('/')
@@ -483,6 +489,16 @@ mod tests {
         assert_eq!(source_root(&two), "/");
         assert_eq!(own_module(&tu("a.c", "/z/a.o", "/z/a.c"), false, &two), None);
         assert_eq!(own_module(&tu("a.c", "/z/a.o", "/y/a.c"), false, &two), Some(1));
+        // CMake names each source by its absolute path: another tree's copy has another name, the same file.
+        let cmake = [
+            tu("/w/a/src/x.c", "/w/a/_build/CMakeFiles/l.dir/src/x.c.o", "/w/a/src/x.c"),
+            tu("/w/a/src/y.c", "/w/a/_build/CMakeFiles/l.dir/src/y.c.o", "/w/a/src/y.c"),
+        ];
+        let copy = tu("/w/b/src/x.c", "/w/b/_build/CMakeFiles/l.dir/src/x.c.o", "/w/b/src/x.c");
+        assert_eq!(own_module(&copy, false, &cmake), Some(0));
+        // One file named two ways (`cd src && cc -c x.c` and `cc -c src/x.c`): one source.
+        let here = tu("src/x.c", "/w/a/_build/CMakeFiles/l.dir/src/x.c.o", "/w/a/src/x.c");
+        assert_eq!(own_module(&here, false, &cmake), Some(0));
         // Sources not known (a profile before metadata version 11, or this compile's): names and outputs decide.
         let old = [id("ismounted.c", "/b1/lib/ext2fs/ismounted.o")];
         assert_eq!(own_module(&misc, false, &old), Some(0));

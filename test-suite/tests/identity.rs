@@ -311,7 +311,8 @@ fn branch_weights_ids(ir: &str, weights: &str) -> Vec<String> {
 /// `misc/ismounted.c`): each has a `static int pick` of the same branch shape, and only the program of `a/util.c`
 /// ran. A compile of `b/util.c` is missing from the profile — before sources were compared it took `a/util.c`'s
 /// record and annotated its `pick` with the other file's counts — while `a/util.c` is annotated in its own tree
-/// and in a copy of the tree under another name, whose `b/util.c` still is not.
+/// and in a copy of the tree under another name, whose `b/util.c` still is not; also when the compile names
+/// the source by its absolute path, as CMake does (in the copy, before, a name that matched no record).
 #[test]
 fn use_mode_takes_no_counts_of_another_source_of_the_same_name() {
     let dir = scratch("identity-sources");
@@ -360,6 +361,19 @@ fn use_mode_takes_no_counts_of_another_source_of_the_same_name() {
         assert!(a.contains("annotated=2 mismatched=0 missing=0"), "{}: {a}", tree.display());
         let b = cc(&tree, "b", &use_);
         assert!(b.contains("annotated=0 mismatched=0 missing=2"), "{}: {b}", tree.display());
+        // The same sources named by absolute paths from the tree's top, as CMake names them: the same files.
+        for (sub, want) in [("a", "annotated=2 mismatched=0 missing=0"), ("b", "annotated=0 mismatched=0 missing=2")] {
+            let src = tree.join(sub).join("util.c");
+            let out = run_ok(
+                wrapper(false)
+                    .current_dir(&tree)
+                    .args(["-O0", "-c", "--pathprof-stats", &use_[0], "-o"])
+                    .arg(tree.join(sub).join("abs.o"))
+                    .arg(&src),
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains(want), "{}: {err}", src.display());
+        }
     }
     std::fs::remove_dir_all(&copy).unwrap();
 }
