@@ -232,62 +232,62 @@ pub fn closeness(a: &str, b: &str) -> (usize, bool) {
     (common, !fa.is_empty() && fa == fb)
 }
 
-/// Which of a profile's `modules` is `me`'s own: among those of `me`'s source file (or name), the one whose
-/// output is nearest ([`closeness`]) if no other is as near. A whole output (LTO) that no module is named after takes the
+/// Which of a profile's `modules` is `me`'s own: among those of `me`'s name, the one whose output is nearest
+/// ([`closeness`]) if no other is as near. A whole output (LTO) that no module is named after takes the
 /// profile's only module when it has one (an executable linked under another name). A translation unit never
 /// takes another's, nor one of another source file ([`same_source`]), nor one written to another file of its own
 /// directory: that is another compile of the same source in this build (e2fsprogs compiles `ismounted.c` into
 /// the library's `ismounted.o` and again, with `-DDEBUG`, into the test program `tst_ismounted`), whose counts are
-/// not this compile's.
+/// not this compile's ([`weak_module`] may take it).
 pub fn own_module(me: &ModuleIdentity, whole_output: bool, modules: &[ModuleIdentity]) -> Option<usize> {
-    // Another file of my output's directory (both with a file name).
-    let sibling = |other: &ModuleIdentity| match (me.output.rsplit_once('/'), other.output.rsplit_once('/')) {
-        (Some((my_dir, my_file)), Some((dir, file))) => {
-            my_dir == dir && !my_file.is_empty() && !file.is_empty() && my_file != file
-        }
-        _ => false,
-    };
     let root = source_root(modules);
-    // A translation unit is its source file where both are known (the name is that file as the compiler was
-    // given it: CMake's absolute paths name another tree's copy differently, `cd src && cc -c a.c` and
-    // `cc -c src/a.c` the same file differently); else, and for a whole output, its name.
     let mine = |other: &ModuleIdentity| {
-        if whole_output {
-            return other.name == me.name;
-        }
-        let by_source = !me.source.is_empty() && !other.source.is_empty();
-        !sibling(other) && if by_source { same_source(me, other, &root) } else { other.name == me.name }
+        other.name == me.name && (whole_output || (!sibling(me, other) && same_source(me, other, &root)))
     };
     let named: Vec<usize> = (0..modules.len()).filter(|&i| mine(&modules[i])).collect();
     if named.is_empty() {
         return (whole_output && modules.len() == 1).then_some(0);
     }
-    let score = |i: usize| closeness(&me.output, &modules[i].output);
-    let best = named.iter().map(|&i| score(i)).max()?;
-    let mut at_best = named.into_iter().filter(|&i| score(i) == best);
-    match (at_best.next(), at_best.next()) {
-        (Some(i), None) => Some(i),
-        _ => None,
+    nearest(me, modules, named)
+}
+
+/// A translation unit's second-best record, when it has none of its own: a record of the same source file
+/// (known for both; equal, or at the same place in a copy of the profile's tree) that [`own_module`] does not
+/// take — another output of `me`'s directory (an instrumented `app-prof` beside `app`), or a compile that named
+/// the file otherwise (CMake's absolute paths in another tree; e2fsprogs compiles `misc/e2freefrag.c` as
+/// `e2freefrag.c` into the program and as `../misc/e2freefrag.c`, with `-DDEBUGFS`, into debugfs). Such a record
+/// may come from other flags: its functions of the same CFG are worth taking, a difference says nothing stale.
+/// The nearest output, if no other is as near.
+pub fn weak_module(me: &ModuleIdentity, modules: &[ModuleIdentity]) -> Option<usize> {
+    if me.source.is_empty() {
+        return None;
+    }
+    let root = source_root(modules);
+    let candidates: Vec<usize> = (0..modules.len())
+        .filter(|&i| {
+            let other = &modules[i];
+            !other.source.is_empty() && same_source(me, other, &root) && (other.name != me.name || sibling(me, other))
+        })
+        .collect();
+    nearest(me, modules, candidates)
+}
+
+/// Whether `other` was written to another file of `me`'s output's directory (both with a file name).
+fn sibling(me: &ModuleIdentity, other: &ModuleIdentity) -> bool {
+    match (me.output.rsplit_once('/'), other.output.rsplit_once('/')) {
+        (Some((my_dir, my_file)), Some((dir, file))) => {
+            my_dir == dir && !my_file.is_empty() && !file.is_empty() && my_file != file
+        }
+        _ => false,
     }
 }
 
-/// A record of another compile of `me`'s very source file (known, equal) into another file of `me`'s output's
-/// directory, if exactly one: a translation unit's second-best record, when it has none of its own
-/// ([`own_module`] never takes it).
-pub fn sibling_module(me: &ModuleIdentity, modules: &[ModuleIdentity]) -> Option<usize> {
-    let (my_dir, my_file) = me.output.rsplit_once('/')?;
-    if my_file.is_empty() || me.source.is_empty() {
-        return None;
-    }
-    let mut found = (0..modules.len()).filter(|&i| {
-        let other = &modules[i];
-        other.source == me.source
-            && other
-                .output
-                .rsplit_once('/')
-                .is_some_and(|(dir, file)| dir == my_dir && !file.is_empty() && file != my_file)
-    });
-    match (found.next(), found.next()) {
+/// Of the `candidates`, the one whose output is nearest `me`'s ([`closeness`]), if no other is as near.
+fn nearest(me: &ModuleIdentity, modules: &[ModuleIdentity], candidates: Vec<usize>) -> Option<usize> {
+    let score = |i: usize| closeness(&me.output, &modules[i].output);
+    let best = candidates.iter().map(|&i| score(i)).max()?;
+    let mut at_best = candidates.into_iter().filter(|&i| score(i) == best);
+    match (at_best.next(), at_best.next()) {
         (Some(i), None) => Some(i),
         _ => None,
     }
@@ -495,23 +495,24 @@ mod tests {
             tu("/w/a/src/y.c", "/w/a/_build/CMakeFiles/l.dir/src/y.c.o", "/w/a/src/y.c"),
         ];
         let copy = tu("/w/b/src/x.c", "/w/b/_build/CMakeFiles/l.dir/src/x.c.o", "/w/b/src/x.c");
-        assert_eq!(own_module(&copy, false, &cmake), Some(0));
-        // One file named two ways (`cd src && cc -c x.c` and `cc -c src/x.c`): one source.
+        assert_eq!((own_module(&copy, false, &cmake), weak_module(&copy, &cmake)), (None, Some(0)));
+        // One file named two ways (`cd src && cc -c x.c` and `cc -c src/x.c`): one source, maybe other flags.
         let here = tu("src/x.c", "/w/a/_build/CMakeFiles/l.dir/src/x.c.o", "/w/a/src/x.c");
-        assert_eq!(own_module(&here, false, &cmake), Some(0));
+        assert_eq!((own_module(&here, false, &cmake), weak_module(&here, &cmake)), (None, Some(0)));
+        assert_eq!(weak_module(&tu("/w/a/src/z.c", "/w/a/z.o", "/w/a/src/z.c"), &cmake), None);
         // Sources not known (a profile before metadata version 11, or this compile's): names and outputs decide.
         let old = [id("ismounted.c", "/b1/lib/ext2fs/ismounted.o")];
         assert_eq!(own_module(&misc, false, &old), Some(0));
         assert_eq!(own_module(&id("ismounted.c", "/b1/misc/ismounted.o"), false, &b1), Some(0));
-        // Another compile of the same source into the same directory is no record of mine, but a sibling.
+        // Another compile of the same source into the same directory is no record of mine, but a weak one.
         let tst = tu("ismounted.c", "/b1/lib/ext2fs/tst_ismounted", "/b1/lib/ext2fs/ismounted.c");
         assert_eq!(own_module(&tst, false, &b1), None);
-        assert_eq!(sibling_module(&tst, &b1), Some(0));
-        assert_eq!(sibling_module(&lib, &b1), None, "its own output is no sibling");
-        assert_eq!(sibling_module(&tu("ismounted.c", "/b1/misc/tst", "/b1/misc/ismounted.c"), &b1), None);
-        assert_eq!(sibling_module(&id("ismounted.c", "/b1/lib/ext2fs/tst_ismounted"), &b1), None, "source unknown");
+        assert_eq!(weak_module(&tst, &b1), Some(0));
+        assert_eq!(weak_module(&lib, &b1), None, "its own record is no weak one");
+        assert_eq!(weak_module(&tu("ismounted.c", "/b1/misc/tst", "/b1/misc/ismounted.c"), &b1), None);
+        assert_eq!(weak_module(&id("ismounted.c", "/b1/lib/ext2fs/tst_ismounted"), &b1), None, "source unknown");
         let two = [b1[0].clone(), tu("ismounted.c", "/b1/lib/ext2fs/other", "/b1/lib/ext2fs/ismounted.c")];
-        assert_eq!(sibling_module(&tst, &two), None, "two siblings: neither");
+        assert_eq!(weak_module(&tst, &two), None, "two siblings as near: neither");
         // A whole output is matched by its output, whatever sources its profile's modules had.
         assert_eq!(own_module(&id("prog", "/b2/prog"), true, &[id("prog", "/b1/prog")]), Some(0));
     }

@@ -185,13 +185,12 @@ pub fn branch_weights(counts: &[u64]) -> Vec<u32> {
 pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output: bool) -> Result<UseStats, String> {
     let index = load(path)?;
     let identities: Vec<ModuleIdentity> = index.modules.iter().map(|x| x.identity.clone()).collect();
-    // Without a record of its own, a compile takes that of another compile of its very source into its own
-    // directory (an instrumented `app-prof` beside `app`) as a weaker match: that compile may have had other
-    // flags (e2fsprogs' `tst_ismounted` is `ismounted.c` with `-DDEBUG`), so a function whose CFG differs is
-    // missing, not stale.
+    // Without a record of its own, a compile takes another compile's of its very source file as a weaker match
+    // (`identity::weak_module`: an instrumented `app-prof` beside `app`, a file named otherwise): that compile
+    // may have had other flags, so a function whose CFG differs is missing, not stale.
     let own_index = identity::own_module(me, whole_output, &identities);
-    let sibling = if own_index.is_none() && !whole_output { identity::sibling_module(me, &identities) } else { None };
-    let own = own_index.or(sibling).and_then(|i| index.modules.get(i));
+    let weak = if own_index.is_none() && !whole_output { identity::weak_module(me, &identities) } else { None };
+    let own = own_index.or(weak).and_then(|i| index.modules.get(i));
     let facts = CallFacts::new(m);
     let mut stats = UseStats::default();
     let summary = unsafe { shim::pathprof_shim_summary_new() };
@@ -239,7 +238,7 @@ pub fn annotate(m: LLVMModuleRef, path: &str, me: &ModuleIdentity, whole_output:
             let Some(counts) = found else {
                 if inexact {
                     stats.inexact += 1;
-                } else if known && sibling.is_none() {
+                } else if known && weak.is_none() {
                     stats.mismatched += 1;
                 } else {
                     stats.missing += 1;
