@@ -21,6 +21,7 @@
 // `globals`, `path_mode` and `use_mode`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod asm_clobbers;
 pub mod branch_split;
 pub mod cfg_build;
 pub mod config;

@@ -48,7 +48,8 @@ pub fn instrument(m: LLVMModuleRef, fam: *mut c_void, config: &Config) -> Result
         && (redirect(m, "_Fork", symbols::FORK_RAW, |_| true)
             | redirect(m, "clone", symbols::CLONE, |ty| c_type(ty, Int32, &[Pointer, Pointer, Int32, Pointer], true))
             | redirect(m, "syscall", symbols::SYSCALL, |ty| c_type(ty, Int64, &[Int64], true)));
-    Ok(changed || dropped > 0 || watched || contexts || written || confined || forks)
+    let clobbers = changed && crate::asm_clobbers::declare_syscall_clobbers(m);
+    Ok(changed || dropped > 0 || watched || contexts || written || confined || forks || clobbers)
 }
 
 /// Puts a call of the runtime's `symbols::IMAGE_END` right before every direct call of a function that ends the
