@@ -34,39 +34,43 @@ use super::dag::{DagEdgeId, DagEdgeKind, PathDag};
 use super::numbering::Numbering;
 use super::regenerate::{decode, DecodeError};
 use crate::graph::{BlockId, Cfg, EdgeKind};
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
-/// One path of the profile while netting (counted, or a truncated path that only its continuations name).
-/// Shared with the Melski–Reps netting (`interproc::arrivals`): only how the passes and ranks are found differs.
-pub(crate) struct Netting {
-    /// The counter's value: arrivals for a truncated path, executions otherwise.
-    pub(crate) raw: i128,
-    /// The truncated paths this path passes on its way (the arrivals it was also counted in).
-    pub(crate) passes: Vec<u128>,
-    /// When its net count can be solved: 0 for a completed path; for a truncated path, a rank above that of
-    /// every path that passes it.
-    pub(crate) rank: u128,
-}
-
-/// Solves `net(T) = raw(T) − Σ net(P)` over the paths P that pass T, in ascending rank (ties by number), and
-/// returns every nonzero net count; `None` if a sum leaves `i128`.
-pub(crate) fn solve_nets(entries: &BTreeMap<u128, Netting>) -> Option<BTreeMap<u128, i128>> {
-    let mut order: Vec<(u128, u128)> = entries.iter().map(|(&n, e)| (e.rank, n)).collect();
-    order.sort_unstable();
-    let mut went_on: BTreeMap<u128, i128> = BTreeMap::new();
-    let mut net: BTreeMap<u128, i128> = BTreeMap::new();
-    for (_, n) in order {
-        let e = &entries[&n];
-        let v = e.raw.checked_sub(went_on.get(&n).copied().unwrap_or(0))?;
-        for &t in &e.passes {
+/// Solves `net(T) = raw(T) − Σ net(P)` over the paths P that pass T, one path at a time in ascending rank
+/// (ties by number), so that no reader has to hold every decoded path at once — the Melski–Reps netting of a
+/// whole module's paths does not fit in memory otherwise. Shared with the Melski–Reps netting
+/// (`melski_reps::arrivals`): only how passes and ranks are found differs.
+///
+/// `counted` gives `(rank, number, raw)` for every path that has a counter value (numbers distinct); a rank
+/// orders solving: 0 for a completed path, and for a truncated path one above the rank of every path that
+/// passes it. `solved(number, net)` is called once per path when its net count is final, in solving order, and
+/// returns the truncated paths it passes as `(number, rank)`. A truncated path that no counter names but that
+/// a path with a nonzero net count passes is solved too (with raw 0: only an inconsistent profile has one).
+/// Errors: `overflow` if a sum leaves `i128`, or the first error of `solved`.
+pub(crate) fn solve_nets<E>(
+    counted: impl IntoIterator<Item = (u128, u128, i128)>,
+    overflow: E,
+    mut solved: impl FnMut(u128, i128) -> Result<Vec<(u128, u128)>, E>,
+) -> Result<(), E> {
+    let mut queue: BinaryHeap<Reverse<(u128, u128, i128)>> = counted.into_iter().map(Reverse).collect();
+    let mut scheduled: HashSet<u128> = queue.iter().map(|Reverse((_, n, _))| *n).collect();
+    let mut went_on: HashMap<u128, i128> = HashMap::new();
+    while let Some(Reverse((_, n, raw))) = queue.pop() {
+        let Some(net) = raw.checked_sub(went_on.remove(&n).unwrap_or(0)) else { return Err(overflow) };
+        for (t, rank) in solved(n, net)? {
+            if net == 0 {
+                continue;
+            }
             let slot = went_on.entry(t).or_insert(0);
-            *slot = slot.checked_add(v)?;
-        }
-        if v != 0 {
-            net.insert(n, v);
+            let Some(sum) = slot.checked_add(net) else { return Err(overflow) };
+            *slot = sum;
+            if scheduled.insert(t) {
+                queue.push(Reverse((rank, t, 0)));
+            }
         }
     }
-    Some(net)
+    Ok(())
 }
 
 /// The rank of the truncated path of a block with `num_paths` paths to EXIT: a path that passes the block and
@@ -93,12 +97,10 @@ fn termination_edges(cfg: &Cfg, dag: &PathDag) -> Result<Vec<Option<DagEdgeId>>,
     Ok(term)
 }
 
-/// A truncated path that `path` passes: "the first `prefix_len` edges of `path`, then B→EXIT".
+/// A truncated path that a path passes: "its edges up to block B, then B→EXIT".
 struct Pass {
     number: u128,
     block: BlockId,
-    prefix_len: usize,
-    termination: DagEdgeId,
 }
 
 /// How one path meets the blocks that may be left abnormally.
@@ -118,7 +120,7 @@ fn passed_truncations(
     let mut passes = Vec::new();
     let mut prefix: u128 = 0;
     let mut ends_at = None;
-    for (i, &d) in path.iter().enumerate() {
+    for &d in path {
         let e = dag.edge(d);
         // A path that starts after a back or cut edge leaves ENTRY without executing the entry block.
         if let (Some(t), false) = (term.get(e.from.index()).copied().flatten(), e.kind.starts_segment()) {
@@ -126,13 +128,16 @@ fn passed_truncations(
                 ends_at = Some(e.from);
             } else {
                 let number = prefix.checked_add(numbering.val(t)).ok_or(DecodeError::Overflow)?;
-                passes.push(Pass { number, block: e.from, prefix_len: i, termination: t });
+                passes.push(Pass { number, block: e.from });
             }
         }
         prefix = prefix.checked_add(numbering.val(d)).ok_or(DecodeError::Overflow)?;
     }
     Ok(Truncations { passes, ends_at })
 }
+
+/// A regenerated path and the truncated paths it passes, as (number, rank).
+type PathWithPasses = (Vec<DagEdgeId>, Vec<(u128, u128)>);
 
 /// A path of the netted profile, decoded once (the reader needs the path and netting needs it anyway).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,38 +194,35 @@ where
         *slot = slot.checked_add(c.into()).ok_or(DecodeError::Overflow)?;
     }
     raw.retain(|_, c| *c != 0);
-    let mut entries: BTreeMap<u128, Netting> = BTreeMap::new();
-    let mut paths: BTreeMap<u128, Vec<DagEdgeId>> = BTreeMap::new();
-    for (&r, &count) in &raw {
-        let path = decode(dag, numbering, r)?;
+    // A decoded path with the truncations it passes, as (number, rank), and the block it is truncated at.
+    let expand = |path: Vec<DagEdgeId>| -> Result<(PathWithPasses, Option<BlockId>), DecodeError> {
         let Truncations { passes, ends_at } = passed_truncations(dag, numbering, &term, &path)?;
-        // A truncated path this one passes but that was never counted (only in an inconsistent profile) takes
-        // part with 0 arrivals; its own passes are this path's before it (the same prefix).
-        for (i, pass) in passes.iter().enumerate() {
-            if !raw.contains_key(&pass.number) && !entries.contains_key(&pass.number) {
-                entries.insert(
-                    pass.number,
-                    Netting {
-                        raw: 0,
-                        passes: passes[..i].iter().map(|p| p.number).collect(),
-                        rank: truncation_rank(numbering.num_paths_from(pass.block)),
-                    },
-                );
-                let mut implied = path[..pass.prefix_len].to_vec();
-                implied.push(pass.termination);
-                paths.insert(pass.number, implied);
-            }
-        }
-        let rank = ends_at.map_or(0, |b| truncation_rank(numbering.num_paths_from(b)));
-        entries.insert(r, Netting { raw: count, passes: passes.into_iter().map(|p| p.number).collect(), rank });
-        paths.insert(r, path);
+        let passes = passes.iter().map(|p| (p.number, truncation_rank(numbering.num_paths_from(p.block)))).collect();
+        Ok(((path, passes), ends_at))
+    };
+    let mut paths: BTreeMap<u128, PathWithPasses> = BTreeMap::new();
+    let mut counted = Vec::with_capacity(raw.len());
+    for (&r, &count) in &raw {
+        let ((path, passes), ends_at) = expand(decode(dag, numbering, r)?)?;
+        counted.push((ends_at.map_or(0, |b| truncation_rank(numbering.num_paths_from(b))), r, count));
+        paths.insert(r, (path, passes));
     }
-    // Completed paths first (their counts are final), then truncated ones, innermost block first.
-    let net = solve_nets(&entries).ok_or(DecodeError::Overflow)?;
-    let mut out: BTreeMap<u128, NetDagPath> = net
-        .into_iter()
-        .filter_map(|(r, count)| paths.remove(&r).map(|path| (r, NetDagPath { path, count, fork_reentries: 0 })))
-        .collect();
+    // Completed paths first (their counts are final), then truncated ones, innermost block first. A truncated
+    // path this one passes but that was never counted (only in an inconsistent profile) is decoded when its
+    // turn comes: its passes are those of the paths that pass it, before it (the same prefix).
+    let mut out: BTreeMap<u128, NetDagPath> = BTreeMap::new();
+    solve_nets(counted, DecodeError::Overflow, |r, count| {
+        let (path, passes) = match paths.remove(&r) {
+            Some(known) => known,
+            None => expand(decode(dag, numbering, r)?)?.0,
+        };
+        if count != 0 {
+            out.insert(r, NetDagPath { path, count, fork_reentries: 0 });
+        } else {
+            paths.insert(r, (path, Vec::new()));
+        }
+        Ok(passes)
+    })?;
     for (t, k) in reentries {
         let k: i128 = k.into();
         if k == 0 {
@@ -230,7 +232,7 @@ where
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
                 let path = match paths.remove(&t) {
-                    Some(p) => p,
+                    Some((p, _)) => p,
                     None => decode(dag, numbering, t)?,
                 };
                 v.insert(NetDagPath { path, count: 0, fork_reentries: 0 })

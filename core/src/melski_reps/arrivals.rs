@@ -39,10 +39,10 @@
 
 use super::callgraph::SiteRole;
 use super::numbering::{ArcKind, Numbering, OutArc};
-use super::path::{InterprocPath, PathEnd};
+use super::path::{InterprocPath, PathEnd, Step};
 use super::program::ProcId;
-use super::regenerate::{decode_visiting, PathError, DEFAULT_MAX_STEPS};
-use crate::ball_larus::arrivals::{solve_nets, Netting};
+use super::regenerate::{decode_visiting, walk, PathError, DEFAULT_MAX_STEPS};
+use crate::ball_larus::arrivals::solve_nets;
 use crate::graph::BlockId;
 use std::collections::BTreeMap;
 
@@ -103,19 +103,9 @@ pub struct NetPath {
     pub fork_reentries: i128,
 }
 
-/// One path while netting.
-struct Entry {
-    path: InterprocPath,
-    /// The counter's value: arrivals for a truncated path, executions otherwise.
-    raw: i128,
-    /// The truncated paths this path passes, as (number, step index), by ascending step index.
-    passes: Vec<(u128, usize)>,
-    /// The step index of the block whose counted `Termination` arc ends this path, if one does.
-    truncated_at: Option<usize>,
-}
-
-/// Decodes `n` and lists the truncations it passes (its own end excluded).
-fn entry_of(num: &Numbering<'_>, n: u128, raw: i128) -> Result<Entry, ArrivalError> {
+/// Decodes `n` and lists the truncations it passes (its own end excluded) as (number, step index), in path
+/// order.
+fn decode_with_passes(num: &Numbering<'_>, n: u128) -> Result<(InterprocPath, Vec<(u128, usize)>), ArrivalError> {
     let mut candidates: Vec<(u128, usize, OutArc)> = Vec::new();
     let path = decode_visiting(num, n, DEFAULT_MAX_STEPS, |at| {
         if let Some(arc) = counted_termination(num, at.at.proc, at.at.block) {
@@ -133,13 +123,62 @@ fn entry_of(num: &Numbering<'_>, n: u128, raw: i128) -> Result<Entry, ArrivalErr
             && matches!((path.end, arc.kind), (PathEnd::Termination { proc, edge }, ArcKind::Termination { edge: e })
                 if proc == path.steps[step].proc && edge == e)
     };
-    let truncated_at = candidates.iter().find(|(_, s, arc)| ends_here(*s, arc)).map(|&(_, s, _)| s);
     let passes = candidates
         .iter()
         .filter(|(_, s, arc)| *s >= active_from && !ends_here(*s, arc))
         .map(|&(t, s, _)| (t, s))
         .collect();
-    Ok(Entry { path, raw, passes, truncated_at })
+    Ok((path, passes))
+}
+
+/// When a path's net count can be solved: completed paths first, then truncated ones from the latest
+/// truncation step to the earliest (a path that passes a truncation and is truncated itself is so later).
+fn rank(truncated_at: Option<usize>) -> u128 {
+    truncated_at.map_or(0, |step| (usize::MAX - step) as u128 + 1)
+}
+
+/// [`rank`] of path `n`, found by walking it without keeping its steps.
+fn rank_of(num: &Numbering<'_>, n: u128) -> Result<u128, ArrivalError> {
+    let mut last: Option<(usize, Step)> = None;
+    let end = walk(num, n, DEFAULT_MAX_STEPS, |at| {
+        last = Some((at.step, at.at));
+        Ok(())
+    })
+    .map_err(|error| ArrivalError::Path { number: n, error })?;
+    Ok(rank(last.filter(|&(_, s)| ends_at_counted(num, end, Some(s))).map(|(step, _)| step)))
+}
+
+/// `(rank, number, raw)` of every path of `paths` (number, raw), in order. Ranking walks every counted path,
+/// most of them truncated paths that net to 0 and are never decoded again, so it is most of the netting's
+/// time: above a few thousand paths they are ranked on every core.
+fn ranked(num: &Numbering<'_>, paths: &[(u128, i128)]) -> Result<Vec<(u128, u128, i128)>, ArrivalError> {
+    let threads = if paths.len() < 4096 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()) };
+    ranked_on(num, paths, threads)
+}
+
+/// [`ranked`] on `threads` threads.
+pub(super) fn ranked_on(
+    num: &Numbering<'_>,
+    paths: &[(u128, i128)],
+    threads: usize,
+) -> Result<Vec<(u128, u128, i128)>, ArrivalError> {
+    let rank_all = |part: &[(u128, i128)]| -> Result<Vec<(u128, u128, i128)>, ArrivalError> {
+        part.iter().map(|&(n, c)| Ok((rank_of(num, n)?, n, c))).collect()
+    };
+    if threads <= 1 || paths.len() < 2 {
+        return rank_all(paths);
+    }
+    let chunk = paths.len().div_ceil(threads);
+    let parts: Vec<Result<Vec<_>, ArrivalError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = paths.chunks(chunk).map(|part| scope.spawn(move || rank_all(part))).collect();
+        // A walk never panics (every failure is an error value); a panic would be a bug, reported as one.
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    let mut out = Vec::with_capacity(paths.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
 }
 
 /// The net count of every path from a profile whose truncated paths count arrivals (`raw`: path number →
@@ -164,6 +203,24 @@ pub fn net_counts_with_reentries(
     raw: &BTreeMap<u128, i128>,
     reentries: &BTreeMap<u128, i128>,
 ) -> Result<BTreeMap<u128, NetPath>, ArrivalError> {
+    let mut out = BTreeMap::new();
+    net_counts_streaming(num, raw, reentries, |n, path, count, fork_reentries| {
+        out.insert(n, NetPath { path: path.clone(), count, fork_reentries });
+    })?;
+    Ok(out)
+}
+
+/// [`net_counts_with_reentries`] for a whole module's paths: `each(number, path, net count, fork re-entries)` is
+/// called once per path of the result, in solving order (not by number), with the path decoded just for the
+/// call. Memory stays proportional to the number of counted paths, not to their length (a test suite's
+/// profile has millions of paths of hundreds of steps each). Each counted path is walked once to rank it, and
+/// decoded once more only if its net count or its re-entries are not 0.
+pub fn net_counts_streaming(
+    num: &Numbering<'_>,
+    raw: &BTreeMap<u128, i128>,
+    reentries: &BTreeMap<u128, i128>,
+    mut each: impl FnMut(u128, &InterprocPath, i128, i128),
+) -> Result<(), ArrivalError> {
     let program = num.supergraph().program();
     for p in program.proc_ids() {
         for b in 0..program.cfg(p).num_blocks() {
@@ -173,70 +230,36 @@ pub fn net_counts_with_reentries(
             }
         }
     }
-    let mut entries: BTreeMap<u128, Entry> = BTreeMap::new();
-    for (&n, &c) in raw {
-        entries.insert(n, entry_of(num, n, c)?);
-    }
-    // Truncations passed but never counted: their prefix and passes come from the path that passes them.
-    let mut implied: BTreeMap<u128, Entry> = BTreeMap::new();
-    for e in entries.values() {
-        for (j, &(t, step)) in e.passes.iter().enumerate() {
-            if entries.contains_key(&t) || implied.contains_key(&t) {
-                continue;
-            }
-            let at = e.path.steps[step];
-            let Some(ArcKind::Termination { edge }) = counted_termination(num, at.proc, at.block).map(|a| a.kind)
-            else {
-                continue;
-            };
-            let path = InterprocPath {
-                steps: e.path.steps[..=step].to_vec(),
-                end: PathEnd::Termination { proc: at.proc, edge },
-            };
-            implied.insert(t, Entry { path, raw: 0, passes: e.passes[..j].to_vec(), truncated_at: Some(step) });
+    // A truncated path that only re-entries name takes part with 0 arrivals.
+    let reentered_only = reentries.iter().filter(|&(n, &k)| k != 0 && !raw.contains_key(n)).map(|(&n, _)| (n, 0));
+    let paths: Vec<(u128, i128)> = raw.iter().map(|(&n, &c)| (n, c)).chain(reentered_only).collect();
+    let counted = ranked(num, &paths)?;
+    solve_nets(counted, ArrivalError::Overflow, |n, count| {
+        let fork_reentries = reentries.get(&n).copied().unwrap_or(0);
+        if count == 0 && fork_reentries == 0 {
+            // Nothing of it is counted or passed on (most truncated paths: every arrival went on), so it need
+            // not be decoded again.
+            return Ok(Vec::new());
         }
-    }
-    entries.extend(implied);
-
-    // Completed paths first, then truncated ones from the latest truncation step to the earliest.
-    let netting: BTreeMap<u128, Netting> = entries
-        .iter()
-        .map(|(&n, e)| {
-            let rank = e.truncated_at.map_or(0, |step| (usize::MAX - step) as u128 + 1);
-            (n, Netting { raw: e.raw, passes: e.passes.iter().map(|p| p.0).collect(), rank })
-        })
-        .collect();
-    let net = solve_nets(&netting).ok_or(ArrivalError::Overflow)?;
-    let mut out: BTreeMap<u128, NetPath> = net
-        .into_iter()
-        .filter_map(|(n, count)| entries.remove(&n).map(|e| (n, NetPath { path: e.path, count, fork_reentries: 0 })))
-        .collect();
-    for (&t, &k) in reentries {
-        if k == 0 {
-            continue;
+        let (path, passes) = decode_with_passes(num, n)?;
+        if fork_reentries != 0 && !ends_at_counted_termination(num, &path) {
+            return Err(ArrivalError::NotTruncated { number: n });
         }
-        let slot = match out.entry(t) {
-            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                let path = match entries.remove(&t) {
-                    Some(e) => e.path,
-                    None => decode_visiting(num, t, DEFAULT_MAX_STEPS, |_| Ok(()))
-                        .map_err(|error| ArrivalError::Path { number: t, error })?,
-                };
-                v.insert(NetPath { path, count: 0, fork_reentries: 0 })
-            }
-        };
-        if !ends_at_counted_termination(num, &slot.path) {
-            return Err(ArrivalError::NotTruncated { number: t });
+        if count != 0 || fork_reentries != 0 {
+            each(n, &path, count, fork_reentries);
         }
-        slot.fork_reentries = slot.fork_reentries.checked_add(k).ok_or(ArrivalError::Overflow)?;
-    }
-    Ok(out)
+        Ok(passes.into_iter().map(|(t, step)| (t, rank(Some(step)))).collect())
+    })
 }
 
 /// Whether `path` ends through the counted termination arc of its last block (a path whose arrivals count).
 pub fn ends_at_counted_termination(num: &Numbering<'_>, path: &InterprocPath) -> bool {
-    let (PathEnd::Termination { proc, edge }, Some(last)) = (path.end, path.steps.last()) else { return false };
+    ends_at_counted(num, path.end, path.steps.last().copied())
+}
+
+/// [`ends_at_counted_termination`] of a path by its end and last step.
+fn ends_at_counted(num: &Numbering<'_>, end: PathEnd, last: Option<Step>) -> bool {
+    let (PathEnd::Termination { proc, edge }, Some(last)) = (end, last) else { return false };
     proc == last.proc
         && matches!(counted_termination(num, proc, last.block).map(|a| a.kind),
             Some(ArcKind::Termination { edge: e }) if e == edge)

@@ -57,25 +57,40 @@ pub fn signed_edge_counts_with_reentries<'p>(
     paths: impl IntoIterator<Item = (&'p InterprocPath, i128, i128)>,
     block_reentries: &[(ProcId, BlockId, i128)],
 ) -> EdgeCountsWithReentries {
-    let mut edges: Vec<Vec<i128>> = program.procs().iter().map(|p| vec![0; p.cfg.num_edges()]).collect();
-    let mut reentries: Vec<Vec<i128>> = program.procs().iter().map(|p| vec![0; p.cfg.num_blocks()]).collect();
-    let bump = |v: &mut Vec<Vec<i128>>, p: ProcId, i: usize, c: i128| {
-        if let Some(x) = v.get_mut(p.index()).and_then(|v| v.get_mut(i)) {
-            *x = x.saturating_add(c);
-        }
-    };
+    let mut counter = EdgeCounter::new(program, mode);
     for (path, count, forked) in paths {
+        counter.add(path, count, forked);
+    }
+    counter.finish(block_reentries)
+}
+
+/// [`signed_edge_counts_with_reentries`] one path at a time, so that a reader can add each path as it is decoded
+/// and drop it (a module's paths together can be far larger than its counts).
+pub struct EdgeCounter<'g> {
+    program: &'g Program,
+    mode: Mode,
+    counts: EdgeCountsWithReentries,
+}
+
+impl<'g> EdgeCounter<'g> {
+    /// No path added yet.
+    pub fn new(program: &'g Program, mode: Mode) -> Self {
+        let edges = program.procs().iter().map(|p| vec![0; p.cfg.num_edges()]).collect();
+        let reentries = program.procs().iter().map(|p| vec![0; p.cfg.num_blocks()]).collect();
+        EdgeCounter { program, mode, counts: EdgeCountsWithReentries { edges, reentries } }
+    }
+
+    /// Adds path `path` with net count `count` and `forked` fork re-entries.
+    pub fn add(&mut self, path: &InterprocPath, count: i128, forked: i128) {
+        let (program, mode) = (self.program, self.mode);
+        let EdgeCountsWithReentries { edges, reentries } = &mut self.counts;
         if let (PathEnd::Termination { proc, edge }, true) = (path.end, forked != 0) {
             if let Some(e) = program.get_proc(proc).and_then(|p| p.cfg.edges().get(edge.index())) {
-                bump(&mut edges, proc, edge.index(), forked);
-                bump(&mut reentries, proc, e.from.index(), forked);
+                bump(edges, proc, edge.index(), forked);
+                bump(reentries, proc, e.from.index(), forked);
             }
         }
-        let mut add = |p: ProcId, e: EdgeId| {
-            if let Some(x) = edges.get_mut(p.index()).and_then(|v| v.get_mut(e.index())) {
-                *x = x.saturating_add(count);
-            }
-        };
+        let mut add = |p: ProcId, e: EdgeId| bump(edges, p, e.index(), count);
         let call_edge = |s: CallSiteId| program.site(s).map(|i| (i.proc, i.call_edge));
         for step in path.active_suffix() {
             match step.via {
@@ -125,20 +140,34 @@ pub fn signed_edge_counts_with_reentries<'p>(
         };
         add(proc, edge);
     }
-    for &(p, b, r) in block_reentries {
-        if program.get_proc(p).is_none() || b.index() >= program.cfg(p).num_blocks() {
-            continue;
+
+    /// The counts of the paths added, with the measured re-entries of interprocedural call blocks
+    /// `(proc, block, count)` (see the module docs).
+    pub fn finish(self, block_reentries: &[(ProcId, BlockId, i128)]) -> EdgeCountsWithReentries {
+        let (program, mode) = (self.program, self.mode);
+        let EdgeCountsWithReentries { mut edges, mut reentries } = self.counts;
+        for &(p, b, r) in block_reentries {
+            if program.get_proc(p).is_none() || b.index() >= program.cfg(p).num_blocks() {
+                continue;
+            }
+            let Some(t) = first_termination(program, p, b) else { continue };
+            bump(&mut reentries, p, b.index(), r);
+            if mode == Mode::Context {
+                bump(&mut edges, p, t.index(), r);
+            }
         }
-        let Some(t) = first_termination(program, p, b) else { continue };
-        bump(&mut reentries, p, b.index(), r);
-        if mode == Mode::Context {
-            bump(&mut edges, p, t.index(), r);
+        if mode == Mode::Piecewise {
+            close_unfinished_calls(program, &mut edges, &reentries);
         }
+        EdgeCountsWithReentries { edges, reentries }
     }
-    if mode == Mode::Piecewise {
-        close_unfinished_calls(program, &mut edges, &reentries);
+}
+
+/// Adds `c` to `v[p][i]`, saturating; ids outside `v` are ignored.
+fn bump(v: &mut [Vec<i128>], p: ProcId, i: usize, c: i128) {
+    if let Some(x) = v.get_mut(p.index()).and_then(|v| v.get_mut(i)) {
+        *x = x.saturating_add(c);
     }
-    EdgeCountsWithReentries { edges, reentries }
 }
 
 /// The first termination edge of block `block` of `p`.

@@ -52,11 +52,11 @@ mod tests_paper;
 mod tests_prop;
 
 pub use arrivals::{
-    counted_termination, ends_at_counted_termination, net_counts_from_arrivals, net_counts_with_reentries,
-    ArrivalError, NetPath,
+    counted_termination, ends_at_counted_termination, net_counts_from_arrivals, net_counts_streaming,
+    net_counts_with_reentries, ArrivalError, NetPath,
 };
 pub use callgraph::{CallGraph, SiteRole};
-pub use counts::{signed_edge_counts, signed_edge_counts_with_reentries, EdgeCountsWithReentries};
+pub use counts::{signed_edge_counts, signed_edge_counts_with_reentries, EdgeCounter, EdgeCountsWithReentries};
 pub use linear::Linear;
 pub use numbering::{
     ArcKind, EntryKind, ExitSucc, ExitTarget, GlobalEntry, InvariantViolation, Mode, Numbering, NumberingError, OutArc,
@@ -64,7 +64,9 @@ pub use numbering::{
 };
 pub use path::{InterprocPath, PathEnd, Step, Via};
 pub use program::{CallSite, CallSiteId, Callee, ProcId, Procedure, Program, ProgramError, SiteInfo};
-pub use regenerate::{decode, decode_visiting, decode_with_limit, encode, PathError, WalkState, DEFAULT_MAX_STEPS};
+pub use regenerate::{
+    decode, decode_visiting, decode_with_limit, encode, walk, PathError, WalkState, DEFAULT_MAX_STEPS,
+};
 pub use simulate::{Event, Execution, Profile, Simulator, TraceError};
 pub use supergraph::Supergraph;
 pub use units::finest_units;

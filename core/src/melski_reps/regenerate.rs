@@ -182,16 +182,16 @@ impl<'n, 'a> Walker<'n, 'a> {
             At::GEntry => self.num.gentry_arcs(self.proc),
             At::Exit(_) => return Ok(self.choices()?.into_iter().find(|o| contains(o, rem))),
         };
-        let mut found = None;
-        for a in arcs {
+        // Only the found arc is copied into a candidate (an arc is four 128-bit words).
+        let mut found: Option<(usize, u128, u128)> = None;
+        for (i, a) in arcs.iter().enumerate() {
             let value = a.rho.checked_apply(self.nvc).ok_or(PathError::Overflow)?;
             let count = a.completions.checked_apply(self.nvc).ok_or(PathError::Overflow)?;
-            let candidate = Candidate { choice: Choice::Arc(*a), value, count };
-            if found.is_none() && contains(&candidate, rem) {
-                found = Some(candidate);
+            if found.is_none() && value <= rem && rem - value < count {
+                found = Some((i, value, count));
             }
         }
-        Ok(found)
+        Ok(found.map(|(i, value, count)| Candidate { choice: Choice::Arc(arcs[i]), value, count }))
     }
 
     /// Takes `choice` (one of [`Walker::choices`]); `None` if it is not possible here.
@@ -341,6 +341,27 @@ pub fn decode_visiting(
     limit: usize,
     mut visit: impl FnMut(WalkState) -> Result<(), PathError>,
 ) -> Result<InterprocPath, PathError> {
+    // Whole-program paths run to hundreds of steps: start with room for a typical one rather than growing
+    // from empty (the regrowth was a sixth of decoding), and give back what is left over at the end.
+    let mut steps: Vec<Step> = Vec::with_capacity(TYPICAL_STEPS);
+    let end = walk(num, n, limit, |state| {
+        visit(state)?;
+        steps.push(state.at);
+        Ok(())
+    })?;
+    steps.shrink_to_fit();
+    Ok(InterprocPath { steps, end })
+}
+
+/// The decoding walk of path `n` without keeping its steps: `visit` sees every block visit in order (as in
+/// [`decode_visiting`]), and the path's end is returned. For readers that only need a property of each path
+/// (its length, where it ends) over millions of paths.
+pub fn walk(
+    num: &Numbering<'_>,
+    n: u128,
+    limit: usize,
+    mut visit: impl FnMut(WalkState) -> Result<(), PathError>,
+) -> Result<PathEnd, PathError> {
     let num_paths = num.num_paths();
     if n >= num_paths {
         return Err(PathError::OutOfRange { n, num_paths });
@@ -356,33 +377,24 @@ pub fn decode_visiting(
         .ok_or(PathError::Stuck { remainder: n })?;
     let mut rem = n - entry.offset;
     let (mut w, step0) = Walker::start(num, entry);
-    // Whole-program paths run to hundreds of steps: start with room for a typical one rather than growing
-    // from empty (the regrowth was a sixth of decoding), and give back what is left over at the end.
-    let mut steps: Vec<Step> = Vec::with_capacity(TYPICAL_STEPS);
+    let mut taken = 0usize;
     if let Some(s) = step0 {
         visit(WalkState { step: 0, at: s, path_num: n - rem, nvc: w.nvc })?;
-        steps.push(s);
+        taken = 1;
     }
     loop {
-        if steps.len() > limit {
+        if taken > limit {
             return Err(PathError::TooLong { limit });
         }
         let opt = w.choice_containing(rem)?.ok_or(PathError::Stuck { remainder: rem })?;
         rem -= opt.value;
         match w.take(opt.choice).ok_or(PathError::Stuck { remainder: rem })? {
             Moved::Step(s) => {
-                visit(WalkState { step: steps.len(), at: s, path_num: n - rem, nvc: w.nvc })?;
-                steps.push(s);
+                visit(WalkState { step: taken, at: s, path_num: n - rem, nvc: w.nvc })?;
+                taken += 1;
             }
             Moved::AtExit(_) => {}
-            Moved::End(end) => {
-                return if rem == 0 {
-                    steps.shrink_to_fit();
-                    Ok(InterprocPath { steps, end })
-                } else {
-                    Err(PathError::Stuck { remainder: rem })
-                };
-            }
+            Moved::End(end) => return if rem == 0 { Ok(end) } else { Err(PathError::Stuck { remainder: rem }) },
         }
     }
 }

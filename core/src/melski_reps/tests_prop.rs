@@ -590,6 +590,11 @@ fn check_arrivals(num: &Numbering<'_>, exec: &Execution, exact: &Profile) {
         other => other.unwrap_or_else(|e| panic!("{mode:?}: {e} in {exec:?}")),
     }
     let raw: BTreeMap<u128, i128> = sim.profile().iter().map(|(&n, &c)| (n, i128::from(c))).collect();
+    // Ranking (the netting's walk of every counted path) split over threads keeps every path's rank and order.
+    let counted: Vec<(u128, i128)> = raw.iter().map(|(&n, &c)| (n, c)).collect();
+    let one = super::arrivals::ranked_on(num, &counted, 1).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+    assert_eq!(super::arrivals::ranked_on(num, &counted, 3).as_ref(), Ok(&one), "{mode:?}");
+    assert_eq!(one.iter().map(|&(_, n, c)| (n, c)).collect::<Vec<_>>(), counted, "{mode:?}");
     let net = net_counts_from_arrivals(num, &raw).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
     let got: Profile = net
         .iter()
