@@ -8,30 +8,37 @@
 //! number of paths matches, and decodes every counted path (Algorithm 5.2 and its piecewise extension).
 //!
 //! Per-function edge and block counts follow from the *active* part of each path
-//! (`pathprof_core::interproc::signed_edge_counts`).
+//! (`pathprof_core::interproc::EdgeCounter`).
+//!
+//! Memory: a test suite's profile can hold millions of counted paths of hundreds of steps each (pixman's: more
+//! than 4 M in one module), so no path is kept decoded. Netting streams (`net_counts_streaming`), each path is
+//! added to the edge counts when its net count is final and dropped, and [`ModulePaths`] keeps a summary per
+//! path ([`InterprocCount`]); views decode again only the paths they list ([`ModulePaths::decoder`]).
 //!
 //! Counts are signed as in path mode. A path cut short by a call that did not return is counted on every
 //! arrival at its block when the metadata says so ([`ModuleMeta::path_arrivals`]), and netted here with
-//! `pathprof_core::interproc::net_counts_from_arrivals`; older profiles counted it +1 before the call and −1
+//! `pathprof_core::interproc::net_counts_streaming`; older profiles counted it +1 before the call and −1
 //! once it returned. Untrusted input: path numbers are checked against `num_paths` before they are decoded, and
 //! decoding is bounded by the program size.
 //!
 //! Fork re-entries (metadata version 5): a `fork()`ed child recorded a re-entry of the truncated path of each
 //! counted block whose call was in flight at the fork and of each interprocedural call block it resumed; they
-//! go into the netting (`pathprof_core::interproc::net_counts_with_reentries`) and back into the edge counts as
-//! virtual edges EXIT→B (`pathprof_core::interproc::signed_edge_counts_with_reentries`).
+//! go into the netting and back into the edge counts as
+//! virtual edges EXIT→B (`pathprof_core::interproc::EdgeCounter`).
 
 use crate::judge::{conservation_violations, judge, AnalysisError, FunctionCounts, InexactReason};
 use pathprof_core::interproc::{
-    decode, net_counts_with_reentries, signed_edge_counts_with_reentries, InterprocPath, Mode, Numbering, PathEnd,
-    ProcId, Procedure, Program, SiteRole, Supergraph,
+    decode, net_counts_streaming, EdgeCounter, InterprocPath, Mode, Numbering, PathEnd, ProcId, Procedure, Program,
+    SiteRole, Supergraph,
 };
 use pathprof_core::{BlockId, EdgeId};
 use pathprof_format::meta::{InterprocMeta, ModuleMeta, PathStorage};
 use pathprof_format::profile::ModuleProfile;
 use std::collections::BTreeMap;
 
-/// One counted interprocedural path.
+/// One counted interprocedural path, without its steps: a module can have millions of paths of hundreds of
+/// steps each, so only what the views rank and filter by is kept; [`ModulePaths::decoder`] gives the steps of
+/// the paths a view lists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterprocCount {
     /// The module-wide path number, `0..num_paths`.
@@ -41,8 +48,21 @@ pub struct InterprocCount {
     pub count: i64,
     /// A truncated path's fork re-entries (see [`crate::PathCount::fork_reentries`]).
     pub fork_reentries: i64,
-    /// The decoded path: steps across functions, the end, and the context-prefix length.
-    pub path: InterprocPath,
+    /// The function its active suffix starts in: the function the path "belongs to" in the views.
+    pub home: Option<ProcId>,
+    /// The functions its active suffix visits, ascending, each once: whose counts the path's count relies on.
+    pub visits: Box<[ProcId]>,
+}
+
+impl InterprocCount {
+    fn of(number: u128, count: i64, fork_reentries: i64, path: &InterprocPath) -> Self {
+        let suffix = path.active_suffix();
+        let mut visits: Vec<ProcId> = suffix.iter().map(|s| s.proc).collect();
+        visits.sort_unstable();
+        visits.dedup();
+        let home = suffix.first().map(|s| s.proc);
+        InterprocCount { number, count, fork_reentries, home, visits: visits.into_boxed_slice() }
+    }
 }
 
 /// Every counted path of a context or piecewise module and the per-function counts derived from them.
@@ -52,7 +72,7 @@ pub struct ModulePaths {
     pub mode: Mode,
     /// numValidComps(Entry_global).
     pub num_paths: u128,
-    /// The paths with a nonzero net count, by ascending number.
+    /// The paths with a nonzero net count (or fork re-entries), by ascending number.
     pub paths: Vec<InterprocCount>,
     /// Per function of the metadata (same order): derived edge and block counts with the exactness verdict.
     pub functions: Vec<FunctionCounts>,
@@ -66,9 +86,38 @@ pub struct ModulePaths {
     /// Per function: the cut edges that enter a reset loop (sorted), so that a path ending at one is reported
     /// as entering the loop rather than cut by the budget.
     pub loop_entry_edges: Vec<Vec<EdgeId>>,
+    /// The module's G*_fn and the first procedure of each storage unit, to decode listed paths again.
+    graph: Option<(Supergraph, Vec<ProcId>)>,
+    /// For errors.
+    module_name: String,
+}
+
+/// Decodes the paths of one module (see [`ModulePaths::decoder`]).
+pub struct PathDecoder<'m> {
+    num: Numbering<'m>,
+    module_name: &'m str,
+}
+
+impl PathDecoder<'_> {
+    /// The steps of path `number` (one of the module's counted paths, which decoded before).
+    pub fn decode(&self, number: u128) -> Result<InterprocPath, AnalysisError> {
+        decode(&self.num, number).map_err(|e| AnalysisError::Interproc {
+            module: self.module_name.to_string(),
+            reason: format!("path {number}: {e}"),
+        })
+    }
 }
 
 impl ModulePaths {
+    /// A decoder of the module's paths: the numbering is solved once per decoder, so a view decodes the paths it
+    /// lists with one.
+    pub fn decoder(&self) -> Result<PathDecoder<'_>, AnalysisError> {
+        let corrupt = |reason: String| AnalysisError::Interproc { module: self.module_name.clone(), reason };
+        let (sg, starts) = self.graph.as_ref().ok_or_else(|| corrupt("the module has no paths".into()))?;
+        let num = sg.number_in_units(self.mode, starts).map_err(|e| corrupt(e.to_string()))?;
+        Ok(PathDecoder { num, module_name: &self.module_name })
+    }
+
     /// Whether cfg edge `e` of function `proc` is a cut edge rather than a back edge.
     pub fn is_cut_edge(&self, proc: ProcId, e: EdgeId) -> bool {
         self.cut_edges.get(proc.index()).is_some_and(|c| c.binary_search(&e).is_ok())
@@ -187,10 +236,13 @@ fn empty_module(module: &ModuleProfile) -> Result<ModulePaths, String> {
         site_roles: Vec::new(),
         cut_edges: Vec::new(),
         loop_entry_edges: Vec::new(),
+        graph: None,
+        module_name: module.meta.module_name.clone(),
     })
 }
 
-/// Decodes every counted path of a context or piecewise module and derives per-function counts.
+/// Decodes every counted path of a context or piecewise module, derives per-function counts and keeps a summary
+/// of each path (see the module docs).
 ///
 /// Errors (a corrupt profile, or one of another mode): the program cannot be rebuilt or numbered, its number of
 /// paths differs from the metadata, a path number is out of range, a path cannot be decoded, or dense counters
@@ -240,24 +292,14 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         }
         block_reentries.push((p, b, i128::from(c as i64)));
     }
-    let decoded: Vec<(u128, i64, i64, InterprocPath)> = if module.meta.path_arrivals {
-        let wide: BTreeMap<u128, i128> = raw.iter().map(|(&n, &c)| (n, i128::from(c))).collect();
-        let net = net_counts_with_reentries(&num, &wide, &path_reentries).map_err(|e| corrupt(e.to_string()))?;
-        net.into_iter()
-            .map(|(n, p)| match (i64::try_from(p.count), i64::try_from(p.fork_reentries)) {
-                (Ok(c), Ok(k)) => Ok((n, c, k, p.path)),
-                _ => Err(corrupt(format!("path {n}: net count {} out of range", p.count))),
-            })
-            .collect::<Result<_, _>>()?
-    } else {
-        raw.iter()
-            .map(|(&n, &c)| decode(&num, n).map(|p| (n, c, 0, p)).map_err(|e| corrupt(format!("path {n}: {e}"))))
-            .collect::<Result<_, _>>()?
-    };
-
+    // Each path is decoded, added to the edge counts and dropped: only its summary stays.
     let mut leading: Vec<Vec<InexactReason>> = vec![out_of_range; program.num_procs()];
-    let mut paths = Vec::with_capacity(decoded.len());
-    for (number, count, fork_reentries, path) in decoded {
+    let mut paths: Vec<InterprocCount> = Vec::new();
+    let mut counter = EdgeCounter::new(program, mode);
+    let mut add = |number: u128, path: &InterprocPath, count: i128, fork_reentries: i128| -> Result<(), String> {
+        let (Ok(count), Ok(fork_reentries)) = (i64::try_from(count), i64::try_from(fork_reentries)) else {
+            return Err(format!("path {number}: net count {count} out of range"));
+        };
         let end_proc = match path.end {
             PathEnd::RootReturn { proc, .. } | PathEnd::Termination { proc, .. } | PathEnd::BackEdge { proc, .. } => {
                 proc
@@ -273,14 +315,31 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
                 l.push(InexactReason::NegativePath { path: number, count: departures });
             }
         }
-        paths.push(InterprocCount { number, count, fork_reentries, path });
+        counter.add(path, i128::from(count), i128::from(fork_reentries));
+        paths.push(InterprocCount::of(number, count, fork_reentries, path));
+        Ok(())
+    };
+    if module.meta.path_arrivals {
+        let wide: BTreeMap<u128, i128> = raw.iter().map(|(&n, &c)| (n, i128::from(c))).collect();
+        let mut failed = None;
+        net_counts_streaming(&num, &wide, &path_reentries, |n, path, count, k| {
+            if failed.is_none() {
+                failed = add(n, path, count, k).err();
+            }
+        })
+        .map_err(|e| corrupt(e.to_string()))?;
+        if let Some(reason) = failed {
+            return Err(corrupt(reason));
+        }
+    } else {
+        for (&n, &c) in &raw {
+            let path = decode(&num, n).map_err(|e| corrupt(format!("path {n}: {e}")))?;
+            add(n, &path, i128::from(c), 0).map_err(corrupt)?;
+        }
     }
-    let counted = signed_edge_counts_with_reentries(
-        program,
-        mode,
-        paths.iter().map(|p| (&p.path, i128::from(p.count), i128::from(p.fork_reentries))),
-        &block_reentries,
-    );
+    // Netting solves paths in its own order; the views list them by number.
+    paths.sort_unstable_by_key(|p| p.number);
+    let counted = counter.finish(&block_reentries);
 
     let functions = module
         .meta
@@ -322,5 +381,19 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
             program.cfg(q).edge_ids().filter(|&e| dag.enters_reset_loop(e)).collect()
         })
         .collect();
-    Ok(ModulePaths { mode, num_paths: ip.num_paths, paths, functions, sites, site_roles, cut_edges, loop_entry_edges })
+    drop(num);
+    let module_name = module.meta.module_name.clone();
+    let graph = Some((sg, starts));
+    Ok(ModulePaths {
+        mode,
+        num_paths: ip.num_paths,
+        paths,
+        functions,
+        sites,
+        site_roles,
+        cut_edges,
+        loop_entry_edges,
+        graph,
+        module_name,
+    })
 }

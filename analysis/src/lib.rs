@@ -32,7 +32,7 @@ pub mod paths;
 pub mod rank;
 
 pub use counts::{function_edge_counts, ModuleCounts};
-pub use interproc::{module_path_counts, program_of, InterprocCount, ModulePaths};
+pub use interproc::{module_path_counts, program_of, InterprocCount, ModulePaths, PathDecoder};
 pub use judge::{AnalysisError, FunctionCounts, InexactReason};
 pub use paths::{function_path_counts, FunctionPaths, PathCount};
 pub use rank::{hottest, Ranked};

@@ -68,9 +68,11 @@ fn dense_context_paths_decode_across_the_call_and_derive_counts() {
     assert_eq!(mp.num_paths, 2);
     let counts: Vec<(u128, i64)> = mp.paths.iter().map(|c| (c.number, c.count)).collect();
     assert_eq!(counts, [(0, 3), (1, 5)]);
-    let f_blocks: Vec<(ProcId, BlockId)> = mp.paths[1].path.blocks().collect();
+    // Kept without steps (its summary: starts in main, visits both); decoded again on demand.
+    let f_blocks: Vec<(ProcId, BlockId)> = mp.decoder().unwrap().decode(1).unwrap().blocks().collect();
     let (main, f) = (ProcId::from_index(0), ProcId::from_index(1));
     assert_eq!(f_blocks, [(main, BlockId(0)), (f, BlockId(0)), (f, BlockId(2)), (main, BlockId(1))]);
+    assert_eq!((mp.paths[1].home, &mp.paths[1].visits[..]), (Some(main), &[main, f][..]));
     // Derived: main and f invoked 8 times, f's branches 3 and 5, every function exact.
     assert_eq!(mp.functions[0].entry, Some(8));
     assert_eq!(mp.functions[1].entry, Some(8));
@@ -192,6 +194,13 @@ fn interprocedural_arrival_counts_net_to_the_executions() {
     let mut nets: Vec<i64> = mp.paths.iter().map(|c| c.count).collect();
     nets.sort();
     assert_eq!(nets, [1, 3, 5]);
+    // Each is kept as a summary — all three start in main and run through f — and decodes again on demand.
+    let main = ProcId::from_index(0);
+    let decoder = mp.decoder().unwrap();
+    for c in &mp.paths {
+        assert_eq!((c.home, &c.visits[..]), (Some(main), &[main, f][..]));
+        assert_eq!(decoder.decode(c.number).unwrap(), decode(&num, c.number).unwrap());
+    }
     assert_eq!(mp.functions[0].entry, Some(9));
     assert_eq!(mp.functions[0].blocks, [Some(9), Some(8)]);
     assert_eq!(mp.functions[1].blocks, [Some(9), Some(6), Some(3)]);

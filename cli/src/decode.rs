@@ -94,13 +94,14 @@ pub fn run(args: &Args) -> Result<()> {
     let mode = modes.into_iter().next().unwrap_or(Mode::Path.name());
     // Decode everything first: the report borrows the decoded paths.
     let interproc_paths = interproc::decode_modules(&interprocedural, &args.file)?;
+    let interproc_steps = report::InterprocSteps::default();
     let function_paths = decode_functions(&profile.modules, args.function.as_deref(), &args.file)?;
     let decoded_modules = profile.modules.iter().map(|m| &m.meta).filter(|m| !m.mode.counts_edges());
     let not_profiled = crate::not_profiled::collect(decoded_modules, args.function.as_deref());
     let written_apart = crate::files::written_apart_names(&args.file);
     let mut report = Report { mode, functions: Vec::new(), paths: Vec::new(), not_profiled, written_apart };
     for (module, mp) in interprocedural.iter().zip(&interproc_paths) {
-        interproc::add_module(&mut report, module, mp, args.function.as_deref(), top);
+        interproc::add_module(&mut report, module, mp, args.function.as_deref(), top, &interproc_steps);
     }
     for (module, f, paths) in &function_paths {
         add_function(&mut report, module, f, paths, top);

@@ -23,7 +23,7 @@
 //! `{"id", "function", "display_name", "module", "count_a", "count_b", "percent_a", "percent_b", "delta",
 //! "steps"}` (percentages of the scope's executions; steps as in `decode --json`).
 
-use crate::decode::report::{PathId, Steps};
+use crate::decode::report::{InterprocSteps, PathId, Steps};
 use crate::program_paths::{self, share, shown_name, Decoded, Enumerated, PathKey, ProgramPath};
 use crate::{files, output};
 use anyhow::{bail, Result};
@@ -142,7 +142,8 @@ pub fn run(args: &Args) -> Result<()> {
             db.mode
         );
     }
-    let (ea, eb) = (da.enumerate(), db.enumerate());
+    let steps = InterprocSteps::default();
+    let (ea, eb) = (da.enumerate(&steps), db.enumerate(&steps));
     let report =
         compare(da.mode, &ea, &eb, da.interprocedural(), args.limit.unwrap_or(DEFAULT_LIMIT), (&args.a, &args.b));
     output::print(&report, args.json, write_text)

@@ -54,7 +54,8 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let profile = files::read_profile(&args.file)?;
     let decoded = model::decode(&profile, &args.file)?;
-    let functions = model::functions(&profile, &decoded, args.top, &args.file)?;
+    let interproc_steps = crate::decode::report::InterprocSteps::default();
+    let functions = model::functions(&profile, &decoded, args.top, &args.file, &interproc_steps)?;
 
     // One page per recorded file name, by name; functions without debug info share one.
     let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();

@@ -12,7 +12,7 @@
 //! functions and paths they left out. A negative count (a `setjmp` or fork re-entry correction) is not an
 //! execution and is never listed.
 
-use crate::decode::report::{PathId, Steps};
+use crate::decode::report::{InterprocSteps, PathId, Steps};
 use anyhow::{bail, Context, Result};
 use pathprof_analysis::{module_path_counts, FunctionPaths, ModulePaths, Ranked};
 use pathprof_format::meta::{FunctionMeta, Mode};
@@ -47,9 +47,8 @@ pub(crate) struct ProgramPath<'a> {
     pub count: i64,
     /// Position in the enumeration (profile order, then path number): breaks ties in rankings.
     pub seq: u128,
+    /// Decoded when read (interprocedural paths: see [`InterprocSteps`]).
     pub steps: Steps<'a>,
-    /// Interprocedural paths: how many of `steps` are the context-prefix (as in `decode --json`); 0 otherwise.
-    pub context_steps: u32,
 }
 
 impl ProgramPath<'_> {
@@ -156,8 +155,9 @@ impl<'p> Decoded<'p> {
         !self.modules.is_empty()
     }
 
-    /// Every function and every executed path, with the left-out ones set apart (see the module docs).
-    pub fn enumerate(&self) -> Enumerated<'_> {
+    /// Every function and every executed path, with the left-out ones set apart (see the module docs); the
+    /// steps of interprocedural paths are decoded by `steps` when a view reads them.
+    pub fn enumerate<'a>(&'a self, steps: &'a InterprocSteps<'a>) -> Enumerated<'a> {
         let mut out = Enumerated { functions: Vec::new(), paths: Vec::new(), left_out_paths: 0 };
         let mut seq: u128 = 0;
         for (module, f, fp) in &self.functions {
@@ -176,7 +176,6 @@ impl<'p> Decoded<'p> {
                         count: p.count,
                         seq,
                         steps: Steps::Blocks { function: f, blocks: &p.path.blocks },
-                        context_steps: 0,
                     }
                 })
                 .collect();
@@ -187,8 +186,7 @@ impl<'p> Decoded<'p> {
             let mut homed: Vec<Vec<ProgramPath>> = vec![Vec::new(); meta.functions.len()];
             let mut unvouched = vec![false; meta.functions.len()];
             for p in mp.paths.iter().filter(|p| p.count > 0) {
-                let suffix = p.path.active_suffix();
-                let Some(home) = suffix.first().map(|s| s.proc.index()) else { continue };
+                let Some(home) = p.home.map(|h| h.index()) else { continue };
                 let (Some(f), Some(slot)) = (meta.functions.get(home), homed.get_mut(home)) else { continue };
                 seq += 1;
                 slot.push(ProgramPath {
@@ -198,11 +196,10 @@ impl<'p> Decoded<'p> {
                     number: p.number,
                     count: p.count,
                     seq,
-                    steps: Steps::Interproc { meta, steps: &p.path.steps, site_roles: &mp.site_roles },
-                    context_steps: u32::try_from(p.path.context_prefix_len()).unwrap_or(u32::MAX),
+                    steps: Steps::Interproc { meta, mp, number: p.number, decoded: steps },
                 });
                 let exact = |i: usize| mp.functions.get(i).is_some_and(|c| c.exact);
-                if !suffix.iter().all(|s| exact(s.proc.index())) {
+                if !p.visits.iter().all(|q| exact(q.index())) {
                     if let Some(u) = unvouched.get_mut(home) {
                         *u = true;
                     }
@@ -277,7 +274,7 @@ pub(crate) fn write_steps(out: &mut impl Write, p: &ProgramPath) -> io::Result<(
         Some(f) => (shown_name(f), f.file.as_str()),
         None => (name, ""),
     };
-    crate::text::interproc_steps(out, p.steps.iter(), p.context_steps as usize, names)?;
+    crate::text::interproc_steps(out, p.steps.iter(), p.steps.context_steps() as usize, names)?;
     Ok(())
 }
 

@@ -23,7 +23,7 @@
 //! as in `decode --json`; with `--functions`, `"functions": [{"rank", "function", "display_name", "module",
 //! "file", "start_line", "executions", "percent", "executed_paths"}]` instead of `paths`.
 
-use crate::decode::report::{PathId, Steps};
+use crate::decode::report::{InterprocSteps, PathId, Steps};
 use crate::not_profiled::NotProfiled;
 use crate::program_paths::{self, share, shown_name, Decoded, Enumerated, FunctionPathsSummary, ProgramPath};
 use crate::{files, output};
@@ -148,7 +148,8 @@ struct FunctionEntry<'a> {
 pub fn run(args: &Args) -> Result<()> {
     let profile = files::read_profile(&args.file)?;
     let decoded = Decoded::new(&profile, &args.file)?;
-    let all = decoded.enumerate();
+    let steps = InterprocSteps::default();
+    let all = decoded.enumerate(&steps);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
     let executions = all.executions();
     let mut report = Report {
@@ -194,7 +195,7 @@ pub fn run(args: &Args) -> Result<()> {
                     display_name: &p.function.display_name,
                     module: &p.module.meta.module_name,
                     file: &p.function.file,
-                    context_steps: p.context_steps,
+                    context_steps: p.steps.context_steps(),
                     steps: p.steps,
                     path: *p,
                 })

@@ -9,10 +9,10 @@
 //! after a back edge). The JSON shape is path mode's, with `mode` = `context`/`piecewise`, `steps` across
 //! functions and `context_steps` = the length of the context-prefix.
 
-use super::report::{percent_of, EdgeRef, FunctionReport, PathId, PathReport, Report, Steps};
+use super::report::{percent_of, EdgeRef, FunctionReport, InterprocSteps, PathId, PathReport, Report, Steps};
 use anyhow::{Context, Result};
 use pathprof_analysis::{hottest, module_path_counts, InterprocCount, ModulePaths};
-use pathprof_core::interproc::{InterprocPath, PathEnd, ProcId, Via};
+use pathprof_core::interproc::{PathEnd, ProcId, Via};
 use pathprof_format::meta::ModuleMeta;
 use pathprof_format::profile::ModuleProfile;
 use std::collections::HashMap;
@@ -33,17 +33,12 @@ fn selected(meta: &ModuleMeta, p: ProcId, function: Option<&str>) -> bool {
     }
 }
 
-/// The function an interprocedural path "belongs to": where its active suffix starts.
-pub(crate) fn home(p: &InterprocPath) -> Option<ProcId> {
-    p.active_suffix().first().map(|s| s.proc)
-}
-
-/// Per function of the module: how many paths it is home to and the sum of their counts. One pass over the
-/// paths (finding a path's home scans its steps), not one per function.
+/// Per function of the module: how many paths it is home to (where their active suffix starts: the function a
+/// path "belongs to") and the sum of their counts. One pass over the paths, not one per function.
 pub(crate) fn home_totals(mp: &ModulePaths, num_functions: usize) -> Vec<(usize, i128)> {
     let mut totals = vec![(0usize, 0i128); num_functions];
     for p in &mp.paths {
-        if let Some(slot) = home(&p.path).and_then(|h| totals.get_mut(h.index())) {
+        if let Some(slot) = p.home.and_then(|h| totals.get_mut(h.index())) {
             slot.0 += 1;
             slot.1 += i128::from(p.count);
         }
@@ -58,6 +53,7 @@ pub fn add_module<'a>(
     mp: &'a ModulePaths,
     function: Option<&str>,
     top: Option<usize>,
+    decoded: &'a InterprocSteps<'a>,
 ) {
     let meta = &module.meta;
     let homes = home_totals(mp, meta.functions.len());
@@ -86,11 +82,11 @@ pub fn add_module<'a>(
     let visiting: Vec<&InterprocCount> = mp
         .paths
         .iter()
-        .filter(|p| function.is_none() || p.path.active_suffix().iter().any(|s| selected(meta, s.proc, function)))
+        .filter(|p| function.is_none() || p.visits.iter().any(|&q| selected(meta, q, function)))
         .collect();
     let total: i128 = mp.paths.iter().map(|p| i128::from(p.count)).sum();
     for (rank, p) in hottest(visiting, top).into_iter().enumerate() {
-        report.paths.push(path_report(module, mp, p, rank + 1, total));
+        report.paths.push(path_report(module, mp, p, rank + 1, total, decoded));
     }
 }
 
@@ -100,14 +96,17 @@ pub(crate) fn path_report<'a>(
     p: &'a InterprocCount,
     rank: usize,
     total: i128,
+    decoded: &'a InterprocSteps<'a>,
 ) -> PathReport<'a> {
     let meta = &module.meta;
+    // Its steps, decoded again: a counted path decodes (it had to, to be counted).
+    let path = decoded.path(mp, p.number);
     let fmeta = |q: ProcId| meta.functions.get(q.index());
     let edge = |q: ProcId, e: pathprof_core::EdgeId| {
         fmeta(q).and_then(|f| f.cfg.edges().get(e.index())).map(|x| EdgeRef { from: x.from.0, to: x.to.0 })
     };
-    let prefix = p.path.context_prefix_len();
-    let first = p.path.steps.get(prefix);
+    let prefix = path.as_ref().map_or(0, |x| x.context_prefix_len());
+    let first = path.as_ref().and_then(|x| x.steps.get(prefix).copied());
     let (start, start_edge) = match first.map(|s| (s.proc, s.via)) {
         Some((q, Via::LoopRestart { back } | Via::MidEntry { back })) if mp.is_cut_edge(q, back) => {
             ("after_cut", edge(q, back))
@@ -115,12 +114,12 @@ pub(crate) fn path_report<'a>(
         Some((q, Via::LoopRestart { back } | Via::MidEntry { back })) => ("loop_header", edge(q, back)),
         _ => ("entry", None),
     };
-    let (end, end_edge) = match p.path.end {
-        PathEnd::RootReturn { .. } => ("exit", None),
-        PathEnd::BackEdge { proc, back } if mp.is_loop_entry_edge(proc, back) => ("loop_entry", edge(proc, back)),
-        PathEnd::BackEdge { proc, back } if mp.is_cut_edge(proc, back) => ("cut", edge(proc, back)),
-        PathEnd::BackEdge { proc, back } => ("back_edge", edge(proc, back)),
-        PathEnd::Termination { .. } => ("abnormal", None),
+    let (end, end_edge) = match path.as_ref().map(|x| x.end) {
+        Some(PathEnd::RootReturn { .. }) | None => ("exit", None),
+        Some(PathEnd::BackEdge { proc, back }) if mp.is_loop_entry_edge(proc, back) => ("loop_entry", edge(proc, back)),
+        Some(PathEnd::BackEdge { proc, back }) if mp.is_cut_edge(proc, back) => ("cut", edge(proc, back)),
+        Some(PathEnd::BackEdge { proc, back }) => ("back_edge", edge(proc, back)),
+        Some(PathEnd::Termination { .. }) => ("abnormal", None),
     };
     let home = first.map_or(ProcId(0), |s| s.proc);
     let hf = fmeta(home);
@@ -141,7 +140,7 @@ pub(crate) fn path_report<'a>(
         reentry_correction: p.count < 0 && end == "abnormal",
         fork_reentries: p.fork_reentries,
         context_steps: prefix as u32,
-        steps: Steps::Interproc { meta, steps: &p.path.steps, site_roles: &mp.site_roles },
+        steps: Steps::Interproc { meta, mp, number: p.number, decoded },
     }
 }
 

@@ -6,10 +6,14 @@
 //! owned values first cost more time and memory (1.2 GB there) than writing them.
 
 use crate::not_profiled::NotProfiled;
-use pathprof_core::interproc::{SiteRole, Step as InterprocStep, Via};
+use pathprof_analysis::{ModulePaths, PathDecoder};
+use pathprof_core::interproc::{InterprocPath, SiteRole, Step as InterprocStep, Via};
 use pathprof_core::BlockId;
 use pathprof_format::meta::{FunctionMeta, ModuleMeta};
 use serde::{Serialize, Serializer};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
 
 /// The whole output: `{"mode": "path", "functions": [...], "paths": [...], "not_profiled": [...],
 /// "written_apart": [...]}`.
@@ -154,16 +158,30 @@ pub(crate) struct Step<'a> {
 pub(crate) enum Steps<'a> {
     /// A path-mode path: blocks of one function.
     Blocks { function: &'a FunctionMeta, blocks: &'a [BlockId] },
-    /// A context or piecewise path: block visits across the module's functions.
-    Interproc { meta: &'a ModuleMeta, steps: &'a [InterprocStep], site_roles: &'a [SiteRole] },
+    /// A context or piecewise path: block visits across the module's functions, decoded when read
+    /// ([`InterprocSteps`]).
+    Interproc { meta: &'a ModuleMeta, mp: &'a ModulePaths, number: u128, decoded: &'a InterprocSteps<'a> },
 }
 
 impl<'a> Steps<'a> {
+    /// An interprocedural path's decoded steps (none if it does not decode, which a counted path always did).
+    fn interproc(&self) -> Option<Rc<InterprocPath>> {
+        match *self {
+            Steps::Blocks { .. } => None,
+            Steps::Interproc { mp, number, decoded, .. } => decoded.path(mp, number),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Steps::Blocks { blocks, .. } => blocks.len(),
-            Steps::Interproc { steps, .. } => steps.len(),
+            Steps::Interproc { .. } => self.interproc().map_or(0, |p| p.steps.len()),
         }
+    }
+
+    /// Interprocedural paths: how many steps are the context-prefix; 0 otherwise.
+    pub fn context_steps(&self) -> u32 {
+        self.interproc().map_or(0, |p| u32::try_from(p.context_prefix_len()).unwrap_or(u32::MAX))
     }
 
     /// Step `i`, if the path has that many.
@@ -175,15 +193,9 @@ impl<'a> Steps<'a> {
                 lines: lines_of(Some(function), b),
                 via: None,
             }),
-            Steps::Interproc { meta, steps, site_roles } => steps.get(i).map(|s| {
-                let f = meta.functions.get(s.proc.index());
-                Step {
-                    function: f.map_or("", |f| &f.name),
-                    block: s.block.0,
-                    lines: lines_of(f, s.block),
-                    via: Some(via_name(s.via, site_roles)),
-                }
-            }),
+            Steps::Interproc { meta, mp, .. } => {
+                self.interproc().and_then(|p| p.steps.get(i).map(|s| interproc_step(meta, mp, s)))
+            }
         }
     }
 
@@ -192,13 +204,67 @@ impl<'a> Steps<'a> {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Step<'a>> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+        // An interprocedural path is looked up once, not once per step.
+        let path = self.interproc();
+        let n = path.as_ref().map_or_else(|| self.len(), |p| p.steps.len());
+        (0..n).filter_map(move |i| match (self, &path) {
+            (Steps::Interproc { meta, mp, .. }, Some(p)) => p.steps.get(i).map(|s| interproc_step(meta, mp, s)),
+            _ => self.get(i),
+        })
+    }
+}
+
+/// An interprocedural step as written.
+fn interproc_step<'a>(meta: &'a ModuleMeta, mp: &'a ModulePaths, s: &InterprocStep) -> Step<'a> {
+    let f = meta.functions.get(s.proc.index());
+    Step {
+        function: f.map_or("", |f| &f.name),
+        block: s.block.0,
+        lines: lines_of(f, s.block),
+        via: Some(via_name(s.via, &mp.site_roles)),
     }
 }
 
 impl Serialize for Steps<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.iter())
+    }
+}
+
+/// The interprocedural paths a report lists, decoded when they are written rather than kept: a module can have
+/// millions of counted paths of hundreds of steps each. Each module's numbering is solved once, on the first
+/// path of it that is read; the last few decoded paths are kept, as a path is read step by step.
+#[derive(Default)]
+pub(crate) struct InterprocSteps<'a> {
+    decoders: RefCell<Vec<(*const ModulePaths, Option<PathDecoder<'a>>)>>,
+    recent: RefCell<VecDeque<(*const ModulePaths, u128, Rc<InterprocPath>)>>,
+}
+
+/// How many decoded paths [`InterprocSteps`] keeps.
+const RECENT_PATHS: usize = 4;
+
+impl<'a> InterprocSteps<'a> {
+    /// Path `number` of `mp`, decoded.
+    pub fn path(&self, mp: &'a ModulePaths, number: u128) -> Option<Rc<InterprocPath>> {
+        let key = mp as *const ModulePaths;
+        if let Some((_, _, p)) = self.recent.borrow().iter().find(|(m, n, _)| *m == key && *n == number) {
+            return Some(p.clone());
+        }
+        let mut decoders = self.decoders.borrow_mut();
+        let at = match decoders.iter().position(|(m, _)| *m == key) {
+            Some(i) => i,
+            None => {
+                decoders.push((key, mp.decoder().ok()));
+                decoders.len() - 1
+            }
+        };
+        let path = Rc::new(decoders[at].1.as_ref()?.decode(number).ok()?);
+        let mut recent = self.recent.borrow_mut();
+        if recent.len() == RECENT_PATHS {
+            recent.pop_front();
+        }
+        recent.push_back((key, number, path.clone()));
+        Some(path)
     }
 }
 

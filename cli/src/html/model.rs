@@ -4,7 +4,7 @@
 //! count itself.
 
 use crate::decode::interproc;
-use crate::decode::report::PathReport;
+use crate::decode::report::{InterprocSteps, PathReport};
 use crate::show::{function_report, FunctionReport};
 use anyhow::{Context, Result};
 use pathprof_analysis::{hottest, FunctionPaths, InterprocCount, ModuleCounts, ModulePaths};
@@ -65,6 +65,7 @@ pub(super) fn functions<'a>(
     decoded: &'a Decoded<'a>,
     top: usize,
     file: &Path,
+    interproc_steps: &'a InterprocSteps<'a>,
 ) -> Result<Vec<Function<'a>>> {
     let by_function: HashMap<*const FunctionMeta, &'a FunctionPaths> =
         decoded.path_mode.iter().map(|(_, f, p)| (*f as *const FunctionMeta, p)).collect();
@@ -76,6 +77,7 @@ pub(super) fn functions<'a>(
         let interproc = by_module.get(&(module as *const ModuleProfile)).copied();
         let visiting = interproc.map(|mp| visiting_paths(mp, module.meta.functions.len()));
         let homes = interproc.map(|mp| interproc::home_totals(mp, module.meta.functions.len()));
+        let module_total: i128 = interproc.map_or(0, |mp| mp.paths.iter().map(|p| i128::from(p.count)).sum());
         for (index, meta) in module.meta.functions.iter().enumerate() {
             let c = module_counts.function(index).with_context(|| format!("reading {}", file.display()))?;
             let counts = function_report(module, index, &c);
@@ -91,11 +93,10 @@ pub(super) fn functions<'a>(
             } else if let (Some(mp), Some(visiting), Some(homes)) = (interproc, &visiting, &homes) {
                 let mine = visiting.get(index).cloned().unwrap_or_default();
                 let executed = mine.len();
-                let total: i128 = mp.paths.iter().map(|p| i128::from(p.count)).sum();
                 let listed = hottest(mine, Some(top))
                     .into_iter()
                     .enumerate()
-                    .map(|(i, p)| interproc::path_report(module, mp, p, i + 1, total))
+                    .map(|(i, p)| interproc::path_report(module, mp, p, i + 1, module_total, interproc_steps))
                     .collect();
                 let home = homes.get(index).map_or(0, |h| h.1);
                 (home, Some(HotPaths { executed, num_paths: mp.num_paths, listed }))
@@ -112,11 +113,8 @@ pub(super) fn functions<'a>(
 fn visiting_paths(mp: &ModulePaths, num_functions: usize) -> Vec<Vec<&InterprocCount>> {
     let mut out: Vec<Vec<&InterprocCount>> = vec![Vec::new(); num_functions];
     for p in &mp.paths {
-        let mut seen: Vec<usize> = p.path.active_suffix().iter().map(|s| s.proc.index()).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        for i in seen {
-            if let Some(v) = out.get_mut(i) {
+        for q in p.visits.iter() {
+            if let Some(v) = out.get_mut(q.index()) {
                 v.push(p);
             }
         }

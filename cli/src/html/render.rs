@@ -227,7 +227,7 @@ fn uri_component(s: &str) -> String {
 }
 
 /// Line → its count (see the module docs): `Some(n)`, or `None` when every block carrying it is unknown.
-pub fn line_counts<'f>(functions: impl IntoIterator<Item = &'f Function<'f>>) -> BTreeMap<u32, Option<u64>> {
+pub fn line_counts<'f, 'a: 'f>(functions: impl IntoIterator<Item = &'f Function<'a>>) -> BTreeMap<u32, Option<u64>> {
     let mut counts: BTreeMap<u32, Option<u64>> = BTreeMap::new();
     for f in functions {
         for b in &f.counts.blocks {

@@ -123,8 +123,9 @@ fn path_edges(module: &ModuleProfile, index: usize, id: &str) -> Result<(String,
                 bail!("module {} has {} paths, numbered from 0", module.meta.module_name, mp.num_paths);
             }
             let p = mp.paths.iter().find(|p| p.number == number).with_context(not_run)?;
+            let path = mp.decoder()?.decode(p.number)?;
             let mut edges = BTreeSet::new();
-            let steps = &p.path.steps;
+            let steps = &path.steps;
             let mine = |proc: pathprof_core::interproc::ProcId| proc.index() == index;
             // The edge from a call block to its return site `to`, in this function.
             let call_edge = |site: usize, to: u32| {
@@ -135,7 +136,7 @@ fn path_edges(module: &ModuleProfile, index: usize, id: &str) -> Result<(String,
                     x.from.0 == block && x.to.0 == to && matches!(x.kind, EdgeKind::Branch { .. })
                 })
             };
-            for k in p.path.context_prefix_len()..steps.len() {
+            for k in path.context_prefix_len()..steps.len() {
                 let s = steps[k];
                 match s.via {
                     Via::Edge(e) if mine(s.proc) => {
@@ -151,13 +152,13 @@ fn path_edges(module: &ModuleProfile, index: usize, id: &str) -> Result<(String,
                     _ => {}
                 }
             }
-            match p.path.end {
+            match path.end {
                 PathEnd::RootReturn { proc, edge } | PathEnd::Termination { proc, edge } if mine(proc) => {
                     edges.insert(edge);
                 }
                 _ => {}
             }
-            if edges.is_empty() && !p.path.active_suffix().iter().any(|s| mine(s.proc)) {
+            if edges.is_empty() && !p.visits.iter().any(|&q| mine(q)) {
                 bail!("path {number} does not run through {}", f.name);
             }
             Ok((number.to_string(), edges))
