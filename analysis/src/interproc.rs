@@ -294,6 +294,8 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
     }
     // Each path is decoded, added to the edge counts and dropped: only its summary stays.
     let mut leading: Vec<Vec<InexactReason>> = vec![out_of_range; program.num_procs()];
+    // Per function, the paths ending in it that count negative, as (number, reason): listed by number.
+    let mut negative: Vec<Vec<(u128, InexactReason)>> = vec![Vec::new(); program.num_procs()];
     let mut paths: Vec<InterprocCount> = Vec::new();
     let mut counter = EdgeCounter::new(program, mode);
     let mut add = |number: u128, path: &InterprocPath, count: i128, fork_reentries: i128| -> Result<(), String> {
@@ -311,8 +313,8 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
         }));
         let departures = count.saturating_add(fork_reentries);
         if (count < 0 && !reentry && departures < 0) || fork_reentries < 0 {
-            if let Some(l) = leading.get_mut(end_proc.index()) {
-                l.push(InexactReason::NegativePath { path: number, count: departures });
+            if let Some(l) = negative.get_mut(end_proc.index()) {
+                l.push((number, InexactReason::NegativePath { path: number, count: departures }));
             }
         }
         counter.add(path, i128::from(count), i128::from(fork_reentries));
@@ -339,6 +341,10 @@ pub fn module_path_counts(module: &ModuleProfile) -> Result<ModulePaths, Analysi
     }
     // Netting solves paths in its own order; the views list them by number.
     paths.sort_unstable_by_key(|p| p.number);
+    for (l, mut n) in leading.iter_mut().zip(negative) {
+        n.sort_unstable_by_key(|&(number, _)| number);
+        l.extend(n.into_iter().map(|(_, reason)| reason));
+    }
     let counted = counter.finish(&block_reentries);
 
     let functions = module
