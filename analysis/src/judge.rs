@@ -10,7 +10,8 @@ use pathprof_core::propagate::PropagateError;
 use pathprof_core::regenerate::DecodeError;
 use pathprof_core::{BlockId, Cfg, EdgeId, EdgeKind};
 use pathprof_format::layout::{
-    RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC, RECORD_FLAG_THREADS_IN_FLIGHT,
+    RECORD_FLAG_DROPPED, RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC,
+    RECORD_FLAG_THREADS_IN_FLIGHT,
 };
 use pathprof_format::meta::FunctionMeta;
 use pathprof_format::profile::ModuleProfile;
@@ -102,6 +103,9 @@ pub enum InexactReason {
     HandlerEscaped,
     /// The process ended while another thread was running (`RECORD_FLAG_THREADS_IN_FLIGHT`).
     ThreadsInFlight,
+    /// The runtime dropped path updates: a path table was full, memory could not be mapped, or a signal handler's
+    /// updates overflowed what can wait for a busy table (`RECORD_FLAG_DROPPED`).
+    Dropped,
     /// The record carries flags this pathprof does not know.
     UnknownFlags(u64),
     /// A fork re-entry count is negative (only in a corrupt or inconsistently merged profile).
@@ -149,6 +153,10 @@ impl fmt::Display for InexactReason {
             InexactReason::ThreadsInFlight => write!(
                 f,
                 "the process ended while another thread was running: an activation it had in flight is not counted exactly"
+            ),
+            InexactReason::Dropped => write!(
+                f,
+                "the runtime dropped path counts (a path table was full: see PATHPROF_TABLE_CAP_LOG2; or out of memory), counts are a lower bound"
             ),
             InexactReason::UnknownFlags(x) => write!(f, "the record has unknown flags {x:#x}"),
             InexactReason::NegativeReentry { block } => write!(f, "fork re-entries of {block} counted as negative"),
@@ -329,11 +337,15 @@ pub(crate) fn judge(
     if module.flags & RECORD_FLAG_THREADS_IN_FLIGHT != 0 {
         reasons.push(InexactReason::ThreadsInFlight);
     }
+    if module.flags & RECORD_FLAG_DROPPED != 0 {
+        reasons.push(InexactReason::Dropped);
+    }
     let unknown = module.flags
         & !(RECORD_FLAG_INCOMPLETE
             | RECORD_FLAG_THREADED_NONATOMIC
             | RECORD_FLAG_HANDLER_ESCAPED
-            | RECORD_FLAG_THREADS_IN_FLIGHT);
+            | RECORD_FLAG_THREADS_IN_FLIGHT
+            | RECORD_FLAG_DROPPED);
     if unknown != 0 {
         reasons.push(InexactReason::UnknownFlags(unknown));
     }

@@ -356,6 +356,12 @@ fn record_flags_make_path_counts_inexact() {
     assert!(!c.exact);
     assert_eq!(c.inexact_reasons, [InexactReason::Incomplete]);
     assert_eq!(c.entry, Some(11));
+    // Path updates the runtime dropped (a full table) are their own reason, not a run that ended abnormally.
+    m.flags = layout::RECORD_FLAG_DROPPED;
+    let c = function_edge_counts(&m, 0).unwrap();
+    assert!(!c.exact);
+    assert_eq!(c.inexact_reasons, [InexactReason::Dropped]);
+    assert!(c.inexact_reasons[0].to_string().starts_with("the runtime dropped path counts"));
 }
 
 // ---------------------------------------------------------------------------------------------------------------

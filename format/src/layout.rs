@@ -58,6 +58,12 @@ pub const RECORD_FLAG_HANDLER_ESCAPED: u64 = 1 << 2;
 /// waiting inside a call is accounted for: the call has a termination edge). Readers without this flag see an
 /// unknown flag, which flags the counts too.
 pub const RECORD_FLAG_THREADS_IN_FLIGHT: u64 = 1 << 3;
+/// Record flag: the runtime dropped path updates — a path table held as many paths as it may
+/// (`PATHPROF_TABLE_CAP_LOG2`), memory could not be mapped, or a signal handler's update found the table busy —
+/// so counts are a lower bound. Until 2026-12-03 such records were flagged [`RECORD_FLAG_INCOMPLETE`], which
+/// readers reported as a run that ended abnormally. Readers without this flag see an unknown flag, which flags
+/// the counts too.
+pub const RECORD_FLAG_DROPPED: u64 = 1 << 4;
 
 /// Sparse entry `function` flag: the entry counts *fork re-entries* — activations that a `fork()`ed child
 /// resumed after a call that was in flight at the fork (its counters started at zero, so they were never

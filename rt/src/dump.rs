@@ -42,8 +42,8 @@ use crate::sys::{self, Errno, Fd, MVec};
 use crate::{counters, in_flight, is_atomic, modules, reentry, table, State};
 use core::sync::atomic::Ordering;
 use pathprof_format::layout::{
-    ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC,
-    RECORD_FLAG_THREADS_IN_FLIGHT,
+    ModuleDesc, FILE_HEADER_LEN, RECORD_FLAG_DROPPED, RECORD_FLAG_HANDLER_ESCAPED, RECORD_FLAG_INCOMPLETE,
+    RECORD_FLAG_THREADED_NONATOMIC, RECORD_FLAG_THREADS_IN_FLIGHT,
 };
 
 /// Why a dump runs.
@@ -480,7 +480,7 @@ fn write_merged(
         let mut flags =
             dump_flags & (RECORD_FLAG_INCOMPLETE | RECORD_FLAG_HANDLER_ESCAPED | RECORD_FLAG_THREADS_IN_FLIGHT);
         if t.dropped {
-            flags |= RECORD_FLAG_INCOMPLETE;
+            flags |= RECORD_FLAG_DROPPED;
         }
         // Dense counters, sparse regions and cached/plain table updates of a non-atomic build are all plain adds.
         let plain_updates = n > 0 || d.num_tables > 0 || d.num_regions > 0;

@@ -19,9 +19,9 @@
 //! when its module is unregistered (`dlclose`).
 //!
 //! # Bounded memory
-//! A table holds at most 2^22 paths (4 194 304; the pair array then has 2^23 pairs, 128 MiB). An update of a
-//! path that is not in a full table is dropped and the table remembers it; the dump then marks the module's
-//! record [`RECORD_FLAG_INCOMPLETE`](pathprof_format::layout::RECORD_FLAG_INCOMPLETE) and prints one warning
+//! A table holds at most 2^22 paths by default (4 194 304; the pair array then has 2^23 pairs, 128 MiB). An update
+//! of a path that is not in a full table is dropped and the table remembers it; the dump then marks the module's
+//! record [`RECORD_FLAG_DROPPED`](pathprof_format::layout::RECORD_FLAG_DROPPED) and prints one warning
 //! per table and process. Updates of paths already in the table are always counted. The same happens, rarer
 //! still, when the mapping fails, and for the path number `u64::MAX` (whose key would be 0; the pass never numbers
 //! a path that high). An update that re-enters a table from a signal handler that interrupted an update of the
@@ -29,7 +29,8 @@
 //! ([`crate::deferred`]) and applied when the interrupted thread releases the lock, and dropped only if more
 //! than [`crate::deferred::SLOTS`] updates wait at once.
 //!
-//! Testing knob: `PATHPROF_TABLE_CAP_LOG2=k` (decimal, `0 <= k <= 22`) lowers the cap to 2^k paths per table.
+//! `PATHPROF_TABLE_CAP_LOG2=k` (decimal, `0 <= k <= 26`) sets the cap to 2^k paths per table: a run with more
+//! distinct paths than the default can raise it (k = 26: a pair array of up to 2 GiB per table), tests lower it.
 //! It is read once, at the first insertion into any table of the process; other values are ignored.
 //!
 //! # Concurrency
@@ -96,8 +97,10 @@ const HEADER_WORDS: usize = 2;
 
 /// Pairs allocated at a table's first insertion.
 pub(crate) const INITIAL_CAPACITY: u64 = 64;
-/// log2 of the most paths one table holds.
-pub(crate) const CAP_LOG2: u32 = 22;
+/// log2 of the most paths one table holds, unless `PATHPROF_TABLE_CAP_LOG2` says otherwise.
+pub(crate) const DEFAULT_CAP_LOG2: u32 = 22;
+/// The largest `PATHPROF_TABLE_CAP_LOG2`.
+pub(crate) const MAX_CAP_LOG2: u32 = 26;
 /// The effective cap's log2 plus one; 0 until `PATHPROF_TABLE_CAP_LOG2` has been read.
 static CAP_READ: AtomicU32 = AtomicU32::new(0);
 
@@ -301,7 +304,7 @@ unsafe fn capacity_of(slots: *mut u64) -> u64 {
 /// changes the program's heap, so a program that reads memory it never initialised (zlib's `slide_hash` does)
 /// sees what it sees in the uninstrumented build, and its counts match the other modes'.
 fn alloc_pairs(capacity: u64) -> *mut u64 {
-    // At most 2 × 2^CAP_LOG2 pairs of 16 bytes plus the header: no overflow anywhere.
+    // At most 2 × 2^MAX_CAP_LOG2 pairs of 16 bytes plus the header: no overflow anywhere.
     let bytes = (capacity as usize + 1) * 16;
     let base = crate::sys::map_anonymous(bytes, 0).cast::<u64>();
     if base.is_null() {
@@ -395,12 +398,12 @@ fn me() -> u64 {
 fn cap() -> u64 {
     let mut read = CAP_READ.load(Ordering::Relaxed);
     if read == 0 {
-        let log2 = crate::sys::env(c"PATHPROF_TABLE_CAP_LOG2").and_then(parse_small).filter(|&k| k <= CAP_LOG2);
-        read = log2.unwrap_or(CAP_LOG2) + 1;
+        let log2 = crate::sys::env(c"PATHPROF_TABLE_CAP_LOG2").and_then(parse_small).filter(|&k| k <= MAX_CAP_LOG2);
+        read = log2.unwrap_or(DEFAULT_CAP_LOG2) + 1;
         // Racing first readers compute the same value.
         CAP_READ.store(read, Ordering::Relaxed);
     }
-    1 << (read - 1).min(CAP_LOG2)
+    1 << (read - 1).min(MAX_CAP_LOG2)
 }
 
 /// A short decimal number (at most two digits), else `None`.

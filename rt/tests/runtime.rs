@@ -11,8 +11,9 @@
 use pathprof_core::graph::test_cfg;
 use pathprof_format::layout::{
     fnv1a64, record_len, FileHeader, ModuleDesc, PathTable, RecordHeader, DESC_FLAG_ATOMIC, DESC_VERSION,
-    FILE_HEADER_LEN, FILE_VERSION, PATH_HASH_MULTIPLIER, RECORD_FLAG_INCOMPLETE, RECORD_FLAG_THREADED_NONATOMIC,
-    RECORD_FLAG_THREADS_IN_FLIGHT, RECORD_HEADER_LEN, SPARSE_ENTRY_LEN, SPARSE_REENTRY, SPARSE_REENTRY_BLOCK,
+    FILE_HEADER_LEN, FILE_VERSION, PATH_HASH_MULTIPLIER, RECORD_FLAG_DROPPED, RECORD_FLAG_INCOMPLETE,
+    RECORD_FLAG_THREADED_NONATOMIC, RECORD_FLAG_THREADS_IN_FLIGHT, RECORD_HEADER_LEN, SPARSE_ENTRY_LEN, SPARSE_REENTRY,
+    SPARSE_REENTRY_BLOCK,
 };
 use pathprof_format::meta::{BlockMeta, FunctionMeta, Mode, ModuleMeta, PathMeta, PathStorage};
 use std::collections::BTreeMap;
@@ -1563,7 +1564,7 @@ int main(void) {
 }
 
 #[test]
-fn path_table_cap_drops_new_paths_and_marks_the_record_incomplete() {
+fn path_table_cap_drops_new_paths_and_flags_the_record() {
     let dir = Dir::new("path-cap");
     let m = path_module("cap.c");
     let main = r#"
@@ -1594,11 +1595,11 @@ int main(void) {
         assert_eq!(String::from_utf8_lossy(&out.stderr), warning);
         let recs = read_profile(&prof);
         let r = path_record(&recs, &m);
-        assert_eq!((r.h.flags, r.h.runs), (RECORD_FLAG_INCOMPLETE, runs));
+        assert_eq!((r.h.flags, r.h.runs), (RECORD_FLAG_DROPPED, runs));
         let scaled: BTreeMap<(u64, u64), u64> = want.iter().map(|(k, v)| (*k, v * runs)).collect();
         assert_eq!(sparse(r), scaled, "the kept paths are exact");
     }
-    // Values outside 0..=22 are ignored: the default cap keeps everything.
+    // Values outside 0..=26 are ignored: the default cap keeps everything.
     let other = dir.join("q.pathprof");
     let out = ok(command(&exe, &[], &other).env("PATHPROF_TABLE_CAP_LOG2", "99").output().unwrap());
     assert_eq!(out.stdout, b"0 100\n");
@@ -1606,6 +1607,38 @@ int main(void) {
     let r = path_record(&recs, &m);
     assert_eq!(r.h.flags, 0);
     assert_eq!(sparse(r).len(), 101);
+}
+
+/// The default cap, 2^22 paths, keeps exactly that many of 2^22 + 10 distinct paths and flags the record; raised
+/// to 2^23 (`PATHPROF_TABLE_CAP_LOG2=23`) it keeps them all, unflagged.
+#[test]
+fn path_table_cap_can_be_raised_past_the_default() {
+    let dir = Dir::new("path-cap-raised");
+    let m = path_module("capr.c");
+    let main = r#"
+int main(void) {
+  for (uint64_t i = 0; i < (1u << 22) + 10; i++) ADD(0, 0, i * 7, 1);
+  printf("%llu\n", (unsigned long long)T(0, 0)->len);
+  return 0;
+}
+"#;
+    let exe = compile(&dir, "prog", &c_source(&[&m], main), &[]);
+    for (cap, kept, flags) in [(None, 1u64 << 22, RECORD_FLAG_DROPPED), (Some("23"), (1 << 22) + 10, 0)] {
+        let prof = dir.join(&format!("p{}.pathprof", cap.unwrap_or("")));
+        let mut c = command(&exe, &[], &prof);
+        if let Some(k) = cap {
+            c.env("PATHPROF_TABLE_CAP_LOG2", k);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{kept}\n"), "cap {cap:?}");
+        let recs = read_profile(&prof);
+        let r = path_record(&recs, &m);
+        assert_eq!(r.h.flags, flags, "cap {cap:?}");
+        let counts = sparse(r);
+        assert_eq!(counts.len() as u64, kept, "cap {cap:?}");
+        assert!(counts.iter().all(|(&(f, p), &c)| f == 1 && p % 7 == 0 && c == 1), "cap {cap:?}");
+    }
 }
 
 /// Also through the tables' caches: the child starts with none of the parent's cached counts.
@@ -1698,7 +1731,7 @@ int main(void) {
     let handled = s[&(1, 1)] - 1;
     assert!(handled <= fired);
     let dropped = handled < fired;
-    assert_eq!(r.h.flags, if dropped { RECORD_FLAG_INCOMPLETE } else { 0 }, "fired {fired}, counted {handled}");
+    assert_eq!(r.h.flags, if dropped { RECORD_FLAG_DROPPED } else { 0 }, "fired {fired}, counted {handled}");
     let warning = format!(
         "pathprof: warning: path counts of function 1 of module {:#018x} were dropped (out of memory, or updated \
          from a signal handler that interrupted an update); the profile is marked incomplete\n",
