@@ -41,7 +41,7 @@ use super::callgraph::SiteRole;
 use super::numbering::{ArcKind, Numbering, OutArc};
 use super::path::{InterprocPath, PathEnd, Step};
 use super::program::ProcId;
-use super::regenerate::{decode_visiting, walk, PathError, DEFAULT_MAX_STEPS};
+use super::regenerate::{decode_visiting, walk_tails, PathError, DEFAULT_MAX_STEPS};
 use crate::ball_larus::arrivals::solve_nets;
 use crate::graph::BlockId;
 use std::collections::BTreeMap;
@@ -137,17 +137,6 @@ fn rank(truncated_at: Option<usize>) -> u128 {
     truncated_at.map_or(0, |step| (usize::MAX - step) as u128 + 1)
 }
 
-/// [`rank`] of path `n`, found by walking it without keeping its steps.
-fn rank_of(num: &Numbering<'_>, n: u128) -> Result<u128, ArrivalError> {
-    let mut last: Option<(usize, Step)> = None;
-    let end = walk(num, n, DEFAULT_MAX_STEPS, |at| {
-        last = Some((at.step, at.at));
-        Ok(())
-    })
-    .map_err(|error| ArrivalError::Path { number: n, error })?;
-    Ok(rank(last.filter(|&(_, s)| ends_at_counted(num, end, Some(s))).map(|(step, _)| step)))
-}
-
 /// `(rank, number, raw)` of every path of `paths` (number, raw), in order. Ranking walks every counted path,
 /// most of them truncated paths that net to 0 and are never decoded again, so it is most of the netting's
 /// time: above a few thousand paths they are ranked on every core.
@@ -162,8 +151,16 @@ pub(super) fn ranked_on(
     paths: &[(u128, i128)],
     threads: usize,
 ) -> Result<Vec<(u128, u128, i128)>, ArrivalError> {
+    // Each part's paths are walked keeping no steps, resuming from the prefix they share with the one before.
     let rank_all = |part: &[(u128, i128)]| -> Result<Vec<(u128, u128, i128)>, ArrivalError> {
-        part.iter().map(|&(n, c)| Ok((rank_of(num, n)?, n, c))).collect()
+        let numbers: Vec<u128> = part.iter().map(|&(n, _)| n).collect();
+        let mut out = Vec::with_capacity(part.len());
+        walk_tails(num, &numbers, DEFAULT_MAX_STEPS, |i, (end, last)| {
+            let truncated_at = last.filter(|&(_, s)| ends_at_counted(num, end, Some(s))).map(|(step, _)| step);
+            out.push((rank(truncated_at), part[i].0, part[i].1));
+        })
+        .map_err(|(number, error)| ArrivalError::Path { number, error })?;
+        Ok(out)
     };
     if threads <= 1 || paths.len() < 2 {
         return rank_all(paths);

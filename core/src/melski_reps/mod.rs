@@ -65,7 +65,8 @@ pub use numbering::{
 pub use path::{InterprocPath, PathEnd, Step, Via};
 pub use program::{CallSite, CallSiteId, Callee, ProcId, Procedure, Program, ProgramError, SiteInfo};
 pub use regenerate::{
-    decode, decode_visiting, decode_with_limit, encode, walk, PathError, WalkState, DEFAULT_MAX_STEPS,
+    decode, decode_visiting, decode_with_limit, encode, walk, walk_tails, PathError, PathTail, WalkState,
+    DEFAULT_MAX_STEPS,
 };
 pub use simulate::{Event, Execution, Profile, Simulator, TraceError};
 pub use supergraph::Supergraph;

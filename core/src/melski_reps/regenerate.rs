@@ -398,3 +398,82 @@ pub fn walk(
         }
     }
 }
+
+/// Where a path ends: its end and its last block visit (index and step), as [`walk`] finds them.
+pub type PathTail = (PathEnd, Option<(usize, Step)>);
+
+/// A walk's state after one of its choices, and the path numbers `[lo, hi)` whose walks all pass through it.
+struct Checkpoint<'n, 'a> {
+    walker: Walker<'n, 'a>,
+    lo: u128,
+    hi: u128,
+    taken: usize,
+    last: Option<(usize, Step)>,
+}
+
+/// [`walk`] of many paths, for readers that only need where each ends ([`PathTail`]). Every path that shares a
+/// prefix with another has its number in the range of that prefix (decoding picks the successor whose range
+/// holds the remaining number), so a walk resumes from the deepest choice the previous path's walk made whose
+/// range holds the next number: over numbers in ascending order, each choice of the paths' prefix tree is made
+/// once, not once per path through it. Any order gives the same results. `each(i, tail)` is called for
+/// `numbers[i]` in order; the first error stops the walk.
+pub fn walk_tails(
+    num: &Numbering<'_>,
+    numbers: &[u128],
+    limit: usize,
+    mut each: impl FnMut(usize, PathTail),
+) -> Result<(), (u128, PathError)> {
+    let mut stack: Vec<Checkpoint<'_, '_>> = Vec::new();
+    for (i, &n) in numbers.iter().enumerate() {
+        let fail = |e: PathError| (n, e);
+        while stack.last().is_some_and(|c| !(c.lo <= n && n < c.hi)) {
+            stack.pop();
+        }
+        if stack.is_empty() {
+            let num_paths = num.num_paths();
+            if n >= num_paths {
+                return Err(fail(PathError::OutOfRange { n, num_paths }));
+            }
+            let entries = num.entries();
+            let entry = entries
+                .partition_point(|e| e.offset <= n)
+                .checked_sub(1)
+                .and_then(|i| entries.get(i))
+                .filter(|e| n - e.offset < e.count)
+                .ok_or(fail(PathError::Stuck { remainder: n }))?;
+            let (walker, step0) = Walker::start(num, entry);
+            let hi = entry.offset.saturating_add(entry.count);
+            let (taken, last) = if let Some(s) = step0 { (1, Some((0, s))) } else { (0, None) };
+            stack.push(Checkpoint { walker, lo: entry.offset, hi, taken, last });
+        }
+        loop {
+            let Some(top) = stack.last() else { return Err(fail(PathError::Stuck { remainder: n })) };
+            if top.taken > limit {
+                return Err(fail(PathError::TooLong { limit }));
+            }
+            let rem = n - top.lo;
+            let opt =
+                top.walker.choice_containing(rem).map_err(fail)?.ok_or(fail(PathError::Stuck { remainder: rem }))?;
+            let mut walker = top.walker.clone();
+            let (mut taken, mut last) = (top.taken, top.last);
+            let lo = top.lo + opt.value;
+            let hi = lo.saturating_add(opt.count);
+            match walker.take(opt.choice).ok_or(fail(PathError::Stuck { remainder: rem - opt.value }))? {
+                Moved::Step(s) => {
+                    last = Some((taken, s));
+                    taken += 1;
+                }
+                Moved::AtExit(_) => {}
+                Moved::End(end) => {
+                    if n != lo {
+                        return Err(fail(PathError::Stuck { remainder: n - lo }));
+                    }
+                    each(i, (end, last));
+                    break;
+                }
+            }
+            stack.push(Checkpoint { walker, lo, hi, taken, last });
+        }
+    }
+    Ok(())
+}

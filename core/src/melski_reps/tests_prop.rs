@@ -547,6 +547,7 @@ fn check_program(seed: u64) {
             let p = decode(&num, n).unwrap();
             assert_eq!(encode(&num, &p), Ok(n));
         }
+        check_walk_tails(&num, &mut rng);
         // Random executions: the simulator records exactly the observable paths of the execution.
         let known: Option<HashSet<&InterprocPath>> = enumerated.as_ref().map(|v| v.iter().collect());
         for _ in 0..4 {
@@ -577,6 +578,36 @@ fn check_program(seed: u64) {
             check_arrivals(&num, &exec, sim.profile());
         }
     }
+}
+
+/// [`walk_tails`] over ascending, repeated and shuffled numbers (resuming from shared prefixes) gives each path's
+/// end and last block visit as decoding it alone does.
+fn check_walk_tails(num: &Numbering<'_>, rng: &mut Rng) {
+    let total = num.num_paths();
+    if total == 0 {
+        return;
+    }
+    let mut numbers: Vec<u128> = if total <= 300 {
+        (0..total).collect()
+    } else {
+        let mut v: Vec<u128> = (0..300).map(|_| u128::from(rng.next()) % total).collect();
+        v.sort_unstable();
+        v
+    };
+    numbers.extend(numbers.clone().iter().rev().step_by(3));
+    for i in (1..numbers.len()).rev().step_by(7) {
+        numbers.swap(i, rng.below(i + 1));
+    }
+    let mut got = Vec::new();
+    walk_tails(num, &numbers, DEFAULT_MAX_STEPS, |i, tail| got.push((numbers[i], tail))).unwrap();
+    let want: Vec<(u128, PathTail)> = numbers
+        .iter()
+        .map(|&n| {
+            let p = decode(num, n).unwrap();
+            (n, (p.end, p.steps.last().map(|&s| (p.steps.len() - 1, s))))
+        })
+        .collect();
+    assert_eq!(got, want, "{:?}", num.mode());
 }
 
 /// The arrival-counting runtime's profile of `exec`, netted, is the profile the exact (+1 at the termination)
