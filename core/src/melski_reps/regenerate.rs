@@ -353,6 +353,23 @@ pub fn decode_visiting(
     Ok(InterprocPath { steps, end })
 }
 
+/// The Entry_global successor whose range of numbers holds `n`.
+fn entry_holding<'n>(num: &'n Numbering<'_>, n: u128) -> Result<&'n GlobalEntry, PathError> {
+    let num_paths = num.num_paths();
+    if n >= num_paths {
+        return Err(PathError::OutOfRange { n, num_paths });
+    }
+    // The entries' ranges are consecutive, by ascending offset: the one holding n is the last that starts at
+    // or below it (a binary search; a whole program has hundreds of entries).
+    let entries = num.entries();
+    entries
+        .partition_point(|e| e.offset <= n)
+        .checked_sub(1)
+        .and_then(|i| entries.get(i))
+        .filter(|e| n - e.offset < e.count)
+        .ok_or(PathError::Stuck { remainder: n })
+}
+
 /// The decoding walk of path `n` without keeping its steps: `visit` sees every block visit in order (as in
 /// [`decode_visiting`]), and the path's end is returned. For readers that only need a property of each path
 /// (its length, where it ends) over millions of paths.
@@ -362,19 +379,7 @@ pub fn walk(
     limit: usize,
     mut visit: impl FnMut(WalkState) -> Result<(), PathError>,
 ) -> Result<PathEnd, PathError> {
-    let num_paths = num.num_paths();
-    if n >= num_paths {
-        return Err(PathError::OutOfRange { n, num_paths });
-    }
-    // The entries' ranges are consecutive, by ascending offset: the one holding n is the last that starts at
-    // or below it (a binary search; a whole program has hundreds of entries).
-    let entries = num.entries();
-    let entry = entries
-        .partition_point(|e| e.offset <= n)
-        .checked_sub(1)
-        .and_then(|i| entries.get(i))
-        .filter(|e| n - e.offset < e.count)
-        .ok_or(PathError::Stuck { remainder: n })?;
+    let entry = entry_holding(num, n)?;
     let mut rem = n - entry.offset;
     let (mut w, step0) = Walker::start(num, entry);
     let mut taken = 0usize;
@@ -430,17 +435,7 @@ pub fn walk_tails(
             stack.pop();
         }
         if stack.is_empty() {
-            let num_paths = num.num_paths();
-            if n >= num_paths {
-                return Err(fail(PathError::OutOfRange { n, num_paths }));
-            }
-            let entries = num.entries();
-            let entry = entries
-                .partition_point(|e| e.offset <= n)
-                .checked_sub(1)
-                .and_then(|i| entries.get(i))
-                .filter(|e| n - e.offset < e.count)
-                .ok_or(fail(PathError::Stuck { remainder: n }))?;
+            let entry = entry_holding(num, n).map_err(fail)?;
             let (walker, step0) = Walker::start(num, entry);
             let hi = entry.offset.saturating_add(entry.count);
             let (taken, last) = if let Some(s) = step0 { (1, Some((0, s))) } else { (0, None) };
