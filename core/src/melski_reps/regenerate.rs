@@ -180,14 +180,14 @@ impl<'n, 'a> Walker<'n, 'a> {
         let arcs = match self.at {
             At::Block(b) => self.num.arcs(self.proc, b),
             At::GEntry => self.num.gentry_arcs(self.proc),
-            At::Exit(_) => return Ok(self.choices()?.into_iter().find(|o| contains(o, rem))),
+            At::Exit(_) => return Ok(self.choices()?.into_iter().find(|o| holds(o.value, o.count, rem))),
         };
         // Only the found arc is copied into a candidate (an arc is four 128-bit words).
         let mut found: Option<(usize, u128, u128)> = None;
         for (i, a) in arcs.iter().enumerate() {
             let value = a.rho.checked_apply(self.nvc).ok_or(PathError::Overflow)?;
             let count = a.completions.checked_apply(self.nvc).ok_or(PathError::Overflow)?;
-            if found.is_none() && value <= rem && rem - value < count {
+            if found.is_none() && holds(value, count, rem) {
                 found = Some((i, value, count));
             }
         }
@@ -249,9 +249,9 @@ impl<'n, 'a> Walker<'n, 'a> {
     }
 }
 
-/// Whether the range of path numbers that `candidate` leads to, `[value, value + count)`, holds `rem`.
-fn contains(candidate: &Candidate, rem: u128) -> bool {
-    candidate.value <= rem && rem - candidate.value < candidate.count
+/// Whether the range of path numbers a choice leads to, `[value, value + count)`, holds `rem`.
+fn holds(value: u128, count: u128, rem: u128) -> bool {
+    value <= rem && rem - value < count
 }
 
 /// The path number of `path` (Algorithm 5.1 for context paths, 6.1 for piecewise ones), validating that it is
